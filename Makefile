@@ -1,0 +1,157 @@
+# memsight: build, test, demo and install.
+#
+#   make            build everything into build/
+#   make demo       install what is missing, build, record the samples, show findings, write demo/*.svg
+#   make check      install what is missing, build, run every test (TAP, through prove)
+#   make bench      benchmarks against perf (tests/bench), prints ratios
+#   make install PREFIX=/usr/local
+#
+# V=1 shows full commands; DEVELOPER=1 adds -Werror and more warnings.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+B := build
+VERSION := 0.1
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = $(CFLAGS) -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -DMEMSIGHT_VERSION='"$(VERSION)"' -MMD -MP
+ifeq ($(DEVELOPER),1)
+ALL_CFLAGS += -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
+endif
+
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
+# Debian packages the build, the tests and the demo need.
+BUILD_PKGS := gcc make pkg-config libtraceevent-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev
+TEST_PKGS := perl libxml2-utils
+BENCH_PKGS := linux-perf heaptrack bpftrace
+
+FORMATS_SRC := \
+	formats/meta.c \
+	formats/trace.c
+
+RECORD_SRC := \
+	record/events.c \
+	record/ksyms.c \
+	record/procsnap.c \
+	record/record.c
+
+ANALYZE_SRC := \
+	analyze/cmd.c \
+	analyze/cmd_events.c \
+	analyze/cmd_folded.c \
+	analyze/cmd_info.c \
+	analyze/cmd_report.c \
+	analyze/hashmap.c \
+	analyze/machine.c \
+	analyze/main.c \
+	analyze/memops.c \
+	analyze/session.c \
+	analyze/stacktab.c \
+	analyze/symbols.c
+
+FLAMEGRAPH_SRC := \
+	flamegraph/flamegraph.c \
+	flamegraph/svg.c
+
+TOOL_SRC := \
+	tests/helper/test-tool.c
+
+SAMPLES := \
+	fib_leak \
+	loop_leak \
+	xor_encoder
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+PROGRAMS := $(B)/memsight $(B)/memsight-record $(B)/memsight-analyze $(B)/memsight-flamegraph
+SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES))
+
+all: $(PROGRAMS) $(B)/test-tool $(SAMPLE_BINS)
+
+$(B)/obj/%.o: %.c
+	$(call say,CC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/memsight: $(call obj,memsight.c)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+
+$(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lelf -lzstd -lz
+
+$(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lelf -lzstd -lz
+
+$(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+
+$(B)/test-tool: $(call obj,$(TOOL_SRC) $(FORMATS_SRC))
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lzstd -lz
+
+# Samples keep frame pointers: the frame-pointer stacks of issue 2 need them.
+SAMPLE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Wextra
+$(B)/samples/%: samples/%.c
+	$(call say,CC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(SAMPLE_CFLAGS) -o $@ $< -pthread
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# Install what is missing: as root through apt-get, otherwise say what to run.
+define install_pkgs
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing: $$missing"; \
+			(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "missing packages; run as root: apt-get install -y $$missing"; exit 1; \
+		fi; \
+	fi
+endef
+
+deps:
+	$(call install_pkgs,$(BUILD_PKGS))
+
+test-deps:
+	$(call install_pkgs,$(BUILD_PKGS) $(TEST_PKGS))
+
+bench-deps:
+	$(call install_pkgs,$(BUILD_PKGS) $(BENCH_PKGS))
+
+check: test-deps
+	$(MAKE) all
+	prove -f tests/t[0-9]*.sh
+
+demo: deps
+	$(MAKE) all
+	sh tests/demo.sh
+
+bench: bench-deps
+	$(MAKE) all
+	sh tests/bench/bench-record.sh
+
+install: $(PROGRAMS)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
+
+clean:
+	rm -rf $(B) demo
+
+.PHONY: all deps test-deps bench-deps check demo bench install clean

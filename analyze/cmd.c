@@ -1,0 +1,68 @@
+/*
+ * analyze/cmd.c: helpers shared by the subcommands.
+ */
+#include "cmd.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *cmd_name = "memsight";
+
+int error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "memsight %s: ", cmd_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+int cmd_open(struct session *s, const char *path)
+{
+	char err[512];
+
+	if (session_open(s, path, err, sizeof(err))) {
+		error("%s", err);
+		session_release(s);
+		return -1;
+	}
+	session_warn_incomplete(s);
+	return 0;
+}
+
+const char *fmt_bytes(uint64_t v, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double d = v;
+	int u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, len, "%llu B", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%.1f %s", d, unit[u]);
+	return buf;
+}
+
+int parse_u64(const char *opt, const char *arg, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 0);
+	if (errno || *end || arg[0] == '-' || !arg[0]) {
+		error("invalid value '%s' for %s: give a non-negative number", arg, opt);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}

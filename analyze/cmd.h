@@ -1,0 +1,28 @@
+/*
+ * analyze/cmd.h: the analyzer's subcommands and what they share: reporting
+ * an error once with the command's name, opening a trace with its warnings,
+ * and printing sizes for people.
+ */
+#ifndef MEMSIGHT_CMD_H
+#define MEMSIGHT_CMD_H
+
+#include <stdint.h>
+
+#include "session.h"
+
+int cmd_info(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
+
+extern const char *cmd_name;
+
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Open FILE for a command: the error is reported here. Returns 0 or -1. */
+int cmd_open(struct session *s, const char *path);
+/* Replay failure or a stop: report and return the exit code. */
+const char *fmt_bytes(uint64_t v, char *buf, size_t len);
+/* Parse an unsigned number option; reports and returns -1 when invalid. */
+int parse_u64(const char *opt, const char *arg, uint64_t *out);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * analyze/cmd_folded.c: memsight folded, Brendan Gregg's folded stack format
+ * (comm;outer;...;inner WEIGHT), one weight per run. Stacks are summed by
+ * their raw addresses first and named once each, so the cost per sample is
+ * a hash, not a symbol lookup.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "memops.h"
+#include "stacktab.h"
+
+static const char usage_text[] =
+	"usage: memsight folded [options] FILE\n"
+	"\n"
+	"  -e, --event EVENT     brk, mmap or faults (default: faults)\n"
+	"  -w, --weight WEIGHT   count (default), bytes or pages\n"
+	"      --pid PID         only this process\n"
+	"      --kernel          include kernel frames (default for faults)\n"
+	"      --no-kernel       leave kernel frames out (default for brk and mmap)\n"
+	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too\n"
+	"  -h, --help            show this help\n";
+
+enum weight { W_COUNT, W_BYTES, W_PAGES };
+
+struct folded {
+	enum memop_kind kind;
+	enum weight weight;
+	long pid;
+	struct stacktab tab;
+};
+
+static int on_op(struct session *s, const struct memop *op, void *arg)
+{
+	struct folded *f = arg;
+	uint64_t w;
+
+	if (f->pid >= 0 && op->pid != f->pid)
+		return 0;
+	if (op->kind != f->kind && !(f->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP))
+		return 0;
+	if (op->failed)
+		return 0;
+	if (f->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP && !op->grow)
+		return 0;
+	switch (f->weight) {
+	case W_COUNT:
+		w = 1;
+		break;
+	case W_BYTES:
+		w = op->grow;
+		break;
+	default:
+		w = (op->grow + s->page_size - 1) / s->page_size;
+		break;
+	}
+	return w ? stacktab_add(&f->tab, s, op->stack, w) : 0;
+}
+
+struct line {
+	const char *text;
+	uint64_t weight;
+};
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
+}
+
+/* Append one frame name to buf, replacing ';' (the separator) and spaces at
+ * the ends, which would break the format. */
+static size_t put_frame(char *buf, size_t at, size_t cap, const char *name, const char *suffix)
+{
+	for (const char *p = name; *p && at + 1 < cap; p++)
+		buf[at++] = *p == ';' ? ':' : *p == '\n' ? ' ' : *p;
+	for (const char *p = suffix; *p && at + 1 < cap; p++)
+		buf[at++] = *p;
+	buf[at] = 0;
+	return at;
+}
+
+static int print_folded(struct folded *f)
+{
+	struct hashmap lines;
+	struct line *v;
+	size_t n = 0;
+	char buf[65536], name[512];
+
+	hashmap_init(&lines, 1);
+	hashmap_for_each(&f->tab.map, slot) {
+		for (struct stack_entry *e = slot->ptr; e; e = e->next) {
+			size_t at = put_frame(buf, 0, sizeof(buf), e->comm, "");
+			struct hm_slot *l;
+
+			for (int i = e->nr_frames - 1; i >= 0; i--) {
+				const struct frame *fr = &e->frames[i];
+
+				buf[at++] = ';';
+				at = put_frame(buf, at, sizeof(buf) - 64, frame_name(fr, name, sizeof(name), 0),
+					       fr->kernel ? "_[k]" : "");
+			}
+			l = hashmap_str(&lines, buf, NULL);
+			if (!l) {
+				hashmap_release(&lines);
+				return error("out of memory");
+			}
+			l->val += e->weight;
+		}
+	}
+	v = malloc((lines.nr ? lines.nr : 1) * sizeof(*v));
+	if (!v) {
+		hashmap_release(&lines);
+		return error("out of memory");
+	}
+	hashmap_for_each(&lines, slot) v[n++] = (struct line){ slot->skey, slot->val };
+	qsort(v, n, sizeof(*v), line_cmp);
+	for (size_t i = 0; i < n; i++)
+		printf("%s %llu\n", v[i].text, (unsigned long long)v[i].weight);
+	free(v);
+	hashmap_release(&lines);
+	return 0;
+}
+
+int cmd_folded(int argc, char **argv)
+{
+	enum { OPT_PID = 256, OPT_KERNEL, OPT_NO_KERNEL };
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "weight", required_argument, NULL, 'w' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
+		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1 };
+	struct session s;
+	char err[512];
+	int c, kernel = -1, ret = 1;
+	uint64_t v;
+
+	while ((c = getopt_long(argc, argv, "e:w:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			if (!strcmp(optarg, "brk"))
+				f.kind = MEMOP_BRK;
+			else if (!strcmp(optarg, "mmap"))
+				f.kind = MEMOP_MMAP;
+			else if (!strcmp(optarg, "faults") || !strcmp(optarg, "page-faults"))
+				f.kind = MEMOP_FAULT;
+			else {
+				error("unknown event '%s' for folded stacks: use brk, mmap or faults", optarg);
+				return 2;
+			}
+			break;
+		case 'w':
+			if (!strcmp(optarg, "count"))
+				f.weight = W_COUNT;
+			else if (!strcmp(optarg, "bytes"))
+				f.weight = W_BYTES;
+			else if (!strcmp(optarg, "pages"))
+				f.weight = W_PAGES;
+			else {
+				error("unknown weight '%s': use count, bytes or pages", optarg);
+				return 2;
+			}
+			break;
+		case OPT_PID:
+			if (parse_u64("--pid", optarg, &v))
+				return 2;
+			f.pid = v;
+			break;
+		case OPT_KERNEL:
+			kernel = 1;
+			break;
+		case OPT_NO_KERNEL:
+			kernel = 0;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		error("give one trace file (see memsight folded -h)");
+		return 2;
+	}
+	if (kernel < 0)
+		/* A syscall's kernel half is always the same entry path. */
+		kernel = f.kind == MEMOP_FAULT;
+	if (cmd_open(&s, argv[optind]))
+		return 1;
+	stacktab_init(&f.tab, kernel, 1);
+	if (memops_replay(&s, on_op, &f, err, sizeof(err)))
+		error("%s", err);
+	else if (!print_folded(&f))
+		ret = 0;
+	symbols_report_unresolved(&s.syms, stderr);
+	stacktab_release(&f.tab);
+	session_release(&s);
+	return ret;
+}

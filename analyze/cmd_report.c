@@ -1,0 +1,361 @@
+/*
+ * analyze/cmd_report.c: memsight report, one section per event group: per
+ * process counts and bytes, then the heaviest stacks; for mmap the largest
+ * single mappings, for faults the mappings that took them.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "cmd.h"
+#include "memops.h"
+#include "stacktab.h"
+
+static const char usage_text[] =
+	"usage: memsight report [options] FILE\n"
+	"\n"
+	"  -T, --top N          stacks and mappings shown per section (default 5)\n"
+	"      --pid PID        only this process\n"
+	"      --debug-dir DIR  find objects by build-id in DIR/.build-id/ too\n"
+	"  -h, --help           show this help\n";
+
+struct proc_stats {
+	int pid;
+	const char *comm;
+	uint64_t brk_calls, brk_grow, brk_shrink;
+	uint64_t mmaps, mmap_bytes, munmaps, munmap_bytes, mremaps, mremap_grow, map_failed;
+	uint64_t faults, major, anon, file;
+};
+
+struct big_map {
+	uint64_t len, addr, prot, flags, fd;
+	int pid;
+	const char *comm;
+	int nr_frames;
+	struct frame frames[64];
+};
+
+struct fault_map {
+	int pid;
+	uint64_t start, end, count;
+	const char *name, *comm;
+};
+
+struct report {
+	long pid;
+	size_t top;
+	struct hashmap procs;	/* pid -> struct proc_stats * */
+	struct stacktab brk, mmap, faults;
+	struct big_map *big;	/* the top largest mappings, largest first */
+	size_t nr_big;
+	struct hashmap fmaps;	/* (pid, start) -> struct fault_map * */
+	int have_brk, have_mmap, have_faults;
+};
+
+static struct proc_stats *stats_of(struct report *r, struct session *s, const struct memop *op)
+{
+	struct hm_slot *slot = hashmap_u64(&r->procs, (uint32_t)op->pid, NULL);
+	struct proc_stats *p;
+
+	if (!slot)
+		return NULL;
+	if (!slot->ptr && (slot->ptr = calloc(1, sizeof(*p))))
+		((struct proc_stats *)slot->ptr)->pid = op->pid;
+	p = slot->ptr;
+	if (p)
+		/* The latest name: a process that exec'd shows the new one. */
+		p->comm = machine_comm(&s->m, op->pid, op->pid);
+	return p;
+}
+
+static void big_add(struct report *r, struct session *s, const struct memop *op)
+{
+	size_t i;
+	struct big_map *b;
+
+	if (r->nr_big == r->top && (!r->top || r->big[r->top - 1].len >= op->len))
+		return;
+	for (i = r->nr_big; i > 0 && r->big[i - 1].len < op->len; i--)
+		;
+	if (r->nr_big < r->top)
+		r->nr_big++;
+	memmove(&r->big[i + 1], &r->big[i], (r->nr_big - 1 - i) * sizeof(*r->big));
+	b = &r->big[i];
+	b->len = op->len;
+	b->addr = op->addr;
+	b->prot = op->prot;
+	b->flags = op->flags;
+	b->fd = op->fd;
+	b->pid = op->pid;
+	b->comm = machine_comm(&s->m, op->pid, op->tid);
+	b->nr_frames = session_frames(s, op->stack, b->frames, 64, 0, 1);
+}
+
+static int on_op(struct session *s, const struct memop *op, void *arg)
+{
+	struct report *r = arg;
+	struct proc_stats *p;
+
+	if (r->pid >= 0 && op->pid != r->pid)
+		return 0;
+	p = stats_of(r, s, op);
+	if (!p)
+		return -1;
+	switch (op->kind) {
+	case MEMOP_BRK:
+		r->have_brk = 1;
+		p->brk_calls++;
+		p->brk_grow += op->grow;
+		if (op->brk_old && op->brk_new < op->brk_old)
+			p->brk_shrink += op->brk_old - op->brk_new;
+		return stacktab_add(&r->brk, s, op->stack, op->grow);
+	case MEMOP_MMAP:
+		r->have_mmap = 1;
+		if (op->failed) {
+			p->map_failed++;
+			return 0;
+		}
+		p->mmaps++;
+		p->mmap_bytes += op->len;
+		big_add(r, s, op);
+		return stacktab_add(&r->mmap, s, op->stack, op->len);
+	case MEMOP_MUNMAP:
+		r->have_mmap = 1;
+		if (op->failed) {
+			p->map_failed++;
+			return 0;
+		}
+		p->munmaps++;
+		p->munmap_bytes += op->len;
+		return 0;
+	case MEMOP_MREMAP:
+		r->have_mmap = 1;
+		if (op->failed) {
+			p->map_failed++;
+			return 0;
+		}
+		p->mremaps++;
+		p->mremap_grow += op->grow;
+		return op->grow ? stacktab_add(&r->mmap, s, op->stack, op->grow) : 0;
+	case MEMOP_FAULT: {
+		struct hm_slot *slot;
+		struct fault_map *fm;
+		uint64_t key;
+
+		r->have_faults = 1;
+		p->faults++;
+		/* "//anon" is anonymous memory, whatever its leading slash. */
+		if (op->map && op->map->name[0] == '/' && op->map->name[1] != '/')
+			p->file++;
+		else
+			p->anon++;
+		if (op->map) {
+			key = (uint64_t)(uint32_t)op->pid << 40 ^ op->map->start;
+			slot = hashmap_u64(&r->fmaps, key, NULL);
+			if (!slot)
+				return -1;
+			if (!slot->ptr && (slot->ptr = calloc(1, sizeof(*fm)))) {
+				fm = slot->ptr;
+				fm->pid = op->pid;
+				fm->start = op->map->start;
+				fm->name = op->map->name;
+				fm->comm = p->comm;
+			}
+			fm = slot->ptr;
+			if (fm) {
+				fm->end = op->map->end;
+				fm->count++;
+			}
+		}
+		return stacktab_add(&r->faults, s, op->stack, 1);
+	}
+	case MEMOP_FAULT_MAJ:
+		p->major++;
+		return 0;
+	}
+	return 0;
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct proc_stats *x = *(struct proc_stats *const *)a, *y = *(struct proc_stats *const *)b;
+
+	return x->pid - y->pid;
+}
+
+static int fmap_cmp(const void *a, const void *b)
+{
+	const struct fault_map *x = *(struct fault_map *const *)a, *y = *(struct fault_map *const *)b;
+
+	return x->count != y->count ? (x->count > y->count ? -1 : 1) : x->start > y->start;
+}
+
+static void prot_str(uint64_t prot, uint64_t flags, char *out)
+{
+	out[0] = prot & PROT_READ ? 'r' : '-';
+	out[1] = prot & PROT_WRITE ? 'w' : '-';
+	out[2] = prot & PROT_EXEC ? 'x' : '-';
+	out[3] = flags & MAP_SHARED ? 's' : 'p';
+	out[4] = 0;
+}
+
+static void print_report(struct report *r, struct session *s)
+{
+	struct proc_stats **procs = malloc((r->procs.nr ? r->procs.nr : 1) * sizeof(*procs));
+	size_t np = 0;
+	char a[32], b[32], c[32], name[512], hb[256];
+
+	if (!procs)
+		return;
+	hashmap_for_each(&r->procs, slot) procs[np++] = slot->ptr;
+	qsort(procs, np, sizeof(*procs), proc_cmp);
+
+	printf("# memsight report of '%s'\n", s->path);
+	printf("# recorded by: %s\n", session_host(s, "command", hb, sizeof(hb), "?"));
+	printf("# %llu samples over %.3f s, %llu lost\n", (unsigned long long)s->nr_samples,
+	       s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0,
+	       (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records));
+
+	if (r->have_brk) {
+		printf("\n== brk: heap growth ==\n\n");
+		printf("%8s %-16s %8s %14s %12s\n", "PID", "COMM", "CALLS", "GROWTH", "SHRINK");
+		for (size_t i = 0; i < np; i++)
+			if (procs[i]->brk_calls)
+				printf("%8d %-16s %8llu %14llu %12llu  (%s)\n", procs[i]->pid, procs[i]->comm,
+				       (unsigned long long)procs[i]->brk_calls, (unsigned long long)procs[i]->brk_grow,
+				       (unsigned long long)procs[i]->brk_shrink, fmt_bytes(procs[i]->brk_grow, a, sizeof(a)));
+		printf("\ntop stacks by heap growth:\n");
+		stacktab_print(&r->brk, stdout, r->top, 0, "bytes", "  ");
+	}
+	if (r->have_mmap) {
+		printf("\n== mmap: mappings ==\n\n");
+		printf("%8s %-16s %7s %14s %8s %14s %8s %14s %7s\n", "PID", "COMM", "MMAPS", "MAPPED", "MUNMAPS",
+		       "UNMAPPED", "MREMAPS", "REMAP GROWTH", "FAILED");
+		for (size_t i = 0; i < np; i++) {
+			struct proc_stats *p = procs[i];
+
+			if (p->mmaps || p->munmaps || p->mremaps || p->map_failed)
+				printf("%8d %-16s %7llu %14llu %8llu %14llu %8llu %14llu %7llu\n", p->pid, p->comm,
+				       (unsigned long long)p->mmaps, (unsigned long long)p->mmap_bytes,
+				       (unsigned long long)p->munmaps, (unsigned long long)p->munmap_bytes,
+				       (unsigned long long)p->mremaps, (unsigned long long)p->mremap_grow,
+				       (unsigned long long)p->map_failed);
+		}
+		printf("\nlargest mappings:\n");
+		for (size_t i = 0; i < r->nr_big; i++) {
+			struct big_map *m = &r->big[i];
+			char perm[8];
+
+			prot_str(m->prot, m->flags, perm);
+			printf("  %llu bytes (%s) at 0x%llx %s %s (pid %d %s)\n", (unsigned long long)m->len,
+			       fmt_bytes(m->len, a, sizeof(a)), (unsigned long long)m->addr, perm,
+			       m->flags & MAP_ANONYMOUS ? "anonymous" : "file", m->pid, m->comm);
+			for (int j = 0; j < m->nr_frames; j++)
+				printf("      %s [%s]\n", frame_name(&m->frames[j], name, sizeof(name), 1),
+				       m->frames[j].obj ? (strrchr(m->frames[j].obj, '/') ? strrchr(m->frames[j].obj, '/') + 1
+										 : m->frames[j].obj)
+							: "unknown");
+		}
+		printf("\ntop stacks by bytes mapped:\n");
+		stacktab_print(&r->mmap, stdout, r->top, 0, "bytes", "  ");
+	}
+	if (r->have_faults) {
+		struct fault_map **fm = malloc((r->fmaps.nr ? r->fmaps.nr : 1) * sizeof(*fm));
+		size_t nf = 0;
+
+		printf("\n== faults: page faults ==\n\n");
+		printf("%8s %-16s %10s %8s %10s %10s %12s\n", "PID", "COMM", "FAULTS", "MAJOR", "ANON", "FILE", "MEMORY");
+		for (size_t i = 0; i < np; i++)
+			if (procs[i]->faults)
+				printf("%8d %-16s %10llu %8llu %10llu %10llu %12s\n", procs[i]->pid, procs[i]->comm,
+				       (unsigned long long)procs[i]->faults, (unsigned long long)procs[i]->major,
+				       (unsigned long long)procs[i]->anon, (unsigned long long)procs[i]->file,
+				       fmt_bytes(procs[i]->faults * s->page_size, a, sizeof(a)));
+		printf("\ntop stacks by faults:\n");
+		stacktab_print(&r->faults, stdout, r->top, 1, "faults", "  ");
+		if (fm) {
+			hashmap_for_each(&r->fmaps, slot) fm[nf++] = slot->ptr;
+			qsort(fm, nf, sizeof(*fm), fmap_cmp);
+			printf("\ntop mappings by faults:\n");
+			for (size_t i = 0; i < nf && i < r->top; i++)
+				printf("  %10llu faults  0x%llx-0x%llx %s (%s) (pid %d %s)\n", (unsigned long long)fm[i]->count,
+				       (unsigned long long)fm[i]->start, (unsigned long long)fm[i]->end, fm[i]->name,
+				       fmt_bytes(fm[i]->end - fm[i]->start, b, sizeof(b)), fm[i]->pid, fm[i]->comm);
+			free(fm);
+		}
+	}
+	if (!r->have_brk && !r->have_mmap && !r->have_faults)
+		printf("\nno brk, mmap or page fault events%s\n", r->pid >= 0 ? " for this pid" : "");
+	(void)c;
+	free(procs);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	enum { OPT_PID = 256 };
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'T' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct report r = { .pid = -1, .top = 5 };
+	struct session s;
+	char err[512];
+	int c, ret = 1;
+	uint64_t v;
+
+	while ((c = getopt_long(argc, argv, "T:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'T':
+			if (parse_u64("--top", optarg, &v))
+				return 2;
+			r.top = v;
+			break;
+		case OPT_PID:
+			if (parse_u64("--pid", optarg, &v))
+				return 2;
+			r.pid = v;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		error("give one trace file (see memsight report -h)");
+		return 2;
+	}
+	if (cmd_open(&s, argv[optind]))
+		return 1;
+	hashmap_init(&r.procs, 0);
+	hashmap_init(&r.fmaps, 0);
+	stacktab_init(&r.brk, 0, 1);
+	stacktab_init(&r.mmap, 0, 1);
+	stacktab_init(&r.faults, 1, 1);
+	r.big = calloc(r.top ? r.top : 1, sizeof(*r.big));
+	if (!r.big)
+		error("out of memory");
+	else if (memops_replay(&s, on_op, &r, err, sizeof(err)))
+		error("%s", err);
+	else {
+		print_report(&r, &s);
+		ret = 0;
+	}
+	symbols_report_unresolved(&s.syms, stderr);
+	hashmap_for_each(&r.procs, slot) free(slot->ptr);
+	hashmap_for_each(&r.fmaps, slot) free(slot->ptr);
+	hashmap_release(&r.procs);
+	hashmap_release(&r.fmaps);
+	stacktab_release(&r.brk);
+	stacktab_release(&r.mmap);
+	stacktab_release(&r.faults);
+	free(r.big);
+	session_release(&s);
+	return ret;
+}

@@ -1,0 +1,82 @@
+/*
+ * analyze/main.c: memsight-analyze, the offline analyzer. One table of
+ * subcommands; each lives in its own cmd_*.c with its usage text.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "symbols.h"
+
+static const char usage_text[] =
+	"usage: memsight-analyze COMMAND [options] FILE\n"
+	"\n"
+	"  info      header, events, counts, losses; --dump lists every chunk\n"
+	"  events    one line per event, with its stack\n"
+	"  report    per event type and process: counts, bytes, heap growth, faults, top stacks\n"
+	"  folded    folded stacks for flame graphs\n"
+	"\n"
+	"'memsight-analyze COMMAND -h' shows a command's options.\n";
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "info", cmd_info },
+	{ "events", cmd_events },
+	{ "report", cmd_report },
+	{ "folded", cmd_folded },
+};
+
+/* Options every analyzing command takes, removed here so each command's
+ * own table stays small. */
+static int common_options(int *argc, char **argv)
+{
+	int out = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		const char *dir = NULL;
+
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--debug-dir")) {
+			if (i + 1 >= *argc) {
+				error("--debug-dir needs a directory");
+				return -1;
+			}
+			dir = argv[++i];
+		} else if (!strncmp(argv[i], "--debug-dir=", 12)) {
+			dir = argv[i] + 12;
+		}
+		if (dir) {
+			if (symbols_debug_dir_add(dir))
+				return error("out of memory");
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	*argc = out;
+	argv[out] = NULL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(usage_text, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!strcmp(argv[1], commands[i].name)) {
+			cmd_name = commands[i].name;
+			if (common_options(&argc, argv))
+				return 2;
+			return commands[i].fn(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "memsight: '%s' is not a memsight command; see 'memsight -h'\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,530 @@
+/*
+ * analyze/session.c: META reading, record decoding and replay.
+ *
+ * Sample fields are decoded from each event's own sample_type as the
+ * recorder gave it to the kernel (stored in the trace), so traces made with
+ * other field sets still decode; tracepoint payloads go to libtraceevent
+ * with the format text stored in the trace, never this machine's tracefs.
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <traceevent/event-parse.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void classify(struct sess_event *e)
+{
+	static const struct {
+		const char *name;
+		enum ev_kind kind;
+		const char *fields[SESS_MAX_FIELDS];
+	} kinds[] = {
+		{ "syscalls:sys_enter_brk", EVK_BRK_ENTER, { "brk" } },
+		{ "syscalls:sys_exit_brk", EVK_BRK_EXIT, { "ret" } },
+		{ "syscalls:sys_enter_mmap", EVK_MMAP_ENTER, { "addr", "len", "prot", "flags", "fd", "off" } },
+		{ "syscalls:sys_exit_mmap", EVK_MMAP_EXIT, { "ret" } },
+		{ "syscalls:sys_enter_munmap", EVK_MUNMAP_ENTER, { "addr", "len" } },
+		{ "syscalls:sys_exit_munmap", EVK_MUNMAP_EXIT, { "ret" } },
+		{ "syscalls:sys_enter_mremap", EVK_MREMAP_ENTER,
+		  { "addr", "old_len", "new_len", "flags", "new_addr" } },
+		{ "syscalls:sys_exit_mremap", EVK_MREMAP_EXIT, { "ret" } },
+		{ "page-faults", EVK_FAULT, { NULL } },
+		{ "major-faults", EVK_FAULT_MAJ, { NULL } },
+		{ "dummy", EVK_TRACKING, { NULL } },
+	};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (strcmp(e->d.name, kinds[i].name))
+			continue;
+		e->kind = kinds[i].kind;
+		for (int f = 0; f < SESS_MAX_FIELDS && kinds[i].fields[f]; f++)
+			if (e->tp)
+				e->fields[f] = tep_find_field(e->tp, kinds[i].fields[f]);
+		return;
+	}
+	e->kind = EVK_OTHER;
+}
+
+struct open_state {
+	struct session *s;
+	char *err;
+	size_t errlen;
+	long long_size;
+};
+
+static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
+{
+	struct open_state *o = arg;
+	struct session *s = o->s;
+
+	switch (kind) {
+	case TRACE_META_HOST: {
+		char v[64];
+
+		free(s->host);
+		s->host = malloc(len + 1);
+		if (!s->host)
+			return fail(o->err, o->errlen, "out of memory");
+		memcpy(s->host, data, len);
+		s->host[len] = 0;
+		s->host_len = len;
+		if (!trace_kv_get(s->host, len, "recorder_pid", v, sizeof(v)))
+			s->recorder_pid = atoi(v);
+		if (!trace_kv_get(s->host, len, "page_size", v, sizeof(v)))
+			s->page_size = atoi(v);
+		if (!trace_kv_get(s->host, len, "long_size", v, sizeof(v)))
+			o->long_size = atoi(v);
+		tep_set_long_size(s->tep, o->long_size);
+		tep_set_page_size(s->tep, s->page_size);
+		break;
+	}
+	case TRACE_META_HEADER_PAGE:
+		/* Only needed for ring-buffer pages, which memsight never stores;
+		 * parsed so libtraceevent knows the kernel's long size. */
+		tep_parse_header_page(s->tep, (char *)data, len, o->long_size);
+		break;
+	case TRACE_META_EVENT: {
+		struct sess_event *e;
+		struct sess_event *v = realloc(s->evs, (s->nr_evs + 1) * sizeof(*v));
+
+		if (!v)
+			return fail(o->err, o->errlen, "out of memory");
+		s->evs = v;
+		e = &s->evs[s->nr_evs];
+		memset(e, 0, sizeof(*e));
+		if (trace_event_desc_decode(data, len, &e->d))
+			return fail(o->err, o->errlen, "an event description in the trace is malformed");
+		s->nr_evs++;
+		memcpy(&e->attr, e->d.attr, e->d.attr_size < sizeof(e->attr) ? e->d.attr_size : sizeof(e->attr));
+		if (e->attr.type == PERF_TYPE_TRACEPOINT && e->d.format[0]) {
+			char sys[128];
+			const char *colon = strchr(e->d.name, ':');
+
+			snprintf(sys, sizeof(sys), "%.*s", colon ? (int)(colon - e->d.name) : 0, e->d.name);
+			if (tep_parse_format(s->tep, &e->tp, e->d.format, strlen(e->d.format), sys))
+				e->tp = NULL;
+		}
+		classify(e);
+		break;
+	}
+	case TRACE_META_PROCESS:
+		machine_load_snapshot(&s->m, data, len);
+		s->nr_snapshots++;
+		break;
+	case TRACE_META_KSYMS:
+		if (symbols_ksyms_load(&s->syms, data, len))
+			return fail(o->err, o->errlen, "out of memory");
+		break;
+	case TRACE_META_BUILDIDS:
+	case TRACE_META_STATS: {
+		char **dst = kind == TRACE_META_STATS ? &s->stats : &s->buildids;
+		size_t *dlen = kind == TRACE_META_STATS ? &s->stats_len : &s->buildids_len;
+		char *p = realloc(*dst, *dlen + len + 1);
+
+		if (!p)
+			return fail(o->err, o->errlen, "out of memory");
+		memcpy(p + *dlen, data, len);
+		*dlen += len;
+		p[*dlen] = 0;
+		*dst = p;
+		break;
+	}
+	default:
+		/* A newer recorder's META kind: skip it. */
+		break;
+	}
+	return 0;
+}
+
+static int on_loss(const struct trace_loss *l, void *arg)
+{
+	struct open_state *o = arg;
+
+	o->s->lost += l->lost;
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	const struct sess_id *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int session_open(struct session *s, const char *path, char *err, size_t errlen)
+{
+	struct open_state o = { s, err, errlen, sizeof(long) };
+	struct trace_handler h = { .meta = on_meta, .loss = on_loss };
+	size_t n = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->page_size = 4096;
+	symbols_init(&s->syms);
+	machine_init(&s->m, &s->syms);
+	s->path = strdup(path);
+	s->tep = tep_alloc();
+	if (!s->tep || !s->path)
+		return fail(err, errlen, "out of memory");
+	tep_set_file_bigendian(s->tep, TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(s->tep, tep_is_local_bigendian(s->tep) ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	if (trace_reader_open(&s->r, path, err, errlen))
+		return -1;
+	if (trace_read(&s->r, &h, &o, err, errlen))
+		return -1;
+	if (!s->nr_evs)
+		return fail(err, errlen, "'%s' holds no event descriptions%s", path,
+			    s->r.stop[0] ? " (the trace is cut short before them)" : "");
+	for (size_t i = 0; i < s->nr_evs; i++)
+		n += s->evs[i].d.nr_ids;
+	s->ids = malloc((n ? n : 1) * sizeof(*s->ids));
+	if (!s->ids)
+		return fail(err, errlen, "out of memory");
+	for (size_t i = 0; i < s->nr_evs; i++)
+		for (size_t k = 0; k < s->evs[i].d.nr_ids; k++)
+			s->ids[s->nr_ids++] = (struct sess_id){ s->evs[i].d.ids[k], &s->evs[i] };
+	qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
+	return 0;
+}
+
+void session_release(struct session *s)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		trace_event_desc_release(&s->evs[i].d);
+	free(s->evs);
+	free(s->ids);
+	free(s->host);
+	free(s->stats);
+	free(s->buildids);
+	free(s->path);
+	if (s->tep)
+		tep_free(s->tep);
+	machine_release(&s->m);
+	symbols_release(&s->syms);
+	trace_reader_release(&s->r);
+}
+
+const char *session_host(struct session *s, const char *key, char *buf, size_t len, const char *def)
+{
+	if (s->host && !trace_kv_get(s->host, s->host_len, key, buf, len))
+		return buf;
+	return def;
+}
+
+long long session_stat(struct session *s, const char *key, long long def)
+{
+	char v[64];
+
+	if (s->stats && !trace_kv_get(s->stats, s->stats_len, key, v, sizeof(v)))
+		return atoll(v);
+	return def;
+}
+
+void session_warn_incomplete(struct session *s)
+{
+	if (s->r.stop[0])
+		fprintf(stderr, "memsight: warning: '%s' %s; results cover what comes before\n", s->path,
+			s->r.stop);
+}
+
+uint64_t session_field(struct session *s, const struct sample *smp, int idx)
+{
+	struct tep_format_field *f = smp->ev->fields[idx];
+	unsigned long long v = 0;
+
+	(void)s;
+	if (!f || !smp->raw || f->offset + f->size > (int)smp->raw_size)
+		return 0;
+	tep_read_number_field(f, smp->raw, &v);
+	return v;
+}
+
+static struct sess_event *event_of(struct session *s, uint64_t id)
+{
+	size_t lo = 0, hi = s->nr_ids;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->ids[mid].id == id)
+			return s->ids[mid].ev;
+		if (s->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Decode a PERF_RECORD_SAMPLE by its event's sample_type.
+ * Returns 0, or -1 when the record is shorter than its fields claim. */
+static int parse_sample(struct session *s, const unsigned char *rec, size_t len, struct sample *smp)
+{
+	const unsigned char *p = rec + 8, *end = rec + len;
+	uint64_t id, st;
+
+#define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) return -1; } while (0)
+	memset(smp, 0, sizeof(*smp));
+	smp->misc = ((const struct perf_event_header *)rec)->misc;
+	NEED(8);
+	memcpy(&id, p, 8);
+	smp->ev = event_of(s, id);
+	if (!smp->ev)
+		return -1;
+	st = smp->ev->attr.sample_type;
+	p += 8;
+	if (st & PERF_SAMPLE_IP) { NEED(8); memcpy(&smp->ip, p, 8); p += 8; }
+	if (st & PERF_SAMPLE_TID) { NEED(8); memcpy(&smp->pid, p, 4); memcpy(&smp->tid, p + 4, 4); p += 8; }
+	if (st & PERF_SAMPLE_TIME) { NEED(8); memcpy(&smp->time, p, 8); p += 8; }
+	if (st & PERF_SAMPLE_ADDR) { NEED(8); memcpy(&smp->addr, p, 8); p += 8; }
+	if (st & PERF_SAMPLE_ID) { NEED(8); p += 8; }
+	if (st & PERF_SAMPLE_STREAM_ID) { NEED(8); p += 8; }
+	if (st & PERF_SAMPLE_CPU) { NEED(8); memcpy(&smp->cpu, p, 4); p += 8; }
+	if (st & PERF_SAMPLE_PERIOD) { NEED(8); p += 8; }
+	if (st & PERF_SAMPLE_READ)
+		return -1; /* never recorded by memsight */
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		NEED(8);
+		memcpy(&smp->nr_ips, p, 8);
+		p += 8;
+		if (smp->nr_ips > (size_t)(end - p) / 8)
+			return -1;
+		smp->ips = (const uint64_t *)p;
+		p += 8 * smp->nr_ips;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		NEED(4);
+		memcpy(&smp->raw_size, p, 4);
+		NEED(4 + (size_t)smp->raw_size);
+		smp->raw = p + 4;
+		p += 4 + smp->raw_size;
+	}
+#undef NEED
+	return 0;
+}
+
+struct replay_state {
+	struct session *s;
+	session_sample_fn fn;
+	void *arg;
+	uint64_t bad;
+};
+
+static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
+{
+	uint32_t pid, tid, prot, flags;
+	uint64_t addr, mlen, pgoff;
+	const char *fname;
+	struct map mp = { 0 };
+	const struct perf_event_header *h = (const void *)rec;
+
+	if (len < 80)
+		return;
+	memcpy(&pid, rec + 8, 4);
+	memcpy(&tid, rec + 12, 4);
+	memcpy(&addr, rec + 16, 8);
+	memcpy(&mlen, rec + 24, 8);
+	memcpy(&pgoff, rec + 32, 8);
+	memcpy(&prot, rec + 64, 4);
+	memcpy(&flags, rec + 68, 4);
+	fname = (const char *)rec + 72;
+	if (!memchr(fname, 0, len - 72))
+		return;
+	mp.start = addr;
+	mp.end = addr + mlen;
+	mp.pgoff = pgoff;
+	mp.prot = prot;
+	mp.flags = flags;
+	mp.name = machine_intern(&s->m, fname[0] ? fname : "//anon");
+	/* "//anon" and friends are anonymous memory, not files. */
+	if (fname[0] == '/' && fname[1] != '/') {
+		unsigned char bid[20];
+		int bl = 0;
+
+		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+			bl = rec[40] > 20 ? 20 : rec[40];
+			memcpy(bid, rec + 44, bl);
+		} else if (s->buildids) {
+			/* The recorder read it from the file at the end. */
+			const char *p = s->buildids, *e = s->buildids + s->buildids_len;
+			size_t fl = strlen(fname);
+
+			while (p < e) {
+				const char *nl = memchr(p, '\n', e - p), *tab = memchr(p, '\t', (nl ? nl : e) - p);
+
+				if (tab && (size_t)((nl ? nl : e) - tab - 1) == fl && !memcmp(tab + 1, fname, fl)) {
+					for (const char *x = p; x + 1 < tab && bl < 20; x += 2) {
+						unsigned v;
+
+						sscanf(x, "%2x", &v);
+						bid[bl++] = v;
+					}
+					break;
+				}
+				p = nl ? nl + 1 : e;
+			}
+		}
+		mp.dso = symbols_dso(&s->syms, fname, bid, bl);
+	}
+	machine_map(&s->m, pid, &mp);
+}
+
+static int on_record(const void *data, size_t len, uint32_t stream, uint64_t time, void *arg)
+{
+	struct replay_state *st = arg;
+	struct session *s = st->s;
+	const unsigned char *rec = data;
+	const struct perf_event_header *h = data;
+	uint32_t pid, tid, ppid, ptid;
+
+	(void)stream;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE: {
+		struct sample smp;
+
+		if (parse_sample(s, rec, len, &smp)) {
+			st->bad++;
+			return 0;
+		}
+		if (!s->first_time || time < s->first_time)
+			s->first_time = time;
+		if (time > s->last_time)
+			s->last_time = time;
+		if ((int)smp.pid == s->recorder_pid && !s->include_recorder)
+			return 0;
+		smp.ev->nr_samples++;
+		s->nr_samples++;
+		return st->fn ? st->fn(s, &smp, st->arg) : 0;
+	}
+	case PERF_RECORD_MMAP2:
+		on_mmap2(s, rec, len);
+		break;
+	case PERF_RECORD_COMM:
+		if (len > 16) {
+			char comm[17];
+
+			memcpy(&pid, rec + 8, 4);
+			memcpy(&tid, rec + 12, 4);
+			snprintf(comm, sizeof(comm), "%.*s", (int)strnlen((const char *)rec + 16, len - 16),
+				 (const char *)rec + 16);
+			machine_set_comm(&s->m, pid, tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+		}
+		break;
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (len >= 24) {
+			memcpy(&pid, rec + 8, 4);
+			memcpy(&ppid, rec + 12, 4);
+			memcpy(&tid, rec + 16, 4);
+			memcpy(&ptid, rec + 20, 4);
+			if (h->type == PERF_RECORD_FORK)
+				machine_fork(&s->m, ppid, ptid, pid, tid);
+			else
+				machine_exit(&s->m, pid, tid);
+		}
+		break;
+	case PERF_RECORD_LOST:
+		if (len >= 24) {
+			uint64_t lost;
+
+			memcpy(&lost, rec + 16, 8);
+			s->lost_records += lost;
+		}
+		break;
+	}
+	return 0;
+}
+
+int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct replay_state st = { s, fn, arg, 0 };
+	struct trace_handler h = { .record = on_record };
+	int r;
+
+	for (size_t i = 0; i < s->nr_evs; i++)
+		s->evs[i].nr_samples = 0;
+	s->nr_samples = 0;
+	r = trace_read(&s->r, &h, &st, err, errlen);
+	if (st.bad)
+		fprintf(stderr, "memsight: warning: %llu samples in '%s' could not be decoded and were skipped\n",
+			(unsigned long long)st.bad, s->path);
+	return r;
+}
+
+int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		   int user)
+{
+	int n = 0, ctx = 0, first = 1;
+
+	for (uint64_t i = 0; i < smp->nr_ips && n < max; i++) {
+		uint64_t ip = smp->ips[i];
+		struct frame *f;
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			ctx = ip == PERF_CONTEXT_KERNEL ? 1 : ip == PERF_CONTEXT_USER ? 2 : 0;
+			first = 1;
+			continue;
+		}
+		if (!ctx || (ctx == 1 && !kernel) || (ctx == 2 && !user)) {
+			first = 0;
+			continue;
+		}
+		f = &out[n++];
+		memset(f, 0, sizeof(*f));
+		f->ip = ip;
+		f->off = ip;
+		if (ctx == 1) {
+			f->kernel = 1;
+			f->sym = symbols_ksym(&s->syms, ip, &f->off);
+		} else {
+			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
+
+			if (m) {
+				f->obj = m->name;
+				f->off = ip - m->start + m->pgoff;
+				if (m->dso)
+					f->sym = symbols_lookup(m->dso, f->off, !first, &f->off);
+			}
+		}
+		first = 0;
+	}
+	return n;
+}
+
+const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset)
+{
+	if (f->sym) {
+		if (with_offset)
+			snprintf(buf, len, "%s+0x%llx", f->sym, (unsigned long long)f->off);
+		else
+			snprintf(buf, len, "%s", f->sym);
+	} else if (f->obj) {
+		const char *base = strrchr(f->obj, '/');
+
+		base = base ? base + 1 : f->obj;
+		if (f->obj[0] == '[' || f->obj[0] == '/')
+			base = f->obj[0] == '[' ? f->obj : base;
+		if (f->obj[0] == '/' && f->obj[1] == '/')
+			base = "anon";
+		if (base[0] == '[')
+			snprintf(buf, len, with_offset ? "%s+0x%llx" : "%s", base, (unsigned long long)f->off);
+		else
+			snprintf(buf, len, with_offset ? "[%s]+0x%llx" : "[%s]", base, (unsigned long long)f->off);
+	} else {
+		snprintf(buf, len, f->kernel ? "[kernel]" : "[unknown]");
+	}
+	return buf;
+}

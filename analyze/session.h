@@ -1,0 +1,123 @@
+/*
+ * analyze/session.h: one trace opened for analysis.
+ *
+ * Owns reading the META of a trace (host facts, events, tracefs formats
+ * handed to libtraceevent, /proc snapshots, kernel symbols, late build-ids,
+ * statistics, losses), decoding perf records by each event's sample_type,
+ * and replaying the process/map records into the machine before each
+ * sample is handed to a command. Commands see samples, never raw records.
+ */
+#ifndef MEMSIGHT_SESSION_H
+#define MEMSIGHT_SESSION_H
+
+#include <linux/perf_event.h>
+#include <stdint.h>
+
+#include "../formats/meta.h"
+#include "../formats/trace.h"
+#include "machine.h"
+#include "symbols.h"
+
+struct tep_handle;
+struct tep_event;
+struct tep_format_field;
+
+enum ev_kind {
+	EVK_OTHER,
+	EVK_TRACKING,
+	EVK_BRK_ENTER,
+	EVK_BRK_EXIT,
+	EVK_MMAP_ENTER,
+	EVK_MMAP_EXIT,
+	EVK_MUNMAP_ENTER,
+	EVK_MUNMAP_EXIT,
+	EVK_MREMAP_ENTER,
+	EVK_MREMAP_EXIT,
+	EVK_FAULT,
+	EVK_FAULT_MAJ,
+};
+
+#define SESS_MAX_FIELDS 6
+
+struct sess_event {
+	struct trace_event_desc d;
+	struct perf_event_attr attr;	/* zero-extended to this build's size */
+	struct tep_event *tp;		/* NULL for non-tracepoints */
+	enum ev_kind kind;
+	uint64_t nr_samples;		/* seen during the last replay */
+	struct tep_format_field *fields[SESS_MAX_FIELDS]; /* syscall args or "ret" */
+};
+
+struct sample {
+	struct sess_event *ev;
+	uint32_t pid, tid, cpu;
+	uint64_t time, ip, addr;
+	uint64_t nr_ips;
+	const uint64_t *ips;	/* callchain with PERF_CONTEXT_* markers */
+	uint32_t raw_size;
+	const void *raw;
+	uint16_t misc;
+};
+
+struct session {
+	char *path;
+	struct trace_reader r;
+	char *host;
+	size_t host_len;
+	char *stats;
+	size_t stats_len;
+	char *buildids;
+	size_t buildids_len;
+	struct sess_event *evs;
+	size_t nr_evs;
+	struct sess_id { uint64_t id; struct sess_event *ev; } *ids;
+	size_t nr_ids;
+	struct tep_handle *tep;
+	struct symbols syms;
+	struct machine m;
+	uint64_t lost;		/* from LOSS chunks */
+	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */
+	uint64_t nr_samples, first_time, last_time;
+	int recorder_pid;
+	unsigned page_size;
+	int nr_snapshots;
+	int include_recorder;
+};
+
+/* Open a trace and read its META. Returns 0, or -1 with a one-line reason
+ * in err. A cut-short trace opens; s->r.stop says where it ends. */
+int session_open(struct session *s, const char *path, char *err, size_t errlen);
+void session_release(struct session *s);
+
+/* Callback for every sample in time order. Return 0 to go on. */
+typedef int (*session_sample_fn)(struct session *s, struct sample *smp, void *arg);
+/* Replay the records: returns 0, -1 with err set, or the callback's value. */
+int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen);
+
+/* Host/stats "key value" lookups; return def when absent. */
+const char *session_host(struct session *s, const char *key, char *buf, size_t len, const char *def);
+long long session_stat(struct session *s, const char *key, long long def);
+
+/* A tracepoint field of a sample as a number (0 if absent). */
+uint64_t session_field(struct session *s, const struct sample *smp, int idx);
+/* Warn once on stderr about an incomplete trace. */
+void session_warn_incomplete(struct session *s);
+
+/* ---- frames ---------------------------------------------------------- */
+
+struct frame {
+	uint64_t ip;
+	int kernel;
+	const char *obj;	/* object path or map name (interned), NULL for kernel or unmapped */
+	const char *sym;	/* NULL when unknown */
+	uint64_t off;		/* into sym, or the file offset / address */
+};
+
+/* The sample's callchain, innermost first, symbolized. kernel/user pick
+ * the parts. Returns the number of frames. */
+int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		   int user);
+/* "sym+0x1f", "[libc.so.6]+0x1234" or "[unknown]" into buf. */
+const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset);
+
+#endif

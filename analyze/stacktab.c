@@ -1,0 +1,127 @@
+/*
+ * analyze/stacktab.c: per-stack weights.
+ */
+#include "stacktab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FRAMES 256
+
+void stacktab_init(struct stacktab *t, int kernel, int user)
+{
+	memset(t, 0, sizeof(*t));
+	hashmap_init(&t->map, 0);
+	t->kernel = kernel;
+	t->user = user;
+}
+
+void stacktab_release(struct stacktab *t)
+{
+	hashmap_for_each(&t->map, slot) {
+		struct stack_entry *e = slot->ptr, *n;
+
+		for (; e; e = n) {
+			n = e->next;
+			free(e->frames);
+			free(e->ips);
+			free(e);
+		}
+	}
+	hashmap_release(&t->map);
+}
+
+int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp, uint64_t weight)
+{
+	uint64_t h = hash_bytes(smp->ips, smp->nr_ips * sizeof(*smp->ips)) ^ (uint64_t)smp->pid * 0x9e3779b97f4a7c15ull;
+	struct hm_slot *slot = hashmap_u64(&t->map, h, NULL);
+	struct stack_entry *e;
+	struct frame fr[MAX_FRAMES];
+
+	if (!slot)
+		return -1;
+	for (e = slot->ptr; e; e = e->next)
+		if (e->pid == (int)smp->pid && e->nr_ips == smp->nr_ips &&
+		    !memcmp(e->ips, smp->ips, smp->nr_ips * sizeof(*smp->ips)))
+			break;
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return -1;
+		e->pid = smp->pid;
+		e->comm = machine_comm(&s->m, smp->pid, smp->tid);
+		e->hash = h;
+		e->nr_ips = smp->nr_ips;
+		e->ips = malloc((smp->nr_ips ? smp->nr_ips : 1) * sizeof(*e->ips));
+		if (!e->ips) {
+			free(e);
+			return -1;
+		}
+		memcpy(e->ips, smp->ips, smp->nr_ips * sizeof(*smp->ips));
+		e->nr_frames = session_frames(s, smp, fr, MAX_FRAMES, t->kernel, t->user);
+		e->frames = malloc((e->nr_frames ? e->nr_frames : 1) * sizeof(*fr));
+		if (e->frames)
+			memcpy(e->frames, fr, e->nr_frames * sizeof(*fr));
+		else
+			e->nr_frames = 0;
+		e->next = slot->ptr;
+		slot->ptr = e;
+		t->nr++;
+	}
+	e->count++;
+	e->weight += weight;
+	return 0;
+}
+
+static int by_weight(const void *a, const void *b)
+{
+	const struct stack_entry *x = *(struct stack_entry *const *)a, *y = *(struct stack_entry *const *)b;
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct stack_entry *x = *(struct stack_entry *const *)a, *y = *(struct stack_entry *const *)b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return x->weight > y->weight ? -1 : x->weight < y->weight;
+}
+
+void stacktab_print(struct stacktab *t, FILE *f, size_t n, int count_order, const char *unit,
+		    const char *indent)
+{
+	struct stack_entry **v = malloc((t->nr ? t->nr : 1) * sizeof(*v));
+	size_t k = 0;
+	char buf[512];
+
+	if (!v)
+		return;
+	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) v[k++] = e;
+	qsort(v, k, sizeof(*v), count_order ? by_count : by_weight);
+	for (size_t i = 0; i < k && i < n; i++) {
+		struct stack_entry *e = v[i];
+
+		if (!count_order && !e->weight)
+			break;
+		if (count_order)
+			fprintf(f, "%s%llu %s from stack (pid %d %s)\n", indent, (unsigned long long)e->count, unit,
+				e->pid, e->comm);
+		else
+			fprintf(f, "%s%llu %s in %llu calls from stack (pid %d %s)\n", indent,
+				(unsigned long long)e->weight, unit, (unsigned long long)e->count, e->pid, e->comm);
+		for (int j = 0; j < e->nr_frames; j++) {
+			const struct frame *fr = &e->frames[j];
+			const char *obj = fr->kernel ? "kernel.kallsyms" : fr->obj ? fr->obj : "unknown";
+			const char *base = strrchr(obj, '/');
+
+			fprintf(f, "%s    %s [%s]\n", indent, frame_name(fr, buf, sizeof(buf), 1), base ? base + 1 : obj);
+		}
+		if (!e->nr_frames)
+			fprintf(f, "%s    (no stack recorded)\n", indent);
+	}
+	free(v);
+}

@@ -1,0 +1,42 @@
+/*
+ * analyze/stacktab.h: weights summed per distinct stack.
+ *
+ * Owns the interning of callchains (per process, by their raw addresses, so
+ * the per-sample cost is one hash) and printing the heaviest ones in the
+ * memleak-like form "N unit in M calls from stack" with symbolized frames.
+ * Frames are resolved when printed, against the maps of the moment the
+ * stack was first seen.
+ */
+#ifndef MEMSIGHT_STACKTAB_H
+#define MEMSIGHT_STACKTAB_H
+
+#include <stdio.h>
+
+#include "session.h"
+
+struct stack_entry {
+	int pid;
+	const char *comm;
+	uint64_t count, weight;
+	int nr_frames;
+	struct frame *frames;	/* resolved when first seen */
+	uint64_t hash;
+	uint64_t nr_ips;
+	uint64_t *ips;
+	struct stack_entry *next; /* same hash bucket */
+};
+
+struct stacktab {
+	struct hashmap map;	/* hash -> struct stack_entry * chain */
+	size_t nr;
+	int kernel, user;	/* which frames to keep */
+};
+
+void stacktab_init(struct stacktab *t, int kernel, int user);
+void stacktab_release(struct stacktab *t);
+int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp, uint64_t weight);
+/* Print the top n entries by weight (count when by_count). */
+void stacktab_print(struct stacktab *t, FILE *f, size_t n, int by_count, const char *unit,
+		    const char *indent);
+
+#endif

@@ -1,0 +1,382 @@
+/*
+ * flamegraph/flamegraph.c: memsight-flamegraph, folded stacks in, SVG out.
+ *
+ * Reads Brendan Gregg's folded format from a file or standard input, so it
+ * draws what perf, bpftrace or stackcount produced as well as memsight's
+ * own. Given a memsight trace instead, it runs `memsight-analyze folded` on
+ * it (this program links nothing but libc) and reads that.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "flame.h"
+
+static const char usage_text[] =
+	"usage: memsight flamegraph [options] [FILE]\n"
+	"\n"
+	"FILE is a memsight trace or folded stacks (comm;outer;...;inner COUNT);\n"
+	"standard input when it is absent or '-'. The SVG goes to standard output.\n"
+	"\n"
+	"  -e, --event EVENT      for a trace: brk, mmap or faults (default: faults)\n"
+	"  -w, --weight WEIGHT    for a trace: count (default), bytes or pages\n"
+	"      --debug-dir DIR    for a trace: find objects by build-id in DIR/.build-id/ too\n"
+	"  -o, --output FILE      write the SVG to FILE\n"
+	"      --title TEXT       title (default: Flame Graph, or one for the trace's event)\n"
+	"      --subtitle TEXT    second line under the title\n"
+	"      --countname NAME   what the counts are (default: samples, or the trace's weight)\n"
+	"      --width PIXELS     image width (default: 1200)\n"
+	"      --minwidth PIXELS  leave out frames narrower than this (default: 0.1)\n"
+	"      --color PALETTE    mem (default), hot, io, red, green, blue, aqua, yellow, purple, orange\n"
+	"      --inverted         icicle graph: roots at the top, stacks grow down\n"
+	"  -h, --help             show this help\n";
+
+static int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("memsight flamegraph: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+static struct flame_node *node_new(const char *name, size_t len)
+{
+	struct flame_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->name = malloc(len + 1);
+	if (!n->name) {
+		free(n);
+		return NULL;
+	}
+	memcpy(n->name, name, len);
+	n->name[len] = 0;
+	return n;
+}
+
+static void node_free(struct flame_node *n)
+{
+	for (size_t i = 0; i < n->nr_kids; i++)
+		node_free(n->kids[i]);
+	free(n->kids);
+	free(n->name);
+	free(n);
+}
+
+static struct flame_node *node_child(struct flame_node *p, const char *name, size_t len)
+{
+	struct flame_node *c;
+
+	/* The last child is the likeliest: sorted folded input comes in runs. */
+	for (size_t i = p->nr_kids; i-- > 0;) {
+		c = p->kids[i];
+		if (!strncmp(c->name, name, len) && !c->name[len])
+			return c;
+	}
+	if (p->nr_kids == p->kids_alloc) {
+		size_t n = p->kids_alloc ? p->kids_alloc * 2 : 4;
+		struct flame_node **v = realloc(p->kids, n * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		p->kids = v;
+		p->kids_alloc = n;
+	}
+	c = node_new(name, len);
+	if (c)
+		p->kids[p->nr_kids++] = c;
+	return c;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((*(struct flame_node *const *)a)->name, (*(struct flame_node *const *)b)->name);
+}
+
+/* Children in name order, as FlameGraph does: the x axis is not time. */
+static void node_sort(struct flame_node *n)
+{
+	qsort(n->kids, n->nr_kids, sizeof(*n->kids), cmp_name);
+	for (size_t i = 0; i < n->nr_kids; i++)
+		node_sort(n->kids[i]);
+}
+
+/* Add one folded line. Returns 1 when added, 0 when the line is not a
+ * folded stack, -1 on out-of-memory. */
+static int add_line(struct flame_node *root, char *line)
+{
+	size_t len = strcspn(line, "\r\n");
+	char *sp, *end, *p;
+	double v;
+	struct flame_node *n = root;
+
+	line[len] = 0;
+	while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+		line[--len] = 0;
+	if (!len || line[0] == '#')
+		return 0;
+	sp = strrchr(line, ' ');
+	if (!sp)
+		sp = strrchr(line, '\t');
+	if (!sp || sp == line)
+		return 0;
+	v = strtod(sp + 1, &end);
+	if (*end || v < 0 || end == sp + 1)
+		return 0;
+	*sp = 0;
+	root->value += v;
+	for (p = line; *p;) {
+		size_t l = strcspn(p, ";");
+
+		if (l) {
+			n = node_child(n, p, l);
+			if (!n)
+				return -1;
+			n->value += v;
+		}
+		p += l;
+		if (*p == ';')
+			p++;
+	}
+	return 1;
+}
+
+#define MAX_DEBUG_DIRS 16
+static const char *debug_dirs[MAX_DEBUG_DIRS];
+static int nr_dirs;
+
+/* Run the analyzer on a trace and hand back its standard output. */
+static FILE *open_trace(const char *path, const char *event, const char *weight, pid_t *child)
+{
+	char self[PATH_MAX], prog[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int fd[2];
+
+	snprintf(prog, sizeof(prog), "memsight-analyze");
+	if (n > 0) {
+		self[n] = 0;
+		if (strrchr(self, '/')) {
+			*strrchr(self, '/') = 0;
+			snprintf(prog, sizeof(prog), "%s/memsight-analyze", self);
+			if (access(prog, X_OK))
+				snprintf(prog, sizeof(prog), "memsight-analyze");
+		}
+	}
+	if (pipe(fd))
+		return NULL;
+	*child = fork();
+	if (*child < 0)
+		return NULL;
+	if (!*child) {
+		char *argv[8 + 2 * MAX_DEBUG_DIRS] = { prog, "folded", "--event", (char *)event, "--weight", (char *)weight };
+		int n = 6;
+
+		for (int i = 0; i < nr_dirs; i++) {
+			argv[n++] = "--debug-dir";
+			argv[n++] = (char *)debug_dirs[i];
+		}
+		argv[n++] = (char *)path;
+		argv[n] = NULL;
+
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execvp(prog, argv);
+		fprintf(stderr, "memsight flamegraph: cannot run '%s': %s\n", prog, strerror(errno));
+		_exit(127);
+	}
+	close(fd[1]);
+	return fdopen(fd[0], "r");
+}
+
+static int is_trace(const char *path)
+{
+	char magic[8];
+	FILE *f = fopen(path, "rb");
+	int yes;
+
+	if (!f)
+		return 0;
+	yes = fread(magic, 1, 8, f) == 8 && !memcmp(magic, "MEMSIGHT", 8);
+	fclose(f);
+	return yes;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_DEBUG_DIR = 255, OPT_TITLE = 256, OPT_SUBTITLE, OPT_COUNTNAME, OPT_WIDTH, OPT_MINWIDTH, OPT_COLOR, OPT_INVERTED };
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "weight", required_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "title", required_argument, NULL, OPT_TITLE },
+		{ "subtitle", required_argument, NULL, OPT_SUBTITLE },
+		{ "countname", required_argument, NULL, OPT_COUNTNAME },
+		{ "width", required_argument, NULL, OPT_WIDTH },
+		{ "minwidth", required_argument, NULL, OPT_MINWIDTH },
+		{ "color", required_argument, NULL, OPT_COLOR },
+		{ "colors", required_argument, NULL, OPT_COLOR },
+		{ "inverted", no_argument, NULL, OPT_INVERTED },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct flame_opts o = { NULL, NULL, NULL, "mem", 1200, 0.1, 0 };
+	const char *event = "faults", *weight = "count", *output = NULL, *path = NULL;
+	struct flame_node *root;
+	FILE *in, *out = stdout;
+	pid_t child = 0;
+	char *line = NULL, *end;
+	size_t alloc = 0;
+	unsigned long added = 0, skipped = 0, first_bad = 0, lineno = 0;
+	int c, ret = 1, known = 0;
+
+	while ((c = getopt_long(argc, argv, "e:w:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e': event = optarg; break;
+		case 'w': weight = optarg; break;
+		case 'o': output = optarg; break;
+		case OPT_DEBUG_DIR:
+			if (nr_dirs == MAX_DEBUG_DIRS) {
+				error("at most %d --debug-dir options", MAX_DEBUG_DIRS);
+				return 2;
+			}
+			debug_dirs[nr_dirs++] = optarg;
+			break;
+		case OPT_TITLE: o.title = optarg; break;
+		case OPT_SUBTITLE: o.subtitle = optarg; break;
+		case OPT_COUNTNAME: o.countname = optarg; break;
+		case OPT_WIDTH:
+			o.width = strtod(optarg, &end);
+			if (*end || o.width < 100 || o.width > 100000) {
+				error("invalid --width '%s': give pixels between 100 and 100000", optarg);
+				return 2;
+			}
+			break;
+		case OPT_MINWIDTH:
+			o.minwidth = strtod(optarg, &end);
+			if (*end || o.minwidth < 0) {
+				error("invalid --minwidth '%s': give pixels, e.g. 0.1", optarg);
+				return 2;
+			}
+			break;
+		case OPT_COLOR:
+			known = 0;
+			for (int i = 0; flame_palettes[i]; i++)
+				known |= !strcmp(optarg, flame_palettes[i]);
+			if (!known) {
+				error("unknown palette '%s': use mem, hot, io, red, green, blue, aqua, yellow, purple or orange",
+				      optarg);
+				return 2;
+			}
+			o.palette = optarg;
+			break;
+		case OPT_INVERTED: o.inverted = 1; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc - 1) {
+		error("give at most one input file (see memsight flamegraph -h)");
+		return 2;
+	}
+	path = optind < argc ? argv[optind] : "-";
+	if (!strcmp(path, "-")) {
+		in = stdin;
+	} else if (is_trace(path)) {
+		const char *what = !strcmp(event, "brk") ? "Heap Expansion (brk)"
+				   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)" : "Page Faults";
+
+		if (!o.title)
+			o.title = what;
+		if (!o.countname)
+			o.countname = !strcmp(weight, "bytes") ? "bytes" : !strcmp(weight, "pages") ? "pages"
+				      : !strcmp(event, "faults") ? "faults" : "calls";
+		in = open_trace(path, event, weight, &child);
+		if (!in) {
+			error("cannot run the analyzer on '%s': %s", path, strerror(errno));
+			return 1;
+		}
+	} else {
+		in = fopen(path, "r");
+		if (!in) {
+			error("cannot open '%s': %s", path, strerror(errno));
+			return 1;
+		}
+	}
+	if (!o.title)
+		o.title = "Flame Graph";
+	if (!o.countname)
+		o.countname = "samples";
+	root = node_new("all", 3);
+	if (!root)
+		return error("out of memory"), 1;
+	while (getline(&line, &alloc, in) > 0) {
+		int r = add_line(root, line);
+
+		lineno++;
+		if (r < 0) {
+			error("out of memory");
+			goto out;
+		}
+		if (r)
+			added++;
+		else if (line[0] && line[0] != '#' && line[strspn(line, " \t\r\n")]) {
+			if (!skipped++)
+				first_bad = lineno;
+		}
+	}
+	if (in != stdin)
+		fclose(in);
+	in = NULL;
+	if (child) {
+		int st;
+
+		waitpid(child, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			/* The analyzer said what went wrong. */
+			goto out;
+		}
+	}
+	if (skipped)
+		fprintf(stderr, "memsight flamegraph: ignored %lu lines that are not folded stacks (the first is line %lu)\n",
+			skipped, first_bad);
+	if (!added) {
+		error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
+		      !strcmp(path, "-") ? "standard input" : path);
+		goto out;
+	}
+	node_sort(root);
+	if (output && !(out = fopen(output, "w"))) {
+		error("cannot create '%s': %s", output, strerror(errno));
+		goto out;
+	}
+	if (flame_svg_write(out, root, &o) || (out != stdout && fclose(out))) {
+		error("cannot write the SVG: %s", strerror(errno));
+		if (output)
+			unlink(output);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(line);
+	node_free(root);
+	return ret;
+}

@@ -1,0 +1,40 @@
+/*
+ * formats/meta.h: the payloads of META chunks that are not plain text.
+ *
+ * Owns the encoding of one recorded event (TRACE_META_EVENT): its
+ * perf_event_attr as the recorder passed it, the sample ids the kernel gave
+ * each of its file descriptors, its name, the event group the user asked for,
+ * and for tracepoints the tracefs format text. Also a lookup helper for the
+ * "key value" lines of the text META kinds. Knows nothing of what the
+ * analyzer does with them.
+ */
+#ifndef MEMSIGHT_META_H
+#define MEMSIGHT_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_EVENT_DESC_VERSION 1
+
+struct trace_event_desc {
+	char *name;	    /* "syscalls:sys_enter_mmap", "page-faults", ... */
+	char *group;	    /* the -e group that asked for it: "mmap", "faults", ... */
+	char *format;	    /* tracefs format text; "" for non-tracepoints */
+	void *attr;	    /* struct perf_event_attr bytes as given to the kernel */
+	uint32_t attr_size;
+	uint64_t *ids;	    /* PERF_EVENT_IOC_ID of each fd opened for it */
+	uint32_t nr_ids;
+};
+
+/* Encode into a malloc'd buffer. Returns 0 or -ENOMEM. */
+int trace_event_desc_encode(const struct trace_event_desc *d, unsigned char **out, size_t *len);
+/* Decode into malloc'd members. Returns 0, -EINVAL for a malformed payload
+ * or -ENOMEM. */
+int trace_event_desc_decode(const void *data, size_t len, struct trace_event_desc *d);
+void trace_event_desc_release(struct trace_event_desc *d);
+
+/* Find "key value" in newline-separated text; copies the value (to the end
+ * of its line) into out. Returns 0, or -1 when the key is absent. */
+int trace_kv_get(const char *text, size_t len, const char *key, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,200 @@
+/*
+ * formats/trace.h: the on-disk memsight trace, version 1.
+ *
+ * Owns the file header, the chunk layout, the writer (first error sticks,
+ * later calls are no-ops, the error is reported once at finish) and the
+ * reader (validates every chunk, stops at the first bad one and says where,
+ * visits meta items and then perf records in time order across CPUs).
+ *
+ * Knows nothing of perf_event_open, tracefs, libdw or symbols: DATA chunks
+ * hold verbatim perf records and the only thing read from them is their
+ * timestamp, at the position FORMAT.md fixes. formats/FORMAT.md is the
+ * byte-level specification and must stay true to this file.
+ */
+#ifndef MEMSIGHT_TRACE_H
+#define MEMSIGHT_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_MAGIC "MEMSIGHT"
+#define TRACE_VERSION 1
+#define TRACE_FILE_HEADER_SIZE 64
+#define TRACE_CHUNK_HEADER_SIZE 32
+#define TRACE_CHUNK_MAGIC 0x4b43534du /* "MSCK" read as a little-endian u32 */
+/* A chunk's payload is capped so that a corrupt length cannot make a reader
+ * allocate gigabytes; writers split anything larger. */
+#define TRACE_CHUNK_MAX (64u << 20)
+/* Stream number of DATA chunks whose records came from no CPU ring. */
+#define TRACE_STREAM_NONE 0xffffffffu
+
+enum trace_chunk_type {
+	TRACE_CHUNK_META = 1,
+	TRACE_CHUNK_DATA = 2,
+	TRACE_CHUNK_LOSS = 3,
+	TRACE_CHUNK_INDEX = 4,
+	TRACE_CHUNK_TRAILER = 5,
+};
+
+enum trace_codec {
+	TRACE_CODEC_NONE = 0,
+	TRACE_CODEC_ZSTD = 1,
+	TRACE_CODEC_ZLIB = 2,
+};
+
+/* The stream field of a META chunk says what its payload is. */
+enum trace_meta_kind {
+	TRACE_META_HOST = 1,	    /* "key value\n" text: host, kernel, clocks, command */
+	TRACE_META_HEADER_PAGE = 2, /* tracefs events/header_page, verbatim */
+	TRACE_META_EVENT = 3,	    /* one event: attr, ids, names, format text */
+	TRACE_META_PROCESS = 4,	    /* /proc snapshot of one process, with build-ids */
+	TRACE_META_KSYMS = 5,	    /* kallsyms lines for the kernel text stacks hit */
+	TRACE_META_BUILDIDS = 6,    /* "buildid\tpath\n" for objects seen without one */
+	TRACE_META_STATS = 7,	    /* "key value\n" text written when recording ends */
+};
+
+enum trace_file_flags {
+	TRACE_FILE_RING = 1 << 0, /* flight recorder: older chunks were dropped */
+};
+
+struct trace_loss {
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t lost; /* records the kernel could not put in this CPU's ring */
+};
+
+struct trace_trailer {
+	uint64_t index_offset; /* offset of the last INDEX chunk, 0 if none */
+	uint64_t nr_chunks;    /* chunks before the trailer */
+	uint64_t nr_records;   /* perf records in all DATA chunks */
+	uint64_t lost;	       /* sum of all LOSS entries */
+	uint64_t first_time;
+	uint64_t last_time;
+};
+
+struct trace_index_entry {
+	uint64_t offset;
+	uint16_t type;
+	uint16_t codec;
+	uint32_t stream;
+	uint64_t time;
+};
+
+/* ---- writer ---------------------------------------------------------- */
+
+struct trace_writer_opts {
+	enum trace_codec codec;
+	int level;	      /* compression level; 0 picks the codec's default */
+	uint32_t file_flags;  /* enum trace_file_flags */
+	uint64_t created_ns;  /* CLOCK_REALTIME at creation, 0 for now() */
+};
+
+struct trace_writer {
+	int fd;			/* -1 for the memory backend */
+	unsigned char *mem;	/* memory backend: the file so far */
+	size_t mem_len, mem_alloc;
+	uint64_t offset;
+	int err;		/* first error (negative errno), sticky */
+	char errmsg[256];
+	enum trace_codec codec;
+	int level;
+	void *zctx;		/* ZSTD_CCtx, reused across chunks */
+	unsigned char *cbuf;	/* compression output buffer */
+	size_t cbuf_alloc;
+	struct trace_index_entry *index;
+	size_t nr_index, index_alloc;
+	uint64_t last_index_offset;
+	uint64_t nr_chunks, nr_records, lost;
+	uint64_t first_time, last_time;
+};
+
+/* Start a trace on an open file descriptor (positioned at 0) or in memory.
+ * Writes the file header. Returns 0 or a negative errno (also kept). */
+int trace_writer_init_fd(struct trace_writer *w, int fd, const struct trace_writer_opts *o);
+int trace_writer_init_mem(struct trace_writer *w, const struct trace_writer_opts *o);
+
+/* Append one chunk. META and DATA payloads are compressed with the writer's
+ * codec; LOSS, INDEX and TRAILER are stored as they are. For DATA, nr is the
+ * number of perf records in the payload and time the first record's time.
+ * Returns 0 or the sticky negative errno. */
+int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+		     uint64_t time, const void *data, size_t len, uint64_t nr);
+int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, size_t n);
+
+/* Write the last INDEX and the TRAILER, then sync. Returns the sticky error. */
+int trace_writer_finish(struct trace_writer *w);
+const char *trace_writer_strerror(const struct trace_writer *w);
+/* Frees what the writer holds; the fd stays open, the memory backend's
+ * buffer is handed over with trace_writer_steal_mem first if wanted. */
+void trace_writer_release(struct trace_writer *w);
+unsigned char *trace_writer_steal_mem(struct trace_writer *w, size_t *len);
+
+/* ---- reader ---------------------------------------------------------- */
+
+struct trace_chunk {
+	uint64_t offset; /* of the chunk header */
+	uint16_t type;
+	uint16_t codec;
+	uint32_t stream;
+	uint32_t payload_len;
+	uint32_t raw_len;
+	uint32_t crc;
+	uint64_t time;
+};
+
+struct trace_reader {
+	const unsigned char *base; /* whole file, mapped or in memory */
+	size_t size;
+	int mapped;
+	uint32_t version, file_flags;
+	uint64_t created_ns;
+	struct trace_chunk *chunks; /* every valid chunk, in file order */
+	size_t nr_chunks;
+	uint64_t valid_end;	    /* bytes of the file that were read as good */
+	int complete;		    /* a good TRAILER closed the file */
+	struct trace_trailer trailer;
+	char stop[256];		    /* why reading stopped early, "" if it did not */
+	void *dctx;		    /* ZSTD_DCtx */
+};
+
+/* Open and validate a trace. Returns 0 when the header is good (a bad tail
+ * leaves r->stop set and r->complete 0), or -1 with a one-line reason in err
+ * for a file that cannot be read as a trace at all. */
+int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen);
+int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, char *err,
+			  size_t errlen);
+void trace_reader_release(struct trace_reader *r);
+
+/* Decompress chunk i into *buf (grown as needed; *alloc is its size).
+ * Returns the payload length, or -1 with a reason in err. */
+long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, size_t *alloc,
+			 char *err, size_t errlen);
+
+const char *trace_chunk_type_name(unsigned type);
+const char *trace_codec_name(unsigned codec);
+const char *trace_meta_kind_name(unsigned kind);
+
+/*
+ * Visitor callbacks for trace_read(). Any member may be NULL. A callback
+ * returns 0 to go on; any other value stops the visit and trace_read()
+ * returns it.
+ */
+struct trace_handler {
+	/* Every META chunk, in file order, before any record. */
+	int (*meta)(uint32_t kind, const void *data, size_t len, void *arg);
+	/* Every LOSS entry, before any record. */
+	int (*loss)(const struct trace_loss *l, void *arg);
+	/* Every perf record in time order across streams. rec points at the
+	 * perf_event_header; it is valid only during the call. */
+	int (*record)(const void *rec, size_t len, uint32_t stream, uint64_t time, void *arg);
+};
+
+/* Returns 0 when all was visited, -1 on a decoding error (reason in err),
+ * or the value a callback stopped with. */
+int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,
+	       size_t errlen);
+
+/* The time of a perf record, by the rule FORMAT.md gives; 0 if it has none. */
+uint64_t trace_record_time(const void *rec, size_t len);
+
+#endif

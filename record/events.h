@@ -1,0 +1,61 @@
+/*
+ * record/events.h: what memsight can record, as perf_event_attr.
+ *
+ * Owns the table of event groups (-e brk,mmap,faults), finding tracepoints
+ * in tracefs (mounting it when nobody has), and building each event's attr.
+ * An event knows where the callchain sits in its samples so the drain loop
+ * can collect kernel addresses without a general sample parser. Knows
+ * nothing of rings, targets or the trace file.
+ */
+#ifndef MEMSIGHT_RECORD_EVENTS_H
+#define MEMSIGHT_RECORD_EVENTS_H
+
+#include <linux/perf_event.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rec_event {
+	char name[128];		 /* "syscalls:sys_enter_mmap", "page-faults" */
+	const char *group;	 /* "mmap", "faults", "" for the tracking event */
+	char *format;		 /* tracefs format text, NULL for non-tracepoints */
+	struct perf_event_attr attr;
+	uint64_t *ids;		 /* one per fd opened */
+	size_t nr_ids, ids_alloc;
+	uint64_t samples;	 /* counted by the drain loop */
+	unsigned callchain_off;	 /* byte offset of the callchain in a sample, 0 if none */
+};
+
+struct rec_opts_events {
+	int callchain;		/* record kernel+user frame-pointer callchains */
+	int system_wide;
+	int inherit;
+	int enable_on_exec;
+	unsigned wakeup_bytes;
+	int build_id;		/* kernel puts build-ids into MMAP2 */
+};
+
+/* The names of the groups this recorder knows, for -h and errors. */
+extern const char *const events_group_names[];
+
+/* Path of the tracefs mount, mounting it at /sys/kernel/tracing when no
+ * tracefs is mounted. NULL with errno set when there is none. */
+const char *events_tracefs(void);
+
+/* Read a tracefs file into a malloc'd NUL-terminated string. */
+char *events_tracefs_read(const char *rel, size_t *len);
+
+/*
+ * Append the events of group `name` to *evs. Returns 0; -ENOENT for an
+ * unknown group name; -ENODEV when this kernel lacks one of its events (the
+ * missing one is named in `missing`). Nothing is appended on error.
+ */
+int events_group_add(const char *name, const struct rec_opts_events *o, struct rec_event **evs,
+		     size_t *nr, char *missing, size_t missing_len);
+
+/* The tracking event (dummy software event carrying MMAP2, COMM, FORK, EXIT). */
+int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr);
+
+int events_id_add(struct rec_event *e, uint64_t id);
+void events_free(struct rec_event *evs, size_t nr);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * record/procsnap.h: what /proc says about processes that already run.
+ *
+ * Owns the TRACE_META_PROCESS text (pid, ppid, comm, threads, and every
+ * mapping with the build-id of its file) and reading GNU build-ids from ELF
+ * files with libelf. Processes started after recording begins are known from
+ * the kernel's COMM/MMAP2/FORK records instead; this module covers the rest.
+ */
+#ifndef MEMSIGHT_RECORD_PROCSNAP_H
+#define MEMSIGHT_RECORD_PROCSNAP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define BUILD_ID_MAX 20
+
+/* Read the NT_GNU_BUILD_ID note of the ELF file at path. Returns its length
+ * (1..BUILD_ID_MAX) or -1 when the file has none or is not ELF. */
+int procsnap_build_id(const char *path, unsigned char *id);
+/* Hex form of a build-id into out (2*len+1 bytes). */
+void procsnap_build_id_hex(const unsigned char *id, int len, char *out);
+
+/* Snapshot of one process as TRACE_META_PROCESS text (malloc'd).
+ * Returns 0, or -errno when the process is gone or unreadable. */
+int procsnap_process(pid_t pid, char **text, size_t *len);
+
+/* Thread ids of a process, or every pid on the system when pid is 0.
+ * Returns the count (malloc'd array in *out) or -errno. */
+int procsnap_list(pid_t pid, pid_t **out);
+
+#endif

@@ -1,0 +1,1193 @@
+/*
+ * record/record.c: memsight-record, the recorder.
+ *
+ * Owns the targets (a command it starts, running pids, or the whole
+ * system), the per-CPU perf ring buffers and their drain loop, and the order
+ * in which a trace file is put together: header, META (host, tracefs
+ * header_page, events, /proc snapshots), DATA chunks as rings fill, then
+ * kernel symbols, late build-ids, statistics, LOSS, INDEX and TRAILER.
+ *
+ * Until the events are open and the command has started, the trace is
+ * written under a temporary name beside the output, so a failed start leaves
+ * neither garbage nor a clobbered older trace. From then on the file is at
+ * its final name and every chunk on disk stays readable whatever happens.
+ *
+ * Knows nothing of unwinding, symbols or how the analyzer reads records.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../formats/meta.h"
+#include "../formats/trace.h"
+#include "events.h"
+#include "ksyms.h"
+#include "procsnap.h"
+
+#ifndef MEMSIGHT_VERSION
+#define MEMSIGHT_VERSION "0.1"
+#endif
+
+static const char usage_text[] =
+	"usage: memsight record [options] -- COMMAND [ARGS...]\n"
+	"   or: memsight record [options] -p PID[,PID...]\n"
+	"   or: memsight record [options] -a\n"
+	"\n"
+	"  -e, --event GROUPS       event groups, comma-separated (default: brk,mmap,faults)\n"
+	"                             brk     brk() calls with the new break\n"
+	"                             mmap    mmap, munmap, mremap with sizes and results\n"
+	"                             faults  every page fault (period 1) with its address\n"
+	"  -p, --pid PID[,PID...]   record running processes, their new threads and children\n"
+	"  -a, --all-cpus           record the whole system\n"
+	"  -o, --output FILE        trace file to write (default: memsight.trace)\n"
+	"  -d, --duration SECONDS   stop after SECONDS\n"
+	"  -g, --call-graph MODE    fp (default): kernel and user frame-pointer callchains;\n"
+	"                           none: no stacks\n"
+	"  -m, --mmap-pages N       ring buffer pages per CPU, a power of two (default 1024)\n"
+	"      --compression C[:L]  zstd (default), zlib or none, with an optional level\n"
+	"  -q, --quiet              no summary on stderr\n"
+	"  -h, --help               show this help\n";
+
+#define CHUNK_TARGET (1u << 20)
+#define FLUSH_AGE_NS (2ull * 1000000000ull)
+
+struct ring {
+	int cpu;
+	int fd;			 /* the fd whose mmap this is; others SET_OUTPUT to it */
+	void *base;
+	struct perf_event_mmap_page *pc;
+	unsigned char *data;
+	uint64_t size, mask;
+	unsigned char *chunk;	 /* records copied out, waiting to be written */
+	size_t len, alloc;
+	uint64_t nrec, first_time, flushed_at;
+	uint64_t lost;
+};
+
+struct id_map {
+	uint64_t id;
+	struct rec_event *ev;
+};
+
+struct recorder {
+	/* options */
+	const char *output;
+	char *groups;
+	pid_t *pids;
+	size_t nr_pids;
+	int system_wide;
+	char **command;
+	double duration;
+	int callchain;
+	unsigned mmap_pages;
+	enum trace_codec codec;
+	int level;
+	int quiet;
+	int argc;
+	char **argv;
+
+	/* state */
+	struct rec_event *evs;
+	size_t nr_evs;
+	int ncpus;
+	struct ring *rings;
+	int *fds;
+	size_t nr_fds, fds_alloc;
+	struct id_map *ids;
+	size_t nr_ids;
+	struct trace_writer w;
+	int out_fd;
+	char tmp_path[PATH_MAX];
+	int renamed;
+	struct ksyms_set ksyms;
+	char **nobid;		/* MMAP2 file names seen without a build-id */
+	size_t nr_nobid, nobid_alloc;
+	pid_t child;
+	int go_fd, err_fd;
+	int child_status;
+	struct rusage child_ru;
+	int child_done;
+	uint64_t start_ns, stop_ns;
+	uint64_t records;
+	int build_id;
+};
+
+static int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("memsight record: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int paranoid(void)
+{
+	char buf[32];
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int v = 2;
+
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			v = atoi(buf);
+		fclose(f);
+	}
+	return v;
+}
+
+static int explain_open_error(int err, const char *ev)
+{
+	if (err == EACCES || err == EPERM)
+		return error("perf_event_open refused for '%s' (%s): run as root, or allow it with "
+			     "'sysctl -w kernel.perf_event_paranoid=-1' (now %d)",
+			     ev, strerror(err), paranoid());
+	if (err == EMFILE || err == ENFILE)
+		return error("too many open files for '%s': raise the limit with 'ulimit -n'", ev);
+	if (err == ESRCH)
+		return error("cannot open '%s': the target process is gone", ev);
+	return error("cannot open event '%s': %s", ev, strerror(err));
+}
+
+/* ---- options --------------------------------------------------------- */
+
+static int parse_pids(struct recorder *rc, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+
+	if (!copy)
+		return error("out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v = strtol(tok, &end, 10);
+		pid_t *p;
+
+		if (*end || v <= 0 || v > INT_MAX) {
+			error("invalid pid '%s' in -p: give numbers separated by commas, e.g. -p 123,456", tok);
+			free(copy);
+			return -1;
+		}
+		p = realloc(rc->pids, (rc->nr_pids + 1) * sizeof(*p));
+		if (!p) {
+			free(copy);
+			return error("out of memory");
+		}
+		rc->pids = p;
+		rc->pids[rc->nr_pids++] = v;
+	}
+	free(copy);
+	if (!rc->nr_pids)
+		return error("-p needs at least one pid");
+	return 0;
+}
+
+static int parse_options(struct recorder *rc, int argc, char **argv)
+{
+	enum { OPT_COMPRESSION = 256 };
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "call-graph", required_argument, NULL, 'g' },
+		{ "mmap-pages", required_argument, NULL, 'm' },
+		{ "compression", required_argument, NULL, OPT_COMPRESSION },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	char *end;
+
+	rc->output = "memsight.trace";
+	rc->callchain = 1;
+	rc->mmap_pages = 1024;
+	rc->codec = TRACE_CODEC_ZSTD;
+	/* '+': stop at the first non-option, the command to run. */
+	while ((c = getopt_long(argc, argv, "+e:p:ao:d:g:m:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			free(rc->groups);
+			rc->groups = strdup(optarg);
+			break;
+		case 'p':
+			if (parse_pids(rc, optarg))
+				return -1;
+			break;
+		case 'a':
+			rc->system_wide = 1;
+			break;
+		case 'o':
+			rc->output = optarg;
+			break;
+		case 'd':
+			rc->duration = strtod(optarg, &end);
+			if (*end || rc->duration <= 0)
+				return error("invalid duration '%s': give seconds, e.g. -d 10 or -d 0.5", optarg);
+			break;
+		case 'g':
+			if (!strcmp(optarg, "fp"))
+				rc->callchain = 1;
+			else if (!strcmp(optarg, "none"))
+				rc->callchain = 0;
+			else
+				return error("unknown call-graph mode '%s': use fp or none", optarg);
+			break;
+		case 'm': {
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !v || (v & (v - 1)) || v > (1ul << 20))
+				return error("invalid --mmap-pages '%s': give a power of two, e.g. 1024", optarg);
+			rc->mmap_pages = v;
+			break;
+		}
+		case OPT_COMPRESSION: {
+			char name[16];
+			const char *colon = strchr(optarg, ':');
+			size_t n = colon ? (size_t)(colon - optarg) : strlen(optarg);
+
+			snprintf(name, sizeof(name), "%.*s", (int)(n < 15 ? n : 15), optarg);
+			if (!strcmp(name, "zstd"))
+				rc->codec = TRACE_CODEC_ZSTD;
+			else if (!strcmp(name, "zlib"))
+				rc->codec = TRACE_CODEC_ZLIB;
+			else if (!strcmp(name, "none"))
+				rc->codec = TRACE_CODEC_NONE;
+			else
+				return error("unknown compression '%s': use zstd, zlib or none", optarg);
+			if (colon) {
+				rc->level = strtol(colon + 1, &end, 10);
+				if (*end || rc->level < 1 || rc->level > 19)
+					return error("invalid compression level in '%s': use 1 to 19", optarg);
+			}
+			break;
+		}
+		case 'q':
+			rc->quiet = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			fputs(usage_text, stderr);
+			return -1;
+		}
+	}
+	if (optind < argc)
+		rc->command = argv + optind;
+	if (!!rc->command + !!rc->nr_pids + rc->system_wide != 1)
+		return error(rc->command || rc->nr_pids || rc->system_wide
+				     ? "give only one target: -p PID, -a, or -- COMMAND"
+				     : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
+	if (!rc->groups)
+		rc->groups = strdup("brk,mmap,faults");
+	return rc->groups ? 0 : error("out of memory");
+}
+
+/* ---- events and rings ------------------------------------------------ */
+
+static int probe_build_id(void)
+{
+	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
+				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .mmap2 = 1,
+				     .build_id = 1 };
+	int fd = perf_open(&a, 0, -1);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static int setup_events(struct recorder *rc)
+{
+	struct rec_opts_events o = {
+		.callchain = rc->callchain,
+		.system_wide = rc->system_wide,
+		.inherit = !rc->system_wide,
+		.enable_on_exec = rc->command != NULL,
+		.wakeup_bytes = rc->mmap_pages * (unsigned)sysconf(_SC_PAGESIZE) / 4,
+		.build_id = rc->build_id,
+	};
+	char *copy = strdup(rc->groups), *save = NULL, *tok;
+	size_t groups_ok = 0;
+
+	if (!copy)
+		return error("out of memory");
+	if (events_tracking_add(&o, &rc->evs, &rc->nr_evs)) {
+		free(copy);
+		return error("out of memory");
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char missing[128] = "";
+		int r = events_group_add(tok, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing));
+
+		if (r == -ENOENT) {
+			error("unknown event group '%s': known groups are brk, mmap, faults", tok);
+			free(copy);
+			return -1;
+		}
+		if (r == -ENODEV) {
+			/* One line, then record the rest: a kernel without one
+			 * tracepoint still has the others. */
+			fprintf(stderr, "memsight record: skipping group '%s': this kernel has no '%s'%s\n", tok,
+				missing, events_tracefs() ? "" : " (tracefs is not mounted and cannot be)");
+			continue;
+		}
+		if (r) {
+			free(copy);
+			return error("cannot set up group '%s': %s", tok, strerror(-r));
+		}
+		groups_ok++;
+	}
+	free(copy);
+	if (!groups_ok)
+		return error("no event group could be set up: nothing to record");
+	return 0;
+}
+
+static int fds_push(struct recorder *rc, int fd)
+{
+	if (rc->nr_fds == rc->fds_alloc) {
+		size_t n = rc->fds_alloc ? rc->fds_alloc * 2 : 64;
+		int *p = realloc(rc->fds, n * sizeof(*p));
+
+		if (!p)
+			return -1;
+		rc->fds = p;
+		rc->fds_alloc = n;
+	}
+	rc->fds[rc->nr_fds++] = fd;
+	return 0;
+}
+
+static int ring_map(struct recorder *rc, struct ring *r, int fd)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+	size_t len = (rc->mmap_pages + 1) * page;
+
+	r->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r->base == MAP_FAILED) {
+		r->base = NULL;
+		return error("cannot map the ring buffer of cpu %d (%zu KiB): %s; try a smaller -m", r->cpu,
+			     len >> 10, strerror(errno));
+	}
+	r->fd = fd;
+	r->pc = r->base;
+	r->data = (unsigned char *)r->base + page;
+	r->size = (uint64_t)rc->mmap_pages * page;
+	r->mask = r->size - 1;
+	return 0;
+}
+
+static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu)
+{
+	struct ring *r = &rc->rings[cpu];
+	uint64_t id;
+	int fd = perf_open(&e->attr, pid, cpu);
+
+	if (fd < 0) {
+		/* A CPU that is offline has nothing to record. */
+		if (errno == ENODEV && pid == -1)
+			return 0;
+		return explain_open_error(errno, e->name);
+	}
+	if (fds_push(rc, fd)) {
+		close(fd);
+		return error("out of memory");
+	}
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
+		return error("cannot read the id of '%s': %s", e->name, strerror(errno));
+	if (events_id_add(e, id))
+		return error("out of memory");
+	if (rc->system_wide && e->format) {
+		/* Keep the recorder's own writes and allocations out. */
+		char filter[64];
+
+		snprintf(filter, sizeof(filter), "common_pid != %d", (int)getpid());
+		ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter);
+	}
+	if (!r->base)
+		return ring_map(rc, r, fd);
+	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+		return error("cannot share the ring of cpu %d with '%s': %s", cpu, e->name, strerror(errno));
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	const struct id_map *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int open_events(struct recorder *rc)
+{
+	pid_t *targets = NULL;
+	size_t nr_targets = 0;
+	int ret = -1;
+
+	rc->rings = calloc(rc->ncpus, sizeof(*rc->rings));
+	if (!rc->rings)
+		return error("out of memory");
+	for (int c = 0; c < rc->ncpus; c++)
+		rc->rings[c].cpu = c;
+	if (rc->system_wide) {
+		targets = malloc(sizeof(*targets));
+		targets[nr_targets++] = -1;
+	} else if (rc->command) {
+		targets = malloc(sizeof(*targets));
+		targets[nr_targets++] = rc->child;
+	} else {
+		/* Every existing thread: inherit only covers threads and
+		 * children created from now on. */
+		for (size_t i = 0; i < rc->nr_pids; i++) {
+			pid_t *tids;
+			int n = procsnap_list(rc->pids[i], &tids);
+
+			if (n <= 0) {
+				free(targets);
+				return error("no process with pid %d: check it with 'ps -p %d'", (int)rc->pids[i],
+					     (int)rc->pids[i]);
+			}
+			targets = realloc(targets, (nr_targets + n) * sizeof(*targets));
+			memcpy(targets + nr_targets, tids, n * sizeof(*tids));
+			nr_targets += n;
+			free(tids);
+		}
+	}
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		for (size_t t = 0; t < nr_targets; t++)
+			for (int c = 0; c < rc->ncpus; c++)
+				if (open_one(rc, &rc->evs[e], targets[t], c))
+					goto out;
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		rc->nr_ids += rc->evs[e].nr_ids;
+	rc->ids = malloc(rc->nr_ids * sizeof(*rc->ids));
+	if (!rc->ids) {
+		error("out of memory");
+		goto out;
+	}
+	rc->nr_ids = 0;
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		for (size_t i = 0; i < rc->evs[e].nr_ids; i++)
+			rc->ids[rc->nr_ids++] = (struct id_map){ rc->evs[e].ids[i], &rc->evs[e] };
+	qsort(rc->ids, rc->nr_ids, sizeof(*rc->ids), id_cmp);
+	ret = 0;
+out:
+	free(targets);
+	return ret;
+}
+
+static struct rec_event *event_of(struct recorder *rc, uint64_t id)
+{
+	size_t lo = 0, hi = rc->nr_ids;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (rc->ids[mid].id == id)
+			return rc->ids[mid].ev;
+		if (rc->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ---- the drain loop -------------------------------------------------- */
+
+static void nobid_add(struct recorder *rc, const char *name)
+{
+	for (size_t i = 0; i < rc->nr_nobid; i++)
+		if (!strcmp(rc->nobid[i], name))
+			return;
+	if (rc->nr_nobid == rc->nobid_alloc) {
+		size_t n = rc->nobid_alloc ? rc->nobid_alloc * 2 : 32;
+		char **p = realloc(rc->nobid, n * sizeof(*p));
+
+		if (!p)
+			return;
+		rc->nobid = p;
+		rc->nobid_alloc = n;
+	}
+	if ((rc->nobid[rc->nr_nobid] = strdup(name)))
+		rc->nr_nobid++;
+}
+
+/* Look at one record copied out of a ring: count it, collect what the end
+ * of the recording needs (kernel addresses, files without build-id). */
+static void inspect(struct recorder *rc, struct ring *r, const unsigned char *rec, size_t size)
+{
+	const struct perf_event_header *h = (const void *)rec;
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE: {
+		uint64_t id;
+		struct rec_event *e;
+
+		if (size < 16)
+			return;
+		memcpy(&id, rec + 8, 8);
+		e = event_of(rc, id);
+		if (!e)
+			return;
+		e->samples++;
+		if (e->callchain_off && e->callchain_off + 8 <= size) {
+			uint64_t nr, ip;
+			int kernel = 0;
+
+			memcpy(&nr, rec + e->callchain_off, 8);
+			for (uint64_t i = 0; i < nr && e->callchain_off + 8 + 8 * (i + 1) <= size; i++) {
+				memcpy(&ip, rec + e->callchain_off + 8 + 8 * i, 8);
+				if (ip >= PERF_CONTEXT_MAX) {
+					kernel = ip == PERF_CONTEXT_KERNEL;
+					if (ip == PERF_CONTEXT_USER)
+						break;
+					continue;
+				}
+				if (kernel)
+					ksyms_set_add(&rc->ksyms, ip);
+			}
+		}
+		break;
+	}
+	case PERF_RECORD_LOST: {
+		uint64_t lost;
+
+		if (size >= 24) {
+			memcpy(&lost, rec + 16, 8);
+			r->lost += lost;
+		}
+		break;
+	}
+	case PERF_RECORD_MMAP2:
+		if (!(h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && size > 73 && rec[72] == '/' && rec[73] != '/') {
+			char name[PATH_MAX];
+			size_t n = strnlen((const char *)rec + 72, size - 72);
+
+			if (n < sizeof(name)) {
+				memcpy(name, rec + 72, n);
+				name[n] = 0;
+				nobid_add(rc, name);
+			}
+		}
+		break;
+	}
+}
+
+static void ring_flush(struct recorder *rc, struct ring *r)
+{
+	if (!r->len)
+		return;
+	trace_writer_add(&rc->w, TRACE_CHUNK_DATA, r->cpu, r->first_time, r->chunk, r->len, r->nrec);
+	rc->records += r->nrec;
+	r->len = 0;
+	r->nrec = 0;
+	r->flushed_at = now_ns(CLOCK_MONOTONIC);
+}
+
+static int ring_drain(struct recorder *rc, struct ring *r)
+{
+	uint64_t head, tail;
+
+	if (!r->base)
+		return 0;
+	head = __atomic_load_n(&r->pc->data_head, __ATOMIC_ACQUIRE);
+	tail = r->pc->data_tail;
+	while (tail < head) {
+		size_t off = tail & r->mask, size, first;
+		const struct perf_event_header *h = (const void *)(r->data + off);
+		unsigned char *dst;
+
+		/* Records are 8-byte aligned, so a header never wraps. */
+		size = h->size;
+		if (size < sizeof(*h) || size > head - tail)
+			return error("ring of cpu %d holds a malformed record (size %zu)", r->cpu, size);
+		if (r->len + size > r->alloc) {
+			size_t n = r->alloc ? r->alloc * 2 : CHUNK_TARGET + 65536;
+			unsigned char *p;
+
+			while (n < r->len + size)
+				n *= 2;
+			p = realloc(r->chunk, n);
+			if (!p)
+				return error("out of memory");
+			r->chunk = p;
+			r->alloc = n;
+		}
+		dst = r->chunk + r->len;
+		first = size;
+		if (off + size > r->size)
+			first = r->size - off;
+		memcpy(dst, r->data + off, first);
+		if (first < size)
+			memcpy(dst + first, r->data, size - first);
+		if (!r->nrec)
+			r->first_time = trace_record_time(dst, size);
+		inspect(rc, r, dst, size);
+		r->len += size;
+		r->nrec++;
+		tail += size;
+	}
+	/* Free the ring before the slow part: compression and the write. */
+	__atomic_store_n(&r->pc->data_tail, tail, __ATOMIC_RELEASE);
+	if (r->len >= CHUNK_TARGET)
+		ring_flush(rc, r);
+	return 0;
+}
+
+static int drain_all(struct recorder *rc, int flush_old)
+{
+	uint64_t now = flush_old ? now_ns(CLOCK_MONOTONIC) : 0;
+
+	for (int c = 0; c < rc->ncpus; c++) {
+		struct ring *r = &rc->rings[c];
+
+		if (ring_drain(rc, r))
+			return -1;
+		/* Bound what a crash could lose on a quiet CPU. */
+		if (flush_old && r->len && now - r->flushed_at > FLUSH_AGE_NS)
+			ring_flush(rc, r);
+	}
+	return 0;
+}
+
+/* ---- META ------------------------------------------------------------ */
+
+static void meta_add(struct recorder *rc, enum trace_meta_kind kind, const void *data, size_t len)
+{
+	trace_writer_add(&rc->w, TRACE_CHUNK_META, kind, 0, data, len, 0);
+}
+
+static void write_host(struct recorder *rc)
+{
+	struct utsname u;
+	char host[8192], cmd[4096] = "";
+	size_t n = 0;
+	uint64_t mono = now_ns(CLOCK_MONOTONIC), real = now_ns(CLOCK_REALTIME);
+	char hostname[256] = "";
+
+	uname(&u);
+	gethostname(hostname, sizeof(hostname) - 1);
+	for (int i = 0; i < rc->argc; i++)
+		n += snprintf(cmd + n, n < sizeof(cmd) ? sizeof(cmd) - n : 0, "%s%s", i ? " " : "", rc->argv[i]);
+	n = 0;
+#define ADD(...) n += snprintf(host + n, n < sizeof(host) ? sizeof(host) - n : 0, __VA_ARGS__)
+	ADD("memsight_version %s\n", MEMSIGHT_VERSION);
+	ADD("hostname %s\n", hostname);
+	ADD("sysname %s\nrelease %s\nversion %s\nmachine %s\n", u.sysname, u.release, u.version, u.machine);
+	ADD("nr_cpus %d\n", rc->ncpus);
+	ADD("page_size %ld\n", sysconf(_SC_PAGESIZE));
+	ADD("long_size %zu\n", sizeof(long));
+	ADD("byte_order little\n");
+	ADD("clock_id %d\n", CLOCK_MONOTONIC);
+	ADD("clock_monotonic_ns %llu\nclock_realtime_ns %llu\n", (unsigned long long)mono,
+	    (unsigned long long)real);
+	ADD("recorder_pid %d\n", (int)getpid());
+	ADD("command %s\n", cmd);
+	ADD("call_graph %s\n", rc->callchain ? "fp" : "none");
+	ADD("groups %s\n", rc->groups);
+	ADD("build_id_in_mmap2 %d\n", rc->build_id);
+	if (rc->system_wide)
+		ADD("target system\n");
+	else if (rc->command)
+		ADD("target command %d\n", (int)rc->child);
+	else {
+		ADD("target pids");
+		for (size_t i = 0; i < rc->nr_pids; i++)
+			ADD("%s%d", i ? "," : " ", (int)rc->pids[i]);
+		ADD("\n");
+	}
+#undef ADD
+	if (n >= sizeof(host))
+		n = sizeof(host) - 1;
+	meta_add(rc, TRACE_META_HOST, host, n);
+	rc->start_ns = mono;
+}
+
+static int write_start_meta(struct recorder *rc)
+{
+	size_t len;
+	char *hp;
+
+	write_host(rc);
+	hp = events_tracefs_read("events/header_page", &len);
+	if (hp) {
+		meta_add(rc, TRACE_META_HEADER_PAGE, hp, len);
+		free(hp);
+	}
+	for (size_t i = 0; i < rc->nr_evs; i++) {
+		struct rec_event *e = &rc->evs[i];
+		struct trace_event_desc d = { e->name, (char *)e->group, e->format, &e->attr,
+					      sizeof(e->attr), e->ids, e->nr_ids };
+		unsigned char *buf;
+
+		if (trace_event_desc_encode(&d, &buf, &len))
+			return error("out of memory");
+		meta_add(rc, TRACE_META_EVENT, buf, len);
+		free(buf);
+	}
+	if (rc->system_wide || rc->nr_pids) {
+		pid_t *pids = rc->pids;
+		int n = rc->nr_pids;
+
+		if (rc->system_wide && (n = procsnap_list(0, &pids)) < 0)
+			return error("cannot list /proc: %s", strerror(-n));
+		for (int i = 0; i < n; i++) {
+			char *text;
+
+			/* A process may exit while we look: skip it. */
+			if (procsnap_process(pids[i], &text, &len))
+				continue;
+			meta_add(rc, TRACE_META_PROCESS, text, len);
+			free(text);
+		}
+		if (pids != rc->pids)
+			free(pids);
+	}
+	return rc->w.err ? error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w)) : 0;
+}
+
+static void write_end_meta(struct recorder *rc)
+{
+	char *text = NULL, line[PATH_MAX + 64];
+	size_t len = 0, alloc = 0;
+
+	if (!ksyms_extract(&rc->ksyms, &text, &len) && len)
+		meta_add(rc, TRACE_META_KSYMS, text, len);
+	free(text);
+
+	/* Build-ids the kernel could not give (page not in memory). */
+	text = NULL;
+	len = alloc = 0;
+	for (size_t i = 0; i < rc->nr_nobid; i++) {
+		unsigned char id[BUILD_ID_MAX];
+		char hex[2 * BUILD_ID_MAX + 1];
+		int l = procsnap_build_id(rc->nobid[i], id), n;
+
+		if (l <= 0)
+			continue;
+		procsnap_build_id_hex(id, l, hex);
+		n = snprintf(line, sizeof(line), "%s\t%s\n", hex, rc->nobid[i]);
+		if (len + n + 1 > alloc) {
+			char *p = realloc(text, alloc = (len + n + 1) * 2);
+
+			if (!p)
+				break;
+			text = p;
+		}
+		memcpy(text + len, line, n);
+		len += n;
+	}
+	if (len)
+		meta_add(rc, TRACE_META_BUILDIDS, text, len);
+	free(text);
+
+	text = NULL;
+	len = alloc = 0;
+	{
+		char buf[16384];
+		size_t n = 0;
+		uint64_t lost = 0;
+
+		for (int c = 0; c < rc->ncpus; c++)
+			lost += rc->rings[c].lost;
+#define ADD(...) n += snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
+		ADD("duration_ns %llu\n", (unsigned long long)(rc->stop_ns - rc->start_ns));
+		ADD("records %llu\n", (unsigned long long)rc->records);
+		ADD("lost %llu\n", (unsigned long long)lost);
+		for (size_t i = 0; i < rc->nr_evs; i++)
+			if (rc->evs[i].group[0])
+				ADD("samples %s %llu\n", rc->evs[i].name, (unsigned long long)rc->evs[i].samples);
+		if (rc->command && rc->child_done) {
+			ADD("command_status %d\n", rc->child_status);
+			/* What the kernel itself counted for the command and the
+			 * children it waited for: a check on the fault samples. */
+			ADD("command_minflt %ld\ncommand_majflt %ld\n", rc->child_ru.ru_minflt,
+			    rc->child_ru.ru_majflt);
+			ADD("command_maxrss_kb %ld\n", rc->child_ru.ru_maxrss);
+		}
+#undef ADD
+		if (n >= sizeof(buf))
+			n = sizeof(buf) - 1;
+		meta_add(rc, TRACE_META_STATS, buf, n);
+	}
+}
+
+/* ---- the command ----------------------------------------------------- */
+
+static int start_child(struct recorder *rc, const sigset_t *oldmask)
+{
+	int go[2], err[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return error("cannot create a pipe: %s", strerror(errno));
+	rc->child = fork();
+	if (rc->child < 0)
+		return error("cannot fork: %s", strerror(errno));
+	if (!rc->child) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		/* Wait until the events are open; EOF means the recorder gave up. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(rc->command[0], rc->command);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	rc->go_fd = go[1];
+	rc->err_fd = err[0];
+	return 0;
+}
+
+static int release_child(struct recorder *rc)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(rc->go_fd, "g", 1) != 1)
+		return error("cannot start '%s': %s", rc->command[0], strerror(errno));
+	close(rc->go_fd);
+	rc->go_fd = -1;
+	/* The error pipe closes on a successful exec. */
+	do
+		n = read(rc->err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(rc->err_fd);
+	rc->err_fd = -1;
+	if (n == sizeof(e)) {
+		waitpid(rc->child, NULL, 0);
+		rc->child = 0;
+		if (e == ENOENT)
+			return error("command not found: '%s': check the name or give its path", rc->command[0]);
+		return error("cannot run '%s': %s", rc->command[0], strerror(e));
+	}
+	return 0;
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+static int create_output(struct recorder *rc)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	struct trace_writer_opts o = { .codec = rc->codec, .level = rc->level };
+
+	snprintf(dir, sizeof(dir), "%s", rc->output);
+	snprintf(base, sizeof(base), "%s", rc->output);
+	snprintf(rc->tmp_path, sizeof(rc->tmp_path), "%s/.%s.XXXXXX", dirname(dir), basename(base));
+	/* mkstemp makes it 0600: a trace can hold secrets (paths, arguments). */
+	rc->out_fd = mkstemp(rc->tmp_path);
+	if (rc->out_fd < 0)
+		return error("cannot create '%s': %s", rc->output, strerror(errno));
+	fcntl(rc->out_fd, F_SETFD, FD_CLOEXEC);
+	if (trace_writer_init_fd(&rc->w, rc->out_fd, &o))
+		return error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w));
+	return 0;
+}
+
+static void summary(struct recorder *rc)
+{
+	uint64_t lost = 0, bytes = rc->w.offset;
+	double secs = (rc->stop_ns - rc->start_ns) / 1e9;
+
+	for (int c = 0; c < rc->ncpus; c++)
+		lost += rc->rings[c].lost;
+	if (rc->quiet && !lost)
+		return;
+	fprintf(stderr, "memsight record: %llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes/record)\n",
+		(unsigned long long)rc->records, secs, bytes / 1048576.0, rc->output,
+		rc->records ? (double)bytes / rc->records : 0.0);
+	if (lost)
+		fprintf(stderr, "memsight record: LOST %llu events: the rings overflowed; enlarge them with -m "
+				"or record fewer groups\n",
+			(unsigned long long)lost);
+	else if (!rc->quiet)
+		fprintf(stderr, "memsight record: 0 events lost\n");
+}
+
+static void stop_command(struct recorder *rc)
+{
+	/* -d ran out, or we were told to stop: end the command like timeout(1). */
+	if (rc->command && rc->child > 0 && !rc->child_done) {
+		kill(rc->child, SIGTERM);
+		if (wait4(rc->child, &rc->child_status, 0, &rc->child_ru) == rc->child)
+			rc->child_done = 1;
+	}
+}
+
+static int reap_child(struct recorder *rc)
+{
+	pid_t p;
+	int st;
+	struct rusage ru;
+
+	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		if (p == rc->child) {
+			rc->child_status = st;
+			rc->child_ru = ru;
+			rc->child_done = 1;
+		}
+	}
+	return rc->child_done;
+}
+
+static int run(struct recorder *rc, const sigset_t *mask)
+{
+	struct epoll_event ev, evs[64];
+	int ep, sfd, tfd = -1, stop = 0, ret = -1;
+	int *pidfds = NULL;
+	size_t live = 0;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (ep < 0 || sfd < 0)
+		return error("cannot set up the event loop: %s", strerror(errno));
+	ev.events = EPOLLIN;
+	ev.data.u64 = 1ull << 32;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	for (int c = 0; c < rc->ncpus; c++) {
+		if (!rc->rings[c].base)
+			continue;
+		ev.events = EPOLLIN;
+		ev.data.u64 = c;
+		epoll_ctl(ep, EPOLL_CTL_ADD, rc->rings[c].fd, &ev);
+	}
+	if (rc->duration > 0) {
+		struct itimerspec its = { 0 };
+
+		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		its.it_value.tv_sec = (time_t)rc->duration;
+		its.it_value.tv_nsec = (long)((rc->duration - (time_t)rc->duration) * 1e9);
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+		timerfd_settime(tfd, 0, &its, NULL);
+		ev.events = EPOLLIN;
+		ev.data.u64 = 2ull << 32;
+		epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	}
+	if (rc->nr_pids) {
+		/* A pidfd turns readable when its process exits. */
+		pidfds = calloc(rc->nr_pids, sizeof(*pidfds));
+		for (size_t i = 0; pidfds && i < rc->nr_pids; i++) {
+			pidfds[i] = syscall(SYS_pidfd_open, rc->pids[i], 0);
+			if (pidfds[i] < 0)
+				continue;
+			ev.events = EPOLLIN;
+			ev.data.u64 = (3ull << 32) | i;
+			epoll_ctl(ep, EPOLL_CTL_ADD, pidfds[i], &ev);
+			live++;
+		}
+		if (!live)
+			stop = 1;
+	}
+	if (!rc->command)
+		for (size_t i = 0; i < rc->nr_fds; i++)
+			ioctl(rc->fds[i], PERF_EVENT_IOC_ENABLE, 0);
+
+	while (!stop) {
+		int n = epoll_wait(ep, evs, 64, 500);
+
+		if (n < 0 && errno != EINTR) {
+			error("epoll_wait: %s", strerror(errno));
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			uint32_t kind = evs[i].data.u64 >> 32, idx = (uint32_t)evs[i].data.u64;
+
+			if (kind == 0 && (evs[i].events & (EPOLLHUP | EPOLLERR))) {
+				/* Every task of this ring exited: drain it below,
+				 * then stop polling it or epoll would spin. */
+				ring_drain(rc, &rc->rings[idx]);
+				epoll_ctl(ep, EPOLL_CTL_DEL, rc->rings[idx].fd, NULL);
+			} else if (kind == 1) {
+				struct signalfd_siginfo si;
+
+				while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGCHLD) {
+						if (rc->command && reap_child(rc))
+							stop = 1;
+					} else {
+						stop = 1;
+					}
+				}
+			} else if (kind == 2) {
+				stop = 1;
+			} else if (kind == 3) {
+				epoll_ctl(ep, EPOLL_CTL_DEL, pidfds[idx], NULL);
+				if (--live == 0)
+					stop = 1;
+			}
+		}
+		if (drain_all(rc, 1))
+			goto out;
+	}
+	ret = 0;
+out:
+	rc->stop_ns = now_ns(CLOCK_MONOTONIC);
+	for (size_t i = 0; i < rc->nr_fds; i++)
+		ioctl(rc->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	stop_command(rc);
+	if (drain_all(rc, 0))
+		ret = -1;
+	for (int c = 0; c < rc->ncpus; c++)
+		ring_flush(rc, &rc->rings[c]);
+	for (size_t i = 0; pidfds && i < rc->nr_pids; i++)
+		if (pidfds[i] >= 0)
+			close(pidfds[i]);
+	free(pidfds);
+	if (tfd >= 0)
+		close(tfd);
+	close(sfd);
+	close(ep);
+	return ret;
+}
+
+static void cleanup(struct recorder *rc)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; i < rc->nr_fds; i++)
+		close(rc->fds[i]);
+	for (int c = 0; rc->rings && c < rc->ncpus; c++) {
+		if (rc->rings[c].base)
+			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);
+		free(rc->rings[c].chunk);
+	}
+	free(rc->rings);
+	free(rc->fds);
+	free(rc->ids);
+	events_free(rc->evs, rc->nr_evs);
+	free(rc->evs);
+	for (size_t i = 0; i < rc->nr_nobid; i++)
+		free(rc->nobid[i]);
+	free(rc->nobid);
+	ksyms_set_release(&rc->ksyms);
+	trace_writer_release(&rc->w);
+	free(rc->groups);
+	free(rc->pids);
+}
+
+int main(int argc, char **argv)
+{
+	struct recorder rc = { .out_fd = -1, .go_fd = -1, .err_fd = -1, .argc = argc, .argv = argv };
+	sigset_t mask, oldmask;
+	struct rlimit rl;
+	int ret = 1;
+
+	if (parse_options(&rc, argc, argv))
+		return 2;
+	rc.ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	/* One fd per event, CPU and thread: -p on a big process needs many. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (size_t i = 0; i < rc.nr_pids; i++) {
+		if (kill(rc.pids[i], 0) && errno == ESRCH) {
+			error("no process with pid %d: check it with 'ps -p %d'", (int)rc.pids[i], (int)rc.pids[i]);
+			goto out;
+		}
+	}
+	rc.build_id = probe_build_id();
+	if (setup_events(&rc) || create_output(&rc))
+		goto out;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	if (rc.command && start_child(&rc, &oldmask))
+		goto out;
+	if (open_events(&rc) || write_start_meta(&rc))
+		goto out;
+	if (rc.command && release_child(&rc))
+		goto out;
+	if (rename(rc.tmp_path, rc.output)) {
+		error("cannot create '%s': %s", rc.output, strerror(errno));
+		goto out;
+	}
+	rc.renamed = 1;
+	if (run(&rc, &mask))
+		goto finish;
+	ret = 0;
+finish:
+	write_end_meta(&rc);
+	{
+		struct trace_loss *l = calloc(rc.ncpus, sizeof(*l));
+
+		for (int c = 0; l && c < rc.ncpus; c++)
+			l[c] = (struct trace_loss){ c, 0, rc.rings[c].lost };
+		if (l)
+			trace_writer_add_loss(&rc.w, l, rc.ncpus);
+		free(l);
+	}
+	if (trace_writer_finish(&rc.w)) {
+		error("cannot write '%s': %s; the trace holds what was written before", rc.output,
+		      trace_writer_strerror(&rc.w));
+		ret = 1;
+	}
+	summary(&rc);
+out:
+	if (rc.child > 0 && !rc.child_done && rc.go_fd >= 0) {
+		/* Closing the go pipe makes the waiting child exit. */
+		close(rc.go_fd);
+		waitpid(rc.child, NULL, 0);
+	}
+	if (rc.out_fd >= 0) {
+		close(rc.out_fd);
+		if (!rc.renamed)
+			unlink(rc.tmp_path);
+	}
+	cleanup(&rc);
+	return ret;
+}

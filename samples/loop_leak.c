@@ -1,0 +1,44 @@
+/*
+ * samples/loop_leak.c: the leak() loop of the seeds' article: every
+ * iteration malloc()s an int in leak() and drops the pointer.
+ *
+ * usage: loop_leak [ITERATIONS [DELAY_MS]]   (default 100, no delay)
+ * Prints: ITERATIONS allocations of 4 bytes from leak(), ITERATIONS*4 bytes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static volatile int *sink;
+
+void leak(int iterations, int delay_ms)
+{
+	struct timespec ts = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
+
+	for (int i = 0; i < iterations; i++) {
+		int *ptr = malloc(sizeof(int));
+
+		if (!ptr)
+			exit(1);
+		*ptr = i;
+		sink = ptr; /* the only copy, overwritten next time round */
+		if (delay_ms)
+			nanosleep(&ts, NULL);
+	}
+}
+
+void someFunc(int iterations, int delay_ms)
+{
+	leak(iterations, delay_ms);
+}
+
+int main(int argc, char **argv)
+{
+	int iterations = argc > 1 ? atoi(argv[1]) : 100;
+	int delay_ms = argc > 2 ? atoi(argv[2]) : 0;
+
+	someFunc(iterations, delay_ms);
+	printf("loop_leak: %d allocations of %zu bytes from leak(), %zu bytes leaked\n", iterations, sizeof(int),
+	       iterations * sizeof(int));
+	return 0;
+}

@@ -1,0 +1,41 @@
+#!/bin/sh
+# tests/demo.sh: what `make demo` shows. Records the bundled samples, prints
+# what memsight found, writes flame graphs into demo/. Falls back to the
+# checked-in trace where recording is not allowed.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+b=$top/build
+out=$top/demo
+mkdir -p "$out"
+cd "$out" || exit 1
+
+echo "== memsight demo: the XOR encoder of the seeds' article, 64 MiB input =="
+head -c $((64 << 20)) /dev/urandom >"$out/input.bin"
+if "$b/memsight" record -o "$out/xor.trace" -- "$b/samples/xor_encoder" "$out/input.bin"; then
+	trace=$out/xor.trace
+	dbg=
+else
+	echo "(recording is not possible here: analyzing the checked-in trace instead)"
+	trace=$top/samples/traces/xor-8m.trace
+	dbg="--debug-dir $top/samples/traces/debug"
+fi
+rm -f "$out/input.bin"
+echo
+"$b/memsight" report -T 3 $dbg "$trace"
+for e in faults brk mmap; do
+	w=count
+	[ $e = faults ] || w=bytes
+	"$b/memsight" flamegraph $dbg -e $e -w $w -o "$out/xor-$e.svg" "$trace" && echo "wrote $out/xor-$e.svg"
+done
+
+echo
+echo "== the fibonacci leak and the leak() loop: their heap growth and faults =="
+for s in "fib_leak 200" "loop_leak 100000"; do
+	set -- $s
+	if "$b/memsight" record -q -o "$out/$1.trace" -- "$b/samples/$1" "$2"; then
+		"$b/memsight" folded -e faults "$out/$1.trace" | sort -t' ' -k2 -n | tail -3
+		"$b/memsight" flamegraph -e faults -o "$out/$1-faults.svg" "$out/$1.trace" && echo "wrote $out/$1-faults.svg"
+	fi
+done
+echo
+echo "open the SVGs in a browser: click to zoom, Search (Ctrl-F) to highlight."

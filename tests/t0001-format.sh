@@ -1,0 +1,89 @@
+#!/bin/sh
+# The trace file format: round trips, and every kind of damage.
+. "$(dirname "$0")/test-lib.sh"
+
+test_expect_success 'every codec round-trips byte for byte' '
+	"$BUILD/test-tool" roundtrip >out &&
+	cat out &&
+	test $(grep -c "^ok" out) = 3
+'
+
+for codec in none zstd zlib; do
+	test_expect_success "a $codec trace reads back complete and in time order" '
+		"$BUILD/test-tool" write t.trace --codec '$codec' --records 5000 &&
+		"$BUILD/test-tool" read t.trace >out &&
+		grep -x "records 5000" out &&
+		grep -x "ordered yes" out &&
+		grep -x "complete yes" out &&
+		grep -x "lost 3" out &&
+		! grep "^stop" out
+	'
+done
+
+test_expect_success 'a cut file is read up to its last good chunk and says where it stopped' '
+	"$BUILD/test-tool" write t.trace --codec zstd --records 5000 &&
+	size=$(stat -c %s t.trace) &&
+	truncate -s $((size - 100)) t.trace &&
+	"$BUILD/test-tool" read t.trace >out &&
+	grep -x "records 5000" out &&
+	grep -x "complete no" out &&
+	grep "^stop cut short at byte" out
+'
+
+test_expect_success 'a file cut inside its data loses only the chunks after the cut' '
+	"$BUILD/test-tool" write t.trace --codec none --records 5000 &&
+	truncate -s 150000 t.trace &&
+	"$BUILD/test-tool" read t.trace >out &&
+	records=$(sed -n "s/^records //p" out) &&
+	test "$records" -gt 0 && test "$records" -lt 5000 &&
+	test $((records % 1000)) = 0 &&
+	grep "^stop cut short at byte" out
+'
+
+test_expect_success 'a recording that never finished says so' '
+	"$BUILD/test-tool" write t.trace --no-trailer &&
+	"$BUILD/test-tool" read t.trace >out &&
+	grep -x "records 5000" out &&
+	grep "^stop ends at byte .* without a trailer" out
+'
+
+test_expect_success 'a flipped byte in a chunk stops reading at that chunk, with its crc' '
+	"$BUILD/test-tool" write t.trace --codec none --records 5000 &&
+	"$BUILD/test-tool" flip t.trace 100000 &&
+	"$BUILD/test-tool" read t.trace >out &&
+	grep "^stop chunk [0-9]* at byte [0-9]* is corrupt (crc mismatch)" out &&
+	records=$(sed -n "s/^records //p" out) &&
+	test "$records" -lt 5000
+'
+
+test_expect_success 'a flipped byte in the header is refused in one line' '
+	"$BUILD/test-tool" write t.trace &&
+	"$BUILD/test-tool" flip t.trace 30 &&
+	test_must_fail "$BUILD/test-tool" read t.trace 2>err &&
+	test_one_line err && grep "header is corrupt" err
+'
+
+test_expect_success 'wrong magic is refused in one line by the analyzer' '
+	echo "this is not a trace at all, just text" >notrace &&
+	test_must_fail "$MEMSIGHT" info notrace >out 2>err &&
+	test_one_line err && grep "not a memsight trace" err &&
+	test ! -s out
+'
+
+test_expect_success 'a future version is refused with the way out' '
+	"$BUILD/test-tool" write t.trace &&
+	printf "\\011" | dd of=t.trace bs=1 seek=8 conv=notrunc 2>/dev/null &&
+	test_must_fail "$MEMSIGHT" info t.trace 2>err &&
+	test_one_line err && grep "version 9 is newer than this memsight reads (1); use a newer memsight" err
+'
+
+test_expect_success 'an empty file and a directory are refused in one line' '
+	: >empty &&
+	test_must_fail "$MEMSIGHT" report empty 2>err &&
+	test_one_line err && grep "is empty" err &&
+	mkdir dir &&
+	test_must_fail "$MEMSIGHT" report dir 2>err &&
+	test_one_line err && grep "not a regular file" err
+'
+
+test_done

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Every -h prints exactly the synopsis README.md shows for it.
+. "$(dirname "$0")/test-lib.sh"
+
+readme_block() {
+	awk -v want="<!-- help: $1 -->" '
+		$0 == want { found = 1; next }
+		found && /^```$/ { if (inside) exit; inside = 1; next }
+		inside { print }
+	' "$TOP/README.md"
+}
+
+for cmd in memsight record info events report folded flamegraph; do
+	test_expect_success "'$cmd -h' matches README.md" '
+		readme_block '$cmd' >expect &&
+		test -s expect &&
+		if [ '$cmd' = memsight ]; then "$MEMSIGHT" -h >actual; else "$MEMSIGHT" '$cmd' -h >actual; fi &&
+		test_cmp expect actual
+	'
+done
+
+test_expect_success 'the helpers answer -h directly too' '
+	"$BUILD/memsight-record" -h | head -1 | grep "^usage: memsight record" &&
+	"$BUILD/memsight-analyze" -h | head -1 | grep "^usage: memsight-analyze" &&
+	"$BUILD/memsight-flamegraph" -h | head -1 | grep "^usage: memsight flamegraph"
+'
+
+test_expect_success 'an unknown command is one line and a usage exit' '
+	test_must_fail "$MEMSIGHT" frobnicate 2>err &&
+	test_one_line err && grep "is not a memsight command" err
+'
+
+test_done

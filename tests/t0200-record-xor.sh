@@ -1,0 +1,80 @@
+#!/bin/sh
+# Recording the XOR encoder sample on a 64 MiB input, frame-pointer stacks:
+# the analyzer must report what the sample says it did.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+XOR=$BUILD/samples/xor_encoder
+head -c $((64 << 20)) /dev/urandom >in.bin
+
+test_expect_success 'record the sample: no event lost' '
+	"$MEMSIGHT" record -o xor.trace -- "$XOR" in.bin >truth 2>rec.err &&
+	cat truth rec.err &&
+	grep "0 events lost" rec.err &&
+	"$MEMSIGHT" info xor.trace >info &&
+	grep -x "lost:        0" info
+'
+
+test_expect_success 'the trace file is private to its owner (mode 0600)' '
+	test "$(stat -c %a xor.trace)" = 600
+'
+
+test_expect_success 'fault samples agree with the faults the kernel counted (within 1%)' '
+	truth=$(sed -n "s/^xor_encoder: page faults \([0-9]*\) .*/\1/p" truth) &&
+	got=$(awk "\$1 == \"page-faults\" { print \$3 }" info) &&
+	echo "sample counted $truth, trace has $got" &&
+	test "$truth" -gt 16384 &&
+	diff=$((truth > got ? truth - got : got - truth)) &&
+	test $((diff * 100)) -le "$truth"
+'
+
+test_expect_success 'the faults of the input buffer are all in read_in_chunks' '
+	range=$(sed -n "s/^xor_encoder: read_in_chunks buffer [0-9]* bytes at \(0x[0-9a-f]*\)-\(0x[0-9a-f]*\)$/\1 \2/p" truth) &&
+	set -- $range && lo=$(printf %d $1) && hi=$(printf %d $2) &&
+	"$MEMSIGHT" events -e page-faults xor.trace >events &&
+	awk -v lo=$lo -v hi=$hi "
+		function hex(s,  i, v) { v = 0; sub(/^0x/, \"\", s); for (i = 1; i <= length(s); i++) v = v * 16 + index(\"0123456789abcdef\", substr(s, i, 1)) - 1; return v }
+		/ page-faults: addr / { a = hex(\$(NF-2)); inbuf = a >= lo && a < hi; n += inbuf; hit = 0; next }
+		/^\t/ && inbuf && /read_in_chunks/ { hit = 1 }
+		/^$/ { if (inbuf) { named += hit }; inbuf = 0 }
+		END { print n, named; if (n < 16383 || named != n) exit 1 }
+	" events
+'
+
+test_expect_success 'report shows the mmap of that buffer with its exact size' '
+	line=$(grep "^xor_encoder: read_in_chunks buffer mmap" truth) &&
+	size=$(echo "$line" | sed "s/.*mmap \([0-9]*\) bytes at \(0x[0-9a-f]*\)/\1/") &&
+	addr=$(echo "$line" | sed "s/.*mmap \([0-9]*\) bytes at \(0x[0-9a-f]*\)/\2/") &&
+	"$MEMSIGHT" report xor.trace >report &&
+	grep "^  $size bytes (64.0 MiB) at $addr rw-p anonymous" report
+'
+
+test_expect_success 'report: faults of read_in_chunks top the stacks, heap grew by the kept chunks' '
+	sed -n "/^top stacks by faults:/,/^$/p" report >top &&
+	sed -n 2,3p top | grep "read_in_chunks+0x" &&
+	growth=$(awk "/== brk: heap growth ==/ { on = 1 } on && \$2 == \"xor_encoder\" { print \$4; exit }" report) &&
+	echo "heap growth $growth" &&
+	test "$growth" -ge $((64 << 20))
+'
+
+test_expect_success 'folded fault stacks add up to the fault samples' '
+	"$MEMSIGHT" folded -e faults xor.trace >folded &&
+	sum=$(awk "{ s += \$NF } END { print s }" folded) &&
+	got=$(awk "\$1 == \"page-faults\" { print \$3 }" info) &&
+	test "$sum" = "$got" &&
+	grep "^xor_encoder;.*main;read_in_chunks [0-9]*$" folded
+'
+
+test_expect_success 'folded brk bytes add up to the heap growth' '
+	"$MEMSIGHT" folded -e brk -w bytes xor.trace >brk &&
+	sum=$(awk "{ s += \$NF } END { print s }" brk) &&
+	growth=$(awk "/== brk: heap growth ==/ { on = 1 } on && \$2 == \"xor_encoder\" { print \$4; exit }" report) &&
+	test "$sum" = "$growth"
+'
+
+test_expect_success 'events decode syscall arguments with the stored formats' '
+	"$MEMSIGHT" events -G -e syscalls:sys_enter_mmap xor.trace >mm &&
+	grep "sys_enter_mmap: addr: 0x00000000, len: 0x04001000" mm
+'
+
+test_done

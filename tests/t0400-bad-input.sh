@@ -1,0 +1,98 @@
+#!/bin/sh
+# Bad input: one line that says what is wrong and how to fix it, a non-zero
+# exit that is not a crash, and no file left behind.
+. "$(dirname "$0")/test-lib.sh"
+
+test_expect_success 'unknown event group' '
+	mkdir ueg && cd ueg &&
+	test_must_fail "$MEMSIGHT" record -e brk,bogus -o t.trace -- true 2>../err &&
+	test_one_line ../err && grep "unknown event group .bogus.: known groups are brk, mmap, faults" ../err &&
+	test -z "$(ls -A)"
+'
+
+test_expect_success 'missing pid' '
+	pid=$(sh -c "echo \$\$") &&
+	while kill -0 $pid 2>/dev/null; do pid=$((pid + 1000)); done &&
+	test_must_fail "$MEMSIGHT" record -o t.trace -p $pid 2>err &&
+	test_one_line err && grep "no process with pid $pid: check it with .ps -p $pid." err &&
+	test ! -e t.trace
+'
+
+test_expect_success 'malformed pid list' '
+	test_must_fail "$MEMSIGHT" record -p 12,x3 2>err &&
+	test_one_line err && grep "invalid pid .x3. in -p" err
+'
+
+test_expect_success 'no target' '
+	test_must_fail "$MEMSIGHT" record -o t.trace 2>err &&
+	test_one_line err && grep "nothing to record: give -p PID, -a, or -- COMMAND" err &&
+	test ! -e t.trace
+'
+
+test_expect_success 'bad option values' '
+	test_must_fail "$MEMSIGHT" record -d soon -- true 2>err &&
+	test_one_line err && grep "invalid duration .soon." err &&
+	test_must_fail "$MEMSIGHT" record -m 1000 -- true 2>err &&
+	test_one_line err && grep "power of two" err &&
+	test_must_fail "$MEMSIGHT" record -g lbr -- true 2>err &&
+	test_one_line err && grep "unknown call-graph mode .lbr." err
+'
+
+test_expect_success 'a file that is not a trace, for every analyzer command' '
+	echo "hello" >notes.txt &&
+	for c in info events report folded; do
+		test_must_fail "$MEMSIGHT" $c notes.txt >out 2>err &&
+		test_one_line err && grep "not a memsight trace" err && test ! -s out || return 1
+	done
+'
+
+test_expect_success 'a missing file' '
+	test_must_fail "$MEMSIGHT" report nosuch.trace 2>err &&
+	test_one_line err && grep "cannot open .nosuch.trace.: No such file or directory" err
+'
+
+test_expect_success 'bad analyzer options' '
+	"$BUILD/test-tool" write t.trace &&
+	test_must_fail "$MEMSIGHT" folded -e malloc t.trace 2>err &&
+	test_one_line err && grep "unknown event .malloc." err &&
+	test_must_fail "$MEMSIGHT" folded -w furlongs t.trace 2>err &&
+	test_one_line err && grep "unknown weight .furlongs." err &&
+	test_must_fail "$MEMSIGHT" report -T many t.trace 2>err &&
+	test_one_line err && grep "invalid value .many. for --top" err
+'
+
+test_expect_success 'flamegraph: no stacks, bad palette, unreadable input' '
+	echo "nothing folded here" >plain &&
+	test_must_fail "$MEMSIGHT" flamegraph plain >out 2>err &&
+	grep "no stacks in plain" err && test ! -s out &&
+	test_must_fail "$MEMSIGHT" flamegraph --color plaid plain 2>err &&
+	test_one_line err && grep "unknown palette .plaid." err &&
+	test_must_fail "$MEMSIGHT" flamegraph nosuch 2>err &&
+	test_one_line err && grep "cannot open .nosuch." err
+'
+
+if "$BUILD/memsight-record" -q -e faults -o "$TRASH/.p.trace" -- true 2>/dev/null; then
+	rm -f "$TRASH/.p.trace"
+	test_expect_success 'command not found leaves no file behind' '
+		mkdir cnf && cd cnf &&
+		test_must_fail "$MEMSIGHT" record -o t.trace -- no-such-command-here 2>err &&
+		test_one_line err && grep "command not found: .no-such-command-here." err &&
+		test -z "$(ls -A | grep -v "^err$")"
+	'
+
+	test_expect_success 'unwritable output' '
+		test_must_fail "$MEMSIGHT" record -o /nonexistent-dir/t.trace -- true 2>err &&
+		test_one_line err && grep "cannot create ./nonexistent-dir/t.trace.: No such file or directory" err
+	'
+
+	test_expect_success 'an existing trace survives a failed start' '
+		"$MEMSIGHT" record -q -e faults -o keep.trace -- true &&
+		cp keep.trace before &&
+		test_must_fail "$MEMSIGHT" record -o keep.trace -- no-such-command-here 2>err &&
+		cmp before keep.trace
+	'
+else
+	echo "# recording is not possible here; skipping the recorder's bad-input tests"
+fi
+
+test_done

@@ -1,0 +1,73 @@
+#!/bin/sh
+# The analyzer on traces checked into samples/traces/ (made by
+# samples/traces/make-traces.sh): runs everywhere, recording allowed or not.
+# The sample printed its own truth at recording time: xor-8m.truth.
+. "$(dirname "$0")/test-lib.sh"
+
+T=$TOP/samples/traces/xor-8m.trace
+D="--debug-dir $TOP/samples/traces/debug"
+TRUTH=$TOP/samples/traces/xor-8m.truth
+
+test_expect_success 'info: complete, no loss, the counts of every event' '
+	"$MEMSIGHT" info "$T" >info &&
+	grep -x "status:      complete" info &&
+	grep -x "lost:        0" info &&
+	grep -x "samples:     4319" info &&
+	grep "^  page-faults  *faults  *4169 samples  with stacks$" info &&
+	grep "^  syscalls:sys_enter_brk  *brk  *65 samples  with stacks$" info &&
+	grep "^command:     exit status 0, the kernel counted 4195 page faults (0 major)$" info
+'
+
+test_expect_success 'info --dump lists every chunk with its crc' '
+	"$MEMSIGHT" info --dump "$T" >dump &&
+	chunks=$(sed -n "s/^chunks:      \([0-9]*\),.*/\1/p" dump) &&
+	test $(grep -c "^[0-9][0-9]* *0x[0-9a-f]\{10\} " dump) = "$chunks" &&
+	grep " TRAILER " dump
+'
+
+test_expect_success 'report: the input-sized mmap of read_in_chunks, exact size and address' '
+	"$MEMSIGHT" report $D "$T" >report &&
+	size=$(sed -n "s/.*buffer mmap \([0-9]*\) bytes at .*/\1/p" "$TRUTH") &&
+	addr=$(sed -n "s/.*buffer mmap [0-9]* bytes at \(0x[0-9a-f]*\)/\1/p" "$TRUTH") &&
+	test "$size" = 8392704 &&
+	grep "^  $size bytes (8.0 MiB) at $addr rw-p anonymous (pid [0-9]* xor_encoder)$" report
+'
+
+test_expect_success 'report: every page of the buffer faulted in read_in_chunks, heap grew by the chunks' '
+	sed -n "/^top stacks by faults:/,/^$/p" report >top &&
+	sed -n 2,5p top >first &&
+	cat first &&
+	grep "^  2048 faults from stack" first &&
+	grep "^      read_in_chunks+0x[0-9a-f]* \[xor_encoder\]$" first &&
+	grep "^      main+0x[0-9a-f]* \[xor_encoder\]$" first &&
+	grep "^    [0-9]* xor_encoder  *65  *8519680 " report
+'
+
+test_expect_success 'folded: faults and brk bytes add up to the report' '
+	"$MEMSIGHT" folded $D "$T" >faults &&
+	test "$(awk "{ s += \$NF } END { print s }" faults)" = 4169 &&
+	grep "^xor_encoder;.*;main;read_in_chunks 2048$" faults &&
+	grep "^xor_encoder;.*;main;read_in_chunks;process_chunk 16$" faults &&
+	"$MEMSIGHT" folded $D -e brk -w bytes "$T" >brk &&
+	test "$(awk "{ s += \$NF } END { print s }" brk)" = 8519680 &&
+	"$MEMSIGHT" folded $D -e mmap -w pages "$T" >pages &&
+	test "$(awk "{ s += \$NF } END { print s }" pages)" = 2991
+'
+
+test_expect_success 'events: one header line per sample, stacks follow' '
+	"$MEMSIGHT" events $D "$T" >events &&
+	test $(grep -c "^ *[^ 	].* [0-9]*/[0-9]* *\[[0-9]*\] [0-9]*\.[0-9]*: " events) = 4319 &&
+	"$MEMSIGHT" events -G -e brk $D "$T" >brk.ev &&
+	test $(wc -l <brk.ev) = 130 &&
+	grep "sys_exit_brk: 0x" brk.ev
+'
+
+test_expect_success 'a cut copy still analyzes, and says where it stopped' '
+	size=$(stat -c %s "$T") &&
+	head -c $((size - 300)) "$T" >cut.trace &&
+	"$MEMSIGHT" report $D cut.trace >cut.report 2>cut.err &&
+	grep "warning: .cut.trace. cut short at byte" cut.err &&
+	grep "read_in_chunks" cut.report
+'
+
+test_done

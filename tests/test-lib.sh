@@ -1,0 +1,85 @@
+# tests/test-lib.sh: the little TAP library every tests/tNNNN-*.sh sources.
+#
+#   test_expect_success 'description' 'shell code'   one TAP test; the code runs in
+#                                                   a subshell, its output kept for
+#                                                   the failure report only
+#   test_must_fail CMD...     CMD must exit non-zero, and not by a signal (a crash)
+#   test_cmp EXPECTED ACTUAL  files must be equal (a diff is shown when not)
+#   test_skip_unless_recording   skip the whole script when perf_event_open is refused
+#   skip_all REASON           the whole script is skipped, with the reason
+#   test_done                 prints the plan; exit status for prove
+#
+# Variables: $TOP (the source tree), $BUILD (binaries), $MEMSIGHT, $TRASH (a
+# scratch directory removed at the end).
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$TOP/build
+MEMSIGHT=$BUILD/memsight
+PATH=$BUILD:$PATH
+export TOP BUILD MEMSIGHT PATH
+LC_ALL=C
+export LC_ALL
+
+TRASH=$(mktemp -d "${TMPDIR:-/tmp}/memsight-test.XXXXXX")
+trap 'rm -rf "$TRASH"' EXIT
+cd "$TRASH" || exit 1
+
+test_count=0
+test_failed=0
+
+test_expect_success() {
+	test_count=$((test_count + 1))
+	if (eval "$2") >"$TRASH/.log" 2>&1; then
+		echo "ok $test_count - $1"
+	else
+		echo "not ok $test_count - $1"
+		printf '%s\n' "$2" | sed 's/^/#   | /'
+		sed 's/^/#   /' "$TRASH/.log" | tail -40
+		test_failed=$((test_failed + 1))
+	fi
+}
+
+test_must_fail() {
+	"$@"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "test_must_fail: '$*' succeeded" >&2
+		return 1
+	fi
+	if [ $rc -gt 128 ]; then
+		echo "test_must_fail: '$*' died of signal $((rc - 128))" >&2
+		return 1
+	fi
+	return 0
+}
+
+test_cmp() {
+	diff -u "$1" "$2"
+}
+
+# The one line of a failure: exactly one line on stderr, naming the problem.
+test_one_line() {
+	n=$(wc -l <"$1")
+	if [ "$n" -ne 1 ]; then
+		echo "expected one line on stderr, got $n:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+}
+
+skip_all() {
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+test_skip_unless_recording() {
+	if ! "$BUILD/memsight-record" -q -e faults -o "$TRASH/.probe.trace" -- true 2>"$TRASH/.probe.err"; then
+		skip_all "recording is not possible here: $(head -1 "$TRASH/.probe.err")"
+	fi
+	rm -f "$TRASH/.probe.trace"
+}
+
+test_done() {
+	echo "1..$test_count"
+	[ "$test_failed" -eq 0 ]
+}
