@@ -32,8 +32,8 @@ say = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
 # Debian packages the build, the tests and the demo need.
-BUILD_PKGS := gcc make pkg-config libtraceevent-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev
-TEST_PKGS := perl libxml2-utils
+BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev
+TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev
 BENCH_PKGS := linux-perf heaptrack bpftrace
 
 FORMATS_SRC := \
@@ -44,13 +44,16 @@ RECORD_SRC := \
 	record/events.c \
 	record/ksyms.c \
 	record/procsnap.c \
-	record/record.c
+	record/record.c \
+	record/uprobes.c
 
 ANALYZE_SRC := \
+	analyze/allocs.c \
 	analyze/cmd.c \
 	analyze/cmd_events.c \
 	analyze/cmd_folded.c \
 	analyze/cmd_info.c \
+	analyze/cmd_leaks.c \
 	analyze/cmd_report.c \
 	analyze/hashmap.c \
 	analyze/machine.c \
@@ -58,6 +61,7 @@ ANALYZE_SRC := \
 	analyze/memops.c \
 	analyze/session.c \
 	analyze/stacktab.c \
+	analyze/suppress.c \
 	analyze/symbols.c
 
 FLAMEGRAPH_SRC := \
@@ -68,6 +72,8 @@ TOOL_SRC := \
 	tests/helper/test-tool.c
 
 SAMPLES := \
+	alloc_zoo \
+	cxx_leak \
 	fib_leak \
 	loop_leak \
 	xor_encoder
@@ -94,7 +100,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lelf -lzstd -lz
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lelf -lzstd -lz -lstdc++
 
 $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 	$(call say,LINK,$@)
@@ -110,6 +116,11 @@ $(B)/samples/%: samples/%.c
 	$(call say,CC,$<)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(SAMPLE_CFLAGS) -o $@ $< -pthread
+
+$(B)/samples/%: samples/%.cc
+	$(call say,CXX,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) $(SAMPLE_CFLAGS) -o $@ $<
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 

@@ -19,11 +19,12 @@ static const char usage_text[] =
 	"  events      every event of a trace, one per line, with its stack\n"
 	"  report      per event type and process: counts, bytes, heap growth, faults, top stacks\n"
 	"  folded      folded stacks (comm;outer;...;inner COUNT) for flame graphs\n"
+	"  leaks       allocations still outstanding when recording ended, by stack\n"
 	"  flamegraph  draw an interactive SVG flame graph from a trace or folded stacks\n"
 	"\n"
 	"'memsight COMMAND -h' shows a command's options.\n";
 
-static const char *const analyze_commands[] = { "info", "events", "report", "folded", NULL };
+static const char *const analyze_commands[] = { "info", "events", "report", "folded", "leaks", NULL };
 
 static void run(const char *prog, char **argv)
 {

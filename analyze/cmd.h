@@ -14,6 +14,7 @@ int cmd_info(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
+int cmd_leaks(int argc, char **argv);
 
 extern const char *cmd_name;
 

@@ -10,23 +10,26 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "allocs.h"
 #include "memops.h"
 #include "stacktab.h"
 
 static const char usage_text[] =
 	"usage: memsight folded [options] FILE\n"
 	"\n"
-	"  -e, --event EVENT     brk, mmap or faults (default: faults)\n"
-	"  -w, --weight WEIGHT   count (default), bytes or pages\n"
+	"  -e, --event EVENT     brk, mmap, faults (default) or malloc\n"
+	"  -w, --weight WEIGHT   count (default), bytes or pages; for malloc: leaked (outstanding bytes),\n"
+	"                        bytes (allocated) or count (allocations)\n"
 	"      --pid PID         only this process\n"
 	"      --kernel          include kernel frames (default for faults)\n"
 	"      --no-kernel       leave kernel frames out (default for brk and mmap)\n"
 	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too\n"
 	"  -h, --help            show this help\n";
 
-enum weight { W_COUNT, W_BYTES, W_PAGES };
+enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED };
 
 struct folded {
+	int malloc;
 	enum memop_kind kind;
 	enum weight weight;
 	long pid;
@@ -57,7 +60,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		w = (op->grow + s->page_size - 1) / s->page_size;
 		break;
 	}
-	return w ? stacktab_add(&f->tab, s, op->stack, w) : 0;
+	return w && !stacktab_add(&f->tab, s, op->stack, w) ? -1 : 0;
 }
 
 struct line {
@@ -92,6 +95,8 @@ static int print_folded(struct folded *f)
 	hashmap_init(&lines, 1);
 	hashmap_for_each(&f->tab.map, slot) {
 		for (struct stack_entry *e = slot->ptr; e; e = e->next) {
+			if (!e->weight)
+				continue;
 			size_t at = put_frame(buf, 0, sizeof(buf), e->comm, "");
 			struct hm_slot *l;
 
@@ -124,6 +129,44 @@ static int print_folded(struct folded *f)
 	return 0;
 }
 
+/* Allocations fold by their own stack table: weights are per entry. */
+static int fold_allocs(struct folded *f, struct session *s)
+{
+	struct allocs a;
+	char err[512];
+	int ret = 1;
+
+	if (!allocs_recorded(s))
+		return error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path), 1;
+	allocs_init(&a, s);
+	if (allocs_replay(&a, s, NULL, NULL, err, sizeof(err))) {
+		error("%s", err);
+		goto out;
+	}
+	hashmap_for_each(&a.stacks.map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) {
+		e->weight = f->weight == W_COUNT ? e->count * a.sample : f->weight == W_BYTES ? e->weight * a.sample : 0;
+	}
+	if (f->weight == W_LEAKED) {
+		hashmap_for_each(&a.procs, p) hashmap_for_each((struct hashmap *)p->ptr, r) {
+			struct alloc_rec *rec = r->ptr;
+
+			if (rec->stack)
+				rec->stack->weight += rec->size * a.sample;
+		}
+	}
+	/* Print from the allocation stacks: swap the table in. */
+	stacktab_release(&f->tab);
+	f->tab = a.stacks;
+	stacktab_init(&a.stacks, 0, 1);
+	if (a.sample > 1)
+		fprintf(stderr, "memsight folded: sampled recording (-s %u): weights are estimates, scaled by %u\n",
+			a.sample, a.sample);
+	ret = print_folded(f) ? 1 : 0;
+out:
+	allocs_release(&a);
+	return ret;
+}
+
 int cmd_folded(int argc, char **argv)
 {
 	enum { OPT_PID = 256, OPT_KERNEL, OPT_NO_KERNEL };
@@ -151,8 +194,10 @@ int cmd_folded(int argc, char **argv)
 				f.kind = MEMOP_MMAP;
 			else if (!strcmp(optarg, "faults") || !strcmp(optarg, "page-faults"))
 				f.kind = MEMOP_FAULT;
+			else if (!strcmp(optarg, "malloc"))
+				f.malloc = 1;
 			else {
-				error("unknown event '%s' for folded stacks: use brk, mmap or faults", optarg);
+				error("unknown event '%s' for folded stacks: use brk, mmap, faults or malloc", optarg);
 				return 2;
 			}
 			break;
@@ -163,8 +208,10 @@ int cmd_folded(int argc, char **argv)
 				f.weight = W_BYTES;
 			else if (!strcmp(optarg, "pages"))
 				f.weight = W_PAGES;
+			else if (!strcmp(optarg, "leaked"))
+				f.weight = W_LEAKED;
 			else {
-				error("unknown weight '%s': use count, bytes or pages", optarg);
+				error("unknown weight '%s': use count, bytes, pages or leaked", optarg);
 				return 2;
 			}
 			break;
@@ -193,11 +240,18 @@ int cmd_folded(int argc, char **argv)
 	}
 	if (kernel < 0)
 		/* A syscall's kernel half is always the same entry path. */
-		kernel = f.kind == MEMOP_FAULT;
+		kernel = f.kind == MEMOP_FAULT && !f.malloc;
+	if ((f.weight == W_LEAKED && !f.malloc) || (f.weight == W_PAGES && f.malloc)) {
+		error("weight '%s' does not apply to this event: leaked is for malloc, pages for the others",
+		      f.weight == W_LEAKED ? "leaked" : "pages");
+		return 2;
+	}
 	if (cmd_open(&s, argv[optind]))
 		return 1;
 	stacktab_init(&f.tab, kernel, 1);
-	if (memops_replay(&s, on_op, &f, err, sizeof(err)))
+	if (f.malloc)
+		ret = fold_allocs(&f, &s);
+	else if (memops_replay(&s, on_op, &f, err, sizeof(err)))
 		error("%s", err);
 	else if (!print_folded(&f))
 		ret = 0;

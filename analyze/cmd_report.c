@@ -110,7 +110,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		p->brk_grow += op->grow;
 		if (op->brk_old && op->brk_new < op->brk_old)
 			p->brk_shrink += op->brk_old - op->brk_new;
-		return stacktab_add(&r->brk, s, op->stack, op->grow);
+		return stacktab_add(&r->brk, s, op->stack, op->grow) ? 0 : -1;
 	case MEMOP_MMAP:
 		r->have_mmap = 1;
 		if (op->failed) {
@@ -120,7 +120,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		p->mmaps++;
 		p->mmap_bytes += op->len;
 		big_add(r, s, op);
-		return stacktab_add(&r->mmap, s, op->stack, op->len);
+		return stacktab_add(&r->mmap, s, op->stack, op->len) ? 0 : -1;
 	case MEMOP_MUNMAP:
 		r->have_mmap = 1;
 		if (op->failed) {
@@ -138,7 +138,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		}
 		p->mremaps++;
 		p->mremap_grow += op->grow;
-		return op->grow ? stacktab_add(&r->mmap, s, op->stack, op->grow) : 0;
+		return op->grow && !stacktab_add(&r->mmap, s, op->stack, op->grow) ? -1 : 0;
 	case MEMOP_FAULT: {
 		struct hm_slot *slot;
 		struct fault_map *fm;
@@ -169,7 +169,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 				fm->count++;
 			}
 		}
-		return stacktab_add(&r->faults, s, op->stack, 1);
+		return stacktab_add(&r->faults, s, op->stack, 1) ? 0 : -1;
 	}
 	case MEMOP_FAULT_MAJ:
 		p->major++;

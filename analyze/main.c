@@ -15,6 +15,7 @@ static const char usage_text[] =
 	"  events    one line per event, with its stack\n"
 	"  report    per event type and process: counts, bytes, heap growth, faults, top stacks\n"
 	"  folded    folded stacks for flame graphs\n"
+	"  leaks     allocations still outstanding, by stack (memleak-style)\n"
 	"\n"
 	"'memsight-analyze COMMAND -h' shows a command's options.\n";
 
@@ -26,6 +27,7 @@ static const struct {
 	{ "events", cmd_events },
 	{ "report", cmd_report },
 	{ "folded", cmd_folded },
+	{ "leaks", cmd_leaks },
 };
 
 /* Options every analyzing command takes, removed here so each command's

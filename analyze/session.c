@@ -26,8 +26,47 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+const char *const alloc_fn_names[AF_NR] = {
+	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc", "memalign",
+	"valloc", "pvalloc",
+};
+
+static void classify_alloc(struct sess_event *e)
+{
+	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller" };
+	const char *fn = strchr(e->d.name, ':');
+	size_t l;
+	int ret;
+
+	fn = fn ? fn + 1 : e->d.name;
+	l = strlen(fn);
+	ret = l > 4 && !strcmp(fn + l - 4, "_ret");
+	if (ret)
+		l -= 4;
+	e->kind = EVK_OTHER;
+	for (int k = 0; k < AF_NR; k++) {
+		if (strlen(alloc_fn_names[k]) != l || strncmp(alloc_fn_names[k], fn, l))
+			continue;
+		e->fn = k;
+		e->kind = ret ? EVK_ALLOC_RET : EVK_ALLOC_ENTRY;
+	}
+	if (!e->tp || e->kind == EVK_OTHER)
+		return;
+	if (ret) {
+		e->fields[AF_RET] = tep_find_field(e->tp, "ret");
+		e->fields[AF_RET_IP] = tep_find_field(e->tp, "__probe_ret_ip");
+	} else {
+		for (int f = 0; f < 6; f++)
+			e->fields[f] = tep_find_field(e->tp, entry_fields[f]);
+	}
+}
+
 static void classify(struct sess_event *e)
 {
+	if (!strcmp(e->d.group, "malloc")) {
+		classify_alloc(e);
+		return;
+	}
 	static const struct {
 		const char *name;
 		enum ev_kind kind;
@@ -310,10 +349,54 @@ static int parse_sample(struct session *s, const unsigned char *rec, size_t len,
 		memcpy(&smp->raw_size, p, 4);
 		NEED(4 + (size_t)smp->raw_size);
 		smp->raw = p + 4;
-		p += 4 + smp->raw_size;
+		/* The u32 size and the data are padded to 8 together. */
+		p += (4 + smp->raw_size + 7) & ~7u;
+	}
+	if (st & PERF_SAMPLE_BRANCH_STACK)
+		return -1; /* never recorded by memsight */
+	if (st & PERF_SAMPLE_REGS_USER) {
+		uint64_t abi;
+
+		NEED(8);
+		memcpy(&abi, p, 8);
+		p += 8;
+		if (abi) {
+			int n = __builtin_popcountll(smp->ev->attr.sample_regs_user);
+
+			NEED(8 * n);
+			smp->regs = (const uint64_t *)p;
+			smp->regs_mask = smp->ev->attr.sample_regs_user;
+			p += 8 * n;
+		}
+	}
+	if (st & PERF_SAMPLE_STACK_USER) {
+		uint64_t size;
+
+		NEED(8);
+		memcpy(&size, p, 8);
+		p += 8;
+		if (size) {
+			NEED(size + 8);
+			smp->stack = p;
+			memcpy(&smp->stack_size, p + size, 8); /* dyn_size: the bytes really copied */
+			if (smp->stack_size > size)
+				smp->stack_size = size;
+			p += size + 8;
+		}
 	}
 #undef NEED
 	return 0;
+}
+
+int sample_reg(const struct sample *smp, int reg, uint64_t *val)
+{
+	int idx;
+
+	if (!smp->regs || !(smp->regs_mask & (1ull << reg)))
+		return 0;
+	idx = __builtin_popcountll(smp->regs_mask & ((1ull << reg) - 1));
+	memcpy(val, &smp->regs[idx], 8);
+	return 1;
 }
 
 struct replay_state {
@@ -495,6 +578,9 @@ int session_frames(struct session *s, const struct sample *smp, struct frame *ou
 			if (m) {
 				f->obj = m->name;
 				f->off = ip - m->start + m->pgoff;
+				f->dso = m->dso;
+				f->file_off = f->off;
+				f->ret = !first;
 				if (m->dso)
 					f->sym = symbols_lookup(m->dso, f->off, !first, &f->off);
 			}

@@ -35,7 +35,29 @@ enum ev_kind {
 	EVK_MREMAP_EXIT,
 	EVK_FAULT,
 	EVK_FAULT_MAJ,
+	EVK_ALLOC_ENTRY,	/* an allocation function's entry uprobe */
+	EVK_ALLOC_RET,		/* its return uprobe */
 };
+
+/* The allocation functions memsight-record probes (group "malloc"). */
+enum alloc_fn {
+	AF_MALLOC,
+	AF_CALLOC,
+	AF_REALLOC,
+	AF_REALLOCARRAY,
+	AF_FREE,
+	AF_POSIX_MEMALIGN,
+	AF_ALIGNED_ALLOC,
+	AF_MEMALIGN,
+	AF_VALLOC,
+	AF_PVALLOC,
+	AF_NR,
+};
+extern const char *const alloc_fn_names[AF_NR];
+
+/* Field slots of allocation events in sess_event.fields. */
+enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER };
+enum { AF_RET, AF_RET_IP };
 
 #define SESS_MAX_FIELDS 6
 
@@ -44,6 +66,7 @@ struct sess_event {
 	struct perf_event_attr attr;	/* zero-extended to this build's size */
 	struct tep_event *tp;		/* NULL for non-tracepoints */
 	enum ev_kind kind;
+	enum alloc_fn fn;		/* EVK_ALLOC_* */
 	uint64_t nr_samples;		/* seen during the last replay */
 	struct tep_format_field *fields[SESS_MAX_FIELDS]; /* syscall args or "ret" */
 };
@@ -56,8 +79,15 @@ struct sample {
 	const uint64_t *ips;	/* callchain with PERF_CONTEXT_* markers */
 	uint32_t raw_size;
 	const void *raw;
+	uint64_t regs_mask;	/* PERF_SAMPLE_REGS_USER: which registers regs holds */
+	const uint64_t *regs;	/* NULL when none were recorded */
+	uint64_t stack_size;	/* PERF_SAMPLE_STACK_USER: bytes valid in stack */
+	const unsigned char *stack;
 	uint16_t misc;
 };
+
+/* A user register of a sample by perf_regs number; 0 when not recorded. */
+int sample_reg(const struct sample *smp, int reg, uint64_t *val);
 
 struct session {
 	char *path;
@@ -111,6 +141,9 @@ struct frame {
 	const char *obj;	/* object path or map name (interned), NULL for kernel or unmapped */
 	const char *sym;	/* NULL when unknown */
 	uint64_t off;		/* into sym, or the file offset / address */
+	struct dso *dso;	/* the object, for source lines; NULL if none */
+	uint64_t file_off;	/* offset of ip in dso's file */
+	int ret;		/* ip is a return address */
 };
 
 /* The sample's callchain, innermost first, symbolized. kernel/user pick

@@ -31,7 +31,8 @@ void stacktab_release(struct stacktab *t)
 	hashmap_release(&t->map);
 }
 
-int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp, uint64_t weight)
+struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp,
+				 uint64_t weight)
 {
 	uint64_t h = hash_bytes(smp->ips, smp->nr_ips * sizeof(*smp->ips)) ^ (uint64_t)smp->pid * 0x9e3779b97f4a7c15ull;
 	struct hm_slot *slot = hashmap_u64(&t->map, h, NULL);
@@ -39,7 +40,7 @@ int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp
 	struct frame fr[MAX_FRAMES];
 
 	if (!slot)
-		return -1;
+		return NULL;
 	for (e = slot->ptr; e; e = e->next)
 		if (e->pid == (int)smp->pid && e->nr_ips == smp->nr_ips &&
 		    !memcmp(e->ips, smp->ips, smp->nr_ips * sizeof(*smp->ips)))
@@ -47,7 +48,7 @@ int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp
 	if (!e) {
 		e = calloc(1, sizeof(*e));
 		if (!e)
-			return -1;
+			return NULL;
 		e->pid = smp->pid;
 		e->comm = machine_comm(&s->m, smp->pid, smp->tid);
 		e->hash = h;
@@ -55,7 +56,7 @@ int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp
 		e->ips = malloc((smp->nr_ips ? smp->nr_ips : 1) * sizeof(*e->ips));
 		if (!e->ips) {
 			free(e);
-			return -1;
+			return NULL;
 		}
 		memcpy(e->ips, smp->ips, smp->nr_ips * sizeof(*smp->ips));
 		e->nr_frames = session_frames(s, smp, fr, MAX_FRAMES, t->kernel, t->user);
@@ -70,7 +71,7 @@ int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp
 	}
 	e->count++;
 	e->weight += weight;
-	return 0;
+	return e;
 }
 
 static int by_weight(const void *a, const void *b)

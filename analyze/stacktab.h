@@ -34,7 +34,10 @@ struct stacktab {
 
 void stacktab_init(struct stacktab *t, int kernel, int user);
 void stacktab_release(struct stacktab *t);
-int stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp, uint64_t weight);
+/* Count the sample's stack with weight; returns its entry, NULL on
+ * out-of-memory. */
+struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp,
+				 uint64_t weight);
 /* Print the top n entries by weight (count when by_count). */
 void stacktab_print(struct stacktab *t, FILE *f, size_t n, int by_count, const char *unit,
 		    const char *indent);

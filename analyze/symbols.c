@@ -18,6 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* From libstdc++: C++ names are shown demangled. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
 static char *debuginfo_path;
 
 static const Dwfl_Callbacks offline_callbacks = {
@@ -35,7 +38,13 @@ void symbols_init(struct symbols *s)
 
 static void dso_free(struct dso *d)
 {
-	hashmap_for_each(&d->cache, slot) free(slot->ptr);
+	hashmap_for_each(&d->cache, slot) {
+		struct sym_hit *h = slot->ptr;
+
+		if (h)
+			free(h->demangled);
+		free(h);
+	}
 	hashmap_release(&d->cache);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
@@ -265,6 +274,16 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 			return NULL;
 		name = dwfl_module_addrinfo(d->mod, look, &o, &sym, NULL, NULL, NULL);
 		hit->name = name;
+		if (name && name[0] == '_' && name[1] == 'Z') {
+			int status = -1;
+			char *dm = __cxa_demangle(name, NULL, NULL, &status);
+
+			/* Kept for the life of the cache. */
+			if (dm && !status)
+				hit->name = hit->demangled = dm;
+			else
+				free(dm);
+		}
 		hit->start = look - o;
 	}
 	hit = slot->ptr;
@@ -274,6 +293,22 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 	}
 	*symoff = vaddr - hit->start;
 	return hit->name;
+}
+
+int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line)
+{
+	uint64_t vaddr;
+	Dwfl_Line *l;
+
+	if (d->state == DSO_UNLOADED)
+		dso_load(d);
+	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
+		return -1;
+	l = dwfl_module_getsrc(d->mod, ret && vaddr ? vaddr - 1 : vaddr);
+	if (!l)
+		return -1;
+	*file = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
+	return *file ? 0 : -1;
 }
 
 static int ksym_cmp(const void *a, const void *b)

@@ -53,6 +53,7 @@ struct symbols {
 
 struct sym_hit {
 	const char *name;	 /* NULL when unknown */
+	char *demangled;	 /* owned copy when name was a C++ one */
 	uint64_t start;		 /* symbol start (vaddr) */
 };
 
@@ -65,6 +66,9 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
  * (looked up one byte earlier, so a call at a function's end is named
  * right). Returns the name (NULL if unknown) and the offset into it. */
 const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symoff);
+/* Source file and line of a file offset; returns 0, or -1 when the object
+ * has no line information for it. */
+int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line);
 /* Load kallsyms-format text from the trace. Returns 0 or -ENOMEM. */
 int symbols_ksyms_load(struct symbols *s, const char *text, size_t len);
 const char *symbols_ksym(const struct symbols *s, uint64_t addr, uint64_t *symoff);

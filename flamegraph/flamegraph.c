@@ -24,8 +24,9 @@ static const char usage_text[] =
 	"FILE is a memsight trace or folded stacks (comm;outer;...;inner COUNT);\n"
 	"standard input when it is absent or '-'. The SVG goes to standard output.\n"
 	"\n"
-	"  -e, --event EVENT      for a trace: brk, mmap or faults (default: faults)\n"
-	"  -w, --weight WEIGHT    for a trace: count (default), bytes or pages\n"
+	"  -e, --event EVENT      for a trace: brk, mmap, faults (default) or malloc\n"
+	"  -w, --weight WEIGHT    for a trace: count (default), bytes or pages; for malloc\n"
+	"                         also leaked (bytes still outstanding when recording ended)\n"
 	"      --debug-dir DIR    for a trace: find objects by build-id in DIR/.build-id/ too\n"
 	"  -o, --output FILE      write the SVG to FILE\n"
 	"      --title TEXT       title (default: Flame Graph, or one for the trace's event)\n"
@@ -302,13 +303,18 @@ int main(int argc, char **argv)
 		in = stdin;
 	} else if (is_trace(path)) {
 		const char *what = !strcmp(event, "brk") ? "Heap Expansion (brk)"
-				   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)" : "Page Faults";
+				   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)"
+				   : !strcmp(event, "malloc") ? (!strcmp(weight, "leaked") ? "Outstanding Allocations (leaks)"
+											    : "Allocations (malloc family)")
+				   : "Page Faults";
 
 		if (!o.title)
 			o.title = what;
 		if (!o.countname)
-			o.countname = !strcmp(weight, "bytes") ? "bytes" : !strcmp(weight, "pages") ? "pages"
-				      : !strcmp(event, "faults") ? "faults" : "calls";
+			o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") ? "bytes"
+				      : !strcmp(weight, "pages") ? "pages"
+				      : !strcmp(event, "faults") ? "faults"
+				      : !strcmp(event, "malloc") ? "allocations" : "calls";
 		in = open_trace(path, event, weight, &child);
 		if (!in) {
 			error("cannot run the analyzer on '%s': %s", path, strerror(errno));

@@ -27,7 +27,7 @@
 #define SAMPLE_BASE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU)
 
-const char *const events_group_names[] = { "brk", "mmap", "faults", NULL };
+const char *const events_group_names[] = { "brk", "mmap", "faults", "malloc", NULL };
 
 struct ev_spec {
 	const char *group;
@@ -138,7 +138,7 @@ static int tracepoint_load(const char *name, uint64_t *id, char **format)
 	return *format ? 0 : -ENODEV;
 }
 
-static void attr_common(struct perf_event_attr *a, const struct rec_opts_events *o)
+void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events *o)
 {
 	a->size = sizeof(*a);
 	a->disabled = 1;
@@ -153,7 +153,7 @@ static void attr_common(struct perf_event_attr *a, const struct rec_opts_events 
 	a->wakeup_watermark = o->wakeup_bytes;
 }
 
-static unsigned callchain_offset(uint64_t st)
+unsigned events_callchain_offset(uint64_t st)
 {
 	/* The perf ABI order of the fields before the callchain; READ is
 	 * never used by memsight. */
@@ -170,7 +170,7 @@ static unsigned callchain_offset(uint64_t st)
 	return off;
 }
 
-static int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e)
+int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e)
 {
 	struct rec_event *p = realloc(*evs, (*nr + 1) * sizeof(*p));
 
@@ -197,7 +197,7 @@ int events_group_add(const char *name, const struct rec_opts_events *o, struct r
 		memset(&e, 0, sizeof(e));
 		snprintf(e.name, sizeof(e.name), "%s", s->name);
 		e.group = s->group;
-		attr_common(&e.attr, o);
+		events_attr_common(&e.attr, o);
 		e.attr.type = s->type;
 		e.attr.sample_period = 1;
 		e.attr.sample_type = SAMPLE_BASE;
@@ -220,7 +220,7 @@ int events_group_add(const char *name, const struct rec_opts_events *o, struct r
 			e.attr.sample_type |= PERF_SAMPLE_ADDR;
 		if (s->stack && o->callchain)
 			e.attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
-		e.callchain_off = callchain_offset(e.attr.sample_type);
+		e.callchain_off = events_callchain_offset(e.attr.sample_type);
 		if (events_push(evs, nr, &e)) {
 			free(e.format);
 			return -ENOMEM;
@@ -236,7 +236,7 @@ int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs,
 	memset(&e, 0, sizeof(e));
 	snprintf(e.name, sizeof(e.name), "dummy");
 	e.group = "";
-	attr_common(&e.attr, o);
+	events_attr_common(&e.attr, o);
 	e.attr.type = PERF_TYPE_SOFTWARE;
 	e.attr.config = PERF_COUNT_SW_DUMMY;
 	e.attr.sample_period = 1;

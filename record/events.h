@@ -23,6 +23,7 @@ struct rec_event {
 	size_t nr_ids, ids_alloc;
 	uint64_t samples;	 /* counted by the drain loop */
 	unsigned callchain_off;	 /* byte offset of the callchain in a sample, 0 if none */
+	char filter[192];	 /* PERF_EVENT_IOC_SET_FILTER text for every fd, "" for none */
 };
 
 struct rec_opts_events {
@@ -56,6 +57,10 @@ int events_group_add(const char *name, const struct rec_opts_events *o, struct r
 int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr);
 
 int events_id_add(struct rec_event *e, uint64_t id);
+int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e);
+/* The attr fields every memsight event shares (see FORMAT.md, DATA). */
+void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events *o);
+unsigned events_callchain_offset(uint64_t sample_type);
 void events_free(struct rec_event *evs, size_t nr);
 
 #endif

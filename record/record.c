@@ -43,6 +43,7 @@
 #include "events.h"
 #include "ksyms.h"
 #include "procsnap.h"
+#include "uprobes.h"
 
 #ifndef MEMSIGHT_VERSION
 #define MEMSIGHT_VERSION "0.1"
@@ -57,6 +58,7 @@ static const char usage_text[] =
 	"                             brk     brk() calls with the new break\n"
 	"                             mmap    mmap, munmap, mremap with sizes and results\n"
 	"                             faults  every page fault (period 1) with its address\n"
+	"                             malloc  malloc, calloc, realloc, free, ... through uprobes\n"
 	"  -p, --pid PID[,PID...]   record running processes, their new threads and children\n"
 	"  -a, --all-cpus           record the whole system\n"
 	"  -o, --output FILE        trace file to write (default: memsight.trace)\n"
@@ -64,6 +66,10 @@ static const char usage_text[] =
 	"  -g, --call-graph MODE    fp (default): kernel and user frame-pointer callchains;\n"
 	"                           none: no stacks\n"
 	"  -m, --mmap-pages N       ring buffer pages per CPU, a power of two (default 1024)\n"
+	"  -O, --object OBJ         malloc: probe the allocator in OBJ (default: the target's libc)\n"
+	"  -z, --min-size BYTES     malloc: only allocations of at least BYTES\n"
+	"  -Z, --max-size BYTES     malloc: only allocations of at most BYTES\n"
+	"  -s, --sample N           malloc: keep one allocation's stack in N (estimates)\n"
 	"      --compression C[:L]  zstd (default), zlib or none, with an optional level\n"
 	"  -q, --quiet              no summary on stderr\n"
 	"  -h, --help               show this help\n";
@@ -103,6 +109,10 @@ struct recorder {
 	enum trace_codec codec;
 	int level;
 	int quiet;
+	const char *object;
+	unsigned long long min_size, max_size;
+	unsigned sample;
+	char allocator[PATH_MAX];
 	int argc;
 	char **argv;
 
@@ -230,6 +240,10 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		{ "call-graph", required_argument, NULL, 'g' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "compression", required_argument, NULL, OPT_COMPRESSION },
+		{ "object", required_argument, NULL, 'O' },
+		{ "min-size", required_argument, NULL, 'z' },
+		{ "max-size", required_argument, NULL, 'Z' },
+		{ "sample", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -242,7 +256,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 	rc->mmap_pages = 1024;
 	rc->codec = TRACE_CODEC_ZSTD;
 	/* '+': stop at the first non-option, the command to run. */
-	while ((c = getopt_long(argc, argv, "+e:p:ao:d:g:m:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:p:ao:d:g:m:O:z:Z:s:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			free(rc->groups);
@@ -300,6 +314,30 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 			}
 			break;
 		}
+		case 'O':
+			rc->object = optarg;
+			break;
+		case 'z':
+		case 'Z': {
+			unsigned long long v = strtoull(optarg, &end, 0);
+
+			if (*end || optarg[0] == '-' || !optarg[0])
+				return error("invalid size '%s' for -%c: give bytes, e.g. -%c 4096", optarg, c, c);
+			if (c == 'z')
+				rc->min_size = v;
+			else
+				rc->max_size = v;
+			break;
+		}
+		case 's': {
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !v || v > 1000000000)
+				return error("invalid sampling '%s' for -s: give N to keep one stack in N, e.g. -s 10",
+					     optarg);
+			rc->sample = v;
+			break;
+		}
 		case 'q':
 			rc->quiet = 1;
 			break;
@@ -317,6 +355,8 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		return error(rc->command || rc->nr_pids || rc->system_wide
 				     ? "give only one target: -p PID, -a, or -- COMMAND"
 				     : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
+	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
+		return error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
 	if (!rc->groups)
 		rc->groups = strdup("brk,mmap,faults");
 	return rc->groups ? 0 : error("out of memory");
@@ -335,6 +375,31 @@ static int probe_build_id(void)
 		return 0;
 	close(fd);
 	return 1;
+}
+
+static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
+{
+	struct uprobe_opts u = { .min_size = rc->min_size, .max_size = rc->max_size, .sample = rc->sample,
+				 .exclude_pid = rc->system_wide ? getpid() : 0 };
+	char err[512] = "";
+
+	if (rc->object) {
+		snprintf(rc->allocator, sizeof(rc->allocator), "%s", rc->object);
+	} else if (rc->nr_pids) {
+		if (uprobes_find_libc(rc->pids[0], rc->allocator, sizeof(rc->allocator)))
+			return error("process %d maps no allocator (no libc.so): give the object that holds its malloc "
+				     "with -O, e.g. -O /proc/%d/exe for a static executable",
+				     (int)rc->pids[0], (int)rc->pids[0]);
+	} else if (uprobes_find_libc(0, rc->allocator, sizeof(rc->allocator))) {
+		return error("cannot find the system libc to probe: give the allocator's object with -O");
+	}
+	if (!events_tracefs())
+		return error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
+	uprobes_remove_stale();
+	u.object = rc->allocator;
+	if (uprobes_add(&u, o, &rc->evs, &rc->nr_evs, err, sizeof(err)))
+		return error("%s", err);
+	return 0;
 }
 
 static int setup_events(struct recorder *rc)
@@ -358,10 +423,20 @@ static int setup_events(struct recorder *rc)
 	}
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char missing[128] = "";
-		int r = events_group_add(tok, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing));
+		int r;
+
+		if (!strcmp(tok, "malloc")) {
+			if (setup_malloc(rc, &o)) {
+				free(copy);
+				return -1;
+			}
+			groups_ok++;
+			continue;
+		}
+		r = events_group_add(tok, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing));
 
 		if (r == -ENOENT) {
-			error("unknown event group '%s': known groups are brk, mmap, faults", tok);
+			error("unknown event group '%s': known groups are brk, mmap, faults, malloc", tok);
 			free(copy);
 			return -1;
 		}
@@ -438,7 +513,11 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 		return error("cannot read the id of '%s': %s", e->name, strerror(errno));
 	if (events_id_add(e, id))
 		return error("out of memory");
-	if (rc->system_wide && e->format) {
+	if (e->filter[0]) {
+		if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, e->filter))
+			return error("the kernel refused the filter '%s' on '%s': %s", e->filter, e->name,
+				     strerror(errno));
+	} else if (rc->system_wide && e->format) {
 		/* Keep the recorder's own writes and allocations out. */
 		char filter[64];
 
@@ -728,6 +807,11 @@ static void write_host(struct recorder *rc)
 	ADD("call_graph %s\n", rc->callchain ? "fp" : "none");
 	ADD("groups %s\n", rc->groups);
 	ADD("build_id_in_mmap2 %d\n", rc->build_id);
+	if (rc->allocator[0]) {
+		ADD("allocator %s\n", rc->allocator);
+		ADD("alloc_sample %u\n", rc->sample ? rc->sample : 1);
+		ADD("alloc_min_size %llu\nalloc_max_size %llu\n", rc->min_size, rc->max_size);
+	}
 	if (rc->system_wide)
 		ADD("target system\n");
 	else if (rc->command)
@@ -1096,6 +1180,9 @@ static void cleanup(struct recorder *rc)
 
 	for (size_t i = 0; i < rc->nr_fds; i++)
 		close(rc->fds[i]);
+	rc->nr_fds = 0;
+	/* Probes can only go once no fd uses them. */
+	uprobes_remove();
 	for (int c = 0; rc->rings && c < rc->ncpus; c++) {
 		if (rc->rings[c].base)
 			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);

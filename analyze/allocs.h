@@ -1,0 +1,60 @@
+/*
+ * analyze/allocs.h: user allocations paired with their frees.
+ *
+ * Owns turning the malloc-family uprobe samples into allocations and frees:
+ * entry and return paired per thread on a LIFO of pending calls (glibc's
+ * realloc(NULL, n) enters malloc), the stack of each allocation repaired
+ * (the caller a frame-pointer walk skips at a function's first instruction
+ * is put back from the return address the entry probe read, and return
+ * addresses a pending return probe replaced are restored), and the table of
+ * allocations still outstanding, per process. Knows nothing of how results
+ * are printed.
+ */
+#ifndef MEMSIGHT_ALLOCS_H
+#define MEMSIGHT_ALLOCS_H
+
+#include "session.h"
+#include "stacktab.h"
+
+struct alloc_rec {
+	uint64_t ptr, size, time;
+	struct stack_entry *stack; /* NULL when the entry was not sampled */
+	int pid;
+	uint8_t fn;
+	uint8_t sized;		   /* the size is known (the entry was seen) */
+};
+
+enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED };
+
+struct alloc_event {
+	enum alloc_event_kind kind;
+	const struct alloc_rec *rec; /* ALLOC_FREED: the allocation being freed */
+	uint64_t time;		     /* of the event (the free's time for ALLOC_FREED) */
+};
+
+typedef int (*alloc_cb)(struct session *s, const struct alloc_event *ev, void *arg);
+
+struct allocs {
+	struct stacktab stacks;	  /* allocation stacks; weight = bytes allocated */
+	struct hashmap procs;	  /* pid -> struct hashmap * (ptr -> struct alloc_rec *) */
+	struct hashmap threads;	  /* tid -> struct pending_stack * */
+	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
+	uint64_t min_size, max_size;
+	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;
+	uint64_t unmatched_frees;  /* frees of memory allocated before the recording */
+	uint64_t failed;	   /* calls that returned no memory */
+	uint64_t unknown_result;   /* posix_memalign whose pointer could not be read */
+	uint64_t filtered;	   /* outside -z/-Z (applied here for calloc and realloc) */
+	uint64_t unsized;	   /* allocations whose entry was not kept (-s, -z/-Z) */
+	uint64_t entry_lost;	   /* entries without a return (the recording ended, lost events) */
+};
+
+int allocs_init(struct allocs *a, struct session *s);
+void allocs_release(struct allocs *a);
+/* Replay the session, calling cb (may be NULL) for every allocation and
+ * free. Outstanding allocations stay in a->procs afterwards. */
+int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, char *err, size_t errlen);
+/* Whether the trace holds malloc-family events at all. */
+int allocs_recorded(const struct session *s);
+
+#endif

@@ -1,0 +1,355 @@
+/*
+ * analyze/cmd_leaks.c: memsight leaks, allocations still outstanding when
+ * the recording ended, grouped by stack, largest (or steadiest growing)
+ * first, in the form BCC's memleak made familiar. For CI: --json and
+ * --fail-over.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocs.h"
+#include "cmd.h"
+#include "suppress.h"
+
+static const char usage_text[] =
+	"usage: memsight leaks [options] FILE\n"
+	"\n"
+	"  -T, --top N           stacks shown (default 10)\n"
+	"  -o, --older MS        only allocations at least MS milliseconds old when the recording ended\n"
+	"      --pid PID         only this process\n"
+	"      --sort KEY        size (default): most bytes first; growth: steadiest growth first\n"
+	"      --lines           add file:line to each frame\n"
+	"      --json            one JSON object instead of text\n"
+	"      --suppress FILE   more suppressions, one 'leak:PATTERN' per line (LeakSanitizer's format)\n"
+	"      --no-default-suppressions\n"
+	"                        report libc's one-time allocations (stdio buffers, TLS, loader) too\n"
+	"      --fail-over BYTES exit with status 3 when more than BYTES are reported leaked\n"
+	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too\n"
+	"  -h, --help            show this help\n";
+
+struct group {
+	struct stack_entry *stack; /* NULL: allocations whose entry was not kept */
+	int pid;
+	const char *comm;
+	uint64_t bytes, count, first, last, late_bytes;
+	double growth;		   /* bytes per second over the recording's second half */
+	const char *suppressed_by;
+};
+
+struct leaks {
+	long pid;
+	uint64_t older_ns, end, start;
+	struct hashmap groups;	   /* stack entry (or pid for stackless) -> struct group * */
+};
+
+static struct group *group_of(struct leaks *l, struct session *s, const struct alloc_rec *r)
+{
+	uint64_t key = r->stack ? (uint64_t)(uintptr_t)r->stack : ((uint64_t)(uint32_t)r->pid | 1ull << 63);
+	struct hm_slot *slot = hashmap_u64(&l->groups, key, NULL);
+	struct group *g;
+
+	if (!slot)
+		return NULL;
+	if (!slot->ptr && (slot->ptr = calloc(1, sizeof(*g)))) {
+		g = slot->ptr;
+		g->stack = r->stack;
+		g->pid = r->pid;
+		g->comm = r->stack ? r->stack->comm : machine_comm(&s->m, r->pid, r->pid);
+		g->first = r->time;
+	}
+	return slot->ptr;
+}
+
+static int by_size(const void *a, const void *b)
+{
+	const struct group *x = *(struct group *const *)a, *y = *(struct group *const *)b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+static int by_growth(const void *a, const void *b)
+{
+	const struct group *x = *(struct group *const *)a, *y = *(struct group *const *)b;
+
+	if (x->growth != y->growth)
+		return x->growth > y->growth ? -1 : 1;
+	return by_size(a, b);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static const char *obj_base(const struct frame *f)
+{
+	const char *o = f->kernel ? "kernel.kallsyms" : f->obj ? f->obj : "unknown";
+	const char *b = strrchr(o, '/');
+
+	return b ? b + 1 : o;
+}
+
+int cmd_leaks(int argc, char **argv)
+{
+	enum { OPT_PID = 256, OPT_SORT, OPT_LINES, OPT_JSON, OPT_SUPPRESS, OPT_NO_DEFAULTS, OPT_FAIL_OVER };
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'T' },
+		{ "older", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "sort", required_argument, NULL, OPT_SORT },
+		{ "lines", no_argument, NULL, OPT_LINES },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "suppress", required_argument, NULL, OPT_SUPPRESS },
+		{ "no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULTS },
+		{ "fail-over", required_argument, NULL, OPT_FAIL_OVER },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct leaks l = { .pid = -1 };
+	struct suppress sup;
+	struct allocs a;
+	struct session s;
+	struct group **v = NULL;
+	const char *supfile = NULL;
+	char err[512], sz[32];
+	uint64_t top = 10, val, fail_over = 0;
+	int c, ret = 1, growth = 0, lines = 0, json = 0, defaults = 1, have_fail = 0;
+	uint64_t leak_bytes = 0, leak_count = 0, sup_bytes = 0, sup_count = 0, sup_groups = 0, nogroup_count = 0;
+	size_t nv = 0;
+	double dur;
+
+	while ((c = getopt_long(argc, argv, "T:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'T':
+			if (parse_u64("--top", optarg, &top))
+				return 2;
+			break;
+		case 'o':
+			if (parse_u64("--older", optarg, &val))
+				return 2;
+			l.older_ns = val * 1000000ull;
+			break;
+		case OPT_PID:
+			if (parse_u64("--pid", optarg, &val))
+				return 2;
+			l.pid = val;
+			break;
+		case OPT_SORT:
+			if (!strcmp(optarg, "growth"))
+				growth = 1;
+			else if (strcmp(optarg, "size")) {
+				error("unknown sort key '%s': use size or growth", optarg);
+				return 2;
+			}
+			break;
+		case OPT_LINES:
+			lines = 1;
+			break;
+		case OPT_JSON:
+			json = 1;
+			break;
+		case OPT_SUPPRESS:
+			supfile = optarg;
+			break;
+		case OPT_NO_DEFAULTS:
+			defaults = 0;
+			break;
+		case OPT_FAIL_OVER:
+			if (parse_u64("--fail-over", optarg, &fail_over))
+				return 2;
+			have_fail = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		error("give one trace file (see memsight leaks -h)");
+		return 2;
+	}
+	suppress_init(&sup);
+	if ((defaults && suppress_add_defaults(&sup)) || (supfile && suppress_load(&sup, supfile, err, sizeof(err)))) {
+		error("%s", supfile ? err : "out of memory");
+		suppress_release(&sup);
+		return 2;
+	}
+	if (cmd_open(&s, argv[optind])) {
+		suppress_release(&sup);
+		return 1;
+	}
+	if (!allocs_recorded(&s)) {
+		error("'%s' has no allocation events: record them with 'memsight record -e malloc'", argv[optind]);
+		goto out_session;
+	}
+	allocs_init(&a, &s);
+	hashmap_init(&l.groups, 0);
+	if (allocs_replay(&a, &s, NULL, NULL, err, sizeof(err))) {
+		error("%s", err);
+		goto out;
+	}
+	l.start = s.first_time;
+	l.end = s.last_time;
+	dur = l.end > l.start ? (l.end - l.start) / 1e9 : 0;
+	hashmap_for_each(&a.procs, p) {
+		hashmap_for_each((struct hashmap *)p->ptr, rs) {
+			struct alloc_rec *r = rs->ptr;
+			struct group *g;
+
+			if (l.pid >= 0 && r->pid != l.pid)
+				continue;
+			if (l.older_ns && l.end - r->time < l.older_ns)
+				continue;
+			g = group_of(&l, &s, r);
+			if (!g)
+				goto out;
+			g->bytes += r->size;
+			g->count++;
+			if (r->time < g->first)
+				g->first = r->time;
+			if (r->time > g->last)
+				g->last = r->time;
+			if (r->time >= l.start + (l.end - l.start) / 2)
+				g->late_bytes += r->size;
+		}
+	}
+	v = malloc((l.groups.nr ? l.groups.nr : 1) * sizeof(*v));
+	if (!v)
+		goto out;
+	hashmap_for_each(&l.groups, gs) {
+		struct group *g = gs->ptr;
+
+		/* A steady leak keeps allocating through the second half; a
+		 * start-up allocation kept for good does not. */
+		g->growth = dur > 0 ? g->late_bytes * a.sample / (dur / 2) : 0;
+		g->bytes *= a.sample;
+		g->late_bytes *= a.sample;
+		if (!g->stack) {
+			nogroup_count += g->count;
+			continue;
+		}
+		g->suppressed_by = suppress_match(&sup, g->stack->frames, g->stack->nr_frames);
+		if (g->suppressed_by) {
+			sup_bytes += g->bytes;
+			sup_count += g->count;
+			sup_groups++;
+			continue;
+		}
+		leak_bytes += g->bytes;
+		leak_count += g->count;
+		v[nv++] = g;
+	}
+	qsort(v, nv, sizeof(*v), growth ? by_growth : by_size);
+	if (json) {
+		printf("{\"trace\":");
+		json_str(s.path);
+		printf(",\"estimate\":%s,\"sample\":%u,\"duration_s\":%.6f,\"leaked_bytes\":%llu,"
+		       "\"leaked_allocations\":%llu,\"suppressed_bytes\":%llu,\"suppressed_allocations\":%llu,"
+		       "\"unmatched_frees\":%llu,\"allocations\":%llu,\"frees\":%llu,\"stacks\":[",
+		       a.sample > 1 ? "true" : "false", a.sample, dur, (unsigned long long)leak_bytes,
+		       (unsigned long long)leak_count * a.sample, (unsigned long long)sup_bytes,
+		       (unsigned long long)sup_count * a.sample, (unsigned long long)a.unmatched_frees,
+		       (unsigned long long)a.nr_allocs, (unsigned long long)a.nr_frees);
+		for (size_t i = 0; i < nv && i < top; i++) {
+			struct group *g = v[i];
+
+			printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", g->pid);
+			json_str(g->comm);
+			printf(",\"bytes\":%llu,\"allocations\":%llu,\"first_s\":%.6f,\"last_s\":%.6f,"
+			       "\"growth_bytes_per_s\":%.0f,\"frames\":[",
+			       (unsigned long long)g->bytes, (unsigned long long)g->count * a.sample,
+			       (g->first - l.start) / 1e9, (g->last - l.start) / 1e9, g->growth);
+			for (int j = 0; j < g->stack->nr_frames; j++) {
+				const struct frame *f = &g->stack->frames[j];
+				const char *file;
+				int line;
+
+				printf("%s{\"function\":", j ? "," : "");
+				json_str(f->sym ? f->sym : NULL);
+				printf(",\"offset\":%llu,\"object\":", (unsigned long long)f->off);
+				json_str(obj_base(f));
+				if (lines && f->dso && !symbols_srcline(f->dso, f->file_off, f->ret, &file, &line)) {
+					printf(",\"file\":");
+					json_str(file);
+					printf(",\"line\":%d", line);
+				}
+				putchar('}');
+			}
+			printf("]}");
+		}
+		printf("]}\n");
+	} else {
+		printf("# memsight leaks of '%s': %llu bytes in %llu allocations outstanding from %zu stacks%s\n", s.path,
+		       (unsigned long long)leak_bytes, (unsigned long long)leak_count * a.sample, nv,
+		       a.sample > 1 ? " (ESTIMATE)" : "");
+		if (a.sample > 1)
+			printf("# sampled recording (-s %u): bytes and counts are estimates, scaled by %u\n", a.sample,
+			       a.sample);
+		if (sup_groups)
+			printf("# suppressed: %llu bytes in %llu allocations from %llu stacks (libc's one-time "
+			       "allocations%s; --no-default-suppressions shows them)\n",
+			       (unsigned long long)sup_bytes, (unsigned long long)sup_count * a.sample,
+			       (unsigned long long)sup_groups, supfile ? " and --suppress" : "");
+		if (a.unmatched_frees)
+			printf("# %llu frees of memory allocated before the recording began were not counted\n",
+			       (unsigned long long)a.unmatched_frees);
+		if (nogroup_count)
+			printf("# %llu outstanding allocations have no stack (their entry was not kept: -s or -z/-Z)\n",
+			       (unsigned long long)nogroup_count);
+		if (a.unknown_result)
+			printf("# %llu posix_memalign results could not be read (their pointer was not on the stack)\n",
+			       (unsigned long long)a.unknown_result);
+		for (size_t i = 0; i < nv && i < top; i++) {
+			struct group *g = v[i];
+
+			printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)\n", a.sample > 1 ? "~" : "",
+			       (unsigned long long)g->bytes, (unsigned long long)g->count * a.sample, g->pid, g->comm);
+			printf("\tmade +%.3fs..+%.3fs of %.3fs; %s %s/s over the last half\n", (g->first - l.start) / 1e9,
+			       (g->last - l.start) / 1e9, dur, g->growth > 0 ? "growing" : "not growing",
+			       fmt_bytes((uint64_t)g->growth, sz, sizeof(sz)));
+			for (int j = 0; j < g->stack->nr_frames; j++) {
+				const struct frame *f = &g->stack->frames[j];
+				char name[512];
+				const char *file;
+				int line;
+
+				printf("\t\t%s [%s]", frame_name(f, name, sizeof(name), 1), obj_base(f));
+				if (lines && f->dso && !symbols_srcline(f->dso, f->file_off, f->ret, &file, &line))
+					printf(" %s:%d", file, line);
+				putchar('\n');
+			}
+			if (!g->stack->nr_frames)
+				printf("\t\t(no stack recorded)\n");
+		}
+	}
+	ret = have_fail && leak_bytes > fail_over ? 3 : 0;
+	if (ret == 3)
+		fprintf(stderr, "memsight leaks: %llu bytes leaked, over the --fail-over limit of %llu\n",
+			(unsigned long long)leak_bytes, (unsigned long long)fail_over);
+out:
+	symbols_report_unresolved(&s.syms, stderr);
+	free(v);
+	hashmap_for_each(&l.groups, gs) free(gs->ptr);
+	hashmap_release(&l.groups);
+	allocs_release(&a);
+out_session:
+	session_release(&s);
+	suppress_release(&sup);
+	return ret;
+}

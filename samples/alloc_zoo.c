@@ -1,0 +1,184 @@
+/*
+ * samples/alloc_zoo.c: the rest of the malloc family, each mode with an
+ * exactly known outcome that it prints as its ground truth:
+ *
+ *   alloc_zoo churn N      malloc/calloc/realloc/free of varied sizes, N rounds, everything freed
+ *   alloc_zoo realloc N    N chains grown by realloc(NULL, 16) then x4 three times; each last block kept
+ *   alloc_zoo memalign N   N posix_memalign(64, 1000) and N aligned_alloc(4096, 8192), all kept
+ *   alloc_zoo threads T N  T threads, each leaking N blocks of 100 bytes from thread_leak()
+ *   alloc_zoo fork N       a child leaks N blocks of 256 bytes from child_leak(); the parent frees all
+ *   alloc_zoo wait S N     waits S seconds (attach with -p), then leaks N blocks of 64 bytes from late_leak()
+ *   alloc_zoo grow N       keeps 1 MiB from init_tables() at start-up, then leaks 64 bytes from
+ *                          steady_leak() every 10 ms, N times: a small steady leak after a big one-time block
+ *
+ * Every line it prints is "alloc_zoo: ..." ground truth; leaks read
+ * "leaked BYTES bytes in COUNT allocations from FUNCTION (pid PID)".
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void *volatile sink;
+
+static void report(long bytes, long count, const char *fn)
+{
+	printf("alloc_zoo: leaked %ld bytes in %ld allocations from %s (pid %d)\n", bytes, count, fn, (int)getpid());
+	fflush(stdout);
+}
+
+static void churn(long n)
+{
+	void *v[16];
+
+	for (long i = 0; i < n; i++) {
+		for (int k = 0; k < 16; k++)
+			v[k] = (k & 3) == 1 ? calloc(k + 1, 24) : malloc(16 + 32 * k + (i & 63));
+		for (int k = 0; k < 16; k += 4)
+			v[k] = realloc(v[k], 200 + 10 * k);
+		for (int k = 0; k < 16; k++)
+			free(v[k]);
+	}
+	report(0, 0, "churn");
+}
+
+static void *grow_chain(void)
+{
+	char *p = realloc(NULL, 16); /* realloc(NULL, n) is malloc(n) */
+
+	for (int i = 0; i < 3; i++)
+		p = realloc(p, 16 << (2 * (i + 1)));
+	return p;
+}
+
+static void reallocs(long n)
+{
+	for (long i = 0; i < n; i++)
+		sink = grow_chain();
+	report(n * 1024, n, "grow_chain");
+}
+
+static void aligned_blocks(long n)
+{
+	for (long i = 0; i < n; i++) {
+		void *p;
+
+		if (posix_memalign(&p, 64, 1000))
+			exit(1);
+		sink = p;
+		sink = aligned_alloc(4096, 8192);
+	}
+	report(n * (1000 + 8192), 2 * n, "aligned_blocks");
+}
+
+static long per_thread;
+
+static void *thread_leak(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < per_thread; i++)
+		sink = malloc(100);
+	return NULL;
+}
+
+static void threads(int t, long n)
+{
+	pthread_t *tid = calloc(t, sizeof(*tid));
+
+	per_thread = n;
+	for (int i = 0; i < t; i++)
+		pthread_create(&tid[i], NULL, thread_leak, NULL);
+	for (int i = 0; i < t; i++)
+		pthread_join(tid[i], NULL);
+	free(tid);
+	report(100L * t * n, (long)t * n, "thread_leak");
+}
+
+static void child_leak(long n)
+{
+	for (long i = 0; i < n; i++)
+		sink = malloc(256);
+	report(256 * n, n, "child_leak");
+}
+
+static void forks(long n)
+{
+	pid_t pid;
+	void **v = calloc(n, sizeof(*v));
+
+	for (long i = 0; i < n; i++)
+		v[i] = malloc(256);
+	pid = fork();
+	if (pid == 0) {
+		child_leak(n);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	for (long i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	report(0, 0, "parent");
+}
+
+static void late_leak(long n)
+{
+	for (long i = 0; i < n; i++)
+		sink = malloc(64);
+	report(64 * n, n, "late_leak");
+}
+
+static void *tables;
+
+static void init_tables(void)
+{
+	tables = malloc(1 << 20);
+	memset(tables, 1, 1 << 20);
+	report(1 << 20, 1, "init_tables");
+}
+
+static void steady_leak(long n)
+{
+	struct timespec ts = { 0, 10 * 1000000L };
+
+	for (long i = 0; i < n; i++) {
+		sink = malloc(64);
+		nanosleep(&ts, NULL);
+	}
+	report(64 * n, n, "steady_leak");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	long n = argc > 2 ? atol(argv[2]) : 100;
+
+	if (!strcmp(mode, "churn"))
+		churn(n);
+	else if (!strcmp(mode, "realloc"))
+		reallocs(n);
+	else if (!strcmp(mode, "memalign"))
+		aligned_blocks(n);
+	else if (!strcmp(mode, "threads"))
+		threads((int)n, argc > 3 ? atol(argv[3]) : 100);
+	else if (!strcmp(mode, "fork"))
+		forks(n);
+	else if (!strcmp(mode, "grow")) {
+		init_tables();
+		steady_leak(n);
+	}
+	else if (!strcmp(mode, "wait")) {
+		struct timespec ts = { n, 0 };
+
+		printf("alloc_zoo: waiting %ld s (pid %d)\n", n, (int)getpid());
+		fflush(stdout);
+		nanosleep(&ts, NULL);
+		late_leak(argc > 3 ? atol(argv[3]) : 100);
+	} else {
+		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|threads|fork|wait|grow N [M]\n");
+		return 2;
+	}
+	return 0;
+}
