@@ -27,13 +27,14 @@ struct alloc_fn {
 	const char *name;
 	const char *args;	/* fetchargs of the entry probe */
 	int ret;		/* has a return probe */
-	int size_filter;	/* its "size" field is the whole request: -z/-Z apply in the kernel */
+	int size_filter;	/* -z/-Z apply in the kernel: "size" is the whole request, and
+				 * dropping the entry loses nothing the return needs */
 };
 
 static const struct alloc_fn fns[] = {
 	{ "malloc", "size=%di:u64", 1, 1 },
 	{ "calloc", "nmemb=%di:u64 size=%si:u64", 1, 0 },
-	{ "realloc", "ptr=%di:u64 size=%si:u64", 1, 1 },
+	{ "realloc", "ptr=%di:u64 size=%si:u64", 1, 0 },
 	{ "reallocarray", "ptr=%di:u64 nmemb=%si:u64 size=%dx:u64", 1, 0 },
 	{ "free", "ptr=%di:u64", 0, 0 },
 	{ "posix_memalign", "memptr=%di:u64 align=%si:u64 size=%dx:u64", 1, 1 },
@@ -215,8 +216,11 @@ static int load_event(const char *name, const char *fn, int entry, const struct 
 		if (o->callchain)
 			e.attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
 		/* -s N: one entry in N, counted in the kernel. Returns and
-		 * frees are all kept, so every free still finds its pointer. */
-		e.attr.sample_period = u->sample ? u->sample : 1;
+		 * frees are all kept, so every free still finds its pointer.
+		 * realloc and posix_memalign entries are all kept: without
+		 * them the old block, or the result, would be unknown. */
+		if (strcmp(fn, "realloc") && strcmp(fn, "reallocarray") && strcmp(fn, "posix_memalign"))
+			e.attr.sample_period = u->sample ? u->sample : 1;
 	}
 	if (!entry && !strcmp(fn, "posix_memalign")) {
 		e.attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;

@@ -53,8 +53,8 @@ test_expect_success 'a missing file' '
 
 test_expect_success 'bad analyzer options' '
 	"$BUILD/test-tool" write t.trace &&
-	test_must_fail "$MEMSIGHT" folded -e malloc t.trace 2>err &&
-	test_one_line err && grep "unknown event .malloc." err &&
+	test_must_fail "$MEMSIGHT" folded -e bogus t.trace 2>err &&
+	test_one_line err && grep "unknown event .bogus." err &&
 	test_must_fail "$MEMSIGHT" folded -w furlongs t.trace 2>err &&
 	test_one_line err && grep "unknown weight .furlongs." err &&
 	test_must_fail "$MEMSIGHT" report -T many t.trace 2>err &&
