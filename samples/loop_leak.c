@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static volatile int *sink;
+static int *volatile sink;
 
 void leak(int iterations, int delay_ms)
 {

@@ -1,0 +1,175 @@
+#!/bin/sh
+# The malloc family through uprobes: every sample's printed truth, exactly.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+S=$BUILD/samples
+record() { "$MEMSIGHT" record -q -e malloc "$@"; }
+truth_bytes() { sed -n "s/.*leaked \([0-9]*\) bytes in \([0-9]*\) allocations from $2 .*/\1/p" "$1"; }
+truth_count() { sed -n "s/.*leaked \([0-9]*\) bytes in \([0-9]*\) allocations from $2 .*/\2/p" "$1"; }
+
+test_expect_success 'fibonacci: exactly N*8192 bytes in N allocations, calloc <- fibonacci <- child, nothing else' '
+	record -o fib.trace -- "$S/fib_leak" 50 >truth &&
+	"$MEMSIGHT" leaks fib.trace >leaks &&
+	cat leaks &&
+	grep "^# memsight leaks of .fib.trace.: 409600 bytes in 50 allocations outstanding from 1 stacks$" leaks &&
+	grep -A5 "^409600 bytes in 50 allocations from stack" leaks >stack &&
+	sed -n 3p stack | grep "^		calloc+0x0 \[libc.so.6\]$" &&
+	sed -n 4p stack | grep "^		fibonacci+0x[0-9a-f]* \[fib_leak\]$" &&
+	sed -n 5p stack | grep "^		child+0x[0-9a-f]* \[fib_leak\]$" &&
+	grep "^# suppressed: " leaks
+'
+
+test_expect_success 'the leak() loop: iterations*4 bytes from leak()' '
+	record -o loop.trace -- "$S/loop_leak" 1000 >truth &&
+	"$MEMSIGHT" leaks loop.trace >leaks &&
+	grep -A4 "^4000 bytes in 1000 allocations from stack" leaks >stack &&
+	sed -n 3p stack | grep "^		malloc+0x0 " &&
+	sed -n 4p stack | grep "^		leak+0x" &&
+	sed -n 5p stack | grep "^		someFunc+0x"
+'
+
+test_expect_success 'malloc/free churn that frees everything: zero bytes leaked' '
+	record -o churn.trace -- "$S/alloc_zoo" churn 2000 >truth &&
+	"$MEMSIGHT" leaks --json churn.trace >leaks.json &&
+	cat leaks.json &&
+	grep "\"leaked_bytes\":0," leaks.json &&
+	grep "\"stacks\":\[\]" leaks.json &&
+	grep "\"allocations\":[0-9]*[0-9]\{5\}," leaks.json
+'
+
+test_expect_success 'realloc chains: realloc(NULL) is malloc, each realloc frees the old block' '
+	record -o realloc.trace -- "$S/alloc_zoo" realloc 64 >truth &&
+	test "$(truth_bytes truth grow_chain)" = 65536 &&
+	"$MEMSIGHT" leaks realloc.trace >leaks &&
+	grep -A4 "^65536 bytes in 64 allocations from stack" leaks >stack &&
+	sed -n 3p stack | grep "^		realloc+0x0 " &&
+	sed -n 4p stack | grep "^		grow_chain+0x" &&
+	grep "from 1 stacks$" leaks
+'
+
+test_expect_success 'posix_memalign and aligned_alloc' '
+	record -o align.trace -- "$S/alloc_zoo" memalign 20 >truth &&
+	"$MEMSIGHT" leaks align.trace >leaks &&
+	grep -A3 "^20000 bytes in 20 allocations from stack" leaks | grep "^		posix_memalign+0x0 " &&
+	grep -A4 "^163840 bytes in 20 allocations from stack" leaks | grep "^		aligned_blocks+0x" &&
+	grep "^# memsight leaks of .align.trace.: 183840 bytes in 40 allocations" leaks
+'
+
+test_expect_success 'threads: each thread pairs its own calls' '
+	record -o threads.trace -- "$S/alloc_zoo" threads 4 250 >truth &&
+	"$MEMSIGHT" leaks threads.trace >leaks &&
+	grep -A4 "^100000 bytes in 1000 allocations from stack" leaks | grep "^		thread_leak+0x" &&
+	grep "from 1 stacks$" leaks
+'
+
+test_expect_success 'a forked child that leaks is reported under its own pid' '
+	record -o fork.trace -- "$S/alloc_zoo" fork 30 >truth &&
+	child=$(sed -n "s/.*from child_leak (pid \([0-9]*\))$/\1/p" truth) &&
+	parent=$(sed -n "s/.*from parent (pid \([0-9]*\))$/\1/p" truth) &&
+	"$MEMSIGHT" leaks fork.trace >leaks &&
+	grep "^7680 bytes in 30 allocations from stack (pid $child alloc_zoo)$" leaks &&
+	"$MEMSIGHT" leaks --pid $parent fork.trace >parent &&
+	grep "^# memsight leaks of .fork.trace.: 0 bytes in 0 allocations" parent
+'
+
+test_expect_success 'a process already running (-p); it exits and the recording ends complete' '
+	"$S/alloc_zoo" wait 1 300 >truth &
+	pid=$! &&
+	while ! grep -q waiting truth; do sleep 0.05; done &&
+	record -o p.trace -p $pid &&
+	wait $pid &&
+	"$MEMSIGHT" info p.trace | grep -x "status:      complete" &&
+	"$MEMSIGHT" leaks p.trace >leaks &&
+	grep -A4 "^19200 bytes in 300 allocations from stack (pid $pid alloc_zoo)$" leaks | grep "^		late_leak+0x"
+'
+
+JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ -e $JEMALLOC ]; then
+	test_expect_success 'another allocator through -O: jemalloc' '
+		record -O $JEMALLOC -o je.trace -- env LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" realloc 40 >truth &&
+		"$MEMSIGHT" leaks je.trace >leaks &&
+		grep -A4 "^40960 bytes in 40 allocations from stack" leaks >stack &&
+		sed -n 3p stack | grep "^		realloc+0x0 \[libjemalloc.so.2\]$" &&
+		sed -n 4p stack | grep "^		grow_chain+0x"
+	'
+else
+	echo "# libjemalloc2 is not installed: skipping the -O test"
+fi
+
+test_expect_success 'sampled (-s 10): the estimate is within 20% and labelled' '
+	record -s 10 -o s.trace -- "$S/fib_leak" 500 >truth &&
+	"$MEMSIGHT" leaks s.trace >leaks &&
+	grep "(ESTIMATE)$" leaks &&
+	est=$(sed -n "s/^~\([0-9]*\) bytes in [0-9]* allocations from stack.*/\1/p" leaks | head -1) &&
+	echo "estimate $est, truth 4096000" &&
+	test $est -ge 3276800 && test $est -le 4915200 &&
+	"$MEMSIGHT" leaks --json s.trace | grep "\"estimate\":true,\"sample\":10,"
+'
+
+test_expect_success 'size limits (-z/-Z) keep only what is asked for' '
+	record -z 1000 -o z.trace -- "$S/alloc_zoo" memalign 10 >truth &&
+	"$MEMSIGHT" leaks z.trace >leaks &&
+	grep "^81920 bytes in 10 allocations from stack" leaks &&
+	grep "^10000 bytes in 10 allocations from stack" leaks &&
+	record -Z 2000 -o Z.trace -- "$S/alloc_zoo" memalign 10 >truth &&
+	"$MEMSIGHT" leaks Z.trace >leaks &&
+	! grep "^81920 bytes" leaks && grep "^10000 bytes in 10 allocations from stack" leaks
+'
+
+test_expect_success 'C++ names are demangled' '
+	record -o cxx.trace -- "$S/cxx_leak" 30 >truth &&
+	"$MEMSIGHT" leaks cxx.trace >leaks &&
+	grep -A4 "^1920 bytes in 30 allocations from stack" leaks | grep "^		demo::Cache::remember(int)+0x" &&
+	grep -A4 "^8 bytes in 1 allocations from stack" leaks | grep "^		operator new(unsigned long)+0x"
+'
+
+test_expect_success 'leak or long-lived: --sort growth puts the steady leak first' '
+	record -o grow.trace -- "$S/alloc_zoo" grow 40 >truth &&
+	"$MEMSIGHT" leaks grow.trace >bysize &&
+	"$MEMSIGHT" leaks --sort growth grow.trace >bygrowth &&
+	grep -m1 -A3 "^[0-9]* bytes in" bysize | grep "init_tables+0x" &&
+	grep -m1 -A3 "^[0-9]* bytes in" bygrowth | grep "steady_leak+0x" &&
+	grep -A1 "^1048576 bytes in 1 allocations" bysize | grep "not growing" &&
+	grep -A1 "^2560 bytes in 40 allocations" bysize | grep "; growing "
+'
+
+test_expect_success '--older keeps only allocations that old at the end' '
+	"$MEMSIGHT" leaks --older 200 grow.trace >old &&
+	grep "^1048576 bytes in 1 allocations" old &&
+	count=$(sed -n "s/^[0-9]* bytes in \([0-9]*\) allocations from stack.*/\1/p" old | sed -n 2p) &&
+	echo "steady allocations at least 200 ms old: $count" &&
+	test "$count" -gt 5 && test "$count" -lt 35
+'
+
+test_expect_success '--suppress in LeakSanitizer format, and the one summary line' '
+	printf "# ours\nleak:grow_chain\n" >supp &&
+	"$MEMSIGHT" leaks --suppress supp realloc.trace >leaks &&
+	grep "^# memsight leaks of .realloc.trace.: 0 bytes in 0 allocations" leaks &&
+	grep "^# suppressed: 69632 bytes in 65 allocations from 2 stacks" leaks &&
+	printf "leek:x\n" >bad &&
+	test_must_fail "$MEMSIGHT" leaks --suppress bad realloc.trace 2>err &&
+	test_one_line err && grep "bad:1: expected .leak:PATTERN." err
+'
+
+test_expect_success '--fail-over gates CI; --lines adds file:line' '
+	"$MEMSIGHT" leaks --fail-over 409600 fib.trace >/dev/null &&
+	test_expect_code=0 &&
+	{ "$MEMSIGHT" leaks --fail-over 409599 fib.trace >/dev/null 2>err; test $? = 3; } &&
+	grep "409600 bytes leaked, over the --fail-over limit of 409599" err &&
+	"$MEMSIGHT" leaks --lines fib.trace | grep "fibonacci+0x[0-9a-f]* \[fib_leak\] samples/fib_leak.c:[0-9]*$"
+'
+
+test_expect_success 'folded and flame graphs weighted by leaked bytes, bytes and count' '
+	"$MEMSIGHT" folded -e malloc -w leaked fib.trace >leaked &&
+	grep -x "fib_leak;start_thread;child;fibonacci;calloc 409600" leaked &&
+	"$MEMSIGHT" folded -e malloc -w count loop.trace >count &&
+	grep "main;someFunc;leak;malloc 1000$" count &&
+	"$MEMSIGHT" folded -e malloc -w bytes churn.trace >bytes &&
+	test "$(awk "{ s += \$NF } END { print s }" bytes)" -gt 0 &&
+	"$MEMSIGHT" flamegraph -e malloc -w leaked fib.trace >leaks.svg &&
+	xmllint --noout leaks.svg &&
+	grep "<title>fibonacci (409600 bytes" leaks.svg
+'
+
+test_done
