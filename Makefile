@@ -157,6 +157,7 @@ demo: deps
 bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/bench-record.sh
+	sh tests/bench/bench-malloc.sh
 
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR)

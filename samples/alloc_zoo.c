@@ -154,6 +154,9 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	long n = argc > 2 ? atol(argv[2]) : 100;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	if (!strcmp(mode, "churn"))
 		churn(n);
@@ -180,5 +183,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|threads|fork|wait|grow N [M]\n");
 		return 2;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* On stderr: timings are not ground truth, the benchmarks read them. */
+	fprintf(stderr, "alloc_zoo: elapsed %.3f ms\n", (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 	return 0;
 }

@@ -1,0 +1,86 @@
+#!/bin/sh
+# tests/bench/bench-malloc.sh: the malloc family on a malloc/free-heavy
+# workload (alloc_zoo churn), side by side in one run:
+#   alone; memsight record -e malloc (stacks on every allocation);
+#   perf record of the same uprobes, defined in uprobe_events with the same
+#   fetchargs, without stacks; bpftrace counting allocation stacks; heaptrack.
+# Prints slowdowns, bytes per event and lost events. Asserts nothing.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+b=$top/build
+N=${N:-20000}
+RUNS=${RUNS:-3}
+w=$(mktemp -d)
+zoo=$b/samples/alloc_zoo
+libc=$(ldd "$zoo" | sed -n 's/.*libc.so.6 => \([^ ]*\).*/\1/p')
+ue=/sys/kernel/tracing/uprobe_events
+cleanup() {
+	for e in malloc malloc_ret calloc calloc_ret realloc realloc_ret free; do echo "-:benchperf/$e" >>$ue; done 2>/dev/null
+	rm -rf "$w"
+}
+trap cleanup EXIT
+cd "$w" || exit 1
+
+elapsed() { sed -n 's/^alloc_zoo: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+off() { nm -D --defined-only "$libc" | awk -v f="$1" '$3 == f || $3 ~ "^"f"@@" { print "0x" $1; exit }'; }
+
+# perf's uprobes: the same functions and fetchargs, in uprobe_events.
+{
+	echo "p:benchperf/malloc $libc:$(off malloc) size=%di:u64"
+	echo "r:benchperf/malloc_ret $libc:$(off malloc) ret=\$retval:u64"
+	echo "p:benchperf/calloc $libc:$(off calloc) nmemb=%di:u64 size=%si:u64"
+	echo "r:benchperf/calloc_ret $libc:$(off calloc) ret=\$retval:u64"
+	echo "p:benchperf/realloc $libc:$(off realloc) ptr=%di:u64 size=%si:u64"
+	echo "r:benchperf/realloc_ret $libc:$(off realloc) ret=\$retval:u64"
+	echo "p:benchperf/free $libc:$(off free) ptr=%di:u64"
+} >>$ue || { echo "cannot define uprobes in $ue"; exit 1; }
+pe="-e benchperf:malloc -e benchperf:malloc_ret -e benchperf:calloc -e benchperf:calloc_ret"
+pe="$pe -e benchperf:realloc -e benchperf:realloc_ret -e benchperf:free"
+
+: >base.t; : >ms.t; : >perf.t; : >bt.t; : >ht.t
+for i in $(seq "$RUNS"); do
+	"$zoo" churn $N >/dev/null 2>e && elapsed e >>base.t
+	"$b/memsight" record -q -e malloc -o ms.trace -- "$zoo" churn $N >/dev/null 2>e && elapsed e >>ms.t
+	perf record -q $pe -o perf.data -- "$zoo" churn $N >/dev/null 2>e && elapsed e >>perf.t
+	if command -v heaptrack >/dev/null; then
+		heaptrack -o heaptrack.data "$zoo" churn $N >heaptrack.out 2>&1 && elapsed heaptrack.out >>ht.t
+		rm -f heaptrack.data*
+	fi
+done
+if command -v bpftrace >/dev/null; then
+	for i in $(seq "$RUNS"); do
+		bpftrace -q -c "$zoo churn $N" -e "uprobe:$libc:malloc,uprobe:$libc:calloc,uprobe:$libc:realloc { @[ustack] = count(); } uprobe:$libc:free { @f = count(); }" >bt.out 2>&1
+		elapsed bt.out >>bt.t
+	done
+fi
+base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t)
+bt=$(median <bt.t); ht=$(median <ht.t)
+
+"$b/memsight" record -e malloc -o ms.trace -- "$zoo" churn $N >/dev/null 2>ms.err
+perf record $pe -o perf.data -- "$zoo" churn $N >/dev/null 2>perf.err
+ms_bytes=$(stat -c %s ms.trace)
+ms_events=$("$b/memsight" info ms.trace | sed -n 's/^samples: *//p')
+ms_lost=$("$b/memsight" info ms.trace | sed -n 's/^lost: *\([0-9]*\).*/\1/p')
+pf_bytes=$(stat -c %s perf.data)
+pf_events=$(perf script -i perf.data -F event 2>/dev/null | wc -l)
+pf_lost=$(perf report -i perf.data --stats 2>/dev/null | awk '/LOST/ { s += $NF } END { print s + 0 }')
+
+awk -v base="$base" -v ms="$ms" -v pf="$pf" -v bt="${bt:-0}" -v ht="${ht:-0}" -v mb="$ms_bytes" -v me="$ms_events" \
+    -v ml="$ms_lost" -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v n="$N" -v runs="$RUNS" '
+BEGIN {
+	printf "alloc_zoo churn %d (malloc/calloc/realloc/free heavy), median of %d runs\n\n", n, runs
+	printf "%-40s %12s %10s\n", "", "elapsed ms", "slowdown"
+	printf "%-40s %12.1f %9.2fx\n", "alone", base, 1
+	printf "%-40s %12.1f %9.2fx\n", "memsight record -e malloc (stacks)", ms, ms / base
+	printf "%-40s %12.1f %9.2fx\n", "perf record, same uprobes, no stacks", pf, pf / base
+	if (bt > 0) printf "%-40s %12.1f %9.2fx\n", "bpftrace, ustack counts", bt, bt / base
+	if (ht > 0) printf "%-40s %12.1f %9.2fx\n", "heaptrack", ht, ht / base
+	printf "\n%-40s %12s %12s\n", "", "memsight", "perf"
+	printf "%-40s %12d %12d\n", "events", me, pe
+	printf "%-40s %12d %12d\n", "file bytes", mb, pb
+	printf "%-40s %12.1f %12.1f\n", "bytes per event", mb / me, pb / pe
+	printf "%-40s %12d %12d\n", "lost", ml, pl
+	printf "\nratios: slowdown memsight/perf %.2f (<= 1.10 wanted); bytes/event memsight/perf %.3f (<= 0.25 wanted)\n", \
+		ms / pf, (mb / me) / (pb / pe)
+}'
