@@ -29,12 +29,14 @@ for e in faults brk mmap; do
 done
 
 echo
-echo "== the fibonacci leak and the leak() loop: their heap growth and faults =="
-for s in "fib_leak 200" "loop_leak 100000"; do
+echo "== the fibonacci leak and the leak() loop: malloc through uprobes, leaks by stack =="
+for s in "fib_leak 200" "loop_leak 10000"; do
 	set -- $s
-	if "$b/memsight" record -q -o "$out/$1.trace" -- "$b/samples/$1" "$2"; then
-		"$b/memsight" folded -e faults "$out/$1.trace" | sort -t' ' -k2 -n | tail -3
-		"$b/memsight" flamegraph -e faults -o "$out/$1-faults.svg" "$out/$1.trace" && echo "wrote $out/$1-faults.svg"
+	if "$b/memsight" record -q -e malloc -o "$out/$1.trace" -- "$b/samples/$1" "$2"; then
+		"$b/memsight" leaks -T 2 "$out/$1.trace"
+		"$b/memsight" flamegraph -e malloc -w leaked -o "$out/$1-leaks.svg" "$out/$1.trace" &&
+			echo "wrote $out/$1-leaks.svg"
+		echo
 	fi
 done
 echo
