@@ -108,12 +108,18 @@ static void colour(const char *palette, const char *name, int *r, int *g, int *b
 	}
 }
 
-static int depth_of(const struct flame_node *n)
+/* Depth of the frames that will be drawn: narrower ones are left out, so
+ * they must not make the image taller. */
+static int depth_of(const struct flame_node *n, double scale, double minwidth)
 {
 	int d = 0;
 
 	for (size_t i = 0; i < n->nr_kids; i++) {
-		int k = depth_of(n->kids[i]);
+		int k;
+
+		if (n->kids[i]->value * scale < minwidth)
+			continue;
+		k = depth_of(n->kids[i], scale, minwidth);
 
 		if (k > d)
 			d = k;
@@ -256,11 +262,11 @@ static const char script[] =
 int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_opts *o)
 {
 	struct layout L = { f, o, 0, root->value, 0, 0 };
-	int depth = depth_of(root);
-	int mem = !strcmp(o->palette, "mem");
+	int mem = !strcmp(o->palette, "mem"), depth;
 
-	L.height = PAD_TOP + depth * FRAME_H + PAD_BOTTOM;
 	L.scale = root->value > 0 ? (o->width - 2 * PAD_SIDE) / root->value : 0;
+	depth = depth_of(root, L.scale, o->minwidth);
+	L.height = PAD_TOP + depth * FRAME_H + PAD_BOTTOM;
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n");
 	fprintf(f, "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
 		   "xmlns=\"http://www.w3.org/2000/svg\" data-width=\"%.0f\" data-side=\"%d\" data-total=\"%.17g\" "
