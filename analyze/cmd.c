@@ -4,6 +4,7 @@
 #include "cmd.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,20 @@ const char *fmt_bytes(uint64_t v, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f %s", d, unit[u]);
 	return buf;
+}
+
+int cmd_usage(const char *usage, int ok)
+{
+	fputs(usage, ok ? stdout : stderr);
+	return ok ? 0 : 2;
+}
+
+int cmd_one_file(int argc)
+{
+	if (optind == argc - 1)
+		return 0;
+	error("give one trace file (see memsight %s -h)", cmd_name);
+	return -1;
 }
 
 int parse_u64(const char *opt, const char *arg, uint64_t *out)

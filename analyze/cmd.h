@@ -23,6 +23,11 @@ int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cmd_open(struct session *s, const char *path);
 /* Replay failure or a stop: report and return the exit code. */
 const char *fmt_bytes(uint64_t v, char *buf, size_t len);
+/* -h (ok: on stdout, exit 0) or a bad option (on stderr, exit 2). */
+int cmd_usage(const char *usage, int ok);
+/* After the options: exactly one FILE must follow. Reports and returns -1
+ * when not. */
+int cmd_one_file(int argc);
 /* Parse an unsigned number option; reports and returns -1 when invalid. */
 int parse_u64(const char *opt, const char *arg, uint64_t *out);
 

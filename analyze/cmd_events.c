@@ -95,17 +95,13 @@ int cmd_events(int argc, char **argv)
 			o.stacks = 0;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
+			return cmd_usage(usage_text, 1);
 		default:
-			fputs(usage_text, stderr);
-			return 2;
+			return cmd_usage(usage_text, 0);
 		}
 	}
-	if (optind != argc - 1) {
-		error("give one trace file (see memsight events -h)");
+	if (cmd_one_file(argc))
 		return 2;
-	}
 	if (cmd_open(&s, argv[optind]))
 		return 1;
 	trace_seq_init(&o.seq);

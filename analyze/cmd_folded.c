@@ -227,17 +227,13 @@ int cmd_folded(int argc, char **argv)
 			kernel = 0;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
+			return cmd_usage(usage_text, 1);
 		default:
-			fputs(usage_text, stderr);
-			return 2;
+			return cmd_usage(usage_text, 0);
 		}
 	}
-	if (optind != argc - 1) {
-		error("give one trace file (see memsight folded -h)");
+	if (cmd_one_file(argc))
 		return 2;
-	}
 	if (kernel < 0)
 		/* A syscall's kernel half is always the same entry path. */
 		kernel = f.kind == MEMOP_FAULT && !f.malloc;

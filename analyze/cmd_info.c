@@ -41,18 +41,11 @@ int cmd_info(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (c == 'D')
 			dump = 1;
-		else if (c == 'h') {
-			fputs(usage_text, stdout);
-			return 0;
-		} else {
-			fputs(usage_text, stderr);
-			return 2;
-		}
+		else
+			return cmd_usage(usage_text, c == 'h');
 	}
-	if (optind != argc - 1) {
-		error("give one trace file (see memsight info -h)");
+	if (cmd_one_file(argc))
 		return 2;
-	}
 	if (cmd_open(&s, argv[optind]))
 		return 1;
 	if (session_replay(&s, count_sample, NULL, err, sizeof(err))) {

@@ -173,17 +173,13 @@ int cmd_leaks(int argc, char **argv)
 			have_fail = 1;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
+			return cmd_usage(usage_text, 1);
 		default:
-			fputs(usage_text, stderr);
-			return 2;
+			return cmd_usage(usage_text, 0);
 		}
 	}
-	if (optind != argc - 1) {
-		error("give one trace file (see memsight leaks -h)");
+	if (cmd_one_file(argc))
 		return 2;
-	}
 	suppress_init(&sup);
 	if ((defaults && suppress_add_defaults(&sup)) || (supfile && suppress_load(&sup, supfile, err, sizeof(err)))) {
 		error("%s", supfile ? err : "out of memory");

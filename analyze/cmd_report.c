@@ -320,17 +320,13 @@ int cmd_report(int argc, char **argv)
 			r.pid = v;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
+			return cmd_usage(usage_text, 1);
 		default:
-			fputs(usage_text, stderr);
-			return 2;
+			return cmd_usage(usage_text, 0);
 		}
 	}
-	if (optind != argc - 1) {
-		error("give one trace file (see memsight report -h)");
+	if (cmd_one_file(argc))
 		return 2;
-	}
 	if (cmd_open(&s, argv[optind]))
 		return 1;
 	hashmap_init(&r.procs, 0);
