@@ -22,7 +22,7 @@ trap cleanup EXIT
 cd "$w" || exit 1
 
 elapsed() { sed -n 's/^alloc_zoo: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+. "$top/tests/bench/bench-lib.sh"
 off() { nm -D --defined-only "$libc" | awk -v f="$1" '$3 == f || $3 ~ "^"f"@@" { print "0x" $1; exit }'; }
 
 # perf's uprobes: the same functions and fetchargs, in uprobe_events.
@@ -59,12 +59,7 @@ bt=$(median <bt.t); ht=$(median <ht.t)
 
 "$b/memsight" record -e malloc -o ms.trace -- "$zoo" churn $N >/dev/null 2>ms.err
 perf record $pe -o perf.data -- "$zoo" churn $N >/dev/null 2>perf.err
-ms_bytes=$(stat -c %s ms.trace)
-ms_events=$("$b/memsight" info ms.trace | sed -n 's/^samples: *//p')
-ms_lost=$("$b/memsight" info ms.trace | sed -n 's/^lost: *\([0-9]*\).*/\1/p')
-pf_bytes=$(stat -c %s perf.data)
-pf_events=$(perf script -i perf.data -F event 2>/dev/null | wc -l)
-pf_lost=$(perf report -i perf.data --stats 2>/dev/null | awk '/LOST/ { s += $NF } END { print s + 0 }')
+count_outputs
 
 awk -v base="$base" -v ms="$ms" -v pf="$pf" -v bt="${bt:-0}" -v ht="${ht:-0}" -v mb="$ms_bytes" -v me="$ms_events" \
     -v ml="$ms_lost" -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v n="$N" -v runs="$RUNS" '

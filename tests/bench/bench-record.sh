@@ -21,7 +21,7 @@ head -c $((MB << 20)) /dev/urandom >in.bin
 xor=$b/samples/xor_encoder
 
 elapsed() { sed -n 's/^xor_encoder: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+. "$top/tests/bench/bench-lib.sh"
 
 : >base.t; : >ms.t; : >perf.t
 for i in $(seq "$RUNS"); do
@@ -35,12 +35,7 @@ base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t)
 "$b/memsight" record -o ms.trace -- "$xor" in.bin >/dev/null 2>ms.err
 perf record -e syscalls:sys_enter_brk,syscalls:sys_enter_mmap,page-faults -c 1 -g -o perf.data \
 	-- "$xor" in.bin >/dev/null 2>perf.err
-ms_bytes=$(stat -c %s ms.trace)
-ms_events=$("$b/memsight" info ms.trace | sed -n 's/^samples: *//p')
-ms_lost=$("$b/memsight" info ms.trace | sed -n 's/^lost: *\([0-9]*\).*/\1/p')
-pf_bytes=$(stat -c %s perf.data)
-pf_events=$(perf script -i perf.data -F event 2>/dev/null | wc -l)
-pf_lost=$(perf report -i perf.data --stats 2>/dev/null | awk '/LOST/ { s += $NF } END { print s + 0 }')
+count_outputs
 
 t0=$(date +%s.%N)
 "$b/memsight" folded ms.trace 2>/dev/null | "$b/memsight" flamegraph >ms.svg

@@ -1,0 +1,17 @@
+# tests/bench/bench-lib.sh: what the benchmarks share. Sourced after $b
+# (the build directory) is set; works in the current directory.
+
+# The median of the numbers on standard input.
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# Size, events and losses of ms.trace and perf.data, into ms_bytes,
+# ms_events, ms_lost, pf_bytes, pf_events, pf_lost.
+count_outputs() {
+	ms_bytes=$(stat -c %s ms.trace)
+	"$b/memsight" info ms.trace >ms.info
+	ms_events=$(sed -n 's/^samples: *//p' ms.info)
+	ms_lost=$(sed -n 's/^lost: *\([0-9]*\).*/\1/p' ms.info)
+	pf_bytes=$(stat -c %s perf.data)
+	pf_events=$(perf script -i perf.data -F event 2>/dev/null | wc -l)
+	pf_lost=$(perf report -i perf.data --stats 2>/dev/null | awk '/LOST/ { s += $NF } END { print s + 0 }')
+}
