@@ -32,7 +32,8 @@ say = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
 # Debian packages the build, the tests and the demo need.
-BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev
+BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libunwind-dev libzstd-dev \
+	zlib1g-dev
 TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev
 BENCH_PKGS := linux-perf heaptrack bpftrace
 
@@ -45,7 +46,8 @@ RECORD_SRC := \
 	record/ksyms.c \
 	record/procsnap.c \
 	record/record.c \
-	record/uprobes.c
+	record/uprobes.c \
+	record/writeq.c
 
 ANALYZE_SRC := \
 	analyze/allocs.c \
@@ -62,7 +64,10 @@ ANALYZE_SRC := \
 	analyze/session.c \
 	analyze/stacktab.c \
 	analyze/suppress.c \
-	analyze/symbols.c
+	analyze/symbols.c \
+	analyze/unwind.c \
+	analyze/unwind_libdw.c \
+	analyze/unwind_libunwind.c
 
 FLAMEGRAPH_SRC := \
 	flamegraph/flamegraph.c \
@@ -75,13 +80,18 @@ SAMPLES := \
 	alloc_zoo \
 	cxx_leak \
 	fib_leak \
+	inline_alloc \
 	loop_leak \
 	xor_encoder
+
+# The same programs as most code is built: optimised, no frame pointers.
+# DWARF unwinding must give them the attribution the others get.
+NOFP_SAMPLES := alloc_zoo fib_leak inline_alloc loop_leak xor_encoder
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
 PROGRAMS := $(B)/memsight $(B)/memsight-record $(B)/memsight-analyze $(B)/memsight-flamegraph
-SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES))
+SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES)) $(addprefix $(B)/samples/nofp/,$(NOFP_SAMPLES))
 
 all: $(PROGRAMS) $(B)/test-tool $(SAMPLE_BINS)
 
@@ -96,11 +106,11 @@ $(B)/memsight: $(call obj,memsight.c)
 
 $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lelf -lzstd -lz
+	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ -lelf -lzstd -lz
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lelf -lzstd -lz -lstdc++
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
 
 $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 	$(call say,LINK,$@)
@@ -112,6 +122,12 @@ $(B)/test-tool: $(call obj,$(TOOL_SRC) $(FORMATS_SRC))
 
 # Samples keep frame pointers: the frame-pointer stacks of issue 2 need them.
 SAMPLE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Wextra
+NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra
+$(B)/samples/nofp/%: samples/%.c
+	$(call say,CC,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(NOFP_CFLAGS) -o $@ $< -pthread
+
 $(B)/samples/%: samples/%.c
 	$(call say,CC,$<)
 	@mkdir -p $(dir $@)

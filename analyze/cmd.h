@@ -31,4 +31,15 @@ int cmd_one_file(int argc);
 /* Parse an unsigned number option; reports and returns -1 when invalid. */
 int parse_u64(const char *opt, const char *arg, uint64_t *out);
 
+/* The symbol and unwinding options every command that shows stacks takes
+ * (main.c parses them), for its -h. */
+#define CMD_STACK_OPTIONS \
+	"\nstacks and symbols:\n" \
+	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too (before ~/.debug\n" \
+	"                        and /usr/lib/debug)\n" \
+	"      --sysroot DIR     find objects under DIR as under / (a copy of the recording box)\n" \
+	"      --unwinder NAME   for --call-graph dwarf traces: libdw (default) or libunwind\n" \
+	"      --no-inline       no frames for inlined functions (shown by default where the\n" \
+	"                        debug information has them)\n"
+
 #endif

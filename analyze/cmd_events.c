@@ -17,8 +17,8 @@ static const char usage_text[] =
 	"  -e, --event NAME     only this event or group (e.g. page-faults, mmap)\n"
 	"      --pid PID        only this process\n"
 	"  -G, --no-stacks      leave the stacks out\n"
-	"      --debug-dir DIR  find objects by build-id in DIR/.build-id/ too\n"
-	"  -h, --help           show this help\n";
+	"  -h, --help           show this help\n"
+	CMD_STACK_OPTIONS;
 
 struct events_opts {
 	const char *event;
@@ -109,6 +109,7 @@ int cmd_events(int argc, char **argv)
 		error("%s", err);
 	else
 		ret = 0;
+	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);
 	trace_seq_destroy(&o.seq);
 	session_release(&s);

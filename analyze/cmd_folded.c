@@ -23,8 +23,8 @@ static const char usage_text[] =
 	"      --pid PID         only this process\n"
 	"      --kernel          include kernel frames (default for faults)\n"
 	"      --no-kernel       leave kernel frames out (default for brk and mmap)\n"
-	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too\n"
-	"  -h, --help            show this help\n";
+	"  -h, --help            show this help\n"
+	CMD_STACK_OPTIONS;
 
 enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED };
 
@@ -251,6 +251,7 @@ int cmd_folded(int argc, char **argv)
 		error("%s", err);
 	else if (!print_folded(&f))
 		ret = 0;
+	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);
 	stacktab_release(&f.tab);
 	session_release(&s);

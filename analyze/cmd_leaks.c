@@ -26,8 +26,8 @@ static const char usage_text[] =
 	"      --no-default-suppressions\n"
 	"                        report libc's one-time allocations (stdio buffers, TLS, loader) too\n"
 	"      --fail-over BYTES exit with status 3 when more than BYTES are reported leaked\n"
-	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too\n"
-	"  -h, --help            show this help\n";
+	"  -h, --help            show this help\n"
+	CMD_STACK_OPTIONS;
 
 struct group {
 	struct stack_entry *stack; /* NULL: allocations whose entry was not kept */
@@ -280,7 +280,7 @@ int cmd_leaks(int argc, char **argv)
 				json_str(f->sym ? f->sym : NULL);
 				printf(",\"offset\":%llu,\"object\":", (unsigned long long)f->off);
 				json_str(obj_base(f));
-				if (lines && f->dso && !symbols_srcline(f->dso, f->file_off, f->ret, &file, &line)) {
+				if (lines && !frame_srcline(f, &file, &line)) {
 					printf(",\"file\":");
 					json_str(file);
 					printf(",\"line\":%d", line);
@@ -326,7 +326,7 @@ int cmd_leaks(int argc, char **argv)
 				int line;
 
 				printf("\t\t%s [%s]", frame_name(f, name, sizeof(name), 1), obj_base(f));
-				if (lines && f->dso && !symbols_srcline(f->dso, f->file_off, f->ret, &file, &line))
+				if (lines && !frame_srcline(f, &file, &line))
 					printf(" %s:%d", file, line);
 				putchar('\n');
 			}
@@ -339,6 +339,7 @@ int cmd_leaks(int argc, char **argv)
 		fprintf(stderr, "memsight leaks: %llu bytes leaked, over the --fail-over limit of %llu\n",
 			(unsigned long long)leak_bytes, (unsigned long long)fail_over);
 out:
+	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);
 	free(v);
 	hashmap_for_each(&l.groups, gs) free(gs->ptr);

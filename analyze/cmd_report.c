@@ -18,8 +18,8 @@ static const char usage_text[] =
 	"\n"
 	"  -T, --top N          stacks and mappings shown per section (default 5)\n"
 	"      --pid PID        only this process\n"
-	"      --debug-dir DIR  find objects by build-id in DIR/.build-id/ too\n"
-	"  -h, --help           show this help\n";
+	"  -h, --help           show this help\n"
+	CMD_STACK_OPTIONS;
 
 struct proc_stats {
 	int pid;
@@ -343,6 +343,7 @@ int cmd_report(int argc, char **argv)
 		print_report(&r, &s);
 		ret = 0;
 	}
+	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);
 	hashmap_for_each(&r.fmaps, slot) free(slot->ptr);

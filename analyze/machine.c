@@ -25,6 +25,8 @@ void machine_release(struct machine *m)
 
 		if (m->priv_free && p->priv)
 			m->priv_free(p->priv);
+		if (m->unwind_free && p->unwind)
+			m->unwind_free(p->unwind);
 		free(p->maps);
 		free(p);
 	}
@@ -88,6 +90,7 @@ void machine_set_comm(struct machine *m, int pid, int tid, const char *comm, int
 	if (exec) {
 		/* exec replaced the address space; its new mappings follow. */
 		p->nr_maps = 0;
+		p->code_gen++;
 	}
 	if (pid == tid || exec)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -118,6 +121,7 @@ void machine_fork(struct machine *m, int ppid, int ptid, int pid, int tid)
 			return;
 		snprintf(child->comm, sizeof(child->comm), "%s", comm);
 		child->exited = 0;
+		child->code_gen++;
 		free(child->maps);
 		child->maps = NULL;
 		child->nr_maps = child->maps_alloc = 0;
@@ -167,6 +171,8 @@ static void unmap_range(struct process *p, uint64_t start, uint64_t end)
 			i++;
 			continue;
 		}
+		if (mp->dso)
+			p->code_gen++;
 		if (mp->start < start && mp->end > end) {
 			/* Punch a hole: split in two. */
 			struct map tail = *mp;
@@ -204,6 +210,8 @@ int machine_map(struct machine *m, int pid, const struct map *map)
 	if (!p || map->end <= map->start)
 		return -1;
 	unmap_range(p, map->start, map->end);
+	if (map->dso)
+		p->code_gen++;
 	if (maps_reserve(p, 1))
 		return -1;
 	for (i = p->nr_maps; i > 0 && p->maps[i - 1].start > map->start; i--)

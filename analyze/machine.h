@@ -30,6 +30,8 @@ struct process {
 	size_t nr_maps, maps_alloc;
 	int exited;
 	void *priv;		/* the command's per-process state */
+	unsigned code_gen;	/* bumped when a file mapping comes or goes */
+	void *unwind;		/* the unwinder's address space, for one code_gen */
 };
 
 struct machine {
@@ -39,6 +41,7 @@ struct machine {
 	struct hashmap names;	/* interned map names */
 	struct symbols *syms;
 	void (*priv_free)(void *);
+	void (*unwind_free)(void *);
 };
 
 void machine_init(struct machine *m, struct symbols *syms);

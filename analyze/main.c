@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "session.h"
 #include "symbols.h"
+#include "unwind.h"
 
 static const char usage_text[] =
 	"usage: memsight-analyze COMMAND [options] FILE\n"
@@ -56,6 +58,27 @@ static int common_options(int *argc, char **argv)
 		if (dir) {
 			if (symbols_debug_dir_add(dir))
 				return error("out of memory");
+			continue;
+		}
+		if (!strcmp(argv[i], "--sysroot") || !strncmp(argv[i], "--sysroot=", 10)) {
+			const char *root = argv[i][9] == '=' ? argv[i] + 10 : i + 1 < *argc ? argv[++i] : NULL;
+
+			if (!root)
+				return error("--sysroot needs a directory");
+			if (symbols_sysroot_set(root))
+				return error("out of memory");
+			continue;
+		}
+		if (!strcmp(argv[i], "--unwinder") || !strncmp(argv[i], "--unwinder=", 11)) {
+			const char *name = argv[i][10] == '=' ? argv[i] + 11 : i + 1 < *argc ? argv[++i] : NULL;
+
+			if (!name || (session_unwinder = unwind_backend_parse(name)) < 0)
+				return error("unknown unwinder '%s': use libdw (the default) or libunwind",
+					     name ? name : "");
+			continue;
+		}
+		if (!strcmp(argv[i], "--inline") || !strcmp(argv[i], "--no-inline")) {
+			session_inline = argv[i][2] == 'i';
 			continue;
 		}
 		argv[out++] = argv[i];

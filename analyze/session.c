@@ -16,6 +16,8 @@
 #include <sys/mman.h>
 #include <traceevent/event-parse.h>
 
+#include "unwind.h"
+
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -252,6 +254,8 @@ void session_release(struct session *s)
 	if (s->tep)
 		tep_free(s->tep);
 	machine_release(&s->m);
+	if (s->uw)
+		unwind_free(s->uw);
 	symbols_release(&s->syms);
 	trace_reader_release(&s->r);
 }
@@ -465,6 +469,45 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 	machine_map(&s->m, pid, &mp);
 }
 
+int session_unwinder = UNWIND_LIBDW;
+int session_inline = 1;
+
+/* A --call-graph dwarf sample: its kernel callchain, then the user frames
+ * unwound from its registers and stack dump, as one chain. */
+static void sample_unwind(struct session *s, struct sample *smp)
+{
+	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack, smp->stack_size };
+	enum unwind_stop stop;
+	uint64_t n = 0;
+	int got;
+
+	if (!s->uw && !(s->uw = unwind_new(session_unwinder, &s->m)))
+		return;
+	for (uint64_t i = 0; i < smp->nr_ips && n < SESS_MAX_CHAIN - SESS_MAX_USER_FRAMES - 1; i++) {
+		if (smp->ips[i] == PERF_CONTEXT_USER)
+			break;
+		s->chain[n++] = smp->ips[i];
+	}
+	/* A sample in the kernel with no user part (a kernel thread) has no
+	 * user registers. */
+	if (!smp->regs)
+		goto out;
+	s->chain[n++] = PERF_CONTEXT_USER;
+	got = unwind_sample(s->uw, &in, s->chain + n, SESS_MAX_USER_FRAMES, &stop);
+	n += got;
+	if (!got)
+		n--;
+out:
+	smp->ips = s->chain;
+	smp->nr_ips = n;
+}
+
+void session_report_unwind(struct session *s)
+{
+	if (s->uw)
+		unwind_report(s->uw, stderr);
+}
+
 static int on_record(const void *data, size_t len, uint32_t stream, uint64_t time, void *arg)
 {
 	struct replay_state *st = arg;
@@ -488,6 +531,9 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			s->last_time = time;
 		if ((int)smp.pid == s->recorder_pid && !s->include_recorder)
 			return 0;
+		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && smp.ev->attr.exclude_callchain_user &&
+		    !s->no_unwind)
+			sample_unwind(s, &smp);
 		smp.ev->nr_samples++;
 		s->nr_samples++;
 		return st->fn ? st->fn(s, &smp, st->arg) : 0;
@@ -583,6 +629,32 @@ int session_frames(struct session *s, const struct sample *smp, struct frame *ou
 				f->ret = !first;
 				if (m->dso)
 					f->sym = symbols_lookup(m->dso, f->off, !first, &f->off);
+				if (f->sym && session_inline) {
+					const struct sym_inline *inl;
+					int k = symbols_inline(m->dso, f->file_off, f->ret, &inl);
+
+					/* The inlined functions go first, innermost first;
+					 * each one's caller shows the line that called it. */
+					if (k > 0 && n + k <= max) {
+						struct frame outer = *f;
+
+						for (int j = 0; j < k; j++) {
+							f = &out[n - 1 + j];
+							*f = outer;
+							f->sym = inl[j].name;
+							f->off = 0;
+							f->inlined = 1;
+							if (j > 0) {
+								f->call_file = inl[j - 1].call_file;
+								f->call_line = inl[j - 1].call_line;
+							}
+						}
+						out[n - 1 + k] = outer;
+						out[n - 1 + k].call_file = inl[k - 1].call_file;
+						out[n - 1 + k].call_line = inl[k - 1].call_line;
+						n += k;
+					}
+				}
 			}
 		}
 		first = 0;
@@ -590,9 +662,23 @@ int session_frames(struct session *s, const struct sample *smp, struct frame *ou
 	return n;
 }
 
+int frame_srcline(const struct frame *f, const char **file, int *line)
+{
+	if (f->call_file && f->call_line) {
+		*file = f->call_file;
+		*line = f->call_line;
+		return 0;
+	}
+	if (!f->dso)
+		return -1;
+	return symbols_srcline(f->dso, f->file_off, f->ret, file, line);
+}
+
 const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset)
 {
-	if (f->sym) {
+	if (f->sym && f->inlined) {
+		snprintf(buf, len, with_offset ? "%s (inlined)" : "%s", f->sym);
+	} else if (f->sym) {
 		if (with_offset)
 			snprintf(buf, len, "%s+0x%llx", f->sym, (unsigned long long)f->off);
 		else

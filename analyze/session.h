@@ -60,6 +60,8 @@ enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER };
 enum { AF_RET, AF_RET_IP };
 
 #define SESS_MAX_FIELDS 6
+#define SESS_MAX_CHAIN 512
+#define SESS_MAX_USER_FRAMES 256
 
 struct sess_event {
 	struct trace_event_desc d;
@@ -112,7 +114,14 @@ struct session {
 	unsigned page_size;
 	int nr_snapshots;
 	int include_recorder;
+	struct unwinder *uw;	/* for --call-graph dwarf samples, made on first use */
+	int no_unwind;		/* set by commands that never show stacks */
+	uint64_t chain[SESS_MAX_CHAIN]; /* a DWARF sample's kernel + unwound user chain */
 };
+
+/* Analysis options every command takes (main.c sets them). */
+extern int session_unwinder;	/* enum unwind_backend */
+extern int session_inline;	/* show inlined functions as frames */
 
 /* Open a trace and read its META. Returns 0, or -1 with a one-line reason
  * in err. A cut-short trace opens; s->r.stop says where it ends. */
@@ -130,6 +139,8 @@ long long session_stat(struct session *s, const char *key, long long def);
 
 /* A tracepoint field of a sample as a number (0 if absent). */
 uint64_t session_field(struct session *s, const struct sample *smp, int idx);
+/* Say on stderr how many DWARF stacks stopped early, and why. */
+void session_report_unwind(struct session *s);
 /* Warn once on stderr about an incomplete trace. */
 void session_warn_incomplete(struct session *s);
 
@@ -144,13 +155,19 @@ struct frame {
 	struct dso *dso;	/* the object, for source lines; NULL if none */
 	uint64_t file_off;	/* offset of ip in dso's file */
 	int ret;		/* ip is a return address */
+	int inlined;		/* a function inlined at ip, shown above the one it is in */
+	const char *call_file;	/* a frame that inlined the one below it: the call's source */
+	int call_line;
 };
 
 /* The sample's callchain, innermost first, symbolized. kernel/user pick
  * the parts. Returns the number of frames. */
 int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
 		   int user);
-/* "sym+0x1f", "[libc.so.6]+0x1234" or "[unknown]" into buf. */
+/* Source file and line of a frame (the call site for a function that
+ * inlined the frame below it); 0, or -1 when unknown. */
+int frame_srcline(const struct frame *f, const char **file, int *line);
+/* "sym+0x1f", "fn (inlined)", "[libc.so.6]+0x1234" or "[unknown]" into buf. */
 const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset);
 
 #endif

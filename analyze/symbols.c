@@ -9,13 +9,19 @@
  */
 #include "symbols.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* From libstdc++: C++ names are shown demangled. */
@@ -34,6 +40,7 @@ void symbols_init(struct symbols *s)
 {
 	memset(s, 0, sizeof(*s));
 	hashmap_init(&s->dsos, 1);
+	elf_version(EV_CURRENT);
 }
 
 static void dso_free(struct dso *d)
@@ -41,8 +48,12 @@ static void dso_free(struct dso *d)
 	hashmap_for_each(&d->cache, slot) {
 		struct sym_hit *h = slot->ptr;
 
-		if (h)
+		if (h) {
 			free(h->demangled);
+			for (int i = 0; i < h->nr_inline; i++)
+				free((char *)h->inl[i].name);
+			free(h->inl);
+		}
 		free(h);
 	}
 	hashmap_release(&d->cache);
@@ -51,6 +62,10 @@ static void dso_free(struct dso *d)
 	free(d->loads);
 	free(d->path);
 	free(d->used);
+	if (d->obj_bytes)
+		munmap((void *)d->obj_bytes, d->obj_size);
+	free(d->obj_path);
+	free(d->obj_loads);
 	free(d);
 }
 
@@ -102,6 +117,23 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 
 static char **debug_dirs;
 static size_t nr_debug_dirs;
+static char *sysroot;
+
+int symbols_sysroot_set(const char *dir)
+{
+	free(sysroot);
+	sysroot = strdup(dir);
+	return sysroot ? 0 : -ENOMEM;
+}
+
+/* Embedded objects come later; none yet. */
+static int embedded_path(const struct dso *d, char *buf, size_t len)
+{
+	(void)d;
+	(void)buf;
+	(void)len;
+	return 0;
+}
 
 int symbols_debug_dir_add(const char *dir)
 {
@@ -204,32 +236,211 @@ static enum dso_state dso_try(struct dso *d, const char *path)
 	return DSO_OK;
 }
 
-/* Candidates in order: DIR/.build-id/xx/rest.debug under each --debug-dir
- * and /usr/lib/debug, then the recorded path itself. */
+/* Where an object may be, in the order of the search (see symbols.h):
+ * DIR/.build-id/xx/rest(.debug) under --debug-dir and ~/.debug (also perf's
+ * build-id cache layout, a directory holding "elf" and "debug"), then
+ * /usr/lib/debug, then the recorded path. Separate debug files only when
+ * looking for symbols. */
+enum cand_for { FOR_SYMBOLS, FOR_OBJECT };
+#define MAX_CANDS 48
+
+static void cand_add(char (*out)[PATH_MAX], int *n, int max, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void cand_add(char (*out)[PATH_MAX], int *n, int max, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	if (*n >= max)
+		return;
+	va_start(ap, fmt);
+	len = vsnprintf(out[*n], PATH_MAX, fmt, ap);
+	va_end(ap);
+	/* A path too long to open is no candidate. */
+	if (len > 0 && len < PATH_MAX)
+		(*n)++;
+}
+
+static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[PATH_MAX], int max)
+{
+	const char *home = getenv("HOME");
+	char hex[41], home_debug[PATH_MAX];
+	int n = 0;
+
+#define ADD(...) cand_add(out, &n, max, __VA_ARGS__)
+	if (embedded_path(d, out[n], PATH_MAX))
+		n++;
+	if (sysroot)
+		ADD("%s%s", sysroot, d->path);
+	if (!d->bid_len) {
+		ADD("%s", d->path);
+		return n;
+	}
+	for (int i = 0; i < d->bid_len; i++)
+		sprintf(hex + 2 * i, "%02x", d->build_id[i]);
+	snprintf(home_debug, sizeof(home_debug), "%s/.debug", home && home[0] ? home : "/root");
+	for (size_t i = 0; i <= nr_debug_dirs; i++) {
+		const char *dir = i < nr_debug_dirs ? debug_dirs[i] : home_debug;
+
+		if (what == FOR_SYMBOLS)
+			ADD("%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
+		ADD("%s/.build-id/%.2s/%s", dir, hex, hex + 2);
+		ADD("%s/.build-id/%.2s/%s/elf", dir, hex, hex + 2);
+		if (what == FOR_SYMBOLS)
+			ADD("%s/.build-id/%.2s/%s/debug", dir, hex, hex + 2);
+	}
+	if (what == FOR_SYMBOLS)
+		ADD("/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	ADD("%s", d->path);
+#undef ADD
+	return n;
+}
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
 static void dso_load(struct dso *d)
 {
-	char hex[41], path[4352];
-	int mismatch = 0;
-	enum dso_state st;
+	char cands[MAX_CANDS][PATH_MAX];
+	int n = dso_candidates(d, FOR_SYMBOLS, cands, MAX_CANDS), mismatch = 0;
+	enum dso_state st = DSO_MISSING;
 
 	d->state = DSO_MISSING;
-	if (d->bid_len) {
-		for (int i = 0; i < d->bid_len; i++)
-			sprintf(hex + 2 * i, "%02x", d->build_id[i]);
-		for (size_t i = 0; i <= nr_debug_dirs; i++) {
-			const char *dir = i < nr_debug_dirs ? debug_dirs[i] : "/usr/lib/debug";
+	for (int i = 0; i < n; i++) {
+		if (!is_file(cands[i]))
+			continue;
+		st = dso_try(d, cands[i]);
+		if (st == DSO_OK) {
+			d->state = st;
+			return;
+		}
+		mismatch |= st == DSO_MISMATCH;
+	}
+	d->state = mismatch ? DSO_MISMATCH : st;
+}
 
-			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
-			st = dso_try(d, path);
-			if (st == DSO_OK) {
-				d->state = st;
-				return;
-			}
-			mismatch |= st == DSO_MISMATCH;
+/* Does the ELF have unwind tables with bytes in them? */
+static int has_unwind_tables(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".eh_frame") || !strcmp(name, ".debug_frame")))
+			return 1;
+	}
+	return 0;
+}
+
+static int object_try(struct dso *d, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ok = 0;
+	struct stat st;
+	Elf *elf;
+	size_t nph;
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+		close(fd);
+		return 0;
+	}
+	if (d->bid_len) {
+		const void *bid;
+		ssize_t bl = dwelf_elf_gnu_build_id(elf, &bid);
+
+		if (bl != d->bid_len || memcmp(bid, d->build_id, bl))
+			goto out;
+	}
+	if (!has_unwind_tables(elf) || elf_getphdrnum(elf, &nph))
+		goto out;
+	d->obj_loads = calloc(nph ? nph : 1, sizeof(*d->obj_loads));
+	if (!d->obj_loads)
+		goto out;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
+			d->obj_loads[d->nr_obj_loads++] = (struct dso_load){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+	}
+	d->obj_bytes = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (d->obj_bytes == MAP_FAILED) {
+		d->obj_bytes = NULL;
+		free(d->obj_loads);
+		d->obj_loads = NULL;
+		d->nr_obj_loads = 0;
+		goto out;
+	}
+	d->obj_size = st.st_size;
+	d->obj_path = strdup(path);
+	ok = d->obj_path != NULL;
+out:
+	elf_end(elf);
+	close(fd);
+	return ok;
+}
+
+const char *symbols_object(struct dso *d)
+{
+	char cands[MAX_CANDS][PATH_MAX];
+	int n;
+
+	if (d->obj_state)
+		return d->obj_state > 0 ? d->obj_path : NULL;
+	d->obj_state = -1;
+	n = dso_candidates(d, FOR_OBJECT, cands, MAX_CANDS);
+	for (int i = 0; i < n; i++) {
+		if (object_try(d, cands[i])) {
+			d->obj_state = 1;
+			return d->obj_path;
 		}
 	}
-	st = dso_try(d, d->path);
-	d->state = st == DSO_MISSING && mismatch ? DSO_MISMATCH : st;
+	return NULL;
+}
+
+const char *symbols_debug_file(struct dso *d)
+{
+	if (d->state == DSO_UNLOADED)
+		dso_load(d);
+	return d->state == DSO_OK ? d->used : NULL;
+}
+
+int symbols_object_read(struct dso *d, uint64_t off, void *buf, size_t len)
+{
+	if (!symbols_object(d) || off > d->obj_size || len > d->obj_size - off)
+		return -1;
+	memcpy(buf, d->obj_bytes + off, len);
+	return 0;
+}
+
+int symbols_object_bias(struct dso *d, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	if (!symbols_object(d))
+		return -1;
+	for (size_t i = 0; i < d->nr_obj_loads; i++) {
+		const struct dso_load *l = &d->obj_loads[i];
+		uint64_t lo = l->off & ~4095ull;
+
+		/* Mappings start at page boundaries, segments need not. */
+		if (pgoff >= lo && pgoff < l->off + (l->size ? l->size : 1)) {
+			*bias = start - pgoff - (l->vaddr - l->off);
+			return 0;
+		}
+	}
+	return -1;
 }
 
 static int vaddr_of(const struct dso *d, uint64_t off, uint64_t *vaddr)
@@ -272,6 +483,7 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 		slot->ptr = hit;
 		if (!hit)
 			return NULL;
+		hit->nr_inline = -1;
 		name = dwfl_module_addrinfo(d->mod, look, &o, &sym, NULL, NULL, NULL);
 		hit->name = name;
 		if (name && name[0] == '_' && name[1] == 'Z') {
@@ -293,6 +505,78 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 	}
 	*symoff = vaddr - hit->start;
 	return hit->name;
+}
+
+static char *die_function_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+	const char *name = NULL;
+	char *dm;
+	int status = -1;
+
+	/* An inlined instance names its function through abstract_origin;
+	 * prefer the linkage name so C++ shows with its signature. */
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		name = dwarf_formstring(&a);
+	if (!name)
+		name = dwarf_diename(die);
+	if (!name && dwarf_attr(die, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
+		name = dwarf_diename(&origin);
+	if (!name)
+		return strdup("[inlined]");
+	if (name[0] == '_' && name[1] == 'Z' && (dm = __cxa_demangle(name, NULL, NULL, &status)) && !status)
+		return dm;
+	return strdup(name);
+}
+
+int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline **out)
+{
+	uint64_t vaddr, look, symoff;
+	struct hm_slot *slot;
+	struct sym_hit *hit;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Addr bias;
+	int n;
+
+	*out = NULL;
+	if (!symbols_lookup(d, off, ret, &symoff) || vaddr_of(d, off, &vaddr))
+		return 0;
+	look = ret && vaddr ? vaddr - 1 : vaddr;
+	slot = hashmap_u64_find(&d->cache, look);
+	hit = slot ? slot->ptr : NULL;
+	if (!hit)
+		return 0;
+	if (hit->nr_inline >= 0) {
+		*out = hit->inl;
+		return hit->nr_inline;
+	}
+	hit->nr_inline = 0;
+	cu = dwfl_module_addrdie(d->mod, look, &bias);
+	n = cu ? dwarf_getscopes(cu, look - bias, &scopes) : 0;
+	if (n > 0) {
+		hit->inl = calloc(n, sizeof(*hit->inl));
+		for (int i = 0; hit->inl && i < n; i++) {
+			Dwarf_Files *files;
+			Dwarf_Word v;
+			Dwarf_Attribute a;
+			struct sym_inline *si;
+
+			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+				continue;
+			si = &hit->inl[hit->nr_inline++];
+			si->name = die_function_name(&scopes[i]);
+			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &v) == 0)
+				si->call_line = v;
+			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &v) == 0 &&
+			    dwarf_getsrcfiles(cu, &files, NULL) == 0)
+				si->call_file = dwarf_filesrc(files, v, NULL, NULL);
+		}
+	}
+	free(scopes);
+	*out = hit->inl;
+	return hit->nr_inline;
 }
 
 int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line)

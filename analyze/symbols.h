@@ -37,6 +37,17 @@ struct dso {
 	size_t nr_loads;
 	struct hashmap cache;	 /* vaddr -> struct sym_hit * */
 	uint64_t unresolved;	 /* lookups that found no name */
+
+	/* The object itself, for unwinding: the first candidate with the
+	 * recorded build-id whose unwind tables hold bytes (a separate debug
+	 * file has none). Found once, by symbols_object. */
+	int obj_state;		 /* 0 not looked for, 1 found, -1 none */
+	char *obj_path;
+	const unsigned char *obj_bytes; /* the file, mapped read-only */
+	size_t obj_size;
+	struct dso_load *obj_loads;	/* its PT_LOADs, p_filesz as size */
+	size_t nr_obj_loads;
+	uint64_t unwind_failed;	 /* stacks that stopped inside this object */
 };
 
 struct ksym {
@@ -55,17 +66,39 @@ struct sym_hit {
 	const char *name;	 /* NULL when unknown */
 	char *demangled;	 /* owned copy when name was a C++ one */
 	uint64_t start;		 /* symbol start (vaddr) */
+	int nr_inline;		 /* -1 until looked up */
+	struct sym_inline {
+		const char *name;	/* the inlined function */
+		const char *call_file;	/* where its caller called it */
+		int call_line;
+	} *inl;			 /* innermost first */
 };
 
 void symbols_init(struct symbols *s);
 /* Also look for objects as DIR/.build-id/xx/rest.debug (for every session). */
 int symbols_debug_dir_add(const char *dir);
+/* Look for objects under DIR as under / (their recorded paths). */
+int symbols_sysroot_set(const char *dir);
+/* The object file of d for unwinding (see struct dso), or NULL. */
+const char *symbols_object(struct dso *d);
+/* The file d's symbols come from (a separate debug file when there is
+ * one), or NULL when none was found. */
+const char *symbols_debug_file(struct dso *d);
+/* Read len bytes of d's object file at file offset off; 0 or -1. */
+int symbols_object_read(struct dso *d, uint64_t off, void *buf, size_t len);
+/* The load bias of d mapped at start with file offset pgoff: runtime
+ * address minus ELF virtual address. Needs symbols_object first. */
+int symbols_object_bias(struct dso *d, uint64_t start, uint64_t pgoff, uint64_t *bias);
 void symbols_release(struct symbols *s);
 struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char *bid, int bid_len);
 /* Symbol at file offset `off` of d; `ret` says off is a return address
  * (looked up one byte earlier, so a call at a function's end is named
  * right). Returns the name (NULL if unknown) and the offset into it. */
 const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symoff);
+/* The functions inlined at file offset `off` of d, innermost first, as
+ * debug information tells (none without it): the frames a stack shows
+ * above the symbol's own. Returns how many, with the array in *out. */
+int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline **out);
 /* Source file and line of a file offset; returns 0, or -1 when the object
  * has no line information for it. */
 int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line);

@@ -170,6 +170,21 @@ unsigned events_callchain_offset(uint64_t st)
 	return off;
 }
 
+void events_stack_attr(struct perf_event_attr *a, const struct rec_opts_events *o)
+{
+	if (o->callchain == REC_CG_NONE)
+		return;
+	a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (o->callchain != REC_CG_DWARF)
+		return;
+	/* The kernel part as a callchain; the user part is unwound later
+	 * from the registers and the stack bytes above sp. */
+	a->exclude_callchain_user = 1;
+	a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = REC_DWARF_REGS;
+	a->sample_stack_user = o->stack_size;
+}
+
 int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e)
 {
 	struct rec_event *p = realloc(*evs, (*nr + 1) * sizeof(*p));
@@ -218,8 +233,8 @@ int events_group_add(const char *name, const struct rec_opts_events *o, struct r
 		}
 		if (s->addr)
 			e.attr.sample_type |= PERF_SAMPLE_ADDR;
-		if (s->stack && o->callchain)
-			e.attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+		if (s->stack)
+			events_stack_attr(&e.attr, o);
 		e.callchain_off = events_callchain_offset(e.attr.sample_type);
 		if (events_push(evs, nr, &e)) {
 			free(e.format);

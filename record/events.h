@@ -26,8 +26,21 @@ struct rec_event {
 	char filter[192];	 /* PERF_EVENT_IOC_SET_FILTER text for every fd, "" for none */
 };
 
+enum rec_callchain {
+	REC_CG_NONE,
+	REC_CG_FP,		/* kernel and user frame-pointer callchains */
+	REC_CG_DWARF,		/* kernel callchain, user registers and stack dump */
+};
+
+/* --call-graph dwarf: the registers DWARF CFI on x86-64 can need (the
+ * general-purpose ones and ip; not flags or segments), and the default
+ * stack dump (see record.c for how it was chosen). */
+#define REC_DWARF_REGS 0xff01ffull
+#define REC_DWARF_STACK_DEFAULT 8192u
+
 struct rec_opts_events {
-	int callchain;		/* record kernel+user frame-pointer callchains */
+	enum rec_callchain callchain;
+	unsigned stack_size;	/* REC_CG_DWARF: bytes of user stack per sample */
 	int system_wide;
 	int inherit;
 	int enable_on_exec;
@@ -61,6 +74,8 @@ int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e);
 /* The attr fields every memsight event shares (see FORMAT.md, DATA). */
 void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events *o);
 unsigned events_callchain_offset(uint64_t sample_type);
+/* Add the stack fields -g asks for to an event that takes stacks. */
+void events_stack_attr(struct perf_event_attr *a, const struct rec_opts_events *o);
 void events_free(struct rec_event *evs, size_t nr);
 
 #endif

@@ -44,6 +44,7 @@
 #include "ksyms.h"
 #include "procsnap.h"
 #include "uprobes.h"
+#include "writeq.h"
 
 #ifndef MEMSIGHT_VERSION
 #define MEMSIGHT_VERSION "0.1"
@@ -64,6 +65,9 @@ static const char usage_text[] =
 	"  -o, --output FILE        trace file to write (default: memsight.trace)\n"
 	"  -d, --duration SECONDS   stop after SECONDS\n"
 	"  -g, --call-graph MODE    fp (default): kernel and user frame-pointer callchains;\n"
+	"                           dwarf[,SIZE]: kernel callchain, user registers and SIZE\n"
+	"                             bytes of user stack (default 8192), unwound offline;\n"
+	"                             the dump is raw process memory and can hold secrets\n"
 	"                           none: no stacks\n"
 	"  -m, --mmap-pages N       ring buffer pages per CPU, a power of two (default 1024)\n"
 	"  -O, --object OBJ         malloc: probe the allocator in OBJ (default: the target's libc)\n"
@@ -75,7 +79,12 @@ static const char usage_text[] =
 	"  -h, --help               show this help\n";
 
 #define CHUNK_TARGET (1u << 20)
+/* A chunk's buffer: the target and room for the record that crosses it. */
+#define CHUNK_BUF (CHUNK_TARGET + 65536)
 #define FLUSH_AGE_NS (2ull * 1000000000ull)
+/* Bytes of uncompressed chunks the compression thread may have queued
+ * before the drain loop waits for it. */
+#define WRITEQ_MAX (128u << 20)
 
 struct ring {
 	int cpu;
@@ -104,7 +113,8 @@ struct recorder {
 	int system_wide;
 	char **command;
 	double duration;
-	int callchain;
+	enum rec_callchain callchain;
+	unsigned stack_size;
 	unsigned mmap_pages;
 	enum trace_codec codec;
 	int level;
@@ -126,6 +136,7 @@ struct recorder {
 	struct id_map *ids;
 	size_t nr_ids;
 	struct trace_writer w;
+	struct writeq q;
 	int out_fd;
 	char tmp_path[PATH_MAX];
 	int renamed;
@@ -252,7 +263,8 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 	char *end;
 
 	rc->output = "memsight.trace";
-	rc->callchain = 1;
+	rc->callchain = REC_CG_FP;
+	rc->stack_size = REC_DWARF_STACK_DEFAULT;
 	rc->mmap_pages = 1024;
 	rc->codec = TRACE_CODEC_ZSTD;
 	/* '+': stop at the first non-option, the command to run. */
@@ -278,12 +290,26 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 				return error("invalid duration '%s': give seconds, e.g. -d 10 or -d 0.5", optarg);
 			break;
 		case 'g':
-			if (!strcmp(optarg, "fp"))
-				rc->callchain = 1;
-			else if (!strcmp(optarg, "none"))
-				rc->callchain = 0;
-			else
-				return error("unknown call-graph mode '%s': use fp or none", optarg);
+			if (!strcmp(optarg, "fp")) {
+				rc->callchain = REC_CG_FP;
+			} else if (!strcmp(optarg, "none")) {
+				rc->callchain = REC_CG_NONE;
+			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == ',')) {
+				unsigned long v = REC_DWARF_STACK_DEFAULT;
+
+				rc->callchain = REC_CG_DWARF;
+				if (optarg[5]) {
+					v = strtoul(optarg + 6, &end, 0);
+					/* The kernel takes multiples of 8 that keep a
+					 * sample under 64 KiB. */
+					if (*end || !optarg[6] || v < 64 || v > 65000 || v % 8)
+						return error("invalid stack size in '%s': give a multiple of 8 from 64 "
+							     "to 65000, e.g. dwarf,8192", optarg);
+				}
+				rc->stack_size = v;
+			} else {
+				return error("unknown call-graph mode '%s': use fp, dwarf[,SIZE] or none", optarg);
+			}
 			break;
 		case 'm': {
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -406,6 +432,7 @@ static int setup_events(struct recorder *rc)
 {
 	struct rec_opts_events o = {
 		.callchain = rc->callchain,
+		.stack_size = rc->stack_size,
 		.system_wide = rc->system_wide,
 		.inherit = !rc->system_wide,
 		.enable_on_exec = rc->command != NULL,
@@ -698,8 +725,12 @@ static void ring_flush(struct recorder *rc, struct ring *r)
 {
 	if (!r->len)
 		return;
-	trace_writer_add(&rc->w, TRACE_CHUNK_DATA, r->cpu, r->first_time, r->chunk, r->len, r->nrec);
+	/* The compression thread takes the buffer; the next records go to
+	 * a new one. */
+	writeq_push(&rc->q, r->cpu, r->first_time, r->chunk, r->len, r->alloc, r->nrec);
 	rc->records += r->nrec;
+	r->chunk = NULL;
+	r->alloc = 0;
 	r->len = 0;
 	r->nrec = 0;
 	r->flushed_at = now_ns(CLOCK_MONOTONIC);
@@ -722,8 +753,14 @@ static int ring_drain(struct recorder *rc, struct ring *r)
 		size = h->size;
 		if (size < sizeof(*h) || size > head - tail)
 			return error("ring of cpu %d holds a malformed record (size %zu)", r->cpu, size);
+		if (!r->alloc && size <= CHUNK_BUF) {
+			r->chunk = writeq_buffer(&rc->q);
+			if (!r->chunk)
+				return error("out of memory");
+			r->alloc = CHUNK_BUF;
+		}
 		if (r->len + size > r->alloc) {
-			size_t n = r->alloc ? r->alloc * 2 : CHUNK_TARGET + 65536;
+			size_t n = r->alloc ? r->alloc * 2 : CHUNK_BUF;
 			unsigned char *p;
 
 			while (n < r->len + size)
@@ -804,7 +841,10 @@ static void write_host(struct recorder *rc)
 	    (unsigned long long)real);
 	ADD("recorder_pid %d\n", (int)getpid());
 	ADD("command %s\n", cmd);
-	ADD("call_graph %s\n", rc->callchain ? "fp" : "none");
+	if (rc->callchain == REC_CG_DWARF)
+		ADD("call_graph dwarf,%u\n", rc->stack_size);
+	else
+		ADD("call_graph %s\n", rc->callchain == REC_CG_FP ? "fp" : "none");
 	ADD("groups %s\n", rc->groups);
 	ADD("build_id_in_mmap2 %d\n", rc->build_id);
 	if (rc->allocator[0]) {
@@ -920,6 +960,8 @@ static void write_end_meta(struct recorder *rc)
 		ADD("duration_ns %llu\n", (unsigned long long)(rc->stop_ns - rc->start_ns));
 		ADD("records %llu\n", (unsigned long long)rc->records);
 		ADD("lost %llu\n", (unsigned long long)lost);
+		ADD("writer_queue_peak %zu\nwriter_queue_waits %llu\n", rc->q.peak,
+		    (unsigned long long)rc->q.waits);
 		for (size_t i = 0; i < rc->nr_evs; i++)
 			if (rc->evs[i].group[0])
 				ADD("samples %s %llu\n", rc->evs[i].name, (unsigned long long)rc->evs[i].samples);
@@ -1029,7 +1071,11 @@ static void summary(struct recorder *rc)
 	fprintf(stderr, "memsight record: %llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes/record)\n",
 		(unsigned long long)rc->records, secs, bytes / 1048576.0, rc->output,
 		rc->records ? (double)bytes / rc->records : 0.0);
-	if (lost)
+	if (lost && rc->q.waits)
+		fprintf(stderr, "memsight record: LOST %llu events: compression could not keep up (%.0f MiB "
+				"queued); use --compression zstd:1 or none, or record fewer groups\n",
+			(unsigned long long)lost, rc->q.peak / 1048576.0);
+	else if (lost)
 		fprintf(stderr, "memsight record: LOST %llu events: the rings overflowed; enlarge them with -m "
 				"or record fewer groups\n",
 			(unsigned long long)lost);
@@ -1112,6 +1158,10 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		if (!live)
 			stop = 1;
 	}
+	/* From here until the rings are flushed the thread owns the writer. */
+	if (writeq_start(&rc->q, &rc->w, WRITEQ_MAX, CHUNK_BUF))
+		fprintf(stderr, "memsight record: no compression thread (%s); compressing in the drain loop\n",
+			strerror(errno));
 	if (!rc->command)
 		for (size_t i = 0; i < rc->nr_fds; i++)
 			ioctl(rc->fds[i], PERF_EVENT_IOC_ENABLE, 0);
@@ -1163,6 +1213,7 @@ out:
 		ret = -1;
 	for (int c = 0; c < rc->ncpus; c++)
 		ring_flush(rc, &rc->rings[c]);
+	writeq_stop(&rc->q);
 	for (size_t i = 0; pidfds && i < rc->nr_pids; i++)
 		if (pidfds[i] >= 0)
 			close(pidfds[i]);

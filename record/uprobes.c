@@ -213,8 +213,7 @@ static int load_event(const char *name, const char *fn, int entry, const struct 
 	if (entry && strcmp(fn, "free")) {
 		/* Stacks at entry, never at return: a pending return probe
 		 * has replaced a return address on the stack by then. */
-		if (o->callchain)
-			e.attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+		events_stack_attr(&e.attr, o);
 		/* -s N: one entry in N, counted in the kernel. Returns and
 		 * frees are all kept, so every free still finds its pointer.
 		 * realloc and posix_memalign entries are all kept: without

@@ -1,0 +1,134 @@
+/*
+ * record/writeq.c: the compression thread; see writeq.h.
+ */
+#include "writeq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define POOL_MAX 16
+
+struct writeq_job {
+	struct writeq_job *next;
+	uint32_t stream;
+	uint64_t time, nr;
+	void *buf;
+	size_t len, size;
+};
+
+static void *writeq_main(void *arg)
+{
+	struct writeq *q = arg;
+
+	/* Draining the rings matters more than compressing: when both want
+	 * the same CPU, the drain loop must win or the kernel drops events. */
+	setpriority(PRIO_PROCESS, gettid(), 10);
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		struct writeq_job *j;
+
+		while (!q->head && !q->stopping)
+			pthread_cond_wait(&q->more, &q->lock);
+		j = q->head;
+		if (!j)
+			break;
+		q->head = j->next;
+		if (!q->head)
+			q->tail = NULL;
+		pthread_mutex_unlock(&q->lock);
+		trace_writer_add(q->w, TRACE_CHUNK_DATA, j->stream, j->time, j->buf, j->len, j->nr);
+		pthread_mutex_lock(&q->lock);
+		q->pending -= j->len;
+		pthread_cond_signal(&q->room);
+		if (j->size == q->pool_size && q->nr_pool < POOL_MAX)
+			q->pool[q->nr_pool++] = j->buf;
+		else
+			free(j->buf);
+		free(j);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+void *writeq_buffer(struct writeq *q)
+{
+	void *b = NULL;
+
+	if (q->running) {
+		pthread_mutex_lock(&q->lock);
+		if (q->nr_pool)
+			b = q->pool[--q->nr_pool];
+		pthread_mutex_unlock(&q->lock);
+	}
+	return b ? b : malloc(q->pool_size);
+}
+
+int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, size_t buf_size)
+{
+	int r;
+
+	q->w = w;
+	q->max_pending = max_pending;
+	q->pool_size = buf_size;
+	q->pool = calloc(POOL_MAX, sizeof(*q->pool));
+	if (!q->pool)
+		return -ENOMEM;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->more, NULL);
+	pthread_cond_init(&q->room, NULL);
+	r = pthread_create(&q->thread, NULL, writeq_main, q);
+	if (r)
+		return -r;
+	q->running = 1;
+	return 0;
+}
+
+void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, size_t len, size_t size,
+		 uint64_t nr)
+{
+	struct writeq_job *j;
+
+	if (!q->running || !(j = malloc(sizeof(*j)))) {
+		trace_writer_add(q->w, TRACE_CHUNK_DATA, stream, time, buf, len, nr);
+		free(buf);
+		return;
+	}
+	*j = (struct writeq_job){ NULL, stream, time, nr, buf, len, size };
+	pthread_mutex_lock(&q->lock);
+	if (q->pending && q->pending + len > q->max_pending) {
+		q->waits++;
+		while (q->pending && q->pending + len > q->max_pending)
+			pthread_cond_wait(&q->room, &q->lock);
+	}
+	if (q->tail)
+		q->tail->next = j;
+	else
+		q->head = j;
+	q->tail = j;
+	q->pending += len;
+	if (q->pending > q->peak)
+		q->peak = q->pending;
+	pthread_cond_signal(&q->more);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void writeq_stop(struct writeq *q)
+{
+	if (!q->running)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stopping = 1;
+	pthread_cond_signal(&q->more);
+	pthread_mutex_unlock(&q->lock);
+	pthread_join(q->thread, NULL);
+	q->running = 0;
+	while (q->nr_pool)
+		free(q->pool[--q->nr_pool]);
+	free(q->pool);
+	q->pool = NULL;
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->more);
+	pthread_cond_destroy(&q->room);
+}

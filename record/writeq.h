@@ -1,0 +1,49 @@
+/*
+ * record/writeq.h: the compression thread.
+ *
+ * Owns handing full DATA chunks from the drain loop to a second thread that
+ * compresses and writes them, so the rings are emptied at memcpy speed and
+ * a slow codec or disk shows up as a queue, not as lost events. While the
+ * queue runs it is the only user of the trace writer; the drain loop waits
+ * (and says so in the statistics) only when more than its byte limit is
+ * queued. Knows nothing of perf records.
+ */
+#ifndef MEMSIGHT_RECORD_WRITEQ_H
+#define MEMSIGHT_RECORD_WRITEQ_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../formats/trace.h"
+
+struct writeq_job;
+
+struct writeq {
+	struct trace_writer *w;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t more, room;
+	struct writeq_job *head, *tail;
+	void **pool;		/* written buffers kept for reuse, all pool_size bytes */
+	size_t nr_pool, pool_size;
+	size_t pending, max_pending, peak;
+	uint64_t waits;		/* times the drain loop had to wait for room */
+	int stopping, running;
+};
+
+/* Start the thread. Returns 0 or a negative errno. */
+int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, size_t buf_size);
+/* A buffer of at least q->pool_size bytes for the next chunk: a written
+ * one when there is one, so the drain loop does not fault in fresh memory
+ * for every chunk. NULL when out of memory. */
+void *writeq_buffer(struct writeq *q);
+/* Queue one DATA chunk of len bytes in a buffer of size bytes; the queue takes buf (from writeq_buffer or malloc)
+ * and frees or reuses it. When the queue is not running the chunk is
+ * written at once. */
+void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, size_t len, size_t size,
+		 uint64_t nr);
+/* Write what is queued and end the thread. */
+void writeq_stop(struct writeq *q);
+
+#endif
