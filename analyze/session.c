@@ -506,6 +506,14 @@ void session_report_unwind(struct session *s)
 {
 	if (s->uw)
 		unwind_report(s->uw, stderr);
+	if (s->uw && getenv("MEMSIGHT_UNWIND_STATS"))
+		fprintf(stderr, "unwind: %llu stacks, %llu frames, deepest dump byte read %llu\n",
+			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,
+			(unsigned long long)unwind_stats(s->uw)->max_stack_used);
+	if (s->uw && getenv("MEMSIGHT_UNWIND_STATS"))
+		for (int i = 0; i < 16; i++)
+			fprintf(stderr, "unwind: complete stacks needing < %d KiB: %llu\n", i + 1,
+				(unsigned long long)unwind_stats(s->uw)->need_kib[i]);
 }
 
 static int on_record(const void *data, size_t len, uint32_t stream, uint64_t time, void *arg)

@@ -105,8 +105,8 @@ int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t
 
 	if (unwind_reg(in, 7, &sp) && addr >= sp && addr - sp + 8 <= in->stack_size) {
 		memcpy(val, in->stack + (addr - sp), 8);
-		if (addr - sp + 8 > u->st.max_stack_used)
-			u->st.max_stack_used = addr - sp + 8;
+		if (addr - sp + 8 > u->used)
+			u->used = addr - sp + 8;
 		return 0;
 	}
 	/* Code and tables are read from the object file mapped there. */
@@ -165,7 +165,12 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		ips[0] = ip;
 		return max > 0;
 	}
+	u->used = 0;
 	n = u->ops->run(u, h->space, in, ips, max, stop);
+	if (u->used > u->st.max_stack_used)
+		u->st.max_stack_used = u->used;
+	if (*stop == UNWIND_STOP_NONE)
+		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
 	if (n == 0 && max > 0) {
 		ips[0] = ip;
 		n = 1;

@@ -51,6 +51,10 @@ struct unwind_stats {
 	uint64_t stopped[UNWIND_STOP_NR];
 	uint64_t frames;
 	uint64_t max_stack_used; /* deepest dump byte any stack read, +1 */
+	/* Complete stacks by the dump bytes they needed, in 1 KiB steps
+	 * (the last counts 15 KiB and more): what --call-graph dwarf,SIZE
+	 * would have been enough. */
+	uint64_t need_kib[16];
 };
 
 struct unwinder;
@@ -89,6 +93,7 @@ struct unwinder {
 	const struct unwind_backend_ops *ops;
 	struct machine *m;
 	struct unwind_stats st;
+	uint64_t used;		/* dump bytes read by the stack being unwound */
 };
 
 /* The space of a process's address space: its map for an address. */

@@ -217,8 +217,17 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 		*stop = UNWIND_STOP_DEPTH;
 	} else if (sp->beyond_dump) {
 		*stop = UNWIND_STOP_STACK_END;
-	} else if (sp->n > 0) {
-		const struct map *mp = unwind_find_map(u, in->pid, sp->ips[sp->n - 1]);
+	} else {
+		/* The frame that could not be stepped from: the last one found,
+		 * or the sampled ip itself. */
+		uint64_t at = 0;
+		const struct map *mp;
+
+		if (sp->n > 0)
+			at = sp->ips[sp->n - 1];
+		else
+			unwind_reg(in, 16, &at);
+		mp = unwind_find_map(u, in->pid, at);
 
 		if (!mp || !mp->dso || !symbols_object(mp->dso)) {
 			*stop = UNWIND_STOP_NO_OBJECT;
@@ -226,8 +235,6 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 			*stop = UNWIND_STOP_NO_CFI;
 			mp->dso->unwind_failed++;
 		}
-	} else {
-		*stop = UNWIND_STOP_NO_CFI;
 	}
 	sp->in = NULL;
 	return sp->n;

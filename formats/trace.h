@@ -57,6 +57,10 @@ enum trace_file_flags {
 	TRACE_FILE_RING = 1 << 0, /* flight recorder: older chunks were dropped */
 };
 
+/* A LOSS entry for events the kernel's counters show were lost but no
+ * PERF_RECORD_LOST reported (see FORMAT.md). */
+#define TRACE_LOSS_UNREPORTED 0xffffffffu
+
 struct trace_loss {
 	uint32_t cpu;
 	uint32_t reserved;

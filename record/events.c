@@ -268,17 +268,23 @@ int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs,
 	return events_push(evs, nr, &e);
 }
 
-int events_id_add(struct rec_event *e, uint64_t id)
+int events_id_add(struct rec_event *e, uint64_t id, int fd)
 {
 	if (e->nr_ids == e->ids_alloc) {
 		size_t n = e->ids_alloc ? e->ids_alloc * 2 : 16;
 		uint64_t *p = realloc(e->ids, n * sizeof(*p));
+		int *f;
 
 		if (!p)
 			return -ENOMEM;
 		e->ids = p;
+		f = realloc(e->fds, n * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		e->fds = f;
 		e->ids_alloc = n;
 	}
+	e->fds[e->nr_ids] = fd;
 	e->ids[e->nr_ids++] = id;
 	return 0;
 }
@@ -288,5 +294,6 @@ void events_free(struct rec_event *evs, size_t nr)
 	for (size_t i = 0; i < nr; i++) {
 		free(evs[i].format);
 		free(evs[i].ids);
+		free(evs[i].fds);
 	}
 }

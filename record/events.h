@@ -20,6 +20,7 @@ struct rec_event {
 	char *format;		 /* tracefs format text, NULL for non-tracepoints */
 	struct perf_event_attr attr;
 	uint64_t *ids;		 /* one per fd opened */
+	int *fds;		 /* the fds, in the order of ids */
 	size_t nr_ids, ids_alloc;
 	uint64_t samples;	 /* counted by the drain loop */
 	unsigned callchain_off;	 /* byte offset of the callchain in a sample, 0 if none */
@@ -69,7 +70,7 @@ int events_group_add(const char *name, const struct rec_opts_events *o, struct r
 /* The tracking event (dummy software event carrying MMAP2, COMM, FORK, EXIT). */
 int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr);
 
-int events_id_add(struct rec_event *e, uint64_t id);
+int events_id_add(struct rec_event *e, uint64_t id, int fd);
 int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e);
 /* The attr fields every memsight event shares (see FORMAT.md, DATA). */
 void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events *o);

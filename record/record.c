@@ -69,7 +69,8 @@ static const char usage_text[] =
 	"                             bytes of user stack (default 8192), unwound offline;\n"
 	"                             the dump is raw process memory and can hold secrets\n"
 	"                           none: no stacks\n"
-	"  -m, --mmap-pages N       ring buffer pages per CPU, a power of two (default 1024)\n"
+	"  -m, --mmap-pages N       ring buffer pages per CPU, a power of two (default 1024,\n"
+	"                             4096 with dwarf)\n"
 	"  -O, --object OBJ         malloc: probe the allocator in OBJ (default: the target's libc)\n"
 	"  -z, --min-size BYTES     malloc: only allocations of at least BYTES\n"
 	"  -Z, --max-size BYTES     malloc: only allocations of at most BYTES\n"
@@ -84,7 +85,7 @@ static const char usage_text[] =
 #define FLUSH_AGE_NS (2ull * 1000000000ull)
 /* Bytes of uncompressed chunks the compression thread may have queued
  * before the drain loop waits for it. */
-#define WRITEQ_MAX (128u << 20)
+#define WRITEQ_MAX (256u << 20)
 
 struct ring {
 	int cpu;
@@ -150,6 +151,7 @@ struct recorder {
 	int child_done;
 	uint64_t start_ns, stop_ns;
 	uint64_t records;
+	uint64_t lost_unreported; /* lost per the event counters, beyond the LOST records */
 	int build_id;
 };
 
@@ -265,7 +267,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 	rc->output = "memsight.trace";
 	rc->callchain = REC_CG_FP;
 	rc->stack_size = REC_DWARF_STACK_DEFAULT;
-	rc->mmap_pages = 1024;
+	rc->mmap_pages = 0; /* by call-graph mode, after the options */
 	rc->codec = TRACE_CODEC_ZSTD;
 	/* '+': stop at the first non-option, the command to run. */
 	while ((c = getopt_long(argc, argv, "+e:p:ao:d:g:m:O:z:Z:s:qh", longopts, NULL)) != -1) {
@@ -383,6 +385,11 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 				     : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
 	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
 		return error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
+	/* A DWARF sample is about 8 KiB: faults in a tight loop come at
+	 * over a GB/s, so the rings must bridge the moments the drain loop
+	 * is off the CPU (16 MiB a CPU is about 10 ms of such a burst). */
+	if (!rc->mmap_pages)
+		rc->mmap_pages = rc->callchain == REC_CG_DWARF ? 4096 : 1024;
 	if (!rc->groups)
 		rc->groups = strdup("brk,mmap,faults");
 	return rc->groups ? 0 : error("out of memory");
@@ -538,7 +545,7 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 	}
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
 		return error("cannot read the id of '%s': %s", e->name, strerror(errno));
-	if (events_id_add(e, id))
+	if (events_id_add(e, id, fd))
 		return error("out of memory");
 	if (e->filter[0]) {
 		if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, e->filter))
@@ -956,12 +963,15 @@ static void write_end_meta(struct recorder *rc)
 
 		for (int c = 0; c < rc->ncpus; c++)
 			lost += rc->rings[c].lost;
+		lost += rc->lost_unreported;
 #define ADD(...) n += snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
 		ADD("duration_ns %llu\n", (unsigned long long)(rc->stop_ns - rc->start_ns));
 		ADD("records %llu\n", (unsigned long long)rc->records);
 		ADD("lost %llu\n", (unsigned long long)lost);
 		ADD("writer_queue_peak %zu\nwriter_queue_waits %llu\n", rc->q.peak,
 		    (unsigned long long)rc->q.waits);
+		ADD("writer_fast_chunks %llu\nwriter_raw_chunks %llu\n", (unsigned long long)rc->q.fast_chunks,
+		    (unsigned long long)rc->q.raw_chunks);
 		for (size_t i = 0; i < rc->nr_evs; i++)
 			if (rc->evs[i].group[0])
 				ADD("samples %s %llu\n", rc->evs[i].name, (unsigned long long)rc->evs[i].samples);
@@ -1061,7 +1071,7 @@ static int create_output(struct recorder *rc)
 
 static void summary(struct recorder *rc)
 {
-	uint64_t lost = 0, bytes = rc->w.offset;
+	uint64_t lost = rc->lost_unreported, bytes = rc->w.offset;
 	double secs = (rc->stop_ns - rc->start_ns) / 1e9;
 
 	for (int c = 0; c < rc->ncpus; c++)
@@ -1107,6 +1117,34 @@ static int reap_child(struct recorder *rc)
 		}
 	}
 	return rc->child_done;
+}
+
+/* The kernel writes a LOST record only once room comes back, so what is
+ * lost in the last moments may never be reported. The counters are exact:
+ * an event with period 1 fired `count` times and each firing is a sample,
+ * so count minus the samples received is what was lost. */
+static void count_lost(struct recorder *rc)
+{
+	uint64_t counted = 0, reported = 0;
+
+	for (size_t i = 0; i < rc->nr_evs; i++) {
+		struct rec_event *e = &rc->evs[i];
+		uint64_t total = 0;
+
+		if (!e->group[0] || e->attr.sample_period != 1)
+			continue;
+		for (size_t j = 0; j < e->nr_ids; j++) {
+			uint64_t v;
+
+			if (read(e->fds[j], &v, sizeof(v)) == sizeof(v))
+				total += v;
+		}
+		if (total > e->samples)
+			counted += total - e->samples;
+	}
+	for (int c = 0; c < rc->ncpus; c++)
+		reported += rc->rings[c].lost;
+	rc->lost_unreported = counted > reported ? counted - reported : 0;
 }
 
 static int run(struct recorder *rc, const sigset_t *mask)
@@ -1158,6 +1196,10 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		if (!live)
 			stop = 1;
 	}
+	/* The drain loop is what the kernel waits on: when root, let it
+	 * win the CPU over the command and the compression thread (a
+	 * failure just leaves the priority as it was). */
+	setpriority(PRIO_PROCESS, gettid(), -10);
 	/* From here until the rings are flushed the thread owns the writer. */
 	if (writeq_start(&rc->q, &rc->w, WRITEQ_MAX, CHUNK_BUF))
 		fprintf(stderr, "memsight record: no compression thread (%s); compressing in the drain loop\n",
@@ -1214,6 +1256,7 @@ out:
 	for (int c = 0; c < rc->ncpus; c++)
 		ring_flush(rc, &rc->rings[c]);
 	writeq_stop(&rc->q);
+	count_lost(rc);
 	for (size_t i = 0; pidfds && i < rc->nr_pids; i++)
 		if (pidfds[i] >= 0)
 			close(pidfds[i]);
@@ -1301,12 +1344,15 @@ int main(int argc, char **argv)
 finish:
 	write_end_meta(&rc);
 	{
-		struct trace_loss *l = calloc(rc.ncpus, sizeof(*l));
+		struct trace_loss *l = calloc(rc.ncpus + 1, sizeof(*l));
+		int n = rc.ncpus;
 
 		for (int c = 0; l && c < rc.ncpus; c++)
 			l[c] = (struct trace_loss){ c, 0, rc.rings[c].lost };
+		if (l && rc.lost_unreported)
+			l[n++] = (struct trace_loss){ TRACE_LOSS_UNREPORTED, 0, rc.lost_unreported };
 		if (l)
-			trace_writer_add_loss(&rc.w, l, rc.ncpus);
+			trace_writer_add_loss(&rc.w, l, n);
 		free(l);
 	}
 	if (trace_writer_finish(&rc.w)) {

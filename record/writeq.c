@@ -9,6 +9,11 @@
 #include <unistd.h>
 
 #define POOL_MAX 16
+/* zstd's negative levels trade ratio for speed. */
+#define WRITEQ_FAST_LEVEL (-3)
+#ifndef WRITEQ_NICE
+#define WRITEQ_NICE 5
+#endif
 
 struct writeq_job {
 	struct writeq_job *next;
@@ -18,16 +23,37 @@ struct writeq_job {
 	size_t len, size;
 };
 
+/* Losing events is worse than a bigger file: as the backlog grows, trade
+ * ratio for speed, first a fast zstd level, then no compression at all. */
+static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
+{
+	struct trace_writer *w = q->w;
+	enum trace_codec codec = w->codec;
+	int level = w->level;
+
+	if (backlog > q->max_pending / 2) {
+		w->codec = TRACE_CODEC_NONE;
+		q->raw_chunks++;
+	} else if (backlog > q->max_pending / 8 && codec == TRACE_CODEC_ZSTD) {
+		w->level = WRITEQ_FAST_LEVEL;
+		q->fast_chunks++;
+	}
+	trace_writer_add(w, TRACE_CHUNK_DATA, j->stream, j->time, j->buf, j->len, j->nr);
+	w->codec = codec;
+	w->level = level;
+}
+
 static void *writeq_main(void *arg)
 {
 	struct writeq *q = arg;
 
 	/* Draining the rings matters more than compressing: when both want
 	 * the same CPU, the drain loop must win or the kernel drops events. */
-	setpriority(PRIO_PROCESS, gettid(), 10);
+	setpriority(PRIO_PROCESS, gettid(), WRITEQ_NICE);
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		struct writeq_job *j;
+		size_t backlog;
 
 		while (!q->head && !q->stopping)
 			pthread_cond_wait(&q->more, &q->lock);
@@ -37,8 +63,9 @@ static void *writeq_main(void *arg)
 		q->head = j->next;
 		if (!q->head)
 			q->tail = NULL;
+		backlog = q->pending;
 		pthread_mutex_unlock(&q->lock);
-		trace_writer_add(q->w, TRACE_CHUNK_DATA, j->stream, j->time, j->buf, j->len, j->nr);
+		writeq_write(q, j, backlog);
 		pthread_mutex_lock(&q->lock);
 		q->pending -= j->len;
 		pthread_cond_signal(&q->room);

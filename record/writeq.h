@@ -6,7 +6,9 @@
  * a slow codec or disk shows up as a queue, not as lost events. While the
  * queue runs it is the only user of the trace writer; the drain loop waits
  * (and says so in the statistics) only when more than its byte limit is
- * queued. Knows nothing of perf records.
+ * queued. A growing backlog first lowers the zstd level, then stores
+ * chunks uncompressed: a bigger file is better than lost events. Knows
+ * nothing of perf records.
  */
 #ifndef MEMSIGHT_RECORD_WRITEQ_H
 #define MEMSIGHT_RECORD_WRITEQ_H
@@ -29,6 +31,8 @@ struct writeq {
 	size_t nr_pool, pool_size;
 	size_t pending, max_pending, peak;
 	uint64_t waits;		/* times the drain loop had to wait for room */
+	uint64_t fast_chunks;	/* written with a fast level to catch up */
+	uint64_t raw_chunks;	/* written uncompressed to catch up */
 	int stopping, running;
 };
 
