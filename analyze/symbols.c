@@ -370,6 +370,12 @@ static int object_try(struct dso *d, const char *path)
 	d->obj_loads = calloc(nph ? nph : 1, sizeof(*d->obj_loads));
 	if (!d->obj_loads)
 		goto out;
+	{
+		GElf_Ehdr eh;
+
+		if (gelf_getehdr(elf, &eh))
+			d->obj_entry = eh.e_entry;
+	}
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 

@@ -46,6 +46,7 @@ struct dso {
 	const unsigned char *obj_bytes; /* the file, mapped read-only */
 	size_t obj_size;
 	struct dso_load *obj_loads;	/* its PT_LOADs, p_filesz as size */
+	uint64_t obj_entry;	 /* e_entry: where a process's outermost frame starts */
 	size_t nr_obj_loads;
 	uint64_t unwind_failed;	 /* stacks that stopped inside this object */
 };

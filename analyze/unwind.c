@@ -116,6 +116,21 @@ int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t
 	return symbols_object_read(mp->dso, addr - mp->start + mp->pgoff, val, 8);
 }
 
+/* Is addr in the first instructions of its object's entry point (the
+ * dynamic loader's or the program's _start)? A stack ending there is
+ * complete even when the code there does not mark its return address
+ * undefined, as ld.so's _start does not. */
+static int at_entry_point(struct unwinder *u, int pid, uint64_t addr)
+{
+	const struct map *mp = unwind_find_map(u, pid, addr);
+	uint64_t bias;
+
+	if (!mp || !mp->dso || !symbols_object(mp->dso) || !mp->dso->obj_entry ||
+	    symbols_object_bias(mp->dso, mp->start, mp->pgoff, &bias))
+		return 0;
+	return addr - bias >= mp->dso->obj_entry && addr - bias < mp->dso->obj_entry + 64;
+}
+
 int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
 		  enum unwind_stop *stop)
 {
@@ -169,12 +184,14 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	n = u->ops->run(u, h->space, in, ips, max, stop);
 	if (u->used > u->st.max_stack_used)
 		u->st.max_stack_used = u->used;
-	if (*stop == UNWIND_STOP_NONE)
-		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
 	if (n == 0 && max > 0) {
 		ips[0] = ip;
 		n = 1;
 	}
+	if (*stop != UNWIND_STOP_NONE && *stop != UNWIND_STOP_DEPTH && at_entry_point(u, in->pid, ips[n - 1]))
+		*stop = UNWIND_STOP_NONE;
+	if (*stop == UNWIND_STOP_NONE)
+		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
 	u->st.stopped[*stop]++;
 	u->st.frames += n;
 	return n;

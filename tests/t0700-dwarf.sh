@@ -1,0 +1,125 @@
+#!/bin/sh
+# --call-graph dwarf: programs built as most code is (optimised, no frame
+# pointers) get the attribution their frame-pointer builds get; inlined
+# functions are frames; both unwinders agree; broken inputs stop one stack,
+# not the analysis.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+S=$BUILD/samples
+N=$BUILD/samples/nofp
+# The weight of folded lines whose stack ends with $2 (a ;-separated tail).
+weight_of() { awk -v tail="$2" '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s);
+	if (substr(s, length(s) - length(tail) + 1) == tail) t += w } END { print t + 0 }' "$1"; }
+
+test_expect_success 'fibonacci: the optimised build without frame pointers leaks to calloc <- fibonacci <- child, like the fp build' '
+	"$MEMSIGHT" record -q -e malloc -o fp.trace -- "$S/fib_leak" 50 >truth &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf -o dw.trace -- "$N/fib_leak" 50 >truth.nofp &&
+	test_cmp truth truth.nofp &&
+	"$MEMSIGHT" folded -e malloc -w leaked fp.trace >fp.folded &&
+	"$MEMSIGHT" folded -e malloc -w leaked dw.trace >dw.folded &&
+	cat dw.folded &&
+	test "$(weight_of fp.folded ";start_thread;child;fibonacci;calloc")" = 409600 &&
+	test "$(weight_of dw.folded ";start_thread;child;fibonacci;calloc")" = 409600
+'
+
+test_expect_success 'the leak() loop: the same attribution with either build' '
+	"$MEMSIGHT" record -q -e malloc -o fp.trace -- "$S/loop_leak" 1000 >truth &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf -o dw.trace -- "$N/loop_leak" 1000 >truth.nofp &&
+	test_cmp truth truth.nofp &&
+	"$MEMSIGHT" folded -e malloc -w leaked fp.trace >fp.folded &&
+	"$MEMSIGHT" folded -e malloc -w leaked dw.trace >dw.folded &&
+	cat dw.folded &&
+	test "$(weight_of fp.folded ";main;someFunc;leak;malloc")" = 4000 &&
+	test "$(weight_of dw.folded ";main;someFunc;leak;malloc")" = 4000
+'
+
+test_expect_success 'an inlined allocation helper is its own frame under its caller (and gone with --no-inline)' '
+	"$MEMSIGHT" record -q -e malloc -g dwarf -o inl.trace -- "$N/inline_alloc" 200 >truth &&
+	grep "^inline_alloc: 200 allocations of 48 bytes from new_node inlined in build_list, 9600 bytes leaked$" truth &&
+	"$MEMSIGHT" leaks inl.trace >leaks &&
+	cat leaks &&
+	grep -A4 "^9600 bytes in 200 allocations from stack" leaks >stack &&
+	sed -n 3p stack | grep "^		malloc+0x0 \[libc.so.6\]$" &&
+	sed -n 4p stack | grep "^		new_node (inlined) \[inline_alloc\]$" &&
+	sed -n 5p stack | grep "^		build_list+0x[0-9a-f]* \[inline_alloc\]$" &&
+	"$MEMSIGHT" leaks --lines inl.trace | grep "new_node (inlined) \[inline_alloc\] samples/inline_alloc.c:[0-9]*$" &&
+	"$MEMSIGHT" leaks --no-inline inl.trace >plain &&
+	! grep new_node plain &&
+	grep -A3 "^9600 bytes in 200 allocations from stack" plain | sed -n 4p | grep "^		build_list+0x"
+'
+
+test_expect_success 'XOR without frame pointers, brk+mmap+faults: the buffer mmap to read_in_chunks, chunk growth to process_chunk, nothing lost' '
+	head -c 8388608 /dev/urandom >input &&
+	"$MEMSIGHT" record -q -g dwarf -o xor.trace -- "$N/xor_encoder" input /dev/null >truth &&
+	cat truth &&
+	len=$(sed -n "s/^xor_encoder: read_in_chunks buffer mmap \([0-9]*\) bytes at .*/\1/p" truth) &&
+	chunks=$(sed -n "s/^xor_encoder: process_chunk kept \([0-9]*\) chunks .*/\1/p" truth) &&
+	test -n "$len" && test -n "$chunks" &&
+	"$MEMSIGHT" info xor.trace >info &&
+	grep "^lost: *0$" info &&
+	grep "^call graph:  dwarf,8192$" info &&
+	"$MEMSIGHT" report xor.trace >report 2>err &&
+	cat err &&
+	grep -A12 "^  $len bytes (.*) at 0x[0-9a-f]* rw-p anonymous" report >mapping &&
+	grep "read_in_chunks" mapping &&
+	"$MEMSIGHT" folded -e brk -w bytes xor.trace >brk.folded &&
+	"$MEMSIGHT" folded -e faults xor.trace >faults.folded &&
+	grow=$(awk "{ t += \$NF } END { print t }" brk.folded) &&
+	mine=$(grep ";process_chunk;.*malloc" brk.folded | awk "{ t += \$NF } END { print t + 0 }") &&
+	echo "heap growth $grow, through process_chunk and malloc $mine" &&
+	test $((mine * 10)) -ge $((grow * 9)) &&
+	pc=$(grep ";process_chunk" faults.folded | awk "{ t += \$NF } END { print t + 0 }") &&
+	echo "faults under process_chunk: $pc of $chunks chunks" &&
+	test $((pc * 10)) -ge $((chunks * 9))
+'
+
+test_expect_success 'libdw and libunwind agree frame for frame' '
+	for t in fp dw inl xor; do
+		"$MEMSIGHT" events $t.trace >$t.libdw 2>/dev/null &&
+		"$MEMSIGHT" events --unwinder libunwind $t.trace >$t.libunwind 2>/dev/null || return 1
+	done &&
+	test_cmp dw.libdw dw.libunwind &&
+	test_cmp inl.libdw inl.libunwind &&
+	grep -c "	" xor.libdw >frames &&
+	test "$(cat frames)" -gt 1000 &&
+	diff xor.libdw xor.libunwind >xor.diff || true &&
+	changed=$(grep -c "^[<>]" xor.diff) &&
+	echo "frames differing in the XOR recording: $changed of $(cat frames)" &&
+	test "$changed" -le 20
+'
+
+test_expect_success 'an unknown unwinder is one line and a usage exit' '
+	test_must_fail "$MEMSIGHT" leaks --unwinder frobnicate dw.trace 2>err &&
+	test_one_line err &&
+	grep "unknown unwinder .frobnicate.: use libdw (the default) or libunwind" err
+'
+
+test_expect_success 'an object whose .eh_frame is corrupt: its stacks stop and are counted, the analysis goes on' '
+	mkdir -p bin &&
+	cp "$N/loop_leak" bin/loop_leak &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf -o bad.trace -- bin/loop_leak 100 >truth &&
+	off=$(readelf -SW bin/loop_leak | awk "\$2 == \".eh_frame\" { print \$5 }") &&
+	size=$(readelf -SW bin/loop_leak | awk "\$2 == \".eh_frame\" { print \$6 }") &&
+	test -n "$off" &&
+	head -c $((0x$size)) /dev/zero | tr "\\000" "\\377" |
+		dd of=bin/loop_leak bs=1 seek=$((0x$off)) conv=notrunc 2>/dev/null &&
+	"$MEMSIGHT" leaks bad.trace >leaks 2>err &&
+	cat err &&
+	grep "^400 bytes in 100 allocations from stack" leaks &&
+	grep "^memsight: [0-9]* of [0-9]* stacks stopped early (libdw unwinder): no usable unwind entry" err &&
+	"$MEMSIGHT" leaks --unwinder libunwind bad.trace >leaks.lu 2>err.lu &&
+	grep "^400 bytes in 100 allocations from stack" leaks.lu &&
+	grep "stacks stopped early (libunwind unwinder)" err.lu
+'
+
+test_expect_success 'an object that vanished: unwinding stops there, the rest goes on, the fix is named' '
+	rm bin/loop_leak &&
+	"$MEMSIGHT" leaks bad.trace >leaks 2>err &&
+	cat err &&
+	grep "^400 bytes in 100 allocations from stack" leaks &&
+	grep "stacks stopped early (libdw unwinder): an address outside every mapping, or its object is not here" err &&
+	grep "frames unnamed in .*bin/loop_leak.*: the file is not on this machine" err
+'
+
+test_done
