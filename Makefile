@@ -42,6 +42,7 @@ FORMATS_SRC := \
 	formats/trace.c
 
 RECORD_SRC := \
+	record/embed.c \
 	record/events.c \
 	record/ksyms.c \
 	record/procsnap.c \

@@ -21,6 +21,7 @@ static const char usage_text[] =
 	"  folded      folded stacks (comm;outer;...;inner COUNT) for flame graphs\n"
 	"  leaks       allocations still outstanding when recording ended, by stack\n"
 	"  flamegraph  draw an interactive SVG flame graph from a trace or folded stacks\n"
+	"  archive     embed in a trace the objects its stacks need, for analysis elsewhere\n"
 	"\n"
 	"'memsight COMMAND -h' shows a command's options.\n";
 
@@ -75,6 +76,14 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "flamegraph")) {
 		argv[1] = "memsight flamegraph";
 		run("memsight-flamegraph", argv + 1);
+	}
+	if (!strcmp(argv[1], "archive")) {
+		/* On the recording box, by the recorder: it needs only libelf. */
+		args = calloc(argc + 1, sizeof(*args));
+		if (!args)
+			return 1;
+		memcpy(args + 1, argv + 1, argc * sizeof(*args));
+		run("memsight-record", args);
 	}
 	for (int i = 0; analyze_commands[i]; i++) {
 		if (!strcmp(argv[1], analyze_commands[i])) {

@@ -170,6 +170,10 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		if (symbols_ksyms_load(&s->syms, data, len))
 			return fail(o->err, o->errlen, "out of memory");
 		break;
+	case TRACE_META_OBJECT:
+		if (symbols_embedded_add(data, len) == -ENOMEM)
+			return fail(o->err, o->errlen, "out of memory");
+		break;
 	case TRACE_META_BUILDIDS:
 	case TRACE_META_STATS: {
 		char **dst = kind == TRACE_META_STATS ? &s->stats : &s->buildids;

@@ -66,6 +66,7 @@ static void dso_free(struct dso *d)
 		munmap((void *)d->obj_bytes, d->obj_size);
 	free(d->obj_path);
 	free(d->obj_loads);
+	free(d->obj_sects);
 	free(d);
 }
 
@@ -126,12 +127,84 @@ int symbols_sysroot_set(const char *dir)
 	return sysroot ? 0 : -ENOMEM;
 }
 
-/* Embedded objects come later; none yet. */
+/* Objects embedded in the trace: handed to libdw and libunwind as files,
+ * so each is written once to a memfd when first needed. */
+struct embedded {
+	unsigned char bid[20];
+	int bid_len, mode, fd;
+	char *path;
+	unsigned char *bytes;
+	size_t len;
+	uint64_t original_size;
+};
+static struct embedded *embedded;
+static size_t nr_embedded;
+
+int symbols_embedded_add(const void *payload, size_t len)
+{
+	const unsigned char *p = payload;
+	struct embedded *v, *e;
+	uint16_t pl;
+
+	if (len < 34 || p[0] != 1 || p[2] > 20)
+		return -EINVAL;
+	memcpy(&pl, p + 32, 2);
+	if (34 + (size_t)pl > len)
+		return -EINVAL;
+	v = realloc(embedded, (nr_embedded + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	embedded = v;
+	e = &embedded[nr_embedded];
+	memset(e, 0, sizeof(*e));
+	e->mode = p[1];
+	e->bid_len = p[2];
+	memcpy(e->bid, p + 4, 20);
+	memcpy(&e->original_size, p + 24, 8);
+	e->fd = -1;
+	e->path = strndup((const char *)p + 34, pl);
+	e->len = len - 34 - pl;
+	e->bytes = malloc(e->len ? e->len : 1);
+	if (!e->path || !e->bytes) {
+		free(e->path);
+		free(e->bytes);
+		return -ENOMEM;
+	}
+	memcpy(e->bytes, p + 34 + pl, e->len);
+	nr_embedded++;
+	return 0;
+}
+
+int symbols_embedded_get(size_t i, struct embedded_info *out)
+{
+	if (i >= nr_embedded)
+		return -1;
+	*out = (struct embedded_info){ embedded[i].path, embedded[i].bid, embedded[i].bid_len, embedded[i].mode,
+				       embedded[i].len, embedded[i].original_size };
+	return 0;
+}
+
 static int embedded_path(const struct dso *d, char *buf, size_t len)
 {
-	(void)d;
-	(void)buf;
-	(void)len;
+	for (size_t i = 0; d->bid_len && i < nr_embedded; i++) {
+		struct embedded *e = &embedded[i];
+
+		if (e->bid_len != d->bid_len || memcmp(e->bid, d->build_id, e->bid_len))
+			continue;
+		if (e->fd < 0) {
+			int fd = memfd_create("memsight-object", 0);
+
+			if (fd < 0)
+				return 0;
+			if (write(fd, e->bytes, e->len) != (ssize_t)e->len) {
+				close(fd);
+				return 0;
+			}
+			e->fd = fd;
+		}
+		snprintf(buf, len, "/proc/self/fd/%d", e->fd);
+		return e->mode;
+	}
 	return 0;
 }
 
@@ -269,8 +342,14 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 	int n = 0;
 
 #define ADD(...) cand_add(out, &n, max, __VA_ARGS__)
-	if (embedded_path(d, out[n], PATH_MAX))
-		n++;
+	char emb[PATH_MAX];
+	int mode = embedded_path(d, emb, sizeof(emb));
+
+	/* The trace's own copy first; but for names a minimal one has only
+	 * the symbol tables (no inlined functions, no lines), so any local
+	 * file with the same build-id goes before it. */
+	if (mode == 2 || (mode == 1 && what == FOR_OBJECT))
+		ADD("%s", emb);
 	if (sysroot)
 		ADD("%s%s", sysroot, d->path);
 	if (!d->bid_len) {
@@ -293,6 +372,8 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 	if (what == FOR_SYMBOLS)
 		ADD("/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
 	ADD("%s", d->path);
+	if (mode == 1 && what == FOR_SYMBOLS)
+		ADD("%s", emb);
 #undef ADD
 	return n;
 }
@@ -382,6 +463,23 @@ static int object_try(struct dso *d, const char *path)
 		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
 			d->obj_loads[d->nr_obj_loads++] = (struct dso_load){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
 	}
+	{
+		/* Reads go through the sections: in an embedded minimal
+		 * object only they hold bytes, not the file offsets the
+		 * program headers name. */
+		size_t nsec = 0;
+		Elf_Scn *scn = NULL;
+
+		elf_getshdrnum(elf, &nsec);
+		d->obj_sects = calloc(nsec ? nsec : 1, sizeof(*d->obj_sects));
+		while (d->obj_sects && (scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+
+			if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS && (sh.sh_flags & SHF_ALLOC) && sh.sh_size &&
+			    sh.sh_offset + sh.sh_size <= (uint64_t)st.st_size)
+				d->obj_sects[d->nr_obj_sects++] = (struct dso_sect){ sh.sh_addr, sh.sh_offset, sh.sh_size };
+		}
+	}
 	d->obj_bytes = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (d->obj_bytes == MAP_FAILED) {
 		d->obj_bytes = NULL;
@@ -426,10 +524,34 @@ const char *symbols_debug_file(struct dso *d)
 
 int symbols_object_read(struct dso *d, uint64_t off, void *buf, size_t len)
 {
-	if (!symbols_object(d) || off > d->obj_size || len > d->obj_size - off)
+	if (!symbols_object(d))
 		return -1;
-	memcpy(buf, d->obj_bytes + off, len);
-	return 0;
+	/* File offset -> address -> the section holding it. */
+	for (size_t i = 0; i < d->nr_obj_loads; i++) {
+		const struct dso_load *l = &d->obj_loads[i];
+		uint64_t vaddr;
+
+		if (off < l->off || off >= l->off + l->size)
+			continue;
+		vaddr = off - l->off + l->vaddr;
+		for (size_t j = 0; j < d->nr_obj_sects; j++) {
+			const struct dso_sect *sc = &d->obj_sects[j];
+
+			if (vaddr >= sc->addr && vaddr < sc->addr + sc->size) {
+				size_t have = sc->addr + sc->size - vaddr;
+
+				/* Unwinders read whole words: the tail of one
+				 * past a section's end is padding, read as 0. */
+				if (have > len)
+					have = len;
+				memcpy(buf, d->obj_bytes + sc->off + (vaddr - sc->addr), have);
+				memset((char *)buf + have, 0, len - have);
+				return 0;
+			}
+		}
+		return -1;
+	}
+	return -1;
 }
 
 int symbols_object_bias(struct dso *d, uint64_t start, uint64_t pgoff, uint64_t *bias)

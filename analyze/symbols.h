@@ -47,6 +47,8 @@ struct dso {
 	size_t obj_size;
 	struct dso_load *obj_loads;	/* its PT_LOADs, p_filesz as size */
 	uint64_t obj_entry;	 /* e_entry: where a process's outermost frame starts */
+	struct dso_sect { uint64_t addr, off, size; } *obj_sects; /* sections with bytes */
+	size_t nr_obj_sects;
 	size_t nr_obj_loads;
 	uint64_t unwind_failed;	 /* stacks that stopped inside this object */
 };
@@ -78,6 +80,18 @@ struct sym_hit {
 void symbols_init(struct symbols *s);
 /* Also look for objects as DIR/.build-id/xx/rest.debug (for every session). */
 int symbols_debug_dir_add(const char *dir);
+/* An object embedded in the trace (a TRACE_META_OBJECT payload, copied).
+ * Returns 0, -EINVAL for a payload that does not parse, or -ENOMEM. */
+int symbols_embedded_add(const void *payload, size_t len);
+struct embedded_info {
+	const char *path;
+	const unsigned char *build_id;
+	int bid_len;
+	int mode;		/* 1 minimal, 2 full */
+	uint64_t size, original_size;
+};
+/* The i-th embedded object; 0, or -1 past the last. */
+int symbols_embedded_get(size_t i, struct embedded_info *out);
 /* Look for objects under DIR as under / (their recorded paths). */
 int symbols_sysroot_set(const char *dir);
 /* The object file of d for unwinding (see struct dso), or NULL. */

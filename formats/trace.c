@@ -114,6 +114,7 @@ const char *trace_meta_kind_name(unsigned kind)
 	case TRACE_META_KSYMS: return "ksyms";
 	case TRACE_META_BUILDIDS: return "buildids";
 	case TRACE_META_STATS: return "stats";
+	case TRACE_META_OBJECT: return "object";
 	}
 	return "unknown";
 }

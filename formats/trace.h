@@ -51,6 +51,7 @@ enum trace_meta_kind {
 	TRACE_META_KSYMS = 5,	    /* kallsyms lines for the kernel text stacks hit */
 	TRACE_META_BUILDIDS = 6,    /* "buildid\tpath\n" for objects seen without one */
 	TRACE_META_STATS = 7,	    /* "key value\n" text written when recording ends */
+	TRACE_META_OBJECT = 8,	    /* an object embedded for unwinding and symbols */
 };
 
 enum trace_file_flags {

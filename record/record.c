@@ -40,6 +40,7 @@
 
 #include "../formats/meta.h"
 #include "../formats/trace.h"
+#include "embed.h"
 #include "events.h"
 #include "ksyms.h"
 #include "procsnap.h"
@@ -75,9 +76,17 @@ static const char usage_text[] =
 	"  -z, --min-size BYTES     malloc: only allocations of at least BYTES\n"
 	"  -Z, --max-size BYTES     malloc: only allocations of at most BYTES\n"
 	"  -s, --sample N           malloc: keep one allocation's stack in N (estimates)\n"
+	"      --embed MODE         minimal (default; none with -a): put the unwind and symbol tables of every\n"
+	"                             executable object mapped into the trace, so it can be\n"
+	"                             analyzed where the binaries are not; full: the whole\n"
+	"                             files; none\n"
 	"      --compression C[:L]  zstd (default), zlib or none, with an optional level\n"
 	"  -q, --quiet              no summary on stderr\n"
-	"  -h, --help               show this help\n";
+	"  -h, --help               show this help\n"
+	"\n"
+	"   or: memsight archive [--embed minimal|full] FILE\n"
+	"                           embed the objects into a finished trace afterwards, on the\n"
+	"                           machine it was recorded on\n";
 
 #define CHUNK_TARGET (1u << 20)
 /* A chunk's buffer: the target and room for the record that crosses it. */
@@ -142,6 +151,7 @@ struct recorder {
 	char tmp_path[PATH_MAX];
 	int renamed;
 	struct ksyms_set ksyms;
+	struct embed_set embed;
 	char **nobid;		/* MMAP2 file names seen without a build-id */
 	size_t nr_nobid, nobid_alloc;
 	pid_t child;
@@ -243,7 +253,7 @@ static int parse_pids(struct recorder *rc, const char *arg)
 
 static int parse_options(struct recorder *rc, int argc, char **argv)
 {
-	enum { OPT_COMPRESSION = 256 };
+	enum { OPT_COMPRESSION = 256, OPT_EMBED };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -253,6 +263,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		{ "call-graph", required_argument, NULL, 'g' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "compression", required_argument, NULL, OPT_COMPRESSION },
+		{ "embed", required_argument, NULL, OPT_EMBED },
 		{ "object", required_argument, NULL, 'O' },
 		{ "min-size", required_argument, NULL, 'z' },
 		{ "max-size", required_argument, NULL, 'Z' },
@@ -261,11 +272,12 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, embed_given = 0;
 	char *end;
 
 	rc->output = "memsight.trace";
 	rc->callchain = REC_CG_FP;
+	rc->embed.mode = EMBED_MINIMAL;
 	rc->stack_size = REC_DWARF_STACK_DEFAULT;
 	rc->mmap_pages = 0; /* by call-graph mode, after the options */
 	rc->codec = TRACE_CODEC_ZSTD;
@@ -294,6 +306,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		case 'g':
 			if (!strcmp(optarg, "fp")) {
 				rc->callchain = REC_CG_FP;
+	rc->embed.mode = EMBED_MINIMAL;
 			} else if (!strcmp(optarg, "none")) {
 				rc->callchain = REC_CG_NONE;
 			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == ',')) {
@@ -345,6 +358,15 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		case 'O':
 			rc->object = optarg;
 			break;
+		case OPT_EMBED: {
+			int m = embed_mode_parse(optarg);
+
+			if (m < 0)
+				return error("unknown --embed mode '%s': use minimal, full or none", optarg);
+			rc->embed.mode = m;
+			embed_given = 1;
+			break;
+		}
 		case 'z':
 		case 'Z': {
 			unsigned long long v = strtoull(optarg, &end, 0);
@@ -388,6 +410,8 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 	/* A DWARF sample is about 8 KiB: faults in a tight loop come at
 	 * over a GB/s, so the rings must bridge the moments the drain loop
 	 * is off the CPU (16 MiB a CPU is about 10 ms of such a burst). */
+	if (rc->system_wide && !embed_given)
+		rc->embed.mode = EMBED_NONE;
 	if (!rc->mmap_pages)
 		rc->mmap_pages = rc->callchain == REC_CG_DWARF ? 4096 : 1024;
 	if (!rc->groups)
@@ -714,6 +738,13 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 		break;
 	}
 	case PERF_RECORD_MMAP2:
+		if (size > 73 && rec[72] == '/' && rec[73] != '/' && rc->embed.mode != EMBED_NONE) {
+			uint32_t prot;
+
+			memcpy(&prot, rec + 64, 4);
+			if ((prot & PROT_EXEC) && memchr(rec + 72, 0, size - 72))
+				embed_set_add(&rc->embed, (const char *)rec + 72);
+		}
 		if (!(h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && size > 73 && rec[72] == '/' && rec[73] != '/') {
 			char name[PATH_MAX];
 			size_t n = strnlen((const char *)rec + 72, size - 72);
@@ -911,6 +942,8 @@ static int write_start_meta(struct recorder *rc)
 			if (procsnap_process(pids[i], &text, &len))
 				continue;
 			meta_add(rc, TRACE_META_PROCESS, text, len);
+			if (rc->embed.mode != EMBED_NONE)
+				embed_set_add_maps(&rc->embed, text, len);
 			free(text);
 		}
 		if (pids != rc->pids)
@@ -927,6 +960,7 @@ static void write_end_meta(struct recorder *rc)
 	if (!ksyms_extract(&rc->ksyms, &text, &len) && len)
 		meta_add(rc, TRACE_META_KSYMS, text, len);
 	free(text);
+	embed_set_write(&rc->embed, &rc->w);
 
 	/* Build-ids the kernel could not give (page not in memory). */
 	text = NULL;
@@ -1296,6 +1330,32 @@ static void cleanup(struct recorder *rc)
 	free(rc->pids);
 }
 
+/* memsight archive [--embed MODE] FILE */
+static int archive_main(int argc, char **argv)
+{
+	int mode = EMBED_MINIMAL, i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--embed") && i + 1 < argc) {
+			mode = embed_mode_parse(argv[++i]);
+			if (mode <= EMBED_NONE)
+				return error("unknown --embed mode '%s' for archive: use minimal or full", argv[i]) ? 2 : 2;
+			continue;
+		}
+		error("unknown option '%s': usage: memsight archive [--embed minimal|full] FILE", argv[i]);
+		return 2;
+	}
+	if (i + 1 != argc) {
+		error("give one trace: memsight archive [--embed minimal|full] FILE");
+		return 2;
+	}
+	return embed_archive(argv[i], mode) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct recorder rc = { .out_fd = -1, .go_fd = -1, .err_fd = -1, .argc = argc, .argv = argv };
@@ -1303,6 +1363,8 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	int ret = 1;
 
+	if (argc > 1 && !strcmp(argv[1], "archive"))
+		return archive_main(argc - 1, argv + 1);
 	if (parse_options(&rc, argc, argv))
 		return 2;
 	rc.ncpus = sysconf(_SC_NPROCESSORS_CONF);

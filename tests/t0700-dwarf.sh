@@ -98,7 +98,7 @@ test_expect_success 'an unknown unwinder is one line and a usage exit' '
 test_expect_success 'an object whose .eh_frame is corrupt: its stacks stop and are counted, the analysis goes on' '
 	mkdir -p bin &&
 	cp "$N/loop_leak" bin/loop_leak &&
-	"$MEMSIGHT" record -q -e malloc -g dwarf -o bad.trace -- bin/loop_leak 100 >truth &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o bad.trace -- bin/loop_leak 100 >truth &&
 	off=$(readelf -SW bin/loop_leak | awk "\$2 == \".eh_frame\" { print \$5 }") &&
 	size=$(readelf -SW bin/loop_leak | awk "\$2 == \".eh_frame\" { print \$6 }") &&
 	test -n "$off" &&

@@ -1,0 +1,372 @@
+/*
+ * record/embed.c: objects carried inside a trace; see embed.h.
+ *
+ * The payload of a TRACE_META_OBJECT chunk (little-endian):
+ *   u8 version (1), u8 mode (1 minimal, 2 full), u8 build-id length,
+ *   u8 0, 20 bytes build-id, u64 size of the original file,
+ *   u16 path length, the path, then the ELF bytes.
+ */
+#include "embed.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <linux/perf_event.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../formats/meta.h"
+#include "procsnap.h"
+
+/* One chunk holds at most 64 MiB; leave room for the header. */
+#define EMBED_MAX ((64u << 20) - 4096)
+
+int embed_mode_parse(const char *s)
+{
+	if (!strcmp(s, "minimal"))
+		return EMBED_MINIMAL;
+	if (!strcmp(s, "full"))
+		return EMBED_FULL;
+	if (!strcmp(s, "none"))
+		return EMBED_NONE;
+	return -1;
+}
+
+void embed_set_add(struct embed_set *e, const char *path)
+{
+	char *p;
+
+	for (size_t i = 0; i < e->nr; i++)
+		if (!strcmp(e->paths[i], path))
+			return;
+	if (e->nr == e->alloc) {
+		size_t n = e->alloc ? e->alloc * 2 : 32;
+		char **v = realloc(e->paths, n * sizeof(*v));
+
+		if (!v)
+			return;
+		e->paths = v;
+		e->alloc = n;
+	}
+	if ((p = strdup(path)))
+		e->paths[e->nr++] = p;
+}
+
+void embed_set_release(struct embed_set *e)
+{
+	for (size_t i = 0; i < e->nr; i++)
+		free(e->paths[i]);
+	free(e->paths);
+	e->paths = NULL;
+	e->nr = e->alloc = 0;
+}
+
+static int keep_section(const char *name, const GElf_Shdr *sh)
+{
+	static const char *const keep[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame", ".symtab", ".strtab",
+					    ".dynsym", ".dynstr", ".gnu_debugdata", ".shstrtab", NULL };
+
+	if (sh->sh_type == SHT_NOTE)
+		return 1;
+	for (int i = 0; keep[i]; i++)
+		if (!strcmp(name, keep[i]))
+			return 1;
+	return 0;
+}
+
+/* The minimal form of an object: same ELF, program and section headers;
+ * bytes only in the sections unwinding and symbols read. */
+static int minimal_elf(Elf *in, unsigned char **out, size_t *len)
+{
+	int fd = memfd_create("memsight-embed", MFD_CLOEXEC), ret = -1;
+	size_t nph, shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	struct stat st;
+	Elf *o;
+
+	if (fd < 0)
+		return -1;
+	o = elf_begin(fd, ELF_C_WRITE, NULL);
+	if (!o || !gelf_getehdr(in, &eh) || elf_getphdrnum(in, &nph) || elf_getshdrstrndx(in, &shstrndx) ||
+	    !gelf_newehdr(o, gelf_getclass(in)))
+		goto out;
+	if (nph && !gelf_newphdr(o, nph))
+		goto out;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		/* The offsets stay those of the original file: the analyzer
+		 * maps runtime addresses through them. */
+		if (!gelf_getphdr(in, i, &ph) || !gelf_update_phdr(o, i, &ph))
+			goto out;
+	}
+	while ((scn = elf_nextscn(in, scn))) {
+		Elf_Scn *ns = elf_newscn(o);
+		Elf_Data *d, *nd;
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!ns || !gelf_getshdr(scn, &sh))
+			goto out;
+		name = elf_strptr(in, shstrndx, sh.sh_name);
+		nd = elf_newdata(ns);
+		if (!nd)
+			goto out;
+		if (sh.sh_type != SHT_NOBITS && name && keep_section(name, &sh) && (d = elf_getdata(scn, NULL))) {
+			*nd = *d;
+		} else {
+			sh.sh_type = SHT_NOBITS;
+			nd->d_buf = NULL;
+			nd->d_size = sh.sh_size;
+			nd->d_type = ELF_T_BYTE;
+			nd->d_align = sh.sh_addralign ? sh.sh_addralign : 1;
+		}
+		if (!gelf_update_shdr(ns, &sh))
+			goto out;
+	}
+	eh.e_phoff = 0;
+	eh.e_shoff = 0;
+	if (!gelf_update_ehdr(o, &eh) || elf_update(o, ELF_C_WRITE) < 0)
+		goto out;
+	elf_end(o);
+	o = NULL;
+	if (fstat(fd, &st) || !(*out = malloc(st.st_size)) || pread(fd, *out, st.st_size, 0) != st.st_size)
+		goto out;
+	*len = st.st_size;
+	ret = 0;
+out:
+	if (o)
+		elf_end(o);
+	close(fd);
+	return ret;
+}
+
+/* The payload for one object; NULL (with a line on stderr) when it cannot be packed. */
+static unsigned char *pack(const char *path, enum embed_mode mode, const unsigned char *bid, int bid_len,
+			   size_t *plen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	unsigned char *elf_bytes = NULL, *p = NULL;
+	size_t elf_len = 0, pl = strlen(path), n;
+	struct stat st;
+	Elf *elf = NULL;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		goto out;
+	if (mode == EMBED_FULL) {
+		if ((size_t)st.st_size > EMBED_MAX) {
+			fprintf(stderr, "memsight record: not embedding '%s': %lld bytes is over a chunk's limit; "
+					"use --embed minimal\n",
+				path, (long long)st.st_size);
+			goto out;
+		}
+		elf_bytes = malloc(st.st_size ? st.st_size : 1);
+		if (!elf_bytes || pread(fd, elf_bytes, st.st_size, 0) != st.st_size)
+			goto out;
+		elf_len = st.st_size;
+	} else {
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (!elf || elf_kind(elf) != ELF_K_ELF || minimal_elf(elf, &elf_bytes, &elf_len))
+			goto out;
+		if (elf_len > EMBED_MAX)
+			goto out;
+	}
+	n = 4 + 20 + 8 + 2 + pl + elf_len;
+	p = malloc(n);
+	if (!p)
+		goto out;
+	p[0] = 1;
+	p[1] = mode;
+	p[2] = bid_len;
+	p[3] = 0;
+	memset(p + 4, 0, 20);
+	memcpy(p + 4, bid, bid_len);
+	{
+		uint64_t size = st.st_size;
+		uint16_t l16 = pl;
+
+		memcpy(p + 24, &size, 8);
+		memcpy(p + 32, &l16, 2);
+	}
+	memcpy(p + 34, path, pl);
+	memcpy(p + 34 + pl, elf_bytes, elf_len);
+	*plen = n;
+out:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(elf_bytes);
+	return p;
+}
+
+void embed_set_write(struct embed_set *e, struct trace_writer *w)
+{
+	unsigned char (*seen)[BUILD_ID_MAX] = calloc(e->nr ? e->nr : 1, sizeof(*seen));
+	size_t nr_seen = 0;
+
+	if (e->mode == EMBED_NONE || !seen) {
+		free(seen);
+		return;
+	}
+	elf_version(EV_CURRENT);
+	for (size_t i = 0; i < e->nr; i++) {
+		unsigned char bid[BUILD_ID_MAX] = { 0 };
+		int bl = procsnap_build_id(e->paths[i], bid), dup = 0;
+		unsigned char *p;
+		size_t len;
+
+		/* Without a build-id nothing could tell a wrong file from
+		 * the right one: such objects stay out. */
+		if (bl <= 0)
+			continue;
+		for (size_t j = 0; j < nr_seen && !dup; j++)
+			dup = !memcmp(seen[j], bid, sizeof(bid));
+		if (dup)
+			continue;
+		memcpy(seen[nr_seen++], bid, sizeof(bid));
+		p = pack(e->paths[i], e->mode, bid, bl > 20 ? 20 : bl, &len);
+		if (!p)
+			continue;
+		trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
+		e->objects++;
+		e->bytes += len;
+		free(p);
+	}
+	free(seen);
+}
+
+/* ---- memsight archive ------------------------------------------------ */
+
+static void objects_from_records(struct embed_set *e, const unsigned char *p, size_t len)
+{
+	size_t off = 0;
+
+	while (off + 8 <= len) {
+		const struct perf_event_header *h = (const void *)(p + off);
+		uint32_t prot;
+
+		if (h->size < 8 || off + h->size > len)
+			break;
+		if (h->type == PERF_RECORD_MMAP2 && h->size > 73) {
+			memcpy(&prot, p + off + 64, 4);
+			if ((prot & 4) && p[off + 72] == '/' && memchr(p + off + 72, 0, h->size - 72))
+				embed_set_add(e, (const char *)p + off + 72);
+		}
+		off += h->size;
+	}
+}
+
+void embed_set_add_maps(struct embed_set *e, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+
+	/* Lines of /proc/PID/maps: "start-end perms offset dev inode path". */
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p);
+		char line[PATH_MAX + 128], perms[8], path[PATH_MAX];
+		size_t n = (nl ? nl : end) - p;
+
+		if (n < sizeof(line)) {
+			memcpy(line, p, n);
+			line[n] = 0;
+			if (sscanf(line, "%*x-%*x %7s %*x %*s %*u %4095s", perms, path) == 2 && perms[2] == 'x' &&
+			    path[0] == '/')
+				embed_set_add(e, path);
+		}
+		p = nl ? nl + 1 : end;
+	}
+}
+
+int embed_archive(const char *path, enum embed_mode mode)
+{
+	struct trace_reader r;
+	struct trace_writer w;
+	struct trace_writer_opts o = { TRACE_CODEC_ZSTD, 0, 0, 0 };
+	struct embed_set e = { .mode = mode };
+	unsigned char *buf = NULL;
+	size_t alloc = 0;
+	char err[512], tmp[PATH_MAX];
+	int fd, ret = -1, had = 0;
+
+	if (trace_reader_open(&r, path, err, sizeof(err))) {
+		fprintf(stderr, "memsight archive: %s\n", err);
+		return -1;
+	}
+	if (!r.complete) {
+		fprintf(stderr, "memsight archive: '%s' is not complete (%s); archive only finished recordings\n",
+			path, r.stop);
+		trace_reader_release(&r);
+		return -1;
+	}
+	o.file_flags = r.file_flags;
+	o.created_ns = r.created_ns;
+	snprintf(tmp, sizeof(tmp), "%s.archive-XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "memsight archive: cannot create a file beside '%s': %s\n", path, strerror(errno));
+		trace_reader_release(&r);
+		return -1;
+	}
+	fchmod(fd, 0600);
+	trace_writer_init_fd(&w, fd, &o);
+	for (size_t i = 0; i < r.nr_chunks; i++) {
+		const struct trace_chunk *c = &r.chunks[i];
+		long n;
+
+		if (c->type == TRACE_CHUNK_INDEX || c->type == TRACE_CHUNK_TRAILER)
+			continue;
+		n = trace_chunk_payload(&r, i, &buf, &alloc, err, sizeof(err));
+		if (n < 0) {
+			fprintf(stderr, "memsight archive: %s\n", err);
+			goto out;
+		}
+		if (c->type == TRACE_CHUNK_META) {
+			if (c->stream == TRACE_META_OBJECT) {
+				had++;
+				continue; /* packed again below, in the mode asked for */
+			}
+			if (c->stream == TRACE_META_PROCESS)
+				embed_set_add_maps(&e, (const char *)buf, n);
+			trace_writer_add(&w, TRACE_CHUNK_META, c->stream, 0, buf, n, 0);
+		} else if (c->type == TRACE_CHUNK_DATA) {
+			uint64_t nr = 0;
+
+			for (long off = 0; off + 8 <= n && ((const struct perf_event_header *)(buf + off))->size;
+			     off += ((const struct perf_event_header *)(buf + off))->size)
+				nr++;
+			objects_from_records(&e, buf, n);
+			trace_writer_add(&w, TRACE_CHUNK_DATA, c->stream, c->time, buf, n, nr);
+		} else if (c->type == TRACE_CHUNK_LOSS) {
+			trace_writer_add_loss(&w, (const struct trace_loss *)buf, n / sizeof(struct trace_loss));
+		}
+	}
+	embed_set_write(&e, &w);
+	if (trace_writer_finish(&w)) {
+		fprintf(stderr, "memsight archive: cannot write '%s': %s\n", tmp, trace_writer_strerror(&w));
+		goto out;
+	}
+	if (rename(tmp, path)) {
+		fprintf(stderr, "memsight archive: cannot replace '%s': %s\n", path, strerror(errno));
+		goto out;
+	}
+	tmp[0] = 0;
+	fprintf(stderr, "memsight archive: '%s' now carries %llu objects (%.1f MiB before compression)%s\n", path,
+		(unsigned long long)e.objects, e.bytes / 1048576.0, had ? ", replacing the ones it had" : "");
+	ret = 0;
+out:
+	trace_writer_release(&w);
+	close(fd);
+	if (tmp[0])
+		unlink(tmp);
+	free(buf);
+	embed_set_release(&e);
+	trace_reader_release(&r);
+	return ret;
+}
