@@ -174,7 +174,7 @@ demo: deps
 bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/bench-record.sh
-	sh tests/bench/bench-malloc.sh
+	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh
 
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR)

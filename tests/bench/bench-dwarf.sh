@@ -1,0 +1,67 @@
+#!/bin/sh
+# tests/bench/bench-dwarf.sh: DWARF stacks, memsight against perf record
+# --call-graph dwarf on the XOR encoder built without frame pointers, with
+# every page fault, brk and mmap recorded, in one run, side by side. Prints
+# ratios; asserts nothing (machines are noisy).
+#
+#   events lost         each tool's own count (perf: LOST records in --stats)
+#   workload slowdown   elapsed time the sample reports for itself, median of RUNS
+#   file bytes          trace (objects embedded) and perf.data
+#   unwinding           memsight folded vs perf script on the same run, in samples per second,
+#                       and the analyzer's peak memory
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+b=$top/build
+RUNS=${RUNS:-3}
+MB=${MB:-64}
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+cd "$w" || exit 1
+command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; exit 1; }
+
+head -c $((MB << 20)) /dev/urandom >in.bin
+xor=$b/samples/nofp/xor_encoder
+events=syscalls:sys_enter_brk,syscalls:sys_exit_brk,syscalls:sys_enter_mmap,syscalls:sys_exit_mmap,page-faults
+
+elapsed() { sed -n 's/^xor_encoder: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
+. "$top/tests/bench/bench-lib.sh"
+
+: >base.t; : >ms.t; : >perf.t; : >ms.lost; : >perf.lost
+for i in $(seq "$RUNS"); do
+	"$xor" in.bin >/dev/null 2>e && elapsed e >>base.t
+	"$b/memsight" record -q -g dwarf -e brk,mmap,faults -o ms.trace -- "$xor" in.bin >/dev/null 2>e &&
+		elapsed e >>ms.t
+	"$b/memsight" info ms.trace | sed -n 's/^lost: *\([0-9]*\).*/\1/p' >>ms.lost
+	perf record -q -e $events -c 1 --call-graph dwarf -o perf.data -- "$xor" in.bin >/dev/null 2>e &&
+		elapsed e >>perf.t
+	perf report -i perf.data --stats 2>/dev/null | awk '/LOST/ { s += $NF } END { print s + 0 }' >>perf.lost
+done
+base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t)
+count_outputs
+
+t0=$(date +%s.%N)
+/usr/bin/time -f %M -o ms.rss "$b/memsight" folded ms.trace >ms.folded 2>/dev/null
+t1=$(date +%s.%N)
+perf script -i perf.data >perf.script 2>/dev/null
+t2=$(date +%s.%N)
+
+echo "losses per run: memsight $(tr '\n' ' ' <ms.lost)  perf $(tr '\n' ' ' <perf.lost)"
+awk -v base="$base" -v ms="$ms" -v pf="$pf" -v mb="$ms_bytes" -v me="$ms_events" -v ml="$ms_lost" \
+    -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
+    -v runs="$RUNS" -v size="$MB" -v rss="$(cat ms.rss)" '
+BEGIN {
+	printf "XOR encoder without frame pointers, %d MiB input, faults+brk+mmap with dwarf stacks (8192 bytes), median of %d runs\n\n", size, runs
+	printf "%-34s %12s %12s %12s\n", "", "alone", "memsight", "perf record"
+	printf "%-34s %12.1f %12.1f %12.1f\n", "workload elapsed (ms)", base, ms, pf
+	printf "%-34s %12s %11.2fx %11.2fx\n", "slowdown", "", ms / base, pf / base
+	printf "%-34s %12s %12d %12d\n", "events recorded (last run)", "", me, pe
+	printf "%-34s %12s %12d %12d\n", "events lost (last run)", "", ml, pl
+	printf "%-34s %12s %12d %12d\n", "file bytes", "", mb, pb
+	printf "%-34s %12s %12.1f %12.1f\n", "bytes per event", "", mb / me, pb / pe
+	printf "\n%-34s %12s %12.3f %12.3f\n", "unwind + symbolize (s)", "", t1 - t0, t2 - t1
+	printf "%-34s %12s %12.0f %12.0f\n", "samples per second", "", me / (t1 - t0), pe / (t2 - t1)
+	printf "%-34s %12s %12d\n", "analyzer peak RSS (KiB)", "", rss
+	printf "\nratios: slowdown memsight/perf %.2f (<= 1 wanted); file bytes memsight/perf %.3f (<= 0.25 wanted);\n", \
+		(ms / base) / (pf / base), mb / pb
+	printf "        unwinding samples/s memsight/perf %.1fx (>= 10 wanted)\n", (me / (t1 - t0)) / (pe / (t2 - t1))
+}'
