@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 	[UNWIND_STOP_NONE] = "complete",
@@ -82,6 +83,27 @@ int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val)
 	idx = __builtin_popcountll(in->regs_mask & ((1ull << reg) - 1));
 	memcpy(val, &in->regs[idx], 8);
 	return 1;
+}
+
+struct unwind_object *unwind_objects(const struct process *p, size_t *n)
+{
+	struct unwind_object *v = calloc(p->nr_maps ? p->nr_maps : 1, sizeof(*v));
+
+	*n = 0;
+	for (size_t i = 0; v && i < p->nr_maps; i++) {
+		const struct map *mp = &p->maps[i];
+		size_t j;
+
+		if (!mp->dso || !(mp->prot & PROT_EXEC))
+			continue;
+		for (j = 0; j < *n && v[j].dso != mp->dso; j++)
+			;
+		if (j < *n || !symbols_object(mp->dso) ||
+		    symbols_object_bias(mp->dso, mp->start, mp->pgoff, &v[*n].bias))
+			continue;
+		v[(*n)++].dso = mp->dso;
+	}
+	return v;
 }
 
 const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr)

@@ -96,6 +96,13 @@ struct unwinder {
 	uint64_t used;		/* dump bytes read by the stack being unwound */
 };
 
+/* The executable objects p maps, each once, whose object file is here,
+ * with their load bias. Returns a malloc'd array (of *n) or NULL. */
+struct unwind_object {
+	struct dso *dso;
+	uint64_t bias;
+};
+struct unwind_object *unwind_objects(const struct process *p, size_t *n);
 /* The space of a process's address space: its map for an address. */
 const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr);
 /* A register of the input by DWARF x86-64 number (0-16); 0 when absent. */

@@ -11,7 +11,6 @@
 #include <dwarf.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -144,41 +143,34 @@ static void dw_space_free(void *p)
 static void *dw_space_new(struct unwinder *u, struct process *p)
 {
 	struct dw_space *sp = calloc(1, sizeof(*sp));
+	struct unwind_object *objs = NULL;
+	size_t n = 0;
 
 	if (!sp)
 		return NULL;
 	sp->u = u;
 	sp->pid = p->pid;
 	sp->dwfl = dwfl_begin(&callbacks);
-	sp->mods = calloc(p->nr_maps ? p->nr_maps : 1, sizeof(*sp->mods));
-	if (!sp->dwfl || !sp->mods)
+	objs = unwind_objects(p, &n);
+	sp->mods = calloc(n ? n : 1, sizeof(*sp->mods));
+	if (!sp->dwfl || !objs || !sp->mods)
 		goto fail;
 	dwfl_report_begin(sp->dwfl);
-	for (size_t i = 0; i < p->nr_maps; i++) {
-		const struct map *mp = &p->maps[i];
-		const char *path;
-		uint64_t bias;
-		size_t j;
-
-		if (!mp->dso || !(mp->prot & PROT_EXEC))
-			continue;
-		for (j = 0; j < sp->nr_mods && sp->mods[j].dso != mp->dso; j++)
-			;
-		if (j < sp->nr_mods)
-			continue;
-		path = symbols_object(mp->dso);
-		if (!path || symbols_object_bias(mp->dso, mp->start, mp->pgoff, &bias))
-			continue;
+	for (size_t i = 0; i < n; i++) {
 		/* With add_p_vaddr the base is the bias itself. */
-		sp->mods[sp->nr_mods].mod = dwfl_report_elf(sp->dwfl, mp->dso->short_name, path, -1, bias, true);
-		if (sp->mods[sp->nr_mods].mod)
-			sp->mods[sp->nr_mods++].dso = mp->dso;
+		Dwfl_Module *mod = dwfl_report_elf(sp->dwfl, objs[i].dso->short_name, objs[i].dso->obj_path, -1,
+						   objs[i].bias, true);
+
+		if (mod)
+			sp->mods[sp->nr_mods++] = (struct dw_mod){ mod, objs[i].dso };
 	}
 	dwfl_report_end(sp->dwfl, NULL, NULL);
 	if (!sp->nr_mods || !dwfl_attach_state(sp->dwfl, NULL, p->pid, &thread_callbacks, sp))
 		goto fail;
+	free(objs);
 	return sp;
 fail:
+	free(objs);
 	dw_space_free(sp);
 	return NULL;
 }

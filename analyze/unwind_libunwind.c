@@ -15,7 +15,6 @@
 #include <libunwind.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "unwind.h"
 
@@ -197,45 +196,39 @@ static void lu_space_free(void *p)
 static void *lu_space_new(struct unwinder *u, struct process *p)
 {
 	struct lu_space *sp = calloc(1, sizeof(*sp));
+	struct unwind_object *objs;
+	size_t n = 0;
 
 	if (!sp)
 		return NULL;
 	sp->u = u;
-	sp->mods = calloc(p->nr_maps ? p->nr_maps : 1, sizeof(*sp->mods));
+	objs = unwind_objects(p, &n);
+	sp->mods = calloc(n ? n : 1, sizeof(*sp->mods));
 	sp->as = unw_create_addr_space(&accessors, 0);
-	if (!sp->mods || !sp->as) {
+	if (!objs || !sp->mods || !sp->as) {
+		free(objs);
 		lu_space_free(sp);
 		return NULL;
 	}
 	unw_set_caching_policy(sp->as, UNW_CACHE_GLOBAL);
-	for (size_t i = 0; i < p->nr_maps; i++) {
-		const struct map *mp = &p->maps[i];
-		struct lu_mod *m;
-		uint64_t bias;
-		size_t j;
+	for (size_t i = 0; i < n; i++) {
+		struct lu_mod *m = &sp->mods[sp->nr_mods++];
+		const struct dso *d = objs[i].dso;
 
-		if (!mp->dso || !(mp->prot & PROT_EXEC))
-			continue;
-		for (j = 0; j < sp->nr_mods && sp->mods[j].dso != mp->dso; j++)
-			;
-		if (j < sp->nr_mods)
-			continue;
-		if (!symbols_object(mp->dso) || symbols_object_bias(mp->dso, mp->start, mp->pgoff, &bias))
-			continue;
-		m = &sp->mods[sp->nr_mods++];
-		m->dso = mp->dso;
-		m->bias = bias;
+		m->dso = objs[i].dso;
+		m->bias = objs[i].bias;
 		m->start = UINT64_MAX;
-		for (size_t k = 0; k < mp->dso->nr_obj_loads; k++) {
-			const struct dso_load *l = &mp->dso->obj_loads[k];
+		for (size_t k = 0; k < d->nr_obj_loads; k++) {
+			const struct dso_load *l = &d->obj_loads[k];
 
-			if (bias + l->vaddr < m->start)
-				m->start = bias + l->vaddr;
-			if (bias + l->vaddr + l->size > m->end)
-				m->end = bias + l->vaddr + l->size;
+			if (m->bias + l->vaddr < m->start)
+				m->start = m->bias + l->vaddr;
+			if (m->bias + l->vaddr + l->size > m->end)
+				m->end = m->bias + l->vaddr + l->size;
 		}
 		eh_frame_hdr_find(m);
 	}
+	free(objs);
 	return sp;
 }
 
