@@ -661,20 +661,21 @@ static char *die_function_name(Dwarf_Die *die)
 
 int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline **out)
 {
-	uint64_t vaddr, look, symoff;
+	uint64_t vaddr, look;
 	struct hm_slot *slot;
 	struct sym_hit *hit;
 	Dwarf_Die *cu, *scopes = NULL;
 	Dwarf_Addr bias;
 	int n;
 
+	/* Callers name the frame first: its cache entry is there. */
 	*out = NULL;
-	if (!symbols_lookup(d, off, ret, &symoff) || vaddr_of(d, off, &vaddr))
+	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
 		return 0;
 	look = ret && vaddr ? vaddr - 1 : vaddr;
 	slot = hashmap_u64_find(&d->cache, look);
 	hit = slot ? slot->ptr : NULL;
-	if (!hit)
+	if (!hit || !hit->name)
 		return 0;
 	if (hit->nr_inline >= 0) {
 		*out = hit->inl;

@@ -112,7 +112,8 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symoff);
 /* The functions inlined at file offset `off` of d, innermost first, as
  * debug information tells (none without it): the frames a stack shows
- * above the symbol's own. Returns how many, with the array in *out. */
+ * above the symbol's own. Call after symbols_lookup named the same
+ * offset. Returns how many, with the array in *out. */
 int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline **out);
 /* Source file and line of a file offset; returns 0, or -1 when the object
  * has no line information for it. */
