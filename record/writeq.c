@@ -11,9 +11,8 @@
 #define POOL_MAX 16
 /* zstd's negative levels trade ratio for speed. */
 #define WRITEQ_FAST_LEVEL (-3)
-#ifndef WRITEQ_NICE
+/* Below the drain loop (nice -10 when root), not so far that it starves. */
 #define WRITEQ_NICE 5
-#endif
 
 struct writeq_job {
 	struct writeq_job *next;
