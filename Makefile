@@ -52,6 +52,12 @@ RECORD_SRC := \
 
 ANALYZE_SRC := \
 	analyze/allocs.c \
+	analyze/kallocs.c \
+	analyze/cmd_snoop.c \
+	analyze/cmd_faults.c \
+	analyze/cmd_reclaim.c \
+	analyze/cmd_oom.c \
+	analyze/cmd_rss.c \
 	analyze/cmd.c \
 	analyze/cmd_events.c \
 	analyze/cmd_folded.c \
@@ -81,8 +87,13 @@ SAMPLES := \
 	alloc_zoo \
 	cxx_leak \
 	fib_leak \
+	file_touch \
 	inline_alloc \
 	loop_leak \
+	mem_hog \
+	pipe_hold \
+	rss_grow \
+	shm_cycle \
 	xor_encoder
 
 # The same programs as most code is built: optimised, no frame pointers.

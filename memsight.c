@@ -19,13 +19,24 @@ static const char usage_text[] =
 	"  events      every event of a trace, one per line, with its stack\n"
 	"  report      per event type and process: counts, bytes, heap growth, faults, top stacks\n"
 	"  folded      folded stacks (comm;outer;...;inner COUNT) for flame graphs\n"
-	"  leaks       allocations still outstanding when recording ended, by stack\n"
+	"  leaks       allocations still outstanding when recording ended, by stack;\n"
+	"              --kernel for kernel memory (kmalloc, slab, pages, percpu)\n"
+	"  mmaps       every mapping made: size, protection, flags, file, stack (mmapsnoop)\n"
+	"  brk         heap growth by stack (brkstack)\n"
+	"  shm         System V shared memory calls with arguments and results (shmsnoop)\n"
+	"  faults      page faults by stack and by backing file; swap-ins (faults, ffaults)\n"
+	"  reclaim     direct and memcg reclaim latency, kswapd, shrinkers (vmscan, drsnoop)\n"
+	"  compaction  page migrations and compaction runs, summarised\n"
+	"  oom         OOM kills: victim, its memory, trigger stack, system state (oomkill)\n"
+	"  rss         resident memory over time per process, as text or an SVG chart\n"
 	"  flamegraph  draw an interactive SVG flame graph from a trace or folded stacks\n"
 	"  archive     embed in a trace the objects its stacks need, for analysis elsewhere\n"
 	"\n"
 	"'memsight COMMAND -h' shows a command's options.\n";
 
-static const char *const analyze_commands[] = { "info", "events", "report", "folded", "leaks", NULL };
+static const char *const analyze_commands[] = { "info",	 "events",     "report", "folded", "leaks",
+						"mmaps", "brk",	       "shm",	 "faults", "reclaim",
+						"compaction", "oom",   "rss",	 NULL };
 
 static void run(const char *prog, char **argv)
 {

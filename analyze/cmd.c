@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *cmd_name = "memsight";
 
@@ -80,4 +81,68 @@ int parse_u64(const char *opt, const char *arg, uint64_t *out)
 	}
 	*out = v;
 	return 0;
+}
+
+void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+const char *frame_obj_base(const struct frame *f)
+{
+	const char *o = f->kernel ? "kernel.kallsyms" : f->obj ? f->obj : "unknown";
+	const char *b = strrchr(o, '/');
+
+	return b ? b + 1 : o;
+}
+
+void json_frames(const struct frame *fr, int n, int lines)
+{
+	putchar('[');
+	for (int j = 0; j < n; j++) {
+		const struct frame *f = &fr[j];
+		const char *file;
+		int line;
+
+		printf("%s{\"function\":", j ? "," : "");
+		json_str(f->sym ? f->sym : NULL);
+		printf(",\"offset\":%llu,\"object\":", (unsigned long long)f->off);
+		json_str(frame_obj_base(f));
+		if (f->kernel)
+			printf(",\"kernel\":true");
+		if (f->inlined)
+			printf(",\"inlined\":true");
+		if (lines && !frame_srcline(f, &file, &line)) {
+			printf(",\"file\":");
+			json_str(file);
+			printf(",\"line\":%d", line);
+		}
+		putchar('}');
+	}
+	putchar(']');
+}
+
+void print_frames(const struct frame *fr, int n, int lines, const char *indent)
+{
+	for (int j = 0; j < n; j++) {
+		char name[512];
+		const char *file;
+		int line;
+
+		printf("%s%s [%s]", indent, frame_name(&fr[j], name, sizeof(name), 1), frame_obj_base(&fr[j]));
+		if (lines && !frame_srcline(&fr[j], &file, &line))
+			printf(" %s:%d", file, line);
+		putchar('\n');
+	}
+	if (!n)
+		printf("%s(no stack recorded)\n", indent);
 }

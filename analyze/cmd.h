@@ -15,6 +15,14 @@ int cmd_events(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
+int cmd_mmaps(int argc, char **argv);
+int cmd_brk(int argc, char **argv);
+int cmd_shm(int argc, char **argv);
+int cmd_faults(int argc, char **argv);
+int cmd_reclaim(int argc, char **argv);
+int cmd_compaction(int argc, char **argv);
+int cmd_oom(int argc, char **argv);
+int cmd_rss(int argc, char **argv);
 
 extern const char *cmd_name;
 
@@ -30,6 +38,15 @@ int cmd_usage(const char *usage, int ok);
 int cmd_one_file(int argc);
 /* Parse an unsigned number option; reports and returns -1 when invalid. */
 int parse_u64(const char *opt, const char *arg, uint64_t *out);
+
+/* JSON: a string with its escapes ("" for NULL), and frames as an array
+ * of {function, offset, object[, kernel, inlined, file, line]}. */
+void json_str(const char *s);
+void json_frames(const struct frame *fr, int n, int lines);
+/* Frames one per line, "indent name+off [object][ file:line]". */
+void print_frames(const struct frame *fr, int n, int lines, const char *indent);
+/* The file name of a frame's object, "kernel.kallsyms" for the kernel. */
+const char *frame_obj_base(const struct frame *f);
 
 /* The symbol and unwinding options every command that shows stacks takes
  * (main.c parses them), for its -h. */

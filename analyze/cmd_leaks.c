@@ -11,6 +11,7 @@
 
 #include "allocs.h"
 #include "cmd.h"
+#include "kallocs.h"
 #include "suppress.h"
 
 static const char usage_text[] =
@@ -26,6 +27,8 @@ static const char usage_text[] =
 	"      --no-default-suppressions\n"
 	"                        report libc's one-time allocations (stdio buffers, TLS, loader) too\n"
 	"      --fail-over BYTES exit with status 3 when more than BYTES are reported leaked\n"
+	"      --kernel          kernel memory instead (record -e kmem): slab objects, pages and\n"
+	"                        percpu chunks still allocated, by kernel and user stack\n"
 	"  -h, --help            show this help\n"
 	CMD_STACK_OPTIONS;
 
@@ -80,31 +83,164 @@ static int by_growth(const void *a, const void *b)
 	return by_size(a, b);
 }
 
-static void json_str(const char *s)
+struct kleaks_opts {
+	long pid;
+	uint64_t older_ns, top;
+	int lines, json, have_fail;
+	uint64_t fail_over;
+};
+
+struct kgroup {
+	struct stack_entry *stack;
+	int pid;
+	uint64_t bytes, count[KA_NR];
+};
+
+static int kgroup_cmp(const void *a, const void *b)
 {
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
+	const struct kgroup *x = *(struct kgroup *const *)a, *y = *(struct kgroup *const *)b;
+
+	return x->bytes != y->bytes ? (x->bytes > y->bytes ? -1 : 1) : x->pid - y->pid;
 }
 
-static const char *obj_base(const struct frame *f)
+/* memsight leaks --kernel: what the kmem group left allocated, grouped by
+ * the stack that allocated it, with the pairing figures that show how far
+ * to trust it. */
+static int leaks_kernel(const char *path, const struct kleaks_opts *o)
 {
-	const char *o = f->kernel ? "kernel.kallsyms" : f->obj ? f->obj : "unknown";
-	const char *b = strrchr(o, '/');
+	struct session s;
+	struct kallocs k;
+	struct hashmap groups;
+	struct kgroup **v = NULL, nostack = { 0 };
+	uint64_t total = 0, count = 0, end;
+	size_t nv = 0;
+	char err[512];
+	int ret = 1;
 
-	return b ? b + 1 : o;
+	if (cmd_open(&s, path))
+		return 1;
+	if (!session_group_recorded(&s, "kmem")) {
+		error("'%s' has no kernel allocation events: record them with 'memsight record -e kmem'", path);
+		session_release(&s);
+		return 1;
+	}
+	kallocs_init(&k, &s, o->pid);
+	hashmap_init(&groups, 0);
+	if (kallocs_replay(&k, &s, err, sizeof(err))) {
+		error("%s", err);
+		goto out;
+	}
+	end = s.last_time;
+	for (int c = 0; c < KA_NR; c++) {
+		hashmap_for_each(&k.live[c], slot) {
+			struct kalloc_rec *r = slot->ptr;
+			struct hm_slot *gs;
+			struct kgroup *g = &nostack;
+
+			if (o->older_ns && end - r->time < o->older_ns)
+				continue;
+			if (r->stack) {
+				gs = hashmap_u64(&groups, (uintptr_t)r->stack, NULL);
+				if (!gs || (!gs->ptr && !(gs->ptr = calloc(1, sizeof(*g)))))
+					goto oom;
+				g = gs->ptr;
+				g->stack = r->stack;
+				g->pid = r->pid;
+			}
+			g->bytes += r->bytes * k.period;
+			g->count[c] += k.period;
+			total += r->bytes * k.period;
+			count += k.period;
+		}
+	}
+	v = malloc((groups.nr ? groups.nr : 1) * sizeof(*v));
+	if (!v)
+		goto oom;
+	hashmap_for_each(&groups, gs) v[nv++] = gs->ptr;
+	qsort(v, nv, sizeof(*v), kgroup_cmp);
+	if (o->json) {
+		printf("{\"trace\":");
+		json_str(s.path);
+		printf(",\"kernel\":true,\"estimate\":%s,\"period\":%llu,\"outstanding_bytes\":%llu,"
+		       "\"outstanding\":%llu,\"classes\":{",
+		       k.period > 1 ? "true" : "false", (unsigned long long)k.period, (unsigned long long)total,
+		       (unsigned long long)count);
+		for (int c = 0; c < KA_NR; c++)
+			printf("%s\"%s\":{\"allocations\":%llu,\"bytes\":%llu,\"frees\":%llu,\"matched_frees\":%llu,"
+			       "\"unmatched_frees\":%llu,\"lost_frees\":%llu,\"outstanding\":%zu}",
+			       c ? "," : "", kalloc_class_names[c], (unsigned long long)k.allocs[c],
+			       (unsigned long long)k.alloc_bytes[c], (unsigned long long)k.frees[c],
+			       (unsigned long long)k.matched[c], (unsigned long long)k.unmatched[c],
+			       (unsigned long long)k.replaced[c], k.live[c].nr);
+		printf("},\"stacks\":[");
+		for (size_t i = 0; i < nv && i < o->top; i++) {
+			printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", v[i]->pid);
+			json_str(v[i]->stack->comm);
+			printf(",\"bytes\":%llu", (unsigned long long)v[i]->bytes);
+			for (int c = 0; c < KA_NR; c++)
+				printf(",\"%s\":%llu", kalloc_class_names[c], (unsigned long long)v[i]->count[c]);
+			printf(",\"frames\":");
+			json_frames(v[i]->stack->frames, v[i]->stack->nr_frames, o->lines);
+			putchar('}');
+		}
+		printf("]}\n");
+	} else {
+		printf("# memsight leaks --kernel of '%s': %llu bytes in %llu allocations outstanding from %zu stacks%s\n",
+		       s.path, (unsigned long long)total, (unsigned long long)count, nv,
+		       k.period > 1 ? " (ESTIMATE)" : "");
+		if (k.period > 1)
+			printf("# sampled recording (kmem/%llu): allocations and frees are sampled apart, so pairs are "
+			       "missed; counts scaled by %llu\n",
+			       (unsigned long long)k.period, (unsigned long long)k.period);
+		for (int c = 0; c < KA_NR; c++)
+			printf("# %-6s %llu allocations (%llu bytes), %llu frees: %llu of these allocations, %llu of "
+			       "memory allocated before%s; %zu outstanding\n",
+			       kalloc_class_names[c], (unsigned long long)k.allocs[c],
+			       (unsigned long long)k.alloc_bytes[c], (unsigned long long)k.frees[c],
+			       (unsigned long long)k.matched[c], (unsigned long long)k.unmatched[c],
+			       o->pid >= 0 ? " or by other processes" : "", k.live[c].nr);
+		if (k.replaced[0] + k.replaced[1] + k.replaced[2])
+			printf("# %llu addresses were allocated again with no free seen (frees lost or filtered)\n",
+			       (unsigned long long)(k.replaced[0] + k.replaced[1] + k.replaced[2]));
+		if (nostack.bytes)
+			printf("# %llu bytes outstanding have no stack\n", (unsigned long long)nostack.bytes);
+		for (size_t i = 0; i < nv && i < o->top; i++) {
+			struct kgroup *g = v[i];
+			const char *sep = "";
+
+			printf("\n%s%llu bytes in ", k.period > 1 ? "~" : "", (unsigned long long)g->bytes);
+			for (int c = 0; c < KA_NR; c++) {
+				if (!g->count[c])
+					continue;
+				printf("%s%llu %s", sep, (unsigned long long)g->count[c],
+				       c == KA_SLAB ? "objects" : c == KA_PAGE ? "page allocations" : "percpu chunks");
+				sep = ", ";
+			}
+			printf(" from stack (pid %d %s)\n", g->pid, g->stack->comm);
+			print_frames(g->stack->frames, g->stack->nr_frames, o->lines, "\t\t");
+		}
+	}
+	ret = o->have_fail && total > o->fail_over ? 3 : 0;
+	if (ret == 3)
+		fprintf(stderr, "memsight leaks: %llu kernel bytes outstanding, over the --fail-over limit of %llu\n",
+			(unsigned long long)total, (unsigned long long)o->fail_over);
+	goto out;
+oom:
+	error("out of memory");
+out:
+	symbols_report_unresolved(&s.syms, stderr);
+	free(v);
+	hashmap_for_each(&groups, gs) free(gs->ptr);
+	hashmap_release(&groups);
+	kallocs_release(&k);
+	session_release(&s);
+	return ret;
 }
 
 int cmd_leaks(int argc, char **argv)
 {
-	enum { OPT_PID = 256, OPT_SORT, OPT_LINES, OPT_JSON, OPT_SUPPRESS, OPT_NO_DEFAULTS, OPT_FAIL_OVER };
+	enum { OPT_PID = 256, OPT_SORT, OPT_LINES, OPT_JSON, OPT_SUPPRESS, OPT_NO_DEFAULTS, OPT_FAIL_OVER,
+	       OPT_KERNEL };
 	static const struct option longopts[] = {
 		{ "top", required_argument, NULL, 'T' },
 		{ "older", required_argument, NULL, 'o' },
@@ -115,6 +251,7 @@ int cmd_leaks(int argc, char **argv)
 		{ "suppress", required_argument, NULL, OPT_SUPPRESS },
 		{ "no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULTS },
 		{ "fail-over", required_argument, NULL, OPT_FAIL_OVER },
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -126,7 +263,7 @@ int cmd_leaks(int argc, char **argv)
 	const char *supfile = NULL;
 	char err[512], sz[32];
 	uint64_t top = 10, val, fail_over = 0;
-	int c, ret = 1, growth = 0, lines = 0, json = 0, defaults = 1, have_fail = 0;
+	int c, ret = 1, growth = 0, lines = 0, json = 0, defaults = 1, have_fail = 0, kernel = 0;
 	uint64_t leak_bytes = 0, leak_count = 0, sup_bytes = 0, sup_count = 0, sup_groups = 0, nogroup_count = 0;
 	size_t nv = 0;
 	double dur;
@@ -167,6 +304,9 @@ int cmd_leaks(int argc, char **argv)
 		case OPT_NO_DEFAULTS:
 			defaults = 0;
 			break;
+		case OPT_KERNEL:
+			kernel = 1;
+			break;
 		case OPT_FAIL_OVER:
 			if (parse_u64("--fail-over", optarg, &fail_over))
 				return 2;
@@ -185,6 +325,12 @@ int cmd_leaks(int argc, char **argv)
 		error("%s", supfile ? err : "out of memory");
 		suppress_release(&sup);
 		return 2;
+	}
+	if (kernel) {
+		struct kleaks_opts ko = { l.pid, l.older_ns, top, lines, json, have_fail, fail_over };
+
+		suppress_release(&sup);
+		return leaks_kernel(argv[optind], &ko);
 	}
 	if (cmd_open(&s, argv[optind])) {
 		suppress_release(&sup);
@@ -279,7 +425,7 @@ int cmd_leaks(int argc, char **argv)
 				printf("%s{\"function\":", j ? "," : "");
 				json_str(f->sym ? f->sym : NULL);
 				printf(",\"offset\":%llu,\"object\":", (unsigned long long)f->off);
-				json_str(obj_base(f));
+				json_str(frame_obj_base(f));
 				if (lines && !frame_srcline(f, &file, &line)) {
 					printf(",\"file\":");
 					json_str(file);
@@ -325,7 +471,7 @@ int cmd_leaks(int argc, char **argv)
 				const char *file;
 				int line;
 
-				printf("\t\t%s [%s]", frame_name(f, name, sizeof(name), 1), obj_base(f));
+				printf("\t\t%s [%s]", frame_name(f, name, sizeof(name), 1), frame_obj_base(f));
 				if (lines && !frame_srcline(f, &file, &line))
 					printf(" %s:%d", file, line);
 				putchar('\n');

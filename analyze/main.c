@@ -17,7 +17,15 @@ static const char usage_text[] =
 	"  events    one line per event, with its stack\n"
 	"  report    per event type and process: counts, bytes, heap growth, faults, top stacks\n"
 	"  folded    folded stacks for flame graphs\n"
-	"  leaks     allocations still outstanding, by stack (memleak-style)\n"
+	"  leaks     allocations still outstanding, by stack (memleak-style); --kernel for kmem\n"
+	"  mmaps     every mapping made, with size, protection, flags, file and stack\n"
+	"  brk       heap growth by stack\n"
+	"  shm       every System V shared memory call with arguments and result\n"
+	"  faults    page faults by stack and by backing file; major faults (swap-ins)\n"
+	"  reclaim   direct and memcg reclaim latency, kswapd, slab shrinking\n"
+	"  compaction  page migrations and compaction runs\n"
+	"  oom       OOM kills: victim, its memory, the trigger's stack, the system then\n"
+	"  rss       resident memory over time per process, as text or an SVG chart\n"
 	"\n"
 	"'memsight-analyze COMMAND -h' shows a command's options.\n";
 
@@ -30,6 +38,14 @@ static const struct {
 	{ "report", cmd_report },
 	{ "folded", cmd_folded },
 	{ "leaks", cmd_leaks },
+	{ "mmaps", cmd_mmaps },
+	{ "brk", cmd_brk },
+	{ "shm", cmd_shm },
+	{ "faults", cmd_faults },
+	{ "reclaim", cmd_reclaim },
+	{ "compaction", cmd_compaction },
+	{ "oom", cmd_oom },
+	{ "rss", cmd_rss },
 };
 
 /* Options every analyzing command takes, removed here so each command's

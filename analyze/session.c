@@ -86,6 +86,47 @@ static void classify(struct sess_event *e)
 		{ "page-faults", EVK_FAULT, { NULL } },
 		{ "major-faults", EVK_FAULT_MAJ, { NULL } },
 		{ "dummy", EVK_TRACKING, { NULL } },
+		{ "kmem:kmalloc", EVK_KMALLOC, { NULL } },
+		{ "kmem:kmem_cache_alloc", EVK_KMEM_CACHE_ALLOC, { NULL } },
+		{ "kmem:kfree", EVK_KFREE, { NULL } },
+		{ "kmem:kmem_cache_free", EVK_KMEM_CACHE_FREE, { NULL } },
+		{ "kmem:mm_page_alloc", EVK_PAGE_ALLOC, { NULL } },
+		{ "kmem:mm_page_free", EVK_PAGE_FREE, { NULL } },
+		{ "kmem:mm_page_free_batched", EVK_PAGE_FREE_BATCHED, { NULL } },
+		{ "percpu:percpu_alloc_percpu", EVK_PERCPU_ALLOC, { NULL } },
+		{ "percpu:percpu_free_percpu", EVK_PERCPU_FREE, { NULL } },
+		{ "vmscan:mm_vmscan_direct_reclaim_begin", EVK_DIRECT_RECLAIM_BEGIN, { NULL } },
+		{ "vmscan:mm_vmscan_direct_reclaim_end", EVK_DIRECT_RECLAIM_END, { NULL } },
+		{ "vmscan:mm_vmscan_memcg_reclaim_begin", EVK_MEMCG_RECLAIM_BEGIN, { NULL } },
+		{ "vmscan:mm_vmscan_memcg_reclaim_end", EVK_MEMCG_RECLAIM_END, { NULL } },
+		{ "vmscan:mm_vmscan_kswapd_wake", EVK_KSWAPD_WAKE, { NULL } },
+		{ "vmscan:mm_vmscan_kswapd_sleep", EVK_KSWAPD_SLEEP, { NULL } },
+		{ "vmscan:mm_vmscan_wakeup_kswapd", EVK_WAKEUP_KSWAPD, { NULL } },
+		{ "vmscan:mm_shrink_slab_start", EVK_SHRINK_SLAB_START, { NULL } },
+		{ "vmscan:mm_shrink_slab_end", EVK_SHRINK_SLAB_END, { NULL } },
+		{ "oom:mark_victim", EVK_OOM_VICTIM, { NULL } },
+		{ "oom:wake_reaper", EVK_OOM_REAP, { NULL } },
+		{ "oom:start_task_reaping", EVK_OOM_REAP, { NULL } },
+		{ "oom:finish_task_reaping", EVK_OOM_REAP, { NULL } },
+		{ "oom:skip_task_reaping", EVK_OOM_REAP, { NULL } },
+		{ "syscalls:sys_enter_shmget", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_enter_shmat", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_enter_shmdt", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_enter_shmctl", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_exit_shmget", EVK_SHM_EXIT, { "ret" } },
+		{ "syscalls:sys_exit_shmat", EVK_SHM_EXIT, { "ret" } },
+		{ "syscalls:sys_exit_shmdt", EVK_SHM_EXIT, { "ret" } },
+		{ "syscalls:sys_exit_shmctl", EVK_SHM_EXIT, { "ret" } },
+		{ "kmem:rss_stat", EVK_RSS_STAT, { NULL } },
+		{ "migrate:mm_migrate_pages_start", EVK_MIGRATE_START, { NULL } },
+		{ "migrate:mm_migrate_pages", EVK_MIGRATE, { NULL } },
+		{ "compaction:mm_compaction_try_to_compact_pages", EVK_COMPACT_TRY, { NULL } },
+		{ "compaction:mm_compaction_begin", EVK_COMPACT_BEGIN, { NULL } },
+		{ "compaction:mm_compaction_end", EVK_COMPACT_END, { NULL } },
+		{ "compaction:mm_compaction_migratepages", EVK_COMPACT_MIGRATEPAGES, { NULL } },
+		{ "compaction:mm_compaction_defer_compaction", EVK_COMPACT_DEFER, { NULL } },
+		{ "compaction:mm_compaction_kcompactd_wake", EVK_KCOMPACTD_WAKE, { NULL } },
+		{ "compaction:mm_compaction_kcompactd_sleep", EVK_KCOMPACTD_SLEEP, { NULL } },
 	};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -174,6 +215,28 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		if (symbols_embedded_add(data, len) == -ENOMEM)
 			return fail(o->err, o->errlen, "out of memory");
 		break;
+	case TRACE_META_OOM: {
+		struct oom_context *v = realloc(s->ooms, (s->nr_ooms + 1) * sizeof(*v)), *c;
+		char val[64];
+
+		if (!v)
+			return fail(o->err, o->errlen, "out of memory");
+		s->ooms = v;
+		c = &v[s->nr_ooms];
+		memset(c, 0, sizeof(*c));
+		if (!(c->text = malloc(len + 1)))
+			return fail(o->err, o->errlen, "out of memory");
+		memcpy(c->text, data, len);
+		c->text[len] = 0;
+		if (!trace_kv_get(c->text, len, "time", val, sizeof(val)))
+			c->time = strtoull(val, NULL, 10);
+		if (!trace_kv_get(c->text, len, "victim_pid", val, sizeof(val)))
+			c->victim = atoi(val);
+		if (!trace_kv_get(c->text, len, "trigger_pid", val, sizeof(val)))
+			c->trigger = atoi(val);
+		s->nr_ooms++;
+		break;
+	}
 	case TRACE_META_BUILDIDS:
 	case TRACE_META_STATS: {
 		char **dst = kind == TRACE_META_STATS ? &s->stats : &s->buildids;
@@ -251,6 +314,9 @@ void session_release(struct session *s)
 		trace_event_desc_release(&s->evs[i].d);
 	free(s->evs);
 	free(s->ids);
+	for (size_t i = 0; i < s->nr_ooms; i++)
+		free(s->ooms[i].text);
+	free(s->ooms);
 	free(s->host);
 	free(s->stats);
 	free(s->buildids);
@@ -285,6 +351,88 @@ void session_warn_incomplete(struct session *s)
 	if (s->r.stop[0])
 		fprintf(stderr, "memsight: warning: '%s' %s; results cover what comes before\n", s->path,
 			s->r.stop);
+}
+
+static struct tep_format_field *named_field(const struct sample *smp, const char *field)
+{
+	struct sess_event *e = smp->ev;
+	struct tep_format_field *f;
+
+	if (!e->tp || !smp->raw)
+		return NULL;
+	/* Callers pass literals: the pointer usually matches. */
+	for (int i = 0; i < e->nr_named; i++)
+		if (e->named[i].name == field || !strcmp(e->named[i].name, field))
+			return e->named[i].f;
+	f = tep_find_field(e->tp, field);
+	if (e->nr_named < SESS_NAMED_FIELDS)
+		e->named[e->nr_named++] = (typeof(e->named[0])){ field, f };
+	return f;
+}
+
+uint64_t sample_num(const struct sample *smp, const char *field)
+{
+	struct tep_format_field *f = named_field(smp, field);
+	unsigned long long v = 0;
+
+	if (!f || f->offset + f->size > (int)smp->raw_size)
+		return 0;
+	tep_read_number_field(f, smp->raw, &v);
+	return v;
+}
+
+int64_t sample_snum(const struct sample *smp, const char *field)
+{
+	struct tep_format_field *f = named_field(smp, field);
+	uint64_t v = sample_num(smp, field);
+
+	/* Sign-extend what libtraceevent read as unsigned. */
+	if (f && (f->flags & TEP_FIELD_IS_SIGNED) && f->size < 8 && (v >> (f->size * 8 - 1)) & 1)
+		v |= ~0ull << (f->size * 8);
+	return (int64_t)v;
+}
+
+const char *sample_str(const struct sample *smp, const char *field, char *buf, size_t len)
+{
+	struct tep_format_field *f = named_field(smp, field);
+	unsigned off, n;
+
+	buf[0] = 0;
+	if (!f || f->offset + f->size > (int)smp->raw_size)
+		return buf;
+	off = f->offset;
+	n = f->size;
+	if (f->flags & TEP_FIELD_IS_DYNAMIC) {
+		uint32_t loc;
+
+		memcpy(&loc, (const char *)smp->raw + f->offset, 4);
+		off = loc & 0xffff;
+		n = loc >> 16;
+		if (f->flags & TEP_FIELD_IS_RELATIVE)
+			off += f->offset + f->size;
+	}
+	if (off + n > smp->raw_size)
+		return buf;
+	n = n < len - 1 ? n : len - 1;
+	memcpy(buf, (const char *)smp->raw + off, n);
+	buf[n] = 0;
+	return buf;
+}
+
+int session_group_recorded(struct session *s, const char *group)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		if (!strcmp(s->evs[i].d.group, group))
+			return 1;
+	return 0;
+}
+
+uint64_t session_group_period(struct session *s, const char *group)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		if (!strcmp(s->evs[i].d.group, group) && s->evs[i].attr.sample_period > 1)
+			return s->evs[i].attr.sample_period;
+	return 1;
 }
 
 uint64_t session_field(struct session *s, const struct sample *smp, int idx)

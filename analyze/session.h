@@ -37,6 +37,40 @@ enum ev_kind {
 	EVK_FAULT_MAJ,
 	EVK_ALLOC_ENTRY,	/* an allocation function's entry uprobe */
 	EVK_ALLOC_RET,		/* its return uprobe */
+	/* kernel memory (groups kmem, reclaim, oom, shm, rss, migrate,
+	 * compaction); their fields are read by name, sample_num() */
+	EVK_KMALLOC,
+	EVK_KMEM_CACHE_ALLOC,
+	EVK_KFREE,
+	EVK_KMEM_CACHE_FREE,
+	EVK_PAGE_ALLOC,
+	EVK_PAGE_FREE,
+	EVK_PAGE_FREE_BATCHED,
+	EVK_PERCPU_ALLOC,
+	EVK_PERCPU_FREE,
+	EVK_DIRECT_RECLAIM_BEGIN,
+	EVK_DIRECT_RECLAIM_END,
+	EVK_MEMCG_RECLAIM_BEGIN,
+	EVK_MEMCG_RECLAIM_END,
+	EVK_KSWAPD_WAKE,
+	EVK_KSWAPD_SLEEP,
+	EVK_WAKEUP_KSWAPD,
+	EVK_SHRINK_SLAB_START,
+	EVK_SHRINK_SLAB_END,
+	EVK_OOM_VICTIM,
+	EVK_OOM_REAP,		/* wake_reaper, start/finish/skip_task_reaping */
+	EVK_SHM_ENTER,		/* sys_enter_shm*: ev->d.name says which */
+	EVK_SHM_EXIT,
+	EVK_RSS_STAT,
+	EVK_MIGRATE_START,
+	EVK_MIGRATE,
+	EVK_COMPACT_TRY,
+	EVK_COMPACT_BEGIN,
+	EVK_COMPACT_END,
+	EVK_COMPACT_MIGRATEPAGES,
+	EVK_COMPACT_DEFER,
+	EVK_KCOMPACTD_WAKE,
+	EVK_KCOMPACTD_SLEEP,
 };
 
 /* The allocation functions memsight-record probes (group "malloc"). */
@@ -60,6 +94,7 @@ enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER };
 enum { AF_RET, AF_RET_IP };
 
 #define SESS_MAX_FIELDS 6
+#define SESS_NAMED_FIELDS 12
 #define SESS_MAX_CHAIN 512
 #define SESS_MAX_USER_FRAMES 256
 
@@ -71,6 +106,8 @@ struct sess_event {
 	enum alloc_fn fn;		/* EVK_ALLOC_* */
 	uint64_t nr_samples;		/* seen during the last replay */
 	struct tep_format_field *fields[SESS_MAX_FIELDS]; /* syscall args or "ret" */
+	struct { const char *name; struct tep_format_field *f; } named[SESS_NAMED_FIELDS]; /* sample_num's cache */
+	int nr_named;
 };
 
 struct sample {
@@ -86,6 +123,20 @@ struct sample {
 	uint64_t stack_size;	/* PERF_SAMPLE_STACK_USER: bytes valid in stack */
 	const unsigned char *stack;
 	uint16_t misc;
+};
+
+/* A tracepoint field of a sample by name: its number (0 when the event
+ * has no such field), or its string into buf ("" when none). */
+uint64_t sample_num(const struct sample *smp, const char *field);
+int64_t sample_snum(const struct sample *smp, const char *field);
+const char *sample_str(const struct sample *smp, const char *field, char *buf, size_t len);
+
+/* The system's state the recorder saved when it saw an OOM kill
+ * (TRACE_META_OOM): "key value" lines, then "--- SECTION" blocks. */
+struct oom_context {
+	uint64_t time;
+	int victim, trigger;
+	char *text;
 };
 
 /* A user register of a sample by perf_regs number; 0 when not recorded. */
@@ -107,6 +158,8 @@ struct session {
 	struct tep_handle *tep;
 	struct symbols syms;
 	struct machine m;
+	struct oom_context *ooms;
+	size_t nr_ooms;
 	uint64_t lost;		/* from LOSS chunks */
 	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */
 	uint64_t nr_samples, first_time, last_time;
@@ -132,6 +185,12 @@ void session_release(struct session *s);
 typedef int (*session_sample_fn)(struct session *s, struct sample *smp, void *arg);
 /* Replay the records: returns 0, -1 with err set, or the callback's value. */
 int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen);
+
+/* Whether any event of a group ("kmem") was recorded. */
+int session_group_recorded(struct session *s, const char *group);
+/* The sampling period of a group's events (GROUP/N), 1 when every event
+ * was kept. */
+uint64_t session_group_period(struct session *s, const char *group);
 
 /* Host/stats "key value" lookups; return def when absent. */
 const char *session_host(struct session *s, const char *key, char *buf, size_t len, const char *def);

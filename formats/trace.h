@@ -52,6 +52,7 @@ enum trace_meta_kind {
 	TRACE_META_BUILDIDS = 6,    /* "buildid\tpath\n" for objects seen without one */
 	TRACE_META_STATS = 7,	    /* "key value\n" text written when recording ends */
 	TRACE_META_OBJECT = 8,	    /* an object embedded for unwinding and symbols */
+	TRACE_META_OOM = 9,	    /* the system's state when an OOM kill was recorded */
 };
 
 enum trace_file_flags {

@@ -27,7 +27,9 @@
 #define SAMPLE_BASE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU)
 
-const char *const events_group_names[] = { "brk", "mmap", "faults", "malloc", NULL };
+const char *const events_group_names[] = { "brk",  "mmap",    "faults",	"malloc",     "kmem", "reclaim",
+					    "oom",  "shm",     "rss",	"migrate",    "compaction", "swap",
+					    NULL };
 
 struct ev_spec {
 	const char *group;
@@ -38,18 +40,73 @@ struct ev_spec {
 	int addr;	  /* PERF_SAMPLE_ADDR */
 };
 
+#define TP PERF_TYPE_TRACEPOINT
+
+/* Stacks go on the events that start something (an allocation, a reclaim,
+ * a kill); the events that end or free it are matched by pointer, pfn or
+ * thread and need none, which keeps a busy kmem recording half the size. */
 static const struct ev_spec specs[] = {
-	{ "brk", "syscalls:sys_enter_brk", PERF_TYPE_TRACEPOINT, 0, 1, 0 },
-	{ "brk", "syscalls:sys_exit_brk", PERF_TYPE_TRACEPOINT, 0, 0, 0 },
-	{ "mmap", "syscalls:sys_enter_mmap", PERF_TYPE_TRACEPOINT, 0, 1, 0 },
-	{ "mmap", "syscalls:sys_exit_mmap", PERF_TYPE_TRACEPOINT, 0, 0, 0 },
-	{ "mmap", "syscalls:sys_enter_munmap", PERF_TYPE_TRACEPOINT, 0, 1, 0 },
-	{ "mmap", "syscalls:sys_exit_munmap", PERF_TYPE_TRACEPOINT, 0, 0, 0 },
-	{ "mmap", "syscalls:sys_enter_mremap", PERF_TYPE_TRACEPOINT, 0, 1, 0 },
-	{ "mmap", "syscalls:sys_exit_mremap", PERF_TYPE_TRACEPOINT, 0, 0, 0 },
+	{ "brk", "syscalls:sys_enter_brk", TP, 0, 1, 0 },
+	{ "brk", "syscalls:sys_exit_brk", TP, 0, 0, 0 },
+	{ "mmap", "syscalls:sys_enter_mmap", TP, 0, 1, 0 },
+	{ "mmap", "syscalls:sys_exit_mmap", TP, 0, 0, 0 },
+	{ "mmap", "syscalls:sys_enter_munmap", TP, 0, 1, 0 },
+	{ "mmap", "syscalls:sys_exit_munmap", TP, 0, 0, 0 },
+	{ "mmap", "syscalls:sys_enter_mremap", TP, 0, 1, 0 },
+	{ "mmap", "syscalls:sys_exit_mremap", TP, 0, 0, 0 },
 	{ "faults", "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 1, 1 },
 	{ "faults", "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 0, 1 },
+	{ "kmem", "kmem:kmalloc", TP, 0, 1, 0 },
+	{ "kmem", "kmem:kfree", TP, 0, 0, 0 },
+	{ "kmem", "kmem:kmem_cache_alloc", TP, 0, 1, 0 },
+	{ "kmem", "kmem:kmem_cache_free", TP, 0, 0, 0 },
+	{ "kmem", "kmem:mm_page_alloc", TP, 0, 1, 0 },
+	{ "kmem", "kmem:mm_page_free", TP, 0, 0, 0 },
+	{ "kmem", "kmem:mm_page_free_batched", TP, 0, 0, 0 },
+	{ "kmem", "percpu:percpu_alloc_percpu", TP, 0, 1, 0 },
+	{ "kmem", "percpu:percpu_free_percpu", TP, 0, 0, 0 },
+	{ "reclaim", "vmscan:mm_vmscan_direct_reclaim_begin", TP, 0, 1, 0 },
+	{ "reclaim", "vmscan:mm_vmscan_direct_reclaim_end", TP, 0, 0, 0 },
+	{ "reclaim", "vmscan:mm_vmscan_memcg_reclaim_begin", TP, 0, 1, 0 },
+	{ "reclaim", "vmscan:mm_vmscan_memcg_reclaim_end", TP, 0, 0, 0 },
+	{ "reclaim", "vmscan:mm_vmscan_kswapd_wake", TP, 0, 0, 0 },
+	{ "reclaim", "vmscan:mm_vmscan_kswapd_sleep", TP, 0, 0, 0 },
+	{ "reclaim", "vmscan:mm_vmscan_wakeup_kswapd", TP, 0, 0, 0 },
+	{ "reclaim", "vmscan:mm_shrink_slab_start", TP, 0, 0, 0 },
+	{ "reclaim", "vmscan:mm_shrink_slab_end", TP, 0, 0, 0 },
+	{ "oom", "oom:mark_victim", TP, 0, 1, 0 },
+	{ "oom", "oom:wake_reaper", TP, 0, 0, 0 },
+	{ "oom", "oom:start_task_reaping", TP, 0, 0, 0 },
+	{ "oom", "oom:finish_task_reaping", TP, 0, 0, 0 },
+	{ "oom", "oom:skip_task_reaping", TP, 0, 0, 0 },
+	{ "oom", "oom:reclaim_retry_zone", TP, 0, 0, 0 },
+	{ "oom", "oom:compact_retry", TP, 0, 0, 0 },
+	{ "oom", "oom:oom_score_adj_update", TP, 0, 0, 0 },
+	{ "shm", "syscalls:sys_enter_shmget", TP, 0, 1, 0 },
+	{ "shm", "syscalls:sys_exit_shmget", TP, 0, 0, 0 },
+	{ "shm", "syscalls:sys_enter_shmat", TP, 0, 1, 0 },
+	{ "shm", "syscalls:sys_exit_shmat", TP, 0, 0, 0 },
+	{ "shm", "syscalls:sys_enter_shmdt", TP, 0, 1, 0 },
+	{ "shm", "syscalls:sys_exit_shmdt", TP, 0, 0, 0 },
+	{ "shm", "syscalls:sys_enter_shmctl", TP, 0, 1, 0 },
+	{ "shm", "syscalls:sys_exit_shmctl", TP, 0, 0, 0 },
+	{ "rss", "kmem:rss_stat", TP, 0, 0, 0 },
+	{ "migrate", "migrate:mm_migrate_pages_start", TP, 0, 1, 0 },
+	{ "migrate", "migrate:mm_migrate_pages", TP, 0, 0, 0 },
+	{ "compaction", "compaction:mm_compaction_try_to_compact_pages", TP, 0, 1, 0 },
+	{ "compaction", "compaction:mm_compaction_begin", TP, 0, 0, 0 },
+	{ "compaction", "compaction:mm_compaction_end", TP, 0, 0, 0 },
+	{ "compaction", "compaction:mm_compaction_migratepages", TP, 0, 0, 0 },
+	{ "compaction", "compaction:mm_compaction_defer_compaction", TP, 0, 0, 0 },
+	{ "compaction", "compaction:mm_compaction_kcompactd_wake", TP, 0, 0, 0 },
+	{ "compaction", "compaction:mm_compaction_kcompactd_sleep", TP, 0, 0, 0 },
+	/* No kernel has a swap-in tracepoint and kprobes are not always
+	 * there: a major fault on anonymous memory is a swap-in, so the
+	 * group is major faults with their stacks and addresses. */
+	{ "swap", "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, 1 },
 };
+
+#undef TP
 
 static char tracefs_path[256];
 
@@ -60,6 +117,12 @@ const char *events_tracefs(void)
 
 	if (tracefs_path[0])
 		return tracefs_path;
+	/* Tests point this at a copy that lacks some events, to show what
+	 * a kernel without them does. */
+	if (getenv("MEMSIGHT_TRACEFS")) {
+		snprintf(tracefs_path, sizeof(tracefs_path), "%s", getenv("MEMSIGHT_TRACEFS"));
+		return tracefs_path;
+	}
 	for (size_t i = 0; i < 2; i++) {
 		if (!statfs(cands[i], &sfs) && (unsigned long)sfs.f_type == TRACEFS_MAGIC) {
 			snprintf(tracefs_path, sizeof(tracefs_path), "%s", cands[i]);
@@ -130,12 +193,60 @@ static int tracepoint_load(const char *name, uint64_t *id, char **format)
 	snprintf(rel, sizeof(rel), "events/%s/%s/id", sys, colon + 1);
 	idtext = events_tracefs_read(rel, NULL);
 	if (!idtext)
-		return -ENODEV;
+		return errno == EACCES || errno == EPERM ? -EACCES : -ENODEV;
 	*id = strtoull(idtext, NULL, 10);
 	free(idtext);
 	snprintf(rel, sizeof(rel), "events/%s/%s/format", sys, colon + 1);
 	*format = events_tracefs_read(rel, NULL);
 	return *format ? 0 : -ENODEV;
+}
+
+/* The offset of a tracepoint field from its format text, -1 if absent:
+ * "field:int pid;\toffset:8;\tsize:4;...". */
+static int format_field_offset(const char *format, const char *field)
+{
+	size_t fl = strlen(field);
+
+	for (const char *p = format; p && (p = strstr(p, "field:")); p++) {
+		const char *semi = strchr(p, ';'), *off;
+
+		if (!semi)
+			break;
+		if ((size_t)(semi - p) > fl && !strncmp(semi - fl, field, fl) &&
+		    (semi[-(long)fl - 1] == ' ' || semi[-(long)fl - 1] == '*') && (off = strstr(semi, "offset:")))
+			return atoi(off + 7);
+	}
+	return -1;
+}
+
+const unsigned char *events_sample_raw(const struct rec_event *e, const unsigned char *rec, size_t size,
+				       uint32_t *raw_len)
+{
+	static const uint64_t before[] = { PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID,
+					   PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR, PERF_SAMPLE_ID,
+					   PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD };
+	uint64_t st = e->attr.sample_type, nr;
+	size_t off = 8;
+
+	if (!(st & PERF_SAMPLE_RAW))
+		return NULL;
+	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++)
+		if (st & before[i])
+			off += 8;
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		if (off + 8 > size)
+			return NULL;
+		memcpy(&nr, rec + off, 8);
+		if (nr > size / 8)
+			return NULL;
+		off += 8 + 8 * nr;
+	}
+	if (off + 4 > size)
+		return NULL;
+	memcpy(raw_len, rec + off, 4);
+	if (off + 4 + *raw_len > size)
+		return NULL;
+	return rec + off + 4;
 }
 
 void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events *o)
@@ -151,6 +262,8 @@ void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events 
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = o->wakeup_bytes;
+	if (o->format_lost)
+		a->read_format = PERF_FORMAT_LOST;
 }
 
 unsigned events_callchain_offset(uint64_t st)
@@ -196,25 +309,52 @@ int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e)
 	return 0;
 }
 
-int events_group_add(const char *name, const struct rec_opts_events *o, struct rec_event **evs,
+static struct rec_event *event_find(struct rec_event *evs, size_t nr, const char *name)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (!strcmp(evs[i].name, name))
+			return &evs[i];
+	return NULL;
+}
+
+static void missing_add(char *missing, size_t len, const char *name)
+{
+	size_t n = strlen(missing);
+
+	snprintf(missing + n, len - n, "%s%s", n ? ", " : "", name);
+}
+
+int events_group_add(const char *name, uint64_t period, const struct rec_opts_events *o, struct rec_event **evs,
 		     size_t *nr, char *missing, size_t missing_len)
 {
-	size_t start = *nr, found = 0;
+	size_t found = 0, added = 0;
+	int denied = 0;
 
+	missing[0] = 0;
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		const struct ev_spec *s = &specs[i];
-		struct rec_event e;
+		struct rec_event e, *dup;
 		int r;
 
 		if (strcmp(s->group, name))
 			continue;
 		found++;
+		/* Two groups may share an event (faults and swap both want
+		 * major faults): record it once, with the most either asks. */
+		if ((dup = event_find(*evs, *nr, s->name))) {
+			if (s->stack && !(dup->attr.sample_type & PERF_SAMPLE_CALLCHAIN)) {
+				events_stack_attr(&dup->attr, o);
+				dup->callchain_off = events_callchain_offset(dup->attr.sample_type);
+			}
+			added++;
+			continue;
+		}
 		memset(&e, 0, sizeof(e));
 		snprintf(e.name, sizeof(e.name), "%s", s->name);
 		e.group = s->group;
 		events_attr_common(&e.attr, o);
 		e.attr.type = s->type;
-		e.attr.sample_period = 1;
+		e.attr.sample_period = period ? period : 1;
 		e.attr.sample_type = SAMPLE_BASE;
 		if (s->type == PERF_TYPE_TRACEPOINT) {
 			uint64_t id = 0;
@@ -222,10 +362,11 @@ int events_group_add(const char *name, const struct rec_opts_events *o, struct r
 			r = tracepoint_load(s->name, &id, &e.format);
 			e.attr.config = id;
 			if (r) {
-				snprintf(missing, missing_len, "%s", s->name);
-				events_free(*evs + start, *nr - start);
-				*nr = start;
-				return r;
+				/* A kernel without one tracepoint still has the
+				 * others: name it and go on. */
+				denied |= r == -EACCES;
+				missing_add(missing, missing_len, s->name);
+				continue;
 			}
 			e.attr.sample_type |= PERF_SAMPLE_RAW;
 		} else {
@@ -236,12 +377,25 @@ int events_group_add(const char *name, const struct rec_opts_events *o, struct r
 		if (s->stack)
 			events_stack_attr(&e.attr, o);
 		e.callchain_off = events_callchain_offset(e.attr.sample_type);
+		if (!strcmp(s->name, "oom:mark_victim")) {
+			/* The recorder snapshots the system when it sees a
+			 * kill, so it must see it at once, while the victim
+			 * is still there: wake the drain loop for each one. */
+			e.victim_pid_off = format_field_offset(e.format, "pid");
+			e.attr.watermark = 0;
+			e.attr.wakeup_events = 1;
+		}
 		if (events_push(evs, nr, &e)) {
 			free(e.format);
 			return -ENOMEM;
 		}
+		added++;
 	}
-	return found ? 0 : -ENOENT;
+	if (!found)
+		return -ENOENT;
+	if (!added)
+		return denied ? -EACCES : -ENODEV;
+	return 0;
 }
 
 int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr)

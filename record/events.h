@@ -24,7 +24,10 @@ struct rec_event {
 	size_t nr_ids, ids_alloc;
 	uint64_t samples;	 /* counted by the drain loop */
 	unsigned callchain_off;	 /* byte offset of the callchain in a sample, 0 if none */
-	char filter[192];	 /* PERF_EVENT_IOC_SET_FILTER text for every fd, "" for none */
+	char filter[512];	 /* PERF_EVENT_IOC_SET_FILTER text for every fd, "" for none */
+	int dropped;		 /* the kernel refused its filter: not recorded */
+	int victim_pid_off;	 /* oom:mark_victim: offset of "pid" in its raw data; 0 for
+				  * other events (the common fields hold offset 0) */
 };
 
 enum rec_callchain {
@@ -47,6 +50,7 @@ struct rec_opts_events {
 	int enable_on_exec;
 	unsigned wakeup_bytes;
 	int build_id;		/* kernel puts build-ids into MMAP2 */
+	int format_lost;	/* read() can give each event's lost samples */
 };
 
 /* The names of the groups this recorder knows, for -h and errors. */
@@ -60,11 +64,14 @@ const char *events_tracefs(void);
 char *events_tracefs_read(const char *rel, size_t *len);
 
 /*
- * Append the events of group `name` to *evs. Returns 0; -ENOENT for an
- * unknown group name; -ENODEV when this kernel lacks one of its events (the
- * missing one is named in `missing`). Nothing is appended on error.
+ * Append the events of group `name` to *evs, each taking one sample in
+ * `period` firings (0 or 1: every one). An event another group already
+ * added is not added twice. Returns 0, with the events this kernel lacks
+ * listed in `missing` ("" when none); -ENOENT for an unknown group name;
+ * -ENODEV when the kernel has none of its events; -EACCES when tracefs
+ * may not be read.
  */
-int events_group_add(const char *name, const struct rec_opts_events *o, struct rec_event **evs,
+int events_group_add(const char *name, uint64_t period, const struct rec_opts_events *o, struct rec_event **evs,
 		     size_t *nr, char *missing, size_t missing_len);
 
 /* The tracking event (dummy software event carrying MMAP2, COMM, FORK, EXIT). */
@@ -77,6 +84,10 @@ void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events 
 unsigned events_callchain_offset(uint64_t sample_type);
 /* Add the stack fields -g asks for to an event that takes stacks. */
 void events_stack_attr(struct perf_event_attr *a, const struct rec_opts_events *o);
+/* Where a sample's PERF_SAMPLE_RAW data starts and how long it is; NULL
+ * when the event has none or the record is cut short. */
+const unsigned char *events_sample_raw(const struct rec_event *e, const unsigned char *rec, size_t size,
+				       uint32_t *raw_len);
 void events_free(struct rec_event *evs, size_t nr);
 
 #endif

@@ -275,3 +275,79 @@ int procsnap_process(pid_t pid, char **text, size_t *len)
 	*len = t.len;
 	return 0;
 }
+
+/* A /proc or cgroup file as a "--- NAME" section; nothing when unreadable. */
+static void section_add(struct text *t, const char *title, const char *path)
+{
+	char buf[8192];
+
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return;
+	text_add(t, "--- %s\n%s%s", title, buf, buf[strlen(buf) - 1] == '\n' ? "" : "\n");
+}
+
+/* The memory cgroup of pid: its directory under /sys/fs/cgroup (v2, or
+ * v1's memory hierarchy). */
+static int memcg_dir(pid_t pid, char *dir, size_t len, int *v2)
+{
+	char path[64], buf[4096], *line, *save = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+		if (!c2)
+			continue;
+		*c2 = 0;
+		if (!strcmp(c1 + 1, "memory") || strstr(c1 + 1, ",memory")) {
+			snprintf(dir, len, "/sys/fs/cgroup/memory%s", c2 + 1);
+			*v2 = 0;
+			return 0;
+		}
+		if (!strcmp(line, "0") && !c1[1]) {
+			snprintf(dir, len, "/sys/fs/cgroup%s", c2 + 1);
+			*v2 = 1;
+		}
+	}
+	return dir[0] ? 0 : -1;
+}
+
+int procsnap_oom_context(pid_t victim, pid_t trigger, uint64_t time, char **out, size_t *len)
+{
+	static const char *const v2_files[] = { "memory.current", "memory.max", "memory.high", "memory.events",
+						"memory.stat", NULL };
+	static const char *const v1_files[] = { "memory.usage_in_bytes", "memory.limit_in_bytes",
+						"memory.max_usage_in_bytes", "memory.failcnt",
+						"memory.oom_control", "memory.stat", NULL };
+	struct text t = { 0 };
+	char path[PATH_MAX], dir[PATH_MAX - 64] = "";
+	int v2 = 0;
+
+	text_add(&t, "time %llu\nvictim_pid %d\ntrigger_pid %d\n", (unsigned long long)time, (int)victim,
+		 (int)trigger);
+	section_add(&t, "loadavg", "/proc/loadavg");
+	section_add(&t, "meminfo", "/proc/meminfo");
+	section_add(&t, "pressure/memory", "/proc/pressure/memory");
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)victim);
+	section_add(&t, "victim status", path);
+	/* A memcg OOM kill names the cgroup at its limit: the victim's when
+	 * it is still there to ask, else the task that hit the limit. */
+	if (!memcg_dir(victim, dir, sizeof(dir), &v2) || !memcg_dir(trigger, dir, sizeof(dir), &v2)) {
+		const char *const *files = v2 ? v2_files : v1_files;
+
+		text_add(&t, "--- cgroup\n%s\n", dir);
+		for (size_t i = 0; files[i]; i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+			section_add(&t, files[i], path);
+		}
+	}
+	if (t.err) {
+		free(t.buf);
+		return t.err;
+	}
+	*out = t.buf;
+	*len = t.len;
+	return 0;
+}

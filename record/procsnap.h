@@ -10,6 +10,7 @@
 #define MEMSIGHT_RECORD_PROCSNAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define BUILD_ID_MAX 20
@@ -27,5 +28,10 @@ int procsnap_process(pid_t pid, char **text, size_t *len);
 /* Thread ids of a process, or every pid on the system when pid is 0.
  * Returns the count (malloc'd array in *out) or -errno. */
 int procsnap_list(pid_t pid, pid_t **out);
+
+/* The system around an OOM kill seen at `time`, as TRACE_META_OOM text
+ * (malloc'd): load, meminfo, memory pressure, the victim's status while it
+ * is still there, and the memory cgroup's figures. Returns 0 or -errno. */
+int procsnap_oom_context(pid_t victim, pid_t trigger, uint64_t time, char **text, size_t *len);
 
 #endif

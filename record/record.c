@@ -54,15 +54,29 @@
 static const char usage_text[] =
 	"usage: memsight record [options] -- COMMAND [ARGS...]\n"
 	"   or: memsight record [options] -p PID[,PID...]\n"
-	"   or: memsight record [options] -a\n"
+	"   or: memsight record [options] -a [-- COMMAND [ARGS...]]\n"
 	"\n"
-	"  -e, --event GROUPS       event groups, comma-separated (default: brk,mmap,faults)\n"
+	"  -e, --event GROUPS       event groups, comma-separated (default: brk,mmap,faults);\n"
+	"                           GROUP/N keeps one event in N (kmem/100) on a busy box\n"
 	"                             brk     brk() calls with the new break\n"
 	"                             mmap    mmap, munmap, mremap with sizes and results\n"
 	"                             faults  every page fault (period 1) with its address\n"
 	"                             malloc  malloc, calloc, realloc, free, ... through uprobes\n"
+	"                             kmem    kmalloc, kmem_cache, page and percpu allocations\n"
+	"                                     and frees\n"
+	"                             reclaim direct and memcg reclaim, kswapd, slab shrinking\n"
+	"                             oom     OOM kills (with the system's state then) and reaping\n"
+	"                             shm     shmget, shmat, shmdt, shmctl with results\n"
+	"                             rss     RSS counter changes (kmem:rss_stat)\n"
+	"                             migrate page migrations\n"
+	"                             compaction  compaction runs, kcompactd\n"
+	"                             swap    major faults with stacks (swap-ins on anonymous\n"
+	"                                     memory; no kernel has a swap-in tracepoint)\n"
+	"      --filter EVENT:EXPR  a kernel filter on a tracepoint (kmem:kmalloc:bytes_req > 4096)\n"
+	"                             or on every tracepoint of a group (kmem:common_pid == 42);\n"
+	"                             repeatable\n"
 	"  -p, --pid PID[,PID...]   record running processes, their new threads and children\n"
-	"  -a, --all-cpus           record the whole system\n"
+	"  -a, --all-cpus           record the whole system (while COMMAND runs, when given)\n"
 	"  -o, --output FILE        trace file to write (default: memsight.trace)\n"
 	"  -d, --duration SECONDS   stop after SECONDS\n"
 	"  -g, --call-graph MODE    fp (default): kernel and user frame-pointer callchains;\n"
@@ -118,6 +132,8 @@ struct recorder {
 	/* options */
 	const char *output;
 	char *groups;
+	char **filters;		/* --filter EVENT:EXPR, as given */
+	size_t nr_filters;
 	pid_t *pids;
 	size_t nr_pids;
 	int system_wide;
@@ -162,7 +178,9 @@ struct recorder {
 	uint64_t start_ns, stop_ns;
 	uint64_t records;
 	uint64_t lost_unreported; /* lost per the event counters, beyond the LOST records */
+	uint64_t oom_kills;	/* OOM contexts written */
 	int build_id;
+	int format_lost;	/* the kernel counts each event's lost samples */
 };
 
 static int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -206,8 +224,13 @@ static int paranoid(void)
 	return v;
 }
 
-static int explain_open_error(int err, const char *ev)
+static int explain_open_error(const struct recorder *rc, int err, const char *ev)
 {
+	if ((err == EACCES || err == EPERM) && rc->system_wide)
+		return error("system-wide recording (-a) refused for '%s' (%s): it needs root or CAP_PERFMON, or "
+			     "'sysctl -w kernel.perf_event_paranoid=-1' (now %d); without them record your own "
+			     "processes with -p PID or -- COMMAND",
+			     ev, strerror(err), paranoid());
 	if (err == EACCES || err == EPERM)
 		return error("perf_event_open refused for '%s' (%s): run as root, or allow it with "
 			     "'sysctl -w kernel.perf_event_paranoid=-1' (now %d)",
@@ -253,7 +276,7 @@ static int parse_pids(struct recorder *rc, const char *arg)
 
 static int parse_options(struct recorder *rc, int argc, char **argv)
 {
-	enum { OPT_COMPRESSION = 256, OPT_EMBED };
+	enum { OPT_COMPRESSION = 256, OPT_EMBED, OPT_FILTER };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -264,6 +287,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "compression", required_argument, NULL, OPT_COMPRESSION },
 		{ "embed", required_argument, NULL, OPT_EMBED },
+		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ "object", required_argument, NULL, 'O' },
 		{ "min-size", required_argument, NULL, 'z' },
 		{ "max-size", required_argument, NULL, 'Z' },
@@ -306,7 +330,6 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		case 'g':
 			if (!strcmp(optarg, "fp")) {
 				rc->callchain = REC_CG_FP;
-	rc->embed.mode = EMBED_MINIMAL;
 			} else if (!strcmp(optarg, "none")) {
 				rc->callchain = REC_CG_NONE;
 			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == ',')) {
@@ -358,6 +381,15 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		case 'O':
 			rc->object = optarg;
 			break;
+		case OPT_FILTER: {
+			char **p = realloc(rc->filters, (rc->nr_filters + 1) * sizeof(*p));
+
+			if (!p)
+				return error("out of memory");
+			rc->filters = p;
+			p[rc->nr_filters++] = optarg;
+			break;
+		}
 		case OPT_EMBED: {
 			int m = embed_mode_parse(optarg);
 
@@ -401,9 +433,11 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 	}
 	if (optind < argc)
 		rc->command = argv + optind;
-	if (!!rc->command + !!rc->nr_pids + rc->system_wide != 1)
+	/* -a with a command records the whole system while it runs, as
+	 * perf record -a does. */
+	if (!!rc->command + !!rc->nr_pids + (rc->system_wide && !rc->command) != 1)
 		return error(rc->command || rc->nr_pids || rc->system_wide
-				     ? "give only one target: -p PID, -a, or -- COMMAND"
+				     ? "give only one target: -p PID, -a [-- COMMAND], or -- COMMAND"
 				     : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
 	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
 		return error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
@@ -426,6 +460,18 @@ static int probe_build_id(void)
 	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
 				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .mmap2 = 1,
 				     .build_id = 1 };
+	int fd = perf_open(&a, 0, -1);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static int probe_format_lost(void)
+{
+	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
+				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .read_format = PERF_FORMAT_LOST };
 	int fd = perf_open(&a, 0, -1);
 
 	if (fd < 0)
@@ -459,6 +505,73 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 	return 0;
 }
 
+/* GROUP or GROUP/N (one sample in N firings). */
+static int group_parse(char *tok, uint64_t *period)
+{
+	char *slash = strchr(tok, '/'), *end;
+
+	*period = 1;
+	if (!slash)
+		return 0;
+	*slash = 0;
+	*period = strtoull(slash + 1, &end, 10);
+	if (*end || !slash[1] || !*period)
+		return error("invalid sampling in '%s/%s': give GROUP/N to keep one event in N, e.g. kmem/100", tok,
+			     slash + 1);
+	if (!strcmp(tok, "malloc"))
+		return error("malloc takes -s N for sampling, not malloc/%s", slash + 1);
+	return 0;
+}
+
+/* --filter EVENT:EXPR: EVENT is a tracepoint (sys:name or name) or a
+ * group, whose tracepoints all get EXPR. */
+static int filters_apply(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->nr_filters; i++) {
+		const char *arg = rc->filters[i], *expr = NULL;
+		size_t matched = 0;
+
+		for (size_t pass = 0; pass < 2 && !matched; pass++) {
+			for (size_t j = 0; j < rc->nr_evs; j++) {
+				struct rec_event *e = &rc->evs[j];
+				const char *shortname = strchr(e->name, ':');
+				size_t l;
+
+				if (!e->format || !e->group[0])
+					continue;
+				if (pass == 0) {
+					/* "sys:name:EXPR" */
+					l = strlen(e->name);
+					if (strncmp(arg, e->name, l) || arg[l] != ':')
+						continue;
+				} else {
+					/* "name:EXPR" or "group:EXPR" */
+					const char *colon = strchr(arg, ':');
+
+					if (!colon)
+						break;
+					l = colon - arg;
+					if (!((shortname && strlen(shortname + 1) == l && !strncmp(shortname + 1, arg, l)) ||
+					      (strlen(e->group) == l && !strncmp(e->group, arg, l))))
+						continue;
+				}
+				expr = arg + l + 1;
+				if (e->filter[0])
+					return error("two filters for '%s': join them with && in one --filter", e->name);
+				if ((size_t)snprintf(e->filter, sizeof(e->filter), "%s", expr) >= sizeof(e->filter))
+					return error("the filter for '%s' is too long: at most %zu bytes", e->name,
+						     sizeof(e->filter) - 1);
+				matched++;
+			}
+		}
+		if (!matched)
+			return error("--filter '%s' names no recorded tracepoint: give EVENT:EXPR with EVENT a tracepoint "
+				     "of the groups recorded (e.g. kmem:kmalloc:bytes_req > 4096) or a group",
+				     arg);
+	}
+	return 0;
+}
+
 static int setup_events(struct recorder *rc)
 {
 	struct rec_opts_events o = {
@@ -466,12 +579,14 @@ static int setup_events(struct recorder *rc)
 		.stack_size = rc->stack_size,
 		.system_wide = rc->system_wide,
 		.inherit = !rc->system_wide,
-		.enable_on_exec = rc->command != NULL,
+		.enable_on_exec = rc->command && !rc->system_wide,
 		.wakeup_bytes = rc->mmap_pages * (unsigned)sysconf(_SC_PAGESIZE) / 4,
 		.build_id = rc->build_id,
+		.format_lost = rc->format_lost,
 	};
 	char *copy = strdup(rc->groups), *save = NULL, *tok;
 	size_t groups_ok = 0;
+	int ret = -1;
 
 	if (!copy)
 		return error("out of memory");
@@ -480,41 +595,57 @@ static int setup_events(struct recorder *rc)
 		return error("out of memory");
 	}
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char missing[128] = "";
+		char missing[1024] = "";
+		uint64_t period;
 		int r;
 
+		if (group_parse(tok, &period))
+			goto out;
 		if (!strcmp(tok, "malloc")) {
-			if (setup_malloc(rc, &o)) {
-				free(copy);
-				return -1;
-			}
+			if (setup_malloc(rc, &o))
+				goto out;
 			groups_ok++;
 			continue;
 		}
-		r = events_group_add(tok, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing));
-
+		r = events_group_add(tok, period, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing));
 		if (r == -ENOENT) {
-			error("unknown event group '%s': known groups are brk, mmap, faults, malloc", tok);
-			free(copy);
-			return -1;
+			char known[256] = "";
+
+			for (size_t i = 0; events_group_names[i]; i++)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+					 events_group_names[i]);
+			error("unknown event group '%s': known groups are %s", tok, known);
+			goto out;
+		}
+		if (r == -EACCES) {
+			error("cannot read the tracepoints of group '%s' in %s: permission denied; run as root", tok,
+			      events_tracefs() ? events_tracefs() : "tracefs");
+			goto out;
 		}
 		if (r == -ENODEV) {
 			/* One line, then record the rest: a kernel without one
-			 * tracepoint still has the others. */
-			fprintf(stderr, "memsight record: skipping group '%s': this kernel has no '%s'%s\n", tok,
+			 * group still has the others. */
+			fprintf(stderr, "memsight record: skipping group '%s': this kernel has none of %s%s\n", tok,
 				missing, events_tracefs() ? "" : " (tracefs is not mounted and cannot be)");
 			continue;
 		}
 		if (r) {
-			free(copy);
-			return error("cannot set up group '%s': %s", tok, strerror(-r));
+			error("cannot set up group '%s': %s", tok, strerror(-r));
+			goto out;
 		}
+		if (missing[0])
+			fprintf(stderr, "memsight record: group '%s' without %s: this kernel lacks them; recording the rest\n",
+				tok, missing);
 		groups_ok++;
 	}
+	if (!groups_ok) {
+		error("no event group could be set up: nothing to record");
+		goto out;
+	}
+	ret = filters_apply(rc);
+out:
 	free(copy);
-	if (!groups_ok)
-		return error("no event group could be set up: nothing to record");
-	return 0;
+	return ret;
 }
 
 static int fds_push(struct recorder *rc, int fd)
@@ -551,9 +682,12 @@ static int ring_map(struct recorder *rc, struct ring *r, int fd)
 	return 0;
 }
 
+/* Returns 0, -1 after reporting an error, or 1 when the kernel refused
+ * the event's filter (reported; the caller drops the event). */
 static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu)
 {
 	struct ring *r = &rc->rings[cpu];
+	char filter[sizeof(e->filter) + 64];
 	uint64_t id;
 	int fd = perf_open(&e->attr, pid, cpu);
 
@@ -561,7 +695,29 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 		/* A CPU that is offline has nothing to record. */
 		if (errno == ENODEV && pid == -1)
 			return 0;
-		return explain_open_error(errno, e->name);
+		return explain_open_error(rc, errno, e->name);
+	}
+	filter[0] = 0;
+	if (rc->system_wide && e->format && !e->filter[0])
+		/* Keep the recorder's own writes and allocations out. */
+		snprintf(filter, sizeof(filter), "common_pid != %d", (int)getpid());
+	else if (rc->system_wide && e->format && strncmp(e->name, "memsight_", 9))
+		snprintf(filter, sizeof(filter), "(%s) && common_pid != %d", e->filter, (int)getpid());
+	else if (e->filter[0])
+		snprintf(filter, sizeof(filter), "%s", e->filter);
+	if (filter[0] && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter)) {
+		int err = errno;
+
+		close(fd);
+		if (!e->filter[0] || !strncmp(e->name, "memsight_", 9))
+			return error("the kernel refused the filter '%s' on '%s': %s", filter, e->name,
+				     strerror(err));
+		fprintf(stderr,
+			"memsight record: the kernel refused the filter '%s' on '%s' (%s): check the expression "
+			"against the fields in %s/events/%.*s/%s/format; recording the other events\n",
+			e->filter, e->name, strerror(err), events_tracefs() ? events_tracefs() : "tracefs",
+			(int)(strchr(e->name, ':') - e->name), e->name, strchr(e->name, ':') + 1);
+		return 1;
 	}
 	if (fds_push(rc, fd)) {
 		close(fd);
@@ -571,17 +727,6 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 		return error("cannot read the id of '%s': %s", e->name, strerror(errno));
 	if (events_id_add(e, id, fd))
 		return error("out of memory");
-	if (e->filter[0]) {
-		if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, e->filter))
-			return error("the kernel refused the filter '%s' on '%s': %s", e->filter, e->name,
-				     strerror(errno));
-	} else if (rc->system_wide && e->format) {
-		/* Keep the recorder's own writes and allocations out. */
-		char filter[64];
-
-		snprintf(filter, sizeof(filter), "common_pid != %d", (int)getpid());
-		ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter);
-	}
 	if (!r->base)
 		return ring_map(rc, r, fd);
 	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
@@ -631,11 +776,40 @@ static int open_events(struct recorder *rc)
 			free(tids);
 		}
 	}
-	for (size_t e = 0; e < rc->nr_evs; e++)
-		for (size_t t = 0; t < nr_targets; t++)
-			for (int c = 0; c < rc->ncpus; c++)
-				if (open_one(rc, &rc->evs[e], targets[t], c))
+	for (size_t e = 0; e < rc->nr_evs; e++) {
+		for (size_t t = 0; t < nr_targets && !rc->evs[e].dropped; t++) {
+			for (int c = 0; c < rc->ncpus; c++) {
+				int r = open_one(rc, &rc->evs[e], targets[t], c);
+
+				if (r < 0)
 					goto out;
+				if (r > 0) {
+					/* The filter is the same on every fd, so the
+					 * first one refused it: nothing to undo. */
+					rc->evs[e].dropped = 1;
+					break;
+				}
+			}
+		}
+	}
+	/* Events whose filter was refused are not in the trace at all. */
+	{
+		size_t keep = 0, sampled = 0;
+
+		for (size_t e = 0; e < rc->nr_evs; e++) {
+			if (rc->evs[e].dropped) {
+				events_free(&rc->evs[e], 1);
+				continue;
+			}
+			sampled += rc->evs[e].group[0] != 0;
+			rc->evs[keep++] = rc->evs[e];
+		}
+		rc->nr_evs = keep;
+		if (!sampled) {
+			error("no event is left to record");
+			goto out;
+		}
+	}
 	for (size_t e = 0; e < rc->nr_evs; e++)
 		rc->nr_ids += rc->evs[e].nr_ids;
 	rc->ids = malloc(rc->nr_ids * sizeof(*rc->ids));
@@ -691,6 +865,29 @@ static void nobid_add(struct recorder *rc, const char *name)
 		rc->nr_nobid++;
 }
 
+/* An OOM kill: the state of the system now, while the victim is likely
+ * still exiting, goes into the trace in order with the samples. */
+static void oom_seen(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
+{
+	uint32_t raw_len, tid[2];
+	uint64_t time;
+	int32_t victim = 0;
+	const unsigned char *raw = events_sample_raw(e, rec, size, &raw_len);
+	char *text;
+	size_t len;
+
+	if (raw && (uint32_t)e->victim_pid_off + 4 <= raw_len)
+		memcpy(&victim, raw + e->victim_pid_off, 4);
+	/* IDENTIFIER, IP, TID (pid, tid), TIME: fixed for every event. */
+	memcpy(tid, rec + 24, 8);
+	memcpy(&time, rec + 32, 8);
+	if (procsnap_oom_context(victim, tid[0], time, &text, &len))
+		return;
+	writeq_push_meta(&rc->q, TRACE_META_OOM, text, len);
+	rc->oom_kills++;
+	free(text);
+}
+
 /* Look at one record copied out of a ring: count it, collect what the end
  * of the recording needs (kernel addresses, files without build-id). */
 static void inspect(struct recorder *rc, struct ring *r, const unsigned char *rec, size_t size)
@@ -709,6 +906,8 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 		if (!e)
 			return;
 		e->samples++;
+		if (e->victim_pid_off > 0)
+			oom_seen(rc, e, rec, size);
 		if (e->callchain_off && e->callchain_off + 8 <= size) {
 			uint64_t nr, ip;
 			int kernel = 0;
@@ -890,7 +1089,9 @@ static void write_host(struct recorder *rc)
 		ADD("alloc_sample %u\n", rc->sample ? rc->sample : 1);
 		ADD("alloc_min_size %llu\nalloc_max_size %llu\n", rc->min_size, rc->max_size);
 	}
-	if (rc->system_wide)
+	if (rc->system_wide && rc->command)
+		ADD("target system command %d\n", (int)rc->child);
+	else if (rc->system_wide)
 		ADD("target system\n");
 	else if (rc->command)
 		ADD("target command %d\n", (int)rc->child);
@@ -1121,10 +1322,13 @@ static void summary(struct recorder *rc)
 			(unsigned long long)lost, rc->q.peak / 1048576.0);
 	else if (lost)
 		fprintf(stderr, "memsight record: LOST %llu events: the rings overflowed; enlarge them with -m "
-				"or record fewer groups\n",
+				"or record fewer groups, or sample them (kmem/100)\n",
 			(unsigned long long)lost);
 	else if (!rc->quiet)
 		fprintf(stderr, "memsight record: 0 events lost\n");
+	if (rc->oom_kills && !rc->quiet)
+		fprintf(stderr, "memsight record: %llu OOM kill%s recorded with the system's state; see memsight oom\n",
+			(unsigned long long)rc->oom_kills, rc->oom_kills == 1 ? "" : "s");
 }
 
 static void stop_command(struct recorder *rc)
@@ -1154,26 +1358,32 @@ static int reap_child(struct recorder *rc)
 }
 
 /* The kernel writes a LOST record only once room comes back, so what is
- * lost in the last moments may never be reported. The counters are exact:
- * an event with period 1 fired `count` times and each firing is a sample,
- * so count minus the samples received is what was lost. */
+ * lost in the last moments may never be reported. Each event's own lost
+ * count (PERF_FORMAT_LOST, Linux 6.0) is exact. Older kernels: an event
+ * with period 1 fired `count` times and each firing is a sample, so count
+ * minus the samples received is what was lost (exact for a target's
+ * events; system-wide, some kernels count firings they never sample). */
 static void count_lost(struct recorder *rc)
 {
 	uint64_t counted = 0, reported = 0;
 
 	for (size_t i = 0; i < rc->nr_evs; i++) {
 		struct rec_event *e = &rc->evs[i];
-		uint64_t total = 0;
+		uint64_t total = 0, lost = 0;
 
-		if (!e->group[0] || e->attr.sample_period != 1)
-			continue;
 		for (size_t j = 0; j < e->nr_ids; j++) {
-			uint64_t v;
+			uint64_t v[2];
 
-			if (read(e->fds[j], &v, sizeof(v)) == sizeof(v))
-				total += v;
+			if (read(e->fds[j], v, sizeof(v)) < 8)
+				continue;
+			/* A sampled event (GROUP/N) takes one sample each time
+			 * its own counter passes a multiple of N. */
+			total += v[0] / e->attr.sample_period;
+			lost += v[1];
 		}
-		if (total > e->samples)
+		if (e->attr.read_format & PERF_FORMAT_LOST)
+			counted += lost;
+		else if (e->group[0] && total > e->samples)
 			counted += total - e->samples;
 	}
 	for (int c = 0; c < rc->ncpus; c++)
@@ -1327,6 +1537,7 @@ static void cleanup(struct recorder *rc)
 	ksyms_set_release(&rc->ksyms);
 	trace_writer_release(&rc->w);
 	free(rc->groups);
+	free(rc->filters);
 	free(rc->pids);
 }
 
@@ -1380,6 +1591,7 @@ int main(int argc, char **argv)
 		}
 	}
 	rc.build_id = probe_build_id();
+	rc.format_lost = probe_format_lost();
 	if (setup_events(&rc) || create_output(&rc))
 		goto out;
 
@@ -1393,6 +1605,11 @@ int main(int argc, char **argv)
 		goto out;
 	if (open_events(&rc) || write_start_meta(&rc))
 		goto out;
+	/* System-wide events are not the child's to enable at exec: start
+	 * them before it runs. */
+	if (rc.command && rc.system_wide)
+		for (size_t i = 0; i < rc.nr_fds; i++)
+			ioctl(rc.fds[i], PERF_EVENT_IOC_ENABLE, 0);
 	if (rc.command && release_child(&rc))
 		goto out;
 	if (rename(rc.tmp_path, rc.output)) {

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -16,7 +17,7 @@
 
 struct writeq_job {
 	struct writeq_job *next;
-	uint32_t stream;
+	uint32_t type, stream;
 	uint64_t time, nr;
 	void *buf;
 	size_t len, size;
@@ -30,6 +31,10 @@ static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
 	enum trace_codec codec = w->codec;
 	int level = w->level;
 
+	if (j->type != TRACE_CHUNK_DATA) {
+		trace_writer_add(w, j->type, j->stream, j->time, j->buf, j->len, j->nr);
+		return;
+	}
 	if (backlog > q->max_pending / 2) {
 		w->codec = TRACE_CODEC_NONE;
 		q->raw_chunks++;
@@ -111,17 +116,17 @@ int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, s
 	return 0;
 }
 
-void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, size_t len, size_t size,
-		 uint64_t nr)
+static void writeq_push_chunk(struct writeq *q, uint32_t type, uint32_t stream, uint64_t time, void *buf,
+			      size_t len, size_t size, uint64_t nr)
 {
 	struct writeq_job *j;
 
 	if (!q->running || !(j = malloc(sizeof(*j)))) {
-		trace_writer_add(q->w, TRACE_CHUNK_DATA, stream, time, buf, len, nr);
+		trace_writer_add(q->w, type, stream, time, buf, len, nr);
 		free(buf);
 		return;
 	}
-	*j = (struct writeq_job){ NULL, stream, time, nr, buf, len, size };
+	*j = (struct writeq_job){ NULL, type, stream, time, nr, buf, len, size };
 	pthread_mutex_lock(&q->lock);
 	if (q->pending && q->pending + len > q->max_pending) {
 		q->waits++;
@@ -138,6 +143,22 @@ void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, si
 		q->peak = q->pending;
 	pthread_cond_signal(&q->more);
 	pthread_mutex_unlock(&q->lock);
+}
+
+void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, size_t len, size_t size,
+		 uint64_t nr)
+{
+	writeq_push_chunk(q, TRACE_CHUNK_DATA, stream, time, buf, len, size, nr);
+}
+
+void writeq_push_meta(struct writeq *q, uint32_t kind, const void *data, size_t len)
+{
+	void *copy = malloc(len ? len : 1);
+
+	if (!copy)
+		return;
+	memcpy(copy, data, len);
+	writeq_push_chunk(q, TRACE_CHUNK_META, kind, 0, copy, len, len, 0);
 }
 
 void writeq_stop(struct writeq *q)

@@ -47,6 +47,9 @@ void *writeq_buffer(struct writeq *q);
  * written at once. */
 void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, size_t len, size_t size,
 		 uint64_t nr);
+/* Queue a META chunk (a copy of data) in order with the DATA chunks: for
+ * what the recorder learns mid-recording and must survive a crash. */
+void writeq_push_meta(struct writeq *q, uint32_t kind, const void *data, size_t len);
 /* Write what is queued and end the thread. */
 void writeq_stop(struct writeq *q);
 

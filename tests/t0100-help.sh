@@ -10,7 +10,7 @@ readme_block() {
 	' "$TOP/README.md"
 }
 
-for cmd in memsight record info events report folded leaks flamegraph; do
+for cmd in memsight record info events report folded leaks mmaps brk shm faults reclaim compaction oom rss flamegraph; do
 	test_expect_success "'$cmd -h' matches README.md" '
 		readme_block '$cmd' >expect &&
 		test -s expect &&

@@ -1,0 +1,220 @@
+#!/bin/sh
+# Kernel memory and the memory chapter's tools from one recording: event
+# groups, filters and sampling, OOM kills in a memory-limited cgroup with
+# their reclaim, shm calls, pipes' kernel memory, faults by file, RSS.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+S=$BUILD/samples
+TRACEFS=/sys/kernel/tracing
+[ -d $TRACEFS/events ] || TRACEFS=/sys/kernel/debug/tracing
+
+# json FILE EXPR: evaluate a perl expression on the decoded JSON ($d).
+json() { perl -MJSON::PP -e 'local $/; open my $f, "<", $ARGV[0] or die; my $d = decode_json(<$f>); '"$2" "$1"; }
+
+test_expect_success 'every group records on this kernel, each event once' '
+	"$MEMSIGHT" record -q -e kmem,reclaim,oom,shm,rss,migrate,compaction,swap,faults -o all.trace -- true &&
+	"$MEMSIGHT" info all.trace >info &&
+	for ev in kmem:kmalloc kmem:mm_page_free percpu:percpu_alloc_percpu vmscan:mm_vmscan_direct_reclaim_begin \
+		vmscan:mm_vmscan_memcg_reclaim_end vmscan:mm_vmscan_kswapd_wake vmscan:mm_shrink_slab_end \
+		oom:mark_victim syscalls:sys_enter_shmat kmem:rss_stat migrate:mm_migrate_pages \
+		compaction:mm_compaction_end major-faults page-faults; do
+		grep -q "^  $ev " info || { echo "no $ev"; exit 1; }
+	done &&
+	test "$(grep -c "^  major-faults " info)" = 1
+'
+
+# A pipe's own objects are those whose allocator (frame 0) alloc_pipe_info
+# called (frame 1): a new slab's metadata allocated beneath is the slab's.
+
+# A copy of tracefs holding only some events: a kernel that lacks the rest.
+mkdir -p fakefs/events/syscalls fakefs/events/kmem
+cp $TRACEFS/events/header_page fakefs/events/ 2>/dev/null
+for e in syscalls/sys_enter_brk syscalls/sys_exit_brk kmem/kmalloc; do
+	mkdir -p fakefs/events/$e && cp $TRACEFS/events/$e/id $TRACEFS/events/$e/format fakefs/events/$e/
+done
+
+test_expect_success 'a group this kernel lacks: one line, the rest is recorded' '
+	MEMSIGHT_TRACEFS=$TRASH/fakefs "$MEMSIGHT" record -q -e brk,oom -o lack.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "skipping group .oom.: this kernel has none of oom:mark_victim, oom:wake_reaper" err &&
+	"$MEMSIGHT" info lack.trace | grep "^  syscalls:sys_enter_brk "
+'
+
+test_expect_success 'a group with some events missing: they are named, the others recorded' '
+	MEMSIGHT_TRACEFS=$TRASH/fakefs "$MEMSIGHT" record -q -e kmem -o part.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "group .kmem. without kmem:kfree, kmem:kmem_cache_alloc" err &&
+	"$MEMSIGHT" info part.trace | grep "^  kmem:kmalloc "
+'
+
+test_expect_success 'an unknown group name: one line, nothing recorded' '
+	test_must_fail "$MEMSIGHT" record -e kmem,nosuch -o x.trace -- true 2>err &&
+	test_one_line err && grep "unknown event group .nosuch.: known groups are brk, .*kmem" err &&
+	test ! -e x.trace
+'
+
+test_expect_success '--filter reaches the kernel: every kmalloc kept is at least 4096 bytes' '
+	"$MEMSIGHT" record -q -e kmem --filter "kmem:kmalloc:bytes_req >= 4096" -o filt.trace -- \
+		"$S/pipe_hold" 20 >/dev/null &&
+	"$MEMSIGHT" events -G -e kmem:kmalloc filt.trace >ev &&
+	test -s ev &&
+	! sed -n "s/.*bytes_req=\([0-9]*\).*/\1/p" ev | awk "\$1 < 4096 { bad = 1 } END { exit !bad }"
+'
+
+test_expect_success 'an invalid filter: one line, that event left out, the rest recorded' '
+	"$MEMSIGHT" record -q -e kmem --filter "kmalloc:no_such_field > 1" -o badf.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "the kernel refused the filter .no_such_field > 1. on .kmem:kmalloc." err &&
+	"$MEMSIGHT" info badf.trace >info &&
+	! grep "^  kmem:kmalloc " info && grep "^  kmem:kfree " info
+'
+
+test_expect_success 'a filter naming no recorded event: one line, nothing recorded' '
+	test_must_fail "$MEMSIGHT" record -e kmem --filter "nosuch:x == 1" -o x.trace -- true 2>err &&
+	test_one_line err && grep "names no recorded tracepoint" err
+'
+
+test_expect_success 'a sampled group (kmem/10): the period is kept and results say they are estimates' '
+	"$MEMSIGHT" record -q -e kmem/10 -o samp.trace -- "$S/pipe_hold" 50 >/dev/null &&
+	"$MEMSIGHT" leaks --kernel samp.trace >leaks &&
+	grep "(ESTIMATE)" leaks && grep "sampled recording (kmem/10)" leaks &&
+	test_must_fail "$MEMSIGHT" record -e kmem/0 -o x.trace -- true 2>err && test_one_line err
+'
+
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null &&
+	[ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 ]; then
+	test_expect_success 'system-wide without privilege: one line saying what is needed' '
+		out=/tmp/memsight-nobody.$$ &&
+		test_must_fail setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			"$MEMSIGHT" record -a -e faults -d 0.1 -o $out.trace 2>err ;
+		rm -f $out.trace &&
+		cat err && test_one_line err &&
+		grep "system-wide recording (-a) refused for .* it needs root or CAP_PERFMON" err
+	'
+fi
+
+# A memory cgroup of 32 MiB with no swap: cgroup v2 or v1's memory hierarchy.
+CG=
+if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+	CG=/sys/fs/cgroup/memsight-test-$$
+	mkdir $CG && echo $((32 << 20)) >$CG/memory.max && { echo 0 >$CG/memory.swap.max 2>/dev/null || :; } || CG=
+elif [ -d /sys/fs/cgroup/memory ]; then
+	CG=/sys/fs/cgroup/memory/memsight-test-$$
+	mkdir $CG && echo $((32 << 20)) >$CG/memory.limit_in_bytes || CG=
+fi
+if [ -n "$CG" ]; then
+	test_expect_success 'a hog in a 32 MiB cgroup: the OOM kill with the right victim, reclaim before it' '
+		"$MEMSIGHT" record -e oom,reclaim -o oom.trace -- \
+			sh -c "echo \$\$ >$CG/cgroup.procs && exec $S/mem_hog" >truth 2>rec &&
+		cat truth rec &&
+		grep "1 OOM kill recorded" rec &&
+		pid=$(sed -n "s/^mem_hog: pid \([0-9]*\) comm mem_hog$/\1/p" truth) && test -n "$pid" &&
+		"$MEMSIGHT" oom --json oom.trace >oom.json &&
+		json oom.json "my \$k = \$d->{kills}; die unless @\$k == 1; my \$v = \$k->[0]{victim};
+			die qq{pid \$v->{pid}} unless \$v->{pid} == $pid && \$v->{comm} eq q{mem_hog};
+			die q{no anon rss} unless \$v->{anon_rss_kb} > 16384;
+			die q{no context} unless \$k->[0]{context} =~ /--- meminfo/ && \$k->[0]{context} =~ /--- cgroup/;
+			die q{no trigger stack} unless grep { \$_->{function} eq q{grow} } @{\$k->[0]{trigger}{frames}}" &&
+		"$MEMSIGHT" oom oom.trace >oom.txt &&
+		grep "^OOM kill at .*: victim pid $pid (mem_hog)" oom.txt &&
+		grep "^	loadavg:" oom.txt
+	'
+	test_expect_success 'the reclaim histogram counts every memcg reclaim recorded before the kill' '
+		pid=$(sed -n "s/^mem_hog: pid \([0-9]*\) comm mem_hog$/\1/p" truth) &&
+		"$MEMSIGHT" events -G -e vmscan:mm_vmscan_memcg_reclaim_end oom.trace >ends &&
+		n=$(wc -l <ends) && test "$n" -gt 0 &&
+		"$MEMSIGHT" reclaim --json oom.trace >rec.json &&
+		json rec.json "my \$n = 0; my \$h = 0; for my \$p (@{\$d->{processes}}) { \$n += \$p->{memcg}{count};
+			\$h += \$_ for @{\$p->{memcg}{hist_log2_us}} }
+			die qq{count \$n hist \$h events $n} unless \$n == $n && \$h == $n && \$d->{reclaims} == $n;
+			die q{no latency} unless \$d->{slowest}[0]{latency_ns} > 0" &&
+		"$MEMSIGHT" reclaim oom.trace | grep "^memcg reclaim, pid $pid mem_hog: $n reclaims"
+	'
+	rmdir $CG 2>/dev/null
+fi
+
+test_expect_success 'shm: every call with its arguments and result, as the sample made them' '
+	"$MEMSIGHT" record -q -e shm -o shm.trace -- "$S/shm_cycle" 8192 >truth &&
+	"$MEMSIGHT" shm -G shm.trace >view &&
+	cat truth view &&
+	awk "NR > 1 { r = \$NF; \$1 = \$2 = \$3 = \$NF = \"\"; gsub(/^ +| +$/, \"\"); gsub(/ +/, \" \"); print \$0 \" ret=\" r }" \
+		view >got &&
+	test_cmp truth got &&
+	"$MEMSIGHT" shm --json shm.trace | perl -MJSON::PP -ne "decode_json(\$_)"
+'
+
+test_expect_success 'pipes held open: kernel memory outstanding, by syscall path, N objects a site' '
+	"$MEMSIGHT" record -q -a -e kmem -d 1 -o held.trace -- "$S/pipe_hold" 50 3000 >/dev/null &&
+	pid=$("$MEMSIGHT" info held.trace | sed -n "s/^target: *system command //p") &&
+	"$MEMSIGHT" leaks --kernel --pid $pid --json -T 100000 held.trace >held.json &&
+	json held.json "my (\$fifty, \$pipe) = (0, 0);
+		for my \$s (@{\$d->{stacks}}) { my @f = map { \$_->{function} // q{} } @{\$s->{frames}};
+			next unless grep { \$_ eq q{do_pipe2} } @f;
+			die q{no user stack} unless grep { \$_ eq q{main} } @f;
+			\$fifty++ if \$s->{slab} == 50; \$pipe += \$s->{slab} if \$f[1] eq q{alloc_pipe_info} }
+		die qq{\$fifty sites of 50, \$pipe pipe_info} unless \$fifty >= 5 && \$pipe == 100"
+'
+
+test_expect_success 'pipes closed: what the pipes allocated is freed, and the pairing balances' '
+	"$MEMSIGHT" record -q -a -e kmem -o closed.trace -- "$S/pipe_hold" 50 0 300 >/dev/null &&
+	pid=$("$MEMSIGHT" info closed.trace | sed -n "s/^target: *system command //p") &&
+	"$MEMSIGHT" leaks --kernel --pid $pid --json -T 100000 closed.trace >closed.json &&
+	json closed.json "for my \$s (@{\$d->{stacks}}) { my @f = map { \$_->{function} // q{} } @{\$s->{frames}};
+			die q{pipe_info outstanding} if \$f[1] eq q{alloc_pipe_info} }
+		my \$c = \$d->{classes}{slab};
+		die q{unbalanced} unless \$c->{allocations} == \$c->{matched_frees} + \$c->{outstanding} + \$c->{lost_frees};
+		die q{too few frees} unless \$c->{matched_frees} >= 100"
+'
+
+test_expect_success 'faults by file: one fault a page of the mapped file, anonymous pages apart' '
+	"$MEMSIGHT" record -q -e faults,mmap -o ft.trace -- "$S/file_touch" "$TRASH/ft.data" 32 16 >truth &&
+	grep "^file_touch: 32 file pages of $TRASH/ft.data, 16 anonymous pages$" truth &&
+	"$MEMSIGHT" faults --json ft.trace >ft.json &&
+	json ft.json "my (\$f) = grep { \$_->{name} eq q{$TRASH/ft.data} } @{\$d->{files}};
+		die q{file} unless \$f && \$f->{file_backed} && \$f->{faults} == 32;
+		my (\$a) = grep { grep { (\$_->{function} // q{}) eq q{touch_anon} } @{\$_->{frames}} } @{\$d->{stacks}};
+		die q{anon} unless \$a && \$a->{faults} == 16" &&
+	"$MEMSIGHT" faults ft.trace | grep "^        32        0  file   $TRASH/ft.data$"
+'
+
+test_expect_success 'mmaps: the file and anonymous mappings with size, protection, flags, file' '
+	"$MEMSIGHT" mmaps -G ft.trace >view &&
+	cat view &&
+	grep " mmap  *131072 rw-  SHARED  *0x[0-9a-f]*  *$TRASH/ft.data$" view &&
+	grep " mmap  *65536 rw-  PRIVATE|ANONYMOUS  *0x[0-9a-f]* *$" view
+'
+
+test_expect_success 'brk: heap growth by stack adds up to the whole' '
+	"$MEMSIGHT" record -q -e brk -o brk.trace -- "$S/loop_leak" 20000 >/dev/null &&
+	"$MEMSIGHT" brk --json -T 1000 brk.trace >brk.json &&
+	json brk.json "my \$t = 0; \$t += \$_->{bytes} for @{\$d->{stacks}};
+		die qq{\$t} unless \$t == \$d->{grow_bytes} && \$t >= 20000 * 32"
+'
+
+test_expect_success 'rss: the last value of the chart is what the sample read from /proc' '
+	"$S/rss_grow" 16 300 2000 >truth &
+	hog=$! &&
+	"$MEMSIGHT" record -q -e rss -p $hog -d 1 -o rss.trace &&
+	wait $hog &&
+	tail -1 truth >last && cat last &&
+	"$MEMSIGHT" rss --json --pid $hog rss.trace >rss.json &&
+	"$MEMSIGHT" rss --svg rss.svg --pid $hog rss.trace >/dev/null &&
+	xmllint --noout rss.svg &&
+	set -- $(sed "s/.* anon \([0-9]*\) file \([0-9]*\) shmem \([0-9]*\)/\1 \2 \3/" last) &&
+	json rss.json "my \$l = \$d->{processes}[0]{last};
+		for ([anon => $1], [file => $2], [shmem => $3]) { my (\$k, \$v) = @\$_;
+			die qq{\$k \$l->{\$k} vs \$v} if abs(\$l->{\$k} - \$v) > 4096 }" &&
+	grep -q "data-last-bytes=\"$(json rss.json "print \$d->{processes}[0]{last}{resident}")\"" rss.svg
+'
+
+test_expect_success 'analyzer views on a trace without their events: one line each' '
+	for v in mmaps brk reclaim compaction oom rss faults shm; do
+		t=shm.trace && [ $v = shm ] && t=ft.trace
+		test_must_fail "$MEMSIGHT" $v $t 2>err || exit 1
+		test_one_line err && grep "record them with .memsight record -e" err || exit 1
+	done &&
+	test_must_fail "$MEMSIGHT" leaks --kernel shm.trace 2>err && test_one_line err
+'
+
+test_done
