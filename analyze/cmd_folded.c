@@ -11,25 +11,30 @@
 
 #include "cmd.h"
 #include "allocs.h"
+#include "kallocs.h"
 #include "memops.h"
 #include "stacktab.h"
 
 static const char usage_text[] =
 	"usage: memsight folded [options] FILE\n"
 	"\n"
-	"  -e, --event EVENT     brk, mmap, faults (default) or malloc\n"
-	"  -w, --weight WEIGHT   count (default), bytes or pages; for malloc: leaked (outstanding bytes),\n"
-	"                        bytes (allocated) or count (allocations)\n"
+	"  -e, --event EVENT     brk, mmap, faults (default), malloc, kmem (kernel allocations),\n"
+	"                        reclaim (direct and memcg) or swap (major faults on anonymous memory)\n"
+	"  -w, --weight WEIGHT   count (default), bytes or pages; for malloc and kmem: leaked\n"
+	"                        (outstanding bytes), bytes (allocated) or count (allocations), and\n"
+	"                        pages for kmem; for reclaim: latency (microseconds) or count\n"
 	"      --pid PID         only this process\n"
-	"      --kernel          include kernel frames (default for faults)\n"
+	"      --kernel          include kernel frames (default for faults, kmem, reclaim)\n"
 	"      --no-kernel       leave kernel frames out (default for brk and mmap)\n"
 	"  -h, --help            show this help\n"
 	CMD_STACK_OPTIONS;
 
-enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED };
+enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY };
+enum fold_source { FS_MEMOPS, FS_MALLOC, FS_KMEM, FS_RECLAIM, FS_SWAP };
 
 struct folded {
-	int malloc;
+	enum fold_source src;
+	struct hashmap begins;	/* reclaim: tid -> struct stack_entry * of the begin, time */
 	enum memop_kind kind;
 	enum weight weight;
 	long pid;
@@ -43,6 +48,13 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 
 	if (f->pid >= 0 && op->pid != f->pid)
 		return 0;
+	if (f->src == FS_SWAP) {
+		/* A major fault on anonymous memory reads it back from swap. */
+		if (op->kind != MEMOP_FAULT_MAJ || !op->map || (op->map->name && op->map->name[0] == '/' &&
+								 op->map->name[1] != '/'))
+			return 0;
+		return stacktab_add(&f->tab, s, op->stack, 1) ? 0 : -1;
+	}
 	if (op->kind != f->kind && !(f->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP))
 		return 0;
 	if (op->failed)
@@ -167,6 +179,82 @@ out:
 	return ret;
 }
 
+/* Kernel allocations fold by the kallocs stack table, as malloc does. */
+static int fold_kmem(struct folded *f, struct session *s)
+{
+	struct kallocs k;
+	char err[512];
+	int ret = 1;
+
+	if (!session_group_recorded(s, "kmem"))
+		return error("'%s' has no kernel allocation events: record them with 'memsight record -e kmem'",
+			     s->path), 1;
+	kallocs_init(&k, s, f->pid);
+	if (kallocs_replay(&k, s, err, sizeof(err))) {
+		error("%s", err);
+		goto out;
+	}
+	hashmap_for_each(&k.stacks.map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) {
+		e->weight = f->weight == W_COUNT ? e->count * k.period
+			    : f->weight == W_BYTES ? e->weight * k.period
+			    : f->weight == W_PAGES ? (e->weight * k.period + s->page_size - 1) / s->page_size : 0;
+	}
+	if (f->weight == W_LEAKED)
+		for (int c = 0; c < KA_NR; c++)
+			hashmap_for_each(&k.live[c], r) {
+				struct kalloc_rec *rec = r->ptr;
+
+				if (rec->stack)
+					rec->stack->weight += rec->bytes * k.period;
+			}
+	if (!f->tab.kernel)
+		fprintf(stderr, "memsight folded: kmem stacks keep their kernel frames\n");
+	stacktab_release(&f->tab);
+	f->tab = k.stacks;
+	stacktab_init(&k.stacks, 1, 1);
+	ret = print_folded(f) ? 1 : 0;
+out:
+	kallocs_release(&k);
+	return ret;
+}
+
+/* Reclaim: each begin's stack weighs its latency, to its end. */
+static int on_reclaim(struct session *s, struct sample *smp, void *arg)
+{
+	struct folded *f = arg;
+	enum ev_kind k = smp->ev->kind;
+	struct hm_slot *slot;
+
+	if (f->pid >= 0 && smp->pid != (uint32_t)f->pid)
+		return 0;
+	if (k == EVK_DIRECT_RECLAIM_BEGIN || k == EVK_MEMCG_RECLAIM_BEGIN) {
+		struct stack_entry *e = smp->nr_ips ? stacktab_add(&f->tab, s, smp, 0) : NULL;
+
+		if (!(slot = hashmap_u64(&f->begins, smp->tid, NULL)))
+			return -1;
+		slot->ptr = e;
+		/* The time goes beside the entry, in the key's high slot. */
+		slot = hashmap_u64(&f->begins, smp->tid | 1ull << 63, NULL);
+		if (!slot)
+			return -1;
+		slot->val = smp->time;
+		return 0;
+	}
+	if (k == EVK_DIRECT_RECLAIM_END || k == EVK_MEMCG_RECLAIM_END) {
+		struct hm_slot *e = hashmap_u64_find(&f->begins, smp->tid);
+		struct hm_slot *t = hashmap_u64_find(&f->begins, smp->tid | 1ull << 63);
+
+		if (e && e->ptr && t && t->val) {
+			struct stack_entry *st = e->ptr;
+
+			st->weight += f->weight == W_LATENCY ? (smp->time - t->val) / 1000 : 1;
+			e->ptr = NULL;
+			t->val = 0;
+		}
+	}
+	return 0;
+}
+
 int cmd_folded(int argc, char **argv)
 {
 	enum { OPT_PID = 256, OPT_KERNEL, OPT_NO_KERNEL };
@@ -179,7 +267,7 @@ int cmd_folded(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1 };
+	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS };
 	struct session s;
 	char err[512];
 	int c, kernel = -1, ret = 1;
@@ -195,9 +283,17 @@ int cmd_folded(int argc, char **argv)
 			else if (!strcmp(optarg, "faults") || !strcmp(optarg, "page-faults"))
 				f.kind = MEMOP_FAULT;
 			else if (!strcmp(optarg, "malloc"))
-				f.malloc = 1;
+				f.src = FS_MALLOC;
+			else if (!strcmp(optarg, "kmem"))
+				f.src = FS_KMEM;
+			else if (!strcmp(optarg, "reclaim"))
+				f.src = FS_RECLAIM;
+			else if (!strcmp(optarg, "swap"))
+				f.src = FS_SWAP;
 			else {
-				error("unknown event '%s' for folded stacks: use brk, mmap, faults or malloc", optarg);
+				error("unknown event '%s' for folded stacks: use brk, mmap, faults, malloc, kmem, reclaim "
+				      "or swap",
+				      optarg);
 				return 2;
 			}
 			break;
@@ -210,8 +306,10 @@ int cmd_folded(int argc, char **argv)
 				f.weight = W_PAGES;
 			else if (!strcmp(optarg, "leaked"))
 				f.weight = W_LEAKED;
+			else if (!strcmp(optarg, "latency"))
+				f.weight = W_LATENCY;
 			else {
-				error("unknown weight '%s': use count, bytes, pages or leaked", optarg);
+				error("unknown weight '%s': use count, bytes, pages, leaked or latency", optarg);
 				return 2;
 			}
 			break;
@@ -235,22 +333,46 @@ int cmd_folded(int argc, char **argv)
 	if (cmd_one_file(argc))
 		return 2;
 	if (kernel < 0)
-		/* A syscall's kernel half is always the same entry path. */
-		kernel = f.kind == MEMOP_FAULT && !f.malloc;
-	if ((f.weight == W_LEAKED && !f.malloc) || (f.weight == W_PAGES && f.malloc)) {
-		error("weight '%s' does not apply to this event: leaked is for malloc, pages for the others",
-		      f.weight == W_LEAKED ? "leaked" : "pages");
-		return 2;
+		/* A syscall's kernel half is always the same entry path; for
+		 * the kernel's own memory it is the point. */
+		kernel = (f.kind == MEMOP_FAULT && f.src == FS_MEMOPS) || f.src == FS_KMEM || f.src == FS_RECLAIM ||
+			 f.src == FS_SWAP;
+	{
+		/* Which weights each source has. */
+		int ok = f.weight == W_COUNT ||
+			 (f.weight == W_BYTES && f.src != FS_RECLAIM && f.src != FS_SWAP) ||
+			 (f.weight == W_PAGES && (f.src == FS_MEMOPS || f.src == FS_KMEM)) ||
+			 (f.weight == W_LEAKED && (f.src == FS_MALLOC || f.src == FS_KMEM)) ||
+			 (f.weight == W_LATENCY && f.src == FS_RECLAIM);
+
+		if (!ok) {
+			error("this weight does not apply to this event: leaked is for malloc and kmem, pages for "
+			      "brk, mmap, faults and kmem, latency for reclaim");
+			return 2;
+		}
 	}
 	if (cmd_open(&s, argv[optind]))
 		return 1;
 	stacktab_init(&f.tab, kernel, 1);
-	if (f.malloc)
+	hashmap_init(&f.begins, 0);
+	if (f.src == FS_MALLOC) {
 		ret = fold_allocs(&f, &s);
-	else if (memops_replay(&s, on_op, &f, err, sizeof(err)))
+	} else if (f.src == FS_KMEM) {
+		ret = fold_kmem(&f, &s);
+	} else if (f.src == FS_RECLAIM) {
+		err[0] = 0;
+		if (!session_group_recorded(&s, "reclaim"))
+			error("'%s' has no reclaim events: record them with 'memsight record -e reclaim'", s.path);
+		else if (session_replay(&s, on_reclaim, &f, err, sizeof(err)))
+			error("%s", err[0] ? err : "out of memory");
+		else if (!print_folded(&f))
+			ret = 0;
+	} else if (memops_replay(&s, on_op, &f, err, sizeof(err))) {
 		error("%s", err);
-	else if (!print_folded(&f))
+	} else if (!print_folded(&f)) {
 		ret = 0;
+	}
+	hashmap_release(&f.begins);
 	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);
 	stacktab_release(&f.tab);

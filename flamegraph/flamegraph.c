@@ -24,9 +24,11 @@ static const char usage_text[] =
 	"FILE is a memsight trace or folded stacks (comm;outer;...;inner COUNT);\n"
 	"standard input when it is absent or '-'. The SVG goes to standard output.\n"
 	"\n"
-	"  -e, --event EVENT      for a trace: brk, mmap, faults (default) or malloc\n"
-	"  -w, --weight WEIGHT    for a trace: count (default), bytes or pages; for malloc\n"
-	"                         also leaked (bytes still outstanding when recording ended)\n"
+	"  -e, --event EVENT      for a trace: brk, mmap, faults (default), malloc, kmem, reclaim\n"
+	"                         or swap\n"
+	"  -w, --weight WEIGHT    for a trace: count (default), bytes or pages; for malloc and\n"
+	"                         kmem also leaked (bytes still outstanding when recording\n"
+	"                         ended); for reclaim latency (microseconds)\n"
 	"      --debug-dir DIR    for a trace: find objects by build-id in DIR/.build-id/ too\n"
 	"  -o, --output FILE      write the SVG to FILE\n"
 	"      --title TEXT       title (default: Flame Graph, or one for the trace's event)\n"
@@ -183,14 +185,14 @@ static FILE *open_trace(const char *path, const char *event, const char *weight,
 		return NULL;
 	if (!*child) {
 		char *argv[8 + 2 * MAX_DEBUG_DIRS] = { prog, "folded", "--event", (char *)event, "--weight", (char *)weight };
-		int n = 6;
+		int nargs = 6;
 
 		for (int i = 0; i < nr_dirs; i++) {
-			argv[n++] = "--debug-dir";
-			argv[n++] = (char *)debug_dirs[i];
+			argv[nargs++] = "--debug-dir";
+			argv[nargs++] = (char *)debug_dirs[i];
 		}
-		argv[n++] = (char *)path;
-		argv[n] = NULL;
+		argv[nargs++] = (char *)path;
+		argv[nargs] = NULL;
 
 		dup2(fd[1], 1);
 		close(fd[0]);
@@ -306,6 +308,10 @@ int main(int argc, char **argv)
 				   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)"
 				   : !strcmp(event, "malloc") ? (!strcmp(weight, "leaked") ? "Outstanding Allocations (leaks)"
 											    : "Allocations (malloc family)")
+				   : !strcmp(event, "kmem") ? (!strcmp(weight, "leaked") ? "Outstanding Kernel Memory"
+											  : "Kernel Allocations (kmem)")
+				   : !strcmp(event, "reclaim") ? "Direct and Memcg Reclaim"
+				   : !strcmp(event, "swap") ? "Swap-ins (major faults on anonymous memory)"
 				   : "Page Faults";
 
 		if (!o.title)
@@ -313,6 +319,8 @@ int main(int argc, char **argv)
 		if (!o.countname)
 			o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") ? "bytes"
 				      : !strcmp(weight, "pages") ? "pages"
+				      : !strcmp(weight, "latency") ? "us"
+				      : !strcmp(event, "swap") ? "swap-ins"
 				      : !strcmp(event, "faults") ? "faults"
 				      : !strcmp(event, "malloc") ? "allocations" : "calls";
 		in = open_trace(path, event, weight, &child);

@@ -131,6 +131,17 @@ if [ -n "$CG" ]; then
 			die q{no latency} unless \$d->{slowest}[0]{latency_ns} > 0" &&
 		"$MEMSIGHT" reclaim oom.trace | grep "^memcg reclaim, pid $pid mem_hog: $n reclaims"
 	'
+	test_expect_success 'reclaim flame graphs: one count per reclaim, latency in microseconds' '
+		n=$(wc -l <ends) &&
+		"$MEMSIGHT" folded -e reclaim oom.trace >count.folded &&
+		test "$(awk "{ s += \$NF } END { print s }" count.folded)" = "$n" &&
+		"$MEMSIGHT" folded -e reclaim -w latency oom.trace >lat.folded &&
+		grep "^mem_hog;.*;grow;.*try_to_free_mem_cgroup_pages_\[k\] [0-9]*$" lat.folded &&
+		us=$(awk "{ s += \$NF } END { print s }" lat.folded) &&
+		json rec.json "my \$t = 0; \$t += \$_->{memcg}{total_ns} for @{\$d->{processes}};
+			die qq{\$t vs $us} if abs(\$t / 1000 - $us) > $n" &&
+		"$MEMSIGHT" flamegraph -e reclaim -w latency oom.trace >rec.svg && xmllint --noout rec.svg
+	'
 	rmdir $CG 2>/dev/null
 fi
 
@@ -154,6 +165,16 @@ test_expect_success 'pipes held open: kernel memory outstanding, by syscall path
 			die q{no user stack} unless grep { \$_ eq q{main} } @f;
 			\$fifty++ if \$s->{slab} == 50; \$pipe += \$s->{slab} if \$f[1] eq q{alloc_pipe_info} }
 		die qq{\$fifty sites of 50, \$pipe pipe_info} unless \$fifty >= 5 && \$pipe == 100"
+'
+
+test_expect_success 'kmem flame graphs: the leaked weight is what leaks --kernel counts' '
+	"$MEMSIGHT" leaks --kernel --json held.trace >all.json &&
+	"$MEMSIGHT" folded -e kmem -w leaked held.trace >leaked.folded &&
+	json all.json "die unless \$d->{outstanding_bytes} == $(awk "{ s += \$NF } END { print s }" leaked.folded)" &&
+	"$MEMSIGHT" folded -e kmem -w bytes held.trace | grep -q ";alloc_pipe_info_\[k\];" &&
+	"$MEMSIGHT" flamegraph -e kmem -w leaked held.trace >kmem.svg && xmllint --noout kmem.svg &&
+	grep "Outstanding Kernel Memory" kmem.svg &&
+	test_must_fail "$MEMSIGHT" folded -e reclaim -w leaked held.trace 2>err && test_one_line err
 '
 
 test_expect_success 'pipes closed: what the pipes allocated is freed, and the pairing balances' '
