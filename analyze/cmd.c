@@ -146,3 +146,11 @@ void print_frames(const struct frame *fr, int n, int lines, const char *indent)
 	if (!n)
 		printf("%s(no stack recorded)\n", indent);
 }
+
+int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt)
+{
+	if (session_group_recorded(s, group) || (alt && session_group_recorded(s, alt)))
+		return 0;
+	return error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s", s->path, what, group,
+		     alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "");
+}

@@ -29,6 +29,10 @@ extern const char *cmd_name;
 int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Open FILE for a command: the error is reported here. Returns 0 or -1. */
 int cmd_open(struct session *s, const char *path);
+/* A view's events must be in the trace: group (or alt, may be NULL) was
+ * recorded. Returns 0, or reports "has no WHAT events" with the record
+ * command that would add them and returns -1. */
+int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt);
 /* Replay failure or a stop: report and return the exit code. */
 const char *fmt_bytes(uint64_t v, char *buf, size_t len);
 /* -h (ok: on stdout, exit 0) or a bad option (on stderr, exit 2). */

@@ -98,25 +98,6 @@ static int file_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static int stack_cmp(const void *a, const void *b)
-{
-	const struct stack_entry *x = *(struct stack_entry *const *)a, *y = *(struct stack_entry *const *)b;
-
-	return x->weight != y->weight ? (x->weight > y->weight ? -1 : 1) : x->pid - y->pid;
-}
-
-static struct stack_entry **sorted(struct stacktab *t, size_t *n)
-{
-	struct stack_entry **v = malloc((t->nr ? t->nr : 1) * sizeof(*v));
-
-	*n = 0;
-	if (!v)
-		return NULL;
-	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) v[(*n)++] = e;
-	qsort(v, *n, sizeof(*v), stack_cmp);
-	return v;
-}
-
 static void stacks_json(const char *key, struct stack_entry **v, size_t n, uint64_t top, int lines)
 {
 	printf(",\"%s\":[", key);
@@ -190,9 +171,7 @@ int cmd_faults(int argc, char **argv)
 		return 2;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "faults") && !session_group_recorded(&s, "swap")) {
-		error("'%s' has no page fault events: record them with 'memsight record -e faults' (or -e swap)",
-		      argv[optind]);
+	if (cmd_need_group(&s, "page fault", "faults", "swap")) {
 		session_release(&s);
 		return 1;
 	}
@@ -208,8 +187,8 @@ int cmd_faults(int argc, char **argv)
 		goto out;
 	hashmap_for_each(&f.files, slot) files[nf++] = slot->ptr;
 	qsort(files, nf, sizeof(*files), file_cmp);
-	minor = sorted(&f.minor, &nm);
-	swapin = sorted(&f.swapin, &ns);
+	minor = stacktab_sorted(&f.minor, 0, &nm);
+	swapin = stacktab_sorted(&f.swapin, 0, &ns);
 	if (json) {
 		printf("{\"trace\":");
 		json_str(s.path);

@@ -34,7 +34,7 @@ enum fold_source { FS_MEMOPS, FS_MALLOC, FS_KMEM, FS_RECLAIM, FS_SWAP };
 
 struct folded {
 	enum fold_source src;
-	struct hashmap begins;	/* reclaim: tid -> struct stack_entry * of the begin, time */
+	struct hashmap begins;	/* reclaim: tid -> struct reclaim_begin * */
 	enum memop_kind kind;
 	enum weight weight;
 	long pid;
@@ -186,9 +186,8 @@ static int fold_kmem(struct folded *f, struct session *s)
 	char err[512];
 	int ret = 1;
 
-	if (!session_group_recorded(s, "kmem"))
-		return error("'%s' has no kernel allocation events: record them with 'memsight record -e kmem'",
-			     s->path), 1;
+	if (cmd_need_group(s, "kernel allocation", "kmem", NULL))
+		return 1;
 	kallocs_init(&k, s, f->pid);
 	if (kallocs_replay(&k, s, err, sizeof(err))) {
 		error("%s", err);
@@ -219,37 +218,35 @@ out:
 }
 
 /* Reclaim: each begin's stack weighs its latency, to its end. */
+struct reclaim_begin {
+	struct stack_entry *stack;
+	uint64_t time;
+};
+
 static int on_reclaim(struct session *s, struct sample *smp, void *arg)
 {
 	struct folded *f = arg;
 	enum ev_kind k = smp->ev->kind;
+	struct reclaim_begin *b;
 	struct hm_slot *slot;
 
 	if (f->pid >= 0 && smp->pid != (uint32_t)f->pid)
 		return 0;
 	if (k == EVK_DIRECT_RECLAIM_BEGIN || k == EVK_MEMCG_RECLAIM_BEGIN) {
-		struct stack_entry *e = smp->nr_ips ? stacktab_add(&f->tab, s, smp, 0) : NULL;
-
-		if (!(slot = hashmap_u64(&f->begins, smp->tid, NULL)))
+		slot = hashmap_u64(&f->begins, smp->tid, NULL);
+		if (!slot || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*b)))))
 			return -1;
-		slot->ptr = e;
-		/* The time goes beside the entry, in the key's high slot. */
-		slot = hashmap_u64(&f->begins, smp->tid | 1ull << 63, NULL);
-		if (!slot)
-			return -1;
-		slot->val = smp->time;
+		b = slot->ptr;
+		b->stack = smp->nr_ips ? stacktab_add(&f->tab, s, smp, 0) : NULL;
+		b->time = smp->time;
 		return 0;
 	}
 	if (k == EVK_DIRECT_RECLAIM_END || k == EVK_MEMCG_RECLAIM_END) {
-		struct hm_slot *e = hashmap_u64_find(&f->begins, smp->tid);
-		struct hm_slot *t = hashmap_u64_find(&f->begins, smp->tid | 1ull << 63);
-
-		if (e && e->ptr && t && t->val) {
-			struct stack_entry *st = e->ptr;
-
-			st->weight += f->weight == W_LATENCY ? (smp->time - t->val) / 1000 : 1;
-			e->ptr = NULL;
-			t->val = 0;
+		slot = hashmap_u64_find(&f->begins, smp->tid);
+		b = slot ? slot->ptr : NULL;
+		if (b && b->stack && b->time) {
+			b->stack->weight += f->weight == W_LATENCY ? (smp->time - b->time) / 1000 : 1;
+			b->time = 0;
 		}
 	}
 	return 0;
@@ -361,17 +358,18 @@ int cmd_folded(int argc, char **argv)
 		ret = fold_kmem(&f, &s);
 	} else if (f.src == FS_RECLAIM) {
 		err[0] = 0;
-		if (!session_group_recorded(&s, "reclaim"))
-			error("'%s' has no reclaim events: record them with 'memsight record -e reclaim'", s.path);
-		else if (session_replay(&s, on_reclaim, &f, err, sizeof(err)))
-			error("%s", err[0] ? err : "out of memory");
-		else if (!print_folded(&f))
-			ret = 0;
+		if (!cmd_need_group(&s, "reclaim", "reclaim", NULL)) {
+			if (session_replay(&s, on_reclaim, &f, err, sizeof(err)))
+				error("%s", err[0] ? err : "out of memory");
+			else if (!print_folded(&f))
+				ret = 0;
+		}
 	} else if (memops_replay(&s, on_op, &f, err, sizeof(err))) {
 		error("%s", err);
 	} else if (!print_folded(&f)) {
 		ret = 0;
 	}
+	hashmap_for_each(&f.begins, slot) free(slot->ptr);
 	hashmap_release(&f.begins);
 	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);

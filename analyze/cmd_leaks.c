@@ -119,8 +119,7 @@ static int leaks_kernel(const char *path, const struct kleaks_opts *o)
 
 	if (cmd_open(&s, path))
 		return 1;
-	if (!session_group_recorded(&s, "kmem")) {
-		error("'%s' has no kernel allocation events: record them with 'memsight record -e kmem'", path);
+	if (cmd_need_group(&s, "kernel allocation", "kmem", NULL)) {
 		session_release(&s);
 		return 1;
 	}

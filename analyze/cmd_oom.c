@@ -179,8 +179,7 @@ int cmd_oom(int argc, char **argv)
 		return 2;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "oom")) {
-		error("'%s' has no OOM events: record them with 'memsight record -e oom'", argv[optind]);
+	if (cmd_need_group(&s, "OOM", "oom", NULL)) {
 		session_release(&s);
 		return 1;
 	}

@@ -311,8 +311,7 @@ int cmd_reclaim(int argc, char **argv)
 		return 2;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "reclaim")) {
-		error("'%s' has no reclaim events: record them with 'memsight record -e reclaim'", argv[optind]);
+	if (cmd_need_group(&s, "reclaim", "reclaim", NULL)) {
 		session_release(&s);
 		return 1;
 	}
@@ -592,10 +591,7 @@ int cmd_compaction(int argc, char **argv)
 		return 2;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "migrate") && !session_group_recorded(&s, "compaction")) {
-		error("'%s' has no migration or compaction events: record them with 'memsight record -e "
-		      "migrate,compaction'",
-		      argv[optind]);
+	if (cmd_need_group(&s, "migration or compaction", "migrate", "compaction")) {
 		session_release(&s);
 		return 1;
 	}
@@ -607,10 +603,9 @@ int cmd_compaction(int argc, char **argv)
 		error("%s", err[0] ? err : "out of memory");
 		goto out;
 	}
-	st = malloc((c.stacks.nr ? c.stacks.nr : 1) * sizeof(*st));
+	st = stacktab_sorted(&c.stacks, 0, &nst);
 	if (!st)
 		goto out;
-	hashmap_for_each(&c.stacks.map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) st[nst++] = e;
 	if (json) {
 		int i = 0;
 

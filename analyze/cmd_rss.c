@@ -238,8 +238,7 @@ int cmd_rss(int argc, char **argv)
 		return 2;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "rss")) {
-		error("'%s' has no rss_stat events: record them with 'memsight record -e rss'", argv[optind]);
+	if (cmd_need_group(&s, "rss_stat", "rss", NULL)) {
 		session_release(&s);
 		return 1;
 	}

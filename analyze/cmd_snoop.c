@@ -148,11 +148,12 @@ static int on_mmap(struct session *s, const struct memop *op, void *arg)
 	if ((op->kind != MEMOP_MMAP && op->kind != MEMOP_MREMAP) || (o->pid >= 0 && op->pid != o->pid))
 		return 0;
 	m = op->failed ? NULL : machine_find_map(&s->m, op->pid, op->kind == MEMOP_MREMAP ? (uint64_t)op->ret : op->addr);
-	file = m && m->dso ? m->name : (op->flags & MAP_ANONYMOUS) || op->kind == MEMOP_MREMAP ? "" : "?";
 	if (m && m->dso)
 		file = m->name;
-	else if (op->kind == MEMOP_MREMAP && m)
-		file = m->name && m->name[0] == '/' ? m->name : "";
+	else if (op->kind == MEMOP_MREMAP)
+		file = m && m->name && m->name[0] == '/' ? m->name : "";
+	else
+		file = op->flags & MAP_ANONYMOUS ? "" : "?";
 	prot_str(op->prot, prot);
 	mmap_flags_str(op->flags, flags, sizeof(flags));
 	o->nr++;
@@ -195,10 +196,8 @@ int cmd_mmaps(int argc, char **argv)
 		return r == 1 ? 0 : r;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "mmap")) {
-		error("'%s' has no mmap events: record them with 'memsight record -e mmap'", argv[optind]);
+	if (cmd_need_group(&s, "mmap", "mmap", NULL))
 		return snoop_end(&s, 1);
-	}
 	s.no_unwind = !o.stacks && !o.json;
 	if (memops_replay(&s, on_mmap, &o, err, sizeof(err))) {
 		error("%s", err);
@@ -244,26 +243,6 @@ static int on_brk(struct session *s, const struct memop *op, void *arg)
 	return stacktab_add(&b->o->tab, s, op->stack, op->grow) ? 0 : -1;
 }
 
-static int by_weight(const void *a, const void *b)
-{
-	const struct stack_entry *x = *(struct stack_entry *const *)a, *y = *(struct stack_entry *const *)b;
-
-	return x->weight != y->weight ? (x->weight > y->weight ? -1 : 1) : (x->count < y->count) - (x->count > y->count);
-}
-
-/* The entries of a stack table, heaviest first (malloc'd). */
-static struct stack_entry **stacktab_sorted(struct stacktab *t, size_t *n)
-{
-	struct stack_entry **v = malloc((t->nr ? t->nr : 1) * sizeof(*v));
-
-	*n = 0;
-	if (!v)
-		return NULL;
-	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) v[(*n)++] = e;
-	qsort(v, *n, sizeof(*v), by_weight);
-	return v;
-}
-
 int cmd_brk(int argc, char **argv)
 {
 	struct snoop o = { 0 };
@@ -278,17 +257,15 @@ int cmd_brk(int argc, char **argv)
 		return r == 1 ? 0 : r;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "brk")) {
-		error("'%s' has no brk events: record them with 'memsight record -e brk'", argv[optind]);
+	if (cmd_need_group(&s, "brk", "brk", NULL))
 		return snoop_end(&s, 1);
-	}
 	stacktab_init(&o.tab, 0, 1);
 	if (memops_replay(&s, on_brk, &b, err, sizeof(err))) {
 		error("%s", err[0] ? err : "out of memory");
 		stacktab_release(&o.tab);
 		return snoop_end(&s, 1);
 	}
-	v = stacktab_sorted(&o.tab, &n);
+	v = stacktab_sorted(&o.tab, 0, &n);
 	if (o.json) {
 		printf("{\"trace\":");
 		json_str(s.path);
@@ -464,10 +441,8 @@ int cmd_shm(int argc, char **argv)
 		return r == 1 ? 0 : r;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
-	if (!session_group_recorded(&s, "shm")) {
-		error("'%s' has no shm events: record them with 'memsight record -e shm'", argv[optind]);
+	if (cmd_need_group(&s, "shm", "shm", NULL))
 		return snoop_end(&s, 1);
-	}
 	hashmap_init(&o.pending, 0);
 	err[0] = 0;
 	if (session_replay(&s, on_shm, &o, err, sizeof(err))) {

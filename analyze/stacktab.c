@@ -92,17 +92,27 @@ static int by_count(const void *a, const void *b)
 	return x->weight > y->weight ? -1 : x->weight < y->weight;
 }
 
+struct stack_entry **stacktab_sorted(struct stacktab *t, int count_order, size_t *n)
+{
+	struct stack_entry **v = malloc((t->nr ? t->nr : 1) * sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) v[(*n)++] = e;
+	qsort(v, *n, sizeof(*v), count_order ? by_count : by_weight);
+	return v;
+}
+
 void stacktab_print(struct stacktab *t, FILE *f, size_t n, int count_order, const char *unit,
 		    const char *indent)
 {
-	struct stack_entry **v = malloc((t->nr ? t->nr : 1) * sizeof(*v));
-	size_t k = 0;
+	size_t k;
+	struct stack_entry **v = stacktab_sorted(t, count_order, &k);
 	char buf[512];
 
 	if (!v)
 		return;
-	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) v[k++] = e;
-	qsort(v, k, sizeof(*v), count_order ? by_count : by_weight);
 	for (size_t i = 0; i < k && i < n; i++) {
 		struct stack_entry *e = v[i];
 

@@ -38,6 +38,9 @@ void stacktab_release(struct stacktab *t);
  * out-of-memory. */
 struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp,
 				 uint64_t weight);
+/* Every entry, heaviest first (most counted first when count_order), in a
+ * malloc'd array of *n; NULL on out-of-memory. */
+struct stack_entry **stacktab_sorted(struct stacktab *t, int count_order, size_t *n);
 /* Print the top n entries by weight (count when by_count). */
 void stacktab_print(struct stacktab *t, FILE *f, size_t n, int by_count, const char *unit,
 		    const char *indent);
