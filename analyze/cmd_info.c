@@ -95,6 +95,12 @@ int cmd_info(int argc, char **argv)
 			printf("command:     exit status %lld, the kernel counted %lld page faults (%lld major)\n",
 			       session_stat(&s, "command_status", 0) >> 8, minflt + session_stat(&s, "command_majflt", 0),
 			       session_stat(&s, "command_majflt", 0));
+		/* Where a loss came from: the compression queue backing up
+		 * into the drain loop, or the loop itself falling behind. */
+		printf("writer:      queue peak %.1f MiB, %lld waits for room, %lld chunks at zstd's fast level, %lld "
+		       "stored uncompressed\n",
+		       session_stat(&s, "writer_queue_peak", 0) / 1048576.0, session_stat(&s, "writer_queue_waits", 0),
+		       session_stat(&s, "writer_fast_chunks", 0), session_stat(&s, "writer_raw_chunks", 0));
 	}
 	printf("processes:   %d in the /proc snapshot\n", s.nr_snapshots);
 	printf("kernel syms: %zu\n", s.syms.nr_ksyms);

@@ -6,12 +6,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <stdio.h>
 
-#define POOL_MAX 16
 /* zstd's negative levels trade ratio for speed. */
-#define WRITEQ_FAST_LEVEL (-3)
+#define WRITEQ_FAST_LEVEL (-1)
 /* Below the drain loop (nice -10 when root), not so far that it starves. */
 #define WRITEQ_NICE 5
 
@@ -47,6 +48,44 @@ static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
 	w->level = level;
 }
 
+static void writeq_free(struct writeq *q, void *buf)
+{
+	unsigned char *b = buf;
+
+	/* Arena buffers go back to the pool, never to free(). */
+	if (b >= q->arena && b < q->arena + q->arena_len)
+		return;
+	free(buf);
+}
+
+/* Fault in the first buffers now, before the command runs: a page fault
+ * per 4 KiB in the drain loop costs more than the copy itself at dwarf
+ * rates, and a freed 1 MiB malloc chunk goes back to the kernel. Huge
+ * pages where the kernel gives them, so the arena costs a few faults. */
+static void writeq_arena_make(struct writeq *q, size_t bytes)
+{
+	size_t n = (bytes + q->pool_size - 1) / q->pool_size;
+	unsigned char *a;
+
+	if (!n)
+		return;
+	if (n > q->pool_max)
+		n = q->pool_max;
+	a = mmap(NULL, n * q->pool_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED)
+		return;
+	madvise(a, n * q->pool_size, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(a, n * q->pool_size, MADV_POPULATE_WRITE))
+#endif
+		for (size_t i = 0; i < n * q->pool_size; i += 4096)
+			a[i] = 0;
+	q->arena = a;
+	q->arena_len = n * q->pool_size;
+	for (size_t i = 0; i < n; i++)
+		q->pool[q->nr_pool++] = a + i * q->pool_size;
+}
+
 static void *writeq_main(void *arg)
 {
 	struct writeq *q = arg;
@@ -73,13 +112,14 @@ static void *writeq_main(void *arg)
 		pthread_mutex_lock(&q->lock);
 		q->pending -= j->len;
 		pthread_cond_signal(&q->room);
-		if (j->size == q->pool_size && q->nr_pool < POOL_MAX)
+		if (j->size == q->pool_size && q->nr_pool < q->pool_max)
 			q->pool[q->nr_pool++] = j->buf;
 		else
-			free(j->buf);
+			writeq_free(q, j->buf);
 		free(j);
 	}
 	pthread_mutex_unlock(&q->lock);
+	if (getenv("DBG")) { struct rusage ru; getrusage(RUSAGE_THREAD, &ru); fprintf(stderr, "writeq thread: user %.3f sys %.3f minflt %ld nvcsw %ld nivcsw %ld\n", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec/1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec/1e6, ru.ru_minflt, ru.ru_nvcsw, ru.ru_nivcsw); }
 	return NULL;
 }
 
@@ -96,16 +136,19 @@ void *writeq_buffer(struct writeq *q)
 	return b ? b : malloc(q->pool_size);
 }
 
-int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, size_t buf_size)
+int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, size_t buf_size, size_t prefault)
 {
 	int r;
 
 	q->w = w;
 	q->max_pending = max_pending;
 	q->pool_size = buf_size;
-	q->pool = calloc(POOL_MAX, sizeof(*q->pool));
+	/* Every buffer the queue may hold, plus the ones being filled. */
+	q->pool_max = max_pending / buf_size + 64;
+	q->pool = calloc(q->pool_max, sizeof(*q->pool));
 	if (!q->pool)
 		return -ENOMEM;
+	writeq_arena_make(q, prefault);
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->more, NULL);
 	pthread_cond_init(&q->room, NULL);
@@ -123,7 +166,7 @@ static void writeq_push_chunk(struct writeq *q, uint32_t type, uint32_t stream, 
 
 	if (!q->running || !(j = malloc(sizeof(*j)))) {
 		trace_writer_add(q->w, type, stream, time, buf, len, nr);
-		free(buf);
+		writeq_free(q, buf);
 		return;
 	}
 	*j = (struct writeq_job){ NULL, type, stream, time, nr, buf, len, size };
@@ -172,9 +215,12 @@ void writeq_stop(struct writeq *q)
 	pthread_join(q->thread, NULL);
 	q->running = 0;
 	while (q->nr_pool)
-		free(q->pool[--q->nr_pool]);
+		writeq_free(q, q->pool[--q->nr_pool]);
 	free(q->pool);
 	q->pool = NULL;
+	if (q->arena)
+		munmap(q->arena, q->arena_len);
+	q->arena = NULL;
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->more);
 	pthread_cond_destroy(&q->room);

@@ -7,8 +7,10 @@
  * queue runs it is the only user of the trace writer; the drain loop waits
  * (and says so in the statistics) only when more than its byte limit is
  * queued. A growing backlog first lowers the zstd level, then stores
- * chunks uncompressed: a bigger file is better than lost events. Knows
- * nothing of perf records.
+ * chunks uncompressed: a bigger file is better than lost events. Written
+ * buffers are kept for the next chunks, and the first ones are faulted in
+ * at the start, so the drain loop never waits on the kernel for memory.
+ * Knows nothing of perf records.
  */
 #ifndef MEMSIGHT_RECORD_WRITEQ_H
 #define MEMSIGHT_RECORD_WRITEQ_H
@@ -28,7 +30,9 @@ struct writeq {
 	pthread_cond_t more, room;
 	struct writeq_job *head, *tail;
 	void **pool;		/* written buffers kept for reuse, all pool_size bytes */
-	size_t nr_pool, pool_size;
+	size_t nr_pool, pool_size, pool_max;
+	unsigned char *arena;	/* the buffers faulted in at the start */
+	size_t arena_len;
 	size_t pending, max_pending, peak;
 	uint64_t waits;		/* times the drain loop had to wait for room */
 	uint64_t fast_chunks;	/* written with a fast level to catch up */
@@ -36,8 +40,9 @@ struct writeq {
 	int stopping, running;
 };
 
-/* Start the thread. Returns 0 or a negative errno. */
-int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, size_t buf_size);
+/* Start the thread, with prefault bytes of buffers faulted in now. Returns
+ * 0 or a negative errno. */
+int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, size_t buf_size, size_t prefault);
 /* A buffer of at least q->pool_size bytes for the next chunk: a written
  * one when there is one, so the drain loop does not fault in fresh memory
  * for every chunk. NULL when out of memory. */

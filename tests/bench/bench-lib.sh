@@ -13,5 +13,13 @@ count_outputs() {
 	ms_lost=$(sed -n 's/^lost: *\([0-9]*\).*/\1/p' ms.info)
 	pf_bytes=$(stat -c %s perf.data)
 	pf_events=$(perf script -i perf.data -F event 2>/dev/null | wc -l)
-	pf_lost=$(perf report -i perf.data --stats 2>/dev/null | awk '/LOST/ { s += $NF } END { print s + 0 }')
+	pf_lost=$(perf_lost perf.data)
+}
+
+# Samples perf lost, by its own count: the LOST_SAMPLES line of each
+# event's section in --stats (the aggregated section above them counts
+# LOST records, not the samples they stand for).
+perf_lost() {
+	perf report -i "$1" --stats 2>/dev/null |
+		awk '/ stats:$/ { ev = 1 } ev && /LOST_SAMPLES events:/ { s += $3 } END { print s + 0 }'
 }
