@@ -30,6 +30,8 @@
 #include <zstd.h>
 
 #define INDEX_EVERY 1024
+/* How much of the file the scan reads before dropping it from memory. */
+#define DROP_STEP (8u << 20)
 #define INDEX_ENTRY_SIZE 24
 #define TRAILER_SIZE 48
 #define LOSS_ENTRY_SIZE 16
@@ -465,10 +467,22 @@ static int reader_push(struct trace_reader *r, const struct trace_chunk *c, size
 	return 0;
 }
 
+/* Drop the mapping's pages in [off, off + len) from this process (not
+ * from the page cache): a read-only file mapping refaults them if they are
+ * needed again, so the analyzer's memory does not grow with the file. */
+static void reader_drop(const struct trace_reader *r, uint64_t off, uint64_t len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = (off + page - 1) & ~(page - 1);
+	uint64_t end = (off + len) & ~(page - 1);
+
+	if (r->mapped && end > start)
+		madvise((void *)(r->base + start), end - start, MADV_DONTNEED);
+}
+
 static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 {
 	const unsigned char *b = r->base;
-	uint64_t off, hsize, csize;
+	uint64_t off, hsize, csize, dropped = 0;
 	size_t alloc = 0;
 
 	if (r->size < 16 || memcmp(b, TRACE_MAGIC, 8))
@@ -533,6 +547,10 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 				    (unsigned long long)off, r->nr_chunks, c.payload_len,
 				    (unsigned long long)(r->size - off - TRACE_CHUNK_HEADER_SIZE));
 			break;
+		}
+		if (off - dropped >= DROP_STEP) {
+			reader_drop(r, dropped, off - dropped);
+			dropped = off;
 		}
 		if (chunk_crc(h, h + TRACE_CHUNK_HEADER_SIZE, c.payload_len) != c.crc) {
 			reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", r->nr_chunks,
@@ -731,6 +749,7 @@ static int stream_load(struct trace_reader *r, struct stream *s, char *err, size
 
 		if (n < 0)
 			return -1;
+		reader_drop(r, r->chunks[ci].offset, TRACE_CHUNK_HEADER_SIZE + r->chunks[ci].payload_len);
 		s->nr_pos = s->cur = 0;
 		while (off < (size_t)n) {
 			uint32_t sz;
