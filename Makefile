@@ -32,9 +32,10 @@ say = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
 # Debian packages the build, the tests and the demo need.
-BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libunwind-dev libzstd-dev \
-	zlib1g-dev
-TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev
+BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libdebuginfod-dev libunwind-dev \
+	libzstd-dev zlib1g-dev
+# debuginfod: a local server for the --debuginfod test.
+TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod
 BENCH_PKGS := linux-perf heaptrack bpftrace
 
 FORMATS_SRC := \
@@ -122,7 +123,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -ldebuginfod -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
 
 $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 	$(call say,LINK,$@)

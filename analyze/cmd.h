@@ -59,6 +59,8 @@ const char *frame_obj_base(const struct frame *f);
 	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too (before ~/.debug\n" \
 	"                        and /usr/lib/debug)\n" \
 	"      --sysroot DIR     find objects under DIR as under / (a copy of the recording box)\n" \
+	"      --debuginfod[=URLS]  ask these debuginfod servers (default: $DEBUGINFOD_URLS) by\n" \
+	"                        build-id for objects not found here; never without this option\n" \
 	"      --unwinder NAME   for --call-graph dwarf traces: libdw (default) or libunwind\n" \
 	"      --no-inline       no frames for inlined functions (shown by default where the\n" \
 	"                        debug information has them)\n"

@@ -2,7 +2,9 @@
  * analyze/main.c: memsight-analyze, the offline analyzer. One table of
  * subcommands; each lives in its own cmd_*.c with its usage text.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -53,6 +55,14 @@ static const struct {
 static int common_options(int *argc, char **argv)
 {
 	int out = 1;
+	/* libdw asks the servers in DEBUGINFOD_URLS on its own (and Debian
+	 * sets it in every login shell): the network only with --debuginfod. */
+	char *env_debuginfod_urls = getenv("DEBUGINFOD_URLS");
+
+	if (env_debuginfod_urls) {
+		env_debuginfod_urls = strdup(env_debuginfod_urls);
+		unsetenv("DEBUGINFOD_URLS");
+	}
 
 	for (int i = 1; i < *argc; i++) {
 		const char *dir = NULL;
@@ -83,6 +93,16 @@ static int common_options(int *argc, char **argv)
 				return error("--sysroot needs a directory");
 			if (symbols_sysroot_set(root))
 				return error("out of memory");
+			continue;
+		}
+		if (!strcmp(argv[i], "--debuginfod") || !strncmp(argv[i], "--debuginfod=", 13)) {
+			int r = symbols_debuginfod_set(argv[i][12] == '=' ? argv[i] + 13 : env_debuginfod_urls);
+
+			if (r == -EINVAL)
+				return error("--debuginfod has no server to ask: set DEBUGINFOD_URLS or give "
+					     "--debuginfod=URL");
+			if (r)
+				return error("cannot start the debuginfod client");
 			continue;
 		}
 		if (!strcmp(argv[i], "--unwinder") || !strncmp(argv[i], "--unwinder=", 11)) {

@@ -12,6 +12,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -119,6 +120,37 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 static char **debug_dirs;
 static size_t nr_debug_dirs;
 static char *sysroot;
+/* Set by --debuginfod: asked only for what no local file provides. */
+static debuginfod_client *dbgd;
+
+int symbols_debuginfod_set(const char *urls)
+{
+	if (!urls || !*urls)
+		return -EINVAL;
+	/* The client reads its servers from the environment. */
+	if (setenv(DEBUGINFOD_URLS_ENV_VAR, urls, 1))
+		return -ENOMEM;
+	if (!dbgd)
+		dbgd = debuginfod_begin();
+	return dbgd ? 0 : -ENOMEM;
+}
+
+/* The debuginfod cache's copy of d's executable or debug file, by build-id
+ * (malloc'd), or NULL. The caller still checks the build-id. */
+static char *debuginfod_fetch(const struct dso *d, int executable)
+{
+	char *path = NULL;
+	int fd;
+
+	if (!dbgd || !d->bid_len)
+		return NULL;
+	fd = executable ? debuginfod_find_executable(dbgd, d->build_id, d->bid_len, &path)
+			: debuginfod_find_debuginfo(dbgd, d->build_id, d->bid_len, &path);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	return path;
+}
 
 int symbols_sysroot_set(const char *dir)
 {
@@ -402,6 +434,18 @@ static void dso_load(struct dso *d)
 		}
 		mismatch |= st == DSO_MISMATCH;
 	}
+	/* Over the network last: the debug file first, for inlined frames
+	 * and lines, then the executable's symbol tables. */
+	for (int exe = 0; dbgd && exe < 2; exe++) {
+		char *path = debuginfod_fetch(d, exe);
+
+		if (path && dso_try(d, path) == DSO_OK) {
+			free(path);
+			d->state = DSO_OK;
+			return;
+		}
+		free(path);
+	}
 	d->state = mismatch ? DSO_MISMATCH : st;
 }
 
@@ -508,6 +552,16 @@ const char *symbols_object(struct dso *d)
 	n = dso_candidates(d, FOR_OBJECT, cands, MAX_CANDS);
 	for (int i = 0; i < n; i++) {
 		if (object_try(d, cands[i])) {
+			d->obj_state = 1;
+			return d->obj_path;
+		}
+	}
+	{
+		char *path = debuginfod_fetch(d, 1);
+		int ok = path && object_try(d, path);
+
+		free(path);
+		if (ok) {
 			d->obj_state = 1;
 			return d->obj_path;
 		}
@@ -795,15 +849,19 @@ void symbols_report_unresolved(struct symbols *s, FILE *f)
 		switch (d->state) {
 		case DSO_MISSING:
 			fprintf(f, "memsight: %llu frames unnamed in '%s' (build-id %s): the file is not on this "
-				   "machine; copy it to the same path%s\n",
+				   "machine%s; copy it to the same path%s\n",
 				(unsigned long long)d->unresolved, d->path, hex[0] ? hex : "none",
-				hex[0] ? " or install its debug file under /usr/lib/debug/.build-id/" : "");
+				dbgd ? " nor on the debuginfod servers" : "",
+				!hex[0] ? "" : dbgd ? " or install its debug file under /usr/lib/debug/.build-id/"
+				: ", install its debug file under /usr/lib/debug/.build-id/, or add --debuginfod");
 			break;
 		case DSO_MISMATCH:
 			fprintf(f, "memsight: %llu frames unnamed in '%s': the file here has another build-id than "
-				   "the recorded %s; install the recorded version or its debug file "
-				   "/usr/lib/debug/.build-id/%.2s/%s.debug\n",
-				(unsigned long long)d->unresolved, d->path, hex, hex, hex + 2);
+				   "the recorded %s%s; install the recorded version or its debug file "
+				   "/usr/lib/debug/.build-id/%.2s/%s.debug%s\n",
+				(unsigned long long)d->unresolved, d->path, hex,
+				dbgd ? ", and the debuginfod servers have neither" : "", hex, hex + 2,
+				dbgd ? "" : ", or add --debuginfod");
 			break;
 		case DSO_NOTELF:
 			fprintf(f, "memsight: %llu frames unnamed in '%s': not an ELF object here\n",

@@ -94,6 +94,10 @@ struct embedded_info {
 int symbols_embedded_get(size_t i, struct embedded_info *out);
 /* Look for objects under DIR as under / (their recorded paths). */
 int symbols_sysroot_set(const char *dir);
+/* Ask debuginfod servers (urls as in DEBUGINFOD_URLS, space-separated) by
+ * build-id for what no local file has. Returns 0, -EINVAL when no server
+ * is named, or -ENOMEM. */
+int symbols_debuginfod_set(const char *urls);
 /* The object file of d for unwinding (see struct dso), or NULL. */
 const char *symbols_object(struct dso *d);
 /* The file d's symbols come from (a separate debug file when there is

@@ -9,11 +9,14 @@ test_skip_unless_recording
 build_app() { cc -O2 -g -fomit-frame-pointer -fno-inline -o bin/app "$@" "$TOP/samples/fib_leak.c" -pthread; }
 
 test_expect_success 'record the same program three ways: embedded minimal (default), full, and none' '
-	mkdir bin &&
+	mkdir bin orig &&
 	build_app &&
+	cp bin/app orig/app &&
 	"$MEMSIGHT" record -q -e malloc -g dwarf -o min.trace -- bin/app 20 >truth &&
 	"$MEMSIGHT" record -q -e malloc -g dwarf --embed full -o full.trace -- bin/app 20 >/dev/null &&
 	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o none.trace -- bin/app 20 >/dev/null &&
+	strip -g -o bin/stripped bin/app &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o stripped.trace -- bin/stripped 20 >/dev/null &&
 	cp none.trace archived.trace &&
 	"$MEMSIGHT" archive archived.trace 2>err &&
 	grep "^memsight archive: .archived.trace. now carries 3 objects" err &&
@@ -44,6 +47,66 @@ test_expect_success 'without embedded objects: the unresolved table, never the n
 	! grep other_ leaks &&
 	grep "frames unnamed in .$PWD/bin/app.: the file here has another build-id than the recorded" err
 '
+
+# A debuginfod server on this machine, serving the original binary: the
+# first free port from one picked by pid; the server then scans orig/.
+dbgd_start() {
+	port=$((20000 + $$ % 20000))
+	for try in 1 2 3 4 5; do
+		debuginfod -p $port -d "$PWD/dbgd.sqlite" -F orig >dbgd.log 2>&1 &
+		echo $! >dbgd.pid
+		for i in $(seq 40); do
+			grep -q "started http server" dbgd.log && return 0
+			kill -0 "$(cat dbgd.pid)" 2>/dev/null || break
+			sleep 0.25
+		done
+		kill "$(cat dbgd.pid)" 2>/dev/null
+		port=$((port + 1))
+	done
+	return 1
+}
+
+if command -v debuginfod >/dev/null && dbgd_start; then
+	trap 'kill "$(cat dbgd.pid)" 2>/dev/null' EXIT
+	urls=http://127.0.0.1:$port
+	bid=$("$MEMSIGHT" info none.trace >/dev/null; readelf -n orig/app | sed -n "s/.*Build ID: //p")
+	# Until the scan has indexed it (the client caches a miss, so each try
+	# gets its own cache).
+	for i in $(seq 80); do
+		DEBUGINFOD_URLS=$urls DEBUGINFOD_CACHE_PATH=$PWD/probe.$i debuginfod-find executable "$bid" \
+			>/dev/null 2>&1 && break
+		sleep 0.25
+	done
+	# The stripped binary has no debug file anywhere: libdw would ask the
+	# servers in DEBUGINFOD_URLS for one by itself.
+	test_expect_success 'no --debuginfod: DEBUGINFOD_URLS alone never reaches the server' '
+		asked=$(grep -c "GET /buildid/" dbgd.log) &&
+		DEBUGINFOD_URLS=$urls DEBUGINFOD_CACHE_PATH=$PWD/dcache.0 "$MEMSIGHT" leaks none.trace >leaks 2>err &&
+		! grep fibonacci leaks &&
+		DEBUGINFOD_URLS=$urls DEBUGINFOD_CACHE_PATH=$PWD/dcache.0 "$MEMSIGHT" leaks stripped.trace >/dev/null &&
+		grep "frames unnamed in .$PWD/bin/app.: .*or add --debuginfod" err &&
+		test "$(grep -c "GET /buildid/" dbgd.log)" = "$asked"
+	'
+	test_expect_success '--debuginfod: the recorded build-id from the server, with its names' '
+		DEBUGINFOD_CACHE_PATH=$PWD/dcache.1 "$MEMSIGHT" folded -e malloc -w leaked --debuginfod=$urls \
+			none.trace >dbgd.folded 2>err &&
+		cat dbgd.folded err &&
+		grep ";start_thread;child;fibonacci;calloc 163840$" dbgd.folded &&
+		! grep other_ dbgd.folded &&
+		grep "GET /buildid/$bid/" dbgd.log
+	'
+	test_expect_success '--debuginfod with a server that lacks it: the unresolved table says so' '
+		rm -f orig/app &&
+		DEBUGINFOD_CACHE_PATH=$PWD/dcache.2 "$MEMSIGHT" leaks --debuginfod=http://127.0.0.1:1 none.trace \
+			>leaks 2>err &&
+		! grep fibonacci leaks &&
+		grep "and the debuginfod servers have neither" err
+	'
+	test_expect_success '--debuginfod without a server named: one line' '
+		env -u DEBUGINFOD_URLS "$MEMSIGHT" leaks --debuginfod none.trace 2>err;
+		test $? = 2 && test_one_line err && grep "set DEBUGINFOD_URLS or give --debuginfod=URL" err
+	'
+fi
 
 test_expect_success 'the binary gone: embedded objects still unwind and name it' '
 	rm bin/app &&

@@ -53,6 +53,12 @@ base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t)
 ms_cost=$(median <ms.cost); pf_cost=$(median <perf.cost)
 count_outputs
 
+# The analyzer's memory against the trace's size: a recording of a quarter
+# of the input, folded the same way.
+head -c $((MB << 18)) in.bin >small.bin
+"$b/memsight" record -q -g dwarf -e brk,mmap,faults -o small.trace -- "$xor" small.bin >/dev/null 2>&1
+/usr/bin/time -f %M -o small.rss "$b/memsight" folded small.trace >/dev/null 2>&1
+
 t0=$(date +%s.%N)
 /usr/bin/time -f %M -o ms.rss "$b/memsight" folded ms.trace >ms.folded 2>/dev/null
 t1=$(date +%s.%N)
@@ -62,7 +68,8 @@ t2=$(date +%s.%N)
 echo "losses per run: memsight $(tr '\n' ' ' <ms.lost)  perf $(tr '\n' ' ' <perf.lost)"
 awk -v base="$base" -v ms="$ms" -v pf="$pf" -v mb="$ms_bytes" -v me="$ms_events" -v ml="$ms_lost" \
     -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
-    -v runs="$RUNS" -v size="$MB" -v rss="$(cat ms.rss)" -v mc="$ms_cost" -v pc="$pf_cost" '
+    -v runs="$RUNS" -v size="$MB" -v rss="$(cat ms.rss)" -v srss="$(cat small.rss)" \
+    -v sbytes="$(stat -c %s small.trace)" -v mc="$ms_cost" -v pc="$pf_cost" '
 BEGIN {
 	printf "XOR encoder without frame pointers, %d MiB input, faults+brk+mmap with dwarf stacks (8192 bytes), median of %d runs\n\n", size, runs
 	printf "%-34s %12s %12s %12s\n", "", "alone", "memsight", "perf record"
@@ -75,7 +82,7 @@ BEGIN {
 	printf "%-34s %12s %12.1f %12.1f\n", "bytes per event", "", mb / me, pb / pe
 	printf "\n%-34s %12s %12.3f %12.3f\n", "unwind + symbolize (s)", "", t1 - t0, t2 - t1
 	printf "%-34s %12s %12.0f %12.0f\n", "samples per second", "", me / (t1 - t0), pe / (t2 - t1)
-	printf "%-34s %12s %12d\n", "analyzer peak RSS (KiB)", "", rss
+	printf "%-34s %12s %12d   (%d KiB on a %.1f MB trace)\n", "analyzer peak RSS (KiB)", "", rss, srss, sbytes / 1e6
 	printf "\nratios: slowdown memsight/perf %.2f (<= 1 wanted; perf pays nothing for the events it drops,\n", \
 		(ms / base) / (pf / base)
 	printf "        so also per event kept: %.2f); file bytes memsight/perf %.3f (<= 0.25 wanted);\n", mc / pc, mb / pb
