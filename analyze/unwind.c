@@ -226,6 +226,13 @@ const struct unwind_stats *unwind_stats(const struct unwinder *u)
 
 void unwind_report(const struct unwinder *u, FILE *f)
 {
+	uint64_t fast, checked, differ;
+
+	unwind_libdw_fast_stats(&fast, &checked, &differ);
+	if (checked)
+		fprintf(f, "memsight: unwinding check: %llu of %llu stacks stepped with cached rules differ from "
+			   "libdw's own walk\n",
+			(unsigned long long)differ, (unsigned long long)checked);
 	for (int i = 1; i < UNWIND_STOP_NR; i++)
 		if (u->st.stopped[i])
 			fprintf(f, "memsight: %llu of %llu stacks stopped early (%s unwinder): %s\n",

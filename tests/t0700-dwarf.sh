@@ -127,4 +127,17 @@ test_expect_success 'an object that vanished: unwinding stops there, the rest go
 	grep "frames unnamed in .*bin/loop_leak.*: the file is not on this machine" err
 '
 
+# The libdw backend steps most stacks with rules cached per address and
+# hands the rest to libdw; the check mode walks every fast stack with
+# libdw as well.
+test_expect_success 'stacks stepped with cached rules are exactly libdw'"'"'s own' '
+	for t in dw inl xor; do
+		MEMSIGHT_UNWIND_CHECK=1 "$MEMSIGHT" events $t.trace >$t.checked 2>$t.check &&
+		"$MEMSIGHT" events $t.trace >$t.plain 2>/dev/null &&
+		test_cmp $t.plain $t.checked &&
+		grep "^memsight: unwinding check: 0 of [1-9][0-9]* stacks stepped with cached rules differ" $t.check ||
+			return 1
+	done
+'
+
 test_done
