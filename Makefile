@@ -123,7 +123,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -ldebuginfod -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
 
 $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 	$(call say,LINK,$@)

@@ -101,6 +101,9 @@ static int common_options(int *argc, char **argv)
 			if (r == -EINVAL)
 				return error("--debuginfod has no server to ask: set DEBUGINFOD_URLS or give "
 					     "--debuginfod=URL");
+			if (r == -ENOENT)
+				return error("--debuginfod needs the debuginfod client library (%s): "
+					     "apt-get install libdebuginfod1", "libdebuginfod.so.1");
 			if (r)
 				return error("cannot start the debuginfod client");
 			continue;

@@ -9,6 +9,7 @@
  */
 #include "symbols.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -120,18 +121,38 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 static char **debug_dirs;
 static size_t nr_debug_dirs;
 static char *sysroot;
-/* Set by --debuginfod: asked only for what no local file provides. */
+/* Set by --debuginfod: asked only for what no local file provides. The
+ * client library is loaded then, not at every start: it brings libcurl
+ * and its TLS stack, a few milliseconds of relocations for every run. */
 static debuginfod_client *dbgd;
+static struct {
+	debuginfod_client *(*begin)(void);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	int (*find_executable)(debuginfod_client *, const unsigned char *, int, char **);
+} dbgd_fn;
 
 int symbols_debuginfod_set(const char *urls)
 {
+	void *lib;
+
 	if (!urls || !*urls)
 		return -EINVAL;
 	/* The client reads its servers from the environment. */
 	if (setenv(DEBUGINFOD_URLS_ENV_VAR, urls, 1))
 		return -ENOMEM;
-	if (!dbgd)
-		dbgd = debuginfod_begin();
+	if (dbgd)
+		return 0;
+	lib = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return -ENOENT;
+	dbgd_fn.begin = (debuginfod_client * (*)(void)) dlsym(lib, "debuginfod_begin");
+	dbgd_fn.find_debuginfo = (int (*)(debuginfod_client *, const unsigned char *, int, char **))dlsym(
+		lib, "debuginfod_find_debuginfo");
+	dbgd_fn.find_executable = (int (*)(debuginfod_client *, const unsigned char *, int, char **))dlsym(
+		lib, "debuginfod_find_executable");
+	if (!dbgd_fn.begin || !dbgd_fn.find_debuginfo || !dbgd_fn.find_executable)
+		return -ENOENT;
+	dbgd = dbgd_fn.begin();
 	return dbgd ? 0 : -ENOMEM;
 }
 
@@ -144,8 +165,8 @@ static char *debuginfod_fetch(const struct dso *d, int executable)
 
 	if (!dbgd || !d->bid_len)
 		return NULL;
-	fd = executable ? debuginfod_find_executable(dbgd, d->build_id, d->bid_len, &path)
-			: debuginfod_find_debuginfo(dbgd, d->build_id, d->bid_len, &path);
+	fd = executable ? dbgd_fn.find_executable(dbgd, d->build_id, d->bid_len, &path)
+			: dbgd_fn.find_debuginfo(dbgd, d->build_id, d->bid_len, &path);
 	if (fd < 0)
 		return NULL;
 	close(fd);

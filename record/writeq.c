@@ -9,10 +9,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <stdio.h>
 
-/* zstd's negative levels trade ratio for speed. */
-#define WRITEQ_FAST_LEVEL (-1)
+/* Level 1 compresses stack dumps as well as 3 at 1.6 times the speed; zstd's
+ * negative levels lost a third of the ratio on them. */
+#define WRITEQ_FAST_LEVEL 1
 /* Below the drain loop (nice -10 when root), not so far that it starves. */
 #define WRITEQ_NICE 5
 
@@ -119,7 +119,6 @@ static void *writeq_main(void *arg)
 		free(j);
 	}
 	pthread_mutex_unlock(&q->lock);
-	if (getenv("DBG")) { struct rusage ru; getrusage(RUSAGE_THREAD, &ru); fprintf(stderr, "writeq thread: user %.3f sys %.3f minflt %ld nvcsw %ld nivcsw %ld\n", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec/1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec/1e6, ru.ru_minflt, ru.ru_nvcsw, ru.ru_nivcsw); }
 	return NULL;
 }
 
