@@ -67,10 +67,13 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 perf script -i perf.data >perf.script 2>/dev/null
 t2=$(date +%s.%N)
+# perf script shows no inlined frames; memsight does unless told not to.
+"$b/memsight" folded --no-inline ms.trace >/dev/null 2>&1
+t3=$(date +%s.%N)
 
 echo "losses per run: memsight $(tr '\n' ' ' <ms.lost)  perf $(tr '\n' ' ' <perf.lost)"
 awk -v base="$base" -v ms="$ms" -v pf="$pf" -v mb="$ms_bytes" -v me="$ms_events" -v ml="$ms_lost" \
-    -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
+    -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
     -v runs="$RUNS" -v size="$MB" -v rss="$(cat ms.rss)" -v srss="$(cat small.rss)" \
     -v sbytes="$(stat -c %s small.trace)" -v mc="$ms_cost" -v pc="$pf_cost" -v mbpe="$ms_bpe" '
 BEGIN {
@@ -85,9 +88,11 @@ BEGIN {
 	printf "%-34s %12s %12.1f %12.1f\n", "bytes per event (median of runs)", "", mbpe, pb / pe
 	printf "\n%-34s %12s %12.3f %12.3f\n", "unwind + symbolize (s)", "", t1 - t0, t2 - t1
 	printf "%-34s %12s %12.0f %12.0f\n", "samples per second", "", me / (t1 - t0), pe / (t2 - t1)
+	printf "%-34s %12s %12.3f\n", "  the same with --no-inline (s)", "", t3 - t2
 	printf "%-34s %12s %12d   (%d KiB on a %.1f MB trace)\n", "analyzer peak RSS (KiB)", "", rss, srss, sbytes / 1e6
 	printf "\nratios: slowdown memsight/perf %.2f (<= 1 wanted; perf pays nothing for the events it drops,\n", \
 		(ms / base) / (pf / base)
 	printf "        so also per event kept: %.2f); bytes per event memsight/perf %.3f (<= 0.25 wanted);\n", mc / pc, mbpe / (pb / pe)
-	printf "        unwinding samples/s memsight/perf %.1fx (>= 10 wanted)\n", (me / (t1 - t0)) / (pe / (t2 - t1))
+	printf "        unwinding samples/s memsight/perf %.1fx, %.1fx without inlined frames as perf script (>= 10 wanted)\n", \
+		(me / (t1 - t0)) / (pe / (t2 - t1)), (me / (t3 - t2)) / (pe / (t2 - t1))
 }'
