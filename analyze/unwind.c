@@ -226,9 +226,9 @@ const struct unwind_stats *unwind_stats(const struct unwinder *u)
 
 void unwind_report(const struct unwinder *u, FILE *f)
 {
-	uint64_t fast, checked, differ;
+	uint64_t checked, differ;
 
-	unwind_libdw_fast_stats(&fast, &checked, &differ);
+	unwind_libdw_fast_stats(&checked, &differ);
 	if (checked)
 		fprintf(f, "memsight: unwinding check: %llu of %llu stacks stepped with cached rules differ from "
 			   "libdw's own walk\n",

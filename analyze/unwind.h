@@ -88,7 +88,7 @@ struct unwind_backend_ops {
 		   enum unwind_stop *stop);
 };
 extern const struct unwind_backend_ops unwind_libdw_ops, unwind_libunwind_ops;
-void unwind_libdw_fast_stats(uint64_t *fast, uint64_t *checked, uint64_t *differ);
+void unwind_libdw_fast_stats(uint64_t *checked, uint64_t *differ);
 
 struct unwinder {
 	const struct unwind_backend_ops *ops;

@@ -1498,7 +1498,10 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * then fills the ring and drops everything after it. So while
 		 * records flow, look at the rings every few milliseconds as
 		 * well, and back off to the wakeups alone once they stop. */
-		timeout = rc->drained != before ? POLL_ACTIVE_MS : timeout * 4 > POLL_IDLE_MS ? POLL_IDLE_MS : timeout * 4;
+		if (rc->drained != before)
+			timeout = POLL_ACTIVE_MS;
+		else if ((timeout *= 4) > POLL_IDLE_MS)
+			timeout = POLL_IDLE_MS;
 	}
 	ret = 0;
 out:
@@ -1630,10 +1633,14 @@ int main(int argc, char **argv)
 	setpriority(PRIO_PROCESS, gettid(), -10);
 	/* From here until the rings are flushed the thread owns the writer.
 	 * Started before the command runs: it faults in its buffers. */
-	if (writeq_start(&rc.q, &rc.w, WRITEQ_MAX, CHUNK_BUF,
-			 rc.callchain == REC_CG_DWARF ? PREFAULT_DWARF : PREFAULT_OTHER))
-		fprintf(stderr, "memsight record: no compression thread (%s); compressing in the drain loop\n",
-			strerror(errno));
+	{
+		int r = writeq_start(&rc.q, &rc.w, WRITEQ_MAX, CHUNK_BUF,
+				     rc.callchain == REC_CG_DWARF ? PREFAULT_DWARF : PREFAULT_OTHER);
+
+		if (r)
+			fprintf(stderr, "memsight record: no compression thread (%s); compressing in the drain loop\n",
+				strerror(-r));
+	}
 	/* Replacing a big trace frees its pages inside rename(), for tens of
 	 * milliseconds while the command fills the rings: hold the old file
 	 * open so that cost comes when it is closed, at the end. */

@@ -152,8 +152,18 @@ int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, s
 	pthread_cond_init(&q->more, NULL);
 	pthread_cond_init(&q->room, NULL);
 	r = pthread_create(&q->thread, NULL, writeq_main, q);
-	if (r)
+	if (r) {
+		/* Without the thread the drain loop writes and frees each
+		 * buffer itself: no pool, no arena. */
+		q->nr_pool = 0;
+		free(q->pool);
+		q->pool = NULL;
+		if (q->arena)
+			munmap(q->arena, q->arena_len);
+		q->arena = NULL;
+		q->arena_len = 0;
 		return -r;
+	}
 	q->running = 1;
 	return 0;
 }
