@@ -123,7 +123,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
+	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
 
 $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 	$(call say,LINK,$@)
@@ -131,7 +131,7 @@ $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 
 $(B)/test-tool: $(call obj,$(TOOL_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lzstd -lz
+	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ -lzstd -lz
 
 # Samples keep frame pointers: the frame-pointer stacks of issue 2 need them.
 SAMPLE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Wextra

@@ -6,9 +6,10 @@
  * whose every earlier chunk reads back. The first error sticks: later calls
  * do nothing and trace_writer_finish() reports it.
  *
- * The reader maps the file, walks the chunk headers once checking magic,
- * bounds and CRC, and keeps the list of good chunks; the first bad one ends
- * the list and leaves a reason in r->stop. Record visits merge the DATA
+ * The reader maps the file, walks the chunk headers checking magic and
+ * bounds, then checks every CRC (on two threads for a large file) and keeps
+ * the list of good chunks; the first bad one ends the list and leaves a
+ * reason in r->stop. Record visits merge the DATA
  * streams (one per CPU ring) by timestamp, holding one decompressed chunk per
  * stream at a time, so memory stays bounded by the number of CPUs, not by
  * the size of the file.
@@ -16,6 +17,7 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +34,8 @@
 #define INDEX_EVERY 1024
 /* How much of the file the scan reads before dropping it from memory. */
 #define DROP_STEP (8u << 20)
+/* Below this many payload bytes one thread checks the CRCs alone. */
+#define CRC_SPLIT_MIN (8u << 20)
 #define INDEX_ENTRY_SIZE 24
 #define TRAILER_SIZE 48
 #define LOSS_ENTRY_SIZE 16
@@ -479,11 +483,65 @@ static void reader_drop(const struct trace_reader *r, uint64_t off, uint64_t len
 		madvise((void *)(r->base + start), end - start, MADV_DONTNEED);
 }
 
+/* The CRCs of chunks [from, to), one flag per chunk in bad[]. */
+struct crc_job {
+	const struct trace_reader *r;
+	size_t from, to;
+	unsigned char *bad;
+};
+
+static void *crc_run(void *arg)
+{
+	struct crc_job *j = arg;
+	uint64_t dropped = j->from < j->to ? j->r->chunks[j->from].offset : 0;
+
+	for (size_t i = j->from; i < j->to; i++) {
+		const struct trace_chunk *c = &j->r->chunks[i];
+		const unsigned char *h = j->r->base + c->offset;
+
+		j->bad[i] = chunk_crc(h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
+		if (c->offset - dropped >= DROP_STEP) {
+			reader_drop(j->r, dropped, c->offset - dropped);
+			dropped = c->offset;
+		}
+	}
+	return NULL;
+}
+
+/* Check every chunk's CRC; on a file of some size the second half goes
+ * to another thread, which halves the time the analyzer waits before its
+ * first record (the CRC pass is a fifth of a whole analysis). Fills bad[]. */
+static void reader_check_crcs(const struct trace_reader *r, unsigned char *bad)
+{
+	struct crc_job lo = { r, 0, r->nr_chunks, bad }, hi = lo;
+	uint64_t total = 0, half = 0;
+	pthread_t t;
+
+	for (size_t i = 0; i < r->nr_chunks; i++)
+		total += r->chunks[i].payload_len;
+	if (total < CRC_SPLIT_MIN) {
+		crc_run(&lo);
+		return;
+	}
+	for (lo.to = 0; lo.to < r->nr_chunks && half < total / 2; lo.to++)
+		half += r->chunks[lo.to].payload_len;
+	hi.from = lo.to;
+	if (pthread_create(&t, NULL, crc_run, &hi)) {
+		lo.to = r->nr_chunks;
+		crc_run(&lo);
+		return;
+	}
+	crc_run(&lo);
+	pthread_join(t, NULL);
+}
+
 static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 {
 	const unsigned char *b = r->base;
-	uint64_t off, hsize, csize, dropped = 0;
-	size_t alloc = 0;
+	uint64_t off, hsize, csize;
+	size_t alloc = 0, walked;
+	unsigned char *bad;
+	char walk_stop[sizeof(r->stop)] = "";
 
 	if (r->size < 16 || memcmp(b, TRACE_MAGIC, 8))
 		return reader_error(err, errlen, "not a memsight trace (no MEMSIGHT magic at the start)");
@@ -508,24 +566,28 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 	r->file_flags = get32(b + 20);
 	r->created_ns = get64(b + 24);
 
+	/* First the headers alone, for where each chunk is: a header whose
+	 * magic or lengths are wrong ends the walk, since nothing after it can
+	 * be found. */
 	for (off = hsize;;) {
 		struct trace_chunk c;
 		const unsigned char *h = b + off;
 
 		if (off == r->size) {
-			reader_stop(r, "ends at byte %llu without a trailer: the recording did not finish "
-				       "(recorder killed or disk full?)",
-				    (unsigned long long)off);
+			snprintf(walk_stop, sizeof(walk_stop),
+				 "ends at byte %llu without a trailer: the recording did not finish "
+				 "(recorder killed or disk full?)",
+				 (unsigned long long)off);
 			break;
 		}
 		if (r->size - off < TRACE_CHUNK_HEADER_SIZE) {
-			reader_stop(r, "cut short at byte %llu: %llu bytes of a chunk header",
-				    (unsigned long long)off, (unsigned long long)(r->size - off));
+			snprintf(walk_stop, sizeof(walk_stop), "cut short at byte %llu: %llu bytes of a chunk header",
+				 (unsigned long long)off, (unsigned long long)(r->size - off));
 			break;
 		}
 		if (get32(h) != TRACE_CHUNK_MAGIC) {
-			reader_stop(r, "chunk %zu at byte %llu is corrupt (bad chunk magic)", r->nr_chunks,
-				    (unsigned long long)off);
+			snprintf(walk_stop, sizeof(walk_stop), "chunk %zu at byte %llu is corrupt (bad chunk magic)",
+				 r->nr_chunks, (unsigned long long)off);
 			break;
 		}
 		c.offset = off;
@@ -537,57 +599,71 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		c.crc = get32(h + 20);
 		c.time = get64(h + 24);
 		if (c.payload_len > TRACE_CHUNK_MAX || c.raw_len > TRACE_CHUNK_MAX) {
-			reader_stop(r, "chunk %zu at byte %llu is corrupt (length %u over the limit)",
-				    r->nr_chunks, (unsigned long long)off,
-				    c.payload_len > c.raw_len ? c.payload_len : c.raw_len);
+			snprintf(walk_stop, sizeof(walk_stop), "chunk %zu at byte %llu is corrupt (length %u over the limit)",
+				 r->nr_chunks, (unsigned long long)off,
+				 c.payload_len > c.raw_len ? c.payload_len : c.raw_len);
 			break;
 		}
 		if (r->size - off - TRACE_CHUNK_HEADER_SIZE < c.payload_len) {
-			reader_stop(r, "cut short at byte %llu: chunk %zu needs %u payload bytes, %llu remain",
-				    (unsigned long long)off, r->nr_chunks, c.payload_len,
-				    (unsigned long long)(r->size - off - TRACE_CHUNK_HEADER_SIZE));
-			break;
-		}
-		if (off - dropped >= DROP_STEP) {
-			reader_drop(r, dropped, off - dropped);
-			dropped = off;
-		}
-		if (chunk_crc(h, h + TRACE_CHUNK_HEADER_SIZE, c.payload_len) != c.crc) {
-			reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", r->nr_chunks,
-				    (unsigned long long)off);
-			break;
-		}
-		if (c.codec > TRACE_CODEC_ZLIB) {
-			reader_stop(r, "chunk %zu at byte %llu uses unknown codec %u", r->nr_chunks,
-				    (unsigned long long)off, c.codec);
+			snprintf(walk_stop, sizeof(walk_stop),
+				 "cut short at byte %llu: chunk %zu needs %u payload bytes, %llu remain",
+				 (unsigned long long)off, r->nr_chunks, c.payload_len,
+				 (unsigned long long)(r->size - off - TRACE_CHUNK_HEADER_SIZE));
 			break;
 		}
 		if (reader_push(r, &c, &alloc))
 			return reader_error(err, errlen, "out of memory");
 		off += TRACE_CHUNK_HEADER_SIZE + c.payload_len;
-		r->valid_end = off;
-		if (c.type == TRACE_CHUNK_TRAILER) {
-			const unsigned char *t = h + TRACE_CHUNK_HEADER_SIZE;
+		if (c.type == TRACE_CHUNK_TRAILER)
+			break;
+	}
 
-			if (c.payload_len < TRAILER_SIZE) {
-				reader_stop(r, "trailer at byte %llu is too short", (unsigned long long)c.offset);
-				break;
-			}
-			r->trailer.index_offset = get64(t);
-			r->trailer.nr_chunks = get64(t + 8);
-			r->trailer.nr_records = get64(t + 16);
-			r->trailer.lost = get64(t + 24);
-			r->trailer.first_time = get64(t + 32);
-			r->trailer.last_time = get64(t + 40);
-			r->complete = 1;
-			if (off != r->size)
-				reader_stop(r, "%llu bytes after the trailer at byte %llu were ignored",
-					    (unsigned long long)(r->size - off), (unsigned long long)c.offset);
+	/* Then the payloads, in the order a single pass would have met them:
+	 * the first chunk that fails its CRC, has an unknown codec or is a
+	 * short trailer ends the good part of the file. */
+	walked = r->nr_chunks;
+	bad = calloc(walked ? walked : 1, 1);
+	if (!bad)
+		return reader_error(err, errlen, "out of memory");
+	reader_check_crcs(r, bad);
+	r->nr_chunks = 0;
+	r->valid_end = hsize;
+	for (size_t i = 0; i < walked; i++) {
+		const struct trace_chunk *c = &r->chunks[i];
+		const unsigned char *t = b + c->offset + TRACE_CHUNK_HEADER_SIZE;
+
+		if (bad[i]) {
+			reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", i,
+				    (unsigned long long)c->offset);
 			break;
 		}
+		if (c->codec > TRACE_CODEC_ZLIB) {
+			reader_stop(r, "chunk %zu at byte %llu uses unknown codec %u", i,
+				    (unsigned long long)c->offset, c->codec);
+			break;
+		}
+		r->nr_chunks++;
+		r->valid_end = c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len;
+		if (c->type != TRACE_CHUNK_TRAILER)
+			continue;
+		if (c->payload_len < TRAILER_SIZE) {
+			reader_stop(r, "trailer at byte %llu is too short", (unsigned long long)c->offset);
+			break;
+		}
+		r->trailer.index_offset = get64(t);
+		r->trailer.nr_chunks = get64(t + 8);
+		r->trailer.nr_records = get64(t + 16);
+		r->trailer.lost = get64(t + 24);
+		r->trailer.first_time = get64(t + 32);
+		r->trailer.last_time = get64(t + 40);
+		r->complete = 1;
+		if (r->valid_end != r->size)
+			reader_stop(r, "%llu bytes after the trailer at byte %llu were ignored",
+				    (unsigned long long)(r->size - r->valid_end), (unsigned long long)c->offset);
 	}
-	if (!r->valid_end)
-		r->valid_end = hsize;
+	if (r->nr_chunks == walked && !r->complete)
+		snprintf(r->stop, sizeof(r->stop), "%s", walk_stop);
+	free(bad);
 	return 0;
 }
 
@@ -652,8 +728,10 @@ void trace_reader_release(struct trace_reader *r)
 	memset(r, 0, sizeof(*r));
 }
 
-long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, size_t *alloc,
-			 char *err, size_t errlen)
+/* Decompress chunk i with the zstd context *dctx (made on first use): the
+ * reader's own for the caller's thread, another for the read-ahead thread. */
+static long chunk_decode(const struct trace_reader *r, void **dctx, size_t i, unsigned char **buf,
+			 size_t *alloc, char *err, size_t errlen)
 {
 	const struct trace_chunk *c = &r->chunks[i];
 	const unsigned char *src = r->base + c->offset + TRACE_CHUNK_HEADER_SIZE;
@@ -677,9 +755,9 @@ long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, 
 	case TRACE_CODEC_ZSTD: {
 		size_t n;
 
-		if (!r->dctx && !(r->dctx = ZSTD_createDCtx()))
+		if (!*dctx && !(*dctx = ZSTD_createDCtx()))
 			return reader_error(err, errlen, "out of memory");
-		n = ZSTD_decompressDCtx(r->dctx, *buf, c->raw_len, src, c->payload_len);
+		n = ZSTD_decompressDCtx(*dctx, *buf, c->raw_len, src, c->payload_len);
 		if (ZSTD_isError(n) || n != c->raw_len)
 			return reader_error(err, errlen, "chunk %zu at byte %llu: zstd frame does not decode: %s",
 					    i, (unsigned long long)c->offset,
@@ -699,6 +777,12 @@ long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, 
 	return reader_error(err, errlen, "chunk %zu: unknown codec %u", i, c->codec);
 }
 
+long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, size_t *alloc,
+			 char *err, size_t errlen)
+{
+	return chunk_decode(r, &r->dctx, i, buf, alloc, err, errlen);
+}
+
 uint64_t trace_record_time(const void *rec, size_t len)
 {
 	const unsigned char *p = rec;
@@ -715,6 +799,185 @@ uint64_t trace_record_time(const void *rec, size_t len)
 	/* Other kernel records end with the sample_id trailer
 	 * TID, TIME, CPU, IDENTIFIER: TIME sits 24 bytes before the end. */
 	return len >= 8 + 32 ? get64(p + len - 24) : 0;
+}
+
+/*
+ * Read-ahead: a second thread decompresses DATA chunks before the merge
+ * asks for them, so decompression overlaps whatever the caller does with
+ * the records (decoding, unwinding). It works through the chunks in the
+ * order of their first timestamps, which is the order the merge needs them
+ * in, into a few buffers. Whichever thread reaches a chunk first decodes
+ * it: the merge never waits for a chunk the other thread has not started,
+ * and the other thread never waits for anything but a free buffer.
+ */
+#define AHEAD_SLOTS 4
+/* Fewer DATA chunks than this are not worth a thread. */
+#define AHEAD_MIN_CHUNKS 8
+
+enum { CH_IDLE, CH_DECODING, CH_READY, CH_TAKEN };
+
+struct ahead_slot {
+	size_t chunk;
+	int used;
+	unsigned char *buf;
+	size_t alloc;
+	long n;
+	char err[256];
+};
+
+struct ahead {
+	struct trace_reader *r;
+	pthread_t thread;
+	int running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned char *state; /* per chunk of r */
+	size_t *order, nr_order, next;
+	struct ahead_slot slots[AHEAD_SLOTS];
+	int quit;
+	void *dctx;
+};
+
+static void *ahead_run(void *arg)
+{
+	struct ahead *a = arg;
+
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		struct ahead_slot *sl = NULL;
+		size_t ci;
+
+		while (a->next < a->nr_order && a->state[a->order[a->next]] != CH_IDLE)
+			a->next++;
+		for (int k = 0; k < AHEAD_SLOTS && !sl; k++)
+			if (!a->slots[k].used)
+				sl = &a->slots[k];
+		if (a->quit || a->next == a->nr_order)
+			break;
+		if (!sl) {
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		ci = a->order[a->next++];
+		a->state[ci] = CH_DECODING;
+		sl->used = 1;
+		sl->chunk = ci;
+		pthread_mutex_unlock(&a->mu);
+		sl->n = chunk_decode(a->r, &a->dctx, ci, &sl->buf, &sl->alloc, sl->err, sizeof(sl->err));
+		reader_drop(a->r, a->r->chunks[ci].offset, TRACE_CHUNK_HEADER_SIZE + a->r->chunks[ci].payload_len);
+		pthread_mutex_lock(&a->mu);
+		a->state[ci] = CH_READY;
+		pthread_cond_broadcast(&a->cv);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+static int order_cmp(const void *x, const void *y, void *arg)
+{
+	const struct trace_reader *r = arg;
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+
+	if (r->chunks[a].time != r->chunks[b].time)
+		return r->chunks[a].time < r->chunks[b].time ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/* Start the thread when the file is worth it; without it every chunk is
+ * decoded by the caller, as it would be anyway. */
+static void ahead_start(struct ahead *a, struct trace_reader *r)
+{
+	memset(a, 0, sizeof(*a));
+	a->r = r;
+	for (size_t i = 0; i < r->nr_chunks; i++)
+		a->nr_order += r->chunks[i].type == TRACE_CHUNK_DATA;
+	if (a->nr_order < AHEAD_MIN_CHUNKS)
+		return;
+	a->state = calloc(r->nr_chunks, 1);
+	a->order = malloc(a->nr_order * sizeof(*a->order));
+	if (!a->state || !a->order)
+		goto none;
+	a->nr_order = 0;
+	for (size_t i = 0; i < r->nr_chunks; i++)
+		if (r->chunks[i].type == TRACE_CHUNK_DATA)
+			a->order[a->nr_order++] = i;
+	qsort_r(a->order, a->nr_order, sizeof(*a->order), order_cmp, r);
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	if (pthread_create(&a->thread, NULL, ahead_run, a)) {
+		pthread_mutex_destroy(&a->mu);
+		pthread_cond_destroy(&a->cv);
+		goto none;
+	}
+	a->running = 1;
+	return;
+none:
+	free(a->state);
+	free(a->order);
+	a->state = NULL;
+	a->order = NULL;
+}
+
+static void ahead_stop(struct ahead *a)
+{
+	if (a->running) {
+		pthread_mutex_lock(&a->mu);
+		a->quit = 1;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(a->thread, NULL);
+		pthread_mutex_destroy(&a->mu);
+		pthread_cond_destroy(&a->cv);
+	}
+	for (int k = 0; k < AHEAD_SLOTS; k++)
+		free(a->slots[k].buf);
+	ZSTD_freeDCtx(a->dctx);
+	free(a->state);
+	free(a->order);
+}
+
+/* Chunk ci's payload into *buf: the read-ahead's copy when it has one (the
+ * buffers are swapped, not copied), else decoded here. */
+static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *alloc, char *err,
+		      size_t errlen)
+{
+	struct trace_reader *r = a->r;
+	long n;
+
+	if (a->running) {
+		pthread_mutex_lock(&a->mu);
+		while (a->state[ci] == CH_DECODING)
+			pthread_cond_wait(&a->cv, &a->mu);
+		if (a->state[ci] == CH_READY) {
+			n = reader_error(err, errlen, "chunk %zu: the read-ahead lost it", ci);
+			for (int k = 0; k < AHEAD_SLOTS; k++) {
+				struct ahead_slot *sl = &a->slots[k];
+				unsigned char *b = *buf;
+				size_t al = *alloc;
+
+				if (!sl->used || sl->chunk != ci)
+					continue;
+				*buf = sl->buf;
+				*alloc = sl->alloc;
+				sl->buf = b;
+				sl->alloc = al;
+				sl->used = 0;
+				n = sl->n;
+				if (n < 0)
+					snprintf(err, errlen, "%s", sl->err);
+				break;
+			}
+			a->state[ci] = CH_TAKEN;
+			pthread_cond_broadcast(&a->cv);
+			pthread_mutex_unlock(&a->mu);
+			return n;
+		}
+		a->state[ci] = CH_TAKEN;
+		pthread_mutex_unlock(&a->mu);
+	}
+	n = chunk_decode(r, &r->dctx, ci, buf, alloc, err, errlen);
+	reader_drop(r, r->chunks[ci].offset, TRACE_CHUNK_HEADER_SIZE + r->chunks[ci].payload_len);
+	return n;
 }
 
 /* One DATA stream being merged: its chunks and the decoded current one. */
@@ -740,16 +1003,17 @@ static int pos_cmp(const void *a, const void *b)
 /* Load the stream's next chunk; returns 1 when one is loaded, 0 at the end,
  * -1 on error. Records inside a chunk are put in time order: a ring can hold
  * a few records out of order when an event nests inside another's output. */
-static int stream_load(struct trace_reader *r, struct stream *s, char *err, size_t errlen)
+static int stream_load(struct ahead *a, struct stream *s, char *err, size_t errlen)
 {
+	struct trace_reader *r = a->r;
+
 	while (s->next < s->nr) {
 		size_t ci = s->chunks[s->next++];
-		long n = trace_chunk_payload(r, ci, &s->buf, &s->buf_alloc, err, errlen);
+		long n = ahead_get(a, ci, &s->buf, &s->buf_alloc, err, errlen);
 		size_t off = 0;
 
 		if (n < 0)
 			return -1;
-		reader_drop(r, r->chunks[ci].offset, TRACE_CHUNK_HEADER_SIZE + r->chunks[ci].payload_len);
 		s->nr_pos = s->cur = 0;
 		while (off < (size_t)n) {
 			uint32_t sz;
@@ -805,6 +1069,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 	       size_t errlen)
 {
 	struct stream *streams = NULL, **heap = NULL;
+	struct ahead ahead = { .r = r };
 	size_t nr_streams = 0, nr_heap = 0;
 	unsigned char *buf = NULL;
 	size_t alloc = 0;
@@ -872,8 +1137,9 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		ret = reader_error(err, errlen, "out of memory");
 		goto out;
 	}
+	ahead_start(&ahead, r);
 	for (size_t k = 0; k < nr_streams; k++) {
-		int l = stream_load(r, &streams[k], err, errlen);
+		int l = stream_load(&ahead, &streams[k], err, errlen);
 
 		if (l < 0) {
 			ret = -1;
@@ -892,7 +1158,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		if (ret)
 			goto out;
 		if (s->cur == s->nr_pos) {
-			int l = stream_load(r, s, err, errlen);
+			int l = stream_load(&ahead, s, err, errlen);
 
 			if (l < 0) {
 				ret = -1;
@@ -904,6 +1170,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		heap_down(heap, nr_heap, 0);
 	}
 out:
+	ahead_stop(&ahead);
 	for (size_t k = 0; k < nr_streams; k++) {
 		free(streams[k].chunks);
 		free(streams[k].buf);

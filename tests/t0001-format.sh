@@ -20,6 +20,33 @@ for codec in none zstd zlib; do
 	'
 done
 
+# 400 DATA chunks: enough for the read-ahead thread and for the CRCs to be
+# checked on two threads; the records must still come one after another.
+for codec in none zstd; do
+	test_expect_success "a $codec trace of 400 chunks reads back whole through the read-ahead" '
+		"$BUILD/test-tool" write t.trace --codec '$codec' --records 400000 &&
+		"$BUILD/test-tool" read t.trace >out &&
+		grep -x "records 400000" out &&
+		grep -x "sequence whole" out &&
+		grep -x "complete yes" out &&
+		! grep "^stop" out
+	'
+done
+
+test_expect_success 'a flipped byte late in a large file stops reading at that chunk' '
+	"$BUILD/test-tool" write t.trace --codec none --records 400000 &&
+	size=$(stat -c %s t.trace) &&
+	at=$((size * 3 / 4)) &&
+	"$BUILD/test-tool" flip t.trace $at &&
+	"$BUILD/test-tool" read t.trace >out &&
+	chunk_at=$(sed -n "s/^stop chunk [0-9]* at byte \([0-9]*\) is corrupt (crc mismatch)$/\1/p" out) &&
+	test -n "$chunk_at" &&
+	test "$chunk_at" -le "$at" && test $((at - chunk_at)) -lt 48032 &&
+	grep -x "sequence whole" out &&
+	records=$(sed -n "s/^records //p" out) &&
+	test $((records % 1000)) = 0 && test "$records" -gt 290000 && test "$records" -le 300000
+'
+
 test_expect_success 'a cut file is read up to its last good chunk and says where it stopped' '
 	"$BUILD/test-tool" write t.trace --codec zstd --records 5000 &&
 	size=$(stat -c %s t.trace) &&

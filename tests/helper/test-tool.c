@@ -5,7 +5,8 @@
  *       a synthetic trace: host META, N SAMPLE records spread over two
  *       streams with interleaved times, LOSS, INDEX, TRAILER
  *   test-tool read FILE
- *       reads it back; prints records, meta, loss, whether time order held,
+ *       reads it back; prints records, meta, loss, whether time order held
+ *       and every record came right after the one before it (sequence),
  *       completeness and where reading stopped; exit 1 when unreadable
  *   test-tool roundtrip
  *       in-memory write/read of every codec, payloads compared byte for byte (TAP)
@@ -84,7 +85,7 @@ static enum trace_codec codec_of(const char *s)
 }
 
 struct counts {
-	unsigned long records, meta, loss, disorder;
+	unsigned long records, meta, loss, disorder, skips;
 	uint64_t last, lost;
 };
 
@@ -108,9 +109,15 @@ static int on_record(const void *rec, size_t len, uint32_t stream, uint64_t time
 {
 	struct counts *c = arg;
 
-	(void)rec;
-	(void)len;
+	uint64_t ip;
+
 	(void)stream;
+	/* Records were written with ip = 0x400000 + their place in time:
+	 * each must come right after the one before it. */
+	if (len >= 24) {
+		memcpy(&ip, (const unsigned char *)rec + 16, 8);
+		c->skips += ip != 0x400000 + c->records;
+	}
 	if (time < c->last)
 		c->disorder++;
 	c->last = time;
@@ -134,8 +141,9 @@ static int cmd_read(const char *path)
 		trace_reader_release(&r);
 		return 1;
 	}
-	printf("records %lu\nmeta %lu\nloss %lu\nlost %llu\nordered %s\ncomplete %s\n", c.records, c.meta, c.loss,
-	       (unsigned long long)c.lost, c.disorder ? "no" : "yes", r.complete ? "yes" : "no");
+	printf("records %lu\nmeta %lu\nloss %lu\nlost %llu\nordered %s\nsequence %s\ncomplete %s\n", c.records,
+	       c.meta, c.loss, (unsigned long long)c.lost, c.disorder ? "no" : "yes", c.skips ? "broken" : "whole",
+	       r.complete ? "yes" : "no");
 	if (r.stop[0])
 		printf("stop %s\n", r.stop);
 	trace_reader_release(&r);
