@@ -214,8 +214,7 @@ static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, 
 		/* The innermost frame is the probed function's first byte:
 		 * call it by the name that was probed, not by whichever alias
 		 * (__libc_malloc, je_malloc) the symbol table lists first. */
-		if (r->stack->nr_frames && !r->stack->frames[0].kernel && r->stack->frames[0].off == 0)
-			r->stack->frames[0].sym = alloc_fn_names[fn];
+		stacktab_name_top(r->stack, alloc_fn_names[fn]);
 	}
 	a->nr_allocs++;
 	a->alloc_bytes += r->size;

@@ -320,6 +320,7 @@ void session_release(struct session *s)
 	free(s->host);
 	free(s->stats);
 	free(s->buildids);
+	free(s->at_end);
 	free(s->path);
 	if (s->tep)
 		tep_free(s->tep);
@@ -747,14 +748,32 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 		s->evs[i].nr_samples = 0;
 	s->nr_samples = 0;
 	r = trace_read(&s->r, &h, &st, err, errlen);
+	for (size_t i = 0; i < s->nr_at_end; i++)
+		s->at_end[i].fn(s->at_end[i].arg);
+	s->nr_at_end = 0;
 	if (st.bad)
 		fprintf(stderr, "memsight: warning: %llu samples in '%s' could not be decoded and were skipped\n",
 			(unsigned long long)st.bad, s->path);
 	return r;
 }
 
-int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
-		   int user)
+int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg)
+{
+	if (s->nr_at_end == s->at_end_alloc) {
+		size_t a = s->at_end_alloc ? s->at_end_alloc * 2 : 8;
+		struct replay_hook *v = realloc(s->at_end, a * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->at_end = v;
+		s->at_end_alloc = a;
+	}
+	s->at_end[s->nr_at_end++] = (struct replay_hook){ fn, arg };
+	return 0;
+}
+
+int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		       int user)
 {
 	int n = 0, ctx = 0, first = 1;
 
@@ -777,7 +796,6 @@ int session_frames(struct session *s, const struct sample *smp, struct frame *ou
 		f->off = ip;
 		if (ctx == 1) {
 			f->kernel = 1;
-			f->sym = symbols_ksym(&s->syms, ip, &f->off);
 		} else {
 			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
 
@@ -787,39 +805,66 @@ int session_frames(struct session *s, const struct sample *smp, struct frame *ou
 				f->dso = m->dso;
 				f->file_off = f->off;
 				f->ret = !first;
-				if (m->dso)
-					f->sym = symbols_lookup(m->dso, f->off, !first, &f->off);
-				if (f->sym && session_inline) {
-					const struct sym_inline *inl;
-					int k = symbols_inline(m->dso, f->file_off, f->ret, &inl);
-
-					/* The inlined functions go first, innermost first;
-					 * each one's caller shows the line that called it. */
-					if (k > 0 && n + k <= max) {
-						struct frame outer = *f;
-
-						for (int j = 0; j < k; j++) {
-							f = &out[n - 1 + j];
-							*f = outer;
-							f->sym = inl[j].name;
-							f->off = 0;
-							f->inlined = 1;
-							if (j > 0) {
-								f->call_file = inl[j - 1].call_file;
-								f->call_line = inl[j - 1].call_line;
-							}
-						}
-						out[n - 1 + k] = outer;
-						out[n - 1 + k].call_file = inl[k - 1].call_file;
-						out[n - 1 + k].call_line = inl[k - 1].call_line;
-						n += k;
-					}
-				}
+				symbols_prefetch(&s->syms, m->dso, session_inline);
 			}
 		}
 		first = 0;
 	}
 	return n;
+}
+
+int session_frames_name(struct session *s, const struct frame *raw, int nr, struct frame *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < nr && n < max; i++) {
+		struct frame *f = &out[n++];
+
+		*f = raw[i];
+		if (f->kernel) {
+			f->sym = symbols_ksym(&s->syms, f->ip, &f->off);
+			continue;
+		}
+		if (!f->dso)
+			continue;
+		f->sym = symbols_lookup(f->dso, f->file_off, f->ret, &f->off);
+		if (f->sym && session_inline) {
+			const struct sym_inline *inl;
+			int k = symbols_inline(f->dso, f->file_off, f->ret, &inl);
+
+			/* The inlined functions go first, innermost first;
+			 * each one's caller shows the line that called it. */
+			if (k > 0 && n + k <= max) {
+				struct frame outer = *f;
+
+				for (int j = 0; j < k; j++) {
+					f = &out[n - 1 + j];
+					*f = outer;
+					f->sym = inl[j].name;
+					f->off = 0;
+					f->inlined = 1;
+					if (j > 0) {
+						f->call_file = inl[j - 1].call_file;
+						f->call_line = inl[j - 1].call_line;
+					}
+				}
+				out[n - 1 + k] = outer;
+				out[n - 1 + k].call_file = inl[k - 1].call_file;
+				out[n - 1 + k].call_line = inl[k - 1].call_line;
+				n += k;
+			}
+		}
+	}
+	return n;
+}
+
+int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		   int user)
+{
+	struct frame raw[SESS_MAX_CHAIN];
+	int n = session_frames_raw(s, smp, raw, max < SESS_MAX_CHAIN ? max : SESS_MAX_CHAIN, kernel, user);
+
+	return session_frames_name(s, raw, n, out, max);
 }
 
 int frame_srcline(const struct frame *f, const char **file, int *line)

@@ -170,6 +170,8 @@ struct session {
 	struct unwinder *uw;	/* for --call-graph dwarf samples, made on first use */
 	int no_unwind;		/* set by commands that never show stacks */
 	uint64_t chain[SESS_MAX_CHAIN]; /* a DWARF sample's kernel + unwound user chain */
+	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
+	size_t nr_at_end, at_end_alloc;
 };
 
 /* Analysis options every command takes (main.c sets them). */
@@ -185,6 +187,11 @@ void session_release(struct session *s);
 typedef int (*session_sample_fn)(struct session *s, struct sample *smp, void *arg);
 /* Replay the records: returns 0, -1 with err set, or the callback's value. */
 int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen);
+
+/* Call fn(arg) once when the replay under way ends, before
+ * session_replay returns: for work that waits for all the samples, like
+ * naming the stacks kept. Returns 0 or -ENOMEM. */
+int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg);
 
 /* Whether any event of a group ("kmem") was recorded. */
 int session_group_recorded(struct session *s, const char *group);
@@ -223,6 +230,13 @@ struct frame {
  * the parts. Returns the number of frames. */
 int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
 		   int user);
+/* The same in two steps. First each frame's object, from the maps of the
+ * sample's moment, without names (cheap; it also starts loading the
+ * objects on another thread); then the names, with inlined functions as
+ * frames of their own, at any later time: n raw frames in, at most max out. */
+int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		       int user);
+int session_frames_name(struct session *s, const struct frame *raw, int n, struct frame *out, int max);
 /* Source file and line of a frame (the call site for a function that
  * inlined the frame below it); 0, or -1 when unknown. */
 int frame_srcline(const struct frame *f, const char **file, int *line);

@@ -31,6 +31,49 @@ void stacktab_release(struct stacktab *t)
 	hashmap_release(&t->map);
 }
 
+static void top_name_apply(struct stack_entry *e)
+{
+	if (e->top_name && e->nr_frames && !e->frames[0].kernel && e->frames[0].off == 0)
+		e->frames[0].sym = e->top_name;
+}
+
+void stacktab_name_top(struct stack_entry *e, const char *name)
+{
+	e->top_name = name;
+	if (e->named)
+		top_name_apply(e);
+}
+
+static void entry_name(struct stacktab *t, struct stack_entry *e)
+{
+	struct frame fr[MAX_FRAMES];
+	int n = session_frames_name(t->s, e->frames, e->nr_frames, fr, MAX_FRAMES);
+	struct frame *v = n > e->nr_frames ? realloc(e->frames, n * sizeof(*v)) : e->frames;
+
+	e->named = 1;
+	/* Out of memory: keep the frames unnamed rather than lose them. */
+	if (!v)
+		return;
+	memcpy(v, fr, n * sizeof(*v));
+	e->frames = v;
+	e->nr_frames = n;
+	top_name_apply(e);
+}
+
+void stacktab_name_all(struct stacktab *t)
+{
+	if (!t->pending)
+		return;
+	t->pending = 0;
+	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) if (!e->named)
+		entry_name(t, e);
+}
+
+static void name_all_hook(void *arg)
+{
+	stacktab_name_all(arg);
+}
+
 struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp,
 				 uint64_t weight)
 {
@@ -59,7 +102,7 @@ struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const st
 			return NULL;
 		}
 		memcpy(e->ips, smp->ips, smp->nr_ips * sizeof(*smp->ips));
-		e->nr_frames = session_frames(s, smp, fr, MAX_FRAMES, t->kernel, t->user);
+		e->nr_frames = session_frames_raw(s, smp, fr, MAX_FRAMES, t->kernel, t->user);
 		e->frames = malloc((e->nr_frames ? e->nr_frames : 1) * sizeof(*fr));
 		if (e->frames)
 			memcpy(e->frames, fr, e->nr_frames * sizeof(*fr));
@@ -68,6 +111,16 @@ struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const st
 		e->next = slot->ptr;
 		slot->ptr = e;
 		t->nr++;
+		if (!t->pending) {
+			if (session_at_replay_end(s, name_all_hook, t)) {
+				/* No room to wait: name it now. */
+				t->s = s;
+				entry_name(t, e);
+			} else {
+				t->s = s;
+				t->pending = 1;
+			}
+		}
 	}
 	e->count++;
 	e->weight += weight;
@@ -94,7 +147,10 @@ static int by_count(const void *a, const void *b)
 
 struct stack_entry **stacktab_sorted(struct stacktab *t, int count_order, size_t *n)
 {
-	struct stack_entry **v = malloc((t->nr ? t->nr : 1) * sizeof(*v));
+	struct stack_entry **v;
+
+	stacktab_name_all(t);
+	v = malloc((t->nr ? t->nr : 1) * sizeof(*v));
 
 	*n = 0;
 	if (!v)

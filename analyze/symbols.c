@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,128 @@ static const Dwfl_Callbacks offline_callbacks = {
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };
+
+/* Finding files is shared by the loader thread and the main one: the
+ * embedded objects' memfds are made on first use and the debuginfod client
+ * is not for two threads at once. */
+static pthread_mutex_t find_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct dso_loader {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thread;
+	int running, quit;
+	struct load_job { struct dso *d; int dwarf; } *queue;
+	size_t head, nr, alloc;
+};
+
+static void dso_load(struct dso *d);
+
+static void *loader_run(void *arg)
+{
+	struct dso_loader *l = arg;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct load_job j;
+
+		while (l->head == l->nr && !l->quit)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (l->quit)
+			break;
+		j = l->queue[l->head++];
+		if (j.d->load != LOAD_QUEUED)
+			continue;
+		j.d->load = LOAD_BUSY;
+		pthread_mutex_unlock(&l->mu);
+		dso_load(j.d);
+		if (j.d->state == DSO_OK) {
+			Dwarf_Addr bias;
+
+			dwfl_module_getsymtab(j.d->mod);
+			if (j.dwarf)
+				dwfl_module_getdwarf(j.d->mod, &bias);
+		}
+		pthread_mutex_lock(&l->mu);
+		j.d->load = LOAD_DONE;
+		pthread_cond_broadcast(&l->cv);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf)
+{
+	struct dso_loader *l = s->loader;
+
+	/* Queued ones have a loader until they are settled; this thread alone
+	 * writes that field, so it is read without the lock. */
+	if (!d || d->loader || d->load != LOAD_IDLE || d->state != DSO_UNLOADED)
+		return;
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return;
+		pthread_mutex_init(&l->mu, NULL);
+		pthread_cond_init(&l->cv, NULL);
+		if (pthread_create(&l->thread, NULL, loader_run, l)) {
+			pthread_mutex_destroy(&l->mu);
+			pthread_cond_destroy(&l->cv);
+			free(l);
+			return;
+		}
+		l->running = 1;
+		s->loader = l;
+	}
+	pthread_mutex_lock(&l->mu);
+	if (l->nr == l->alloc) {
+		size_t a = l->alloc ? l->alloc * 2 : 16;
+		struct load_job *q = realloc(l->queue, a * sizeof(*q));
+
+		if (!q) {
+			pthread_mutex_unlock(&l->mu);
+			return;
+		}
+		l->queue = q;
+		l->alloc = a;
+	}
+	l->queue[l->nr++] = (struct load_job){ d, dwarf };
+	d->load = LOAD_QUEUED;
+	d->loader = l;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* Make d this thread's: wait while the loader works on it, or take it
+ * back when the loader has not started it yet. */
+static void dso_settle(struct dso *d)
+{
+	struct dso_loader *l = d->loader;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	while (d->load == LOAD_BUSY)
+		pthread_cond_wait(&l->cv, &l->mu);
+	d->load = LOAD_DONE;
+	d->loader = NULL;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void loader_stop(struct dso_loader *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->quit = 1;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->thread, NULL);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->cv);
+	free(l->queue);
+	free(l);
+}
 
 void symbols_init(struct symbols *s)
 {
@@ -74,6 +197,7 @@ static void dso_free(struct dso *d)
 
 void symbols_release(struct symbols *s)
 {
+	loader_stop(s->loader);
 	hashmap_for_each(&s->dsos, slot) dso_free(slot->ptr);
 	hashmap_release(&s->dsos);
 	for (size_t i = 0; i < s->nr_ksyms; i++) {
@@ -165,8 +289,10 @@ static char *debuginfod_fetch(const struct dso *d, int executable)
 
 	if (!dbgd || !d->bid_len)
 		return NULL;
+	pthread_mutex_lock(&find_lock);
 	fd = executable ? dbgd_fn.find_executable(dbgd, d->build_id, d->bid_len, &path)
 			: dbgd_fn.find_debuginfo(dbgd, d->build_id, d->bid_len, &path);
+	pthread_mutex_unlock(&find_lock);
 	if (fd < 0)
 		return NULL;
 	close(fd);
@@ -237,7 +363,19 @@ int symbols_embedded_get(size_t i, struct embedded_info *out)
 	return 0;
 }
 
+static int embedded_path_locked(const struct dso *d, char *buf, size_t len);
+
 static int embedded_path(const struct dso *d, char *buf, size_t len)
+{
+	int mode;
+
+	pthread_mutex_lock(&find_lock);
+	mode = embedded_path_locked(d, buf, len);
+	pthread_mutex_unlock(&find_lock);
+	return mode;
+}
+
+static int embedded_path_locked(const struct dso *d, char *buf, size_t len)
 {
 	for (size_t i = 0; d->bid_len && i < nr_embedded; i++) {
 		struct embedded *e = &embedded[i];
@@ -592,6 +730,7 @@ const char *symbols_object(struct dso *d)
 
 const char *symbols_debug_file(struct dso *d)
 {
+	dso_settle(d);
 	if (d->state == DSO_UNLOADED)
 		dso_load(d);
 	return d->state == DSO_OK ? d->used : NULL;
@@ -667,6 +806,7 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 	int created;
 
 	*symoff = off;
+	dso_settle(d);
 	if (d->state == DSO_UNLOADED)
 		dso_load(d);
 	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr)) {
@@ -745,6 +885,7 @@ int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline
 
 	/* Callers name the frame first: its cache entry is there. */
 	*out = NULL;
+	dso_settle(d);
 	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
 		return 0;
 	look = ret && vaddr ? vaddr - 1 : vaddr;
@@ -788,6 +929,7 @@ int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int
 	uint64_t vaddr;
 	Dwfl_Line *l;
 
+	dso_settle(d);
 	if (d->state == DSO_UNLOADED)
 		dso_load(d);
 	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
@@ -865,6 +1007,7 @@ void symbols_report_unresolved(struct symbols *s, FILE *f)
 
 		if (!d || !d->unresolved)
 			continue;
+		dso_settle(d);
 		for (int i = 0; i < d->bid_len; i++)
 			sprintf(hex + 2 * i, "%02x", d->build_id[i]);
 		switch (d->state) {

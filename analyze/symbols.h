@@ -37,6 +37,10 @@ struct dso {
 	size_t nr_loads;
 	struct hashmap cache;	 /* vaddr -> struct sym_hit * */
 	uint64_t unresolved;	 /* lookups that found no name */
+	/* Loading ahead on the loader thread (see symbols_prefetch): until it
+	 * is LOAD_DONE, the fields above belong to whichever thread has it. */
+	enum { LOAD_IDLE, LOAD_QUEUED, LOAD_BUSY, LOAD_DONE } load;
+	struct dso_loader *loader;
 
 	/* The object itself, for unwinding: the first candidate with the
 	 * recorded build-id whose unwind tables hold bytes (a separate debug
@@ -61,6 +65,7 @@ struct ksym {
 
 struct symbols {
 	struct hashmap dsos;	 /* "b:<hex>" or "p:<path>" -> struct dso * */
+	struct dso_loader *loader; /* started by the first symbols_prefetch */
 	struct ksym *ksyms;
 	size_t nr_ksyms;
 };
@@ -110,6 +115,11 @@ int symbols_object_read(struct dso *d, uint64_t off, void *buf, size_t len);
 int symbols_object_bias(struct dso *d, uint64_t start, uint64_t pgoff, uint64_t *bias);
 void symbols_release(struct symbols *s);
 struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char *bid, int bid_len);
+/* Start finding and loading d (its file, symbol table and, with dwarf, the
+ * debug information, which libdw inflates whole: 40 ms for libc's) on a
+ * thread of its own, so that it overlaps reading the trace; the lookups
+ * below wait for it. For callers that name frames only after the replay. */
+void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf);
 /* Symbol at file offset `off` of d; `ret` says off is a return address
  * (looked up one byte earlier, so a call at a function's end is named
  * right). Returns the name (NULL if unknown) and the offset into it. */
