@@ -747,6 +747,16 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	for (size_t i = 0; i < s->nr_evs; i++)
 		s->evs[i].nr_samples = 0;
 	s->nr_samples = 0;
+	/* The recorder embedded the objects the stacks touch: they can start
+	 * loading before the first sample names them. */
+	if (!s->no_unwind) {
+		struct embedded_info ei;
+
+		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
+			if (ei.bid_len)
+				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
+						 session_inline);
+	}
 	r = trace_read(&s->r, &h, &st, err, errlen);
 	for (size_t i = 0; i < s->nr_at_end; i++)
 		s->at_end[i].fn(s->at_end[i].arg);
@@ -806,6 +816,7 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 				f->file_off = f->off;
 				f->ret = !first;
 				symbols_prefetch(&s->syms, m->dso, session_inline);
+				symbols_prefetch_name(m->dso, f->file_off, f->ret);
 			}
 		}
 		first = 0;

@@ -49,11 +49,13 @@ struct dso_loader {
 	pthread_cond_t cv;
 	pthread_t thread;
 	int running, quit;
-	struct load_job { struct dso *d; int dwarf; } *queue;
+	/* In order: an object to load, or an address of one to name. */
+	struct load_job { struct dso *d; uint64_t off; unsigned char name, ret, dwarf; } *queue;
 	size_t head, nr, alloc;
 };
 
 static void dso_load(struct dso *d);
+static void dso_name_ahead(struct dso *d, uint64_t off, int ret, int dwarf);
 
 static void *loader_run(void *arg)
 {
@@ -68,24 +70,51 @@ static void *loader_run(void *arg)
 		if (l->quit)
 			break;
 		j = l->queue[l->head++];
-		if (j.d->load != LOAD_QUEUED)
+		/* A job for an object the main thread took back is dropped. */
+		if (j.d->load != (j.name ? LOAD_READY : LOAD_QUEUED))
 			continue;
 		j.d->load = LOAD_BUSY;
 		pthread_mutex_unlock(&l->mu);
-		dso_load(j.d);
-		if (j.d->state == DSO_OK) {
-			Dwarf_Addr bias;
+		if (j.name) {
+			dso_name_ahead(j.d, j.off, j.ret, j.dwarf);
+		} else {
+			dso_load(j.d);
+			if (j.d->state == DSO_OK) {
+				Dwarf_Addr bias;
 
-			dwfl_module_getsymtab(j.d->mod);
-			if (j.dwarf)
-				dwfl_module_getdwarf(j.d->mod, &bias);
+				dwfl_module_getsymtab(j.d->mod);
+				if (j.dwarf)
+					dwfl_module_getdwarf(j.d->mod, &bias);
+			}
 		}
 		pthread_mutex_lock(&l->mu);
-		j.d->load = LOAD_DONE;
+		j.d->load = LOAD_READY;
 		pthread_cond_broadcast(&l->cv);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
+}
+
+static void loader_push(struct dso_loader *l, struct load_job j)
+{
+	pthread_mutex_lock(&l->mu);
+	if (l->nr == l->alloc) {
+		size_t a = l->alloc ? l->alloc * 2 : 64;
+		struct load_job *q = realloc(l->queue, a * sizeof(*q));
+
+		if (!q) {
+			/* Not queued: the main thread does it when it needs it. */
+			pthread_mutex_unlock(&l->mu);
+			return;
+		}
+		l->queue = q;
+		l->alloc = a;
+	}
+	l->queue[l->nr++] = j;
+	if (!j.name)
+		j.d->load = LOAD_QUEUED;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
 }
 
 void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf)
@@ -111,23 +140,25 @@ void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf)
 		l->running = 1;
 		s->loader = l;
 	}
-	pthread_mutex_lock(&l->mu);
-	if (l->nr == l->alloc) {
-		size_t a = l->alloc ? l->alloc * 2 : 16;
-		struct load_job *q = realloc(l->queue, a * sizeof(*q));
-
-		if (!q) {
-			pthread_mutex_unlock(&l->mu);
-			return;
-		}
-		l->queue = q;
-		l->alloc = a;
-	}
-	l->queue[l->nr++] = (struct load_job){ d, dwarf };
-	d->load = LOAD_QUEUED;
 	d->loader = l;
-	pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
+	d->dwarf = dwarf;
+	loader_push(l, (struct load_job){ .d = d, .dwarf = dwarf });
+}
+
+void symbols_prefetch_name(struct dso *d, uint64_t off, int ret)
+{
+	struct hm_slot *slot;
+	int created;
+
+	if (!d || !d->loader)
+		return;
+	/* Each address once: the loader thread's cache is not this thread's
+	 * to look in. */
+	slot = hashmap_u64(&d->asked, off << 1 | !!ret, &created);
+	if (!slot || !created)
+		return;
+	slot->ptr = d;
+	loader_push(d->loader, (struct load_job){ .d = d, .off = off, .name = 1, .ret = !!ret, .dwarf = d->dwarf });
 }
 
 /* Make d this thread's: wait while the loader works on it, or take it
@@ -144,6 +175,7 @@ static void dso_settle(struct dso *d)
 	d->load = LOAD_DONE;
 	d->loader = NULL;
 	pthread_mutex_unlock(&l->mu);
+	hashmap_release(&d->asked);
 }
 
 static void loader_stop(struct dso_loader *l)
@@ -182,6 +214,7 @@ static void dso_free(struct dso *d)
 		free(h);
 	}
 	hashmap_release(&d->cache);
+	hashmap_release(&d->asked);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	free(d->loads);
@@ -238,6 +271,7 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 		memcpy(d->build_id, bid, d->bid_len);
 	}
 	hashmap_init(&d->cache, 0);
+	hashmap_init(&d->asked, 0);
 	slot->ptr = d;
 	return d;
 }
@@ -798,22 +832,14 @@ static int vaddr_of(const struct dso *d, uint64_t off, uint64_t *vaddr)
 	return -1;
 }
 
-const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symoff)
+/* The cache entry for an ELF address of d, made on first use; NULL when
+ * out of memory. */
+static struct sym_hit *dso_hit(struct dso *d, uint64_t look)
 {
-	uint64_t vaddr, look;
 	struct hm_slot *slot;
 	struct sym_hit *hit;
 	int created;
 
-	*symoff = off;
-	dso_settle(d);
-	if (d->state == DSO_UNLOADED)
-		dso_load(d);
-	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr)) {
-		d->unresolved++;
-		return NULL;
-	}
-	look = ret && vaddr ? vaddr - 1 : vaddr;
 	slot = hashmap_u64(&d->cache, look, &created);
 	if (!slot)
 		return NULL;
@@ -841,7 +867,42 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 		}
 		hit->start = look - o;
 	}
-	hit = slot->ptr;
+	return slot->ptr;
+}
+
+static void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look);
+
+/* The loader thread's share of naming: fill d's cache for an address the
+ * stacks hold, as symbols_lookup and symbols_inline would, counting
+ * nothing (the counts are per frame, made when frames are named). */
+static void dso_name_ahead(struct dso *d, uint64_t off, int ret, int dwarf)
+{
+	uint64_t vaddr, look;
+	struct sym_hit *hit;
+
+	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
+		return;
+	look = ret && vaddr ? vaddr - 1 : vaddr;
+	hit = dso_hit(d, look);
+	if (hit && hit->name && dwarf)
+		hit_inline(d, hit, look);
+}
+
+const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symoff)
+{
+	uint64_t vaddr, look;
+	struct sym_hit *hit;
+
+	*symoff = off;
+	dso_settle(d);
+	if (d->state == DSO_UNLOADED)
+		dso_load(d);
+	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr)) {
+		d->unresolved++;
+		return NULL;
+	}
+	look = ret && vaddr ? vaddr - 1 : vaddr;
+	hit = dso_hit(d, look);
 	if (!hit || !hit->name) {
 		d->unresolved++;
 		return NULL;
@@ -879,9 +940,6 @@ int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline
 	uint64_t vaddr, look;
 	struct hm_slot *slot;
 	struct sym_hit *hit;
-	Dwarf_Die *cu, *scopes = NULL;
-	Dwarf_Addr bias;
-	int n;
 
 	/* Callers name the frame first: its cache entry is there. */
 	*out = NULL;
@@ -893,10 +951,19 @@ int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline
 	hit = slot ? slot->ptr : NULL;
 	if (!hit || !hit->name)
 		return 0;
-	if (hit->nr_inline >= 0) {
-		*out = hit->inl;
-		return hit->nr_inline;
-	}
+	hit_inline(d, hit, look);
+	*out = hit->inl;
+	return hit->nr_inline;
+}
+
+static void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
+{
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Addr bias;
+	int n;
+
+	if (hit->nr_inline >= 0)
+		return;
 	hit->nr_inline = 0;
 	cu = dwfl_module_addrdie(d->mod, look, &bias);
 	n = cu ? dwarf_getscopes(cu, look - bias, &scopes) : 0;
@@ -920,8 +987,6 @@ int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline
 		}
 	}
 	free(scopes);
-	*out = hit->inl;
-	return hit->nr_inline;
 }
 
 int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line)

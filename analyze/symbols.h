@@ -39,8 +39,10 @@ struct dso {
 	uint64_t unresolved;	 /* lookups that found no name */
 	/* Loading ahead on the loader thread (see symbols_prefetch): until it
 	 * is LOAD_DONE, the fields above belong to whichever thread has it. */
-	enum { LOAD_IDLE, LOAD_QUEUED, LOAD_BUSY, LOAD_DONE } load;
+	enum { LOAD_IDLE, LOAD_QUEUED, LOAD_BUSY, LOAD_READY, LOAD_DONE } load;
 	struct dso_loader *loader;
+	int dwarf;		 /* the loader loads debug information too */
+	struct hashmap asked;	 /* addresses given to the loader to name */
 
 	/* The object itself, for unwinding: the first candidate with the
 	 * recorded build-id whose unwind tables hold bytes (a separate debug
@@ -120,6 +122,10 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
  * thread of its own, so that it overlaps reading the trace; the lookups
  * below wait for it. For callers that name frames only after the replay. */
 void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf);
+/* Have the loader thread name file offset off of a prefetched d (and find
+ * its inlined functions) while this thread goes on; the lookups below then
+ * find it done. Nothing for objects not prefetched. */
+void symbols_prefetch_name(struct dso *d, uint64_t off, int ret);
 /* Symbol at file offset `off` of d; `ret` says off is a return address
  * (looked up one byte earlier, so a call at a function's end is named
  * right). Returns the name (NULL if unknown) and the offset into it. */
