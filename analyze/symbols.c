@@ -6,6 +6,8 @@
  * files by build-id under /usr/lib/debug and reads .symtab, .dynsym or
  * .gnu_debugdata, whichever the object has. Lookups are by the ELF virtual
  * address the file offset falls in, through the object's PT_LOAD headers.
+ * Separate Dwfls are what lets the loader thread work on one object while
+ * the main thread uses the others.
  */
 #include "symbols.h"
 

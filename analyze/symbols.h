@@ -5,8 +5,11 @@
  * when the recording has none), finding each on this machine, never using a
  * file whose build-id differs, and turning a file offset into
  * "symbol+offset" through libdw, with a per-object cache. Also the kernel
- * symbols stored in the trace. Knows nothing of processes or maps: callers
- * translate runtime addresses to file offsets first.
+ * symbols stored in the trace, and the loader thread that loads objects and
+ * names addresses ahead of the lookups (an object belongs to one thread at
+ * a time: the loader's until a lookup settles it). Knows nothing of
+ * processes or maps: callers translate runtime addresses to file offsets
+ * first.
  */
 #ifndef MEMSIGHT_SYMBOLS_H
 #define MEMSIGHT_SYMBOLS_H
