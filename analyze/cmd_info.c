@@ -48,6 +48,8 @@ int cmd_info(int argc, char **argv)
 		return 2;
 	if (cmd_open(&s, argv[optind]))
 		return 1;
+	/* Counting needs no stacks: no unwinding. */
+	s.no_unwind = 1;
 	if (session_replay(&s, count_sample, NULL, err, sizeof(err))) {
 		error("%s", err);
 		goto out;

@@ -747,16 +747,6 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	for (size_t i = 0; i < s->nr_evs; i++)
 		s->evs[i].nr_samples = 0;
 	s->nr_samples = 0;
-	/* The recorder embedded the objects the stacks touch: they can start
-	 * loading before the first sample names them. */
-	if (!s->no_unwind) {
-		struct embedded_info ei;
-
-		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
-			if (ei.bid_len)
-				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
-						 session_inline);
-	}
 	r = trace_read(&s->r, &h, &st, err, errlen);
 	for (size_t i = 0; i < s->nr_at_end; i++)
 		s->at_end[i].fn(s->at_end[i].arg);
@@ -787,6 +777,17 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 {
 	int n = 0, ctx = 0, first = 1;
 
+	/* The recorder embedded the objects the stacks touch: with the first
+	 * stack kept they all start loading, before samples name them. */
+	if (!s->prefetched) {
+		struct embedded_info ei;
+
+		s->prefetched = 1;
+		for (size_t i = 0; user && !symbols_embedded_get(i, &ei); i++)
+			if (ei.bid_len)
+				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
+						 session_inline);
+	}
 	for (uint64_t i = 0; i < smp->nr_ips && n < max; i++) {
 		uint64_t ip = smp->ips[i];
 		struct frame *f;

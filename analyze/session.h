@@ -169,6 +169,7 @@ struct session {
 	int include_recorder;
 	struct unwinder *uw;	/* for --call-graph dwarf samples, made on first use */
 	int no_unwind;		/* set by commands that never show stacks */
+	int prefetched;		/* the embedded objects were given to the loader */
 	uint64_t chain[SESS_MAX_CHAIN]; /* a DWARF sample's kernel + unwound user chain */
 	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
 	size_t nr_at_end, at_end_alloc;

@@ -33,7 +33,7 @@
 
 #define INDEX_EVERY 1024
 /* How much of the file the scan reads before dropping it from memory. */
-#define DROP_STEP (8u << 20)
+#define DROP_STEP (2u << 20)
 /* Below this many payload bytes one thread checks the CRCs alone. */
 #define CRC_SPLIT_MIN (8u << 20)
 #define INDEX_ENTRY_SIZE 24
@@ -505,6 +505,11 @@ static void *crc_run(void *arg)
 			dropped = c->offset;
 		}
 	}
+	if (j->from < j->to) {
+		const struct trace_chunk *c = &j->r->chunks[j->to - 1];
+
+		reader_drop(j->r, dropped, c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len - dropped);
+	}
 	return NULL;
 }
 
@@ -538,7 +543,7 @@ static void reader_check_crcs(const struct trace_reader *r, unsigned char *bad)
 static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 {
 	const unsigned char *b = r->base;
-	uint64_t off, hsize, csize;
+	uint64_t off, hsize, csize, dropped = 0;
 	size_t alloc = 0, walked;
 	unsigned char *bad;
 	char walk_stop[sizeof(r->stop)] = "";
@@ -616,11 +621,19 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		off += TRACE_CHUNK_HEADER_SIZE + c.payload_len;
 		if (c.type == TRACE_CHUNK_TRAILER)
 			break;
+		/* Reading a header maps the page cache around it, a large folio
+		 * at a time: drop as we go, or the walk alone maps most of the
+		 * file. */
+		if (off - dropped >= DROP_STEP) {
+			reader_drop(r, dropped, off - dropped);
+			dropped = off;
+		}
 	}
 
 	/* Then the payloads, in the order a single pass would have met them:
 	 * the first chunk that fails its CRC, has an unknown codec or is a
 	 * short trailer ends the good part of the file. */
+	reader_drop(r, dropped, off - dropped);
 	walked = r->nr_chunks;
 	bad = calloc(walked ? walked : 1, 1);
 	if (!bad)
