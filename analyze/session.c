@@ -779,11 +779,11 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 
 	/* The recorder embedded the objects the stacks touch: with the first
 	 * stack kept they all start loading, before samples name them. */
-	if (!s->prefetched) {
+	if (user && !s->prefetched) {
 		struct embedded_info ei;
 
 		s->prefetched = 1;
-		for (size_t i = 0; user && !symbols_embedded_get(i, &ei); i++)
+		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
 			if (ei.bid_len)
 				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
 						 session_inline);

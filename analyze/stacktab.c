@@ -112,14 +112,12 @@ struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const st
 		slot->ptr = e;
 		t->nr++;
 		if (!t->pending) {
-			if (session_at_replay_end(s, name_all_hook, t)) {
-				/* No room to wait: name it now. */
-				t->s = s;
+			t->s = s;
+			/* No room to wait: name it now. */
+			if (session_at_replay_end(s, name_all_hook, t))
 				entry_name(t, e);
-			} else {
-				t->s = s;
+			else
 				t->pending = 1;
-			}
 		}
 	}
 	e->count++;

@@ -50,14 +50,14 @@ struct dso_loader {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t thread;
-	int running, quit;
+	int quit;
 	/* In order: an object to load, or an address of one to name. */
-	struct load_job { struct dso *d; uint64_t off; unsigned char name, ret, dwarf; } *queue;
+	struct load_job { struct dso *d; uint64_t off; unsigned char name, ret; } *queue;
 	size_t head, nr, alloc;
 };
 
 static void dso_load(struct dso *d);
-static void dso_name_ahead(struct dso *d, uint64_t off, int ret, int dwarf);
+static void dso_name_ahead(struct dso *d, uint64_t off, int ret);
 
 static void *loader_run(void *arg)
 {
@@ -78,14 +78,14 @@ static void *loader_run(void *arg)
 		j.d->load = LOAD_BUSY;
 		pthread_mutex_unlock(&l->mu);
 		if (j.name) {
-			dso_name_ahead(j.d, j.off, j.ret, j.dwarf);
+			dso_name_ahead(j.d, j.off, j.ret);
 		} else {
 			dso_load(j.d);
 			if (j.d->state == DSO_OK) {
 				Dwarf_Addr bias;
 
 				dwfl_module_getsymtab(j.d->mod);
-				if (j.dwarf)
+				if (j.d->dwarf)
 					dwfl_module_getdwarf(j.d->mod, &bias);
 			}
 		}
@@ -139,12 +139,11 @@ void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf)
 			free(l);
 			return;
 		}
-		l->running = 1;
 		s->loader = l;
 	}
 	d->loader = l;
 	d->dwarf = dwarf;
-	loader_push(l, (struct load_job){ .d = d, .dwarf = dwarf });
+	loader_push(l, (struct load_job){ .d = d });
 }
 
 void symbols_prefetch_name(struct dso *d, uint64_t off, int ret)
@@ -160,7 +159,7 @@ void symbols_prefetch_name(struct dso *d, uint64_t off, int ret)
 	if (!slot || !created)
 		return;
 	slot->ptr = d;
-	loader_push(d->loader, (struct load_job){ .d = d, .off = off, .name = 1, .ret = !!ret, .dwarf = d->dwarf });
+	loader_push(d->loader, (struct load_job){ .d = d, .off = off, .name = 1, .ret = !!ret });
 }
 
 /* Make d this thread's: wait while the loader works on it, or take it
@@ -399,18 +398,6 @@ int symbols_embedded_get(size_t i, struct embedded_info *out)
 	return 0;
 }
 
-static int embedded_path_locked(const struct dso *d, char *buf, size_t len);
-
-static int embedded_path(const struct dso *d, char *buf, size_t len)
-{
-	int mode;
-
-	pthread_mutex_lock(&find_lock);
-	mode = embedded_path_locked(d, buf, len);
-	pthread_mutex_unlock(&find_lock);
-	return mode;
-}
-
 static int embedded_path_locked(const struct dso *d, char *buf, size_t len)
 {
 	for (size_t i = 0; d->bid_len && i < nr_embedded; i++) {
@@ -433,6 +420,16 @@ static int embedded_path_locked(const struct dso *d, char *buf, size_t len)
 		return e->mode;
 	}
 	return 0;
+}
+
+static int embedded_path(const struct dso *d, char *buf, size_t len)
+{
+	int mode;
+
+	pthread_mutex_lock(&find_lock);
+	mode = embedded_path_locked(d, buf, len);
+	pthread_mutex_unlock(&find_lock);
+	return mode;
 }
 
 int symbols_debug_dir_add(const char *dir)
@@ -872,21 +869,31 @@ static struct sym_hit *dso_hit(struct dso *d, uint64_t look)
 	return slot->ptr;
 }
 
+/* The ELF address of file offset off in a loaded d, and the one to look
+ * up: a return address one byte earlier, so that a call at a function's
+ * end is named right. 0, or -1 when d has no name for it. */
+static int dso_addr(const struct dso *d, uint64_t off, int ret, uint64_t *vaddr, uint64_t *look)
+{
+	if (d->state != DSO_OK || vaddr_of(d, off, vaddr))
+		return -1;
+	*look = ret && *vaddr ? *vaddr - 1 : *vaddr;
+	return 0;
+}
+
 static void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look);
 
 /* The loader thread's share of naming: fill d's cache for an address the
  * stacks hold, as symbols_lookup and symbols_inline would, counting
  * nothing (the counts are per frame, made when frames are named). */
-static void dso_name_ahead(struct dso *d, uint64_t off, int ret, int dwarf)
+static void dso_name_ahead(struct dso *d, uint64_t off, int ret)
 {
 	uint64_t vaddr, look;
 	struct sym_hit *hit;
 
-	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
+	if (dso_addr(d, off, ret, &vaddr, &look))
 		return;
-	look = ret && vaddr ? vaddr - 1 : vaddr;
 	hit = dso_hit(d, look);
-	if (hit && hit->name && dwarf)
+	if (hit && hit->name && d->dwarf)
 		hit_inline(d, hit, look);
 }
 
@@ -899,11 +906,10 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 	dso_settle(d);
 	if (d->state == DSO_UNLOADED)
 		dso_load(d);
-	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr)) {
+	if (dso_addr(d, off, ret, &vaddr, &look)) {
 		d->unresolved++;
 		return NULL;
 	}
-	look = ret && vaddr ? vaddr - 1 : vaddr;
 	hit = dso_hit(d, look);
 	if (!hit || !hit->name) {
 		d->unresolved++;
@@ -946,9 +952,8 @@ int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline
 	/* Callers name the frame first: its cache entry is there. */
 	*out = NULL;
 	dso_settle(d);
-	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
+	if (dso_addr(d, off, ret, &vaddr, &look))
 		return 0;
-	look = ret && vaddr ? vaddr - 1 : vaddr;
 	slot = hashmap_u64_find(&d->cache, look);
 	hit = slot ? slot->ptr : NULL;
 	if (!hit || !hit->name)
@@ -993,15 +998,15 @@ static void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
 
 int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line)
 {
-	uint64_t vaddr;
+	uint64_t vaddr, look;
 	Dwfl_Line *l;
 
 	dso_settle(d);
 	if (d->state == DSO_UNLOADED)
 		dso_load(d);
-	if (d->state != DSO_OK || vaddr_of(d, off, &vaddr))
+	if (dso_addr(d, off, ret, &vaddr, &look))
 		return -1;
-	l = dwfl_module_getsrc(d->mod, ret && vaddr ? vaddr - 1 : vaddr);
+	l = dwfl_module_getsrc(d->mod, look);
 	if (!l)
 		return -1;
 	*file = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);

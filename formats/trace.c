@@ -483,6 +483,12 @@ static void reader_drop(const struct trace_reader *r, uint64_t off, uint64_t len
 		madvise((void *)(r->base + start), end - start, MADV_DONTNEED);
 }
 
+/* Chunk i's bytes, once read, out of this process's memory. */
+static void chunk_drop(const struct trace_reader *r, size_t i)
+{
+	reader_drop(r, r->chunks[i].offset, TRACE_CHUNK_HEADER_SIZE + r->chunks[i].payload_len);
+}
+
 /* The CRCs of chunks [from, to), one flag per chunk in bad[]. */
 struct crc_job {
 	const struct trace_reader *r;
@@ -546,7 +552,6 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 	uint64_t off, hsize, csize, dropped = 0;
 	size_t alloc = 0, walked;
 	unsigned char *bad;
-	char walk_stop[sizeof(r->stop)] = "";
 
 	if (r->size < 16 || memcmp(b, TRACE_MAGIC, 8))
 		return reader_error(err, errlen, "not a memsight trace (no MEMSIGHT magic at the start)");
@@ -579,20 +584,19 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		const unsigned char *h = b + off;
 
 		if (off == r->size) {
-			snprintf(walk_stop, sizeof(walk_stop),
-				 "ends at byte %llu without a trailer: the recording did not finish "
-				 "(recorder killed or disk full?)",
-				 (unsigned long long)off);
+			reader_stop(r, "ends at byte %llu without a trailer: the recording did not finish "
+				       "(recorder killed or disk full?)",
+				    (unsigned long long)off);
 			break;
 		}
 		if (r->size - off < TRACE_CHUNK_HEADER_SIZE) {
-			snprintf(walk_stop, sizeof(walk_stop), "cut short at byte %llu: %llu bytes of a chunk header",
-				 (unsigned long long)off, (unsigned long long)(r->size - off));
+			reader_stop(r, "cut short at byte %llu: %llu bytes of a chunk header",
+				    (unsigned long long)off, (unsigned long long)(r->size - off));
 			break;
 		}
 		if (get32(h) != TRACE_CHUNK_MAGIC) {
-			snprintf(walk_stop, sizeof(walk_stop), "chunk %zu at byte %llu is corrupt (bad chunk magic)",
-				 r->nr_chunks, (unsigned long long)off);
+			reader_stop(r, "chunk %zu at byte %llu is corrupt (bad chunk magic)", r->nr_chunks,
+				    (unsigned long long)off);
 			break;
 		}
 		c.offset = off;
@@ -604,16 +608,15 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		c.crc = get32(h + 20);
 		c.time = get64(h + 24);
 		if (c.payload_len > TRACE_CHUNK_MAX || c.raw_len > TRACE_CHUNK_MAX) {
-			snprintf(walk_stop, sizeof(walk_stop), "chunk %zu at byte %llu is corrupt (length %u over the limit)",
-				 r->nr_chunks, (unsigned long long)off,
-				 c.payload_len > c.raw_len ? c.payload_len : c.raw_len);
+			reader_stop(r, "chunk %zu at byte %llu is corrupt (length %u over the limit)",
+				    r->nr_chunks, (unsigned long long)off,
+				    c.payload_len > c.raw_len ? c.payload_len : c.raw_len);
 			break;
 		}
 		if (r->size - off - TRACE_CHUNK_HEADER_SIZE < c.payload_len) {
-			snprintf(walk_stop, sizeof(walk_stop),
-				 "cut short at byte %llu: chunk %zu needs %u payload bytes, %llu remain",
-				 (unsigned long long)off, r->nr_chunks, c.payload_len,
-				 (unsigned long long)(r->size - off - TRACE_CHUNK_HEADER_SIZE));
+			reader_stop(r, "cut short at byte %llu: chunk %zu needs %u payload bytes, %llu remain",
+				    (unsigned long long)off, r->nr_chunks, c.payload_len,
+				    (unsigned long long)(r->size - off - TRACE_CHUNK_HEADER_SIZE));
 			break;
 		}
 		if (reader_push(r, &c, &alloc))
@@ -632,7 +635,8 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 
 	/* Then the payloads, in the order a single pass would have met them:
 	 * the first chunk that fails its CRC, has an unknown codec or is a
-	 * short trailer ends the good part of the file. */
+	 * short trailer ends the good part of the file, and its reason
+	 * replaces the walk's, which lies further on. */
 	reader_drop(r, dropped, off - dropped);
 	walked = r->nr_chunks;
 	bad = calloc(walked ? walked : 1, 1);
@@ -674,8 +678,6 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 			reader_stop(r, "%llu bytes after the trailer at byte %llu were ignored",
 				    (unsigned long long)(r->size - r->valid_end), (unsigned long long)c->offset);
 	}
-	if (r->nr_chunks == walked && !r->complete)
-		snprintf(r->stop, sizeof(r->stop), "%s", walk_stop);
 	free(bad);
 	return 0;
 }
@@ -877,7 +879,7 @@ static void *ahead_run(void *arg)
 		sl->chunk = ci;
 		pthread_mutex_unlock(&a->mu);
 		sl->n = chunk_decode(a->r, &a->dctx, ci, &sl->buf, &sl->alloc, sl->err, sizeof(sl->err));
-		reader_drop(a->r, a->r->chunks[ci].offset, TRACE_CHUNK_HEADER_SIZE + a->r->chunks[ci].payload_len);
+		chunk_drop(a->r, ci);
 		pthread_mutex_lock(&a->mu);
 		a->state[ci] = CH_READY;
 		pthread_cond_broadcast(&a->cv);
@@ -989,7 +991,7 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 		pthread_mutex_unlock(&a->mu);
 	}
 	n = chunk_decode(r, &r->dctx, ci, buf, alloc, err, errlen);
-	reader_drop(r, r->chunks[ci].offset, TRACE_CHUNK_HEADER_SIZE + r->chunks[ci].payload_len);
+	chunk_drop(r, ci);
 	return n;
 }
 
