@@ -48,6 +48,7 @@ RECORD_SRC := \
 	record/ksyms.c \
 	record/procsnap.c \
 	record/record.c \
+	record/scrub.c \
 	record/uprobes.c \
 	record/writeq.c
 

@@ -76,6 +76,11 @@ int cmd_info(int argc, char **argv)
 	printf("recorded by: %s\n", session_host(&s, "command", buf, sizeof(buf), "?"));
 	printf("target:      %s\n", session_host(&s, "target", buf, sizeof(buf), "?"));
 	printf("call graph:  %s\n", session_host(&s, "call_graph", buf, sizeof(buf), "?"));
+	/* Traces from before --stack-dump have no key and raw dumps. */
+	if (!strncmp(buf, "dwarf", 5))
+		printf("stack dumps: %s\n", !strcmp(session_host(&s, "stack_dump", buf, sizeof(buf), "raw"), "raw")
+						? "raw process memory, may hold secrets"
+						: "pointers only, other words zeroed when recorded");
 	if (s.last_time > s.first_time)
 		printf("duration:    %.3f s of samples\n", (s.last_time - s.first_time) / 1e9);
 	printf("samples:     %llu\n", (unsigned long long)s.nr_samples);

@@ -36,6 +36,8 @@ static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
 		trace_writer_add(w, j->type, j->stream, j->time, j->buf, j->len, j->nr);
 		return;
 	}
+	if (q->prepare)
+		q->prepare(q->prepare_arg, j->buf, j->len);
 	if (backlog > q->max_pending / 2) {
 		w->codec = TRACE_CODEC_NONE;
 		q->raw_chunks++;
@@ -174,6 +176,8 @@ static void writeq_push_chunk(struct writeq *q, uint32_t type, uint32_t stream, 
 	struct writeq_job *j;
 
 	if (!q->running || !(j = malloc(sizeof(*j)))) {
+		if (type == TRACE_CHUNK_DATA && q->prepare)
+			q->prepare(q->prepare_arg, buf, len);
 		trace_writer_add(q->w, type, stream, time, buf, len, nr);
 		writeq_free(q, buf);
 		return;

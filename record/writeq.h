@@ -10,7 +10,8 @@
  * chunks uncompressed: a bigger file is better than lost events. Written
  * buffers are kept for the next chunks, and the first ones are faulted in
  * at the start, so the drain loop never waits on the kernel for memory.
- * Knows nothing of perf records.
+ * Knows nothing of perf records: work on them that can wait for the
+ * compression thread is a prepare callback.
  */
 #ifndef MEMSIGHT_RECORD_WRITEQ_H
 #define MEMSIGHT_RECORD_WRITEQ_H
@@ -38,9 +39,12 @@ struct writeq {
 	uint64_t fast_chunks;	/* written with a fast level to catch up */
 	uint64_t raw_chunks;	/* written uncompressed to catch up */
 	int stopping, running;
+	/* Called on every DATA chunk just before it is compressed. */
+	void (*prepare)(void *arg, unsigned char *buf, size_t len);
+	void *prepare_arg;
 };
 
-/* Start the thread, with prefault bytes of buffers faulted in now. Returns
+/* Start the thread (prepare and prepare_arg set or NULL), with prefault bytes of buffers faulted in now. Returns
  * 0 or a negative errno. */
 int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, size_t buf_size, size_t prefault);
 /* A buffer of at least q->pool_size bytes for the next chunk: a written

@@ -8,7 +8,8 @@
 #   workload slowdown   elapsed time the sample reports for itself, median of RUNS, and
 #                       the time added per event each tool kept (perf drops events, and a
 #                       dropped one costs the workload nothing)
-#   file bytes          trace (objects embedded) and perf.data
+#   file bytes          trace (objects embedded) and perf.data; once, the trace with
+#                       --stack-dump raw for reference
 #   unwinding           memsight folded vs perf script on the same run, in samples per second,
 #                       and the analyzer's peak memory
 set -u
@@ -56,6 +57,10 @@ base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t)
 ms_cost=$(median <ms.cost); pf_cost=$(median <perf.cost); ms_bpe=$(median <ms.bpe)
 count_outputs
 
+# For reference, once: the same recording with every byte of the dumps kept.
+"$b/memsight" record -q -g dwarf --stack-dump raw -e brk,mmap,faults -o raw.trace -- "$xor" in.bin >/dev/null 2>&1
+raw_bpe=$("$b/memsight" info raw.trace | awk -v b="$(stat -c %s raw.trace)" '/^samples:/ { print b / $2 }')
+
 # The analyzer's memory against the trace's size: a recording of a quarter
 # of the input, folded the same way.
 head -c $((MB << 18)) in.bin >small.bin
@@ -84,7 +89,7 @@ awk -v base="$base" -v ms="$ms" -v pf="$pf" -v mb="$ms_bytes" -v me="$ms_events"
     -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
     -v runs="$RUNS" -v size="$MB" -v rss="$(cat ms.rss)" -v srss="$(cat small.rss)" \
     -v sbytes="$(stat -c %s small.trace)" -v mc="$ms_cost" -v pc="$pf_cost" -v mbpe="$ms_bpe" \
-    -v pinl="$(grep -c "(inlined)\$" perf.script)" '
+    -v pinl="$(grep -c "(inlined)\$" perf.script)" -v rbpe="$raw_bpe" '
 BEGIN {
 	printf "XOR encoder without frame pointers, %d MiB input, faults+brk+mmap with dwarf stacks (8192 bytes), median of %d runs\n\n", size, runs
 	printf "%-34s %12s %12s %12s\n", "", "alone", "memsight", "perf record"
@@ -95,6 +100,7 @@ BEGIN {
 	printf "%-34s %12s %12d %12d\n", "events lost (last run)", "", ml, pl
 	printf "%-34s %12s %12d %12d\n", "file bytes", "", mb, pb
 	printf "%-34s %12s %12.1f %12.1f\n", "bytes per event (median of runs)", "", mbpe, pb / pe
+	printf "%-34s %12s %12.1f\n", "  the same with --stack-dump raw", "", rbpe
 	printf "\n%-34s %12s %12.3f %12.3f\n", "unwind + symbolize (s)", "", t1 - t0, t2 - t1
 	printf "%-34s %12s %12.0f %12.0f\n", "samples per second", "", me / (t1 - t0), pe / (t2 - t1)
 	printf "%-34s %12s %12.3f\n", "  the same with --no-inline (s)", "", t3 - t2

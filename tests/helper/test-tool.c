@@ -12,6 +12,8 @@
  *       in-memory write/read of every codec, payloads compared byte for byte (TAP)
  *   test-tool flip FILE OFFSET
  *       inverts one byte
+ *   test-tool grep FILE STRING
+ *       how many times STRING occurs in the DATA chunks, decompressed
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -254,6 +256,39 @@ static int cmd_flip(const char *path, long off)
 	return 0;
 }
 
+static int cmd_grep(const char *path, const char *needle)
+{
+	struct trace_reader r;
+	unsigned char *buf = NULL;
+	size_t alloc = 0, n = strlen(needle), hits = 0;
+	char err[512];
+
+	if (trace_reader_open(&r, path, err, sizeof(err))) {
+		fprintf(stderr, "test-tool: %s\n", err);
+		return 1;
+	}
+	for (size_t i = 0; i < r.nr_chunks; i++) {
+		long len;
+
+		if (r.chunks[i].type != TRACE_CHUNK_DATA)
+			continue;
+		len = trace_chunk_payload(&r, i, &buf, &alloc, err, sizeof(err));
+		if (len < 0) {
+			fprintf(stderr, "test-tool: %s\n", err);
+			free(buf);
+			trace_reader_release(&r);
+			return 1;
+		}
+		for (const unsigned char *p = buf, *end = buf + len;
+		     n && (p = memmem(p, end - p, needle, n)); p++)
+			hits++;
+	}
+	printf("matches %zu\n", hits);
+	free(buf);
+	trace_reader_release(&r);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "write"))
@@ -264,6 +299,8 @@ int main(int argc, char **argv)
 		return cmd_roundtrip();
 	if (argc == 4 && !strcmp(argv[1], "flip"))
 		return cmd_flip(argv[2], strtol(argv[3], NULL, 0));
-	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip ...\n");
+	if (argc == 4 && !strcmp(argv[1], "grep"))
+		return cmd_grep(argv[2], argv[3]);
+	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep ...\n");
 	return 2;
 }

@@ -1,0 +1,122 @@
+/*
+ * record/scrub.c: zeroing what unwinding never reads in stack dumps; see
+ * scrub.h.
+ */
+#include "scrub.h"
+
+#include <asm/perf_regs.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The lowest page is never mapped (mmap_min_addr is at least 4096). */
+#define SCRUB_USER_BOTTOM 4096ull
+
+void scrub_init(struct scrub *s, enum scrub_mode mode)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[4096];
+
+	s->mode = mode;
+	s->user_top = 1ull << 47;
+	if (!f)
+		return;
+	/* The kernel clears la57 from the flags when it does not run with
+	 * five-level page tables, so the flag means user addresses may reach
+	 * 56 bits. */
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5)) {
+			if (strstr(line, " la57"))
+				s->user_top = 1ull << 56;
+			break;
+		}
+	fclose(f);
+}
+
+/* Zero the 8-byte words of p[0..n) that could not be user addresses, and
+ * a last partial word, which no unwinder reads. The loop has no branch on
+ * the data, so it runs at memory speed. */
+static void scrub_words(const struct scrub *s, unsigned char *p, size_t n)
+{
+	const uint64_t span = s->user_top - SCRUB_USER_BOTTOM;
+	size_t k;
+
+	for (k = 0; k + 8 <= n; k += 8) {
+		uint64_t v;
+
+		memcpy(&v, p + k, 8);
+		v = v - SCRUB_USER_BOTTOM < span ? v : 0;
+		memcpy(p + k, &v, 8);
+	}
+	memset(p + k, 0, n - k);
+}
+
+void scrub_sample(const struct scrub *s, uint64_t st, uint64_t regs_mask, unsigned char *rec, size_t size)
+{
+	/* The perf ABI order of the fields before REGS_USER; memsight never
+	 * asks for READ or BRANCH_STACK, whose layouts depend on more. */
+	static const uint64_t before[] = { PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID,
+					   PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR, PERF_SAMPLE_ID,
+					   PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD };
+	size_t off = sizeof(struct perf_event_header), nregs = 0;
+	uint64_t v, abi = 0, sp = 0, dump, dyn;
+	unsigned char *regs = NULL;
+
+	if (!(st & PERF_SAMPLE_STACK_USER) || (st & (PERF_SAMPLE_READ | PERF_SAMPLE_BRANCH_STACK)))
+		return;
+	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++)
+		if (st & before[i])
+			off += 8;
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		if (off + 8 > size)
+			return;
+		memcpy(&v, rec + off, 8);
+		if (v > (size - off) / 8)
+			return;
+		off += 8 + 8 * v;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		uint32_t raw;
+
+		if (off + 4 > size)
+			return;
+		memcpy(&raw, rec + off, 4);
+		off += 4 + (size_t)raw;
+	}
+	if (st & PERF_SAMPLE_REGS_USER) {
+		if (off + 8 > size)
+			return;
+		memcpy(&abi, rec + off, 8);
+		off += 8;
+		if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+			nregs = (size_t)__builtin_popcountll(regs_mask);
+			if (off + 8 * nregs > size)
+				return;
+			regs = rec + off;
+			if (regs_mask & (1ull << PERF_REG_X86_SP))
+				memcpy(&sp, regs + 8 * __builtin_popcountll(regs_mask & ((1ull << PERF_REG_X86_SP) - 1)),
+				       8);
+			off += 8 * nregs;
+		}
+	}
+	if (off + 8 > size)
+		return;
+	memcpy(&dump, rec + off, 8);
+	off += 8;
+	if (!dump)
+		return;
+	if (dump > size - off || size - off - dump < 8)
+		return;
+	memcpy(&dyn, rec + off + dump, 8);
+	if (dyn > dump)
+		return;
+	/* Past dyn_size the kernel skipped, not copied: what is there is an
+	 * older record's bytes from the ring. */
+	memset(rec + off + dyn, 0, dump - dyn);
+	/* Words are only words where sp is 8-byte aligned, as compiled code
+	 * keeps it; a 32-bit process's addresses are 4 bytes. */
+	if (s->mode != SCRUB_POINTERS || abi != PERF_SAMPLE_REGS_ABI_64 || (sp & 7))
+		return;
+	scrub_words(s, regs, 8 * nregs);
+	scrub_words(s, rec + off, dyn);
+}
