@@ -112,22 +112,26 @@ int cmd_info(int argc, char **argv)
 	printf("processes:   %d in the /proc snapshot\n", s.nr_snapshots);
 	printf("kernel syms: %zu\n", s.syms.nr_ksyms);
 	{
+		static const char *const names[] = { "?", "minimal", "full", "debug" };
 		struct embedded_info ei;
 		uint64_t total = 0;
-		size_t n = 0;
+		size_t n = 0, debug = 0;
 
-		while (!symbols_embedded_get(n, &ei)) {
+		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++) {
 			total += ei.size;
-			n++;
+			debug += ei.mode == EMBED_DEBUG;
+			n += ei.mode != EMBED_DEBUG;
 		}
-		printf("embedded:    %zu objects, %.1f KiB%s\n", n, total / 1024.0,
+		printf("embedded:    %zu objects and the debug information of %zu, %.1f KiB%s\n", n, debug,
+		       total / 1024.0,
 		       n ? "" : " (analysis elsewhere needs the binaries or their debug files; see memsight archive)");
 		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++) {
 			char hex[41] = "";
 
 			for (int k = 0; k < ei.bid_len; k++)
 				sprintf(hex + 2 * k, "%02x", ei.build_id[k]);
-			printf("  %-7s %10.1f KiB of %10.1f KiB  %s  %s\n", ei.mode == 2 ? "full" : "minimal",
+			printf("  %-7s %10.1f KiB of %10.1f KiB  %s  %s\n",
+			       names[ei.mode >= 1 && ei.mode <= 3 ? ei.mode : 0],
 			       ei.size / 1024.0, ei.original_size / 1024.0, hex, ei.path);
 		}
 	}

@@ -148,6 +148,17 @@ struct open_state {
 	long long_size;
 };
 
+/* Embedded objects are megabytes: only their headers are read here. */
+static int on_meta_ref(uint32_t kind, size_t chunk, void *arg)
+{
+	struct open_state *o = arg;
+
+	(void)kind;
+	if (symbols_embedded_ref(&o->s->r, chunk) == -ENOMEM)
+		return fail(o->err, o->errlen, "out of memory");
+	return 0;
+}
+
 static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 {
 	struct open_state *o = arg;
@@ -211,10 +222,6 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		if (symbols_ksyms_load(&s->syms, data, len))
 			return fail(o->err, o->errlen, "out of memory");
 		break;
-	case TRACE_META_OBJECT:
-		if (symbols_embedded_add(data, len) == -ENOMEM)
-			return fail(o->err, o->errlen, "out of memory");
-		break;
 	case TRACE_META_OOM: {
 		struct oom_context *v = realloc(s->ooms, (s->nr_ooms + 1) * sizeof(*v)), *c;
 		char val[64];
@@ -276,7 +283,10 @@ static int id_cmp(const void *a, const void *b)
 int session_open(struct session *s, const char *path, char *err, size_t errlen)
 {
 	struct open_state o = { s, err, errlen, sizeof(long) };
-	struct trace_handler h = { .meta = on_meta, .loss = on_loss };
+	struct trace_handler h = { .meta = on_meta,
+				   .loss = on_loss,
+				   .meta_by_ref = 1u << TRACE_META_OBJECT,
+				   .meta_ref = on_meta_ref };
 	size_t n = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -783,8 +793,9 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 		struct embedded_info ei;
 
 		s->prefetched = 1;
+		/* Debug entries belong to the object of the same build-id. */
 		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
-			if (ei.bid_len)
+			if (ei.bid_len && ei.mode != EMBED_DEBUG)
 				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
 						 session_inline);
 	}

@@ -342,28 +342,33 @@ int symbols_sysroot_set(const char *dir)
 }
 
 /* Objects embedded in the trace: handed to libdw and libunwind as files,
- * so each is written once to a memfd when first needed. */
+ * so each is decompressed once, straight into a memfd, when first needed. */
 struct embedded {
 	unsigned char bid[20];
 	int bid_len, mode, fd;
 	char *path;
-	unsigned char *bytes;
-	size_t len;
+	const struct trace_reader *r;
+	size_t chunk;
+	uint64_t skip;		/* payload bytes before the ELF */
+	size_t len;		/* of the ELF */
 	uint64_t original_size;
 };
 static struct embedded *embedded;
 static size_t nr_embedded;
 
-int symbols_embedded_add(const void *payload, size_t len)
+int symbols_embedded_ref(const struct trace_reader *r, size_t chunk)
 {
-	const unsigned char *p = payload;
+	unsigned char p[34];
 	struct embedded *v, *e;
+	uint32_t raw = r->chunks[chunk].raw_len;
 	uint16_t pl;
+	char err[256];
 
-	if (len < 34 || p[0] != 1 || p[2] > 20)
+	if (raw < sizeof(p) || trace_chunk_read(r, chunk, 0, p, sizeof(p), err, sizeof(err)) < 0 || p[0] != 1 ||
+	    p[2] > 20)
 		return -EINVAL;
 	memcpy(&pl, p + 32, 2);
-	if (34 + (size_t)pl > len)
+	if (34 + (size_t)pl > raw)
 		return -EINVAL;
 	v = realloc(embedded, (nr_embedded + 1) * sizeof(*v));
 	if (!v)
@@ -376,16 +381,42 @@ int symbols_embedded_add(const void *payload, size_t len)
 	memcpy(e->bid, p + 4, 20);
 	memcpy(&e->original_size, p + 24, 8);
 	e->fd = -1;
-	e->path = strndup((const char *)p + 34, pl);
-	e->len = len - 34 - pl;
-	e->bytes = malloc(e->len ? e->len : 1);
-	if (!e->path || !e->bytes) {
-		free(e->path);
-		free(e->bytes);
+	e->r = r;
+	e->chunk = chunk;
+	e->skip = 34 + pl;
+	e->len = raw - e->skip;
+	e->path = malloc(pl + 1);
+	if (!e->path)
 		return -ENOMEM;
+	if (trace_chunk_read(r, chunk, 34, e->path, pl, err, sizeof(err)) < 0) {
+		free(e->path);
+		return -EINVAL;
 	}
-	memcpy(e->bytes, p + 34 + pl, e->len);
+	e->path[pl] = 0;
 	nr_embedded++;
+	return 0;
+}
+
+/* Decompress e's ELF into a memfd, populated in one go: page by page, the
+ * faults cost more than the decompression. */
+static int embedded_open(struct embedded *e)
+{
+	int fd = memfd_create("memsight-object", 0);
+	void *map = MAP_FAILED;
+	char err[256];
+
+	if (fd < 0)
+		return -1;
+	if (!ftruncate(fd, e->len ? e->len : 1))
+		map = mmap(NULL, e->len ? e->len : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (map == MAP_FAILED || trace_chunk_read(e->r, e->chunk, e->skip, map, e->len, err, sizeof(err)) < 0) {
+		if (map != MAP_FAILED)
+			munmap(map, e->len ? e->len : 1);
+		close(fd);
+		return -1;
+	}
+	munmap(map, e->len ? e->len : 1);
+	e->fd = fd;
 	return 0;
 }
 
@@ -398,36 +429,28 @@ int symbols_embedded_get(size_t i, struct embedded_info *out)
 	return 0;
 }
 
-static int embedded_path_locked(const struct dso *d, char *buf, size_t len)
+/* The trace's entry for d in one of the modes of the mask (1 << mode). */
+static int embedded_path_locked(const struct dso *d, unsigned modes, char *buf, size_t len)
 {
 	for (size_t i = 0; d->bid_len && i < nr_embedded; i++) {
 		struct embedded *e = &embedded[i];
 
-		if (e->bid_len != d->bid_len || memcmp(e->bid, d->build_id, e->bid_len))
+		if (e->bid_len != d->bid_len || memcmp(e->bid, d->build_id, e->bid_len) || !(modes & (1u << e->mode)))
 			continue;
-		if (e->fd < 0) {
-			int fd = memfd_create("memsight-object", 0);
-
-			if (fd < 0)
-				return 0;
-			if (write(fd, e->bytes, e->len) != (ssize_t)e->len) {
-				close(fd);
-				return 0;
-			}
-			e->fd = fd;
-		}
+		if (e->fd < 0 && embedded_open(e))
+			return 0;
 		snprintf(buf, len, "/proc/self/fd/%d", e->fd);
 		return e->mode;
 	}
 	return 0;
 }
 
-static int embedded_path(const struct dso *d, char *buf, size_t len)
+static int embedded_path(const struct dso *d, unsigned modes, char *buf, size_t len)
 {
 	int mode;
 
 	pthread_mutex_lock(&find_lock);
-	mode = embedded_path_locked(d, buf, len);
+	mode = embedded_path_locked(d, modes, buf, len);
 	pthread_mutex_unlock(&find_lock);
 	return mode;
 }
@@ -566,13 +589,16 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 	int n = 0;
 
 #define ADD(...) cand_add(out, &n, max, __VA_ARGS__)
-	char emb[PATH_MAX];
-	int mode = embedded_path(d, emb, sizeof(emb));
+	char emb[PATH_MAX], dbg[PATH_MAX];
+	int mode = embedded_path(d, 1u << EMBED_MINIMAL | 1u << EMBED_FULL, emb, sizeof(emb));
 
-	/* The trace's own copy first; but for names a minimal one has only
-	 * the symbol tables (no inlined functions, no lines), so any local
-	 * file with the same build-id goes before it. */
-	if (mode == 2 || (mode == 1 && what == FOR_OBJECT))
+	/* The trace's own copies first: for names its debug entry (symbol
+	 * table, inlined functions, lines), then a full object. A minimal one
+	 * has only the unwind and symbol tables, so for names any local file
+	 * with the same build-id goes before it. */
+	if (what == FOR_SYMBOLS && embedded_path(d, 1u << EMBED_DEBUG, dbg, sizeof(dbg)))
+		ADD("%s", dbg);
+	if (mode == EMBED_FULL || (mode == EMBED_MINIMAL && what == FOR_OBJECT))
 		ADD("%s", emb);
 	if (sysroot)
 		ADD("%s%s", sysroot, d->path);
@@ -596,7 +622,7 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 	if (what == FOR_SYMBOLS)
 		ADD("/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
 	ADD("%s", d->path);
-	if (mode == 1 && what == FOR_SYMBOLS)
+	if (mode == EMBED_MINIMAL && what == FOR_SYMBOLS)
 		ADD("%s", emb);
 #undef ADD
 	return n;

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../formats/trace.h"
 #include "hashmap.h"
 
 enum dso_state {
@@ -90,14 +91,25 @@ struct sym_hit {
 void symbols_init(struct symbols *s);
 /* Also look for objects as DIR/.build-id/xx/rest.debug (for every session). */
 int symbols_debug_dir_add(const char *dir);
-/* An object embedded in the trace (a TRACE_META_OBJECT payload, copied).
+/* An object embedded in the trace: TRACE_META_OBJECT chunk number chunk of
+ * r, which must stay open while symbols are looked up. Only its header is
+ * read now; its ELF bytes are decompressed when a lookup first needs them.
  * Returns 0, -EINVAL for a payload that does not parse, or -ENOMEM. */
-int symbols_embedded_add(const void *payload, size_t len);
+int symbols_embedded_ref(const struct trace_reader *r, size_t chunk);
+/* The mode byte of an embedded object (FORMAT.md): its unwind and symbol
+ * tables, the whole file, or the debug information that names inlined
+ * functions and gives lines. */
+enum embedded_mode {
+	EMBED_MINIMAL = 1,
+	EMBED_FULL = 2,
+	EMBED_DEBUG = 3,
+};
+
 struct embedded_info {
 	const char *path;
 	const unsigned char *build_id;
 	int bid_len;
-	int mode;		/* 1 minimal, 2 full */
+	int mode;		/* enum embedded_mode */
 	uint64_t size, original_size;
 };
 /* The i-th embedded object; 0, or -1 past the last. */

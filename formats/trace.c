@@ -1080,6 +1080,83 @@ static void heap_down(struct stream **h, size_t n, size_t i)
 	}
 }
 
+/* Streaming decoders, so a caller can skip the start of a payload and have
+ * the rest land where it wants it, with no whole-payload buffer. */
+static int read_into(z_stream *zs, ZSTD_DStream *ds, ZSTD_inBuffer *in, const struct trace_chunk *c,
+		     unsigned char *dst, size_t len)
+{
+	if (c->codec == TRACE_CODEC_NONE) {
+		if (in->pos + len > in->size)
+			return -1;
+		memcpy(dst, (const unsigned char *)in->src + in->pos, len);
+		in->pos += len;
+		return 0;
+	}
+	if (c->codec == TRACE_CODEC_ZSTD) {
+		ZSTD_outBuffer out = { dst, len, 0 };
+
+		while (out.pos < out.size) {
+			size_t was_in = in->pos, was_out = out.pos, z = ZSTD_decompressStream(ds, &out, in);
+
+			/* An error, the frame ending short, or no progress on a
+			 * truncated one. */
+			if (ZSTD_isError(z) || (!z && out.pos < out.size) || (in->pos == was_in && out.pos == was_out))
+				return -1;
+		}
+		return 0;
+	}
+	zs->next_out = dst;
+	zs->avail_out = len;
+	while (zs->avail_out) {
+		int z = inflate(zs, Z_NO_FLUSH);
+
+		if (z != Z_OK && !(z == Z_STREAM_END && !zs->avail_out))
+			return -1;
+	}
+	return 0;
+}
+
+long trace_chunk_read(const struct trace_reader *r, size_t i, uint64_t skip, void *dst, size_t len, char *err,
+		      size_t errlen)
+{
+	const struct trace_chunk *c = &r->chunks[i];
+	ZSTD_inBuffer in = { r->base + c->offset + TRACE_CHUNK_HEADER_SIZE, c->payload_len, 0 };
+	ZSTD_DStream *ds = NULL;
+	z_stream zs = { 0 };
+	unsigned char scratch[4096];
+	int bad = 0;
+
+	if (skip > c->raw_len || len > c->raw_len - skip)
+		return reader_error(err, errlen, "chunk %zu: %zu bytes at %llu are past its %u", i, len,
+				    (unsigned long long)skip, c->raw_len);
+	if (c->codec == TRACE_CODEC_ZSTD) {
+		if (!(ds = ZSTD_createDStream()))
+			return reader_error(err, errlen, "out of memory");
+	} else if (c->codec == TRACE_CODEC_ZLIB) {
+		zs.next_in = (unsigned char *)in.src;
+		zs.avail_in = c->payload_len;
+		if (inflateInit(&zs) != Z_OK)
+			return reader_error(err, errlen, "out of memory");
+	} else if (c->codec != TRACE_CODEC_NONE) {
+		return reader_error(err, errlen, "chunk %zu: unknown codec %u", i, c->codec);
+	}
+	while (!bad && skip) {
+		size_t n = skip < sizeof(scratch) ? skip : sizeof(scratch);
+
+		bad = read_into(&zs, ds, &in, c, scratch, n);
+		skip -= n;
+	}
+	if (!bad)
+		bad = read_into(&zs, ds, &in, c, dst, len);
+	ZSTD_freeDStream(ds);
+	if (c->codec == TRACE_CODEC_ZLIB)
+		inflateEnd(&zs);
+	if (bad)
+		return reader_error(err, errlen, "chunk %zu at byte %llu: %s data does not decode", i,
+				    (unsigned long long)c->offset, trace_codec_name(c->codec));
+	return len;
+}
+
 int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,
 	       size_t errlen)
 {
@@ -1095,7 +1172,9 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		const struct trace_chunk *c = &r->chunks[i];
 		long n;
 
-		if (c->type == TRACE_CHUNK_META && h->meta) {
+		if (c->type == TRACE_CHUNK_META && h->meta_ref && c->stream < 32 && (h->meta_by_ref & 1u << c->stream)) {
+			ret = h->meta_ref(c->stream, i, arg);
+		} else if (c->type == TRACE_CHUNK_META && h->meta) {
 			n = trace_chunk_payload(r, i, &buf, &alloc, err, errlen);
 			ret = n < 0 ? -1 : h->meta(c->stream, buf, n, arg);
 		} else if (c->type == TRACE_CHUNK_LOSS && h->loss) {

@@ -175,6 +175,11 @@ void trace_reader_release(struct trace_reader *r);
  * Returns the payload length, or -1 with a reason in err. */
 long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, size_t *alloc,
 			 char *err, size_t errlen);
+/* Decompress len bytes of chunk i's payload, from byte skip on, into dst:
+ * part of a big payload, or all of it straight where it is wanted. Safe on
+ * any thread (its own decoder). Returns len, or -1 with a reason in err. */
+long trace_chunk_read(const struct trace_reader *r, size_t i, uint64_t skip, void *dst, size_t len, char *err,
+		      size_t errlen);
 
 const char *trace_chunk_type_name(unsigned type);
 const char *trace_codec_name(unsigned codec);
@@ -193,6 +198,11 @@ struct trace_handler {
 	/* Every perf record in time order across streams. rec points at the
 	 * perf_event_header; it is valid only during the call. */
 	int (*record)(const void *rec, size_t len, uint32_t stream, uint64_t time, void *arg);
+	/* META chunks of the kinds in meta_by_ref (bit 1 << kind) go to
+	 * meta_ref by index, undecoded, instead of to meta: for big payloads
+	 * (embedded objects) read later, in part, with trace_chunk_read. */
+	uint32_t meta_by_ref;
+	int (*meta_ref)(uint32_t kind, size_t chunk, void *arg);
 };
 
 /* Returns 0 when all was visited, -1 on a decoding error (reason in err),

@@ -66,11 +66,8 @@ void embed_set_release(struct embed_set *e)
 	e->nr = e->alloc = 0;
 }
 
-static int keep_section(const char *name, const GElf_Shdr *sh)
+static int keep_listed(const char *name, const GElf_Shdr *sh, const char *const *keep)
 {
-	static const char *const keep[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame", ".symtab", ".strtab",
-					    ".dynsym", ".dynstr", ".gnu_debugdata", ".shstrtab", NULL };
-
 	if (sh->sh_type == SHT_NOTE)
 		return 1;
 	for (int i = 0; keep[i]; i++)
@@ -79,9 +76,33 @@ static int keep_section(const char *name, const GElf_Shdr *sh)
 	return 0;
 }
 
-/* The minimal form of an object: same ELF, program and section headers;
- * bytes only in the sections unwinding and symbols read. */
-static int minimal_elf(Elf *in, unsigned char **out, size_t *len)
+/* What unwinding and the symbol tables read. */
+static int keep_minimal(const char *name, const GElf_Shdr *sh)
+{
+	static const char *const keep[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame", ".symtab", ".strtab",
+					    ".dynsym", ".dynstr", ".gnu_debugdata", ".shstrtab", NULL };
+
+	return keep_listed(name, sh, keep);
+}
+
+/* What names inlined functions and gives source lines: the DIE tree and
+ * what it refers to, the line tables, the address lookups; not variable
+ * locations, macros or the CFI already in the object's entry. */
+static int keep_debug(const char *name, const GElf_Shdr *sh)
+{
+	static const char *const keep[] = { ".debug_info", ".debug_abbrev", ".debug_str", ".debug_line",
+					    ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
+					    ".debug_addr", ".debug_str_offsets", ".symtab", ".strtab", ".shstrtab",
+					    NULL };
+
+	return keep_listed(name, sh, keep);
+}
+
+/* An object cut down: same ELF, program and section headers; bytes only in
+ * the sections keep names, and those stored uncompressed (a debug file's
+ * are often zlib: the trace's zstd chunk does better, and the analyzer
+ * then reads them without inflating). */
+static int cut_elf(Elf *in, int (*keep)(const char *, const GElf_Shdr *), unsigned char **out, size_t *len)
 {
 	int fd = memfd_create("memsight-embed", MFD_CLOEXEC), ret = -1;
 	size_t nph, shstrndx;
@@ -118,10 +139,13 @@ static int minimal_elf(Elf *in, unsigned char **out, size_t *len)
 		nd = elf_newdata(ns);
 		if (!nd)
 			goto out;
-		if (sh.sh_type != SHT_NOBITS && name && keep_section(name, &sh) && (d = elf_getdata(scn, NULL))) {
+		if (sh.sh_type != SHT_NOBITS && name && keep(name, &sh) &&
+		    (!(sh.sh_flags & SHF_COMPRESSED) || elf_compress(scn, 0, 0) == 1) && gelf_getshdr(scn, &sh) &&
+		    (d = elf_getdata(scn, NULL))) {
 			*nd = *d;
 		} else {
 			sh.sh_type = SHT_NOBITS;
+			sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;
 			nd->d_buf = NULL;
 			nd->d_size = sh.sh_size;
 			nd->d_type = ELF_T_BYTE;
@@ -172,10 +196,14 @@ static unsigned char *pack(const char *path, enum embed_mode mode, const unsigne
 		elf_len = st.st_size;
 	} else {
 		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-		if (!elf || elf_kind(elf) != ELF_K_ELF || minimal_elf(elf, &elf_bytes, &elf_len))
+		if (!elf || elf_kind(elf) != ELF_K_ELF ||
+		    cut_elf(elf, mode == EMBED_DEBUG ? keep_debug : keep_minimal, &elf_bytes, &elf_len))
 			goto out;
-		if (elf_len > EMBED_MAX)
+		if (elf_len > EMBED_MAX) {
+			fprintf(stderr, "memsight record: not embedding %s of '%s': %zu bytes is over a chunk's limit\n",
+				mode == EMBED_DEBUG ? "the debug information" : "the tables", path, elf_len);
 			goto out;
+		}
 	}
 	n = 4 + 20 + 8 + 2 + pl + elf_len;
 	p = malloc(n);
@@ -206,6 +234,58 @@ out:
 	return p;
 }
 
+/* Where the debug information of an object is: the object itself when it
+ * has a DIE tree, else its debug file by build-id where Debian's -dbg and
+ * -dbgsym packages put it, when that file's build-id is the object's. */
+static int debug_source(const char *path, const unsigned char *bid, int bl, char *out, size_t outlen)
+{
+	unsigned char got[BUILD_ID_MAX];
+	char hex[2 * BUILD_ID_MAX + 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), own = 0;
+	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t shstrndx;
+
+	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
+		Elf_Scn *scn = NULL;
+
+		while (!own && (scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+
+			own = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_size &&
+			      (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, ".debug_info");
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	if (own) {
+		snprintf(out, outlen, "%s", path);
+		return 1;
+	}
+	procsnap_build_id_hex(bid, bl, hex);
+	snprintf(out, outlen, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	return procsnap_build_id(out, got) == bl && !memcmp(got, bid, bl) ? 2 : 0;
+}
+
+static void embed_one(struct embed_set *e, struct trace_writer *w, const char *path, enum embed_mode mode,
+		      const unsigned char *bid, int bl)
+{
+	size_t len;
+	unsigned char *p = pack(path, mode, bid, bl, &len);
+
+	if (!p)
+		return;
+	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
+	if (mode == EMBED_DEBUG)
+		e->debug++;
+	else
+		e->objects++;
+	e->bytes += len;
+	free(p);
+}
+
 void embed_set_write(struct embed_set *e, struct trace_writer *w)
 {
 	unsigned char (*seen)[BUILD_ID_MAX] = calloc(e->nr ? e->nr : 1, sizeof(*seen));
@@ -218,9 +298,8 @@ void embed_set_write(struct embed_set *e, struct trace_writer *w)
 	elf_version(EV_CURRENT);
 	for (size_t i = 0; i < e->nr; i++) {
 		unsigned char bid[BUILD_ID_MAX] = { 0 };
-		int bl = procsnap_build_id(e->paths[i], bid), dup = 0;
-		unsigned char *p;
-		size_t len;
+		int bl = procsnap_build_id(e->paths[i], bid), dup = 0, src;
+		char dbg[PATH_MAX];
 
 		/* Without a build-id nothing could tell a wrong file from
 		 * the right one: such objects stay out. */
@@ -231,13 +310,14 @@ void embed_set_write(struct embed_set *e, struct trace_writer *w)
 		if (dup)
 			continue;
 		memcpy(seen[nr_seen++], bid, sizeof(bid));
-		p = pack(e->paths[i], e->mode, bid, bl > 20 ? 20 : bl, &len);
-		if (!p)
-			continue;
-		trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
-		e->objects++;
-		e->bytes += len;
-		free(p);
+		if (bl > BUILD_ID_MAX)
+			bl = BUILD_ID_MAX;
+		embed_one(e, w, e->paths[i], e->mode, bid, bl);
+		/* A full object that has its own debug information carries it
+		 * already. */
+		src = debug_source(e->paths[i], bid, bl, dbg, sizeof(dbg));
+		if (src == 2 || (src == 1 && e->mode == EMBED_MINIMAL))
+			embed_one(e, w, dbg, EMBED_DEBUG, bid, bl);
 	}
 	free(seen);
 }
@@ -357,8 +437,11 @@ int embed_archive(const char *path, enum embed_mode mode)
 		goto out;
 	}
 	tmp[0] = 0;
-	fprintf(stderr, "memsight archive: '%s' now carries %llu objects (%.1f MiB before compression)%s\n", path,
-		(unsigned long long)e.objects, e.bytes / 1048576.0, had ? ", replacing the ones it had" : "");
+	fprintf(stderr,
+		"memsight archive: '%s' now carries %llu objects and the debug information of %llu (%.1f MiB before "
+		"compression)%s\n",
+		path, (unsigned long long)e.objects, (unsigned long long)e.debug, e.bytes / 1048576.0,
+		had ? ", replacing the ones it had" : "");
 	ret = 0;
 out:
 	trace_writer_release(&w);

@@ -6,8 +6,13 @@
  * ELF with the same headers whose only bytes are the unwind tables
  * (.eh_frame, .eh_frame_hdr, .debug_frame), the symbol tables and the
  * notes; every other section keeps its address and size with no bytes.
- * "full" is the file as it is. Objects are deduplicated by build-id, and a
- * file whose build-id is not the recorded one is never packed. Knows
+ * "full" is the file as it is. With either, a second entry carries the
+ * debug information that names inlined functions and gives source lines
+ * (the DIE tree, line tables, strings, ranges, the symbol table),
+ * uncompressed, from the object or its debug file under
+ * /usr/lib/debug/.build-id, when the recording machine has it. Objects
+ * are deduplicated by build-id, and a file whose build-id is not the
+ * recorded one is never packed. Knows
  * nothing of perf records or rings.
  */
 #ifndef MEMSIGHT_RECORD_EMBED_H
@@ -21,13 +26,14 @@ enum embed_mode {
 	EMBED_NONE,
 	EMBED_MINIMAL,
 	EMBED_FULL,
+	EMBED_DEBUG, /* not a mode of --embed: the entry holding an object's debug information */
 };
 
 struct embed_set {
 	enum embed_mode mode;
 	char **paths;		/* executable file mappings seen */
 	size_t nr, alloc;
-	uint64_t objects, bytes; /* what was embedded */
+	uint64_t objects, debug, bytes; /* what was embedded: objects, debug entries */
 };
 
 /* Parse "minimal", "full" or "none"; -1 otherwise. */

@@ -26,7 +26,10 @@ test_expect_success 'record the same program three ways: embedded minimal (defau
 	grep "^embedded:    3 objects" info &&
 	grep "^  minimal .* $PWD/bin/app$" info &&
 	grep "^  minimal .* /usr/lib/x86_64-linux-gnu/libc.so.6$" info &&
-	"$MEMSIGHT" info full.trace | grep "^  full .* $PWD/bin/app$" &&
+	grep "^  debug .* $PWD/bin/app$" info &&
+	"$MEMSIGHT" info full.trace >info.full &&
+	grep "^  full .* $PWD/bin/app$" info.full &&
+	! grep "^  debug .* $PWD/bin/app$" info.full &&
 	"$MEMSIGHT" info none.trace | grep "^embedded:    0 objects"
 '
 
@@ -38,6 +41,24 @@ test_expect_success 'the binary rebuilt with other code: embedded objects give t
 		grep ";start_thread;child;fibonacci;calloc 163840$" $t.folded &&
 		! grep other_ $t.folded || return 1
 	done
+'
+
+# The debug entry carries what names inlined functions and gives lines, so
+# those travel too: the helper inlined in build_list is still its own frame
+# with its source line once the binary is rebuilt without it.
+test_expect_success 'the binary rebuilt: the embedded debug information still gives inlined frames and lines' '
+	cc -O2 -g -fomit-frame-pointer -o bin/inl "$TOP/samples/inline_alloc.c" &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf -o inl.trace -- bin/inl 50 >/dev/null &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o inl-none.trace -- bin/inl 50 >/dev/null &&
+	cc -O2 -g -fomit-frame-pointer -Dnew_node=other_node -Dbuild_list=other_list -o bin/inl \
+		"$TOP/samples/inline_alloc.c" &&
+	"$MEMSIGHT" leaks --lines inl.trace >leaks &&
+	cat leaks &&
+	grep -A4 "^2400 bytes in 50 allocations from stack" leaks >stack &&
+	sed -n 4p stack | grep "^		new_node (inlined) \[inl\] [^ ]*samples/inline_alloc.c:[0-9]*$" &&
+	sed -n 5p stack | grep "^		build_list+0x[0-9a-f]* \[inl\] [^ ]*samples/inline_alloc.c:[0-9]*$" &&
+	"$MEMSIGHT" leaks inl-none.trace >leaks.none 2>/dev/null &&
+	! grep "new_node\|other_" leaks.none
 '
 
 test_expect_success 'without embedded objects: the unresolved table, never the new names' '

@@ -130,7 +130,7 @@ static int on_record(const void *rec, size_t len, uint32_t stream, uint64_t time
 static int cmd_read(const char *path)
 {
 	struct trace_reader r;
-	struct trace_handler h = { on_meta, on_loss, on_record };
+	struct trace_handler h = { .meta = on_meta, .loss = on_loss, .record = on_record };
 	struct counts c = { 0 };
 	char err[512];
 
@@ -195,6 +195,19 @@ static int cmd_roundtrip(void)
 				memcpy(&t, payload + off + 32, 8);
 				make_sample(expect, t, r.chunks[i].stream, (t - 1000) / 10);
 				ok &= !memcmp(expect, payload + off, 48);
+			}
+			/* Part of a payload read on its own: a middle slice, and
+			 * the tail through the end; one byte past it fails. */
+			{
+				size_t at = l / 3, len = l / 3 + 5;
+				unsigned char *part = malloc(l);
+
+				ok &= part && trace_chunk_read(&r, i, at, part, len, err, sizeof(err)) == (long)len &&
+				      !memcmp(part, payload + at, len);
+				ok &= part && trace_chunk_read(&r, i, l - 7, part, 7, err, sizeof(err)) == 7 &&
+				      !memcmp(part, payload + l - 7, 7);
+				ok &= part && trace_chunk_read(&r, i, l - 7, part, 8, err, sizeof(err)) == -1;
+				free(part);
 			}
 		}
 		ok &= seen == 5000;
