@@ -365,7 +365,7 @@ int symbols_embedded_ref(const struct trace_reader *r, size_t chunk)
 	char err[256];
 
 	if (raw < sizeof(p) || trace_chunk_read(r, chunk, 0, p, sizeof(p), err, sizeof(err)) < 0 || p[0] != 1 ||
-	    p[2] > 20)
+	    p[1] < EMBED_MINIMAL || p[1] > EMBED_DEBUG || p[2] > 20)
 		return -EINVAL;
 	memcpy(&pl, p + 32, 2);
 	if (34 + (size_t)pl > raw)
@@ -398,13 +398,15 @@ int symbols_embedded_ref(const struct trace_reader *r, size_t chunk)
 }
 
 /* Decompress e's ELF into a memfd, populated in one go: page by page, the
- * faults cost more than the decompression. */
+ * faults cost more than the decompression. One that fails is not tried
+ * again (fd -2). */
 static int embedded_open(struct embedded *e)
 {
-	int fd = memfd_create("memsight-object", 0);
+	int fd = e->fd == -2 ? -1 : memfd_create("memsight-object", 0);
 	void *map = MAP_FAILED;
 	char err[256];
 
+	e->fd = -2;
 	if (fd < 0)
 		return -1;
 	if (!ftruncate(fd, e->len ? e->len : 1))
