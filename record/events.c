@@ -222,17 +222,11 @@ static int format_field_offset(const char *format, const char *field)
 const unsigned char *events_sample_raw(const struct rec_event *e, const unsigned char *rec, size_t size,
 				       uint32_t *raw_len)
 {
-	static const uint64_t before[] = { PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID,
-					   PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR, PERF_SAMPLE_ID,
-					   PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD };
 	uint64_t st = e->attr.sample_type, nr;
-	size_t off = 8;
+	size_t off = events_fixed_end(st);
 
 	if (!(st & PERF_SAMPLE_RAW))
 		return NULL;
-	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++)
-		if (st & before[i])
-			off += 8;
 	if (st & PERF_SAMPLE_CALLCHAIN) {
 		if (off + 8 > size)
 			return NULL;
@@ -266,21 +260,24 @@ void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events 
 		a->read_format = PERF_FORMAT_LOST;
 }
 
-unsigned events_callchain_offset(uint64_t st)
+unsigned events_fixed_end(uint64_t st)
 {
-	/* The perf ABI order of the fields before the callchain; READ is
+	/* The perf ABI order of the u64 fields before the callchain; READ is
 	 * never used by memsight. */
 	static const uint64_t before[] = { PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID,
 					   PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR, PERF_SAMPLE_ID,
 					   PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD };
 	unsigned off = 8; /* perf_event_header */
 
-	if (!(st & PERF_SAMPLE_CALLCHAIN))
-		return 0;
 	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++)
 		if (st & before[i])
 			off += 8;
 	return off;
+}
+
+unsigned events_callchain_offset(uint64_t st)
+{
+	return st & PERF_SAMPLE_CALLCHAIN ? events_fixed_end(st) : 0;
 }
 
 void events_stack_attr(struct perf_event_attr *a, const struct rec_opts_events *o)

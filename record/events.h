@@ -82,6 +82,9 @@ int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e);
 /* The attr fields every memsight event shares (see FORMAT.md, DATA). */
 void events_attr_common(struct perf_event_attr *a, const struct rec_opts_events *o);
 unsigned events_callchain_offset(uint64_t sample_type);
+/* Byte offset, in a sample, just past its fixed u64 fields (those before
+ * the callchain). */
+unsigned events_fixed_end(uint64_t sample_type);
 /* Add the stack fields -g asks for to an event that takes stacks. */
 void events_stack_attr(struct perf_event_attr *a, const struct rec_opts_events *o);
 /* Where a sample's PERF_SAMPLE_RAW data starts and how long it is; NULL

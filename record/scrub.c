@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "events.h"
+
 /* The lowest page is never mapped (mmap_min_addr is at least 4096). */
 #define SCRUB_USER_BOTTOM 4096ull
 
@@ -53,20 +55,14 @@ static void scrub_words(const struct scrub *s, unsigned char *p, size_t n)
 
 void scrub_sample(const struct scrub *s, uint64_t st, uint64_t regs_mask, unsigned char *rec, size_t size)
 {
-	/* The perf ABI order of the fields before REGS_USER; memsight never
-	 * asks for READ or BRANCH_STACK, whose layouts depend on more. */
-	static const uint64_t before[] = { PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID,
-					   PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR, PERF_SAMPLE_ID,
-					   PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD };
-	size_t off = sizeof(struct perf_event_header), nregs = 0;
+	size_t off = events_fixed_end(st), nregs = 0;
 	uint64_t v, abi = 0, sp = 0, dump, dyn;
 	unsigned char *regs = NULL;
 
+	/* memsight never asks for READ or BRANCH_STACK, whose layouts depend
+	 * on more than the sample type. */
 	if (!(st & PERF_SAMPLE_STACK_USER) || (st & (PERF_SAMPLE_READ | PERF_SAMPLE_BRANCH_STACK)))
 		return;
-	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++)
-		if (st & before[i])
-			off += 8;
 	if (st & PERF_SAMPLE_CALLCHAIN) {
 		if (off + 8 > size)
 			return;
