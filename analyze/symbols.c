@@ -41,9 +41,8 @@ static const Dwfl_Callbacks offline_callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-/* Finding files is shared by the loader thread and the main one: the
- * embedded objects' memfds are made on first use and the debuginfod client
- * is not for two threads at once. */
+/* The debuginfod client is shared by the loader thread and the main one,
+ * and is not for two threads at once. */
 static pthread_mutex_t find_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct dso_loader {
@@ -342,8 +341,12 @@ int symbols_sysroot_set(const char *dir)
 }
 
 /* Objects embedded in the trace: handed to libdw and libunwind as files,
- * so each is decompressed once, straight into a memfd, when first needed. */
+ * so each is decompressed once, straight into a memfd, when first needed.
+ * Each has its own lock: the loader thread decoding libc's debug entry
+ * must not hold up the main thread that needs libc's unwind tables. The
+ * table is complete before either thread looks in it. */
 struct embedded {
+	pthread_mutex_t mu;	/* held while fd is made */
 	unsigned char bid[20];
 	int bid_len, mode, fd;
 	char *path;
@@ -353,13 +356,13 @@ struct embedded {
 	size_t len;		/* of the ELF */
 	uint64_t original_size;
 };
-static struct embedded *embedded;
+static struct embedded **embedded;
 static size_t nr_embedded;
 
 int symbols_embedded_ref(const struct trace_reader *r, size_t chunk)
 {
 	unsigned char p[34];
-	struct embedded *v, *e;
+	struct embedded **v, *e;
 	uint32_t raw = r->chunks[chunk].raw_len;
 	uint16_t pl;
 	char err[256];
@@ -374,8 +377,10 @@ int symbols_embedded_ref(const struct trace_reader *r, size_t chunk)
 	if (!v)
 		return -ENOMEM;
 	embedded = v;
-	e = &embedded[nr_embedded];
-	memset(e, 0, sizeof(*e));
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	pthread_mutex_init(&e->mu, NULL);
 	e->mode = p[1];
 	e->bid_len = p[2];
 	memcpy(e->bid, p + 4, 20);
@@ -386,38 +391,53 @@ int symbols_embedded_ref(const struct trace_reader *r, size_t chunk)
 	e->skip = 34 + pl;
 	e->len = raw - e->skip;
 	e->path = malloc(pl + 1);
-	if (!e->path)
-		return -ENOMEM;
-	if (trace_chunk_read(r, chunk, 34, e->path, pl, err, sizeof(err)) < 0) {
+	if (!e->path || trace_chunk_read(r, chunk, 34, e->path, pl, err, sizeof(err)) < 0) {
+		int ret = e->path ? -EINVAL : -ENOMEM;
+
 		free(e->path);
-		return -EINVAL;
+		pthread_mutex_destroy(&e->mu);
+		free(e);
+		return ret;
 	}
 	e->path[pl] = 0;
-	nr_embedded++;
+	embedded[nr_embedded++] = e;
 	return 0;
 }
 
-/* Decompress e's ELF into a memfd, populated in one go: page by page, the
- * faults cost more than the decompression. One that fails is not tried
- * again (fd -2). */
+static int fd_write_all(void *arg, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+	int fd = *(int *)arg;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Decompress e's ELF into a memfd, a piece at a time through write():
+ * neither page faults nor a populating mmap, which holds the address
+ * space's lock and stalls the other thread's mmap and faults for as long
+ * as it runs. One that fails is not tried again (fd -2). */
 static int embedded_open(struct embedded *e)
 {
 	int fd = e->fd == -2 ? -1 : memfd_create("memsight-object", 0);
-	void *map = MAP_FAILED;
 	char err[256];
 
 	e->fd = -2;
 	if (fd < 0)
 		return -1;
-	if (!ftruncate(fd, e->len ? e->len : 1))
-		map = mmap(NULL, e->len ? e->len : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (map == MAP_FAILED || trace_chunk_read(e->r, e->chunk, e->skip, map, e->len, err, sizeof(err)) < 0) {
-		if (map != MAP_FAILED)
-			munmap(map, e->len ? e->len : 1);
+	if (trace_chunk_stream(e->r, e->chunk, e->skip, e->len, fd_write_all, &fd, err, sizeof(err)) < 0) {
 		close(fd);
 		return -1;
 	}
-	munmap(map, e->len ? e->len : 1);
 	e->fd = fd;
 	return 0;
 }
@@ -426,35 +446,32 @@ int symbols_embedded_get(size_t i, struct embedded_info *out)
 {
 	if (i >= nr_embedded)
 		return -1;
-	*out = (struct embedded_info){ embedded[i].path, embedded[i].bid, embedded[i].bid_len, embedded[i].mode,
-				       embedded[i].len, embedded[i].original_size };
+	*out = (struct embedded_info){ embedded[i]->path, embedded[i]->bid, embedded[i]->bid_len, embedded[i]->mode,
+				       embedded[i]->len, embedded[i]->original_size };
 	return 0;
 }
 
-/* The trace's entry for d in one of the modes of the mask (1 << mode). */
-static int embedded_path_locked(const struct dso *d, unsigned modes, char *buf, size_t len)
+/* The trace's entry for d in one of the modes of the mask (1 << mode),
+ * as a path; returns its mode, or 0 when there is none. */
+static int embedded_path(const struct dso *d, unsigned modes, char *buf, size_t len)
 {
 	for (size_t i = 0; d->bid_len && i < nr_embedded; i++) {
-		struct embedded *e = &embedded[i];
+		struct embedded *e = embedded[i];
+		int fd;
 
 		if (e->bid_len != d->bid_len || memcmp(e->bid, d->build_id, e->bid_len) || !(modes & (1u << e->mode)))
 			continue;
-		if (e->fd < 0 && embedded_open(e))
+		pthread_mutex_lock(&e->mu);
+		if (e->fd < 0)
+			embedded_open(e);
+		fd = e->fd;
+		pthread_mutex_unlock(&e->mu);
+		if (fd < 0)
 			return 0;
-		snprintf(buf, len, "/proc/self/fd/%d", e->fd);
+		snprintf(buf, len, "/proc/self/fd/%d", fd);
 		return e->mode;
 	}
 	return 0;
-}
-
-static int embedded_path(const struct dso *d, unsigned modes, char *buf, size_t len)
-{
-	int mode;
-
-	pthread_mutex_lock(&find_lock);
-	mode = embedded_path_locked(d, modes, buf, len);
-	pthread_mutex_unlock(&find_lock);
-	return mode;
 }
 
 int symbols_debug_dir_add(const char *dir)

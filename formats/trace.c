@@ -1116,26 +1116,51 @@ static int read_into(z_stream *zs, ZSTD_DStream *ds, ZSTD_inBuffer *in, const st
 	return 0;
 }
 
-long trace_chunk_read(const struct trace_reader *r, size_t i, uint64_t skip, void *dst, size_t len, char *err,
-		      size_t errlen)
+static int dec_bad(const struct trace_reader *r, size_t i, char *err, size_t errlen)
 {
 	const struct trace_chunk *c = &r->chunks[i];
-	ZSTD_inBuffer in = { r->base + c->offset + TRACE_CHUNK_HEADER_SIZE, c->payload_len, 0 };
-	ZSTD_DStream *ds = NULL;
-	z_stream zs = { 0 };
+
+	return reader_error(err, errlen, "chunk %zu at byte %llu: %s data does not decode", i,
+			    (unsigned long long)c->offset, trace_codec_name(c->codec));
+}
+
+/* One chunk's payload being decoded in order, from any thread. */
+struct chunk_dec {
+	const struct trace_chunk *c;
+	ZSTD_inBuffer in;
+	ZSTD_DStream *ds;
+	z_stream zs;
+};
+
+static void dec_close(struct chunk_dec *d)
+{
+	ZSTD_freeDStream(d->ds);
+	if (d->c->codec == TRACE_CODEC_ZLIB)
+		inflateEnd(&d->zs);
+}
+
+/* Start decoding chunk i and go past its first skip bytes, where len more
+ * must follow. Returns 0, or -1 with a reason in err. */
+static int dec_open(const struct trace_reader *r, size_t i, uint64_t skip, size_t len, struct chunk_dec *d,
+		    char *err, size_t errlen)
+{
+	const struct trace_chunk *c = &r->chunks[i];
 	unsigned char scratch[4096];
 	int bad = 0;
 
+	memset(d, 0, sizeof(*d));
+	d->c = c;
+	d->in = (ZSTD_inBuffer){ r->base + c->offset + TRACE_CHUNK_HEADER_SIZE, c->payload_len, 0 };
 	if (skip > c->raw_len || len > c->raw_len - skip)
 		return reader_error(err, errlen, "chunk %zu: %zu bytes at %llu are past its %u", i, len,
 				    (unsigned long long)skip, c->raw_len);
 	if (c->codec == TRACE_CODEC_ZSTD) {
-		if (!(ds = ZSTD_createDStream()))
+		if (!(d->ds = ZSTD_createDStream()))
 			return reader_error(err, errlen, "out of memory");
 	} else if (c->codec == TRACE_CODEC_ZLIB) {
-		zs.next_in = (unsigned char *)in.src;
-		zs.avail_in = c->payload_len;
-		if (inflateInit(&zs) != Z_OK)
+		d->zs.next_in = (unsigned char *)d->in.src;
+		d->zs.avail_in = c->payload_len;
+		if (inflateInit(&d->zs) != Z_OK)
 			return reader_error(err, errlen, "out of memory");
 	} else if (c->codec != TRACE_CODEC_NONE) {
 		return reader_error(err, errlen, "chunk %zu: unknown codec %u", i, c->codec);
@@ -1143,18 +1168,60 @@ long trace_chunk_read(const struct trace_reader *r, size_t i, uint64_t skip, voi
 	while (!bad && skip) {
 		size_t n = skip < sizeof(scratch) ? skip : sizeof(scratch);
 
-		bad = read_into(&zs, ds, &in, c, scratch, n);
+		bad = read_into(&d->zs, d->ds, &d->in, c, scratch, n);
 		skip -= n;
 	}
-	if (!bad)
-		bad = read_into(&zs, ds, &in, c, dst, len);
-	ZSTD_freeDStream(ds);
-	if (c->codec == TRACE_CODEC_ZLIB)
-		inflateEnd(&zs);
-	if (bad)
-		return reader_error(err, errlen, "chunk %zu at byte %llu: %s data does not decode", i,
-				    (unsigned long long)c->offset, trace_codec_name(c->codec));
-	return len;
+	if (bad) {
+		dec_close(d);
+		return dec_bad(r, i, err, errlen);
+	}
+	return 0;
+}
+
+long trace_chunk_read(const struct trace_reader *r, size_t i, uint64_t skip, void *dst, size_t len, char *err,
+		      size_t errlen)
+{
+	struct chunk_dec d;
+	int bad;
+
+	if (dec_open(r, i, skip, len, &d, err, errlen))
+		return -1;
+	bad = read_into(&d.zs, d.ds, &d.in, d.c, dst, len);
+	dec_close(&d);
+	return bad ? dec_bad(r, i, err, errlen) : (long)len;
+}
+
+long trace_chunk_stream(const struct trace_reader *r, size_t i, uint64_t skip, size_t len,
+			int (*sink)(void *arg, const void *buf, size_t n), void *arg, char *err, size_t errlen)
+{
+	/* Small enough to come from the heap, not a fresh mapping, and to
+	 * stay in the cache between the decoder and the sink. */
+	const size_t piece = 64u << 10;
+	unsigned char *buf = malloc(piece);
+	struct chunk_dec d;
+	size_t done = 0;
+	int bad = 0;
+
+	if (!buf)
+		return reader_error(err, errlen, "out of memory");
+	if (dec_open(r, i, skip, len, &d, err, errlen)) {
+		free(buf);
+		return -1;
+	}
+	while (!bad && done < len) {
+		size_t n = len - done < piece ? len - done : piece;
+
+		bad = read_into(&d.zs, d.ds, &d.in, d.c, buf, n);
+		if (!bad && sink(arg, buf, n)) {
+			dec_close(&d);
+			free(buf);
+			return reader_error(err, errlen, "chunk %zu: %s", i, strerror(errno));
+		}
+		done += n;
+	}
+	dec_close(&d);
+	free(buf);
+	return bad ? dec_bad(r, i, err, errlen) : (long)len;
 }
 
 int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,

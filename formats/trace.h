@@ -180,6 +180,10 @@ long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, 
  * any thread (its own decoder). Returns len, or -1 with a reason in err. */
 long trace_chunk_read(const struct trace_reader *r, size_t i, uint64_t skip, void *dst, size_t len, char *err,
 		      size_t errlen);
+/* The same, handed to sink a piece at a time (sink returns 0, or -1 with
+ * errno set): for a payload that goes to a file, never whole in memory. */
+long trace_chunk_stream(const struct trace_reader *r, size_t i, uint64_t skip, size_t len,
+			int (*sink)(void *arg, const void *buf, size_t n), void *arg, char *err, size_t errlen);
 
 const char *trace_chunk_type_name(unsigned type);
 const char *trace_codec_name(unsigned codec);
