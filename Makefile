@@ -40,6 +40,7 @@ BENCH_PKGS := linux-perf heaptrack bpftrace
 
 FORMATS_SRC := \
 	formats/meta.c \
+	formats/stackdump.c \
 	formats/trace.c
 
 RECORD_SRC := \

@@ -103,7 +103,7 @@ static void repair_stack(struct session *s, struct pending_stack *ps, struct pen
 	p->smp = *smp;
 	p->smp.raw = NULL;
 	p->smp.regs = NULL;
-	p->smp.stack = NULL;
+	p->smp.stack = (struct stackdump){ 0 };
 	for (uint64_t i = 0; i < smp->nr_ips && n < MAX_IPS - 1; i++) {
 		uint64_t ip = smp->ips[i];
 
@@ -238,10 +238,9 @@ static int read_memptr(const struct sample *smp, uint64_t memptr, uint64_t *out)
 {
 	uint64_t sp;
 
-	if (!sample_reg(smp, X86_REG_SP, &sp) || !smp->stack || memptr < sp || memptr + 8 > sp + smp->stack_size)
+	if (!sample_reg(smp, X86_REG_SP, &sp) || memptr < sp)
 		return 0;
-	memcpy(out, smp->stack + (memptr - sp), 8);
-	return 1;
+	return !stackdump_read(&smp->stack, NULL, memptr - sp, out, 8);
 }
 
 static int on_sample(struct session *s, struct sample *smp, void *arg)

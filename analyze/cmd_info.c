@@ -140,7 +140,7 @@ int cmd_info(int argc, char **argv)
 		if (per_type[ty])
 			printf(", %llu %s", (unsigned long long)per_type[ty], trace_chunk_type_name(ty));
 	printf("\n");
-	printf("data:        %s of perf records stored in %s (%.1fx)\n",
+	printf("data:        %s of records stored in %s (%.1fx)\n",
 	       fmt_bytes(raw[TRACE_CHUNK_DATA], sz, sizeof(sz)), fmt_bytes(payload[TRACE_CHUNK_DATA], sz2, sizeof(sz2)),
 	       payload[TRACE_CHUNK_DATA] ? (double)raw[TRACE_CHUNK_DATA] / payload[TRACE_CHUNK_DATA] : 0.0);
 	if (dump) {

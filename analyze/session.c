@@ -475,11 +475,13 @@ static struct sess_event *event_of(struct session *s, uint64_t id)
 	return NULL;
 }
 
-/* Decode a PERF_RECORD_SAMPLE by its event's sample_type.
- * Returns 0, or -1 when the record is shorter than its fields claim. */
+/* Decode a PERF_RECORD_SAMPLE, or a packed one, by its event's
+ * sample_type. Returns 0, or -1 when the record is shorter than its fields
+ * claim. */
 static int parse_sample(struct session *s, const unsigned char *rec, size_t len, struct sample *smp)
 {
 	const unsigned char *p = rec + 8, *end = rec + len;
+	int packed = ((const struct perf_event_header *)rec)->type == STACKDUMP_PACKED_SAMPLE;
 	uint64_t id, st;
 
 #define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) return -1; } while (0)
@@ -491,6 +493,8 @@ static int parse_sample(struct session *s, const unsigned char *rec, size_t len,
 	if (!smp->ev)
 		return -1;
 	st = smp->ev->attr.sample_type;
+	if (packed && !(st & PERF_SAMPLE_STACK_USER))
+		return -1;
 	p += 8;
 	if (st & PERF_SAMPLE_IP) { NEED(8); memcpy(&smp->ip, p, 8); p += 8; }
 	if (st & PERF_SAMPLE_TID) { NEED(8); memcpy(&smp->pid, p, 4); memcpy(&smp->tid, p + 4, 4); p += 8; }
@@ -536,7 +540,13 @@ static int parse_sample(struct session *s, const unsigned char *rec, size_t len,
 			p += 8 * n;
 		}
 	}
-	if (st & PERF_SAMPLE_STACK_USER) {
+	if ((st & PERF_SAMPLE_STACK_USER) && packed) {
+		size_t n = stackdump_parse_packed(p, end - p, &smp->stack);
+
+		if (!n)
+			return -1;
+		p += n;
+	} else if (st & PERF_SAMPLE_STACK_USER) {
 		uint64_t size;
 
 		NEED(8);
@@ -544,10 +554,10 @@ static int parse_sample(struct session *s, const unsigned char *rec, size_t len,
 		p += 8;
 		if (size) {
 			NEED(size + 8);
-			smp->stack = p;
-			memcpy(&smp->stack_size, p + size, 8); /* dyn_size: the bytes really copied */
-			if (smp->stack_size > size)
-				smp->stack_size = size;
+			smp->stack.bytes = p;
+			memcpy(&smp->stack.size, p + size, 8); /* dyn_size: the bytes really copied */
+			if (smp->stack.size > size)
+				smp->stack.size = size;
 			p += size + 8;
 		}
 	}
@@ -639,7 +649,7 @@ int session_inline = 1;
  * unwound from its registers and stack dump, as one chain. */
 static void sample_unwind(struct session *s, struct sample *smp)
 {
-	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack, smp->stack_size };
+	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack };
 	enum unwind_stop stop;
 	uint64_t n = 0;
 	int got;
@@ -689,7 +699,8 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 
 	(void)stream;
 	switch (h->type) {
-	case PERF_RECORD_SAMPLE: {
+	case PERF_RECORD_SAMPLE:
+	case STACKDUMP_PACKED_SAMPLE: {
 		struct sample smp;
 
 		if (parse_sample(s, rec, len, &smp)) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../formats/meta.h"
+#include "../formats/stackdump.h"
 #include "../formats/trace.h"
 #include "machine.h"
 #include "symbols.h"
@@ -120,8 +121,7 @@ struct sample {
 	const void *raw;
 	uint64_t regs_mask;	/* PERF_SAMPLE_REGS_USER: which registers regs holds */
 	const uint64_t *regs;	/* NULL when none were recorded */
-	uint64_t stack_size;	/* PERF_SAMPLE_STACK_USER: bytes valid in stack */
-	const unsigned char *stack;
+	struct stackdump stack;	/* PERF_SAMPLE_STACK_USER, dense or packed; size 0 when none */
 	uint16_t misc;
 };
 

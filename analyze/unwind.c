@@ -117,7 +117,7 @@ int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr)
 
 	/* The dump starts at sp; a read above its end but still near is a
 	 * stack frame the dump did not reach. */
-	return unwind_reg(in, 7, &sp) && addr >= sp + in->stack_size && addr < sp + (1ull << 26);
+	return unwind_reg(in, 7, &sp) && addr >= sp + in->stack.size && addr < sp + (1ull << 26);
 }
 
 int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val)
@@ -125,8 +125,8 @@ int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t
 	const struct map *mp;
 	uint64_t sp;
 
-	if (unwind_reg(in, 7, &sp) && addr >= sp && addr - sp + 8 <= in->stack_size) {
-		memcpy(val, in->stack + (addr - sp), 8);
+	if (unwind_reg(in, 7, &sp) && addr >= sp && addr - sp + 8 <= in->stack.size) {
+		stackdump_read(&in->stack, &u->rank, addr - sp, val, 8);
 		if (addr - sp + 8 > u->used)
 			u->used = addr - sp + 8;
 		return 0;
@@ -165,7 +165,7 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	*stop = UNWIND_STOP_NONE;
 	if (!unwind_reg(in, 16, &ip) || !unwind_reg(in, 7, &sp)) {
 		*stop = UNWIND_STOP_NO_REGS;
-	} else if (!in->stack || !in->stack_size) {
+	} else if (!in->stack.size) {
 		/* The sampled ip is still one frame. */
 		*stop = UNWIND_STOP_NO_STACK;
 		u->st.stopped[*stop]++;
@@ -203,6 +203,7 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		return max > 0;
 	}
 	u->used = 0;
+	stackdump_rank(&in->stack, &u->rank);
 	n = u->ops->run(u, h->space, in, ips, max, stop);
 	if (u->used > u->st.max_stack_used)
 		u->st.max_stack_used = u->used;

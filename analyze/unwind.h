@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../formats/stackdump.h"
 #include "machine.h"
 
 enum unwind_backend {
@@ -42,8 +43,7 @@ struct unwind_input {
 	int pid, tid;
 	uint64_t regs_mask;
 	const uint64_t *regs;	/* packed in mask bit order */
-	const unsigned char *stack;
-	uint64_t stack_size;
+	struct stackdump stack;
 };
 
 struct unwind_stats {
@@ -95,6 +95,7 @@ struct unwinder {
 	struct machine *m;
 	struct unwind_stats st;
 	uint64_t used;		/* dump bytes read by the stack being unwound */
+	struct stackdump_rank rank; /* of the dump being unwound */
 };
 
 /* The executable objects p maps, each once, whose object file is here,

@@ -31,6 +31,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "stackdump.h"
+
 #define INDEX_EVERY 1024
 /* How much of the file the scan reads before dropping it from memory. */
 #define DROP_STEP (2u << 20)
@@ -806,11 +808,11 @@ uint64_t trace_record_time(const void *rec, size_t len)
 	if (len < 8)
 		return 0;
 	type = get32(p);
+	/* SAMPLE, packed or not: header, IDENTIFIER, IP, TID, then TIME. */
+	if (type == PERF_RECORD_SAMPLE_TYPE || type == STACKDUMP_PACKED_SAMPLE)
+		return len >= 40 ? get64(p + 32) : 0;
 	if (type >= PERF_RECORD_USER_START)
 		return 0;
-	/* SAMPLE: header, IDENTIFIER, IP, TID, then TIME. */
-	if (type == PERF_RECORD_SAMPLE_TYPE)
-		return len >= 40 ? get64(p + 32) : 0;
 	/* Other kernel records end with the sample_id trailer
 	 * TID, TIME, CPU, IDENTIFIER: TIME sits 24 bytes before the end. */
 	return len >= 8 + 32 ? get64(p + len - 24) : 0;

@@ -1,5 +1,5 @@
 /*
- * formats/trace.h: the on-disk memsight trace, version 1.
+ * formats/trace.h: the on-disk memsight trace, version 2.
  *
  * Owns the file header, the chunk layout, the writer (first error sticks,
  * later calls are no-ops, the error is reported once at finish) and the
@@ -7,9 +7,10 @@
  * visits meta items and then perf records in time order across CPUs).
  *
  * Knows nothing of perf_event_open, tracefs, libdw or symbols: DATA chunks
- * hold verbatim perf records and the only thing read from them is their
- * timestamp, at the position FORMAT.md fixes. formats/FORMAT.md is the
- * byte-level specification and must stay true to this file.
+ * hold perf records (verbatim, but for packed stack dumps) and the only
+ * thing read from them is their timestamp, at the position FORMAT.md
+ * fixes. formats/FORMAT.md is the byte-level specification and must stay
+ * true to this file.
  */
 #ifndef MEMSIGHT_TRACE_H
 #define MEMSIGHT_TRACE_H
@@ -18,7 +19,8 @@
 #include <stdint.h>
 
 #define TRACE_MAGIC "MEMSIGHT"
-#define TRACE_VERSION 1
+/* 2: DATA may hold packed samples (stackdump.h); 1 had none. */
+#define TRACE_VERSION 2
 #define TRACE_FILE_HEADER_SIZE 64
 #define TRACE_CHUNK_HEADER_SIZE 32
 #define TRACE_CHUNK_MAGIC 0x4b43534du /* "MSCK" read as a little-endian u32 */

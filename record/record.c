@@ -997,29 +997,40 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 }
 
 /* On the compression thread, before a DATA chunk is compressed: what of
- * each stack dump is kept (scrub.h). Reads only the id table, which is
- * fixed before the thread starts. */
-static void chunk_prepare(void *arg, unsigned char *buf, size_t len)
+ * each stack dump is kept, and how (scrub.h). Samples that shrink move the
+ * records after them up. Reads only the id table, which is fixed before
+ * the thread starts. Returns the chunk's new length. */
+static size_t chunk_prepare(void *arg, unsigned char *buf, size_t len)
 {
 	struct recorder *rc = arg;
+	size_t off = 0, out = 0;
 
-	for (size_t off = 0; off + sizeof(struct perf_event_header) <= len;) {
+	while (off + sizeof(struct perf_event_header) <= len) {
 		struct perf_event_header h;
 		const struct rec_event *e;
+		size_t size;
 		uint64_t id;
 
 		memcpy(&h, buf + off, sizeof(h));
 		if (h.size < sizeof(h) || h.size > len - off)
 			break;
+		size = h.size;
 		if (h.type == PERF_RECORD_SAMPLE && h.size >= 16) {
 			memcpy(&id, buf + off + 8, 8);
 			e = event_of(rc, id);
 			if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
-				scrub_sample(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, buf + off,
-					     h.size);
+				size = scrub_sample(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user,
+						    buf + off, h.size);
 		}
+		if (out != off)
+			memmove(buf + out, buf + off, size);
+		out += size;
 		off += h.size;
 	}
+	/* Whatever could not be parsed stays as it was. */
+	if (out != off)
+		memmove(buf + out, buf + off, len - off);
+	return out + (len - off);
 }
 
 static void ring_flush(struct recorder *rc, struct ring *r)
@@ -1595,6 +1606,7 @@ static void cleanup(struct recorder *rc)
 	free(rc->ids);
 	events_free(rc->evs, rc->nr_evs);
 	free(rc->evs);
+	scrub_free(&rc->scrub);
 	for (size_t i = 0; i < rc->nr_nobid; i++)
 		free(rc->nobid[i]);
 	free(rc->nobid);
@@ -1656,7 +1668,10 @@ int main(int argc, char **argv)
 	}
 	rc.build_id = probe_build_id();
 	rc.format_lost = probe_format_lost();
-	scrub_init(&rc.scrub, rc.stack_dump);
+	if (scrub_init(&rc.scrub, rc.stack_dump)) {
+		error("out of memory for packing stack dumps");
+		goto out;
+	}
 	if (setup_events(&rc) || create_output(&rc))
 		goto out;
 

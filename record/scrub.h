@@ -11,7 +11,9 @@
  * same, secrets that are not addresses never reach the disk, and random
  * data on the stack stops costing bytes. raw keeps what the kernel copied.
  * Either way the bytes past dyn_size (left in the ring by older records)
- * are zeroed. Runs on the compression thread, never in the drain loop.
+ * are zeroed, and a dump that packs smaller (formats/stackdump.h: its
+ * non-zero words and a bitmap) is stored packed. Runs on the compression
+ * thread, never in the drain loop.
  */
 #ifndef MEMSIGHT_RECORD_SCRUB_H
 #define MEMSIGHT_RECORD_SCRUB_H
@@ -26,15 +28,20 @@ enum scrub_mode {
 
 struct scrub {
 	enum scrub_mode mode;
-	uint64_t user_top; /* first address above user space */
+	uint64_t user_top;	/* first address above user space */
+	unsigned char *pack;	/* a packed dump is built here, then copied back */
 };
 
-/* Fill in the address-space limit of this machine (47 or 56 bits). */
-void scrub_init(struct scrub *s, enum scrub_mode mode);
+/* Fill in the address-space limit of this machine (47 or 56 bits).
+ * Returns 0, or -1 when out of memory. */
+int scrub_init(struct scrub *s, enum scrub_mode mode);
+void scrub_free(struct scrub *s);
 
 /* Scrub one PERF_RECORD_SAMPLE of an event with this sample_type and
- * sample_regs_user in place. Records it cannot parse are left alone. */
-void scrub_sample(const struct scrub *s, uint64_t sample_type, uint64_t regs_mask, unsigned char *rec,
+ * sample_regs_user in place, and pack its dump when that makes it smaller
+ * (its type becomes STACKDUMP_PACKED_SAMPLE). Returns the record's size,
+ * now. Records it cannot parse are left alone. */
+size_t scrub_sample(const struct scrub *s, uint64_t sample_type, uint64_t regs_mask, unsigned char *rec,
 		  size_t size);
 
 #endif

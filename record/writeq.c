@@ -31,13 +31,14 @@ static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
 	struct trace_writer *w = q->w;
 	enum trace_codec codec = w->codec;
 	int level = w->level;
+	size_t len = j->len;
 
 	if (j->type != TRACE_CHUNK_DATA) {
 		trace_writer_add(w, j->type, j->stream, j->time, j->buf, j->len, j->nr);
 		return;
 	}
 	if (q->prepare)
-		q->prepare(q->prepare_arg, j->buf, j->len);
+		len = q->prepare(q->prepare_arg, j->buf, len);
 	if (backlog > q->max_pending / 2) {
 		w->codec = TRACE_CODEC_NONE;
 		q->raw_chunks++;
@@ -45,7 +46,7 @@ static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
 		w->level = WRITEQ_FAST_LEVEL;
 		q->fast_chunks++;
 	}
-	trace_writer_add(w, TRACE_CHUNK_DATA, j->stream, j->time, j->buf, j->len, j->nr);
+	trace_writer_add(w, TRACE_CHUNK_DATA, j->stream, j->time, j->buf, len, j->nr);
 	w->codec = codec;
 	w->level = level;
 }
@@ -177,7 +178,7 @@ static void writeq_push_chunk(struct writeq *q, uint32_t type, uint32_t stream, 
 
 	if (!q->running || !(j = malloc(sizeof(*j)))) {
 		if (type == TRACE_CHUNK_DATA && q->prepare)
-			q->prepare(q->prepare_arg, buf, len);
+			len = q->prepare(q->prepare_arg, buf, len);
 		trace_writer_add(q->w, type, stream, time, buf, len, nr);
 		writeq_free(q, buf);
 		return;

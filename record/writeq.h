@@ -39,8 +39,9 @@ struct writeq {
 	uint64_t fast_chunks;	/* written with a fast level to catch up */
 	uint64_t raw_chunks;	/* written uncompressed to catch up */
 	int stopping, running;
-	/* Called on every DATA chunk just before it is compressed. */
-	void (*prepare)(void *arg, unsigned char *buf, size_t len);
+	/* Called on every DATA chunk just before it is compressed; may
+	 * rewrite it in place, shorter, and returns its new length. */
+	size_t (*prepare)(void *arg, unsigned char *buf, size_t len);
 	void *prepare_arg;
 };
 

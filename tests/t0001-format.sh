@@ -8,6 +8,13 @@ test_expect_success 'every codec round-trips byte for byte' '
 	test $(grep -c "^ok" out) = 3
 '
 
+test_expect_success 'packed stack dumps read back byte for byte, and malformed ones are refused' '
+	"$BUILD/test-tool" stackdump >out &&
+	cat out &&
+	! grep "^not ok" out &&
+	test $(grep -c "^ok" out) = 31
+'
+
 for codec in none zstd zlib; do
 	test_expect_success "a $codec trace reads back complete and in time order" '
 		"$BUILD/test-tool" write t.trace --codec '$codec' --records 5000 &&
@@ -101,7 +108,7 @@ test_expect_success 'a future version is refused with the way out' '
 	"$BUILD/test-tool" write t.trace &&
 	printf "\\011" | dd of=t.trace bs=1 seek=8 conv=notrunc 2>/dev/null &&
 	test_must_fail "$MEMSIGHT" info t.trace 2>err &&
-	test_one_line err && grep "version 9 is newer than this memsight reads (1); use a newer memsight" err
+	test_one_line err && grep "version 9 is newer than this memsight reads (2); use a newer memsight" err
 '
 
 test_expect_success 'an empty file and a directory are refused in one line' '

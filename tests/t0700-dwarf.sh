@@ -74,6 +74,29 @@ test_expect_success 'XOR without frame pointers, brk+mmap+faults: the buffer mma
 	test $((pc * 10)) -ge $((chunks * 9))
 '
 
+# The recorder stores scrubbed dumps packed (FORMAT.md, "Packed samples"):
+# in the kernel's layout again they must give the very same stacks.
+test_expect_success 'stack dumps are stored packed: a fraction of the bytes, the same stacks unpacked' '
+	"$BUILD/test-tool" restack xor.trace unpacked.trace unpack >restack &&
+	cat restack &&
+	set -- $(sed -n "s/^rewrote \([0-9]*\) samples, DATA \([0-9]*\) bytes before, \([0-9]*\) after$/\1 \2 \3/p" restack) &&
+	test "$1" -gt 1000 && test $(($2 * 4)) -lt "$3" &&
+	"$MEMSIGHT" events xor.trace >packed.events 2>packed.err &&
+	"$MEMSIGHT" events unpacked.trace >unpacked.events 2>unpacked.err &&
+	test "$(wc -l <packed.events)" -gt 1000 &&
+	test_cmp packed.events unpacked.events &&
+	test_cmp packed.err unpacked.err
+'
+
+test_expect_success 'a packed stack dump that claims more words than its record holds: that sample is skipped and counted' '
+	"$BUILD/test-tool" restack xor.trace bad.trace badpack >restack &&
+	n=$(sed -n "s/^rewrote \([0-9]*\) samples.*/\1/p" restack) &&
+	test "$n" -gt 1000 &&
+	"$MEMSIGHT" report bad.trace >report 2>err &&
+	cat err &&
+	grep "^memsight: warning: $n samples in .bad.trace. could not be decoded and were skipped$" err
+'
+
 # The XOR sample reads its input onto its stack, 4 KiB at a time, so every
 # fault's stack dump holds input bytes: with --stack-dump raw the marker is
 # in the trace (the check can fail), by default it is not.

@@ -14,14 +14,26 @@
  *       inverts one byte
  *   test-tool grep FILE STRING
  *       how many times STRING occurs in the DATA chunks, decompressed
+ *   test-tool restack IN OUT MODE
+ *       IN's samples with a stack dump rewritten (every other chunk copied):
+ *       unpack   in the kernel's layout again, the dump as packed
+ *       cut=N    the same, the dump cut to its first N bytes (dyn_size N)
+ *       noregs   the same, without user registers (ABI none)
+ *       badpack  packed ones with a word count past the record's end
+ *       prints how many samples it rewrote and the DATA bytes before and after
+ *   test-tool stackdump
+ *       packs and reads back dumps of many shapes, and refuses malformed
+ *       packed fields (TAP)
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../../formats/stackdump.h"
 #include "../../formats/trace.h"
 
 static const char host[] = "memsight_version test\nhostname test\npage_size 4096\n";
@@ -302,6 +314,316 @@ static int cmd_grep(const char *path, const char *needle)
 	return 0;
 }
 
+/* ---- restack ------------------------------------------------------------ */
+
+struct ev_ids {
+	uint64_t id, sample_type, regs_mask;
+};
+
+enum restack_mode { RS_UNPACK, RS_CUT, RS_NOREGS, RS_BADPACK };
+
+/* Rewrite one sample into out (at least 64 KiB); returns its new size, or
+ * 0 to copy it as it is. */
+static size_t restack_sample(const unsigned char *rec, size_t size, const struct ev_ids *e, enum restack_mode mode,
+			     uint64_t cut, unsigned char *out)
+{
+	uint64_t st = e->sample_type, v, abi = 0;
+	static const uint64_t before[] = { PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID,
+					   PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR, PERF_SAMPLE_ID,
+					   PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_PERIOD };
+	size_t off = 8, regs_at, nregs = 0, o;
+	struct stackdump d = { 0 };
+	struct perf_event_header h;
+	int packed;
+	uint64_t dump, dyn;
+
+	memcpy(&h, rec, sizeof(h));
+	packed = h.type == STACKDUMP_PACKED_SAMPLE;
+	if (!(st & PERF_SAMPLE_STACK_USER))
+		return 0;
+	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++)
+		off += st & before[i] ? 8 : 0;
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		memcpy(&v, rec + off, 8);
+		off += 8 + 8 * v;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		uint32_t raw;
+
+		memcpy(&raw, rec + off, 4);
+		off += 4 + raw;
+	}
+	regs_at = off;
+	if (st & PERF_SAMPLE_REGS_USER) {
+		memcpy(&abi, rec + off, 8);
+		nregs = abi ? (size_t)__builtin_popcountll(e->regs_mask) : 0;
+		off += 8 + 8 * nregs;
+	}
+	if (off + 8 > size)
+		return 0;
+	if (mode == RS_BADPACK) {
+		if (!packed)
+			return 0;
+		memcpy(out, rec, size);
+		v = 1ull << 40;
+		memcpy(out + off + 16, &v, 8);
+		return size;
+	}
+	if (packed) {
+		if (!stackdump_parse_packed(rec + off, size - off, &d))
+			return 0;
+		memcpy(&dump, rec + off, 8);
+	} else {
+		memcpy(&dump, rec + off, 8);
+		if (!dump)
+			return 0;
+		d.bytes = rec + off + 8;
+		memcpy(&d.size, rec + off + 8 + dump, 8);
+	}
+	dyn = d.size;
+	if (mode == RS_CUT && dyn > cut)
+		dyn = cut;
+	/* The fields before the registers, the registers (or not), then the
+	 * dump in the kernel's layout. */
+	memcpy(out, rec, regs_at);
+	o = regs_at;
+	if (st & PERF_SAMPLE_REGS_USER) {
+		if (mode == RS_NOREGS) {
+			memset(out + o, 0, 8);
+			o += 8;
+		} else {
+			memcpy(out + o, rec + regs_at, 8 + 8 * nregs);
+			o += 8 + 8 * nregs;
+		}
+	}
+	memcpy(out + o, &dump, 8);
+	memset(out + o + 8, 0, dump);
+	for (uint64_t k = 0; k < dyn; k += 8)
+		stackdump_read(&d, NULL, k, out + o + 8 + k, dyn - k < 8 ? dyn - k : 8);
+	memcpy(out + o + 8 + dump, &dyn, 8);
+	o += 16 + dump;
+	h.type = PERF_RECORD_SAMPLE;
+	h.size = (uint16_t)o;
+	memcpy(out, &h, sizeof(h));
+	return o;
+}
+
+static int cmd_restack(const char *in, const char *outp, const char *how)
+{
+	struct trace_reader r;
+	struct trace_writer w;
+	struct ev_ids *ids = NULL;
+	size_t nr_ids = 0, alloc = 0, rewritten = 0;
+	uint64_t bytes_in = 0, bytes_out = 0;
+	unsigned char *buf = NULL, *out = NULL, *rec = malloc(1 << 16);
+	enum restack_mode mode;
+	uint64_t cut = 0;
+	char err[512];
+	int fd, ret = 1;
+
+	if (!strcmp(how, "unpack"))
+		mode = RS_UNPACK;
+	else if (!strncmp(how, "cut=", 4))
+		mode = RS_CUT, cut = strtoull(how + 4, NULL, 0);
+	else if (!strcmp(how, "noregs"))
+		mode = RS_NOREGS;
+	else if (!strcmp(how, "badpack"))
+		mode = RS_BADPACK;
+	else {
+		fprintf(stderr, "test-tool: unknown restack mode '%s'\n", how);
+		return 2;
+	}
+	if (trace_reader_open(&r, in, err, sizeof(err))) {
+		fprintf(stderr, "test-tool: %s\n", err);
+		return 1;
+	}
+	fd = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || !rec) {
+		perror(outp);
+		trace_reader_release(&r);
+		return 1;
+	}
+	trace_writer_init_fd(&w, fd, &(struct trace_writer_opts){ TRACE_CODEC_ZSTD, 1, r.file_flags, r.created_ns });
+	for (size_t i = 0; i < r.nr_chunks; i++) {
+		const struct trace_chunk *c = &r.chunks[i];
+		long n;
+
+		if (c->type == TRACE_CHUNK_INDEX || c->type == TRACE_CHUNK_TRAILER)
+			continue;
+		n = trace_chunk_payload(&r, i, &buf, &alloc, err, sizeof(err));
+		if (n < 0) {
+			fprintf(stderr, "test-tool: %s\n", err);
+			goto out;
+		}
+		if (c->type == TRACE_CHUNK_LOSS) {
+			for (long o = 0; o + 16 <= n; o += 16) {
+				struct trace_loss l = { 0 };
+
+				memcpy(&l.cpu, buf + o, 4);
+				memcpy(&l.lost, buf + o + 8, 8);
+				trace_writer_add_loss(&w, &l, 1);
+			}
+			continue;
+		}
+		if (c->type == TRACE_CHUNK_META && c->stream == TRACE_META_EVENT && n >= 24) {
+			uint32_t as, nid;
+			struct perf_event_attr a = { 0 };
+
+			memcpy(&as, buf + 4, 4);
+			memcpy(&nid, buf + 8, 4);
+			memcpy(&a, buf + 24, as < sizeof(a) ? as : sizeof(a));
+			ids = realloc(ids, (nr_ids + nid) * sizeof(*ids));
+			for (uint32_t k = 0; ids && k < nid; k++) {
+				memcpy(&ids[nr_ids].id, buf + 24 + as + 8 * k, 8);
+				ids[nr_ids].sample_type = a.sample_type;
+				ids[nr_ids++].regs_mask = a.sample_regs_user;
+			}
+		}
+		if (c->type == TRACE_CHUNK_DATA) {
+			size_t o = 0, outlen = 0;
+			uint64_t nrec = 0;
+
+			/* A dump grows back to its kernel size: at most 64 KiB a record. */
+			out = realloc(out, (size_t)n * 16 + (1 << 16));
+			for (long off = 0; out && off + 8 <= n; off += o, nrec++) {
+				struct perf_event_header h;
+				size_t sz = 0;
+				uint64_t id;
+
+				memcpy(&h, buf + off, sizeof(h));
+				o = h.size;
+				if (o < 8 || o > (size_t)(n - off))
+					break;
+				if ((h.type == PERF_RECORD_SAMPLE || h.type == STACKDUMP_PACKED_SAMPLE) && o >= 16) {
+					memcpy(&id, buf + off + 8, 8);
+					for (size_t k = 0; k < nr_ids; k++)
+						if (ids[k].id == id) {
+							sz = restack_sample(buf + off, o, &ids[k], mode, cut, rec);
+							break;
+						}
+				}
+				memcpy(out + outlen, sz ? rec : buf + off, sz ? sz : o);
+				outlen += sz ? sz : o;
+				rewritten += sz != 0;
+			}
+			if (!out)
+				goto out;
+			bytes_in += n;
+			bytes_out += outlen;
+			trace_writer_add(&w, TRACE_CHUNK_DATA, c->stream, c->time, out, outlen, nrec);
+			continue;
+		}
+		trace_writer_add(&w, c->type, c->stream, c->time, buf, n, 0);
+	}
+	if (trace_writer_finish(&w)) {
+		fprintf(stderr, "test-tool: %s\n", trace_writer_strerror(&w));
+		goto out;
+	}
+	printf("rewrote %zu samples, DATA %llu bytes before, %llu after\n", rewritten, (unsigned long long)bytes_in,
+	       (unsigned long long)bytes_out);
+	ret = 0;
+out:
+	trace_writer_release(&w);
+	close(fd);
+	trace_reader_release(&r);
+	free(buf);
+	free(out);
+	free(rec);
+	free(ids);
+	return ret;
+}
+
+/* ---- stackdump ------------------------------------------------------------ */
+
+static int tap_nr;
+static int tap_ok(int ok, const char *what)
+{
+	printf("%sok %d - %s\n", ok ? "" : "not ", ++tap_nr, what);
+	return ok;
+}
+
+/* A kernel STACK_USER field of size bytes, dyn of them copied, of a shape:
+ * 0 every seventh word non-zero, 1 every word, 2 only the last, 3 none. */
+static size_t make_field(unsigned char *f, uint64_t size, uint64_t dyn, int shape)
+{
+	memcpy(f, &size, 8);
+	memset(f + 8, 0, size);
+	for (uint64_t i = 0; i < dyn / 8; i++) {
+		uint64_t v = 0x7ffd00000000ull + i * 0x10001;
+		int keep = shape == 0 ? i % 7 == 3 : shape == 1 ? 1 : shape == 2 ? i == dyn / 8 - 1 : 0;
+
+		if (keep)
+			memcpy(f + 8 + 8 * i, &v, 8);
+	}
+	memcpy(f + 8 + size, &dyn, 8);
+	return 16 + size;
+}
+
+static int cmd_stackdump(void)
+{
+	static unsigned char field[16 + 65536], packed[16 + 65536];
+	const uint64_t sizes[][2] = { { 8192, 8192 }, { 8192, 5000 }, { 8192, 8 }, { 512, 512 }, { 65528, 65528 },
+				      { 8192, 0 }, { 8192, 4095 } };
+	const char *shapes[] = { "sparse", "dense", "last word only", "all zero" };
+	int fails = 0;
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int shape = 0; shape < 4; shape++) {
+			uint64_t size = sizes[s][0], dyn = sizes[s][1];
+			size_t flen = make_field(field, size, dyn, shape), plen = stackdump_pack(field, flen, packed);
+			struct stackdump d;
+			struct stackdump_rank rank;
+			char what[160];
+			int ok = 1;
+
+			snprintf(what, sizeof(what), "%s dump of %llu of %llu bytes: %s", shapes[shape],
+				 (unsigned long long)dyn, (unsigned long long)size,
+				 plen ? "packed, every byte reads back" : "left as it is (packing would not shrink it)");
+			if (!plen) {
+				/* Only a dump that is mostly non-zero stays. */
+				fails += !tap_ok(shape == 1 || dyn < 16, what);
+				continue;
+			}
+			ok = stackdump_parse_packed(packed, plen, &d) == plen && d.size == dyn && plen < flen;
+			stackdump_rank(&d, &rank);
+			for (uint64_t off = 0; ok && off < dyn; off++)
+				for (size_t len = 1; ok && len <= 8 && off + len <= dyn; len++) {
+					unsigned char a[8];
+
+					/* With the rank table and without. */
+					ok = !stackdump_read(&d, len % 2 ? &rank : NULL, off, a, len) &&
+					     !memcmp(a, field + 8 + off, len);
+				}
+			{
+				uint64_t v;
+
+				ok = ok && stackdump_read(&d, &rank, dyn, &v, 1) && stackdump_read(&d, NULL, dyn - 1, &v, 2);
+			}
+			/* Each cut of the packed field is refused. */
+			for (size_t cutlen = 0; ok && cutlen < plen; cutlen += 8)
+				ok = !stackdump_parse_packed(packed, cutlen, &d);
+			fails += !tap_ok(ok, what);
+		}
+	{
+		/* Fields that lie: more words than the dump has, dyn_size past size. */
+		size_t flen = make_field(field, 8192, 8192, 0), plen = stackdump_pack(field, flen, packed);
+		struct stackdump d;
+		uint64_t v = 8193;
+
+		memcpy(packed + 16, &(uint64_t){ 1025 }, 8);
+		fails += !tap_ok(!stackdump_parse_packed(packed, plen, &d), "a word count past the dump is refused");
+		stackdump_pack(field, flen, packed);
+		memcpy(packed + 8, &v, 8);
+		fails += !tap_ok(!stackdump_parse_packed(packed, plen, &d), "a dyn_size past the size is refused");
+		/* A non-zero byte in a last partial word cannot be packed. */
+		make_field(field, 64, 60, 0);
+		field[8 + 58] = 1;
+		fails += !tap_ok(!stackdump_pack(field, 80, packed), "a dump with data in a last partial word is not packed");
+	}
+	printf("1..%d\n", tap_nr);
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "write"))
@@ -314,6 +636,10 @@ int main(int argc, char **argv)
 		return cmd_flip(argv[2], strtol(argv[3], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "grep"))
 		return cmd_grep(argv[2], argv[3]);
-	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep ...\n");
+	if (argc == 5 && !strcmp(argv[1], "restack"))
+		return cmd_restack(argv[2], argv[3], argv[4]);
+	if (argc == 2 && !strcmp(argv[1], "stackdump"))
+		return cmd_stackdump();
+	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep|restack|stackdump ...\n");
 	return 2;
 }
