@@ -662,9 +662,15 @@ static void sample_unwind(struct session *s, struct sample *smp)
 		s->chain[n++] = smp->ips[i];
 	}
 	/* A sample in the kernel with no user part (a kernel thread) has no
-	 * user registers. */
-	if (!smp->regs)
+	 * user registers; one of a process with mappings lost them, and is
+	 * counted as a stack that could not start. */
+	if (!smp->regs) {
+		struct process *p = machine_process(&s->m, smp->pid);
+
+		if (p && p->nr_maps)
+			unwind_sample(s->uw, &in, s->chain + n, 0, &stop);
 		goto out;
+	}
 	s->chain[n++] = PERF_CONTEXT_USER;
 	got = unwind_sample(s->uw, &in, s->chain + n, SESS_MAX_USER_FRAMES, &stop);
 	n += got;

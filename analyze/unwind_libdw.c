@@ -425,7 +425,9 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 	r = dw_slow(sp, in, ips, max);
 
 	current = NULL;
-	if (r == 0) {
+	/* libdw takes a return address it cannot read for the end of the
+	 * stack: one past the dump means the dump was too short. */
+	if (r == 0 && !sp->beyond_dump) {
 		*stop = UNWIND_STOP_NONE;
 	} else if (sp->n >= max) {
 		*stop = UNWIND_STOP_DEPTH;

@@ -273,6 +273,9 @@ static int lu_run(struct unwinder *u, void *space, const struct unwind_input *in
 		}
 		break;
 	}
+	/* A read past the dump can also look like the end of the stack. */
+	if (*stop == UNWIND_STOP_NONE && sp->beyond_dump)
+		*stop = UNWIND_STOP_STACK_END;
 	(void)u;
 	sp->in = NULL;
 	return n;

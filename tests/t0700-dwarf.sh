@@ -88,6 +88,24 @@ test_expect_success 'stack dumps are stored packed: a fraction of the bytes, the
 	test_cmp packed.err unpacked.err
 '
 
+test_expect_success 'a stack dump cut short, registers missing: the stacks stop and are counted, the rest goes on' '
+	"$MEMSIGHT" folded -e faults xor.trace >all.folded &&
+	faults=$(awk "{ t += \$NF } END { print t }" all.folded) &&
+	"$BUILD/test-tool" restack xor.trace cut.trace cut=256 &&
+	for u in libdw libunwind; do
+		"$MEMSIGHT" folded -e faults --unwinder $u cut.trace >cut.folded 2>err &&
+		cat err &&
+		test "$(awk "{ t += \$NF } END { print t }" cut.folded)" = "$faults" &&
+		n=$(sed -n "s/^memsight: \([0-9]*\) of [0-9]* stacks stopped early ($u unwinder): the stack dump ended (record with a larger --call-graph dwarf,SIZE)$/\1/p" err) &&
+		test "$n" -gt $((faults / 2)) || return 1
+	done &&
+	"$BUILD/test-tool" restack xor.trace noregs.trace noregs &&
+	"$MEMSIGHT" folded -e faults noregs.trace >noregs.folded 2>err &&
+	cat err &&
+	test "$(awk "{ t += \$NF } END { print t }" noregs.folded)" = "$faults" &&
+	grep "^memsight: [1-9][0-9]* of [0-9]* stacks stopped early (libdw unwinder): no registers in the sample$" err
+'
+
 test_expect_success 'a packed stack dump that claims more words than its record holds: that sample is skipped and counted' '
 	"$BUILD/test-tool" restack xor.trace bad.trace badpack >restack &&
 	n=$(sed -n "s/^rewrote \([0-9]*\) samples.*/\1/p" restack) &&
