@@ -56,6 +56,24 @@ struct dso_loader {
 };
 
 static void dso_load(struct dso *d);
+
+/*
+ * The address ranges of a CU's top-level DIEs, sorted, made on the CU's
+ * first lookup. dwarf_getscopes walks every top-level DIE of the CU on
+ * every call, and a big CU (glibc's malloc.c, rtld.c) has thousands of
+ * them: over a hundred microseconds an address. With this the walk is
+ * once per CU, and each address descends only into the function that
+ * holds it.
+ */
+struct cu_scopes {
+	struct cu_range {
+		uint64_t lo, hi;
+		uint32_t order; /* the DIE's place among its siblings */
+		Dwarf_Die die;
+	} *v;
+	size_t n;
+	uint64_t longest;
+};
 static void dso_name_ahead(struct dso *d, uint64_t off, int ret);
 
 static void *loader_run(void *arg)
@@ -215,6 +233,14 @@ static void dso_free(struct dso *d)
 	}
 	hashmap_release(&d->cache);
 	hashmap_release(&d->asked);
+	hashmap_for_each(&d->cus, slot) {
+		struct cu_scopes *c = slot->ptr;
+
+		if (c)
+			free(c->v);
+		free(c);
+	}
+	hashmap_release(&d->cus);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	free(d->loads);
@@ -272,6 +298,7 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 	}
 	hashmap_init(&d->cache, 0);
 	hashmap_init(&d->asked, 0);
+	hashmap_init(&d->cus, 0);
 	slot->ptr = d;
 	return d;
 }
@@ -1008,9 +1035,105 @@ int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline
 	return hit->nr_inline;
 }
 
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static struct cu_scopes *cu_scopes_of(struct dso *d, Dwarf_Die *cu)
+{
+	struct hm_slot *slot;
+	struct cu_scopes *c;
+	Dwarf_Die die;
+	size_t alloc = 0;
+	uint32_t order = 0;
+	int created;
+
+	slot = hashmap_u64(&d->cus, dwarf_dieoffset(cu), &created);
+	if (!slot)
+		return NULL;
+	if (!created)
+		return slot->ptr;
+	c = slot->ptr = calloc(1, sizeof(*c));
+	if (!c || dwarf_child(cu, &die) != 0)
+		return c;
+	do {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+
+		while ((off = dwarf_ranges(&die, off, &base, &lo, &hi)) > 0) {
+			if (c->n == alloc) {
+				struct cu_range *v = realloc(c->v, (alloc = alloc ? 2 * alloc : 64) * sizeof(*v));
+
+				if (!v)
+					return c;
+				c->v = v;
+			}
+			c->v[c->n++] = (struct cu_range){ lo, hi, order, die };
+			if (hi - lo > c->longest)
+				c->longest = hi - lo;
+		}
+		order++;
+	} while (dwarf_siblingof(&die, &die) == 0);
+	qsort(c->v, c->n, sizeof(*c->v), range_cmp);
+	return c;
+}
+
+/*
+ * The DIEs that hold pc, outermost first, as dwarf_getscopes finds them
+ * (innermost first there): the first top-level DIE whose ranges hold it,
+ * then at each level the first child that does. Returns how many, at most
+ * max.
+ */
+static int cu_scopes_find(struct dso *d, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *path, int max)
+{
+	struct cu_scopes *c = cu_scopes_of(d, cu);
+	const struct cu_range *best = NULL;
+	size_t lo = 0, hi;
+	int n = 0;
+
+	if (!c || !c->n || max < 1)
+		return 0;
+	/* The last range starting at or below pc, then back over those that
+	 * could still reach it. */
+	for (hi = c->n; lo < hi;) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->v[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && pc - c->v[i].lo < c->longest;)
+		if (pc < c->v[i].hi && (!best || c->v[i].order < best->order))
+			best = &c->v[i];
+	if (!best)
+		return 0;
+	path[n++] = best->die;
+	while (n < max) {
+		Dwarf_Die child;
+		int found = 0;
+
+		if (dwarf_child(&path[n - 1], &child) != 0)
+			break;
+		do {
+			if (dwarf_haspc(&child, pc) > 0) {
+				path[n++] = child;
+				found = 1;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+	}
+	return n;
+}
+
 static void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
 {
-	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Die *cu, scopes[64];
 	Dwarf_Addr bias;
 	int n;
 
@@ -1018,7 +1141,14 @@ static void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
 		return;
 	hit->nr_inline = 0;
 	cu = dwfl_module_addrdie(d->mod, look, &bias);
-	n = cu ? dwarf_getscopes(cu, look - bias, &scopes) : 0;
+	n = cu ? cu_scopes_find(d, cu, look - bias, scopes, 64) : 0;
+	/* Innermost first. */
+	for (int i = 0; i < n / 2; i++) {
+		Dwarf_Die t = scopes[i];
+
+		scopes[i] = scopes[n - 1 - i];
+		scopes[n - 1 - i] = t;
+	}
 	if (n > 0) {
 		hit->inl = calloc(n, sizeof(*hit->inl));
 		for (int i = 0; hit->inl && i < n; i++) {
@@ -1038,7 +1168,6 @@ static void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
 				si->call_file = dwarf_filesrc(files, v, NULL, NULL);
 		}
 	}
-	free(scopes);
 }
 
 int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line)

@@ -40,6 +40,7 @@ struct dso {
 	struct dso_load { uint64_t off, vaddr, size; } *loads;
 	size_t nr_loads;
 	struct hashmap cache;	 /* vaddr -> struct sym_hit * */
+	struct hashmap cus;	 /* CU offset -> its functions' ranges, for inlined frames */
 	uint64_t unresolved;	 /* lookups that found no name */
 	/* Loading ahead on the loader thread (see symbols_prefetch): until it
 	 * is LOAD_DONE, the fields above belong to whichever thread has it. */

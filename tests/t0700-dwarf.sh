@@ -34,18 +34,19 @@ test_expect_success 'the leak() loop: the same attribution with either build' '
 	test "$(weight_of dw.folded ";main;someFunc;leak;malloc")" = 4000
 '
 
-test_expect_success 'an inlined allocation helper is its own frame under its caller (and gone with --no-inline)' '
+test_expect_success 'inlined allocation helpers, two levels deep, are frames of their own under their caller (and gone with --no-inline)' '
 	"$MEMSIGHT" record -q -e malloc -g dwarf -o inl.trace -- "$N/inline_alloc" 200 >truth &&
-	grep "^inline_alloc: 200 allocations of 48 bytes from new_node inlined in build_list, 9600 bytes leaked$" truth &&
+	grep "^inline_alloc: 200 allocations of 48 bytes from new_node inlined in push_front inlined in build_list, 9600 bytes leaked$" truth &&
 	"$MEMSIGHT" leaks inl.trace >leaks &&
 	cat leaks &&
-	grep -A4 "^9600 bytes in 200 allocations from stack" leaks >stack &&
+	grep -A5 "^9600 bytes in 200 allocations from stack" leaks >stack &&
 	sed -n 3p stack | grep "^		malloc+0x0 \[libc.so.6\]$" &&
 	sed -n 4p stack | grep "^		new_node (inlined) \[inline_alloc\]$" &&
-	sed -n 5p stack | grep "^		build_list+0x[0-9a-f]* \[inline_alloc\]$" &&
+	sed -n 5p stack | grep "^		push_front (inlined) \[inline_alloc\]$" &&
+	sed -n 6p stack | grep "^		build_list+0x[0-9a-f]* \[inline_alloc\]$" &&
 	"$MEMSIGHT" leaks --lines inl.trace | grep "new_node (inlined) \[inline_alloc\] samples/inline_alloc.c:[0-9]*$" &&
 	"$MEMSIGHT" leaks --no-inline inl.trace >plain &&
-	! grep new_node plain &&
+	! grep "new_node\|push_front" plain &&
 	grep -A3 "^9600 bytes in 200 allocations from stack" plain | sed -n 4p | grep "^		build_list+0x"
 '
 

@@ -54,9 +54,10 @@ test_expect_success 'the binary rebuilt: the embedded debug information still gi
 		"$TOP/samples/inline_alloc.c" &&
 	"$MEMSIGHT" leaks --lines inl.trace >leaks &&
 	cat leaks &&
-	grep -A4 "^2400 bytes in 50 allocations from stack" leaks >stack &&
+	grep -A5 "^2400 bytes in 50 allocations from stack" leaks >stack &&
 	sed -n 4p stack | grep "^		new_node (inlined) \[inl\] [^ ]*samples/inline_alloc.c:[0-9]*$" &&
-	sed -n 5p stack | grep "^		build_list+0x[0-9a-f]* \[inl\] [^ ]*samples/inline_alloc.c:[0-9]*$" &&
+	sed -n 5p stack | grep "^		push_front (inlined) \[inl\] [^ ]*samples/inline_alloc.c:[0-9]*$" &&
+	sed -n 6p stack | grep "^		build_list+0x[0-9a-f]* \[inl\] [^ ]*samples/inline_alloc.c:[0-9]*$" &&
 	"$MEMSIGHT" leaks inl-none.trace >leaks.none 2>/dev/null &&
 	! grep "new_node\|other_" leaks.none
 '
