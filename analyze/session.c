@@ -665,7 +665,8 @@ static void sample_unwind(struct session *s, struct sample *smp)
 	 * user registers; one of a process with mappings lost them, and is
 	 * counted as a stack that could not start. */
 	if (!smp->regs) {
-		struct process *p = machine_process(&s->m, smp->pid);
+		struct hm_slot *slot = hashmap_u64_find(&s->m.procs, (uint32_t)smp->pid);
+		const struct process *p = slot ? slot->ptr : NULL;
 
 		if (p && p->nr_maps)
 			unwind_sample(s->uw, &in, s->chain + n, 0, &stop);
