@@ -154,3 +154,14 @@ int cmd_need_group(struct session *s, const char *what, const char *group, const
 	return error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s", s->path, what, group,
 		     alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "");
 }
+
+int cmd_open_group(struct session *s, const char *path, const char *what, const char *group, const char *alt)
+{
+	if (cmd_open(s, path))
+		return -1;
+	if (cmd_need_group(s, what, group, alt)) {
+		session_release(s);
+		return -1;
+	}
+	return 0;
+}

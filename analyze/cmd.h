@@ -33,7 +33,9 @@ int cmd_open(struct session *s, const char *path);
  * recorded. Returns 0, or reports "has no WHAT events" with the record
  * command that would add them and returns -1. */
 int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt);
-/* Replay failure or a stop: report and return the exit code. */
+/* cmd_open, then cmd_need_group; the session is released when either fails. */
+int cmd_open_group(struct session *s, const char *path, const char *what, const char *group, const char *alt);
+/* v as "N B" or with a binary unit ("1.5 MiB") in buf; returns buf. */
 const char *fmt_bytes(uint64_t v, char *buf, size_t len);
 /* -h (ok: on stdout, exit 0) or a bad option (on stderr, exit 2). */
 int cmd_usage(const char *usage, int ok);

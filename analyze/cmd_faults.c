@@ -169,12 +169,8 @@ int cmd_faults(int argc, char **argv)
 	}
 	if (cmd_one_file(argc))
 		return 2;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "page fault", "faults", "swap"))
 		return 1;
-	if (cmd_need_group(&s, "page fault", "faults", "swap")) {
-		session_release(&s);
-		return 1;
-	}
 	hashmap_init(&f.files, 0);
 	stacktab_init(&f.minor, kernel, 1);
 	stacktab_init(&f.swapin, kernel, 1);

@@ -117,12 +117,8 @@ static int leaks_kernel(const char *path, const struct kleaks_opts *o)
 	char err[512];
 	int ret = 1;
 
-	if (cmd_open(&s, path))
+	if (cmd_open_group(&s, path, "kernel allocation", "kmem", NULL))
 		return 1;
-	if (cmd_need_group(&s, "kernel allocation", "kmem", NULL)) {
-		session_release(&s);
-		return 1;
-	}
 	kallocs_init(&k, &s, o->pid);
 	hashmap_init(&groups, 0);
 	if (kallocs_replay(&k, &s, err, sizeof(err))) {

@@ -177,12 +177,8 @@ int cmd_oom(int argc, char **argv)
 	}
 	if (cmd_one_file(argc))
 		return 2;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "OOM", "oom", NULL))
 		return 1;
-	if (cmd_need_group(&s, "OOM", "oom", NULL)) {
-		session_release(&s);
-		return 1;
-	}
 	err[0] = 0;
 	if (session_replay(&s, on_sample, &o, err, sizeof(err))) {
 		error("%s", err[0] ? err : "out of memory");

@@ -309,12 +309,8 @@ int cmd_reclaim(int argc, char **argv)
 	}
 	if (cmd_one_file(argc))
 		return 2;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "reclaim", "reclaim", NULL))
 		return 1;
-	if (cmd_need_group(&s, "reclaim", "reclaim", NULL)) {
-		session_release(&s);
-		return 1;
-	}
 	stacktab_init(&r.stacks, 1, 1);
 	hashmap_init(&r.begins, 0);
 	hashmap_init(&r.procs, 0);
@@ -589,12 +585,8 @@ int cmd_compaction(int argc, char **argv)
 	}
 	if (cmd_one_file(argc))
 		return 2;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "migration or compaction", "migrate", "compaction"))
 		return 1;
-	if (cmd_need_group(&s, "migration or compaction", "migrate", "compaction")) {
-		session_release(&s);
-		return 1;
-	}
 	memset(&c, 0, sizeof(c));
 	hashmap_init(&c.begins, 0);
 	stacktab_init(&c.stacks, 1, 1);

@@ -236,12 +236,8 @@ int cmd_rss(int argc, char **argv)
 	}
 	if (cmd_one_file(argc))
 		return 2;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "rss_stat", "rss", NULL))
 		return 1;
-	if (cmd_need_group(&s, "rss_stat", "rss", NULL)) {
-		session_release(&s);
-		return 1;
-	}
 	hashmap_init(&r.by_mm, 0);
 	s.no_unwind = 1;
 	err[0] = 0;
