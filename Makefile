@@ -102,11 +102,14 @@ SAMPLES := \
 # The same programs as most code is built: optimised, no frame pointers.
 # DWARF unwinding must give them the attribution the others get.
 NOFP_SAMPLES := alloc_zoo fib_leak inline_alloc loop_leak xor_encoder
+# Code built without unwind tables: its CFI is in .debug_frame alone.
+NOUNWIND_SAMPLES := loop_leak
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
 PROGRAMS := $(B)/memsight $(B)/memsight-record $(B)/memsight-analyze $(B)/memsight-flamegraph
-SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES)) $(addprefix $(B)/samples/nofp/,$(NOFP_SAMPLES))
+SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES)) $(addprefix $(B)/samples/nofp/,$(NOFP_SAMPLES)) \
+	$(addprefix $(B)/samples/nounwind/,$(NOUNWIND_SAMPLES))
 
 all: $(PROGRAMS) $(B)/test-tool $(SAMPLE_BINS)
 
@@ -142,6 +145,11 @@ $(B)/samples/nofp/%: samples/%.c
 	$(call say,CC,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(NOFP_CFLAGS) -o $@ $< -pthread
+
+$(B)/samples/nounwind/%: samples/%.c
+	$(call say,CC,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(NOFP_CFLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables -o $@ $< -pthread
 
 $(B)/samples/%: samples/%.c
 	$(call say,CC,$<)

@@ -406,6 +406,9 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 		check = e && *e == '1';
 	}
 	sp->in = in;
+	/* The fast path's rules ask libdw for .debug_frame too, which may
+	 * load the separate debug file; libdw keeps a failure for good. */
+	current = sp;
 	n = dw_fast(sp, in, ips, max);
 	if (n > 0) {
 		if (check) {
@@ -420,6 +423,7 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 		}
 		*stop = UNWIND_STOP_NONE;
 		sp->in = NULL;
+		current = NULL;
 		return n;
 	}
 	r = dw_slow(sp, in, ips, max);

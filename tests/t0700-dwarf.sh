@@ -174,6 +174,45 @@ test_expect_success 'libdw and libunwind agree frame for frame' '
 	test $((changed * 100)) -le "$frames"
 '
 
+# Code built without unwind tables has its CFI in .debug_frame only: in the
+# object, or in a separate debug file once the object is stripped.
+U=$BUILD/samples/nounwind
+test_expect_success 'code with only .debug_frame: both unwinders give the leak() loop its callers' '
+	readelf -SW "$U/loop_leak" | grep -q " \.debug_frame " &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf -o df.trace -- "$U/loop_leak" 1000 >truth &&
+	grep "^loop_leak: 1000 allocations of 4 bytes" truth &&
+	for u in libdw libunwind; do
+		"$MEMSIGHT" folded --unwinder $u -e malloc -w leaked df.trace >df.$u 2>err.$u &&
+		cat df.$u err.$u &&
+		test "$(weight_of df.$u ";_start;__libc_start_main@@GLIBC_2.34;__libc_start_call_main;main;someFunc;leak;malloc")" = 4000 &&
+		! grep "stopped early" err.$u || return 1
+	done &&
+	"$MEMSIGHT" events df.trace >df.events.libdw 2>/dev/null &&
+	"$MEMSIGHT" events --unwinder libunwind df.trace >df.events.libunwind 2>/dev/null &&
+	test_cmp df.events.libdw df.events.libunwind
+'
+
+test_expect_success 'the .debug_frame in a separate debug file, found by build-id with --debug-dir, by both unwinders' '
+	mkdir -p strip &&
+	cp "$U/loop_leak" strip/loop_leak &&
+	objcopy --only-keep-debug strip/loop_leak strip/loop_leak.debug &&
+	strip --strip-debug strip/loop_leak &&
+	! readelf -SW strip/loop_leak | grep " \.debug_frame " &&
+	bid=$(readelf -n strip/loop_leak | sed -n "s/.*Build ID: //p") &&
+	mkdir -p dbg/.build-id/$(echo $bid | cut -c1-2) &&
+	mv strip/loop_leak.debug dbg/.build-id/$(echo $bid | cut -c1-2)/$(echo $bid | cut -c3-).debug &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o sdf.trace -- strip/loop_leak 1000 >truth &&
+	for u in libdw libunwind; do
+		"$MEMSIGHT" folded --unwinder $u -e malloc -w leaked sdf.trace >plain.$u 2>err.$u &&
+		grep "stacks stopped early ($u unwinder): no usable unwind entry" err.$u &&
+		test "$(weight_of plain.$u ";main;someFunc;leak;malloc")" = 0 &&
+		"$MEMSIGHT" folded --debug-dir dbg --unwinder $u -e malloc -w leaked sdf.trace >dbg.$u 2>err.$u &&
+		cat dbg.$u err.$u &&
+		test "$(weight_of dbg.$u ";_start;__libc_start_main@@GLIBC_2.34;__libc_start_call_main;main;someFunc;leak;malloc")" = 4000 &&
+		! grep "stopped early" err.$u || return 1
+	done
+'
+
 test_expect_success 'an unknown unwinder is one line and a usage exit' '
 	test_must_fail "$MEMSIGHT" leaks --unwinder frobnicate dw.trace 2>err &&
 	test_one_line err &&
