@@ -341,18 +341,15 @@ static uint64_t synth_place(const struct process *p, const struct lu_mod *m, siz
 /* m's .debug_frame for libunwind, made when first needed. */
 static struct lu_synth *synth_get(struct lu_space *sp, struct lu_mod *m)
 {
-	const char *paths[2];
 	struct synth_row *rows = NULL;
 	struct lu_synth *sy;
 	unsigned char *ents = NULL;
-	size_t len = 0, nr = 0;
+	size_t len = 0, nr = 0, kept = 0;
 
 	if (m->synth_tried)
 		return m->synth;
 	m->synth_tried = 1;
 	/* The object's own .debug_frame, else its separate debug file's. */
-	paths[0] = NULL;
-	paths[1] = symbols_debug_file(m->dso);
 	for (int i = 0; i < 2 && !ents; i++) {
 		int fd = -1;
 		Elf *elf;
@@ -361,9 +358,11 @@ static struct lu_synth *synth_get(struct lu_space *sp, struct lu_mod *m)
 		if (i == 0) {
 			elf = elf_memory((char *)m->dso->obj_bytes, m->dso->obj_size);
 		} else {
-			if (!paths[1] || !strcmp(paths[1], m->dso->obj_path))
+			const char *dbg = symbols_debug_file(m->dso);
+
+			if (!dbg || !strcmp(dbg, m->dso->obj_path))
 				break;
-			fd = open(paths[1], O_RDONLY | O_CLOEXEC);
+			fd = open(dbg, O_RDONLY | O_CLOEXEC);
 			elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
 		}
 		if (elf && gelf_getclass(elf) == ELFCLASS64 && (data = debug_frame_data(elf)))
@@ -376,18 +375,23 @@ static struct lu_synth *synth_get(struct lu_space *sp, struct lu_mod *m)
 	}
 	if (!ents)
 		return NULL;
+	/* The table only needs entries for code the mapping holds, and only
+	 * those are sure to be 32-bit offsets from where it goes. */
+	for (size_t i = 0; i < nr; i++)
+		if (rows[i].start >= m->start && rows[i].start < m->end)
+			rows[kept++] = rows[i];
 	sy = calloc(1, sizeof(*sy));
 	if (sy)
-		sy->size = 8 * nr + len;
-	if (sy && sy->size < (1ull << 31))
+		sy->size = 8 * kept + len;
+	if (sy && kept && sy->size < (1ull << 31))
 		sy->base = synth_place(sp->proc, m, sy->size);
 	if (sy && sy->base && (sy->bytes = malloc(sy->size))) {
-		for (size_t i = 0; i < nr; i++) {
+		for (size_t i = 0; i < kept; i++) {
 			put_u32(sy->bytes + 8 * i, (uint32_t)(int32_t)(int64_t)(rows[i].start - sy->base));
-			put_u32(sy->bytes + 8 * i + 4, (uint32_t)(8 * nr + rows[i].entry));
+			put_u32(sy->bytes + 8 * i + 4, (uint32_t)(8 * kept + rows[i].entry));
 		}
-		memcpy(sy->bytes + 8 * nr, ents, len);
-		sy->count = nr;
+		memcpy(sy->bytes + 8 * kept, ents, len);
+		sy->count = kept;
 		m->synth = sy;
 	} else {
 		free(sy);
