@@ -213,6 +213,24 @@ test_expect_success 'the .debug_frame in a separate debug file, found by build-i
 	done
 '
 
+test_expect_success 'a corrupt .debug_frame: its stacks stop and are counted by both unwinders, the analysis goes on' '
+	mkdir -p dfbad &&
+	cp "$U/loop_leak" dfbad/loop_leak &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o dfbad.trace -- dfbad/loop_leak 100 >truth &&
+	off=$(readelf -SW dfbad/loop_leak | awk "\$2 == \".debug_frame\" { print \$5 }") &&
+	size=$(readelf -SW dfbad/loop_leak | awk "\$2 == \".debug_frame\" { print \$6 }") &&
+	test -n "$off" &&
+	head -c $((0x$size)) /dev/zero | tr "\\000" "\\377" |
+		dd of=dfbad/loop_leak bs=1 seek=$((0x$off)) conv=notrunc 2>/dev/null &&
+	for u in libdw libunwind; do
+		"$MEMSIGHT" leaks --unwinder $u dfbad.trace >leaks 2>err &&
+		cat err &&
+		grep "^400 bytes in 100 allocations from stack" leaks &&
+		grep "^memsight: [0-9]* of [0-9]* stacks stopped early ($u unwinder): no usable unwind entry" err ||
+			return 1
+	done
+'
+
 test_expect_success 'an unknown unwinder is one line and a usage exit' '
 	test_must_fail "$MEMSIGHT" leaks --unwinder frobnicate dw.trace 2>err &&
 	test_one_line err &&
