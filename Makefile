@@ -36,7 +36,7 @@ BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev lib
 	libzstd-dev zlib1g-dev
 # debuginfod: a local server for the --debuginfod test.
 TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod
-BENCH_PKGS := linux-perf heaptrack bpftrace
+BENCH_PKGS := linux-perf heaptrack bpftrace time
 
 FORMATS_SRC := \
 	formats/meta.c \

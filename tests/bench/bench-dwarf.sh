@@ -9,6 +9,9 @@
 #                       the time added per event each tool kept (perf drops events, and the
 #                       kernel skips copying a dropped one); also perf with rings that hold
 #                       the whole run, which keeps every event as memsight does
+#   recorder cost       CPU time of the recorder itself (its own and its threads', less
+#                       the workload's, which it reports) and wall time until its file is
+#                       complete: end-of-run work (embedding objects, perf's build-ids) counts
 #   file bytes          trace (objects embedded) and perf.data; once, the trace with
 #                       --stack-dump raw for reference
 #   unwinding           memsight folded vs perf script on the same run, in samples per second,
@@ -29,6 +32,9 @@ xor=$b/samples/nofp/xor_encoder
 events=syscalls:sys_enter_brk,syscalls:sys_exit_brk,syscalls:sys_enter_mmap,syscalls:sys_exit_mmap,page-faults
 
 elapsed() { sed -n 's/^xor_encoder: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
+# The recorder's CPU seconds: what time(1) counted for it and its
+# children ($1: "user system wall"), less the workload's own report.
+tool_cpu() { awk -v w="$(sed -n 's/^xor_encoder: cpu \([0-9.]*\) ms$/\1/p' e)" '{ print $1 + $2 - w / 1000 }' "$1"; }
 . "$top/tests/bench/bench-lib.sh"
 
 # perf with rings that hold the whole run, so that it keeps every event as
@@ -37,11 +43,12 @@ elapsed() { sed -n 's/^xor_encoder: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
 # of ring per MiB of input, rounded up to a power of two.
 big=1; while [ $big -lt $((MB * 8)) ]; do big=$((big * 2)); done
 
-: >base.t; : >ms.t; : >perf.t; : >big.t; : >ms.lost; : >perf.lost; : >big.lost; : >ms.cost; : >perf.cost; : >ms.bpe
+: >base.t; : >ms.t; : >perf.t; : >big.t; : >ms.cpu; : >perf.cpu; : >ms.wall; : >perf.wall; : >ms.lost; : >perf.lost; : >big.lost; : >ms.cost; : >perf.cost; : >ms.bpe
 run_alone() { "$xor" in.bin >/dev/null 2>e && elapsed e >>base.t; }
 run_ms() {
-	"$b/memsight" record -q -g dwarf -e brk,mmap,faults -o ms.trace -- "$xor" in.bin >/dev/null 2>e &&
-		elapsed e >>ms.t
+	/usr/bin/time -f "%U %S %e" -o ms.time \
+		"$b/memsight" record -q -g dwarf -e brk,mmap,faults -o ms.trace -- "$xor" in.bin >/dev/null 2>e &&
+		elapsed e >>ms.t && tool_cpu ms.time >>ms.cpu && awk '{ print $3 }' ms.time >>ms.wall
 	"$b/memsight" info ms.trace >ms.info
 	sed -n 's/^lost: *\([0-9]*\).*/\1/p' ms.info >>ms.lost
 	# Per run: where ASLR puts the stack decides whether the dumps hold
@@ -49,8 +56,9 @@ run_ms() {
 	awk -v b="$(stat -c %s ms.trace)" '/^samples:/ { print b / $2 }' ms.info >>ms.bpe
 }
 run_perf() {
-	perf record -q -e $events -c 1 --call-graph dwarf -o perf.data -- "$xor" in.bin >/dev/null 2>e &&
-		elapsed e >>perf.t
+	/usr/bin/time -f "%U %S %e" -o perf.time \
+		perf record -q -e $events -c 1 --call-graph dwarf -o perf.data -- "$xor" in.bin >/dev/null 2>e &&
+		elapsed e >>perf.t && tool_cpu perf.time >>perf.cpu && awk '{ print $3 }' perf.time >>perf.wall
 	perf_lost perf.data >>perf.lost
 	perf report -i perf.data --stats 2>/dev/null |
 		awk '/ stats:$/ { ev = 1 } ev && /SAMPLE events:/ { n += $3 } END { print n }' >perf.n
@@ -80,6 +88,7 @@ for i in $(seq "$RUNS"); do
 done
 base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t); bg=$(median <big.t)
 ms_cost=$(median <ms.cost); pf_cost=$(median <perf.cost); ms_bpe=$(median <ms.bpe)
+ms_cpu=$(median <ms.cpu); pf_cpu=$(median <perf.cpu); ms_wall=$(median <ms.wall); pf_wall=$(median <perf.wall)
 count_outputs
 
 # For reference, once: the same recording with every byte of the dumps kept.
@@ -114,6 +123,7 @@ awk -v base="$base" -v ms="$ms" -v pf="$pf" -v bg="$bg" -v big="$big" -v bl="$(m
     -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
     -v runs="$RUNS" -v size="$MB" -v rss="$(cat ms.rss)" -v srss="$(cat small.rss)" \
     -v sbytes="$(stat -c %s small.trace)" -v mc="$ms_cost" -v pc="$pf_cost" -v mbpe="$ms_bpe" \
+    -v mcpu="$ms_cpu" -v pcpu="$pf_cpu" -v mwall="$ms_wall" -v pwall="$pf_wall" \
     -v pinl="$(grep -c "(inlined)\$" perf.script)" -v rbpe="$raw_bpe" '
 BEGIN {
 	printf "XOR encoder without frame pointers, %d MiB input, faults+brk+mmap with dwarf stacks (8192 bytes), median of %d runs\n\n", size, runs
@@ -123,6 +133,8 @@ BEGIN {
 	printf "%-34s %12s %12s %11.2fx   (%.1f ms; rings of %d MiB, median %d events lost)\n", \
 		"  perf keeping every event", "", "", bg / base, bg, big, bl
 	printf "%-34s %12s %12.2f %12.2f\n", "added us per event kept (median)", "", mc, pc
+	printf "%-34s %12s %12.2f %12.2f\n", "recorder CPU, whole run (s)", "", mcpu, pcpu
+	printf "%-34s %12s %12.2f %12.2f\n", "recording until file complete (s)", "", mwall, pwall
 	printf "%-34s %12s %12d %12d\n", "events recorded (last run)", "", me, pe
 	printf "%-34s %12s %12d %12d\n", "events lost (last run)", "", ml, pl
 	printf "%-34s %12s %12d %12d\n", "file bytes", "", mb, pb
