@@ -5,8 +5,10 @@
 # ratios; asserts nothing (machines are noisy).
 #
 #   events lost         each tool's own count (perf: LOST_SAMPLES per event in --stats)
-#   workload slowdown   elapsed time the sample reports for itself, median of RUNS, and
-#                       the time added per event each tool kept (perf drops events, and the
+#   workload slowdown   elapsed time the sample reports for itself, median of RUNS; the
+#                       ratios between tools are the median of each round's ratio, as the
+#                       runs of one round are close in time and this machine's speed drifts;
+#                       and the time added per event each tool kept (perf drops events, and the
 #                       kernel skips copying a dropped one); also perf with rings that hold
 #                       the whole run, which keeps every event as memsight does
 #   recorder cost       CPU time of the recorder itself (its own and its threads', less
@@ -20,7 +22,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 b=$top/build
 # A multiple of 4, so that each order of the tools (below) comes up as often.
-RUNS=${RUNS:-8}
+RUNS=${RUNS:-12}
 MB=${MB:-64}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
@@ -88,6 +90,9 @@ for i in $(seq "$RUNS"); do
 done
 base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t); bg=$(median <big.t)
 ms_cost=$(median <ms.cost); pf_cost=$(median <perf.cost); ms_bpe=$(median <ms.bpe)
+# Per round, memsight's time against perf's and against perf keeping all.
+r_pf=$(paste ms.t perf.t | awk '{ print $1 / $2 }' | median)
+r_bg=$(paste ms.t big.t | awk '{ print $1 / $2 }' | median)
 ms_cpu=$(median <ms.cpu); pf_cpu=$(median <perf.cpu); ms_wall=$(median <ms.wall); pf_wall=$(median <perf.wall)
 count_outputs
 
@@ -123,7 +128,7 @@ awk -v base="$base" -v ms="$ms" -v pf="$pf" -v bg="$bg" -v big="$big" -v bl="$(m
     -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
     -v runs="$RUNS" -v size="$MB" -v rss="$(cat ms.rss)" -v srss="$(cat small.rss)" \
     -v sbytes="$(stat -c %s small.trace)" -v mc="$ms_cost" -v pc="$pf_cost" -v mbpe="$ms_bpe" \
-    -v mcpu="$ms_cpu" -v pcpu="$pf_cpu" -v mwall="$ms_wall" -v pwall="$pf_wall" \
+    -v r_pf="$r_pf" -v r_bg="$r_bg" -v mcpu="$ms_cpu" -v pcpu="$pf_cpu" -v mwall="$ms_wall" -v pwall="$pf_wall" \
     -v pinl="$(grep -c "(inlined)\$" perf.script)" -v rbpe="$raw_bpe" '
 BEGIN {
 	printf "XOR encoder without frame pointers, %d MiB input, faults+brk+mmap with dwarf stacks (8192 bytes), median of %d runs\n\n", size, runs
@@ -146,8 +151,8 @@ BEGIN {
 	printf "%-34s %12s %12s %12d\n", "  inlined frames perf script shows", "", "", pinl
 	printf "%-34s %12s %12d   (%d KiB on a %.1f MB trace)\n", "analyzer peak RSS (KiB)", "", rss, srss, sbytes / 1e6
 	printf "\nratios: slowdown memsight/perf %.2f (<= 1 wanted; perf skips copying the events it drops, so also\n", \
-		(ms / base) / (pf / base)
-	printf "        per event kept: %.2f, and against perf keeping every event: %.2f);\n", mc / pc, (ms / base) / (bg / base)
+		r_pf
+	printf "        per event kept: %.2f, and against perf keeping every event: %.2f);\n", mc / pc, r_bg
 	printf "        bytes per event memsight/perf %.3f (<= 0.25 wanted);\n", mbpe / (pb / pe)
 	printf "        unwinding samples/s memsight/perf %.1fx (>= 10 wanted); memsight without inlined frames %.1fx\n", \
 		(me / (t1 - t0)) / (pe / (t2 - t1)), (me / (t3 - t2)) / (pe / (t2 - t1))
