@@ -141,6 +141,8 @@ static void classify(struct sess_event *e)
 	e->kind = EVK_OTHER;
 }
 
+static struct dso *vdso_dso(struct session *s, uint64_t len);
+
 struct open_state {
 	struct session *s;
 	char *err;
@@ -303,6 +305,15 @@ int session_open(struct session *s, const char *path, char *err, size_t errlen)
 		return -1;
 	if (trace_read(&s->r, &h, &o, err, errlen))
 		return -1;
+	/* The /proc snapshots of -p targets came before the embedded objects
+	 * were known: their vDSO mappings get the image now. */
+	hashmap_for_each(&s->m.procs, slot) {
+		struct process *p = slot->ptr;
+
+		for (size_t i = 0; i < p->nr_maps; i++)
+			if (!p->maps[i].dso && !strcmp(p->maps[i].name, "[vdso]"))
+				p->maps[i].dso = vdso_dso(s, p->maps[i].end - p->maps[i].start);
+	}
 	if (!s->nr_evs)
 		return fail(err, errlen, "'%s' holds no event descriptions%s", path,
 			    s->r.stop[0] ? " (the trace is cut short before them)" : "");
@@ -583,6 +594,25 @@ struct replay_state {
 	uint64_t bad;
 };
 
+/* The kernel's vDSO, when the recorder embedded the image (it has no
+ * file, and its mappings no build-id): for a mapping of its size only, as
+ * a 32-bit process's vDSO is another image. */
+static struct dso *vdso_dso(struct session *s, uint64_t len)
+{
+	struct embedded_info ei;
+
+	if (!s->vdso_looked) {
+		s->vdso_looked = 1;
+		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
+			if (!strcmp(ei.path, "[vdso]") && ei.bid_len > 0) {
+				s->vdso = symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len);
+				s->vdso_size = ei.original_size;
+				break;
+			}
+	}
+	return s->vdso && len == s->vdso_size ? s->vdso : NULL;
+}
+
 static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 {
 	uint32_t pid, tid, prot, flags;
@@ -638,6 +668,8 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 			}
 		}
 		mp.dso = symbols_dso(&s->syms, fname, bid, bl);
+	} else if (!strcmp(fname, "[vdso]")) {
+		mp.dso = vdso_dso(s, mlen);
 	}
 	machine_map(&s->m, pid, &mp);
 }

@@ -151,6 +151,9 @@ struct session {
 	size_t stats_len;
 	char *buildids;
 	size_t buildids_len;
+	int vdso_looked;	 /* vdso: the embedded vDSO image, once looked for */
+	struct dso *vdso;
+	uint64_t vdso_size;
 	struct sess_event *evs;
 	size_t nr_evs;
 	struct sess_id { uint64_t id; struct sess_event *ev; } *ids;

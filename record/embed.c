@@ -171,13 +171,37 @@ out:
 	return ret;
 }
 
+/* The META payload around elf_len bytes of ELF (FORMAT.md, "object"). */
+static unsigned char *payload(const char *path, enum embed_mode mode, const unsigned char *bid, int bid_len,
+			      uint64_t size, const unsigned char *elf_bytes, size_t elf_len, size_t *plen)
+{
+	size_t pl = strlen(path), n = 4 + 20 + 8 + 2 + pl + elf_len;
+	unsigned char *p = malloc(n);
+	uint16_t l16 = pl;
+
+	if (!p)
+		return NULL;
+	p[0] = 1;
+	p[1] = mode;
+	p[2] = bid_len;
+	p[3] = 0;
+	memset(p + 4, 0, 20);
+	memcpy(p + 4, bid, bid_len);
+	memcpy(p + 24, &size, 8);
+	memcpy(p + 32, &l16, 2);
+	memcpy(p + 34, path, pl);
+	memcpy(p + 34 + pl, elf_bytes, elf_len);
+	*plen = n;
+	return p;
+}
+
 /* The payload for one object; NULL (with a line on stderr) when it cannot be packed. */
 static unsigned char *pack(const char *path, enum embed_mode mode, const unsigned char *bid, int bid_len,
 			   size_t *plen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	unsigned char *elf_bytes = NULL, *p = NULL;
-	size_t elf_len = 0, pl = strlen(path), n;
+	size_t elf_len = 0;
 	struct stat st;
 	Elf *elf = NULL;
 
@@ -205,26 +229,7 @@ static unsigned char *pack(const char *path, enum embed_mode mode, const unsigne
 			goto out;
 		}
 	}
-	n = 4 + 20 + 8 + 2 + pl + elf_len;
-	p = malloc(n);
-	if (!p)
-		goto out;
-	p[0] = 1;
-	p[1] = mode;
-	p[2] = bid_len;
-	p[3] = 0;
-	memset(p + 4, 0, 20);
-	memcpy(p + 4, bid, bid_len);
-	{
-		uint64_t size = st.st_size;
-		uint16_t l16 = pl;
-
-		memcpy(p + 24, &size, 8);
-		memcpy(p + 32, &l16, 2);
-	}
-	memcpy(p + 34, path, pl);
-	memcpy(p + 34 + pl, elf_bytes, elf_len);
-	*plen = n;
+	p = payload(path, mode, bid, bid_len, st.st_size, elf_bytes, elf_len, plen);
 out:
 	if (elf)
 		elf_end(elf);
@@ -286,6 +291,35 @@ static void embed_one(struct embed_set *e, struct trace_writer *w, const char *p
 	free(p);
 }
 
+/* The kernel maps the same vDSO image into every 64-bit process, so the
+ * recorder's own is the recorded processes' one. Only when recording:
+ * memsight archive may run under another kernel. */
+static void embed_vdso(struct embed_set *e, struct trace_writer *w)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned long lo = 0, hi = 0;
+	unsigned char bid[BUILD_ID_MAX], *p;
+	size_t len;
+	int bl;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " [vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			break;
+	fclose(f);
+	if (hi <= lo || (bl = procsnap_build_id_mem((const void *)lo, hi - lo, bid)) <= 0)
+		return;
+	p = payload(EMBED_VDSO_PATH, EMBED_FULL, bid, bl, hi - lo, (const unsigned char *)lo, hi - lo, &len);
+	if (!p)
+		return;
+	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
+	e->objects++;
+	e->bytes += len;
+	free(p);
+}
+
 void embed_set_write(struct embed_set *e, struct trace_writer *w)
 {
 	unsigned char (*seen)[BUILD_ID_MAX] = calloc(e->nr ? e->nr : 1, sizeof(*seen));
@@ -320,6 +354,8 @@ void embed_set_write(struct embed_set *e, struct trace_writer *w)
 			embed_one(e, w, dbg, EMBED_DEBUG, bid, bl);
 	}
 	free(seen);
+	if (e->vdso)
+		embed_vdso(e, w);
 }
 
 /* ---- memsight archive ------------------------------------------------ */
@@ -347,18 +383,28 @@ void embed_set_add_maps(struct embed_set *e, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
 
-	/* Lines of /proc/PID/maps: "start-end perms offset dev inode path". */
+	/* A snapshot's map lines (procsnap.c): "map", start, end, perms,
+	 * offset, dev, inode, build-id, then the path, tab-separated. */
 	while (p < end) {
-		const char *nl = memchr(p, '\n', end - p);
-		char line[PATH_MAX + 128], perms[8], path[PATH_MAX];
-		size_t n = (nl ? nl : end) - p;
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *perms = NULL, *file = NULL;
+		char path[PATH_MAX];
+		int tabs = 0;
 
-		if (n < sizeof(line)) {
-			memcpy(line, p, n);
-			line[n] = 0;
-			if (sscanf(line, "%*x-%*x %7s %*x %*s %*u %4095s", perms, path) == 2 && perms[2] == 'x' &&
-			    path[0] == '/')
+		for (const char *q = p; q < le && !file; q++) {
+			if (*q != '\t')
+				continue;
+			if (++tabs == 3)
+				perms = q + 1;
+			else if (tabs == 8)
+				file = q + 1;
+		}
+		if (!strncmp(p, "map\t", 4) && file && (size_t)(le - file) < sizeof(path) && le - perms > 3) {
+			memcpy(path, file, le - file);
+			path[le - file] = 0;
+			if (perms[2] == 'x' && path[0] == '/')
 				embed_set_add(e, path);
+			else if (!strcmp(path, EMBED_VDSO_PATH))
+				e->vdso = 1;
 		}
 		p = nl ? nl + 1 : end;
 	}
@@ -427,6 +473,8 @@ int embed_archive(const char *path, enum embed_mode mode)
 			trace_writer_add_loss(&w, (const struct trace_loss *)buf, n / sizeof(struct trace_loss));
 		}
 	}
+	/* The vDSO now may not be the one the recording's kernel mapped. */
+	e.vdso = 0;
 	embed_set_write(&e, &w);
 	if (trace_writer_finish(&w)) {
 		fprintf(stderr, "memsight archive: cannot write '%s': %s\n", tmp, trace_writer_strerror(&w));

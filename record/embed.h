@@ -12,7 +12,8 @@
  * uncompressed, from the object or its debug file under
  * /usr/lib/debug/.build-id, when the recording machine has it. Objects
  * are deduplicated by build-id, and a file whose build-id is not the
- * recorded one is never packed. Knows
+ * recorded one is never packed. The kernel's vDSO image goes in whole,
+ * as "[vdso]", when recording. Knows
  * nothing of perf records or rings.
  */
 #ifndef MEMSIGHT_RECORD_EMBED_H
@@ -29,10 +30,14 @@ enum embed_mode {
 	EMBED_DEBUG, /* not a mode of --embed: the entry holding an object's debug information */
 };
 
+/* The path an embedded vDSO image goes by, as mappings name it. */
+#define EMBED_VDSO_PATH "[vdso]"
+
 struct embed_set {
 	enum embed_mode mode;
 	char **paths;		/* executable file mappings seen */
 	size_t nr, alloc;
+	int vdso;		/* a [vdso] mapping was seen: embed the image */
 	uint64_t objects, debug, bytes; /* what was embedded: objects, debug entries */
 };
 

@@ -35,14 +35,11 @@ struct bid_cache {
 static struct bid_cache *cache;
 static size_t nr_cache, cache_alloc;
 
-static int build_id_fd(int fd, unsigned char *id)
+static int build_id_elf(Elf *elf, unsigned char *id)
 {
-	Elf *elf;
 	size_t nph;
 	int ret = -1;
 
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -1;
 	if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
@@ -70,6 +67,18 @@ static int build_id_fd(int fd, unsigned char *id)
 out:
 	elf_end(elf);
 	return ret;
+}
+
+static int build_id_fd(int fd, unsigned char *id)
+{
+	elf_version(EV_CURRENT);
+	return build_id_elf(elf_begin(fd, ELF_C_READ_MMAP, NULL), id);
+}
+
+int procsnap_build_id_mem(const void *image, size_t len, unsigned char *id)
+{
+	elf_version(EV_CURRENT);
+	return build_id_elf(elf_memory((char *)image, len), id);
 }
 
 int procsnap_build_id(const char *path, unsigned char *id)

@@ -18,6 +18,8 @@
 /* Read the NT_GNU_BUILD_ID note of the ELF file at path. Returns its length
  * (1..BUILD_ID_MAX) or -1 when the file has none or is not ELF. */
 int procsnap_build_id(const char *path, unsigned char *id);
+/* The same for an ELF image in memory (the vDSO). */
+int procsnap_build_id_mem(const void *image, size_t len, unsigned char *id);
 /* Hex form of a build-id into out (2*len+1 bytes). */
 void procsnap_build_id_hex(const unsigned char *id, int len, char *out);
 

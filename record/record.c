@@ -98,8 +98,8 @@ static const char usage_text[] =
 	"                             executable object mapped into the trace, so it can be\n"
 	"                             analyzed where the binaries are not; full: the whole\n"
 	"                             files; either adds the debug information that names\n"
-	"                             inlined functions and lines, where this machine has it;\n"
-	"                             none\n"
+	"                             inlined functions and lines, where this machine has it,\n"
+	"                             and the kernel's vDSO image; none\n"
 	"      --compression C[:L]  zstd (default; level 1 with -g dwarf, else 3), zlib or none,\n"
 	"                             with an optional level\n"
 	"  -q, --quiet              no summary on stderr\n"
@@ -474,11 +474,11 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 				     : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
 	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
 		return error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
+	if (rc->system_wide && !embed_given)
+		rc->embed.mode = EMBED_NONE;
 	/* A DWARF sample is about 8 KiB: faults in a tight loop come at
 	 * over a GB/s, so the rings must bridge the moments the drain loop
 	 * is off the CPU (16 MiB a CPU is about 10 ms of such a burst). */
-	if (rc->system_wide && !embed_given)
-		rc->embed.mode = EMBED_NONE;
 	if (!rc->mmap_pages)
 		rc->mmap_pages = rc->callchain == REC_CG_DWARF ? 4096 : 1024;
 	/* Stack dumps compress as well at zstd level 1 as at 3 (4.11x against
@@ -975,6 +975,8 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 		break;
 	}
 	case PERF_RECORD_MMAP2:
+		if (size >= 72 + sizeof(EMBED_VDSO_PATH) && !memcmp(rec + 72, EMBED_VDSO_PATH, sizeof(EMBED_VDSO_PATH)))
+			rc->embed.vdso = 1;
 		if (size > 73 && rec[72] == '/' && rec[73] != '/' && rc->embed.mode != EMBED_NONE) {
 			uint32_t prot;
 

@@ -75,6 +75,22 @@ test_expect_success 'XOR without frame pointers, brk+mmap+faults: the buffer mma
 	test $((pc * 10)) -ge $((chunks * 9))
 '
 
+# The vDSO has no file: the recorder embeds the kernel's image, which the
+# first clock_gettime faults in (its data page) with a stack through it.
+test_expect_success 'the vDSO travels in the trace: its frames are named and unwound through by both unwinders' '
+	grep "^  full .* \[vdso\]$" info &&
+	for u in libdw libunwind; do
+		"$MEMSIGHT" folded --unwinder $u -e faults xor.trace >vdso.$u 2>/dev/null &&
+		! grep "\[vdso\]" vdso.$u || return 1
+	done &&
+	if grep -q ";__vdso_" vdso.libdw; then
+		grep ";main;clock_gettime@@GLIBC_2.17;__vdso_clock_gettime [0-9]*$" vdso.libdw &&
+		test "$(grep ";__vdso_" vdso.libdw)" = "$(grep ";__vdso_" vdso.libunwind)"
+	else
+		echo "# this kernel took no fault inside the vDSO"
+	fi
+'
+
 # The recorder stores scrubbed dumps packed (FORMAT.md, "Packed samples"):
 # in the kernel's layout again they must give the very same stacks.
 test_expect_success 'stack dumps are stored packed: a fraction of the bytes, the same stacks unpacked' '

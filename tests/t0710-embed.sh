@@ -23,7 +23,8 @@ test_expect_success 'record the same program three ways: embedded minimal (defau
 	test "$(stat -c %a archived.trace)" = 600 &&
 	"$MEMSIGHT" info min.trace >info &&
 	cat info &&
-	grep "^embedded:    3 objects" info &&
+	grep "^embedded:    4 objects" info &&
+	grep "^  full .* \[vdso\]$" info &&
 	grep "^  minimal .* $PWD/bin/app$" info &&
 	grep "^  minimal .* /usr/lib/x86_64-linux-gnu/libc.so.6$" info &&
 	grep "^  debug .* $PWD/bin/app$" info &&
@@ -135,6 +136,27 @@ test_expect_success 'the binary gone: embedded objects still unwind and name it'
 	"$MEMSIGHT" folded -e malloc -w leaked min.trace >gone.folded 2>err &&
 	grep ";start_thread;child;fibonacci;calloc 163840$" gone.folded &&
 	! grep "stopped early" err
+'
+
+# A process attached with -p was mapped before the recording began: its
+# objects come from the /proc snapshot, not from mmap records.
+test_expect_success 'a running process (-p): its objects and the vDSO are embedded, and name its stacks once the binary is gone' '
+	mkdir -p live &&
+	cp "$BUILD/samples/nofp/fib_leak" live/fib_leak &&
+	{ live/fib_leak 40 25 >live.out & } &&
+	pid=$! &&
+	sleep 0.2 &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf -p $pid -d 0.5 -o live.trace &&
+	wait $pid &&
+	"$MEMSIGHT" info live.trace >info.live &&
+	cat info.live &&
+	grep "^  minimal .* $PWD/live/fib_leak$" info.live &&
+	grep "^  minimal .* /usr/lib/x86_64-linux-gnu/libc.so.6$" info.live &&
+	grep "^  full .* \[vdso\]$" info.live &&
+	rm live/fib_leak &&
+	"$MEMSIGHT" folded -e malloc live.trace >live.folded 2>live.err &&
+	cat live.folded live.err &&
+	grep ";start_thread;child;fibonacci;calloc [1-9][0-9]*$" live.folded
 '
 
 test_expect_success 'bad archive input: one line each' '
