@@ -35,6 +35,29 @@ struct dw_space {
  * pass our state: the space being unwound is the only one. */
 static struct dw_space *current;
 
+/* Does the ELF file at path have a .debug_frame with bytes? */
+static int has_debug_frame(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf && !elf_getshdrstrndx(elf, &shstrndx))
+		while (!found && (scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+
+			found = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_size &&
+				(name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, ".debug_frame");
+		}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
 			  char **debuginfo_file_name)
@@ -52,7 +75,10 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		if (current->mods[i].mod != mod)
 			continue;
 		dbg = symbols_debug_file(current->mods[i].dso);
-		if (!dbg || !strcmp(dbg, current->mods[i].dso->obj_path))
+		/* libdw asks for unwinding only: a debug file without
+		 * .debug_frame (Debian's -dbg ones) would be loaded, once per
+		 * address space, for nothing. */
+		if (!dbg || !strcmp(dbg, current->mods[i].dso->obj_path) || !has_debug_frame(dbg))
 			return -1;
 		fd = open(dbg, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)

@@ -87,13 +87,14 @@ static int keep_minimal(const char *name, const GElf_Shdr *sh)
 
 /* What names inlined functions and gives source lines: the DIE tree and
  * what it refers to, the line tables, the address lookups; not variable
- * locations, macros or the CFI already in the object's entry. */
+ * locations or macros. And .debug_frame: the only CFI of code built
+ * without unwind tables, once its object is stripped. */
 static int keep_debug(const char *name, const GElf_Shdr *sh)
 {
 	static const char *const keep[] = { ".debug_info", ".debug_abbrev", ".debug_str", ".debug_line",
 					    ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
-					    ".debug_addr", ".debug_str_offsets", ".symtab", ".strtab", ".shstrtab",
-					    NULL };
+					    ".debug_addr", ".debug_str_offsets", ".debug_frame", ".symtab", ".strtab",
+					    ".shstrtab", NULL };
 
 	return keep_listed(name, sh, keep);
 }
