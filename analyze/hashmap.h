@@ -40,5 +40,7 @@ void hashmap_u64_remove(struct hashmap *m, uint64_t key);
 		if (s->hash)
 
 uint64_t hash_bytes(const void *p, size_t n);
+/* The same for n 64-bit words (stacks of addresses), a word at a time. */
+uint64_t hash_words(const uint64_t *w, size_t n);
 
 #endif

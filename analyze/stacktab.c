@@ -77,7 +77,7 @@ static void name_all_hook(void *arg)
 struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp,
 				 uint64_t weight)
 {
-	uint64_t h = hash_bytes(smp->ips, smp->nr_ips * sizeof(*smp->ips)) ^ (uint64_t)smp->pid * 0x9e3779b97f4a7c15ull;
+	uint64_t h = hash_words(smp->ips, smp->nr_ips) ^ (uint64_t)smp->pid * 0x9e3779b97f4a7c15ull;
 	struct hm_slot *slot = hashmap_u64(&t->map, h, NULL);
 	struct stack_entry *e;
 	struct frame fr[MAX_FRAMES];

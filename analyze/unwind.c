@@ -123,9 +123,10 @@ int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr)
 int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val)
 {
 	const struct map *mp;
-	uint64_t sp;
+	uint64_t sp = u->sp;
 
-	if (unwind_reg(in, 7, &sp) && addr >= sp && addr - sp + 8 <= in->stack.size) {
+	/* A sample without sp has no dump (unwind_sample stops first). */
+	if (addr >= sp && addr - sp + 8 <= in->stack.size) {
 		stackdump_read(&in->stack, &u->rank, addr - sp, val, 8);
 		if (addr - sp + 8 > u->used)
 			u->used = addr - sp + 8;
@@ -203,6 +204,7 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		return max > 0;
 	}
 	u->used = 0;
+	u->sp = sp;
 	stackdump_rank(&in->stack, &u->rank);
 	n = u->ops->run(u, h->space, in, ips, max, stop);
 	if (u->used > u->st.max_stack_used)

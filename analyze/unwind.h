@@ -95,6 +95,7 @@ struct unwinder {
 	struct machine *m;
 	struct unwind_stats st;
 	uint64_t used;		/* dump bytes read by the stack being unwound */
+	uint64_t sp;		/* its stack pointer: where its dump starts */
 	struct stackdump_rank rank; /* of the dump being unwound */
 };
 
