@@ -232,6 +232,9 @@ static void dso_free(struct dso *d)
 		free(h);
 	}
 	hashmap_release(&d->cache);
+	hashmap_for_each(&d->intervals, slot) free(slot->ptr);
+	hashmap_release(&d->intervals);
+	free(d->bounds);
 	hashmap_release(&d->asked);
 	hashmap_for_each(&d->cus, slot) {
 		struct cu_scopes *c = slot->ptr;
@@ -297,6 +300,7 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 		memcpy(d->build_id, bid, d->bid_len);
 	}
 	hashmap_init(&d->cache, 0);
+	hashmap_init(&d->intervals, 0);
 	hashmap_init(&d->asked, 0);
 	hashmap_init(&d->cus, 0);
 	slot->ptr = d;
@@ -905,6 +909,136 @@ static int vaddr_of(const struct dso *d, uint64_t off, uint64_t *vaddr)
 
 /* The cache entry for an ELF address of d, made on first use; NULL when
  * out of memory. */
+struct sym_interval {
+	const char *name;	 /* libdwfl's, NULL when none */
+	uint64_t start;		 /* the symbol's value */
+};
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void bounds_push(struct dso *d, size_t *alloc, uint64_t v)
+{
+	if (d->nr_bounds == *alloc) {
+		size_t n = *alloc ? 2 * *alloc : 1024;
+		uint64_t *b = realloc(d->bounds, n * sizeof(*b));
+
+		if (!b) {
+			d->bounds_state = -1;
+			return;
+		}
+		d->bounds = b;
+		*alloc = n;
+	}
+	d->bounds[d->nr_bounds++] = v;
+}
+
+/* libdwfl picks the symbol for an address by comparing it with symbol
+ * starts, symbol ends and the bounds of the section that holds it, and
+ * nothing else: so every such address, in libdwfl's own coordinates. */
+static void bounds_make(struct dso *d)
+{
+	int n = dwfl_module_getsymtab(d->mod);
+	size_t alloc = 0, k = 0;
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(d->mod, &bias);
+	Elf_Scn *scn = NULL;
+
+	d->bounds_state = 1;
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr a;
+
+		if (dwfl_module_getsym_info(d->mod, i, &sym, &a, NULL, NULL, NULL)) {
+			bounds_push(d, &alloc, a);
+			bounds_push(d, &alloc, a + sym.st_size);
+		}
+	}
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC)) {
+			bounds_push(d, &alloc, sh.sh_addr + bias);
+			bounds_push(d, &alloc, sh.sh_addr + sh.sh_size + bias);
+		}
+	}
+	if (n <= 0 || d->bounds_state < 0 || d->nr_bounds < 2) {
+		free(d->bounds);
+		d->bounds = NULL;
+		d->nr_bounds = 0;
+		d->bounds_state = -1;
+		return;
+	}
+	qsort(d->bounds, d->nr_bounds, sizeof(*d->bounds), u64_cmp);
+	for (size_t i = 1; i < d->nr_bounds; i++)
+		if (d->bounds[i] != d->bounds[k])
+			d->bounds[++k] = d->bounds[i];
+	d->nr_bounds = k + 1;
+}
+
+/* libdwfl's symbol for look, asked once per interval between bounds. */
+static const char *interval_sym(struct dso *d, uint64_t look, uint64_t *start)
+{
+	size_t lo = 0, hi;
+	uint64_t rep;
+	struct hm_slot *slot;
+	struct sym_interval *iv;
+	int created;
+
+	if (!d->bounds_state)
+		bounds_make(d);
+	if (d->bounds_state < 0 || look < d->bounds[0] || look >= d->bounds[d->nr_bounds - 1])
+		goto direct;
+	/* The last bound at or below look. */
+	hi = d->nr_bounds - 1;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->bounds[mid] <= look)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* A bound itself is an interval of its own: an absolute symbol
+	 * names only the address equal to its value. */
+	rep = look == d->bounds[lo] ? look : d->bounds[lo] + 1;
+	slot = hashmap_u64(&d->intervals, 2 * lo + 1 + (rep != look), &created);
+	if (!slot)
+		goto direct;
+	if (created) {
+		GElf_Sym sym;
+		GElf_Off o = 0;
+
+		iv = calloc(1, sizeof(*iv));
+		slot->ptr = iv;
+		if (!iv)
+			goto direct;
+		iv->name = dwfl_module_addrinfo(d->mod, rep, &o, &sym, NULL, NULL, NULL);
+		iv->start = rep - o;
+	}
+	iv = slot->ptr;
+	if (!iv)
+		goto direct;
+	*start = iv->start;
+	return iv->name;
+direct: {
+	GElf_Sym sym;
+	GElf_Off o = 0;
+	const char *name = dwfl_module_addrinfo(d->mod, look, &o, &sym, NULL, NULL, NULL);
+
+	*start = look - o;
+	return name;
+}
+}
+
+/* MEMSIGHT_SYMBOL_CHECK=1: every lookup asked of libdwfl as well. */
+static int symbol_check = -1;
+static uint64_t symbol_checked, symbol_differ;
+
 static struct sym_hit *dso_hit(struct dso *d, uint64_t look)
 {
 	struct hm_slot *slot;
@@ -924,7 +1058,19 @@ static struct sym_hit *dso_hit(struct dso *d, uint64_t look)
 		if (!hit)
 			return NULL;
 		hit->nr_inline = -1;
-		name = dwfl_module_addrinfo(d->mod, look, &o, &sym, NULL, NULL, NULL);
+		name = interval_sym(d, look, &hit->start);
+		if (symbol_check < 0) {
+			const char *e = getenv("MEMSIGHT_SYMBOL_CHECK");
+
+			symbol_check = e && *e == '1';
+		}
+		if (symbol_check) {
+			const char *want = dwfl_module_addrinfo(d->mod, look, &o, &sym, NULL, NULL, NULL);
+
+			__atomic_add_fetch(&symbol_checked, 1, __ATOMIC_RELAXED);
+			if ((!want != !name) || (want && (strcmp(want, name) || hit->start != look - o)))
+				__atomic_add_fetch(&symbol_differ, 1, __ATOMIC_RELAXED);
+		}
 		hit->name = name;
 		if (name && name[0] == '_' && name[1] == 'Z') {
 			int status = -1;
@@ -936,7 +1082,6 @@ static struct sym_hit *dso_hit(struct dso *d, uint64_t look)
 			else
 				free(dm);
 		}
-		hit->start = look - o;
 	}
 	return slot->ptr;
 }
@@ -1247,6 +1392,9 @@ const char *symbols_ksym(const struct symbols *s, uint64_t addr, uint64_t *symof
 
 void symbols_report_unresolved(struct symbols *s, FILE *f)
 {
+	if (symbol_check > 0)
+		fprintf(f, "memsight: symbol check: %llu of %llu lookups differ from libdwfl's own\n",
+			(unsigned long long)symbol_differ, (unsigned long long)symbol_checked);
 	hashmap_for_each(&s->dsos, slot) {
 		struct dso *d = slot->ptr;
 		char hex[41] = "";

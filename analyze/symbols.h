@@ -40,6 +40,13 @@ struct dso {
 	struct dso_load { uint64_t off, vaddr, size; } *loads;
 	size_t nr_loads;
 	struct hashmap cache;	 /* vaddr -> struct sym_hit * */
+	/* Every address where libdwfl's choice of symbol can change (each
+	 * symbol's start and end, each section's bounds), sorted: between two
+	 * of them its answer is the same, so one lookup serves them all. */
+	uint64_t *bounds;
+	size_t nr_bounds;
+	int bounds_state;	 /* 0 not made yet, 1 made, -1 none (look up each address) */
+	struct hashmap intervals; /* interval number + 1 -> struct sym_interval * */
 	struct hashmap cus;	 /* CU offset -> its functions' ranges, for inlined frames */
 	uint64_t unresolved;	 /* lookups that found no name */
 	/* Loading ahead on the loader thread (see symbols_prefetch): until it

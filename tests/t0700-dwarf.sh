@@ -293,4 +293,17 @@ test_expect_success 'stacks stepped with cached rules are exactly libdw'"'"'s ow
 	done
 '
 
+# Symbols are asked of libdwfl once per interval between the addresses
+# where its choice can change; the check mode asks it for every address
+# as well.
+test_expect_success 'symbols named once per interval are exactly libdwfl'"'"'s own for every address' '
+	for t in dw inl xor df; do
+		MEMSIGHT_SYMBOL_CHECK=1 "$MEMSIGHT" events $t.trace >$t.symchecked 2>$t.symcheck &&
+		"$MEMSIGHT" events $t.trace >$t.symplain 2>/dev/null &&
+		test_cmp $t.symplain $t.symchecked &&
+		grep "^memsight: symbol check: 0 of [1-9][0-9]* lookups differ from libdwfl.s own$" $t.symcheck ||
+			return 1
+	done
+'
+
 test_done
