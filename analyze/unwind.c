@@ -29,6 +29,8 @@ struct space_holder {
 	unsigned gen;
 	const struct unwind_backend_ops *ops;
 	void *space;
+	uint64_t *entries;	/* where its objects' entry points (_start) run */
+	size_t nr_entries;
 };
 
 static void holder_free(void *p)
@@ -37,7 +39,32 @@ static void holder_free(void *p)
 
 	if (h->space)
 		h->ops->space_free(h->space);
+	free(h->entries);
 	free(h);
+}
+
+/* The runtime addresses of the entry points of the objects p maps. */
+static void holder_entries(struct space_holder *h, const struct process *p)
+{
+	size_t n = 0;
+	struct unwind_object *objs = unwind_objects(p, &n);
+
+	h->entries = objs ? calloc(n ? n : 1, sizeof(*h->entries)) : NULL;
+	for (size_t i = 0; h->entries && i < n; i++)
+		if (objs[i].dso->obj_entry)
+			h->entries[h->nr_entries++] = objs[i].bias + objs[i].dso->obj_entry;
+	free(objs);
+}
+
+/* Is addr in the first instructions of an entry point (the dynamic
+ * loader's or the program's _start)? No frame has a caller beyond one,
+ * though ld.so's _start does not mark its return address undefined. */
+static int at_entry_point(const struct space_holder *h, uint64_t addr)
+{
+	for (size_t i = 0; i < h->nr_entries; i++)
+		if (addr - h->entries[i] < 64)
+			return 1;
+	return 0;
 }
 
 int unwind_backend_parse(const char *name)
@@ -139,21 +166,6 @@ int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t
 	return symbols_object_read(mp->dso, addr - mp->start + mp->pgoff, val, 8);
 }
 
-/* Is addr in the first instructions of its object's entry point (the
- * dynamic loader's or the program's _start)? A stack ending there is
- * complete even when the code there does not mark its return address
- * undefined, as ld.so's _start does not. */
-static int at_entry_point(struct unwinder *u, int pid, uint64_t addr)
-{
-	const struct map *mp = unwind_find_map(u, pid, addr);
-	uint64_t bias;
-
-	if (!mp || !mp->dso || !symbols_object(mp->dso) || !mp->dso->obj_entry ||
-	    symbols_object_bias(mp->dso, mp->start, mp->pgoff, &bias))
-		return 0;
-	return addr - bias >= mp->dso->obj_entry && addr - bias < mp->dso->obj_entry + 64;
-}
-
 int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
 		  enum unwind_stop *stop)
 {
@@ -195,6 +207,7 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		h->gen = p->code_gen;
 		h->ops = u->ops;
 		h->space = u->ops->space_new(u, p);
+		holder_entries(h, p);
 		p->unwind = h;
 	}
 	if (!h->space) {
@@ -213,8 +226,15 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		ips[0] = ip;
 		n = 1;
 	}
-	if (*stop != UNWIND_STOP_NONE && *stop != UNWIND_STOP_DEPTH && at_entry_point(u, in->pid, ips[n - 1]))
-		*stop = UNWIND_STOP_NONE;
+	/* Frames beyond an entry point are whatever lay above the stack:
+	 * an unwinder that went on past _start found them. The stack is
+	 * complete there. */
+	for (int k = n - 1; k >= 0 && k >= n - 3; k--)
+		if (at_entry_point(h, ips[k])) {
+			n = k + 1;
+			*stop = UNWIND_STOP_NONE;
+			break;
+		}
 	if (*stop == UNWIND_STOP_NONE)
 		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
 	u->st.stopped[*stop]++;
