@@ -138,6 +138,29 @@ test_expect_success 'the binary gone: embedded objects still unwind and name it'
 	! grep "stopped early" err
 '
 
+# Decoding libc's debug entry is most of a short analysis: the decoded
+# entries are kept, by build-id and content, for the next command.
+test_expect_success 'decoded objects are cached: the next analysis opens them, a damaged one is made again, an empty MEMSIGHT_CACHE_DIR turns it off' '
+	rm -rf "$MEMSIGHT_CACHE_DIR" &&
+	"$MEMSIGHT" folded -e malloc -w leaked min.trace >c1 &&
+	ls "$MEMSIGHT_CACHE_DIR" >cached &&
+	cat cached &&
+	grep -c "^[0-9a-f]*-[123]-[0-9a-f]\{8\}-[0-9]*\.elf$" cached >n &&
+	test "$(cat n)" = "$(wc -l <cached)" &&
+	test "$(cat n)" -ge 3 &&
+	test "$(stat -c %a "$MEMSIGHT_CACHE_DIR")" = 700 &&
+	"$MEMSIGHT" folded -e malloc -w leaked min.trace >c2 &&
+	test_cmp c1 c2 &&
+	for f in "$MEMSIGHT_CACHE_DIR"/*.elf; do : >"$f"; done &&
+	"$MEMSIGHT" folded -e malloc -w leaked min.trace >c3 &&
+	test_cmp c1 c3 &&
+	for f in "$MEMSIGHT_CACHE_DIR"/*.elf; do test -s "$f" || return 1; done &&
+	rm -rf "$MEMSIGHT_CACHE_DIR" &&
+	MEMSIGHT_CACHE_DIR= "$MEMSIGHT" folded -e malloc -w leaked min.trace >c4 &&
+	test_cmp c1 c4 &&
+	! test -e "$MEMSIGHT_CACHE_DIR"
+'
+
 # A process attached with -p was mapped before the recording began: its
 # objects come from the /proc snapshot, not from mmap records.
 test_expect_success 'a running process (-p): its objects and the vDSO are embedded, and name its stacks once the binary is gone' '

@@ -23,6 +23,9 @@ export LC_ALL
 TRASH=$(mktemp -d "${TMPDIR:-/tmp}/memsight-test.XXXXXX")
 trap 'rm -rf "$TRASH"' EXIT
 cd "$TRASH" || exit 1
+# The analyzer's cache of decoded objects: the test's own, never ~/.cache.
+MEMSIGHT_CACHE_DIR=$TRASH/.cache
+export MEMSIGHT_CACHE_DIR
 
 test_count=0
 test_failed=0
