@@ -27,6 +27,10 @@ MB=${MB:-64}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 cd "$w" || exit 1
+# The analyzer's cache of decoded objects starts empty and goes with the
+# run; the first analysis below fills it, as perf record fills ~/.debug.
+MEMSIGHT_CACHE_DIR=$w/cache
+export MEMSIGHT_CACHE_DIR
 command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; exit 1; }
 
 head -c $((MB << 20)) /dev/urandom >in.bin
