@@ -311,7 +311,7 @@ int session_open(struct session *s, const char *path, char *err, size_t errlen)
 		struct process *p = slot->ptr;
 
 		for (size_t i = 0; i < p->nr_maps; i++)
-			if (!p->maps[i].dso && !strcmp(p->maps[i].name, "[vdso]"))
+			if (!p->maps[i].dso && !strcmp(p->maps[i].name, TRACE_OBJECT_VDSO))
 				p->maps[i].dso = vdso_dso(s, p->maps[i].end - p->maps[i].start);
 	}
 	if (!s->nr_evs)
@@ -604,7 +604,7 @@ static struct dso *vdso_dso(struct session *s, uint64_t len)
 	if (!s->vdso_looked) {
 		s->vdso_looked = 1;
 		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
-			if (!strcmp(ei.path, "[vdso]") && ei.bid_len > 0) {
+			if (!strcmp(ei.path, TRACE_OBJECT_VDSO) && ei.bid_len > 0) {
 				s->vdso = symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len);
 				s->vdso_size = ei.original_size;
 				break;
@@ -668,7 +668,7 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 			}
 		}
 		mp.dso = symbols_dso(&s->syms, fname, bid, bl);
-	} else if (!strcmp(fname, "[vdso]")) {
+	} else if (!strcmp(fname, TRACE_OBJECT_VDSO)) {
 		mp.dso = vdso_dso(s, mlen);
 	}
 	machine_map(&s->m, pid, &mp);

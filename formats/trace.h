@@ -57,6 +57,10 @@ enum trace_meta_kind {
 	TRACE_META_OOM = 9,	    /* the system's state when an OOM kill was recorded */
 };
 
+/* The path of an OBJECT entry holding the kernel's vDSO image, which has
+ * no file: as the vDSO's mappings are named. */
+#define TRACE_OBJECT_VDSO "[vdso]"
+
 enum trace_file_flags {
 	TRACE_FILE_RING = 1 << 0, /* flight recorder: older chunks were dropped */
 };

@@ -312,7 +312,7 @@ static void embed_vdso(struct embed_set *e, struct trace_writer *w)
 	fclose(f);
 	if (hi <= lo || (bl = procsnap_build_id_mem((const void *)lo, hi - lo, bid)) <= 0)
 		return;
-	p = payload(EMBED_VDSO_PATH, EMBED_FULL, bid, bl, hi - lo, (const unsigned char *)lo, hi - lo, &len);
+	p = payload(TRACE_OBJECT_VDSO, EMBED_FULL, bid, bl, hi - lo, (const unsigned char *)lo, hi - lo, &len);
 	if (!p)
 		return;
 	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
@@ -404,7 +404,7 @@ void embed_set_add_maps(struct embed_set *e, const char *text, size_t len)
 			path[le - file] = 0;
 			if (perms[2] == 'x' && path[0] == '/')
 				embed_set_add(e, path);
-			else if (!strcmp(path, EMBED_VDSO_PATH))
+			else if (!strcmp(path, TRACE_OBJECT_VDSO))
 				e->vdso = 1;
 		}
 		p = nl ? nl + 1 : end;

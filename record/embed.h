@@ -30,9 +30,6 @@ enum embed_mode {
 	EMBED_DEBUG, /* not a mode of --embed: the entry holding an object's debug information */
 };
 
-/* The path an embedded vDSO image goes by, as mappings name it. */
-#define EMBED_VDSO_PATH "[vdso]"
-
 struct embed_set {
 	enum embed_mode mode;
 	char **paths;		/* executable file mappings seen */

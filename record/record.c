@@ -975,7 +975,7 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 		break;
 	}
 	case PERF_RECORD_MMAP2:
-		if (size >= 72 + sizeof(EMBED_VDSO_PATH) && !memcmp(rec + 72, EMBED_VDSO_PATH, sizeof(EMBED_VDSO_PATH)))
+		if (size >= 72 + sizeof(TRACE_OBJECT_VDSO) && !memcmp(rec + 72, TRACE_OBJECT_VDSO, sizeof(TRACE_OBJECT_VDSO)))
 			rc->embed.vdso = 1;
 		if (size > 73 && rec[72] == '/' && rec[73] != '/' && rc->embed.mode != EMBED_NONE) {
 			uint32_t prot;
