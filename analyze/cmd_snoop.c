@@ -194,10 +194,8 @@ int cmd_mmaps(int argc, char **argv)
 
 	if (r)
 		return r == 1 ? 0 : r;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "mmap", "mmap", NULL))
 		return 1;
-	if (cmd_need_group(&s, "mmap", "mmap", NULL))
-		return snoop_end(&s, 1);
 	s.no_unwind = !o.stacks && !o.json;
 	if (memops_replay(&s, on_mmap, &o, err, sizeof(err))) {
 		error("%s", err);
@@ -255,10 +253,8 @@ int cmd_brk(int argc, char **argv)
 
 	if (r)
 		return r == 1 ? 0 : r;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "brk", "brk", NULL))
 		return 1;
-	if (cmd_need_group(&s, "brk", "brk", NULL))
-		return snoop_end(&s, 1);
 	stacktab_init(&o.tab, 0, 1);
 	if (memops_replay(&s, on_brk, &b, err, sizeof(err))) {
 		error("%s", err[0] ? err : "out of memory");
@@ -439,10 +435,8 @@ int cmd_shm(int argc, char **argv)
 
 	if (r)
 		return r == 1 ? 0 : r;
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open_group(&s, argv[optind], "shm", "shm", NULL))
 		return 1;
-	if (cmd_need_group(&s, "shm", "shm", NULL))
-		return snoop_end(&s, 1);
 	hashmap_init(&o.pending, 0);
 	err[0] = 0;
 	if (session_replay(&s, on_shm, &o, err, sizeof(err))) {
