@@ -126,10 +126,9 @@ int cmd_info(int argc, char **argv)
 		       total / 1024.0,
 		       n ? "" : " (analysis elsewhere needs the binaries or their debug files; see memsight archive)");
 		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++) {
-			char hex[41] = "";
+			char hex[41];
 
-			for (int k = 0; k < ei.bid_len; k++)
-				sprintf(hex + 2 * k, "%02x", ei.build_id[k]);
+			symbols_build_id_hex(ei.build_id, ei.bid_len, hex);
 			printf("  %-7s %10.1f KiB of %10.1f KiB  %s  %s\n",
 			       names[ei.mode >= 1 && ei.mode <= 3 ? ei.mode : 0],
 			       ei.size / 1024.0, ei.original_size / 1024.0, hex, ei.path);

@@ -269,6 +269,15 @@ void symbols_release(struct symbols *s)
 	free(s->ksyms);
 }
 
+void symbols_build_id_hex(const unsigned char *bid, int len, char *out)
+{
+	int i;
+
+	for (i = 0; i < len && i < 20; i++)
+		sprintf(out + 2 * i, "%02x", bid[i]);
+	out[2 * i] = 0;
+}
+
 struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char *bid, int bid_len)
 {
 	char key[4200];
@@ -278,8 +287,7 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 
 	if (bid_len > 0) {
 		strcpy(key, "b:");
-		for (int i = 0; i < bid_len && i < 20; i++)
-			sprintf(key + 2 + 2 * i, "%02x", bid[i]);
+		symbols_build_id_hex(bid, bid_len, key + 2);
 	} else {
 		snprintf(key, sizeof(key), "p:%s", path);
 	}
@@ -487,9 +495,7 @@ static int cache_name(const struct embedded *e, char *buf, size_t len)
 
 	if (cache_dir(dir, sizeof(dir)))
 		return -1;
-	for (int i = 0; i < e->bid_len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", e->bid[i]);
-	hex[2 * e->bid_len] = 0;
+	symbols_build_id_hex(e->bid, e->bid_len, hex);
 	n = snprintf(buf, len, "%s/%s-%d-%08x-%zu.elf", dir, hex, e->mode, e->r->chunks[e->chunk].crc, e->len);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
@@ -727,8 +733,7 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 		ADD("%s", d->path);
 		return n;
 	}
-	for (int i = 0; i < d->bid_len; i++)
-		sprintf(hex + 2 * i, "%02x", d->build_id[i]);
+	symbols_build_id_hex(d->build_id, d->bid_len, hex);
 	snprintf(home_debug, sizeof(home_debug), "%s/.debug", home && home[0] ? home : "/root");
 	for (size_t i = 0; i <= nr_debug_dirs; i++) {
 		const char *dir = i < nr_debug_dirs ? debug_dirs[i] : home_debug;
@@ -788,25 +793,28 @@ static void dso_load(struct dso *d)
 	d->state = mismatch ? DSO_MISMATCH : st;
 }
 
-/* Does the ELF have unwind tables with bytes in them? */
-static int has_unwind_tables(Elf *elf)
+Elf_Scn *symbols_elf_section(Elf *elf, const char *name)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
+		return NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
-		const char *name;
+		const char *n;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !sh.sh_size)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (!strcmp(name, ".eh_frame") || !strcmp(name, ".debug_frame")))
-			return 1;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_size &&
+		    (n = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(n, name))
+			return scn;
 	}
-	return 0;
+	return NULL;
+}
+
+/* Does the ELF have unwind tables with bytes in them? */
+static int has_unwind_tables(Elf *elf)
+{
+	return symbols_elf_section(elf, ".eh_frame") || symbols_elf_section(elf, ".debug_frame");
 }
 
 static int object_try(struct dso *d, const char *path)
@@ -1473,8 +1481,7 @@ void symbols_report_unresolved(struct symbols *s, FILE *f)
 		if (!d || !d->unresolved)
 			continue;
 		dso_settle(d);
-		for (int i = 0; i < d->bid_len; i++)
-			sprintf(hex + 2 * i, "%02x", d->build_id[i]);
+		symbols_build_id_hex(d->build_id, d->bid_len, hex);
 		switch (d->state) {
 		case DSO_MISSING:
 			fprintf(f, "memsight: %llu frames unnamed in '%s' (build-id %s): the file is not on this "

@@ -14,6 +14,7 @@
 #ifndef MEMSIGHT_SYMBOLS_H
 #define MEMSIGHT_SYMBOLS_H
 
+#include <libelf.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -128,6 +129,10 @@ int symbols_sysroot_set(const char *dir);
  * build-id for what no local file has. Returns 0, -EINVAL when no server
  * is named, or -ENOMEM. */
 int symbols_debuginfod_set(const char *urls);
+/* A build-id of len bytes (at most 20) as hex into out (41 bytes). */
+void symbols_build_id_hex(const unsigned char *bid, int len, char *out);
+/* The section of elf called name that holds bytes, or NULL. */
+Elf_Scn *symbols_elf_section(Elf *elf, const char *name);
 /* The object file of d for unwinding (see struct dso), or NULL. */
 const char *symbols_object(struct dso *d);
 /* The file d's symbols come from (a separate debug file when there is

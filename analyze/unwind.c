@@ -43,17 +43,13 @@ static void holder_free(void *p)
 	free(h);
 }
 
-/* The runtime addresses of the entry points of the objects p maps. */
-static void holder_entries(struct space_holder *h, const struct process *p)
+/* The runtime addresses of the entry points of objs. */
+static void holder_entries(struct space_holder *h, const struct unwind_object *objs, size_t n)
 {
-	size_t n = 0;
-	struct unwind_object *objs = unwind_objects(p, &n);
-
-	h->entries = objs ? calloc(n ? n : 1, sizeof(*h->entries)) : NULL;
+	h->entries = calloc(n ? n : 1, sizeof(*h->entries));
 	for (size_t i = 0; h->entries && i < n; i++)
 		if (objs[i].dso->obj_entry)
 			h->entries[h->nr_entries++] = objs[i].bias + objs[i].dso->obj_entry;
-	free(objs);
 }
 
 /* Is addr in the first instructions of an entry point (the dynamic
@@ -112,7 +108,9 @@ int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val)
 	return 1;
 }
 
-struct unwind_object *unwind_objects(const struct process *p, size_t *n)
+/* The executable objects p maps, each once, whose object file is here,
+ * with their load bias. Returns a malloc'd array (of *n) or NULL. */
+static struct unwind_object *unwind_objects(const struct process *p, size_t *n)
 {
 	struct unwind_object *v = calloc(p->nr_maps ? p->nr_maps : 1, sizeof(*v));
 
@@ -171,6 +169,8 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 {
 	struct process *p;
 	struct space_holder *h;
+	struct unwind_object *objs;
+	size_t nr_objs = 0;
 	uint64_t ip, sp;
 	int n;
 
@@ -206,8 +206,12 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 			return 0;
 		h->gen = p->code_gen;
 		h->ops = u->ops;
-		h->space = u->ops->space_new(u, p);
-		holder_entries(h, p);
+		objs = unwind_objects(p, &nr_objs);
+		if (objs) {
+			h->space = u->ops->space_new(u, p, objs, nr_objs);
+			holder_entries(h, objs, nr_objs);
+		}
+		free(objs);
 		p->unwind = h;
 	}
 	if (!h->space) {

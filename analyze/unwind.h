@@ -79,10 +79,18 @@ void unwind_report(const struct unwinder *u, FILE *f);
 
 /* ---- for the backends ---------------------------------------------------- */
 
+/* An executable object a process maps, whose object file is here, with
+ * its load bias. */
+struct unwind_object {
+	struct dso *dso;
+	uint64_t bias;
+};
+
 struct unwind_backend_ops {
 	const char *name;
-	/* A new address space for p at its current code_gen. */
-	void *(*space_new)(struct unwinder *u, struct process *p);
+	/* A new address space for p at its current code_gen, which maps the
+	 * n objects objs (unwind_objects). */
+	void *(*space_new)(struct unwinder *u, struct process *p, const struct unwind_object *objs, size_t n);
 	void (*space_free)(void *space);
 	int (*run)(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, int max,
 		   enum unwind_stop *stop);
@@ -99,13 +107,6 @@ struct unwinder {
 	struct stackdump_rank rank; /* of the dump being unwound */
 };
 
-/* The executable objects p maps, each once, whose object file is here,
- * with their load bias. Returns a malloc'd array (of *n) or NULL. */
-struct unwind_object {
-	struct dso *dso;
-	uint64_t bias;
-};
-struct unwind_object *unwind_objects(const struct process *p, size_t *n);
 /* The space of a process's address space: its map for an address. */
 const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr);
 /* A register of the input by DWARF x86-64 number (0-16); 0 when absent. */

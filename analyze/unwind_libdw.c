@@ -38,19 +38,10 @@ static struct dw_space *current;
 /* Does the ELF file at path have a .debug_frame with bytes? */
 static int has_debug_frame(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), found;
 	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
 
-	if (elf && !elf_getshdrstrndx(elf, &shstrndx))
-		while (!found && (scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			const char *name;
-
-			found = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_size &&
-				(name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, ".debug_frame");
-		}
+	found = elf && symbols_elf_section(elf, ".debug_frame");
 	if (elf)
 		elf_end(elf);
 	if (fd >= 0)
@@ -171,11 +162,9 @@ static void dw_space_free(void *p)
 	free(sp);
 }
 
-static void *dw_space_new(struct unwinder *u, struct process *p)
+static void *dw_space_new(struct unwinder *u, struct process *p, const struct unwind_object *objs, size_t n)
 {
 	struct dw_space *sp = calloc(1, sizeof(*sp));
-	struct unwind_object *objs = NULL;
-	size_t n = 0;
 
 	if (!sp)
 		return NULL;
@@ -183,9 +172,8 @@ static void *dw_space_new(struct unwinder *u, struct process *p)
 	sp->pid = p->pid;
 	hashmap_init(&sp->rules, 0);
 	sp->dwfl = dwfl_begin(&callbacks);
-	objs = unwind_objects(p, &n);
 	sp->mods = calloc(n ? n : 1, sizeof(*sp->mods));
-	if (!sp->dwfl || !objs || !sp->mods)
+	if (!sp->dwfl || !sp->mods)
 		goto fail;
 	dwfl_report_begin(sp->dwfl);
 	for (size_t i = 0; i < n; i++) {
@@ -199,10 +187,8 @@ static void *dw_space_new(struct unwinder *u, struct process *p)
 	dwfl_report_end(sp->dwfl, NULL, NULL);
 	if (!sp->nr_mods || !dwfl_attach_state(sp->dwfl, NULL, p->pid, &thread_callbacks, sp))
 		goto fail;
-	free(objs);
 	return sp;
 fail:
-	free(objs);
 	dw_space_free(sp);
 	return NULL;
 }

@@ -60,6 +60,7 @@ struct lu_space {
 	const struct unwind_input *in;
 	int beyond_dump;
 	int noinfo;		 /* the step being taken found no unwind entry */
+	size_t nr_synth;	 /* mods with a rewritten .debug_frame */
 };
 
 /* The standard .eh_frame_hdr: pcrel sdata4 frame pointer, udata4 count,
@@ -100,25 +101,12 @@ static struct lu_mod *mod_of(struct lu_space *sp, uint64_t ip)
 /* The .debug_frame of elf, inflated when compressed; NULL when none. */
 static Elf_Data *debug_frame_data(Elf *elf)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
+	Elf_Scn *scn = symbols_elf_section(elf, ".debug_frame");
+	GElf_Shdr sh;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
+	if (!scn || !gelf_getshdr(scn, &sh) || ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0))
 		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, ".debug_frame"))
-			continue;
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return NULL;
-		return elf_getdata(scn, NULL);
-	}
-	return NULL;
+	return elf_getdata(scn, NULL);
 }
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -393,6 +381,7 @@ static struct lu_synth *synth_get(struct lu_space *sp, struct lu_mod *m)
 		memcpy(sy->bytes + 8 * kept, ents, len);
 		sy->count = kept;
 		m->synth = sy;
+		sp->nr_synth++;
 	} else {
 		free(sy);
 	}
@@ -462,8 +451,9 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, in
 	(void)as;
 	if (write)
 		return -UNW_EREADONLYREG;
-	/* A rewritten .debug_frame lies where nothing is mapped. */
-	for (size_t i = 0; i < sp->nr_mods; i++) {
+	/* A rewritten .debug_frame lies where nothing is mapped; most
+	 * spaces have none, and this runs for every word read. */
+	for (size_t i = 0; sp->nr_synth && i < sp->nr_mods; i++) {
 		const struct lu_synth *sy = sp->mods[i].synth;
 
 		if (sy && addr >= sy->base && addr - sy->base < sy->size) {
@@ -555,21 +545,17 @@ static void lu_space_free(void *p)
 	free(sp);
 }
 
-static void *lu_space_new(struct unwinder *u, struct process *p)
+static void *lu_space_new(struct unwinder *u, struct process *p, const struct unwind_object *objs, size_t n)
 {
 	struct lu_space *sp = calloc(1, sizeof(*sp));
-	struct unwind_object *objs;
-	size_t n = 0;
 
 	if (!sp)
 		return NULL;
 	sp->u = u;
 	sp->proc = p;
-	objs = unwind_objects(p, &n);
 	sp->mods = calloc(n ? n : 1, sizeof(*sp->mods));
 	sp->as = unw_create_addr_space(&accessors, 0);
-	if (!objs || !sp->mods || !sp->as) {
-		free(objs);
+	if (!sp->mods || !sp->as) {
 		lu_space_free(sp);
 		return NULL;
 	}
@@ -591,7 +577,6 @@ static void *lu_space_new(struct unwinder *u, struct process *p)
 		}
 		eh_frame_hdr_find(m);
 	}
-	free(objs);
 	return sp;
 }
 
