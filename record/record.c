@@ -80,16 +80,20 @@ static const char usage_text[] =
 	"  -a, --all-cpus           record the whole system (while COMMAND runs, when given)\n"
 	"  -o, --output FILE        trace file to write (default: memsight.trace)\n"
 	"  -d, --duration SECONDS   stop after SECONDS\n"
-	"  -g, --call-graph MODE    fp (default): kernel and user frame-pointer callchains;\n"
-	"                           dwarf[,SIZE]: kernel callchain, user registers and SIZE\n"
-	"                             bytes of user stack (default 8192), unwound offline;\n"
-	"                             the dump is raw process memory and can hold secrets\n"
+	"  -g, --call-graph MODE    dwarf[,SIZE] (default, but with -a): kernel callchain,\n"
+	"                             user registers and SIZE bytes of user stack (default\n"
+	"                             8192), unwound offline through code without frame\n"
+	"                             pointers (libc, libstdc++, optimised builds)\n"
+	"                           fp (default with -a): kernel and user frame-pointer\n"
+	"                             callchains, a tenth of the bytes, broken by code\n"
+	"                             without frame pointers\n"
 	"                           none: no stacks\n"
 	"      --stack-dump MODE    pointers (default): of each stack dump and user register,\n"
 	"                             keep only the words that could be user addresses (all\n"
 	"                             that unwinding reads), zero the rest; raw: every byte\n"
 	"  -m, --mmap-pages N       ring buffer pages per CPU, a power of two (default 1024,\n"
-	"                             4096 with dwarf)\n"
+	"                             4096 with dwarf; less where that would pass 256 MiB\n"
+	"                             over all CPUs)\n"
 	"  -O, --object OBJ         malloc: probe the allocator in OBJ (default: the target's libc)\n"
 	"  -z, --min-size BYTES     malloc: only allocations of at least BYTES\n"
 	"  -Z, --max-size BYTES     malloc: only allocations of at most BYTES\n"
@@ -129,6 +133,8 @@ static const char usage_text[] =
 #define PREFAULT_DWARF_RAW (96u << 20)
 #define PREFAULT_DWARF (16u << 20)
 #define PREFAULT_OTHER (4u << 20)
+/* What the default rings may pin in all (-m sets it per CPU). */
+#define RINGS_DEFAULT_MAX (256ull << 20)
 
 struct ring {
 	int cpu;
@@ -321,11 +327,11 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, embed_given = 0;
+	int c, embed_given = 0, cg_given = 0;
 	char *end;
 
 	rc->output = "memsight.trace";
-	rc->callchain = REC_CG_FP;
+	rc->callchain = REC_CG_DWARF;
 	rc->embed.mode = EMBED_MINIMAL;
 	rc->stack_size = REC_DWARF_STACK_DEFAULT;
 	rc->mmap_pages = 0; /* by call-graph mode, after the options */
@@ -353,6 +359,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 				return error("invalid duration '%s': give seconds, e.g. -d 10 or -d 0.5", optarg);
 			break;
 		case 'g':
+			cg_given = 1;
 			if (!strcmp(optarg, "fp")) {
 				rc->callchain = REC_CG_FP;
 			} else if (!strcmp(optarg, "none")) {
@@ -476,11 +483,24 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		return error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
 	if (rc->system_wide && !embed_given)
 		rc->embed.mode = EMBED_NONE;
+	/* A whole busy box in DWARF mode writes ten times the bytes of
+	 * frame-pointer stacks (124 against 13 a sample over a parallel
+	 * build) and can outrun the compressor: -a keeps fp unless asked. */
+	if (rc->system_wide && !cg_given)
+		rc->callchain = REC_CG_FP;
 	/* A DWARF sample is about 8 KiB: faults in a tight loop come at
 	 * over a GB/s, so the rings must bridge the moments the drain loop
-	 * is off the CPU (16 MiB a CPU is about 10 ms of such a burst). */
-	if (!rc->mmap_pages)
+	 * is off the CPU (16 MiB a CPU is about 10 ms of such a burst). The
+	 * rings are pinned kernel memory, one per CPU: on a big box the
+	 * default shrinks to keep them within RINGS_DEFAULT_MAX in all. */
+	if (!rc->mmap_pages) {
+		long ncpus = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+
 		rc->mmap_pages = rc->callchain == REC_CG_DWARF ? 4096 : 1024;
+		while (rc->mmap_pages > 256 && (uint64_t)rc->mmap_pages * page * (ncpus > 0 ? ncpus : 1) >
+						       RINGS_DEFAULT_MAX)
+			rc->mmap_pages /= 2;
+	}
 	/* Stack dumps compress as well at zstd level 1 as at 3 (4.11x against
 	 * 4.13x on the XOR sample's) at 1.6 times the speed, and the
 	 * compressor shares a CPU with the drain loop. */

@@ -214,6 +214,11 @@ static int load_event(const char *name, const char *fn, int entry, const struct 
 		/* Stacks at entry, never at return: a pending return probe
 		 * has replaced a return address on the stack by then. */
 		events_stack_attr(&e.attr, o);
+		/* The kernel part of a uprobe's callchain is only the trap
+		 * that took it: walking it costs more than the user walk. */
+		e.attr.exclude_callchain_kernel = 1;
+		if (e.attr.exclude_callchain_user)
+			e.attr.sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
 		/* -s N: one entry in N, counted in the kernel. Returns and
 		 * frees are all kept, so every free still finds its pointer.
 		 * realloc and posix_memalign entries are all kept: without

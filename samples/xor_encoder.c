@@ -6,7 +6,8 @@
  *   2. process_chunk() keeps a copy of every chunk it encodes, so the heap
  *      grows by the input size (brk) and every copy's pages fault in.
  * It prints its own ground truth: sizes, the buffer's mapping, the chunk
- * count and the page faults the kernel counted for it (getrusage).
+ * count and the addresses the chunks span, and the page faults the kernel
+ * counted for it (getrusage).
  *
  * usage: xor_encoder INPUT [OUTPUT]     (OUTPUT defaults to /dev/null)
  */
@@ -30,6 +31,7 @@ struct chunk {
 
 static struct chunk *kept;
 static size_t nr_kept;
+static uintptr_t kept_lo = UINTPTR_MAX, kept_hi;
 static int out_fd;
 
 static void process_chunk(const unsigned char *in, size_t n)
@@ -51,6 +53,10 @@ static void process_chunk(const unsigned char *in, size_t n)
 	c->next = kept;
 	kept = c;
 	nr_kept++;
+	if ((uintptr_t)c < kept_lo)
+		kept_lo = (uintptr_t)c;
+	if ((uintptr_t)c->data + n > kept_hi)
+		kept_hi = (uintptr_t)c->data + n;
 }
 
 /* glibc keeps a chunk's size in the word before it. Read apart from the
@@ -118,6 +124,9 @@ int main(int argc, char **argv)
 	printf("xor_encoder: input %lld bytes\n", (long long)st.st_size);
 	read_in_chunks(fd, st.st_size);
 	printf("xor_encoder: process_chunk kept %zu chunks (%zu bytes of data)\n", nr_kept, (size_t)st.st_size);
+	if (nr_kept)
+		printf("xor_encoder: process_chunk chunks at 0x%lx-0x%lx\n", (unsigned long)kept_lo,
+		       (unsigned long)kept_hi);
 	getrusage(RUSAGE_SELF, &ru);
 	printf("xor_encoder: page faults %ld (%ld minor, %ld major)\n", ru.ru_minflt + ru.ru_majflt, ru.ru_minflt,
 	       ru.ru_majflt);

@@ -8,7 +8,7 @@ XOR=$BUILD/samples/xor_encoder
 head -c $((64 << 20)) /dev/urandom >in.bin
 
 test_expect_success 'record the sample: no event lost' '
-	"$MEMSIGHT" record -o xor.trace -- "$XOR" in.bin >truth 2>rec.err &&
+	"$MEMSIGHT" record -g fp -o xor.trace -- "$XOR" in.bin >truth 2>rec.err &&
 	cat truth rec.err &&
 	grep "0 events lost" rec.err &&
 	"$MEMSIGHT" info xor.trace >info &&
