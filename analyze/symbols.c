@@ -29,6 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../formats/cache.h"
+
 /* From libstdc++: C++ names are shown demangled. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -458,31 +460,6 @@ static int fd_write_all(void *arg, const void *buf, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
-	return 0;
-}
-
-/* Where decoded entries are kept between runs (like perf's build-id
- * cache): $MEMSIGHT_CACHE_DIR, else $XDG_CACHE_HOME/memsight, else
- * ~/.cache/memsight; none when MEMSIGHT_CACHE_DIR is set but empty. */
-static int cache_dir(char *buf, size_t len)
-{
-	const char *d = getenv("MEMSIGHT_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	int n;
-
-	if (d)
-		n = snprintf(buf, len, "%s", d);
-	else if (x && *x)
-		n = snprintf(buf, len, "%s/memsight", x);
-	else if (h && *h)
-		n = snprintf(buf, len, "%s/.cache/memsight", h);
-	else
-		return -1;
-	if (n <= 0 || (size_t)n >= len)
-		return -1;
-	/* Only the last level is made: a cache is not worth a tree of
-	 * directories nobody asked for. */
-	if (mkdir(buf, 0700) && errno != EEXIST)
-		return -1;
 	return 0;
 }
 

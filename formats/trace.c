@@ -278,25 +278,19 @@ static int writer_compress(struct trace_writer *w, const void *data, size_t len,
 	return w->codec;
 }
 
-static int writer_chunk(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
-			uint64_t time, const void *data, size_t len, int compress)
+/* One chunk whose payload is stored as plen bytes of codec, len once
+ * decoded. */
+static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+				uint64_t time, int codec, const void *payload, size_t plen, size_t len)
 {
 	unsigned char h[TRACE_CHUNK_HEADER_SIZE];
-	const void *payload = data;
-	size_t plen = len;
-	int codec = TRACE_CODEC_NONE;
 	uint64_t at = w->offset;
 
 	if (w->err)
 		return w->err;
-	if (len > TRACE_CHUNK_MAX)
-		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len,
+	if (len > TRACE_CHUNK_MAX || plen > TRACE_CHUNK_MAX)
+		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len > plen ? len : plen,
 				   TRACE_CHUNK_MAX);
-	if (compress) {
-		codec = writer_compress(w, data, len, &payload, &plen);
-		if (codec < 0)
-			return codec;
-	}
 	put32(h, TRACE_CHUNK_MAGIC);
 	put16(h + 4, type);
 	put16(h + 6, codec);
@@ -321,6 +315,26 @@ static int writer_chunk(struct trace_writer *w, enum trace_chunk_type type, uint
 	}
 	w->index[w->nr_index++] = (struct trace_index_entry){ at, type, codec, stream, time };
 	return 0;
+}
+
+static int writer_chunk(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+			uint64_t time, const void *data, size_t len, int compress)
+{
+	const void *payload = data;
+	size_t plen = len;
+	int codec = TRACE_CODEC_NONE;
+
+	if (w->err)
+		return w->err;
+	if (len > TRACE_CHUNK_MAX)
+		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len,
+				   TRACE_CHUNK_MAX);
+	if (compress) {
+		codec = writer_compress(w, data, len, &payload, &plen);
+		if (codec < 0)
+			return codec;
+	}
+	return writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len);
 }
 
 static int writer_flush_index(struct trace_writer *w)
@@ -365,6 +379,27 @@ int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_
 		if (time > w->last_time)
 			w->last_time = time;
 	}
+	if (w->nr_index >= INDEX_EVERY)
+		writer_flush_index(w);
+	return w->err;
+}
+
+int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, const void **out, size_t *outlen)
+{
+	if (w->err)
+		return w->err;
+	if (len > TRACE_CHUNK_MAX)
+		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len,
+				   TRACE_CHUNK_MAX);
+	return writer_compress(w, data, len, out, outlen);
+}
+
+int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+			     enum trace_codec codec, const void *payload, size_t plen, size_t len)
+{
+	if (type != TRACE_CHUNK_META || codec > TRACE_CODEC_ZLIB || (codec == TRACE_CODEC_NONE && plen != len))
+		return writer_fail(w, -EINVAL, "an encoded chunk must be META with a known codec");
+	writer_chunk_encoded(w, type, stream, 0, codec, payload, plen, len);
 	if (w->nr_index >= INDEX_EVERY)
 		writer_flush_index(w);
 	return w->err;

@@ -132,6 +132,15 @@ int trace_writer_init_mem(struct trace_writer *w, const struct trace_writer_opts
 int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
 		     uint64_t time, const void *data, size_t len, uint64_t nr);
 int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, size_t n);
+/* A META payload as the writer would store it: *out is the stored bytes
+ * (in a buffer the writer reuses on its next call, or data itself) and
+ * the return value their codec, or the sticky negative errno. With
+ * trace_writer_add_encoded, for payloads kept encoded between runs. */
+int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, const void **out, size_t *outlen);
+/* Append a META chunk whose payload is already stored as codec: plen
+ * bytes, len once decoded. The reader checks it like any other. */
+int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+			     enum trace_codec codec, const void *payload, size_t plen, size_t len);
 
 /* Write the last INDEX and the TRAILER, then sync. Returns the sticky error. */
 int trace_writer_finish(struct trace_writer *w);

@@ -20,6 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
+#include "../formats/cache.h"
 #include "../formats/meta.h"
 #include "procsnap.h"
 
@@ -275,21 +278,101 @@ static int debug_source(const char *path, const unsigned char *bid, int bl, char
 	return procsnap_build_id(out, got) == bl && !memcmp(got, bid, bl) ? 2 : 0;
 }
 
+/*
+ * Packed entries are kept between recordings in the cache directory
+ * (formats/cache.h), stored as the trace stores them: packing libc's debug
+ * entry means inflating 8.5 MiB of zlib and compressing it again, most of
+ * what a short recording costs. A file is named by what makes its bytes
+ * (the build-id, the mode, a hash of the path the payload names, the
+ * codec) and holds: "MSEMBED1", u32 codec, u32 length decoded, u32 length
+ * stored, u32 CRC of the stored bytes, then those bytes.
+ */
+#define EMBED_CACHE_MAGIC "MSEMBED1"
+#define EMBED_CACHE_HEADER 24
+
+static int embed_cache_name(const char *path, enum embed_mode mode, const unsigned char *bid, int bl,
+			    enum trace_codec codec, char *out, size_t len)
+{
+	char dir[PATH_MAX], hex[2 * BUILD_ID_MAX + 1];
+	uint32_t h = 2166136261u;
+	int n;
+
+	if (cache_dir(dir, sizeof(dir)))
+		return -1;
+	for (const char *c = path; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	procsnap_build_id_hex(bid, bl, hex);
+	n = snprintf(out, len, "%s/%s-%d-%08x-%d.packed", dir, hex, mode, h, codec);
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* The cached entry at name into w; 0 when it was there and whole. */
+static int embed_cache_load(const char *name, struct trace_writer *w, size_t *raw)
+{
+	unsigned char h[EMBED_CACHE_HEADER], *p = NULL;
+	uint32_t codec, len, stored, crc;
+	int fd = open(name, O_RDONLY | O_CLOEXEC), ret = -1;
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_size < EMBED_CACHE_HEADER || pread(fd, h, sizeof(h), 0) != sizeof(h) ||
+	    memcmp(h, EMBED_CACHE_MAGIC, 8))
+		goto out;
+	memcpy(&codec, h + 8, 4);
+	memcpy(&len, h + 12, 4);
+	memcpy(&stored, h + 16, 4);
+	memcpy(&crc, h + 20, 4);
+	if ((uint64_t)st.st_size != EMBED_CACHE_HEADER + (uint64_t)stored || !(p = malloc(stored ? stored : 1)) ||
+	    pread(fd, p, stored, EMBED_CACHE_HEADER) != (ssize_t)stored ||
+	    crc32(0, p, stored) != crc)
+		goto out;
+	/* A damaged file is only a miss: the entry is packed again. */
+	if (trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, p, stored, len))
+		goto out;
+	*raw = len;
+	ret = 0;
+out:
+	free(p);
+	close(fd);
+	return ret;
+}
+
+static void embed_cache_store(const char *name, int codec, size_t len, const void *stored, size_t slen)
+{
+	unsigned char h[EMBED_CACHE_HEADER];
+	uint32_t v[4] = { (uint32_t)codec, (uint32_t)len, (uint32_t)slen, (uint32_t)crc32(0, stored, slen) };
+
+	memcpy(h, EMBED_CACHE_MAGIC, 8);
+	memcpy(h + 8, v, sizeof(v));
+	cache_store(name, h, sizeof(h), stored, slen);
+}
+
 static void embed_one(struct embed_set *e, struct trace_writer *w, const char *path, enum embed_mode mode,
 		      const unsigned char *bid, int bl)
 {
-	size_t len;
-	unsigned char *p = pack(path, mode, bid, bl, &len);
+	char name[PATH_MAX];
+	int cached = !embed_cache_name(path, mode, bid, bl, w->codec, name, sizeof(name)), codec;
+	size_t len, slen;
+	const void *stored;
+	unsigned char *p;
 
-	if (!p)
-		return;
-	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
+	if (!cached || embed_cache_load(name, w, &len)) {
+		if (!(p = pack(path, mode, bid, bl, &len)))
+			return;
+		codec = trace_writer_encode(w, p, len, &stored, &slen);
+		if (codec >= 0) {
+			if (cached)
+				embed_cache_store(name, codec, len, stored, slen);
+			trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, stored, slen, len);
+		}
+		free(p);
+	}
 	if (mode == EMBED_DEBUG)
 		e->debug++;
 	else
 		e->objects++;
 	e->bytes += len;
-	free(p);
 }
 
 /* The kernel maps the same vDSO image into every 64-bit process, so the

@@ -4,9 +4,12 @@
 #include "ksyms.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static size_t slot_of(uint64_t ip, size_t alloc)
 {
@@ -61,7 +64,7 @@ void ksyms_set_release(struct ksyms_set *s)
 
 struct ksym_line {
 	uint64_t addr;
-	char *line;
+	size_t off, len;	/* of the line, newline included, in the table's text */
 	int keep;
 };
 
@@ -79,90 +82,194 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int ksyms_extract(const struct ksyms_set *s, char **text, size_t *len)
+static char *read_whole(const char *path, size_t *len, int *err)
 {
-	FILE *f = fopen("/proc/kallsyms", "re");
-	struct ksym_line *v = NULL;
-	size_t n = 0, alloc = 0, ni = 0, out_len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0, alloc = 0;
+	char *buf = NULL;
+
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (alloc - n < 65536) {
+			char *p = realloc(buf, alloc = alloc ? alloc * 2 : 1 << 20);
+
+			if (!p) {
+				*err = -ENOMEM;
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = p;
+		}
+		r = read(fd, buf + n, alloc - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			*err = -errno;
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (!r)
+			break;
+		n += r;
+	}
+	close(fd);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+static int hexdigit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Read and index kallsyms: text symbols only, as callchains never point
+ * into data. Lines are "ADDR TYPE NAME[\t[MODULE]]". */
+static void table_load(struct ksyms_table *t)
+{
+	size_t alloc = 0;
+	int sorted = 1;
+
+	t->err = 0;
+	t->modules = read_whole("/proc/modules", &t->modules_len, &t->err);
+	t->err = 0;
+	t->text = read_whole("/proc/kallsyms", &t->len, &t->err);
+	for (size_t off = 0; t->text && off < t->len;) {
+		const char *line = t->text + off, *nl = memchr(line, '\n', t->len - off), *p = line;
+		size_t l = nl ? (size_t)(nl - line) + 1 : t->len - off;
+		uint64_t addr = 0;
+		int d;
+
+		off += l;
+		/* Every line ends with a newline; a read cut short does not. */
+		if (!nl)
+			break;
+		while ((d = hexdigit(*p)) >= 0)
+			addr = addr << 4 | d, p++;
+		if (*p != ' ' || !addr || !strchr("tTwW", p[1]) || !p[1])
+			continue;
+		if (t->nr == alloc) {
+			struct ksym_line *v = realloc(t->lines, (alloc = alloc ? alloc * 2 : 65536) * sizeof(*v));
+
+			if (!v) {
+				t->err = -ENOMEM;
+				return;
+			}
+			t->lines = v;
+		}
+		sorted &= !t->nr || t->lines[t->nr - 1].addr <= addr;
+		t->lines[t->nr++] = (struct ksym_line){ addr, (size_t)(line - t->text), l, 0 };
+	}
+	if (!sorted)
+		qsort(t->lines, t->nr, sizeof(*t->lines), line_cmp);
+}
+
+static void table_clear(struct ksyms_table *t)
+{
+	free(t->text);
+	free(t->lines);
+	free(t->modules);
+	t->text = t->modules = NULL;
+	t->lines = NULL;
+	t->len = t->nr = t->modules_len = 0;
+}
+
+static void *table_run(void *arg)
+{
+	table_load(arg);
+	return NULL;
+}
+
+void ksyms_table_start(struct ksyms_table *t)
+{
+	sigset_t all, old;
+
+	/* The recorder takes its signals (SIGCHLD above all) through a
+	 * signalfd: a thread that did not block them could take one and
+	 * lose it. It inherits this mask. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	t->loading = !pthread_create(&t->thread, NULL, table_run, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void table_join(struct ksyms_table *t)
+{
+	if (t->loading)
+		pthread_join(t->thread, NULL);
+	t->loading = 0;
+}
+
+void ksyms_table_release(struct ksyms_table *t)
+{
+	table_join(t);
+	table_clear(t);
+}
+
+int ksyms_extract(const struct ksyms_set *s, struct ksyms_table *t, char **text, size_t *len)
+{
 	uint64_t *ips = NULL;
-	char *line = NULL, *out = NULL;
-	size_t line_alloc = 0;
-	int ret = -ENOMEM;
+	size_t ni = 0, out_len = 0, mlen = 0;
+	char *out = NULL, *mods;
+	int merr = 0;
 
 	*text = NULL;
 	*len = 0;
-	if (!s->nr) {
-		if (f)
-			fclose(f);
+	table_join(t);
+	if (!s->nr)
 		return 0;
+	/* A module loaded or unloaded since the read moved symbols (a
+	 * kernel without modules has no /proc/modules at all). */
+	mods = read_whole("/proc/modules", &mlen, &merr);
+	if (!t->text || !mods != !t->modules || (mods && (mlen != t->modules_len || memcmp(mods, t->modules, mlen)))) {
+		table_clear(t);
+		table_load(t);
 	}
-	if (!f)
-		return -errno;
-	while (getline(&line, &line_alloc, f) > 0) {
-		char type;
-		unsigned long long addr;
-
-		if (sscanf(line, "%llx %c", &addr, &type) != 2 || !addr)
-			continue;
-		/* Text symbols only: callchains never point into data. */
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		if (n == alloc) {
-			struct ksym_line *p = realloc(v, (alloc = alloc ? alloc * 2 : 65536) * sizeof(*p));
-
-			if (!p)
-				goto out;
-			v = p;
-		}
-		v[n].addr = addr;
-		v[n].keep = 0;
-		if (!(v[n].line = strdup(line)))
-			goto out;
-		n++;
-	}
-	qsort(v, n, sizeof(*v), line_cmp);
+	free(mods);
+	if (t->err || !t->text)
+		return t->err ? t->err : -ENOENT;
 	ips = malloc(s->nr * sizeof(*ips));
 	if (!ips)
-		goto out;
+		return -ENOMEM;
 	for (size_t i = 0; i < s->alloc; i++)
 		if (s->slots[i])
 			ips[ni++] = s->slots[i];
 	qsort(ips, ni, sizeof(*ips), u64_cmp);
 	/* Both lists are sorted: walk them together. */
 	for (size_t i = 0, k = 0; i < ni; i++) {
-		while (k + 1 < n && v[k + 1].addr <= ips[i])
+		while (k + 1 < t->nr && t->lines[k + 1].addr <= ips[i])
 			k++;
-		if (k < n && v[k].addr <= ips[i]) {
-			v[k].keep = 1;
-			if (k + 1 < n)
-				v[k + 1].keep = 1;
+		if (k < t->nr && t->lines[k].addr <= ips[i]) {
+			t->lines[k].keep = 1;
+			if (k + 1 < t->nr)
+				t->lines[k + 1].keep = 1;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		if (v[i].keep)
-			out_len += strlen(v[i].line);
+	for (size_t i = 0; i < t->nr; i++)
+		if (t->lines[i].keep)
+			out_len += t->lines[i].len;
 	out = malloc(out_len + 1);
-	if (!out)
-		goto out;
+	if (!out) {
+		free(ips);
+		return -ENOMEM;
+	}
 	out_len = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].keep) {
-			size_t l = strlen(v[i].line);
-
-			memcpy(out + out_len, v[i].line, l);
-			out_len += l;
+	for (size_t i = 0; i < t->nr; i++) {
+		if (t->lines[i].keep) {
+			memcpy(out + out_len, t->text + t->lines[i].off, t->lines[i].len);
+			out_len += t->lines[i].len;
 		}
 	}
 	out[out_len] = 0;
 	*text = out;
 	*len = out_len;
-	ret = 0;
-out:
-	for (size_t i = 0; i < n; i++)
-		free(v[i].line);
-	free(v);
 	free(ips);
-	free(line);
-	fclose(f);
-	return ret;
+	return 0;
 }

@@ -196,6 +196,7 @@ struct recorder {
 	int renamed;
 	int old_fd;		/* the trace the new one replaces, held open until the end */
 	struct ksyms_set ksyms;
+	struct ksyms_table kallsyms;
 	struct embed_set embed;
 	char **nobid;		/* MMAP2 file names seen without a build-id */
 	size_t nr_nobid, nobid_alloc;
@@ -1250,10 +1251,11 @@ static void write_end_meta(struct recorder *rc)
 	char *text = NULL, line[PATH_MAX + 64];
 	size_t len = 0, alloc = 0;
 
-	if (!ksyms_extract(&rc->ksyms, &text, &len) && len)
+	/* The objects first: the kallsyms thread may still be reading. */
+	embed_set_write(&rc->embed, &rc->w);
+	if (!ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
 		meta_add(rc, TRACE_META_KSYMS, text, len);
 	free(text);
-	embed_set_write(&rc->embed, &rc->w);
 
 	/* Build-ids the kernel could not give (page not in memory). */
 	text = NULL;
@@ -1607,22 +1609,58 @@ out:
 	return ret;
 }
 
+/*
+ * The last close of a tracepoint or uprobe event waits for an RCU grace
+ * period in the kernel (about 28 ms here), once per event and one after
+ * another, as the kernel holds one mutex around each; threads cannot make
+ * them overlap. By now the trace is complete and nothing waits on them, so
+ * a child takes them over, with what must follow them (the uprobe
+ * definitions, which can only go once no event uses them) and the trace
+ * this one replaced (whose pages are freed on its last close), and the
+ * recorder exits at once. The child keeps the recorder's blocked signals
+ * and lets go of its standard streams, so neither a second Ctrl-C nor a
+ * pipe reading the recorder's output waits for it.
+ */
+static void events_release(struct recorder *rc)
+{
+	pid_t child = rc->nr_fds || rc->old_fd >= 0 ? fork() : -1;
+
+	if (child == 0) {
+		for (int fd = 0; fd < 3; fd++)
+			close(fd);
+		for (size_t i = 0; i < rc->nr_fds; i++)
+			close(rc->fds[i]);
+		if (rc->old_fd >= 0)
+			close(rc->old_fd);
+		uprobes_remove();
+		_exit(0);
+	}
+	/* With the child holding them these closes are only a count going
+	 * down; without one, they are the slow ones. */
+	for (size_t i = 0; i < rc->nr_fds; i++)
+		close(rc->fds[i]);
+	rc->nr_fds = 0;
+	if (rc->old_fd >= 0)
+		close(rc->old_fd);
+	rc->old_fd = -1;
+	if (child < 0)
+		uprobes_remove();
+}
+
 static void cleanup(struct recorder *rc)
 {
 	size_t page = sysconf(_SC_PAGESIZE);
 
 	/* Started before the command; a failed start ends here. */
 	writeq_stop(&rc->q);
-	for (size_t i = 0; i < rc->nr_fds; i++)
-		close(rc->fds[i]);
-	rc->nr_fds = 0;
-	/* Probes can only go once no fd uses them. */
-	uprobes_remove();
+	/* Unmapped first: the child that closes the events need not copy
+	 * the rings' page tables. */
 	for (int c = 0; rc->rings && c < rc->ncpus; c++) {
 		if (rc->rings[c].base)
 			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);
 		free(rc->rings[c].chunk);
 	}
+	events_release(rc);
 	free(rc->rings);
 	free(rc->fds);
 	free(rc->ids);
@@ -1633,6 +1671,7 @@ static void cleanup(struct recorder *rc)
 		free(rc->nobid[i]);
 	free(rc->nobid);
 	ksyms_set_release(&rc->ksyms);
+	ksyms_table_release(&rc->kallsyms);
 	trace_writer_release(&rc->w);
 	free(rc->groups);
 	free(rc->filters);
@@ -1688,6 +1727,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* Kernel text is named only at the end, from what kallsyms said:
+	 * read it while the recording starts and runs. */
+	if (rc.callchain != REC_CG_NONE)
+		ksyms_table_start(&rc.kallsyms);
 	rc.build_id = probe_build_id();
 	rc.format_lost = probe_format_lost();
 	if (scrub_init(&rc.scrub, rc.stack_dump)) {
@@ -1778,8 +1821,6 @@ out:
 		if (!rc.renamed)
 			unlink(rc.tmp_path);
 	}
-	if (rc.old_fd >= 0)
-		close(rc.old_fd);
 	cleanup(&rc);
 	return ret;
 }

@@ -15,6 +15,8 @@
 #define WRITEQ_FAST_LEVEL 1
 /* Below the drain loop (nice -10 when root), not so far that it starves. */
 #define WRITEQ_NICE 5
+/* Bytes of the arena faulted in before the command starts. */
+#define WRITEQ_PREFAULT_NOW (4u << 20)
 
 struct writeq_job {
 	struct writeq_job *next;
@@ -61,10 +63,22 @@ static void writeq_free(struct writeq *q, void *buf)
 	free(buf);
 }
 
-/* Fault in the first buffers now, before the command runs: a page fault
- * per 4 KiB in the drain loop costs more than the copy itself at dwarf
- * rates, and a freed 1 MiB malloc chunk goes back to the kernel. Huge
- * pages where the kernel gives them, so the arena costs a few faults. */
+static void writeq_populate(unsigned char *a, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(a, len, MADV_POPULATE_WRITE))
+#endif
+		for (size_t i = 0; i < len; i += 4096)
+			a[i] = 0;
+}
+
+/* Fault in the first buffers before the command runs: a page fault per
+ * 4 KiB in the drain loop costs more than the copy itself at dwarf rates,
+ * and a freed 1 MiB malloc chunk goes back to the kernel. Huge pages where
+ * the kernel gives them, so the arena costs a few faults. Only the first
+ * WRITEQ_PREFAULT_NOW bytes hold up the start (about 2 ms a MiB here);
+ * the thread faults in the rest as its first work, and the pool hands out
+ * the ready buffers first. */
 static void writeq_arena_make(struct writeq *q, size_t bytes)
 {
 	size_t n = (bytes + q->pool_size - 1) / q->pool_size;
@@ -78,14 +92,11 @@ static void writeq_arena_make(struct writeq *q, size_t bytes)
 	if (a == MAP_FAILED)
 		return;
 	madvise(a, n * q->pool_size, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-	if (madvise(a, n * q->pool_size, MADV_POPULATE_WRITE))
-#endif
-		for (size_t i = 0; i < n * q->pool_size; i += 4096)
-			a[i] = 0;
 	q->arena = a;
 	q->arena_len = n * q->pool_size;
-	for (size_t i = 0; i < n; i++)
+	q->arena_ready = q->arena_len < WRITEQ_PREFAULT_NOW ? q->arena_len : WRITEQ_PREFAULT_NOW;
+	writeq_populate(a, q->arena_ready);
+	for (size_t i = n; i-- > 0;)
 		q->pool[q->nr_pool++] = a + i * q->pool_size;
 }
 
@@ -96,6 +107,8 @@ static void *writeq_main(void *arg)
 	/* Draining the rings matters more than compressing: when both want
 	 * the same CPU, the drain loop must win or the kernel drops events. */
 	setpriority(PRIO_PROCESS, gettid(), WRITEQ_NICE);
+	if (q->arena_len > q->arena_ready)
+		writeq_populate(q->arena + q->arena_ready, q->arena_len - q->arena_ready);
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		struct writeq_job *j;

@@ -33,7 +33,7 @@ struct writeq {
 	void **pool;		/* written buffers kept for reuse, all pool_size bytes */
 	size_t nr_pool, pool_size, pool_max;
 	unsigned char *arena;	/* the buffers faulted in at the start */
-	size_t arena_len;
+	size_t arena_len, arena_ready; /* ready: faulted in before the thread started */
 	size_t pending, max_pending, peak;
 	uint64_t waits;		/* times the drain loop had to wait for room */
 	uint64_t fast_chunks;	/* written with a fast level to catch up */

@@ -1,0 +1,81 @@
+/*
+ * formats/cache.c: the cache directory; see cache.h.
+ */
+#include "cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cache_dir(char *buf, size_t len)
+{
+	const char *d = getenv("MEMSIGHT_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	int n;
+
+	if (d)
+		n = snprintf(buf, len, "%s", d);
+	else if (x && *x)
+		n = snprintf(buf, len, "%s/memsight", x);
+	else if (h && *h)
+		n = snprintf(buf, len, "%s/.cache/memsight", h);
+	else
+		return -1;
+	if (n <= 0 || (size_t)n >= len)
+		return -1;
+	/* The last level is made, and ~/.cache as the XDG rules make it
+	 * when it is the default that is missing; a directory the user
+	 * named must exist but for its last level. */
+	if (!d && !(x && *x)) {
+		buf[n - 9] = 0;
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -1;
+		buf[n - 9] = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int cache_store(const char *path, const void *a, size_t alen, const void *b, size_t blen)
+{
+	char tmp[PATH_MAX];
+	int fd, n = snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+
+	if (n <= 0 || (size_t)n >= sizeof(tmp))
+		return -1;
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -1;
+	/* A full disk leaves no half file under the real name. */
+	if (write_all(fd, a, alen) || (b && write_all(fd, b, blen))) {
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	if (close(fd) || rename(tmp, path)) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
