@@ -196,7 +196,7 @@ demo: deps
 
 bench: bench-deps
 	$(MAKE) all
-	sh tests/bench/bench-record.sh
+	sh tests/bench/bench-record.sh && sh tests/bench/bench-default.sh
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
 
 install: $(PROGRAMS)

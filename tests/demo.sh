@@ -22,6 +22,16 @@ fi
 rm -f "$out/input.bin"
 echo
 "$b/memsight" report -T 3 $dbg "$trace"
+# The article's finding, by name: which function's memory the faults were.
+echo
+echo "== page faults by the function they were for (memsight folded -e faults) =="
+"$b/memsight" folded $dbg -e faults "$trace" 2>/dev/null | awk '
+	{ n = $NF; t += n; if (/;process_chunk(;|$| )/) pc += n; else if (/;read_in_chunks(;|$| )/) rc += n }
+	END {
+		printf "  %6d (%2.0f%%)  read_in_chunks: its input buffer, the size of the whole input\n", rc, 100 * rc / t
+		printf "  %6d (%2.0f%%)  process_chunk: the copy of every chunk it keeps\n", pc, 100 * pc / t
+		printf "  %6d (%2.0f%%)  the rest (loader, libc, stdio)\n", t - rc - pc, 100 * (t - rc - pc) / t
+	}'
 for e in faults brk mmap; do
 	w=count
 	[ $e = faults ] || w=bytes

@@ -26,13 +26,13 @@ elapsed() { sed -n 's/^xor_encoder: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
 : >base.t; : >ms.t; : >perf.t
 for i in $(seq "$RUNS"); do
 	"$xor" in.bin >/dev/null 2>e && elapsed e >>base.t
-	"$b/memsight" record -q -o ms.trace -- "$xor" in.bin >/dev/null 2>e && elapsed e >>ms.t
+	"$b/memsight" record -q -g fp -o ms.trace -- "$xor" in.bin >/dev/null 2>e && elapsed e >>ms.t
 	perf record -q -e syscalls:sys_enter_brk,syscalls:sys_enter_mmap,page-faults -c 1 -g -o perf.data \
 		-- "$xor" in.bin >/dev/null 2>e && elapsed e >>perf.t
 done
 base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t)
 
-"$b/memsight" record -o ms.trace -- "$xor" in.bin >/dev/null 2>ms.err
+"$b/memsight" record -g fp -o ms.trace -- "$xor" in.bin >/dev/null 2>ms.err
 perf record -e syscalls:sys_enter_brk,syscalls:sys_enter_mmap,page-faults -c 1 -g -o perf.data \
 	-- "$xor" in.bin >/dev/null 2>perf.err
 count_outputs
