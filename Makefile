@@ -90,6 +90,7 @@ TOOL_SRC := \
 SAMPLES := \
 	alloc_zoo \
 	cxx_leak \
+	cxx_threads \
 	fib_leak \
 	file_touch \
 	inline_alloc \

@@ -26,7 +26,8 @@ static const char usage_text[] =
 	"      --suppress FILE   more suppressions, one 'leak:PATTERN' per line (LeakSanitizer's format)\n"
 	"      --no-default-suppressions\n"
 	"                        report libc's one-time allocations (stdio buffers, TLS, loader) too\n"
-	"      --fail-over BYTES exit with status 3 when more than BYTES are reported leaked\n"
+	"      --fail-over BYTES exit with status 3 when more than BYTES are reported leaked, 4 when\n"
+	"                        events were lost and the leaks they could hide or fake decide it\n"
 	"      --kernel          kernel memory instead (record -e kmem): slab objects, pages and\n"
 	"                        percpu chunks still allocated, by kernel and user stack\n"
 	"  -h, --help            show this help\n"
@@ -37,6 +38,7 @@ struct group {
 	int pid;
 	const char *comm;
 	uint64_t bytes, count, first, last, late_bytes;
+	uint64_t uncertain, uncertain_bytes; /* made before events were lost: maybe freed */
 	double growth;		   /* bytes per second over the recording's second half */
 	const char *suppressed_by;
 };
@@ -44,6 +46,7 @@ struct group {
 struct leaks {
 	long pid;
 	uint64_t older_ns, end, start;
+	uint64_t horizon;	   /* events before this time may be missing (0: none) */
 	struct hashmap groups;	   /* stack entry (or pid for stackless) -> struct group * */
 };
 
@@ -215,10 +218,17 @@ static int leaks_kernel(const char *path, const struct kleaks_opts *o)
 			print_frames(g->stack->frames, g->stack->nr_frames, o->lines, "\t\t");
 		}
 	}
-	ret = o->have_fail && total > o->fail_over ? 3 : 0;
-	if (ret == 3)
+	ret = 0;
+	if (o->have_fail && session_incomplete(&s)) {
+		ret = 4;
+		fprintf(stderr, "memsight leaks: the trace is incomplete (%s): cannot tell whether the kernel's "
+				"outstanding memory passes --fail-over %llu; record it again\n",
+			s.r.stop[0] ? "cut short" : "events were lost", (unsigned long long)o->fail_over);
+	} else if (o->have_fail && total > o->fail_over) {
+		ret = 3;
 		fprintf(stderr, "memsight leaks: %llu kernel bytes outstanding, over the --fail-over limit of %llu\n",
 			(unsigned long long)total, (unsigned long long)o->fail_over);
+	}
 	goto out;
 oom:
 	error("out of memory");
@@ -260,6 +270,7 @@ int cmd_leaks(int argc, char **argv)
 	uint64_t top = 10, val, fail_over = 0;
 	int c, ret = 1, growth = 0, lines = 0, json = 0, defaults = 1, have_fail = 0, kernel = 0;
 	uint64_t leak_bytes = 0, leak_count = 0, sup_bytes = 0, sup_count = 0, sup_groups = 0, nogroup_count = 0;
+	uint64_t unsure_bytes = 0, unsure_count = 0, lost;
 	size_t nv = 0;
 	double dur;
 
@@ -343,6 +354,8 @@ int cmd_leaks(int argc, char **argv)
 	}
 	l.start = s.first_time;
 	l.end = s.last_time;
+	l.horizon = session_loss_horizon(&s);
+	lost = s.lost > s.lost_records ? s.lost : s.lost_records;
 	dur = l.end > l.start ? (l.end - l.start) / 1e9 : 0;
 	hashmap_for_each(&a.procs, p) {
 		hashmap_for_each((struct hashmap *)p->ptr, rs) {
@@ -364,6 +377,11 @@ int cmd_leaks(int argc, char **argv)
 				g->last = r->time;
 			if (r->time >= l.start + (l.end - l.start) / 2)
 				g->late_bytes += r->size;
+			/* A free lost with the events would look like this. */
+			if (r->time < l.horizon) {
+				g->uncertain++;
+				g->uncertain_bytes += r->size;
+			}
 		}
 	}
 	v = malloc((l.groups.nr ? l.groups.nr : 1) * sizeof(*v));
@@ -377,6 +395,7 @@ int cmd_leaks(int argc, char **argv)
 		g->growth = dur > 0 ? g->late_bytes * a.sample / (dur / 2) : 0;
 		g->bytes *= a.sample;
 		g->late_bytes *= a.sample;
+		g->uncertain_bytes *= a.sample;
 		if (!g->stack) {
 			nogroup_count += g->count;
 			continue;
@@ -390,17 +409,22 @@ int cmd_leaks(int argc, char **argv)
 		}
 		leak_bytes += g->bytes;
 		leak_count += g->count;
+		unsure_bytes += g->uncertain_bytes;
+		unsure_count += g->uncertain;
 		v[nv++] = g;
 	}
 	qsort(v, nv, sizeof(*v), growth ? by_growth : by_size);
 	if (json) {
 		printf("{\"trace\":");
 		json_str(s.path);
-		printf(",\"estimate\":%s,\"sample\":%u,\"duration_s\":%.6f,\"leaked_bytes\":%llu,"
-		       "\"leaked_allocations\":%llu,\"suppressed_bytes\":%llu,\"suppressed_allocations\":%llu,"
+		printf(",\"estimate\":%s,\"sample\":%u,\"duration_s\":%.6f,\"incomplete\":%s,\"lost\":%llu,"
+		       "\"leaked_bytes\":%llu,\"leaked_allocations\":%llu,\"uncertain_bytes\":%llu,"
+		       "\"uncertain_allocations\":%llu,\"suppressed_bytes\":%llu,\"suppressed_allocations\":%llu,"
 		       "\"unmatched_frees\":%llu,\"allocations\":%llu,\"frees\":%llu,\"stacks\":[",
-		       a.sample > 1 ? "true" : "false", a.sample, dur, (unsigned long long)leak_bytes,
-		       (unsigned long long)leak_count * a.sample, (unsigned long long)sup_bytes,
+		       a.sample > 1 ? "true" : "false", a.sample, dur, session_incomplete(&s) ? "true" : "false",
+		       (unsigned long long)lost, (unsigned long long)leak_bytes,
+		       (unsigned long long)leak_count * a.sample, (unsigned long long)unsure_bytes,
+		       (unsigned long long)unsure_count * a.sample, (unsigned long long)sup_bytes,
 		       (unsigned long long)sup_count * a.sample, (unsigned long long)a.unmatched_frees,
 		       (unsigned long long)a.nr_allocs, (unsigned long long)a.nr_frees);
 		for (size_t i = 0; i < nv && i < top; i++) {
@@ -408,9 +432,11 @@ int cmd_leaks(int argc, char **argv)
 
 			printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", g->pid);
 			json_str(g->comm);
-			printf(",\"bytes\":%llu,\"allocations\":%llu,\"first_s\":%.6f,\"last_s\":%.6f,"
+			printf(",\"bytes\":%llu,\"allocations\":%llu,\"uncertain_bytes\":%llu,"
+			       "\"uncertain_allocations\":%llu,\"first_s\":%.6f,\"last_s\":%.6f,"
 			       "\"growth_bytes_per_s\":%.0f,\"frames\":[",
 			       (unsigned long long)g->bytes, (unsigned long long)g->count * a.sample,
+			       (unsigned long long)g->uncertain_bytes, (unsigned long long)g->uncertain * a.sample,
 			       (g->first - l.start) / 1e9, (g->last - l.start) / 1e9, g->growth);
 			for (int j = 0; j < g->stack->nr_frames; j++) {
 				const struct frame *f = &g->stack->frames[j];
@@ -438,17 +464,29 @@ int cmd_leaks(int argc, char **argv)
 		if (a.sample > 1)
 			printf("# sampled recording (-s %u): bytes and counts are estimates, scaled by %u\n", a.sample,
 			       a.sample);
+		if (session_incomplete(&s) && unsure_count)
+			printf("# INCOMPLETE: %s; %llu bytes in %llu of these allocations were made before the last "
+			       "loss, and their frees may be among what was lost (marked UNCERTAIN below)\n",
+			       lost ? "events were lost while recording" : "the trace is cut short",
+			       (unsigned long long)unsure_bytes, (unsigned long long)unsure_count * a.sample);
+		else if (session_incomplete(&s))
+			printf("# INCOMPLETE: %s; none of these allocations was made before the last loss, but a "
+			       "lost allocation may hide a leak\n",
+			       lost ? "events were lost while recording" : "the trace is cut short");
 		if (sup_groups)
 			printf("# suppressed: %llu bytes in %llu allocations from %llu stacks (libc's one-time "
 			       "allocations%s; --no-default-suppressions shows them)\n",
 			       (unsigned long long)sup_bytes, (unsigned long long)sup_count * a.sample,
 			       (unsigned long long)sup_groups, supfile ? " and --suppress" : "");
 		if (a.unmatched_frees)
-			printf("# %llu frees of memory allocated before the recording began were not counted\n",
-			       (unsigned long long)a.unmatched_frees);
+			printf("# %llu frees of memory allocated before the recording began%s were not counted\n",
+			       (unsigned long long)a.unmatched_frees,
+			       session_incomplete(&s) ? ", or whose allocation was lost," : "");
 		if (nogroup_count)
-			printf("# %llu outstanding allocations have no stack (their entry was not kept: -s or -z/-Z)\n",
-			       (unsigned long long)nogroup_count);
+			printf("# %llu outstanding allocations have no stack (their entry was %s)\n",
+			       (unsigned long long)nogroup_count,
+			       a.sample > 1 || a.min_size || a.max_size ? "not kept: -s or -z/-Z"
+			       : "lost with the events");
 		if (a.unknown_result)
 			printf("# %llu posix_memalign results could not be read (their pointer was not on the stack)\n",
 			       (unsigned long long)a.unknown_result);
@@ -460,6 +498,10 @@ int cmd_leaks(int argc, char **argv)
 			printf("\tmade +%.3fs..+%.3fs of %.3fs; %s %s/s over the last half\n", (g->first - l.start) / 1e9,
 			       (g->last - l.start) / 1e9, dur, g->growth > 0 ? "growing" : "not growing",
 			       fmt_bytes((uint64_t)g->growth, sz, sizeof(sz)));
+			if (g->uncertain)
+				printf("\tUNCERTAIN: %llu of these allocations (%llu bytes) were made before events "
+				       "were lost; their frees may have been lost\n",
+				       (unsigned long long)g->uncertain * a.sample, (unsigned long long)g->uncertain_bytes);
 			for (int j = 0; j < g->stack->nr_frames; j++) {
 				const struct frame *f = &g->stack->frames[j];
 				char name[512];
@@ -475,10 +517,25 @@ int cmd_leaks(int argc, char **argv)
 				printf("\t\t(no stack recorded)\n");
 		}
 	}
-	ret = have_fail && leak_bytes > fail_over ? 3 : 0;
-	if (ret == 3)
+	/* The gate: leaks made after the last loss are certain; with
+	 * events missing, the rest may be frees that were lost and a lost
+	 * allocation may hide a leak, so only a certain excess fails (3)
+	 * and anything else is "cannot tell" (4). */
+	ret = 0;
+	if (have_fail && leak_bytes - unsure_bytes > fail_over) {
+		ret = 3;
+		fprintf(stderr, "memsight leaks: %llu bytes leaked, over the --fail-over limit of %llu\n",
+			(unsigned long long)(leak_bytes - unsure_bytes), (unsigned long long)fail_over);
+	} else if (have_fail && session_incomplete(&s)) {
+		ret = 4;
+		fprintf(stderr, "memsight leaks: the trace is incomplete (%s): cannot tell whether the leaks pass "
+				"--fail-over %llu; record it again (see memsight info for why events were lost)\n",
+			lost ? "events were lost" : "cut short", (unsigned long long)fail_over);
+	} else if (have_fail && leak_bytes > fail_over) {
+		ret = 3;
 		fprintf(stderr, "memsight leaks: %llu bytes leaked, over the --fail-over limit of %llu\n",
 			(unsigned long long)leak_bytes, (unsigned long long)fail_over);
+	}
 out:
 	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);

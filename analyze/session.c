@@ -272,6 +272,8 @@ static int on_loss(const struct trace_loss *l, void *arg)
 	struct open_state *o = arg;
 
 	o->s->lost += l->lost;
+	if (l->cpu == TRACE_LOSS_UNREPORTED)
+		o->s->lost_unreported += l->lost;
 	return 0;
 }
 
@@ -439,6 +441,18 @@ const char *sample_str(const struct sample *smp, const char *field, char *buf, s
 	memcpy(buf, (const char *)smp->raw + off, n);
 	buf[n] = 0;
 	return buf;
+}
+
+int session_incomplete(const struct session *s)
+{
+	return s->lost || s->lost_records || s->r.stop[0];
+}
+
+uint64_t session_loss_horizon(const struct session *s)
+{
+	if (s->lost_unreported || s->r.stop[0] || (s->lost_records && !s->last_loss))
+		return UINT64_MAX;
+	return s->last_loss;
 }
 
 int session_group_recorded(struct session *s, const char *group)
@@ -792,6 +806,10 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 
 			memcpy(&lost, rec + 16, 8);
 			s->lost_records += lost;
+			/* The kernel writes it once room is back: the events it
+			 * counts were lost before this time. */
+			if (time > s->last_loss)
+				s->last_loss = time;
 		}
 		break;
 	}
@@ -807,6 +825,8 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	for (size_t i = 0; i < s->nr_evs; i++)
 		s->evs[i].nr_samples = 0;
 	s->nr_samples = 0;
+	s->lost_records = 0;
+	s->last_loss = 0;
 	r = trace_read(&s->r, &h, &st, err, errlen);
 	for (size_t i = 0; i < s->nr_at_end; i++)
 		s->at_end[i].fn(s->at_end[i].arg);

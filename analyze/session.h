@@ -164,7 +164,9 @@ struct session {
 	struct oom_context *ooms;
 	size_t nr_ooms;
 	uint64_t lost;		/* from LOSS chunks */
+	uint64_t lost_unreported; /* of those, what no PERF_RECORD_LOST placed in time */
 	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */
+	uint64_t last_loss;	/* time of the last PERF_RECORD_LOST in the replay, 0 if none */
 	uint64_t nr_samples, first_time, last_time;
 	int recorder_pid;
 	unsigned page_size;
@@ -213,6 +215,12 @@ uint64_t session_field(struct session *s, const struct sample *smp, int idx);
 void session_report_unwind(struct session *s);
 /* Warn once on stderr about an incomplete trace. */
 void session_warn_incomplete(struct session *s);
+/* Whether events are missing: lost by the kernel, or the trace cut short. */
+int session_incomplete(const struct session *s);
+/* After a replay: the time before which events may be missing (the last
+ * loss the replay placed; the trace's end when some loss has no time, or
+ * it is cut short), 0 when none is. */
+uint64_t session_loss_horizon(const struct session *s);
 
 /* ---- frames ---------------------------------------------------------- */
 

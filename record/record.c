@@ -1411,9 +1411,14 @@ static void summary(struct recorder *rc)
 		(unsigned long long)rc->records, secs, bytes / 1048576.0, rc->output,
 		rc->records ? (double)bytes / rc->records : 0.0);
 	if (lost && rc->q.waits)
-		fprintf(stderr, "memsight record: LOST %llu events: compression could not keep up (%.0f MiB "
-				"queued); use --compression zstd:1 or none, or record fewer groups\n",
-			(unsigned long long)lost, rc->q.peak / 1048576.0);
+		fprintf(stderr, "memsight record: LOST %llu events: the compression thread fell behind (%.0f MiB "
+				"queued) for want of CPU; %s\n",
+			(unsigned long long)lost, rc->q.peak / 1048576.0,
+			geteuid() ? "run as root, which lets the recorder's threads run ahead of the command, or "
+				    "record with -g fp (a tenth of the bytes)"
+				  : rc->callchain == REC_CG_DWARF ? "record with -g fp (a tenth of the bytes), fewer "
+								    "groups, or with a CPU left free"
+								  : "record fewer groups, or with a CPU left free");
 	else if (lost)
 		fprintf(stderr, "memsight record: LOST %llu events: the rings overflowed; enlarge them with -m "
 				"or record fewer groups, or sample them (kmem/100)\n",

@@ -13,8 +13,11 @@
 /* Level 1 compresses stack dumps as well as 3 at 1.6 times the speed; zstd's
  * negative levels lost a third of the ratio on them. */
 #define WRITEQ_FAST_LEVEL 1
-/* Below the drain loop (nice -10 when root), not so far that it starves. */
-#define WRITEQ_NICE 5
+/* Below the drain loop (nice -10 when root) and above the command: a
+ * command with more busy threads than CPUs starved it at +5 (50 threads
+ * on 2 CPUs: the queue filled, the drain loop waited and 11% of the
+ * events were lost). Without root it stays at the command's 0. */
+#define WRITEQ_NICE -5
 /* Bytes of the arena faulted in before the command starts. */
 #define WRITEQ_PREFAULT_NOW (4u << 20)
 
@@ -105,7 +108,8 @@ static void *writeq_main(void *arg)
 	struct writeq *q = arg;
 
 	/* Draining the rings matters more than compressing: when both want
-	 * the same CPU, the drain loop must win or the kernel drops events. */
+	 * the same CPU, the drain loop must win or the kernel drops events;
+	 * and compressing more than the command, or the queue fills. */
 	setpriority(PRIO_PROCESS, gettid(), WRITEQ_NICE);
 	if (q->arena_len > q->arena_ready)
 		writeq_populate(q->arena + q->arena_ready, q->arena_len - q->arena_ready);
