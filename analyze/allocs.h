@@ -37,11 +37,18 @@ typedef int (*alloc_cb)(struct session *s, const struct alloc_event *ev, void *a
 struct allocs {
 	struct stacktab stacks;	  /* allocation stacks; weight = bytes allocated */
 	struct hashmap procs;	  /* pid -> struct hashmap * (ptr -> struct alloc_rec *) */
+	struct hashmap freed;	  /* pid -> struct hashmap * of blocks freed and not allocated again */
 	struct hashmap threads;	  /* tid -> struct pending_stack * */
 	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
+	uint32_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
+	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
 	uint64_t min_size, max_size;
 	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;
 	uint64_t unmatched_frees;  /* frees of memory allocated before the recording */
+	uint64_t refrees;	   /* the allocator freeing again blocks freed before (tcache at thread exit) */
+	uint64_t internal_frees;   /* the allocator freeing blocks no probed call made (its tcache) */
+	uint64_t double_frees;	   /* the program freeing again blocks freed before */
+	uint64_t nested;	   /* calls the allocator made inside the user's (reallocarray -> realloc) */
 	uint64_t failed;	   /* calls that returned no memory */
 	uint64_t unknown_result;   /* posix_memalign whose pointer could not be read */
 	uint64_t filtered;	   /* outside -z/-Z (applied here for calloc and realloc) */

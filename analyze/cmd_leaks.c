@@ -420,13 +420,15 @@ int cmd_leaks(int argc, char **argv)
 		printf(",\"estimate\":%s,\"sample\":%u,\"duration_s\":%.6f,\"incomplete\":%s,\"lost\":%llu,"
 		       "\"leaked_bytes\":%llu,\"leaked_allocations\":%llu,\"uncertain_bytes\":%llu,"
 		       "\"uncertain_allocations\":%llu,\"suppressed_bytes\":%llu,\"suppressed_allocations\":%llu,"
-		       "\"unmatched_frees\":%llu,\"allocations\":%llu,\"frees\":%llu,\"stacks\":[",
+		       "\"unmatched_frees\":%llu,\"double_frees\":%llu,\"allocations\":%llu,\"frees\":%llu,"
+		       "\"stacks\":[",
 		       a.sample > 1 ? "true" : "false", a.sample, dur, session_incomplete(&s) ? "true" : "false",
 		       (unsigned long long)lost, (unsigned long long)leak_bytes,
 		       (unsigned long long)leak_count * a.sample, (unsigned long long)unsure_bytes,
 		       (unsigned long long)unsure_count * a.sample, (unsigned long long)sup_bytes,
 		       (unsigned long long)sup_count * a.sample, (unsigned long long)a.unmatched_frees,
-		       (unsigned long long)a.nr_allocs, (unsigned long long)a.nr_frees);
+		       (unsigned long long)a.double_frees, (unsigned long long)a.nr_allocs,
+		       (unsigned long long)a.nr_frees);
 		for (size_t i = 0; i < nv && i < top; i++) {
 			struct group *g = v[i];
 
@@ -478,6 +480,9 @@ int cmd_leaks(int argc, char **argv)
 			       "allocations%s; --no-default-suppressions shows them)\n",
 			       (unsigned long long)sup_bytes, (unsigned long long)sup_count * a.sample,
 			       (unsigned long long)sup_groups, supfile ? " and --suppress" : "");
+		if (a.double_frees)
+			printf("# %llu frees of blocks the program had freed already (double frees)\n",
+			       (unsigned long long)a.double_frees);
 		if (a.unmatched_frees)
 			printf("# %llu frees of memory allocated before the recording began%s were not counted\n",
 			       (unsigned long long)a.unmatched_frees,

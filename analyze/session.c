@@ -35,7 +35,7 @@ const char *const alloc_fn_names[AF_NR] = {
 
 static void classify_alloc(struct sess_event *e)
 {
-	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller" };
+	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller", "insn" };
 	const char *fn = strchr(e->d.name, ':');
 	size_t l;
 	int ret;
@@ -58,7 +58,7 @@ static void classify_alloc(struct sess_event *e)
 		e->fields[AF_RET] = tep_find_field(e->tp, "ret");
 		e->fields[AF_RET_IP] = tep_find_field(e->tp, "__probe_ret_ip");
 	} else {
-		for (int f = 0; f < 6; f++)
+		for (int f = 0; f < SESS_MAX_FIELDS; f++)
 			e->fields[f] = tep_find_field(e->tp, entry_fields[f]);
 	}
 }

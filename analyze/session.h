@@ -91,10 +91,10 @@ enum alloc_fn {
 extern const char *const alloc_fn_names[AF_NR];
 
 /* Field slots of allocation events in sess_event.fields. */
-enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER };
+enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN };
 enum { AF_RET, AF_RET_IP };
 
-#define SESS_MAX_FIELDS 6
+#define SESS_MAX_FIELDS 7
 #define SESS_NAMED_FIELDS 12
 #define SESS_MAX_CHAIN 512
 #define SESS_MAX_USER_FRAMES 256

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Callers of malloc that allocate once and keep the memory by design:
- * never leaks. Matched against the immediate caller's name, or its
- * "[object]+0x..." form when it has none. */
+/* What the C and C++ runtimes allocate once and keep by design: never the
+ * program's leak. Matched against the runtime's own frames of a stack
+ * (below), by function name, or "[object]+0x..." when a frame has none. */
 static const char *const defaults[] = {
 	"_IO_file_doallocate", /* stdio buffers */
 	"^_dl_",		/* the dynamic loader: link maps, TLS blocks */
@@ -20,11 +20,33 @@ static const char *const defaults[] = {
 	"__new_exitfn",		/* atexit tables */
 	"^_nl_",		/* locale data */
 	"setlocale",
-	"__tzfile_read",	/* time zone data */
+	"tzset_internal",	/* time zone data: the TZ string, the zone file's */
+	"__tzfile_read",
+	"__tzstring",
+	"__add_to_environ",	/* setenv's copies, which environ keeps */
 	"^__nss_",		/* name service modules */
+	"^__gconv",		/* iconv's conversion modules */
+	"_dlerror_run",		/* dlerror's message buffer */
 	"^[libstdc++.so.6",	/* libstdc++'s emergency exception pool: its only unnamed caller */
 	NULL,
 };
+
+/* The objects whose frames are the runtime's own. */
+static const char *const runtime_objects[] = {
+	"libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so", "libm.so", "libpthread.so", "libdl.so",
+	"libjemalloc.so", "libtcmalloc", "libmimalloc.so", NULL,
+};
+
+static int runtime_frame(const struct frame *f)
+{
+	const char *b = f->obj ? strrchr(f->obj, '/') : NULL;
+
+	b = b ? b + 1 : f->obj;
+	for (int k = 0; b && runtime_objects[k]; k++)
+		if (!strncmp(b, runtime_objects[k], strlen(runtime_objects[k])))
+			return 1;
+	return 0;
+}
 
 void suppress_init(struct suppress *s)
 {
@@ -139,14 +161,19 @@ static int pattern_match(const char *pat, const char *text)
 
 const char *suppress_match(const struct suppress *s, const struct frame *f, int n)
 {
-	if (s->defaults && n > 1) {
+	/* The built-in list looks at the runtime's frames from the
+	 * allocation up to the first frame of the program: an allocation the
+	 * runtime made for itself (tzset under localtime under main). An
+	 * allocation of the program's own, made in a constructor the loader
+	 * ran, keeps the loader's frames below the program's and stays. */
+	for (int i = 1; s->defaults && i < n && runtime_frame(&f[i]); i++) {
 		char name[512];
 
-		frame_name(&f[1], name, sizeof(name), 0);
+		frame_name(&f[i], name, sizeof(name), 0);
 		for (int k = 0; defaults[k]; k++)
 			if (pattern_match(defaults[k], name))
 				return defaults[k];
-		if (f[1].obj && strstr(f[1].obj, "/ld-linux"))
+		if (strstr(f[i].obj, "/ld-linux"))
 			return "^[ld-linux";
 	}
 	for (int i = 0; i < n; i++) {

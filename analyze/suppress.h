@@ -2,12 +2,12 @@
  * analyze/suppress.h: leak suppressions in LeakSanitizer's format.
  *
  * Owns the built-in list of the C and C++ runtimes' one-time allocations
- * (stdio buffers, thread-local storage, the dynamic loader, locale data,
- * libstdc++'s exception pool), matched against the allocation's immediate
- * caller only, and the rules loaded with --suppress: one "leak:PATTERN" per
- * line, '#' comments, where PATTERN matches any frame's function or object
- * name as a substring, '*' matching any run of characters, '^' and '$'
- * anchoring it, as in LeakSanitizer.
+ * (stdio buffers, thread-local storage, the dynamic loader, locale and time
+ * zone data, setenv's copies, libstdc++'s exception pool), matched against
+ * the runtime's frames above the allocation, and the rules loaded with
+ * --suppress: one "leak:PATTERN" per line, '#' comments, where PATTERN
+ * matches any frame's function or object name as a substring, '*' matching
+ * any run of characters, '^' and '$' anchoring it, as in LeakSanitizer.
  */
 #ifndef MEMSIGHT_SUPPRESS_H
 #define MEMSIGHT_SUPPRESS_H
@@ -19,7 +19,7 @@
 struct suppress {
 	char **patterns;	/* --suppress: any frame */
 	size_t nr, alloc;
-	int defaults;		/* the built-in list applies to the immediate caller */
+	int defaults;		/* the built-in list applies to the runtime's frames */
 };
 
 void suppress_init(struct suppress *s);

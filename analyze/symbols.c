@@ -256,6 +256,9 @@ static void dso_free(struct dso *d)
 	free(d->obj_path);
 	free(d->obj_loads);
 	free(d->obj_sects);
+	for (size_t i = 0; i < d->nr_slots; i++)
+		free(d->slots[i].name);
+	free(d->slots);
 	free(d);
 }
 
@@ -931,6 +934,119 @@ int symbols_object_read(struct dso *d, uint64_t off, void *buf, size_t len)
 		return -1;
 	}
 	return -1;
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+	const struct dso_slot *x = a, *y = b;
+
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* Every JUMP_SLOT and GLOB_DAT relocation of d's object, with the name of
+ * the symbol it binds. */
+static void slots_load(struct dso *d)
+{
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	size_t alloc = 0;
+
+	d->slots_state = -1;
+	if (!symbols_object(d) || !(elf = elf_memory((char *)d->obj_bytes, d->obj_size)))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh, symsh;
+		Elf_Data *rd, *sd;
+		Elf_Scn *symscn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(symscn = elf_getscn(elf, sh.sh_link)) || !gelf_getshdr(symscn, &symsh) ||
+		    !(rd = elf_getdata(scn, NULL)) || !(sd = elf_getdata(symscn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			const char *name;
+			unsigned type;
+
+			if (!gelf_getrela(rd, i, &r))
+				break;
+			type = GELF_R_TYPE(r.r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !GELF_R_SYM(r.r_info) ||
+			    !gelf_getsym(sd, GELF_R_SYM(r.r_info), &sym) ||
+			    !(name = elf_strptr(elf, symsh.sh_link, sym.st_name)))
+				continue;
+			if (d->nr_slots == alloc) {
+				struct dso_slot *v = realloc(d->slots, (alloc = alloc ? alloc * 2 : 64) * sizeof(*v));
+
+				if (!v)
+					goto out;
+				d->slots = v;
+			}
+			if (!(d->slots[d->nr_slots].name = strdup(name)))
+				goto out;
+			d->slots[d->nr_slots++].vaddr = r.r_offset;
+		}
+	}
+out:
+	elf_end(elf);
+	qsort(d->slots, d->nr_slots, sizeof(*d->slots), slot_cmp);
+	d->slots_state = 1;
+}
+
+/* len bytes at virtual address vaddr of d's object, from the section
+ * holding them; 0 or -1. */
+static int object_read_vaddr(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
+{
+	for (size_t j = 0; j < d->nr_obj_sects; j++) {
+		const struct dso_sect *sc = &d->obj_sects[j];
+
+		if (vaddr >= sc->addr && vaddr + len <= sc->addr + sc->size) {
+			memcpy(buf, d->obj_bytes + sc->off + (vaddr - sc->addr), len);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *symbols_call_name(struct dso *d, uint64_t vaddr, int slot)
+{
+	size_t lo = 0, hi;
+
+	if (!d->slots_state)
+		slots_load(d);
+	if (d->slots_state < 0)
+		return NULL;
+	if (!slot) {
+		/* A PLT entry jumps through its slot: jmp *disp32(%rip), after
+		 * an endbr64 and a bnd prefix where the object has them. */
+		unsigned char b[11];
+		int32_t disp;
+		size_t p = 0;
+
+		if (object_read_vaddr(d, vaddr, b, sizeof(b)))
+			return NULL;
+		if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+			p = 4;
+		if (b[p] == 0xf2)
+			p++;
+		if (b[p] != 0xff || b[p + 1] != 0x25)
+			return NULL;
+		memcpy(&disp, b + p + 2, 4);
+		vaddr += p + 6 + (int64_t)disp;
+	}
+	hi = d->nr_slots;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (d->slots[mid].vaddr == vaddr)
+			return d->slots[mid].name;
+		if (d->slots[mid].vaddr < vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 int symbols_object_bias(struct dso *d, uint64_t start, uint64_t pgoff, uint64_t *bias)

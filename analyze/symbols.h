@@ -70,6 +70,11 @@ struct dso {
 	size_t nr_obj_sects;
 	size_t nr_obj_loads;
 	uint64_t unwind_failed;	 /* stacks that stopped inside this object */
+	/* The GOT slots the object's relocations bind to a symbol, sorted:
+	 * what a call through the PLT lands on. Made by symbols_call_name. */
+	struct dso_slot { uint64_t vaddr; char *name; } *slots;
+	size_t nr_slots;
+	int slots_state;	 /* 0 not made, 1 made, -1 none */
 };
 
 struct ksym {
@@ -143,6 +148,13 @@ int symbols_object_read(struct dso *d, uint64_t off, void *buf, size_t len);
 /* The load bias of d mapped at start with file offset pgoff: runtime
  * address minus ELF virtual address. Needs symbols_object first. */
 int symbols_object_bias(struct dso *d, uint64_t start, uint64_t pgoff, uint64_t *bias);
+/* The function a call instruction of d's code reaches through the
+ * dynamic linker: vaddr is what the instruction names, a PLT entry (call
+ * rel32) or, with slot set, a GOT slot (call *slot(%rip)), as an ELF
+ * virtual address of d. Returns the symbol the slot's relocation binds, or
+ * NULL. Names functions that share one address apart (glibc's memalign
+ * and aligned_alloc), as the call named them. */
+const char *symbols_call_name(struct dso *d, uint64_t vaddr, int slot);
 void symbols_release(struct symbols *s);
 struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char *bid, int bid_len);
 /* Start finding and loading d (its file, symbol table and, with dwarf, the

@@ -79,27 +79,29 @@ static int keep_listed(const char *name, const GElf_Shdr *sh, const char *const 
 	return 0;
 }
 
-/* What unwinding and the symbol tables read. */
-static int keep_minimal(const char *name, const GElf_Shdr *sh)
-{
-	static const char *const keep[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame", ".symtab", ".strtab",
-					    ".dynsym", ".dynstr", ".gnu_debugdata", ".shstrtab", NULL };
-
-	return keep_listed(name, sh, keep);
-}
+/* What unwinding and the symbol tables read, and what names a call
+ * through the PLT: its entries and the relocations of their slots. */
+static const char *const keep_minimal_list[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame", ".symtab", ".strtab",
+						 ".dynsym", ".dynstr", ".gnu_debugdata", ".shstrtab", ".plt",
+						 ".plt.sec", ".plt.got", ".rela.plt", ".rela.dyn", NULL };
 
 /* What names inlined functions and gives source lines: the DIE tree and
  * what it refers to, the line tables, the address lookups; not variable
  * locations or macros. And .debug_frame: the only CFI of code built
  * without unwind tables, once its object is stripped. */
+static const char *const keep_debug_list[] = { ".debug_info", ".debug_abbrev", ".debug_str", ".debug_line",
+					       ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
+					       ".debug_addr", ".debug_str_offsets", ".debug_frame", ".symtab", ".strtab",
+					       ".shstrtab", NULL };
+
+static int keep_minimal(const char *name, const GElf_Shdr *sh)
+{
+	return keep_listed(name, sh, keep_minimal_list);
+}
+
 static int keep_debug(const char *name, const GElf_Shdr *sh)
 {
-	static const char *const keep[] = { ".debug_info", ".debug_abbrev", ".debug_str", ".debug_line",
-					    ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
-					    ".debug_addr", ".debug_str_offsets", ".debug_frame", ".symtab", ".strtab",
-					    ".shstrtab", NULL };
-
-	return keep_listed(name, sh, keep);
+	return keep_listed(name, sh, keep_debug_list);
 }
 
 /* An object cut down: same ELF, program and section headers; bytes only in
@@ -283,8 +285,8 @@ static int debug_source(const char *path, const unsigned char *bid, int bl, char
  * (formats/cache.h), stored as the trace stores them: packing libc's debug
  * entry means inflating 8.5 MiB of zlib and compressing it again, most of
  * what a short recording costs. A file is named by what makes its bytes
- * (the build-id, the mode, a hash of the path the payload names, the
- * codec) and holds: "MSEMBED1", u32 codec, u32 length decoded, u32 length
+ * (the build-id, the mode, a hash of the path the payload names and of
+ * the sections packing keeps, the codec) and holds: "MSEMBED1", u32 codec, u32 length decoded, u32 length
  * stored, u32 CRC of the stored bytes, then those bytes.
  */
 #define EMBED_CACHE_MAGIC "MSEMBED1"
@@ -293,14 +295,20 @@ static int debug_source(const char *path, const unsigned char *bid, int bl, char
 static int embed_cache_name(const char *path, enum embed_mode mode, const unsigned char *bid, int bl,
 			    enum trace_codec codec, char *out, size_t len)
 {
+	const char *const *keep = mode == EMBED_DEBUG ? keep_debug_list : keep_minimal_list;
 	char dir[PATH_MAX], hex[2 * BUILD_ID_MAX + 1];
 	uint32_t h = 2166136261u;
 	int n;
 
 	if (cache_dir(dir, sizeof(dir)))
 		return -1;
+	/* The hash covers what packing keeps, so an entry packed by a
+	 * recorder that kept other sections is never taken for one. */
 	for (const char *c = path; *c; c++)
 		h = (h ^ (unsigned char)*c) * 16777619u;
+	for (int i = 0; mode != EMBED_FULL && keep[i]; i++)
+		for (const char *c = keep[i]; *c; c++)
+			h = (h ^ (unsigned char)*c) * 16777619u;
 	procsnap_build_id_hex(bid, bl, hex);
 	n = snprintf(out, len, "%s/%s-%d-%08x-%d.packed", dir, hex, mode, h, codec);
 	return n > 0 && (size_t)n < len ? 0 : -1;

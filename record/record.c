@@ -1181,6 +1181,8 @@ static void write_host(struct recorder *rc)
 		ADD("allocator %s\n", rc->allocator);
 		ADD("alloc_sample %u\n", rc->sample ? rc->sample : 1);
 		ADD("alloc_min_size %llu\nalloc_max_size %llu\n", rc->min_size, rc->max_size);
+		if (uprobes_aliases()[0])
+			ADD("alloc_aliases %s\n", uprobes_aliases());
 	}
 	if (rc->system_wide && rc->command)
 		ADD("target system command %d\n", (int)rc->child);

@@ -54,6 +54,8 @@ static const struct alloc_fn fns[] = {
 static char group[64];
 static char defined[2 * NFNS][48];
 static size_t nr_defined;
+/* "aligned_alloc=memalign ...": functions probed once for a shared address. */
+static char aliases[256];
 
 static int write_uprobe_events(const char *line)
 {
@@ -260,8 +262,9 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 	if (find_offsets(u->object, off, err, errlen) < 0)
 		return -1;
 	snprintf(group, sizeof(group), "memsight_%d", (int)getpid());
+	aliases[0] = 0;
 	for (size_t k = 0; k < NFNS; k++) {
-		char line[1024], name[48];
+		char line[1024], name[48], also[128] = "";
 		int dup = 0;
 
 		if (!off[k])
@@ -272,9 +275,19 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 			dup |= off[j] == off[k];
 		if (dup)
 			continue;
+		for (size_t j = k + 1; j < NFNS; j++)
+			if (off[j] == off[k])
+				snprintf(also + strlen(also), sizeof(also) - strlen(also), "%s%s", also[0] ? "," : "",
+					 fns[j].name);
+		/* For a shared address, the 8 bytes before the return address:
+		 * the call instruction, whose PLT slot names the function the
+		 * program called. */
+		if (also[0])
+			snprintf(aliases + strlen(aliases), sizeof(aliases) - strlen(aliases), "%s%s=%s",
+				 aliases[0] ? " " : "", fns[k].name, also);
 		snprintf(name, sizeof(name), "%s", fns[k].name);
-		snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx %s caller=+0($stack):u64\n", group, name, u->object,
-			 off[k], fns[k].args);
+		snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx %s caller=+0($stack):u64%s\n", group, name, u->object,
+			 off[k], fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
 		if (define(line, name, err, errlen) ||
 		    load_event(name, fns[k].name, 1, u, o, evs, nr, fns[k].size_filter))
 			goto fail;
@@ -293,6 +306,11 @@ fail:
 	*nr = start;
 	uprobes_remove();
 	return -1;
+}
+
+const char *uprobes_aliases(void)
+{
+	return aliases;
 }
 
 void uprobes_remove(void)

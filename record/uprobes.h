@@ -34,6 +34,10 @@ int uprobes_find_libc(pid_t pid, char *path, size_t len);
 int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs,
 		size_t *nr, char *err, size_t errlen);
 
+/* After uprobes_add: the functions probed once for a shared address, as
+ * "FUNCTION=ALIAS[,ALIAS] ..." ("" when none), for the host META. */
+const char *uprobes_aliases(void);
+
 /* Remove this recorder's definitions; its perf fds must be closed first. */
 void uprobes_remove(void);
 /* Remove the definitions of memsight recorders that are no longer running. */

@@ -5,6 +5,11 @@
  *   alloc_zoo churn N      malloc/calloc/realloc/free of varied sizes, N rounds, everything freed
  *   alloc_zoo realloc N    N chains grown by realloc(NULL, 16) then x4 three times; each last block kept
  *   alloc_zoo memalign N   N posix_memalign(64, 1000) and N aligned_alloc(4096, 8192), all kept
+ *   alloc_zoo nested N     N each of realloc(NULL), reallocarray(NULL), aligned_alloc, memalign and
+ *                          posix_memalign, each from a function of its own, all kept: the entry
+ *                          points glibc builds on one another
+ *   alloc_zoo tz N         local time in a time zone (libc keeps its data), then N strdup()s of a
+ *                          formatted time leaked from tz_leak()
  *   alloc_zoo threads T N  T threads, each leaking N blocks of 100 bytes from thread_leak()
  *   alloc_zoo fork N       a child leaks N blocks of 256 bytes from child_leak(); the parent frees all
  *   alloc_zoo wait S N     waits S seconds (attach with -p), then leaks N blocks of 64 bytes from late_leak()
@@ -14,6 +19,7 @@
  * Every line it prints is "alloc_zoo: ..." ground truth; leaks read
  * "leaked BYTES bytes in COUNT allocations from FUNCTION (pid PID)".
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +78,77 @@ static void aligned_blocks(long n)
 		sink = aligned_alloc(4096, 8192);
 	}
 	report(n * (1000 + 8192), 2 * n, "aligned_blocks");
+}
+
+/* Each entry point of the family that glibc builds on another one
+ * (reallocarray on realloc, realloc(NULL) on malloc, the aligned ones on
+ * one function), called n times from functions of its own and kept. */
+/* Through a volatile: the compiler turns realloc(NULL, n) into malloc(n). */
+static void *volatile null_block;
+
+static void *__attribute__((noinline)) by_realloc_null(size_t n)
+{
+	return realloc(null_block, n);
+}
+
+static void *__attribute__((noinline)) by_reallocarray(size_t n)
+{
+	return reallocarray(null_block, n, 3);
+}
+
+static void *__attribute__((noinline)) by_aligned_alloc(size_t n)
+{
+	return aligned_alloc(64, n);
+}
+
+static void *__attribute__((noinline)) by_memalign(size_t n)
+{
+	return memalign(64, n);
+}
+
+static void *__attribute__((noinline)) by_posix_memalign(size_t n)
+{
+	void *p;
+
+	return posix_memalign(&p, 64, n) ? NULL : p;
+}
+
+static void nested(long n)
+{
+	static const struct {
+		void *(*fn)(size_t);
+		const char *name;
+		size_t size, bytes;
+	} kinds[] = {
+		{ by_realloc_null, "by_realloc_null", 100, 100 },	  /* realloc(NULL, 100) */
+		{ by_reallocarray, "by_reallocarray", 100, 300 },	  /* reallocarray(NULL, 100, 3) */
+		{ by_aligned_alloc, "by_aligned_alloc", 640, 640 },	  /* aligned_alloc(64, 640) */
+		{ by_memalign, "by_memalign", 2000, 2000 },		  /* memalign(64, 2000) */
+		{ by_posix_memalign, "by_posix_memalign", 1000, 1000 }, /* posix_memalign(&p, 64, 1000) */
+	};
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		for (long i = 0; i < n; i++)
+			if (!(sink = kinds[k].fn(kinds[k].size)))
+				exit(1);
+		report(n * (long)kinds[k].bytes, n, kinds[k].name);
+	}
+}
+
+/* libc keeps time-zone data for good once a program asks for local time
+ * (tzset's strings, the zone file's transitions): not the program's leak.
+ * Then a leak of its own, from tz_leak(). */
+static void __attribute__((noinline)) tz_leak(long n)
+{
+	time_t t = 1700000000;
+	char buf[64];
+
+	setenv("TZ", "Europe/Berlin", 1);
+	for (long i = 0; i < n; i++) {
+		strftime(buf, sizeof(buf), "%F %T %Z", localtime(&t));
+		sink = strdup(buf);
+	}
+	report(n * (long)(strlen(buf) + 1), n, "tz_leak");
 }
 
 static long per_thread;
@@ -164,6 +241,10 @@ int main(int argc, char **argv)
 		reallocs(n);
 	else if (!strcmp(mode, "memalign"))
 		aligned_blocks(n);
+	else if (!strcmp(mode, "nested"))
+		nested(n);
+	else if (!strcmp(mode, "tz"))
+		tz_leak(n);
 	else if (!strcmp(mode, "threads"))
 		threads((int)n, argc > 3 ? atol(argv[3]) : 100);
 	else if (!strcmp(mode, "fork"))
@@ -180,7 +261,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		late_leak(argc > 3 ? atol(argv[3]) : 100);
 	} else {
-		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|threads|fork|wait|grow N [M]\n");
+		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|threads|fork|wait|grow N [M]\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -44,4 +44,51 @@ test_expect_success 'a complete trace still gates with 3 and passes with 0' '
 	{ "$MEMSIGHT" leaks --fail-over 399 loop.trace >/dev/null 2>err; test $? = 3; }
 '
 
+truth_bytes() { sed -n "s/.*leaked \([0-9]*\) bytes in \([0-9]*\) allocations from $2 .*/\1/p" "$1"; }
+truth_count() { sed -n "s/.*leaked \([0-9]*\) bytes in \([0-9]*\) allocations from $2 .*/\2/p" "$1"; }
+
+# glibc builds reallocarray on realloc, realloc(NULL) on malloc, and has
+# memalign and aligned_alloc at one address: each call once, by its name.
+for g in dwarf fp; do
+	test_expect_success "calls glibc makes inside one another count once, under the name called (-g $g)" '
+		"$MEMSIGHT" record -q -e malloc -g '$g' -o nested.trace -- "$S/alloc_zoo" nested 40 >truth &&
+		cat truth &&
+		"$MEMSIGHT" folded -e malloc -w count nested.trace >count &&
+		"$MEMSIGHT" folded -e malloc -w bytes nested.trace >bytes &&
+		cat count &&
+		for pair in realloc_null:realloc reallocarray:reallocarray aligned_alloc:aligned_alloc \
+			    memalign:memalign posix_memalign:posix_memalign; do
+			by=by_${pair%%:*} fn=${pair#*:} &&
+			grep ";$by;$fn $(truth_count truth $by)$" count &&
+			grep ";$by;$fn $(truth_bytes truth $by)$" bytes || return 1
+		done &&
+		test "$(grep -v ";_IO_file_doallocate;" count | wc -l)" = 5 &&
+		"$MEMSIGHT" leaks nested.trace >leaks &&
+		! grep "frees of memory allocated before" leaks
+	'
+done
+
+test_expect_success 'libc time-zone data and setenv copies are suppressed; the program leak stays' '
+	"$MEMSIGHT" record -q -e malloc -o tz.trace -- "$S/alloc_zoo" tz 5 >truth &&
+	"$MEMSIGHT" leaks tz.trace >leaks &&
+	cat leaks &&
+	grep "^# memsight leaks of .tz.trace.: $(truth_bytes truth tz_leak) bytes in 5 allocations outstanding from 1 stacks$" leaks &&
+	grep -A4 "^$(truth_bytes truth tz_leak) bytes in 5 allocations from stack" leaks | grep "^		tz_leak+0x" &&
+	"$MEMSIGHT" leaks --no-default-suppressions tz.trace >all &&
+	grep "__tzstring_len+0x" all && grep "__add_to_environ+0x" all
+'
+
+test_expect_success 'a --suppress pattern matches any frame of the stack' '
+	printf "leak:main\n" >supp &&
+	"$MEMSIGHT" leaks --suppress supp tz.trace >leaks &&
+	grep "^# memsight leaks of .tz.trace.: 0 bytes in 0 allocations outstanding from 0 stacks$" leaks
+'
+
+test_expect_success 'threads that end: glibc freeing their tcache is no free of older memory' '
+	"$MEMSIGHT" record -q -e malloc -o thr.trace -- "$S/alloc_zoo" threads 8 10 >truth &&
+	"$MEMSIGHT" leaks --json thr.trace >leaks.json &&
+	grep "\"unmatched_frees\":0,\"double_frees\":0," leaks.json &&
+	grep "\"leaked_bytes\":$(truth_bytes truth thread_leak)," leaks.json
+'
+
 test_done
