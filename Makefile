@@ -39,6 +39,7 @@ TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod
 BENCH_PKGS := linux-perf heaptrack bpftrace time
 
 FORMATS_SRC := \
+	formats/allocfns.c \
 	formats/cache.c \
 	formats/meta.c \
 	formats/stackdump.c \

@@ -41,7 +41,7 @@ int allocs_recorded(const struct session *s)
 static int alloc_fn_of(const char *name, size_t len)
 {
 	for (int k = 0; k < AF_NR; k++)
-		if (strlen(alloc_fn_names[k]) == len && !strncmp(alloc_fn_names[k], name, len))
+		if (strlen(alloc_fns[k].symbol) == len && !strncmp(alloc_fns[k].symbol, name, len))
 			return k;
 	return -1;
 }
@@ -59,7 +59,7 @@ static void aliases_parse(struct allocs *a, const char *text)
 			int j = alloc_fn_of(q, l < (size_t)(end - q) ? l : (size_t)(end - q));
 
 			if (j >= 0)
-				a->aliases[k] |= 1u << j;
+				a->aliases[k] |= 1ull << j;
 			q += l + (q[l] == ',');
 		}
 		p = *end ? end + 1 : end;
@@ -236,7 +236,7 @@ static enum alloc_fn called_name(struct allocs *a, struct session *s, const stru
 	    !(name = symbols_call_name(m->dso, target - bias, via_slot)))
 		goto keep;
 	k = alloc_fn_of(name, strcspn(name, "@"));
-	if (k >= 0 && (k == (int)fn || (a->aliases[fn] & (1u << k))))
+	if (k >= 0 && (k == (int)fn || (a->aliases[fn] & (1ull << k))))
 		fn = k;
 keep:
 	if (slot)
@@ -361,7 +361,7 @@ static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, 
 		/* The innermost frame is the probed function's first byte:
 		 * call it by the name that was probed, not by whichever alias
 		 * (__libc_malloc, je_malloc) the symbol table lists first. */
-		stacktab_name_top(r->stack, alloc_fn_names[fn]);
+		stacktab_name_top(r->stack, alloc_fns[fn].name);
 	}
 	a->nr_allocs++;
 	a->alloc_bytes += r->size;
@@ -397,6 +397,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	struct sess_event *e = smp->ev;
 	struct pending_stack *ps;
 	struct pending *p;
+	enum alloc_op op;
 	uint64_t ret, size;
 
 	if (e->kind != EVK_ALLOC_ENTRY && e->kind != EVK_ALLOC_RET)
@@ -404,7 +405,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	ps = thread_stack(a, smp->tid);
 	if (!ps)
 		return -1;
-	if (e->kind == EVK_ALLOC_ENTRY && e->fn == AF_FREE) {
+	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_FREE) {
 		uint64_t ptr = session_field(s, smp, AF_PTR), caller = session_field(s, smp, AF_CALLER);
 
 		/* realloc(p, 0) frees p through free: the realloc counts it. */
@@ -455,22 +456,16 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	if (!ps->nr) {
 		/* No entry kept (-s N or -z/-Z): the pointer is still known,
 		 * so its free will match. */
-		if (!ret || e->fn == AF_POSIX_MEMALIGN || e->fn == AF_REALLOC || e->fn == AF_REALLOCARRAY)
+		if (!ret || alloc_fns[e->fn].op != ALLOC_OP_ALLOC)
 			return 0;
 		return do_alloc(a, s, smp->pid, ret, 0, 0, e->fn, smp->time, NULL, rp->cb, rp->arg);
 	}
 	p = &ps->v[--ps->nr];
 	if (p->nested)
 		return 0;
-	switch (p->fn) {
-	case AF_CALLOC:
-	case AF_REALLOCARRAY:
-		size = p->nmemb * p->size;
-		break;
-	default:
-		size = p->size;
-	}
-	if (p->fn == AF_POSIX_MEMALIGN) {
+	op = alloc_fns[p->fn].op;
+	size = op == ALLOC_OP_ALLOC_N || op == ALLOC_OP_REALLOC_N ? p->nmemb * p->size : p->size;
+	if (op == ALLOC_OP_ALLOC_OUT) {
 		uint64_t ptr;
 
 		if ((int32_t)ret != 0) {
@@ -483,7 +478,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		}
 		ret = ptr;
 	}
-	if (p->fn == AF_REALLOC || p->fn == AF_REALLOCARRAY) {
+	if (op == ALLOC_OP_REALLOC || op == ALLOC_OP_REALLOC_N) {
 		if (!ret) {
 			/* realloc(p, 0) frees p and may return NULL; any other
 			 * NULL leaves the old block as it was. */

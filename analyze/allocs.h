@@ -40,7 +40,7 @@ struct allocs {
 	struct hashmap freed;	  /* pid -> struct hashmap * of blocks freed and not allocated again */
 	struct hashmap threads;	  /* tid -> struct pending_stack * */
 	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
-	uint32_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
+	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
 	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
 	uint64_t min_size, max_size;
 	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;

@@ -28,27 +28,16 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-const char *const alloc_fn_names[AF_NR] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc", "memalign",
-	"valloc", "pvalloc",
-};
-
 static void classify_alloc(struct sess_event *e)
 {
 	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller", "insn" };
 	const char *fn = strchr(e->d.name, ':');
-	size_t l;
-	int ret;
+	int ret, k;
 
 	fn = fn ? fn + 1 : e->d.name;
-	l = strlen(fn);
-	ret = l > 4 && !strcmp(fn + l - 4, "_ret");
-	if (ret)
-		l -= 4;
+	k = alloc_fn_lookup(fn, strlen(fn), &ret);
 	e->kind = EVK_OTHER;
-	for (int k = 0; k < AF_NR; k++) {
-		if (strlen(alloc_fn_names[k]) != l || strncmp(alloc_fn_names[k], fn, l))
-			continue;
+	if (k >= 0) {
 		e->fn = k;
 		e->kind = ret ? EVK_ALLOC_RET : EVK_ALLOC_ENTRY;
 	}

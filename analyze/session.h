@@ -13,6 +13,7 @@
 #include <linux/perf_event.h>
 #include <stdint.h>
 
+#include "../formats/allocfns.h"
 #include "../formats/meta.h"
 #include "../formats/stackdump.h"
 #include "../formats/trace.h"
@@ -73,22 +74,6 @@ enum ev_kind {
 	EVK_KCOMPACTD_WAKE,
 	EVK_KCOMPACTD_SLEEP,
 };
-
-/* The allocation functions memsight-record probes (group "malloc"). */
-enum alloc_fn {
-	AF_MALLOC,
-	AF_CALLOC,
-	AF_REALLOC,
-	AF_REALLOCARRAY,
-	AF_FREE,
-	AF_POSIX_MEMALIGN,
-	AF_ALIGNED_ALLOC,
-	AF_MEMALIGN,
-	AF_VALLOC,
-	AF_PVALLOC,
-	AF_NR,
-};
-extern const char *const alloc_fn_names[AF_NR];
 
 /* Field slots of allocation events in sess_event.fields. */
 enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN };

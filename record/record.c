@@ -94,7 +94,9 @@ static const char usage_text[] =
 	"  -m, --mmap-pages N       ring buffer pages per CPU, a power of two (default 1024,\n"
 	"                             4096 with dwarf; less where that would pass 256 MiB\n"
 	"                             over all CPUs)\n"
-	"  -O, --object OBJ         malloc: probe the allocator in OBJ (default: the target's libc)\n"
+	"  -O, --object OBJ         malloc: probe the allocator in OBJ, a path or a soname the\n"
+	"                             target maps (default: its libc, and jemalloc, tcmalloc or\n"
+	"                             mimalloc where it maps them)\n"
 	"  -z, --min-size BYTES     malloc: only allocations of at least BYTES\n"
 	"  -Z, --max-size BYTES     malloc: only allocations of at most BYTES\n"
 	"  -s, --sample N           malloc: keep one allocation's stack in N (estimates)\n"
@@ -175,7 +177,7 @@ struct recorder {
 	const char *object;
 	unsigned long long min_size, max_size;
 	unsigned sample;
-	char allocator[PATH_MAX];
+	char allocator[UPROBES_MAX_OBJECTS * (PATH_MAX + 1)];
 	int argc;
 	char **argv;
 
@@ -539,26 +541,77 @@ static int probe_format_lost(void)
 	return 1;
 }
 
+/* Which allocators the target's calls go through: libc, and jemalloc,
+ * tcmalloc or mimalloc where the target maps them (preloaded or linked),
+ * all probed; -O names one instead. */
 static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 {
 	struct uprobe_opts u = { .min_size = rc->min_size, .max_size = rc->max_size, .sample = rc->sample,
 				 .exclude_pid = rc->system_wide ? getpid() : 0 };
-	char err[512] = "";
+	struct uprobe_objects found = { .nr = 0 };
+	char err[512] = "", why[PATH_MAX + 64] = "";
+	size_t n = 0;
+	int r = -ENOENT;
 
+	if (rc->nr_pids) {
+		for (size_t i = 0; i < rc->nr_pids; i++) {
+			struct uprobe_objects one;
+
+			if (uprobes_find_allocators(rc->pids[i], &one))
+				continue;
+			for (int k = 0; k < one.nr && found.nr < UPROBES_MAX_OBJECTS; k++) {
+				int dup = 0;
+
+				for (int j = 0; j < found.nr; j++)
+					dup |= !strcmp(found.paths[j], one.paths[k]);
+				if (!dup)
+					memcpy(found.paths[found.nr++], one.paths[k], sizeof(one.paths[k]));
+			}
+		}
+		r = found.nr ? 0 : -ENOENT;
+	} else if (rc->system_wide) {
+		r = uprobes_system_allocators(&found);
+	} else {
+		r = uprobes_command_allocators(rc->command, &found, why, sizeof(why));
+		/* A command the loader cannot be asked about (a wrapper,
+		 * a missing file): the libc this machine runs. */
+		if (r)
+			r = uprobes_find_allocators(0, &found);
+	}
 	if (rc->object) {
-		snprintf(rc->allocator, sizeof(rc->allocator), "%s", rc->object);
-	} else if (rc->nr_pids) {
-		if (uprobes_find_libc(rc->pids[0], rc->allocator, sizeof(rc->allocator)))
+		char maps[512] = "";
+
+		for (int i = 0; i < found.nr; i++)
+			snprintf(maps + strlen(maps), sizeof(maps) - strlen(maps), "%s%s", i ? ", " : " (it maps ",
+				 strrchr(found.paths[i], '/') ? strrchr(found.paths[i], '/') + 1 : found.paths[i]);
+		if (uprobes_resolve_object(rc->object, &found, u.objects.paths[0], sizeof(u.objects.paths[0])))
+			return error("-O %s names no allocator the target maps%s%s: give a path, or the soname of one "
+				     "it maps",
+				     rc->object, maps, maps[0] ? ")" : "");
+		u.objects.nr = 1;
+	} else if (r) {
+		if (rc->nr_pids)
 			return error("process %d maps no allocator (no libc.so): give the object that holds its malloc "
 				     "with -O, e.g. -O /proc/%d/exe for a static executable",
 				     (int)rc->pids[0], (int)rc->pids[0]);
-	} else if (uprobes_find_libc(0, rc->allocator, sizeof(rc->allocator))) {
-		return error("cannot find the system libc to probe: give the allocator's object with -O");
+		return error("cannot find the allocator to probe: give the object that holds malloc with -O");
+	} else {
+		u.objects = found;
+	}
+	for (int i = 0; i < u.objects.nr; i++)
+		n += snprintf(rc->allocator + n, n < sizeof(rc->allocator) ? sizeof(rc->allocator) - n : 0, "%s%s",
+			      i ? "," : "", u.objects.paths[i]);
+	if (!rc->quiet && (u.objects.nr > 1 || why[0])) {
+		fprintf(stderr, "memsight record: malloc: probing the malloc family of ");
+		for (int i = 0; i < u.objects.nr; i++)
+			fprintf(stderr, "%s%s", i ? (i + 1 < u.objects.nr ? ", " : " and ") : "",
+				strrchr(u.objects.paths[i], '/') ? strrchr(u.objects.paths[i], '/') + 1
+								 : u.objects.paths[i]);
+		fprintf(stderr, "%s%s; -O OBJECT picks one\n", why[0] ? ", " : " (what the target maps)", why);
 	}
 	if (!events_tracefs())
 		return error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
 	uprobes_remove_stale();
-	u.object = rc->allocator;
 	if (uprobes_add(&u, o, &rc->evs, &rc->nr_evs, err, sizeof(err)))
 		return error("%s", err);
 	return 0;

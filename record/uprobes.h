@@ -12,21 +12,43 @@
 #ifndef MEMSIGHT_RECORD_UPROBES_H
 #define MEMSIGHT_RECORD_UPROBES_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 #include "events.h"
 
+/* At most this many allocator objects are probed at once. */
+#define UPROBES_MAX_OBJECTS 4
+
+/* Allocator objects, the first one libc's where there is one. */
+struct uprobe_objects {
+	char paths[UPROBES_MAX_OBJECTS][PATH_MAX];
+	int nr;
+};
+
 struct uprobe_opts {
-	const char *object;	/* the allocator: a libc or -O OBJ */
+	struct uprobe_objects objects; /* the allocators to probe */
 	unsigned long long min_size, max_size; /* -z/-Z, 0 for none */
 	unsigned sample;	/* -s N: one entry (with its stack) in N, 1 for all */
 	pid_t exclude_pid;	/* -a: the recorder itself, 0 for none */
 };
 
-/* The allocator pid maps (pid 0: this process): the first libc.so mapping.
- * Returns 0 and the path, or -ENOENT when it maps none. */
+/* The allocators pid maps (pid 0: this process): its libc, then any of
+ * jemalloc, tcmalloc or mimalloc. Returns 0, or -ENOENT when it maps none. */
+int uprobes_find_allocators(pid_t pid, struct uprobe_objects *o);
+/* The first of them, its libc where it has one. */
 int uprobes_find_libc(pid_t pid, char *path, size_t len);
+/* The allocators every running process maps, for -a. */
+int uprobes_system_allocators(struct uprobe_objects *o);
+/* The allocators a command not started yet will map, as its dynamic
+ * loader lists them with the environment it will have (LD_PRELOAD too),
+ * or the executable itself when it is static (why says so then). A script
+ * is its interpreter. Returns 0, or -ENOENT when it cannot tell. */
+int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char *why, size_t whylen);
+/* -O NAME: a path as it is; a soname or basename (libjemalloc.so.2,
+ * libjemalloc) as the first of found it names. 0, or -ENOENT. */
+int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, char *out, size_t len);
 
 /* Define the probes and append their events. Returns 0, or -1 with a
  * one-line reason in err (no such object, no allocation function in it,

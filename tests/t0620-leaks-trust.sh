@@ -91,4 +91,41 @@ test_expect_success 'threads that end: glibc freeing their tcache is no free of 
 	grep "\"leaked_bytes\":$(truth_bytes truth thread_leak)," leaks.json
 '
 
+JEMALLOC=$(ldconfig -p | sed -n 's/.*libjemalloc\.so\.2 .*=> //p' | head -1)
+if [ -n "$JEMALLOC" ]; then
+	test_expect_success 'jemalloc preloaded, no -O: its malloc is probed and the leak is exact' '
+		LD_PRELOAD=$JEMALLOC "$MEMSIGHT" record -e malloc -o je.trace -- "$S/loop_leak" 100 >truth 2>err &&
+		cat err &&
+		grep "^memsight record: malloc: probing the malloc family of libc.so.6 and libjemalloc.so.2" err &&
+		"$MEMSIGHT" leaks je.trace >leaks &&
+		cat leaks &&
+		grep "^# memsight leaks of .je.trace.: 400 bytes in 100 allocations outstanding from 1 stacks$" leaks &&
+		grep -A4 "^400 bytes in 100 allocations from stack" leaks >stack &&
+		sed -n 3p stack | grep "^		malloc+0x0 \[libjemalloc.so.2\]$" &&
+		sed -n 4p stack | grep "^		leak+0x"
+	'
+
+	test_expect_success 'jemalloc replaces operator new: a C++ leak through new is still exact' '
+		LD_PRELOAD=$JEMALLOC "$MEMSIGHT" record -q -e malloc -o jecxx.trace -- "$S/cxx_leak" 10 >truth &&
+		"$MEMSIGHT" leaks jecxx.trace >leaks &&
+		grep -A4 "^320 bytes in 10 allocations from stack" leaks >stack &&
+		sed -n 3p stack | grep "^		operator new(unsigned long)+0x0 \[libjemalloc.so.2\]$" &&
+		sed -n 4p stack | grep "^		demo::Registry::add(int)+0x"
+	'
+
+	test_expect_success '-O takes the soname of an allocator a running process maps' '
+		LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" wait 1 30 >truth &
+		pid=$! &&
+		while ! grep -q waiting truth; do sleep 0.05; done &&
+		"$MEMSIGHT" record -q -e malloc -O libjemalloc.so.2 -o jep.trace -p $pid -d 10 &&
+		"$MEMSIGHT" leaks jep.trace >leaks &&
+		grep -A3 "^1920 bytes in 30 allocations from stack" leaks | grep "^		malloc+0x0 \[libjemalloc.so.2\]$" &&
+		test_must_fail "$MEMSIGHT" record -e malloc -O libnosuch -o x.trace -p $$ -d 1 2>err &&
+		test_one_line err &&
+		grep "O libnosuch names no allocator the target maps (it maps libc.so.6): give a path" err
+	'
+else
+	echo "# libjemalloc2 is not installed (make test-deps installs it): skipping the jemalloc tests"
+fi
+
 test_done

@@ -1,0 +1,82 @@
+/*
+ * formats/allocfns.c: the table of the malloc family; see allocfns.h.
+ */
+#include "allocfns.h"
+
+#include <string.h>
+
+#define SIZE "size=%di:u64"
+#define PTR "ptr=%di:u64"
+#define SZ ALLOC_FN_SIZE_FILTER
+#define EV ALLOC_FN_EVERY
+
+const struct alloc_fn_desc alloc_fns[AF_NR] = {
+	[AF_MALLOC] = { "malloc", "malloc", ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_CALLOC] = { "calloc", "calloc", ALLOC_OP_ALLOC_N, "nmemb=%di:u64 size=%si:u64", 0 },
+	[AF_REALLOC] = { "realloc", "realloc", ALLOC_OP_REALLOC, "ptr=%di:u64 size=%si:u64", EV },
+	[AF_REALLOCARRAY] = { "reallocarray", "reallocarray", ALLOC_OP_REALLOC_N,
+			      "ptr=%di:u64 nmemb=%si:u64 size=%dx:u64", EV },
+	[AF_FREE] = { "free", "free", ALLOC_OP_FREE, PTR, 0 },
+	[AF_POSIX_MEMALIGN] = { "posix_memalign", "posix_memalign", ALLOC_OP_ALLOC_OUT,
+				"memptr=%di:u64 align=%si:u64 size=%dx:u64", SZ | EV },
+	[AF_ALIGNED_ALLOC] = { "aligned_alloc", "aligned_alloc", ALLOC_OP_ALLOC, "align=%di:u64 size=%si:u64", SZ },
+	[AF_MEMALIGN] = { "memalign", "memalign", ALLOC_OP_ALLOC, "align=%di:u64 size=%si:u64", SZ },
+	[AF_VALLOC] = { "valloc", "valloc", ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_PVALLOC] = { "pvalloc", "pvalloc", ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_NEW] = { "_Znwm", "operator new(unsigned long)", ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_NEW_ARRAY] = { "_Znam", "operator new[](unsigned long)", ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_NEW_NOTHROW] = { "_ZnwmRKSt9nothrow_t", "operator new(unsigned long, std::nothrow_t const&)",
+			     ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_NEW_ARRAY_NOTHROW] = { "_ZnamRKSt9nothrow_t", "operator new[](unsigned long, std::nothrow_t const&)",
+				   ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_NEW_ALIGNED] = { "_ZnwmSt11align_val_t", "operator new(unsigned long, std::align_val_t)", ALLOC_OP_ALLOC,
+			     "size=%di:u64 align=%si:u64", SZ },
+	[AF_NEW_ARRAY_ALIGNED] = { "_ZnamSt11align_val_t", "operator new[](unsigned long, std::align_val_t)",
+				   ALLOC_OP_ALLOC, "size=%di:u64 align=%si:u64", SZ },
+	[AF_NEW_ALIGNED_NOTHROW] = { "_ZnwmSt11align_val_tRKSt9nothrow_t",
+				     "operator new(unsigned long, std::align_val_t, std::nothrow_t const&)",
+				     ALLOC_OP_ALLOC, "size=%di:u64 align=%si:u64", SZ },
+	[AF_NEW_ARRAY_ALIGNED_NOTHROW] = { "_ZnamSt11align_val_tRKSt9nothrow_t",
+					   "operator new[](unsigned long, std::align_val_t, std::nothrow_t const&)",
+					   ALLOC_OP_ALLOC, "size=%di:u64 align=%si:u64", SZ },
+	[AF_DELETE] = { "_ZdlPv", "operator delete(void*)", ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_ARRAY] = { "_ZdaPv", "operator delete[](void*)", ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_SIZED] = { "_ZdlPvm", "operator delete(void*, unsigned long)", ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_ARRAY_SIZED] = { "_ZdaPvm", "operator delete[](void*, unsigned long)", ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_NOTHROW] = { "_ZdlPvRKSt9nothrow_t", "operator delete(void*, std::nothrow_t const&)",
+				ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_ARRAY_NOTHROW] = { "_ZdaPvRKSt9nothrow_t", "operator delete[](void*, std::nothrow_t const&)",
+				      ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_ALIGNED] = { "_ZdlPvSt11align_val_t", "operator delete(void*, std::align_val_t)", ALLOC_OP_FREE,
+				PTR, 0 },
+	[AF_DELETE_ARRAY_ALIGNED] = { "_ZdaPvSt11align_val_t", "operator delete[](void*, std::align_val_t)",
+				      ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_SIZED_ALIGNED] = { "_ZdlPvmSt11align_val_t",
+				      "operator delete(void*, unsigned long, std::align_val_t)", ALLOC_OP_FREE, PTR,
+				      0 },
+	[AF_DELETE_ARRAY_SIZED_ALIGNED] = { "_ZdaPvmSt11align_val_t",
+					    "operator delete[](void*, unsigned long, std::align_val_t)", ALLOC_OP_FREE,
+					    PTR, 0 },
+	[AF_DELETE_ALIGNED_NOTHROW] = { "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+					"operator delete(void*, std::align_val_t, std::nothrow_t const&)",
+					ALLOC_OP_FREE, PTR, 0 },
+	[AF_DELETE_ARRAY_ALIGNED_NOTHROW] = { "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+					      "operator delete[](void*, std::align_val_t, std::nothrow_t const&)",
+					      ALLOC_OP_FREE, PTR, 0 },
+	/* jemalloc's own API: flags carry alignment and zeroing. */
+	[AF_MALLOCX] = { "mallocx", "mallocx", ALLOC_OP_ALLOC, SIZE, SZ },
+	[AF_RALLOCX] = { "rallocx", "rallocx", ALLOC_OP_REALLOC, "ptr=%di:u64 size=%si:u64", EV },
+	[AF_DALLOCX] = { "dallocx", "dallocx", ALLOC_OP_FREE, PTR, 0 },
+	[AF_SDALLOCX] = { "sdallocx", "sdallocx", ALLOC_OP_FREE, PTR, 0 },
+};
+
+int alloc_fn_lookup(const char *event, size_t len, int *ret)
+{
+	*ret = len > 4 && !memcmp(event + len - 4, "_ret", 4);
+	if (*ret)
+		len -= 4;
+	for (int k = 0; k < AF_NR; k++)
+		if (strlen(alloc_fns[k].symbol) == len && !memcmp(alloc_fns[k].symbol, event, len))
+			return k;
+	return -1;
+}
