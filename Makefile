@@ -70,6 +70,7 @@ ANALYZE_SRC := \
 	analyze/cmd_leaks.c \
 	analyze/cmd_report.c \
 	analyze/hashmap.c \
+	analyze/heapprof.c \
 	analyze/machine.c \
 	analyze/main.c \
 	analyze/memops.c \

@@ -307,7 +307,7 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 	a->nr_frees++;
 	a->free_bytes += r->size;
 	if (cb) {
-		struct alloc_event ev = { ALLOC_FREED, r, time };
+		struct alloc_event ev = { ALLOC_FREED, r, time, a->tid };
 
 		ret = cb(s, &ev, arg);
 	}
@@ -366,7 +366,7 @@ static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, 
 	a->nr_allocs++;
 	a->alloc_bytes += r->size;
 	if (cb) {
-		struct alloc_event ev = { ALLOC_NEW, r, time };
+		struct alloc_event ev = { ALLOC_NEW, r, time, a->tid };
 
 		return cb(s, &ev, arg);
 	}
@@ -402,6 +402,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 
 	if (e->kind != EVK_ALLOC_ENTRY && e->kind != EVK_ALLOC_RET)
 		return 0;
+	a->tid = smp->tid;
 	ps = thread_stack(a, smp->tid);
 	if (!ps)
 		return -1;
@@ -497,11 +498,23 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 			rp->arg);
 }
 
+int allocs_sample(struct allocs *a, struct session *s, struct sample *smp, alloc_cb cb, void *arg)
+{
+	struct replay rp = { a, cb, arg };
+
+	return on_sample(s, smp, &rp);
+}
+
+void allocs_end(struct allocs *a)
+{
+	hashmap_for_each(&a->threads, t) a->entry_lost += ((struct pending_stack *)t->ptr)->nr;
+}
+
 int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, char *err, size_t errlen)
 {
 	struct replay rp = { a, cb, arg };
 	int r = session_replay(s, on_sample, &rp, err, errlen);
 
-	hashmap_for_each(&a->threads, t) a->entry_lost += ((struct pending_stack *)t->ptr)->nr;
+	allocs_end(a);
 	return r;
 }

@@ -30,6 +30,7 @@ struct alloc_event {
 	enum alloc_event_kind kind;
 	const struct alloc_rec *rec; /* ALLOC_FREED: the allocation being freed */
 	uint64_t time;		     /* of the event (the free's time for ALLOC_FREED) */
+	int tid;		     /* the thread that allocated or freed */
 };
 
 typedef int (*alloc_cb)(struct session *s, const struct alloc_event *ev, void *arg);
@@ -42,6 +43,7 @@ struct allocs {
 	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
 	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
 	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
+	int tid;		  /* the thread of the sample being paired */
 	uint64_t min_size, max_size;
 	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;
 	uint64_t unmatched_frees;  /* frees of memory allocated before the recording */
@@ -61,6 +63,10 @@ void allocs_release(struct allocs *a);
 /* Replay the session, calling cb (may be NULL) for every allocation and
  * free. Outstanding allocations stay in a->procs afterwards. */
 int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, char *err, size_t errlen);
+/* The same a sample at a time, for a command that feeds one replay to
+ * several consumers; allocs_end once the replay is over. */
+int allocs_sample(struct allocs *a, struct session *s, struct sample *smp, alloc_cb cb, void *arg);
+void allocs_end(struct allocs *a);
 /* Whether the trace holds malloc-family events at all. */
 int allocs_recorded(const struct session *s);
 

@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "allocs.h"
+#include "heapprof.h"
 #include "kallocs.h"
 #include "memops.h"
 #include "stacktab.h"
@@ -22,14 +23,15 @@ static const char usage_text[] =
 	"                        reclaim (direct and memcg) or swap (major faults on anonymous memory)\n"
 	"  -w, --weight WEIGHT   count (default), bytes or pages; for malloc and kmem: leaked\n"
 	"                        (outstanding bytes), bytes (allocated) or count (allocations), and\n"
-	"                        pages for kmem; for reclaim: latency (microseconds) or count\n"
+	"                        pages for kmem; for malloc also peak (bytes held when the heap was\n"
+	"                        largest); for reclaim: latency (microseconds) or count\n"
 	"      --pid PID         only this process\n"
 	"      --kernel          include kernel frames (default for faults, kmem, reclaim)\n"
 	"      --no-kernel       leave kernel frames out (default for brk and mmap)\n"
 	"  -h, --help            show this help\n"
 	CMD_STACK_OPTIONS;
 
-enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY };
+enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY, W_PEAK };
 enum fold_source { FS_MEMOPS, FS_MALLOC, FS_KMEM, FS_RECLAIM, FS_SWAP };
 
 struct folded {
@@ -145,19 +147,28 @@ static int print_folded(struct folded *f)
 static int fold_allocs(struct folded *f, struct session *s)
 {
 	struct allocs a;
+	struct heapprof h;
 	char err[512];
 	int ret = 1;
 
 	if (!allocs_recorded(s))
 		return error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path), 1;
 	allocs_init(&a, s);
-	if (allocs_replay(&a, s, NULL, NULL, err, sizeof(err))) {
+	heapprof_init(&h);
+	if (allocs_replay(&a, s, f->weight == W_PEAK ? heapprof_cb : NULL, &h, err, sizeof(err))) {
 		error("%s", err);
 		goto out;
 	}
+	heapprof_finish(&h);
 	hashmap_for_each(&a.stacks.map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) {
 		e->weight = f->weight == W_COUNT ? e->count * a.sample : f->weight == W_BYTES ? e->weight * a.sample : 0;
 	}
+	if (f->weight == W_PEAK)
+		hashmap_for_each(&h.sites, slot) {
+			struct heap_site *site = slot->ptr;
+
+			site->stack->weight = site->at_peak * a.sample;
+		}
 	if (f->weight == W_LEAKED) {
 		hashmap_for_each(&a.procs, p) hashmap_for_each((struct hashmap *)p->ptr, r) {
 			struct alloc_rec *rec = r->ptr;
@@ -175,6 +186,7 @@ static int fold_allocs(struct folded *f, struct session *s)
 			a.sample, a.sample);
 	ret = print_folded(f) ? 1 : 0;
 out:
+	heapprof_release(&h);
 	allocs_release(&a);
 	return ret;
 }
@@ -305,8 +317,10 @@ int cmd_folded(int argc, char **argv)
 				f.weight = W_LEAKED;
 			else if (!strcmp(optarg, "latency"))
 				f.weight = W_LATENCY;
+			else if (!strcmp(optarg, "peak"))
+				f.weight = W_PEAK;
 			else {
-				error("unknown weight '%s': use count, bytes, pages, leaked or latency", optarg);
+				error("unknown weight '%s': use count, bytes, pages, leaked, peak or latency", optarg);
 				return 2;
 			}
 			break;
@@ -340,11 +354,12 @@ int cmd_folded(int argc, char **argv)
 			 (f.weight == W_BYTES && f.src != FS_RECLAIM && f.src != FS_SWAP) ||
 			 (f.weight == W_PAGES && (f.src == FS_MEMOPS || f.src == FS_KMEM)) ||
 			 (f.weight == W_LEAKED && (f.src == FS_MALLOC || f.src == FS_KMEM)) ||
+			 (f.weight == W_PEAK && f.src == FS_MALLOC) ||
 			 (f.weight == W_LATENCY && f.src == FS_RECLAIM);
 
 		if (!ok) {
-			error("this weight does not apply to this event: leaked is for malloc and kmem, pages for "
-			      "brk, mmap, faults and kmem, latency for reclaim");
+			error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
+			      "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
 			return 2;
 		}
 	}

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "allocs.h"
 #include "cmd.h"
+#include "heapprof.h"
 #include "memops.h"
 #include "stacktab.h"
 
@@ -51,7 +53,10 @@ struct report {
 	struct big_map *big;	/* the top largest mappings, largest first */
 	size_t nr_big;
 	struct hashmap fmaps;	/* (pid, start) -> struct fault_map * */
-	int have_brk, have_mmap, have_faults;
+	int have_brk, have_mmap, have_faults, have_malloc;
+	struct memops_state *mo;
+	struct allocs a;	/* with have_malloc */
+	struct heapprof heap;
 };
 
 static struct proc_stats *stats_of(struct report *r, struct session *s, const struct memop *op)
@@ -178,6 +183,89 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 	return 0;
 }
 
+static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
+{
+	struct report *r = arg;
+
+	if (r->pid >= 0 && ev->rec->pid != r->pid)
+		return 0;
+	return heapprof_event(&r->heap, s, ev);
+}
+
+/* One replay feeds both: the memory operations and the allocations. */
+static int on_sample(struct session *s, struct sample *smp, void *arg)
+{
+	struct report *r = arg;
+	int ret = memops_sample(r->mo, smp);
+
+	if (!ret && r->have_malloc)
+		ret = allocs_sample(&r->a, s, smp, on_alloc, r);
+	return ret;
+}
+
+static int hproc_cmp(const void *a, const void *b)
+{
+	const struct heap_proc *x = *(struct heap_proc *const *)a, *y = *(struct heap_proc *const *)b;
+
+	return x->pid - y->pid;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct heap_site *x = *(struct heap_site *const *)a, *y = *(struct heap_site *const *)b;
+
+	return x->at_peak != y->at_peak ? (x->at_peak > y->at_peak ? -1 : 1) : 0;
+}
+
+/* The malloc section: per process the calls, bytes, frees, temporary
+ * allocations, peak heap and when, and what was left; the sites that
+ * allocated most and those that held most at the peak. */
+static void print_malloc(struct report *r, struct session *s)
+{
+	struct heapprof *h = &r->heap;
+	struct heap_proc **pv = malloc((h->procs.nr ? h->procs.nr : 1) * sizeof(*pv));
+	struct heap_site **sv = malloc((h->sites.nr ? h->sites.nr : 1) * sizeof(*sv));
+	uint64_t k = r->a.sample;
+	const char *est = k > 1 ? "~" : "";
+	size_t np = 0, ns = 0;
+	char a[32], b[32];
+
+	if (!pv || !sv)
+		goto out;
+	printf("\n== malloc: allocations ==\n\n");
+	if (k > 1)
+		printf("(sampled recording, -s %llu: figures are estimates, scaled by %llu)\n\n", (unsigned long long)k,
+		       (unsigned long long)k);
+	printf("%8s %-16s %9s %14s %9s %10s %12s %10s %12s\n", "PID", "COMM", "CALLS", "ALLOCATED", "FREES", "TEMPORARY",
+	       "PEAK HEAP", "AT", "AT END");
+	hashmap_for_each(&h->procs, slot) pv[np++] = slot->ptr;
+	qsort(pv, np, sizeof(*pv), hproc_cmp);
+	for (size_t i = 0; i < np; i++) {
+		struct heap_proc *p = pv[i];
+
+		printf("%8d %-16s %s%8llu %s%13llu %s%8llu %s%9llu %s%11s %+9.3fs %s%11s\n", p->pid, p->comm, est,
+		       (unsigned long long)(p->calls * k), est, (unsigned long long)(p->bytes * k), est,
+		       (unsigned long long)(p->frees * k), est, (unsigned long long)(p->temporary * k), est,
+		       fmt_bytes(p->peak * k, a, sizeof(a)), p->peak_time > s->first_time ? (p->peak_time - s->first_time) / 1e9 : 0.0,
+		       est, fmt_bytes(p->cur * k, b, sizeof(b)));
+	}
+	printf("\ntop stacks by bytes allocated:\n");
+	stacktab_print(&r->a.stacks, stdout, r->top, 0, "bytes", "  ");
+	hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
+	qsort(sv, ns, sizeof(*sv), site_cmp);
+	printf("\ntop stacks by bytes held at the peak (%s%llu bytes, %s, at +%.3fs):\n", est,
+	       (unsigned long long)(h->peak * k), fmt_bytes(h->peak * k, a, sizeof(a)),
+	       h->peak_time > s->first_time ? (h->peak_time - s->first_time) / 1e9 : 0.0);
+	for (size_t i = 0; i < ns && i < r->top; i++) {
+		printf("  %s%llu bytes from stack (pid %d %s)\n", est, (unsigned long long)(sv[i]->at_peak * k),
+		       sv[i]->stack->pid, sv[i]->stack->comm);
+		print_frames(sv[i]->stack->frames, sv[i]->stack->nr_frames, 0, "      ");
+	}
+out:
+	free(pv);
+	free(sv);
+}
+
 static int proc_cmp(const void *a, const void *b)
 {
 	const struct proc_stats *x = *(struct proc_stats *const *)a, *y = *(struct proc_stats *const *)b;
@@ -286,8 +374,10 @@ static void print_report(struct report *r, struct session *s)
 			free(fm);
 		}
 	}
-	if (!r->have_brk && !r->have_mmap && !r->have_faults)
-		printf("\nno brk, mmap or page fault events%s\n", r->pid >= 0 ? " for this pid" : "");
+	if (r->have_malloc)
+		print_malloc(r, s);
+	if (!r->have_brk && !r->have_mmap && !r->have_faults && !r->have_malloc)
+		printf("\nno brk, mmap, page fault or allocation events%s\n", r->pid >= 0 ? " for this pid" : "");
 	(void)c;
 	free(procs);
 }
@@ -335,14 +425,22 @@ int cmd_report(int argc, char **argv)
 	stacktab_init(&r.mmap, 0, 1);
 	stacktab_init(&r.faults, 1, 1);
 	r.big = calloc(r.top ? r.top : 1, sizeof(*r.big));
-	if (!r.big)
+	r.mo = memops_new(&s, on_op, &r);
+	r.have_malloc = allocs_recorded(&s);
+	allocs_init(&r.a, &s);
+	heapprof_init(&r.heap);
+	if (!r.big || !r.mo)
 		error("out of memory");
-	else if (memops_replay(&s, on_op, &r, err, sizeof(err)))
+	else if (session_replay(&s, on_sample, &r, err, sizeof(err)))
 		error("%s", err);
 	else {
+		allocs_end(&r.a);
+		heapprof_finish(&r.heap);
 		print_report(&r, &s);
 		ret = 0;
 	}
+	memops_free(r.mo);
+	heapprof_release(&r.heap);
 	session_report_unwind(&s);
 	symbols_report_unresolved(&s.syms, stderr);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);
@@ -352,6 +450,7 @@ int cmd_report(int argc, char **argv)
 	stacktab_release(&r.brk);
 	stacktab_release(&r.mmap);
 	stacktab_release(&r.faults);
+	allocs_release(&r.a);
 	free(r.big);
 	session_release(&s);
 	return ret;

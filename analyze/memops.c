@@ -8,6 +8,7 @@
  */
 #include "memops.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,22 +152,49 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	return st->fn(s, &op, st->arg);
 }
 
-int memops_replay(struct session *s, memop_fn fn, void *arg, char *err, size_t errlen)
+struct memops_state *memops_new(struct session *s, memop_fn fn, void *arg)
 {
-	struct memops_state st = { s, fn, arg, { 0 }, { 0 } };
-	int r;
+	struct memops_state *st = calloc(1, sizeof(*st));
 
-	hashmap_init(&st.pending, 0);
-	hashmap_init(&st.brk, 0);
-	r = session_replay(s, on_sample, &st, err, errlen);
-	hashmap_for_each(&st.pending, slot) {
+	if (!st)
+		return NULL;
+	*st = (struct memops_state){ s, fn, arg, { 0 }, { 0 } };
+	hashmap_init(&st->pending, 0);
+	hashmap_init(&st->brk, 0);
+	return st;
+}
+
+int memops_sample(struct memops_state *st, struct sample *smp)
+{
+	return on_sample(st->s, smp, st);
+}
+
+void memops_free(struct memops_state *st)
+{
+	if (!st)
+		return;
+	hashmap_for_each(&st->pending, slot) {
 		struct pending *p = slot->ptr;
 
 		if (p)
 			free(p->ips);
 		free(p);
 	}
-	hashmap_release(&st.pending);
-	hashmap_release(&st.brk);
+	hashmap_release(&st->pending);
+	hashmap_release(&st->brk);
+	free(st);
+}
+
+int memops_replay(struct session *s, memop_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct memops_state *st = memops_new(s, fn, arg);
+	int r;
+
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	r = session_replay(s, on_sample, st, err, errlen);
+	memops_free(st);
 	return r;
 }

@@ -43,4 +43,11 @@ typedef int (*memop_fn)(struct session *s, const struct memop *op, void *arg);
  * session_replay(). */
 int memops_replay(struct session *s, memop_fn fn, void *arg, char *err, size_t errlen);
 
+/* The same a sample at a time, for a command that feeds one replay to
+ * several consumers: memops_sample returns fn's value (0 to go on). */
+struct memops_state;
+struct memops_state *memops_new(struct session *s, memop_fn fn, void *arg);
+int memops_sample(struct memops_state *st, struct sample *smp);
+void memops_free(struct memops_state *st);
+
 #endif

@@ -28,7 +28,8 @@ static const char usage_text[] =
 	"                         or swap\n"
 	"  -w, --weight WEIGHT    for a trace: count (default), bytes or pages; for malloc and\n"
 	"                         kmem also leaked (bytes still outstanding when recording\n"
-	"                         ended); for reclaim latency (microseconds)\n"
+	"                         ended), for malloc peak (bytes held when the heap was\n"
+	"                         largest); for reclaim latency (microseconds)\n"
 	"      --debug-dir DIR    for a trace: find objects by build-id in DIR/.build-id/ too\n"
 	"  -o, --output FILE      write the SVG to FILE\n"
 	"      --title TEXT       title (default: Flame Graph, or one for the trace's event)\n"
@@ -307,6 +308,7 @@ int main(int argc, char **argv)
 		const char *what = !strcmp(event, "brk") ? "Heap Expansion (brk)"
 				   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)"
 				   : !strcmp(event, "malloc") ? (!strcmp(weight, "leaked") ? "Outstanding Allocations (leaks)"
+								 : !strcmp(weight, "peak") ? "Heap at its Peak"
 											    : "Allocations (malloc family)")
 				   : !strcmp(event, "kmem") ? (!strcmp(weight, "leaked") ? "Outstanding Kernel Memory"
 											  : "Kernel Allocations (kmem)")
@@ -317,7 +319,7 @@ int main(int argc, char **argv)
 		if (!o.title)
 			o.title = what;
 		if (!o.countname)
-			o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") ? "bytes"
+			o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") || !strcmp(weight, "peak") ? "bytes"
 				      : !strcmp(weight, "pages") ? "pages"
 				      : !strcmp(weight, "latency") ? "us"
 				      : !strcmp(event, "swap") ? "swap-ins"

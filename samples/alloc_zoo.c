@@ -8,6 +8,8 @@
  *   alloc_zoo nested N     N each of realloc(NULL), reallocarray(NULL), aligned_alloc, memalign and
  *                          posix_memalign, each from a function of its own, all kept: the entry
  *                          points glibc builds on one another
+ *   alloc_zoo peak N       the heap rises to N blocks of 1000 bytes from first_hump(), falls, rises
+ *                          to half that from second_hump(), falls: a peak of exactly N * 1000 bytes
  *   alloc_zoo tz N         local time in a time zone (libc keeps its data), then N strdup()s of a
  *                          formatted time leaked from tz_leak()
  *   alloc_zoo threads T N  T threads, each leaking N blocks of 100 bytes from thread_leak()
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +154,38 @@ static void __attribute__((noinline)) tz_leak(long n)
 	report(n * (long)(strlen(buf) + 1), n, "tz_leak");
 }
 
+/* The heap rises and falls: first_hump() holds n blocks of 1000 bytes
+ * at once, then frees them; second_hump() holds half as many. Nothing is
+ * printed until the end, so the peak is the first hump, exactly. */
+static void __attribute__((noinline)) first_hump(void **v, long n)
+{
+	for (long i = 0; i < n; i++)
+		v[i] = malloc(1000);
+}
+
+static void __attribute__((noinline)) second_hump(void **v, long n)
+{
+	for (long i = 0; i < n; i++)
+		v[i] = malloc(1000);
+}
+
+static void humps(long n)
+{
+	void **v = mmap(NULL, n * sizeof(*v), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (v == MAP_FAILED)
+		exit(1);
+	first_hump(v, n);
+	for (long i = 0; i < n; i++)
+		free(v[i]);
+	second_hump(v, n / 2);
+	for (long i = 0; i < n / 2; i++)
+		free(v[i]);
+	printf("alloc_zoo: peak %ld bytes in %ld allocations held by first_hump; second_hump held %ld\n", n * 1000, n,
+	       n / 2 * 1000);
+	report(0, 0, "humps");
+}
+
 static long per_thread;
 
 static void *thread_leak(void *arg)
@@ -245,6 +280,8 @@ int main(int argc, char **argv)
 		nested(n);
 	else if (!strcmp(mode, "tz"))
 		tz_leak(n);
+	else if (!strcmp(mode, "peak"))
+		humps(n);
 	else if (!strcmp(mode, "threads"))
 		threads((int)n, argc > 3 ? atol(argv[3]) : 100);
 	else if (!strcmp(mode, "fork"))
@@ -261,7 +298,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		late_leak(argc > 3 ? atol(argv[3]) : 100);
 	} else {
-		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|threads|fork|wait|grow N [M]\n");
+		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|peak|threads|fork|wait|grow N [M]\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

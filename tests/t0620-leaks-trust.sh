@@ -91,6 +91,21 @@ test_expect_success 'threads that end: glibc freeing their tcache is no free of 
 	grep "\"leaked_bytes\":$(truth_bytes truth thread_leak)," leaks.json
 '
 
+test_expect_success 'report has a malloc section, with the exact peak of a heap that rises and falls' '
+	"$MEMSIGHT" record -q -e malloc -o peak.trace -- "$S/alloc_zoo" peak 300 >truth &&
+	grep "^alloc_zoo: peak 300000 bytes in 300 allocations held by first_hump; second_hump held 150000$" truth &&
+	"$MEMSIGHT" report -T 3 peak.trace >report &&
+	cat report &&
+	grep "^== malloc: allocations ==$" report &&
+	awk "\$2 == \"alloc_zoo\" && \$3 == 451 && \$4 == 454096 && \$5 == 450 { ok = 1 } END { exit !ok }" report &&
+	grep "^top stacks by bytes held at the peak (300000 bytes, 293.0 KiB, at +[0-9.]*s):$" report &&
+	grep -A3 "^  300000 bytes from stack" report | grep "first_hump+0x" &&
+	"$MEMSIGHT" folded -e malloc -w peak peak.trace >peak &&
+	cat peak &&
+	test "$(wc -l <peak)" = 1 &&
+	grep ";main;humps;first_hump;malloc 300000$" peak
+'
+
 JEMALLOC=$(ldconfig -p | sed -n 's/.*libjemalloc\.so\.2 .*=> //p' | head -1)
 if [ -n "$JEMALLOC" ]; then
 	test_expect_success 'jemalloc preloaded, no -O: its malloc is probed and the leak is exact' '
