@@ -153,7 +153,8 @@ static int nested_call(struct session *s, const struct pending_stack *ps, const 
 	return fn && by && (fn->name == by->name || !strcmp(by->name, "[uprobes]"));
 }
 
-/* Put the skipped caller back and undo return-probe trampolines. */
+/* Undo return-probe trampolines (the session put the skipped caller
+ * back already). */
 static void repair_stack(struct session *s, struct pending_stack *ps, struct pending *p, const struct sample *smp)
 {
 	uint64_t n = 0, tramp = 0;
@@ -186,15 +187,8 @@ static void repair_stack(struct session *s, struct pending_stack *ps, struct pen
 			}
 		}
 		p->ips[n++] = ip;
-		if (user && first_user) {
+		if (user && first_user)
 			first_user = 0;
-			/* The entry IP is the function's first instruction; the
-			 * walk from the caller's frame pointer reads its caller's
-			 * return address next, so the caller itself is missing. */
-			if (p->caller && (i + 1 >= smp->nr_ips || smp->ips[i + 1] != p->caller) &&
-			    n < MAX_IPS - 1)
-				p->ips[n++] = p->caller;
-		}
 	}
 	p->smp.ips = p->ips;
 	p->smp.nr_ips = n;

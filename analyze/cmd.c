@@ -117,10 +117,7 @@ void json_frames(const struct frame *fr, int n, int lines)
 		json_str(f->sym ? f->sym : NULL);
 		printf(",\"offset\":%llu,\"object\":", (unsigned long long)f->off);
 		json_str(frame_obj_base(f));
-		if (f->kernel)
-			printf(",\"kernel\":true");
-		if (f->inlined)
-			printf(",\"inlined\":true");
+		printf(",\"kernel\":%s,\"inlined\":%s", f->kernel ? "true" : "false", f->inlined ? "true" : "false");
 		if (lines && !frame_srcline(f, &file, &line)) {
 			printf(",\"file\":");
 			json_str(file);

@@ -46,7 +46,8 @@ int cmd_one_file(int argc);
 int parse_u64(const char *opt, const char *arg, uint64_t *out);
 
 /* JSON: a string with its escapes ("" for NULL), and frames as an array
- * of {function, offset, object[, kernel, inlined, file, line]}. */
+ * of {function, offset, object, kernel, inlined[, file, line]}, the one
+ * frame schema of every view. */
 void json_str(const char *s);
 void json_frames(const struct frame *fr, int n, int lines);
 /* Frames one per line, "indent name+off [object][ file:line]". */

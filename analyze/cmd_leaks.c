@@ -33,6 +33,10 @@ static const char usage_text[] =
 	"  -h, --help            show this help\n"
 	CMD_STACK_OPTIONS;
 
+/* A growth rate over the second half of a shorter recording says more
+ * of the clock than of the program. */
+#define LEAKS_GROWTH_MIN_S 0.1
+
 struct group {
 	struct stack_entry *stack; /* NULL: allocations whose entry was not kept */
 	int pid;
@@ -436,27 +440,17 @@ int cmd_leaks(int argc, char **argv)
 			json_str(g->comm);
 			printf(",\"bytes\":%llu,\"allocations\":%llu,\"uncertain_bytes\":%llu,"
 			       "\"uncertain_allocations\":%llu,\"first_s\":%.6f,\"last_s\":%.6f,"
-			       "\"growth_bytes_per_s\":%.0f,\"frames\":[",
+			       "\"growth_bytes_per_s\":",
 			       (unsigned long long)g->bytes, (unsigned long long)g->count * a.sample,
 			       (unsigned long long)g->uncertain_bytes, (unsigned long long)g->uncertain * a.sample,
-			       (g->first - l.start) / 1e9, (g->last - l.start) / 1e9, g->growth);
-			for (int j = 0; j < g->stack->nr_frames; j++) {
-				const struct frame *f = &g->stack->frames[j];
-				const char *file;
-				int line;
-
-				printf("%s{\"function\":", j ? "," : "");
-				json_str(f->sym ? f->sym : NULL);
-				printf(",\"offset\":%llu,\"object\":", (unsigned long long)f->off);
-				json_str(frame_obj_base(f));
-				if (lines && !frame_srcline(f, &file, &line)) {
-					printf(",\"file\":");
-					json_str(file);
-					printf(",\"line\":%d", line);
-				}
-				putchar('}');
-			}
-			printf("]}");
+			       (g->first - l.start) / 1e9, (g->last - l.start) / 1e9);
+			if (dur >= LEAKS_GROWTH_MIN_S)
+				printf("%.0f", g->growth);
+			else
+				printf("null");
+			printf(",\"frames\":");
+			json_frames(g->stack->frames, g->stack->nr_frames, lines);
+			printf("}");
 		}
 		printf("]}\n");
 	} else {
@@ -500,9 +494,14 @@ int cmd_leaks(int argc, char **argv)
 
 			printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)\n", a.sample > 1 ? "~" : "",
 			       (unsigned long long)g->bytes, (unsigned long long)g->count * a.sample, g->pid, g->comm);
-			printf("\tmade +%.3fs..+%.3fs of %.3fs; %s %s/s over the last half\n", (g->first - l.start) / 1e9,
-			       (g->last - l.start) / 1e9, dur, g->growth > 0 ? "growing" : "not growing",
-			       fmt_bytes((uint64_t)g->growth, sz, sizeof(sz)));
+			if (dur >= LEAKS_GROWTH_MIN_S)
+				printf("\tmade +%.3fs..+%.3fs of %.3fs; %s %s/s over the last half\n",
+				       (g->first - l.start) / 1e9, (g->last - l.start) / 1e9, dur,
+				       g->growth > 0 ? "growing" : "not growing",
+				       fmt_bytes((uint64_t)g->growth, sz, sizeof(sz)));
+			else
+				printf("\tmade +%.3fs..+%.3fs of %.3fs (too short a recording to tell growth)\n",
+				       (g->first - l.start) / 1e9, (g->last - l.start) / 1e9, dur);
 			if (g->uncertain)
 				printf("\tUNCERTAIN: %llu of these allocations (%llu bytes) were made before events "
 				       "were lost; their frees may have been lost\n",

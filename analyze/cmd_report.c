@@ -280,6 +280,39 @@ static int fmap_cmp(const void *a, const void *b)
 	return x->count != y->count ? (x->count > y->count ? -1 : 1) : x->start > y->start;
 }
 
+static int fmap_addr_cmp(const void *a, const void *b)
+{
+	const struct fault_map *x = *(struct fault_map *const *)a, *y = *(struct fault_map *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid - y->pid;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The kernel merges an anonymous mapping into its neighbour and reports
+ * the merged range, so the faults of one mapping can sit under several
+ * starts, overlapping: they are one mapping. Returns the number left. */
+static size_t fmaps_coalesce(struct fault_map **fm, size_t n)
+{
+	size_t out = 0;
+
+	qsort(fm, n, sizeof(*fm), fmap_addr_cmp);
+	for (size_t i = 0; i < n; i++) {
+		struct fault_map *prev = out ? fm[out - 1] : NULL;
+
+		if (prev && prev->pid == fm[i]->pid && fm[i]->start < prev->end) {
+			if (fm[i]->end > prev->end) {
+				prev->end = fm[i]->end;
+				prev->name = fm[i]->name;
+			}
+			prev->count += fm[i]->count;
+			continue;
+		}
+		fm[out++] = fm[i];
+	}
+	return out;
+}
+
 static void prot_str(uint64_t prot, uint64_t flags, char *out)
 {
 	out[0] = prot & PROT_READ ? 'r' : '-';
@@ -365,6 +398,7 @@ static void print_report(struct report *r, struct session *s)
 		stacktab_print(&r->faults, stdout, r->top, 1, "faults", "  ");
 		if (fm) {
 			hashmap_for_each(&r->fmaps, slot) fm[nf++] = slot->ptr;
+			nf = fmaps_coalesce(fm, nf);
 			qsort(fm, nf, sizeof(*fm), fmap_cmp);
 			printf("\ntop mappings by faults:\n");
 			for (size_t i = 0; i < nf && i < r->top; i++)

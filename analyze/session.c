@@ -717,6 +717,36 @@ out:
 	smp->nr_ips = n;
 }
 
+/* A frame-pointer walk taken at a probed function's first instruction
+ * reads its caller's return address next, from the caller's frame: the
+ * caller itself is missing. The entry probe read the return address at
+ * the stack pointer (the caller field): put it back after the first user
+ * frame, into s->chain. */
+static void sample_put_caller(struct session *s, struct sample *smp)
+{
+	uint64_t caller = session_field(s, smp, AF_CALLER), n = 0;
+	int first = 0;
+
+	if (!caller || smp->nr_ips > SESS_MAX_CHAIN - 1)
+		return;
+	for (uint64_t i = 0; i < smp->nr_ips; i++) {
+		uint64_t ip = smp->ips[i];
+
+		s->chain[n++] = ip;
+		if (ip == PERF_CONTEXT_USER) {
+			first = 1;
+			continue;
+		}
+		if (first && ip < PERF_CONTEXT_MAX) {
+			first = 0;
+			if (i + 1 >= smp->nr_ips || smp->ips[i + 1] != caller)
+				s->chain[n++] = caller;
+		}
+	}
+	smp->ips = s->chain;
+	smp->nr_ips = n;
+}
+
 void session_report_unwind(struct session *s)
 {
 	if (s->uw)
@@ -758,6 +788,8 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && smp.ev->attr.exclude_callchain_user &&
 		    !s->no_unwind)
 			sample_unwind(s, &smp);
+		else if (smp.ev->kind == EVK_ALLOC_ENTRY && smp.nr_ips)
+			sample_put_caller(s, &smp);
 		smp.ev->nr_samples++;
 		s->nr_samples++;
 		return st->fn ? st->fn(s, &smp, st->arg) : 0;

@@ -190,6 +190,22 @@ test_expect_success 'pipes closed: what the pipes allocated is freed, and the pa
 		die q{too few frees} unless \$c->{matched_frees} >= 100"
 '
 
+# One frame schema in every JSON view: leaks of user memory wrote its own
+# without "inlined" and "kernel".
+test_expect_success 'leaks --json and leaks --kernel --json give frames the same keys' '
+	"$MEMSIGHT" record -q -e malloc -o inl.trace -- "$BUILD/samples/nofp/inline_alloc" 20 >/dev/null &&
+	"$MEMSIGHT" leaks --json inl.trace >user.json &&
+	keys="for my \$s (@{\$d->{stacks}}) { for (@{\$s->{frames}}) { print join(q{,}, sort keys %\$_), q{ } } }" &&
+	json user.json "$keys" | tr " " "\n" | grep . | sort -u >user.keys &&
+	json closed.json "$keys" | tr " " "\n" | grep . | sort -u >kernel.keys &&
+	cat user.keys kernel.keys &&
+	echo "function,inlined,kernel,object,offset" >expect &&
+	test_cmp expect user.keys &&
+	test_cmp expect kernel.keys &&
+	json user.json "my \$n = grep { \$_->{inlined} } map { @{\$_->{frames}} } @{\$d->{stacks}}; die q{no inlined frame} unless \$n" &&
+	json closed.json "my \$n = grep { \$_->{kernel} } map { @{\$_->{frames}} } @{\$d->{stacks}}; die q{no kernel frame} unless \$n"
+'
+
 test_expect_success 'faults by file: one fault a page of the mapped file, anonymous pages apart' '
 	"$MEMSIGHT" record -q -e faults,mmap -o ft.trace -- "$S/file_touch" "$TRASH/ft.data" 32 16 >truth &&
 	grep "^file_touch: 32 file pages of $TRASH/ft.data, 16 anonymous pages$" truth &&
@@ -199,6 +215,23 @@ test_expect_success 'faults by file: one fault a page of the mapped file, anonym
 		my (\$a) = grep { grep { (\$_->{function} // q{}) eq q{touch_anon} } @{\$_->{frames}} } @{\$d->{stacks}};
 		die q{anon} unless \$a && \$a->{faults} == 16" &&
 	"$MEMSIGHT" faults ft.trace | grep "^        32        0  file   $TRASH/ft.data$"
+'
+
+test_expect_success 'report: faults of one mapping the kernel merged show as one mapping' '
+	"$MEMSIGHT" record -q -e faults,mmap -o merged.trace -- "$S/file_touch" "$TRASH/m.data" 4 16 8 >truth &&
+	grep "^file_touch: 4 file pages of $TRASH/m.data, 16 anonymous pages, then 8 below them (one mapping)$" truth &&
+	"$MEMSIGHT" report -T 100 merged.trace >report &&
+	sed -n "/^top mappings by faults:/,/^$/p" report >maps &&
+	cat maps &&
+	awk "
+		function hex(s,  i, v) { v = 0; sub(/^0x/, \"\", s); for (i = 1; i <= length(s); i++) v = v * 16 + index(\"0123456789abcdef\", substr(s, i, 1)) - 1; return v }
+		/ faults  0x/ { split(\$3, r, \"-\"); lo[NR] = hex(r[1]); hi[NR] = hex(r[2]); n[NR] = \$1; anon[NR] = \$4 == \"//anon\" }
+		END {
+			for (i in lo) for (j in lo) if (i < j && lo[i] < hi[j] && lo[j] < hi[i]) { print \"overlap\"; exit 1 }
+			for (i in lo) if (anon[i] && n[i] >= 24 && hi[i] - lo[i] >= 98304) found = 1
+			exit !found
+		}
+	" maps
 '
 
 test_expect_success 'mmaps: the file and anonymous mappings with size, protection, flags, file' '
