@@ -35,7 +35,7 @@ endif
 BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libdebuginfod-dev libunwind-dev \
 	libzstd-dev zlib1g-dev
 # debuginfod: a local server for the --debuginfod test.
-TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod
+TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind
 BENCH_PKGS := linux-perf heaptrack bpftrace time
 
 FORMATS_SRC := \
@@ -49,7 +49,9 @@ RECORD_SRC := \
 	record/embed.c \
 	record/events.c \
 	record/ksyms.c \
+	record/leakcheck.c \
 	record/procsnap.c \
+	record/reach.c \
 	record/record.c \
 	record/scrub.c \
 	record/uprobes.c \
@@ -74,6 +76,7 @@ ANALYZE_SRC := \
 	analyze/machine.c \
 	analyze/main.c \
 	analyze/memops.c \
+	analyze/reach.c \
 	analyze/session.c \
 	analyze/stacktab.c \
 	analyze/suppress.c \

@@ -22,6 +22,7 @@ struct alloc_rec {
 	int pid;
 	uint8_t fn;
 	uint8_t sized;		   /* the size is known (the entry was seen) */
+	uint8_t reach;		   /* enum reach_kind, once reach_classify has run */
 };
 
 enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED };

@@ -12,6 +12,7 @@
 #include "allocs.h"
 #include "cmd.h"
 #include "kallocs.h"
+#include "reach.h"
 #include "suppress.h"
 
 static const char usage_text[] =
@@ -43,6 +44,7 @@ struct group {
 	const char *comm;
 	uint64_t bytes, count, first, last, late_bytes;
 	uint64_t uncertain, uncertain_bytes; /* made before events were lost: maybe freed */
+	uint8_t reach;		   /* enum reach_kind: what a --leak-check scan made of them */
 	double growth;		   /* bytes per second over the recording's second half */
 	const char *suppressed_by;
 };
@@ -56,7 +58,9 @@ struct leaks {
 
 static struct group *group_of(struct leaks *l, struct session *s, const struct alloc_rec *r)
 {
-	uint64_t key = r->stack ? (uint64_t)(uintptr_t)r->stack : ((uint64_t)(uint32_t)r->pid | 1ull << 63);
+	/* Stack entries are 8-aligned: the low bits hold the kind. */
+	uint64_t key = r->stack ? (uint64_t)(uintptr_t)r->stack | r->reach
+				: ((uint64_t)(uint32_t)r->pid << 3 | r->reach | 1ull << 63);
 	struct hm_slot *slot = hashmap_u64(&l->groups, key, NULL);
 	struct group *g;
 
@@ -68,13 +72,23 @@ static struct group *group_of(struct leaks *l, struct session *s, const struct a
 		g->pid = r->pid;
 		g->comm = r->stack ? r->stack->comm : machine_comm(&s->m, r->pid, r->pid);
 		g->first = r->time;
+		g->reach = r->reach;
 	}
 	return slot->ptr;
+}
+
+/* Lost first, then indirectly lost, then still reachable. */
+static int reach_rank(uint8_t k)
+{
+	return k == REACH_LOST ? 0 : k == REACH_INDIRECT ? 1 : k == REACH_REACHABLE ? 2 : 3;
 }
 
 static int by_size(const void *a, const void *b)
 {
 	const struct group *x = *(struct group *const *)a, *y = *(struct group *const *)b;
+
+	if (x->reach != y->reach)
+		return reach_rank(x->reach) - reach_rank(y->reach);
 
 	if (x->bytes != y->bytes)
 		return x->bytes > y->bytes ? -1 : 1;
@@ -84,6 +98,9 @@ static int by_size(const void *a, const void *b)
 static int by_growth(const void *a, const void *b)
 {
 	const struct group *x = *(struct group *const *)a, *y = *(struct group *const *)b;
+
+	if (x->reach != y->reach)
+		return reach_rank(x->reach) - reach_rank(y->reach);
 
 	if (x->growth != y->growth)
 		return x->growth > y->growth ? -1 : 1;
@@ -275,6 +292,8 @@ int cmd_leaks(int argc, char **argv)
 	int c, ret = 1, growth = 0, lines = 0, json = 0, defaults = 1, have_fail = 0, kernel = 0;
 	uint64_t leak_bytes = 0, leak_count = 0, sup_bytes = 0, sup_count = 0, sup_groups = 0, nogroup_count = 0;
 	uint64_t unsure_bytes = 0, unsure_count = 0, lost;
+	uint64_t kind_bytes[REACH_NR] = { 0 }, kind_count[REACH_NR] = { 0 };
+	struct reach_stats rst = { 0 };
 	size_t nv = 0;
 	double dur;
 
@@ -356,6 +375,10 @@ int cmd_leaks(int argc, char **argv)
 		error("%s", err);
 		goto out;
 	}
+	if (s.nr_reach && reach_classify(&s, &a, &rst, err, sizeof(err))) {
+		error("%s", err);
+		goto out;
+	}
 	l.start = s.first_time;
 	l.end = s.last_time;
 	l.horizon = session_loss_horizon(&s);
@@ -415,9 +438,18 @@ int cmd_leaks(int argc, char **argv)
 		leak_count += g->count;
 		unsure_bytes += g->uncertain_bytes;
 		unsure_count += g->uncertain;
+		kind_bytes[g->reach] += g->bytes;
+		kind_count[g->reach] += g->count;
 		v[nv++] = g;
 	}
 	qsort(v, nv, sizeof(*v), growth ? by_growth : by_size);
+	/* With a scan, a block still reachable is no leak: the figure and
+	 * the gate count what is lost (definitely and indirectly, as
+	 * valgrind's do); what the scan did not cover counts as before. */
+	if (rst.processes) {
+		leak_bytes -= kind_bytes[REACH_REACHABLE];
+		leak_count -= kind_count[REACH_REACHABLE];
+	}
 	if (json) {
 		printf("{\"trace\":");
 		json_str(s.path);
@@ -425,7 +457,7 @@ int cmd_leaks(int argc, char **argv)
 		       "\"leaked_bytes\":%llu,\"leaked_allocations\":%llu,\"uncertain_bytes\":%llu,"
 		       "\"uncertain_allocations\":%llu,\"suppressed_bytes\":%llu,\"suppressed_allocations\":%llu,"
 		       "\"unmatched_frees\":%llu,\"double_frees\":%llu,\"allocations\":%llu,\"frees\":%llu,"
-		       "\"stacks\":[",
+		       "\"leak_check\":",
 		       a.sample > 1 ? "true" : "false", a.sample, dur, session_incomplete(&s) ? "true" : "false",
 		       (unsigned long long)lost, (unsigned long long)leak_bytes,
 		       (unsigned long long)leak_count * a.sample, (unsigned long long)unsure_bytes,
@@ -433,11 +465,28 @@ int cmd_leaks(int argc, char **argv)
 		       (unsigned long long)sup_count * a.sample, (unsigned long long)a.unmatched_frees,
 		       (unsigned long long)a.double_frees, (unsigned long long)a.nr_allocs,
 		       (unsigned long long)a.nr_frees);
+		if (rst.processes) {
+			printf("{\"processes\":%d,\"scan_ms\":%.3f,\"scanned_bytes\":%llu", rst.processes,
+			       rst.scan_ns / 1e6, (unsigned long long)rst.scanned_bytes);
+			for (int k = REACH_LOST; k < REACH_NR; k++)
+				printf(",\"%s_bytes\":%llu,\"%s_allocations\":%llu", reach_kind_keys[k],
+				       (unsigned long long)kind_bytes[k], reach_kind_keys[k],
+				       (unsigned long long)kind_count[k] * a.sample);
+			printf("}");
+		} else {
+			printf("null");
+		}
+		printf(",\"stacks\":[");
 		for (size_t i = 0; i < nv && i < top; i++) {
 			struct group *g = v[i];
 
 			printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", g->pid);
 			json_str(g->comm);
+			printf(",\"kind\":");
+			if (g->reach)
+				json_str(reach_kind_keys[g->reach]);
+			else
+				printf("null");
 			printf(",\"bytes\":%llu,\"allocations\":%llu,\"uncertain_bytes\":%llu,"
 			       "\"uncertain_allocations\":%llu,\"first_s\":%.6f,\"last_s\":%.6f,"
 			       "\"growth_bytes_per_s\":",
@@ -454,12 +503,34 @@ int cmd_leaks(int argc, char **argv)
 		}
 		printf("]}\n");
 	} else {
-		printf("# memsight leaks of '%s': %llu bytes in %llu allocations outstanding from %zu stacks%s\n", s.path,
-		       (unsigned long long)leak_bytes, (unsigned long long)leak_count * a.sample, nv,
-		       a.sample > 1 ? " (ESTIMATE)" : "");
+		size_t lost_stacks = 0;
+
+		for (size_t i = 0; i < nv; i++)
+			lost_stacks += v[i]->reach != REACH_REACHABLE;
+		if (rst.processes)
+			printf("# memsight leaks of '%s': %llu bytes in %llu allocations lost from %zu stacks%s\n", s.path,
+			       (unsigned long long)leak_bytes, (unsigned long long)leak_count * a.sample, lost_stacks,
+			       a.sample > 1 ? " (ESTIMATE)" : "");
+		else
+			printf("# memsight leaks of '%s': %llu bytes in %llu allocations outstanding from %zu stacks%s\n",
+			       s.path, (unsigned long long)leak_bytes, (unsigned long long)leak_count * a.sample, nv,
+			       a.sample > 1 ? " (ESTIMATE)" : "");
 		if (a.sample > 1)
 			printf("# sampled recording (-s %u): bytes and counts are estimates, scaled by %u\n", a.sample,
 			       a.sample);
+		if (rst.processes)
+			printf("# leak check of %d process%s (paused %.1f ms to scan %s): definitely lost %llu bytes in "
+			       "%llu allocations, indirectly lost %llu in %llu, still reachable %llu in %llu\n",
+			       rst.processes, rst.processes == 1 ? "" : "es", rst.scan_ns / 1e6,
+			       fmt_bytes(rst.scanned_bytes, sz, sizeof(sz)), (unsigned long long)kind_bytes[REACH_LOST],
+			       (unsigned long long)kind_count[REACH_LOST] * a.sample,
+			       (unsigned long long)kind_bytes[REACH_INDIRECT],
+			       (unsigned long long)kind_count[REACH_INDIRECT] * a.sample,
+			       (unsigned long long)kind_bytes[REACH_REACHABLE],
+			       (unsigned long long)kind_count[REACH_REACHABLE] * a.sample);
+		else if (session_host(&s, "leak_check", sz, sizeof(sz), NULL))
+			printf("# leak check: the recording holds no scan (see its summary): lost and reachable "
+			       "are not told apart\n");
 		if (session_incomplete(&s) && unsure_count)
 			printf("# INCOMPLETE: %s; %llu bytes in %llu of these allocations were made before the last "
 			       "loss, and their frees may be among what was lost (marked UNCERTAIN below)\n",
@@ -492,8 +563,9 @@ int cmd_leaks(int argc, char **argv)
 		for (size_t i = 0; i < nv && i < top; i++) {
 			struct group *g = v[i];
 
-			printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)\n", a.sample > 1 ? "~" : "",
-			       (unsigned long long)g->bytes, (unsigned long long)g->count * a.sample, g->pid, g->comm);
+			printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)%s%s\n", a.sample > 1 ? "~" : "",
+			       (unsigned long long)g->bytes, (unsigned long long)g->count * a.sample, g->pid, g->comm,
+			       g->reach ? ": " : "", g->reach ? reach_kind_names[g->reach] : "");
 			if (dur >= LEAKS_GROWTH_MIN_S)
 				printf("\tmade +%.3fs..+%.3fs of %.3fs; %s %s/s over the last half\n",
 				       (g->first - l.start) / 1e9, (g->last - l.start) / 1e9, dur,

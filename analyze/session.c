@@ -143,9 +143,19 @@ struct open_state {
 static int on_meta_ref(uint32_t kind, size_t chunk, void *arg)
 {
 	struct open_state *o = arg;
+	struct session *s = o->s;
 
-	(void)kind;
-	if (symbols_embedded_ref(&o->s->r, chunk) == -ENOMEM)
+	if (kind == TRACE_META_REACH) {
+		/* Memory scans: read by the command that wants them. */
+		size_t *v = realloc(s->reach_chunks, (s->nr_reach + 1) * sizeof(*v));
+
+		if (!v)
+			return fail(o->err, o->errlen, "out of memory");
+		s->reach_chunks = v;
+		v[s->nr_reach++] = chunk;
+		return 0;
+	}
+	if (symbols_embedded_ref(&s->r, chunk) == -ENOMEM)
 		return fail(o->err, o->errlen, "out of memory");
 	return 0;
 }
@@ -278,7 +288,7 @@ int session_open(struct session *s, const char *path, char *err, size_t errlen)
 	struct open_state o = { s, err, errlen, sizeof(long) };
 	struct trace_handler h = { .meta = on_meta,
 				   .loss = on_loss,
-				   .meta_by_ref = 1u << TRACE_META_OBJECT,
+				   .meta_by_ref = 1u << TRACE_META_OBJECT | 1u << TRACE_META_REACH,
 				   .meta_ref = on_meta_ref };
 	size_t n = 0;
 
@@ -333,6 +343,7 @@ void session_release(struct session *s)
 	free(s->stats);
 	free(s->buildids);
 	free(s->at_end);
+	free(s->reach_chunks);
 	free(s->path);
 	if (s->tep)
 		tep_free(s->tep);

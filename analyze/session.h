@@ -148,6 +148,8 @@ struct session {
 	struct machine m;
 	struct oom_context *ooms;
 	size_t nr_ooms;
+	size_t *reach_chunks;	/* the TRACE_META_REACH chunks (--leak-check scans) */
+	size_t nr_reach;
 	uint64_t lost;		/* from LOSS chunks */
 	uint64_t lost_unreported; /* of those, what no PERF_RECORD_LOST placed in time */
 	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */

@@ -133,3 +133,25 @@ int trace_kv_get(const char *text, size_t len, const char *key, char *out, size_
 	}
 	return -1;
 }
+
+int reach_part_decode(const void *data, size_t len, struct reach_part *p)
+{
+	const unsigned char *b = data;
+	uint32_t u32[4];
+	uint64_t u64[4];
+
+	if (len < REACH_HEADER_SIZE || memcmp(b, REACH_MAGIC, 8))
+		return -EINVAL;
+	memcpy(u32, b + 8, 16);
+	memcpy(u64, b + 24, 32);
+	*p = (struct reach_part){ u32[0], u32[1], u32[2], u64[0], u64[1], u64[2], u64[3], NULL, NULL };
+	/* The counts must fit what the payload holds, checked so that no
+	 * product overflows. */
+	if (p->nr_regions > (len - REACH_HEADER_SIZE) / REACH_REGION_SIZE ||
+	    p->nr_pairs > (len - REACH_HEADER_SIZE - (size_t)p->nr_regions * REACH_REGION_SIZE) / REACH_PAIR_SIZE ||
+	    REACH_HEADER_SIZE + (size_t)p->nr_regions * REACH_REGION_SIZE + p->nr_pairs * REACH_PAIR_SIZE != len)
+		return -EINVAL;
+	p->regions = b + REACH_HEADER_SIZE;
+	p->pairs = p->regions + (size_t)p->nr_regions * REACH_REGION_SIZE;
+	return 0;
+}

@@ -123,6 +123,8 @@ const char *trace_meta_kind_name(unsigned kind)
 	case TRACE_META_BUILDIDS: return "buildids";
 	case TRACE_META_STATS: return "stats";
 	case TRACE_META_OBJECT: return "object";
+	case TRACE_META_OOM: return "oom";
+	case TRACE_META_REACH: return "reach";
 	}
 	return "unknown";
 }

@@ -55,6 +55,7 @@ enum trace_meta_kind {
 	TRACE_META_STATS = 7,	    /* "key value\n" text written when recording ends */
 	TRACE_META_OBJECT = 8,	    /* an object embedded for unwinding and symbols */
 	TRACE_META_OOM = 9,	    /* the system's state when an OOM kill was recorded */
+	TRACE_META_REACH = 10,	    /* a scan of a stopped process's memory for pointers (--leak-check) */
 };
 
 /* The path of an OBJECT entry holding the kernel's vDSO image, which has

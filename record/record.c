@@ -43,6 +43,7 @@
 #include "embed.h"
 #include "events.h"
 #include "ksyms.h"
+#include "leakcheck.h"
 #include "procsnap.h"
 #include "scrub.h"
 #include "uprobes.h"
@@ -100,6 +101,10 @@ static const char usage_text[] =
 	"  -z, --min-size BYTES     malloc: only allocations of at least BYTES\n"
 	"  -Z, --max-size BYTES     malloc: only allocations of at most BYTES\n"
 	"  -s, --sample N           malloc: keep one allocation's stack in N (estimates)\n"
+	"      --leak-check         malloc: when the command exits (or, with -p, when the\n"
+	"                             recording ends) pause it and scan its memory for\n"
+	"                             pointers to the blocks still allocated, so leaks tells\n"
+	"                             lost from still reachable (as valgrind does)\n"
 	"      --embed MODE         minimal (default; none with -a): put the unwind and symbol tables of every\n"
 	"                             executable object mapped into the trace, so it can be\n"
 	"                             analyzed where the binaries are not; full: the whole\n"
@@ -177,6 +182,8 @@ struct recorder {
 	const char *object;
 	unsigned long long min_size, max_size;
 	unsigned sample;
+	int leak_check;
+	struct leakcheck lc;
 	char allocator[UPROBES_MAX_OBJECTS * (PATH_MAX + 1)];
 	int argc;
 	char **argv;
@@ -307,9 +314,11 @@ static int parse_pids(struct recorder *rc, const char *arg)
 	return 0;
 }
 
+static int groups_has(const char *groups, const char *group);
+
 static int parse_options(struct recorder *rc, int argc, char **argv)
 {
-	enum { OPT_COMPRESSION = 256, OPT_EMBED, OPT_FILTER, OPT_STACK_DUMP };
+	enum { OPT_COMPRESSION = 256, OPT_EMBED, OPT_FILTER, OPT_STACK_DUMP, OPT_LEAK_CHECK };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -326,6 +335,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		{ "min-size", required_argument, NULL, 'z' },
 		{ "max-size", required_argument, NULL, 'Z' },
 		{ "sample", required_argument, NULL, 's' },
+		{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -463,6 +473,9 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 			rc->sample = v;
 			break;
 		}
+		case OPT_LEAK_CHECK:
+			rc->leak_check = 1;
+			break;
 		case 'q':
 			rc->quiet = 1;
 			break;
@@ -511,7 +524,28 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		rc->level = 1;
 	if (!rc->groups)
 		rc->groups = strdup("brk,mmap,faults");
-	return rc->groups ? 0 : error("out of memory");
+	if (!rc->groups)
+		return error("out of memory");
+	if (rc->leak_check && rc->system_wide)
+		return error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
+	if (rc->leak_check && !groups_has(rc->groups, "malloc"))
+		return error("--leak-check tells which allocations are lost: record them too, with -e malloc");
+	return 0;
+}
+
+/* Whether -e names group (alone or as GROUP/N). */
+static int groups_has(const char *groups, const char *group)
+{
+	size_t l = strlen(group);
+
+	for (const char *p = groups; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n >= l && !strncmp(p, group, l) && (n == l || p[l] == '/'))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
 }
 
 /* ---- events and rings ------------------------------------------------ */
@@ -1236,6 +1270,8 @@ static void write_host(struct recorder *rc)
 		ADD("alloc_min_size %llu\nalloc_max_size %llu\n", rc->min_size, rc->max_size);
 		if (uprobes_aliases()[0])
 			ADD("alloc_aliases %s\n", uprobes_aliases());
+		if (rc->leak_check)
+			ADD("leak_check 1\n");
 	}
 	if (rc->system_wide && rc->command)
 		ADD("target system command %d\n", (int)rc->child);
@@ -1374,6 +1410,19 @@ static void write_end_meta(struct recorder *rc)
 	}
 }
 
+/* A --leak-check scan's payload: in order with the records while the
+ * compression thread runs, straight to the writer once it has stopped. */
+static int reach_emit(void *arg, const void *payload, size_t len)
+{
+	struct recorder *rc = arg;
+
+	if (rc->q.running)
+		writeq_push_meta(&rc->q, TRACE_META_REACH, payload, len);
+	else
+		meta_add(rc, TRACE_META_REACH, payload, len);
+	return rc->w.err;
+}
+
 /* ---- the command ----------------------------------------------------- */
 
 static int start_child(struct recorder *rc, const sigset_t *oldmask)
@@ -1405,6 +1454,14 @@ static int start_child(struct recorder *rc, const sigset_t *oldmask)
 	close(err[1]);
 	rc->go_fd = go[1];
 	rc->err_fd = err[0];
+	if (rc->leak_check) {
+		int r = leakcheck_follow(rc->child);
+
+		if (r)
+			return error("--leak-check cannot follow the command (ptrace: %s)%s", strerror(-r),
+				     r == -EPERM ? ": it needs root or CAP_SYS_PTRACE, and kernel.yama.ptrace_scope at most 2"
+						 : "");
+	}
 	return 0;
 }
 
@@ -1480,6 +1537,18 @@ static void summary(struct recorder *rc)
 			(unsigned long long)lost);
 	else if (!rc->quiet)
 		fprintf(stderr, "memsight record: 0 events lost\n");
+	if (rc->leak_check && rc->lc.failed)
+		fprintf(stderr, "memsight record: --leak-check could not scan %d process%s (%s): leaks will not tell lost "
+				"from reachable for %s\n",
+			rc->lc.failed, rc->lc.failed == 1 ? "" : "es", strerror(rc->lc.last_err),
+			rc->lc.failed == 1 ? "it" : "them");
+	else if (rc->leak_check && !rc->lc.scans)
+		fprintf(stderr, "memsight record: --leak-check scanned nothing: the process%s ended before the "
+				"recording did\n",
+			rc->nr_pids > 1 ? "es" : "");
+	else if (rc->leak_check && !rc->quiet)
+		fprintf(stderr, "memsight record: --leak-check scanned %d process%s, pausing %s %.1f ms\n", rc->lc.scans,
+			rc->lc.scans == 1 ? "" : "es", rc->lc.scans == 1 ? "it" : "them", rc->lc.scan_ns / 1e6);
 	if (rc->oom_kills && !rc->quiet)
 		fprintf(stderr, "memsight record: %llu OOM kill%s recorded with the system's state; see memsight oom\n",
 			(unsigned long long)rc->oom_kills, rc->oom_kills == 1 ? "" : "s");
@@ -1490,8 +1559,12 @@ static void stop_command(struct recorder *rc)
 	/* -d ran out, or we were told to stop: end the command like timeout(1). */
 	if (rc->command && rc->child > 0 && !rc->child_done) {
 		kill(rc->child, SIGTERM);
-		if (wait4(rc->child, &rc->child_status, 0, &rc->child_ru) == rc->child)
-			rc->child_done = 1;
+		/* Followed for --leak-check: stops come before the end. */
+		while (wait4(rc->child, &rc->child_status, 0, &rc->child_ru) == rc->child)
+			if (!rc->leak_check || !leakcheck_status(&rc->lc, rc->child, rc->child_status)) {
+				rc->child_done = 1;
+				break;
+			}
 	}
 }
 
@@ -1502,6 +1575,9 @@ static int reap_child(struct recorder *rc)
 	struct rusage ru;
 
 	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		/* A stop of the command --leak-check follows, not its end. */
+		if (p == rc->child && rc->leak_check && leakcheck_status(&rc->lc, p, st))
+			continue;
 		if (p == rc->child) {
 			rc->child_status = st;
 			rc->child_ru = ru;
@@ -1793,6 +1869,8 @@ int main(int argc, char **argv)
 		ksyms_table_start(&rc.kallsyms);
 	rc.build_id = probe_build_id();
 	rc.format_lost = probe_format_lost();
+	rc.lc.emit = reach_emit;
+	rc.lc.arg = &rc;
 	if (scrub_init(&rc.scrub, rc.stack_dump)) {
 		error("out of memory for packing stack dumps");
 		goto out;
@@ -1850,6 +1928,10 @@ int main(int argc, char **argv)
 	if (run(&rc, &mask))
 		goto finish;
 	ret = 0;
+	/* -p: the processes are stopped and scanned now, at the end. */
+	for (size_t i = 0; rc.leak_check && i < rc.nr_pids; i++)
+		if (!kill(rc.pids[i], 0))
+			leakcheck_attach(&rc.lc, rc.pids[i]);
 finish:
 	write_end_meta(&rc);
 	{

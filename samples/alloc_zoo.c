@@ -10,6 +10,8 @@
  *                          points glibc builds on one another
  *   alloc_zoo peak N       the heap rises to N blocks of 1000 bytes from first_hump(), falls, rises
  *                          to half that from second_hump(), falls: a peak of exactly N * 1000 bytes
+ *   alloc_zoo reach N      N blocks kept in a global list from keep_blocks(), N blocks dropped from
+ *                          lose_parents(), each holding the only pointer to a block from make_child()
  *   alloc_zoo tz N         local time in a time zone (libc keeps its data), then N strdup()s of a
  *                          formatted time leaked from tz_leak()
  *   alloc_zoo threads T N  T threads, each leaking N blocks of 100 bytes from thread_leak()
@@ -186,6 +188,68 @@ static void humps(long n)
 	report(0, 0, "humps");
 }
 
+/* Three kinds of block, as a leak checker tells them at exit: blocks
+ * kept in a global list (still reachable), blocks whose only pointer was
+ * dropped (definitely lost), and blocks only those point to (indirectly
+ * lost). Each kind from a function of its own, with a size of its own. */
+struct kept {
+	struct kept *next;
+	char pad[92];
+};
+
+struct parent {
+	void *child;
+	char pad[192];
+};
+
+static struct kept *kept_list;
+
+static void __attribute__((noinline)) keep_blocks(long n)
+{
+	for (long i = 0; i < n; i++) {
+		struct kept *k = malloc(sizeof(*k));
+
+		k->next = kept_list;
+		kept_list = k;
+	}
+}
+
+static void *__attribute__((noinline)) make_child(void)
+{
+	return malloc(300);
+}
+
+static void __attribute__((noinline)) lose_parents(long n)
+{
+	for (long i = 0; i < n; i++) {
+		struct parent *volatile p = malloc(sizeof(*p));
+
+		p->child = make_child();
+		p = NULL;
+	}
+}
+
+/* The dropped pointers must not linger where a scan would find them: in
+ * the dead part of the stack a later, deeper frame leaves unwritten. */
+static void __attribute__((noinline)) wipe_stack(void)
+{
+	volatile char buf[65536];
+
+	memset((char *)buf, 0, sizeof(buf));
+}
+
+static void reach(long n)
+{
+	keep_blocks(n);
+	lose_parents(n);
+	wipe_stack();
+	printf("alloc_zoo: still reachable %zu bytes in %ld blocks from keep_blocks\n", n * sizeof(struct kept), n);
+	printf("alloc_zoo: definitely lost %zu bytes in %ld blocks from lose_parents\n", n * sizeof(struct parent), n);
+	printf("alloc_zoo: indirectly lost %ld bytes in %ld blocks from make_child\n", n * 300, n);
+	fflush(stdout);
+	wipe_stack();
+}
+
 static long per_thread;
 
 static void *thread_leak(void *arg)
@@ -282,6 +346,8 @@ int main(int argc, char **argv)
 		tz_leak(n);
 	else if (!strcmp(mode, "peak"))
 		humps(n);
+	else if (!strcmp(mode, "reach"))
+		reach(n);
 	else if (!strcmp(mode, "threads"))
 		threads((int)n, argc > 3 ? atol(argv[3]) : 100);
 	else if (!strcmp(mode, "fork"))
@@ -298,7 +364,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		late_leak(argc > 3 ? atol(argv[3]) : 100);
 	} else {
-		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|peak|threads|fork|wait|grow N [M]\n");
+		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|peak|reach|threads|fork|wait|grow N [M]\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

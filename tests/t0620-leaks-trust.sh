@@ -106,6 +106,51 @@ test_expect_success 'report has a malloc section, with the exact peak of a heap 
 	grep ";main;humps;first_hump;malloc 300000$" peak
 '
 
+json() { perl -MJSON::PP -e 'local $/; open my $f, "<", $ARGV[0] or die; my $d = decode_json(<$f>); '"$2" "$1"; }
+
+test_expect_success '--leak-check: reachable, definitely and indirectly lost blocks, exactly' '
+	"$MEMSIGHT" record -e malloc --leak-check -o reach.trace -- "$S/alloc_zoo" reach 30 >truth 2>err &&
+	cat truth err &&
+	grep "^memsight record: --leak-check scanned 1 process, pausing it [0-9.]* ms$" err &&
+	"$MEMSIGHT" leaks reach.trace >leaks &&
+	cat leaks &&
+	grep "^# memsight leaks of .reach.trace.: 15000 bytes in 60 allocations lost from 2 stacks$" leaks &&
+	grep "^# leak check of 1 process (paused [0-9.]* ms to scan .*): definitely lost 6000 bytes in 30 allocations, indirectly lost 9000 in 30, still reachable 3120 in 30$" leaks &&
+	grep "^6000 bytes in 30 allocations from stack (pid [0-9]* alloc_zoo): definitely lost$" leaks &&
+	grep "^9000 bytes in 30 allocations from stack (pid [0-9]* alloc_zoo): indirectly lost$" leaks &&
+	grep "^3120 bytes in 30 allocations from stack (pid [0-9]* alloc_zoo): still reachable$" leaks &&
+	{ "$MEMSIGHT" leaks --fail-over 15000 reach.trace >/dev/null; } &&
+	{ "$MEMSIGHT" leaks --fail-over 14999 reach.trace >/dev/null 2>/dev/null; test $? = 3; } &&
+	test_must_fail "$MEMSIGHT" record -e malloc --leak-check -a -o x.trace -- true 2>err &&
+	test_one_line err && grep "leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a" err &&
+	test_must_fail "$MEMSIGHT" record --leak-check -o x.trace -- true 2>err &&
+	test_one_line err && grep "leak-check tells which allocations are lost: record them too, with -e malloc" err
+'
+
+if command -v valgrind >/dev/null; then
+	test_expect_success '--leak-check agrees with valgrind --leak-check=full on every block' '
+		valgrind --leak-check=full --show-leak-kinds=all "$S/alloc_zoo" reach 30 >/dev/null 2>vg &&
+		awk "
+			/ are (definitely lost|indirectly lost|still reachable) in loss record/ {
+				kind = \$0; sub(/.* are /, \"\", kind); sub(/ in loss record.*/, \"\", kind); gsub(/ /, \"_\", kind)
+				line = \$0; sub(/^==[0-9]*== /, \"\", line)
+				if (line ~ /direct,/) { b = line; sub(/.*\\(/, \"\", b); sub(/ direct.*/, \"\", b) } else { b = line; sub(/ .*/, \"\", b) }
+				gsub(/,/, \"\", b); n = line; sub(/.* bytes in /, \"\", n); sub(/ blocks.*/, \"\", n); gsub(/,/, \"\", n)
+				want = 1; next
+			}
+			want && / by 0x/ { f = \$0; sub(/.*: /, \"\", f); sub(/ \\(.*/, \"\", f); print kind, b, n, f; want = 0 }
+		" vg | sort >vg.kinds &&
+		"$MEMSIGHT" leaks --json reach.trace >reach.json &&
+		json reach.json "for my \$s (@{\$d->{stacks}}) { print join(q{ }, \$s->{kind}, \$s->{bytes}, \$s->{allocations},
+			\$s->{frames}[1]{function}), qq{\\n} }" | sort >ms.kinds &&
+		cat vg.kinds ms.kinds &&
+		test "$(wc -l <vg.kinds)" = 3 &&
+		test_cmp vg.kinds ms.kinds
+	'
+else
+	echo "# valgrind is not installed (make test-deps installs it): not comparing --leak-check with it"
+fi
+
 JEMALLOC=$(ldconfig -p | sed -n 's/.*libjemalloc\.so\.2 .*=> //p' | head -1)
 if [ -n "$JEMALLOC" ]; then
 	test_expect_success 'jemalloc preloaded, no -O: its malloc is probed and the leak is exact' '
