@@ -66,6 +66,40 @@ static void aliases_parse(struct allocs *a, const char *text)
 	}
 }
 
+/* An exec releases every block of the old image with its address space:
+ * they are no leak of the new one, and no call pending in it returns. */
+static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
+{
+	struct allocs *a = arg;
+	struct hm_slot *slot = hashmap_u64_find(&a->procs, (uint32_t)pid);
+	struct hashmap *m = slot ? slot->ptr : NULL;
+
+	hashmap_for_each(m ? m : &a->procs, r) {
+		struct alloc_rec *rec;
+
+		if (!m)
+			break;
+		rec = r->ptr;
+		a->exec_released++;
+		if (a->cb) {
+			struct alloc_event ev = { ALLOC_FREED, rec, time, pid };
+
+			a->cb(s, &ev, a->cb_arg);
+		}
+		free(rec);
+	}
+	if (m) {
+		hashmap_release(m);
+		hashmap_init(m, 0);
+	}
+	if ((slot = hashmap_u64_find(&a->freed, (uint32_t)pid))) {
+		hashmap_release(slot->ptr);
+		hashmap_init(slot->ptr, 0);
+	}
+	hashmap_for_each(&a->threads, t) if (machine_pid_of(&s->m, (int)t->key) == pid)
+		((struct pending_stack *)t->ptr)->nr = 0;
+}
+
 int allocs_init(struct allocs *a, struct session *s)
 {
 	char v[256];
@@ -82,7 +116,7 @@ int allocs_init(struct allocs *a, struct session *s)
 	a->max_size = strtoull(session_host(s, "alloc_max_size", v, sizeof(v), "0"), NULL, 10);
 	aliases_parse(a, session_host(s, "alloc_aliases", v, sizeof(v), ""));
 	hashmap_init(&a->call_names, 0);
-	return 0;
+	return session_on_exec(s, on_exec, a);
 }
 
 void allocs_release(struct allocs *a)
@@ -496,6 +530,8 @@ int allocs_sample(struct allocs *a, struct session *s, struct sample *smp, alloc
 {
 	struct replay rp = { a, cb, arg };
 
+	a->cb = cb;
+	a->cb_arg = arg;
 	return on_sample(s, smp, &rp);
 }
 
@@ -507,8 +543,11 @@ void allocs_end(struct allocs *a)
 int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, char *err, size_t errlen)
 {
 	struct replay rp = { a, cb, arg };
-	int r = session_replay(s, on_sample, &rp, err, errlen);
+	int r;
 
+	a->cb = cb;
+	a->cb_arg = arg;
+	r = session_replay(s, on_sample, &rp, err, errlen);
 	allocs_end(a);
 	return r;
 }

@@ -45,6 +45,9 @@ struct allocs {
 	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
 	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
 	int tid;		  /* the thread of the sample being paired */
+	alloc_cb cb;		  /* the replay's callback, for the blocks an exec releases */
+	void *cb_arg;
+	uint64_t exec_released;	  /* blocks an exec released with the address space */
 	uint64_t min_size, max_size;
 	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;
 	uint64_t unmatched_frees;  /* frees of memory allocated before the recording */

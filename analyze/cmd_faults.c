@@ -182,7 +182,8 @@ int cmd_faults(int argc, char **argv)
 	if (!files)
 		goto out;
 	hashmap_for_each(&f.files, slot) files[nf++] = slot->ptr;
-	qsort(files, nf, sizeof(*files), file_cmp);
+	if (nf > 1)
+		qsort(files, nf, sizeof(*files), file_cmp);
 	minor = stacktab_sorted(&f.minor, 0, &nm);
 	swapin = stacktab_sorted(&f.swapin, 0, &ns);
 	if (json) {

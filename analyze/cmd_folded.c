@@ -135,7 +135,8 @@ static int print_folded(struct folded *f)
 		return error("out of memory");
 	}
 	hashmap_for_each(&lines, slot) v[n++] = (struct line){ slot->skey, slot->val };
-	qsort(v, n, sizeof(*v), line_cmp);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), line_cmp);
 	for (size_t i = 0; i < n; i++)
 		printf("%s %llu\n", v[i].text, (unsigned long long)v[i].weight);
 	free(v);

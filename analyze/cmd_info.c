@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "cmd.h"
@@ -84,8 +85,11 @@ int cmd_info(int argc, char **argv)
 	if (s.last_time > s.first_time)
 		printf("duration:    %.3f s of samples\n", (s.last_time - s.first_time) / 1e9);
 	printf("samples:     %llu\n", (unsigned long long)s.nr_samples);
-	printf("lost:        %llu%s\n", (unsigned long long)(s.lost > s.lost_records ? s.lost : s.lost_records),
+	printf("lost:        %llu%s", (unsigned long long)(s.lost > s.lost_records ? s.lost : s.lost_records),
 	       s.r.complete ? "" : " (as far as the trace goes)");
+	if (session_stat(&s, "records_not_written", 0))
+		printf(", and %lld records not written (below)", session_stat(&s, "records_not_written", 0));
+	printf("\n");
 	printf("events:\n");
 	for (size_t i = 0; i < s.nr_evs; i++) {
 		struct sess_event *e = &s.evs[i];
@@ -98,10 +102,22 @@ int cmd_info(int argc, char **argv)
 	if (s.stats) {
 		long long minflt = session_stat(&s, "command_minflt", -1);
 
-		if (minflt >= 0)
-			printf("command:     exit status %lld, the kernel counted %lld page faults (%lld major)\n",
-			       session_stat(&s, "command_status", 0) >> 8, minflt + session_stat(&s, "command_majflt", 0),
-			       session_stat(&s, "command_majflt", 0));
+		if (minflt >= 0) {
+			/* A wait status: an exit code, or the signal that ended it. */
+			int st = (int)session_stat(&s, "command_status", 0);
+			char how[64];
+
+			if (WIFSIGNALED(st))
+				snprintf(how, sizeof(how), "killed by SIG%s%s", sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?",
+					 session_stat(&s, "command_stopped", 0) ? " (at the end of the recording)" : "");
+			else
+				snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(st));
+			printf("command:     %s, the kernel counted %lld page faults (%lld major)\n", how,
+			       minflt + session_stat(&s, "command_majflt", 0), session_stat(&s, "command_majflt", 0));
+		}
+		if (session_stat(&s, "records_not_written", 0))
+			printf("not written: %lld records, after the disk filled or a write failed\n",
+			       session_stat(&s, "records_not_written", 0));
 		/* Where a loss came from: the compression queue backing up
 		 * into the drain loop, or the loop itself falling behind. */
 		printf("writer:      queue peak %.1f MiB, %lld waits for room, %lld chunks at zstd's fast level, %lld "

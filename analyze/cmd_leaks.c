@@ -176,7 +176,8 @@ static int leaks_kernel(const char *path, const struct kleaks_opts *o)
 	if (!v)
 		goto oom;
 	hashmap_for_each(&groups, gs) v[nv++] = gs->ptr;
-	qsort(v, nv, sizeof(*v), kgroup_cmp);
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), kgroup_cmp);
 	if (o->json) {
 		printf("{\"trace\":");
 		json_str(s.path);
@@ -442,7 +443,8 @@ int cmd_leaks(int argc, char **argv)
 		kind_count[g->reach] += g->count;
 		v[nv++] = g;
 	}
-	qsort(v, nv, sizeof(*v), growth ? by_growth : by_size);
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), growth ? by_growth : by_size);
 	/* With a scan, a block still reachable is no leak: the figure and
 	 * the gate count what is lost (definitely and indirectly, as
 	 * valgrind's do); what the scan did not cover counts as before. */
@@ -548,6 +550,10 @@ int cmd_leaks(int argc, char **argv)
 		if (a.double_frees)
 			printf("# %llu frees of blocks the program had freed already (double frees)\n",
 			       (unsigned long long)a.double_frees);
+		if (a.exec_released)
+			printf("# %llu allocations made before an exec were released by it, with the program that made "
+			       "them\n",
+			       (unsigned long long)a.exec_released);
 		if (a.unmatched_frees)
 			printf("# %llu frees of memory allocated before the recording began%s were not counted\n",
 			       (unsigned long long)a.unmatched_frees,

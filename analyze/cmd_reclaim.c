@@ -327,8 +327,10 @@ int cmd_reclaim(int argc, char **argv)
 	if (!sh)
 		goto out;
 	hashmap_for_each(&r.shrinkers, slot) sh[nsh++] = slot->ptr;
-	qsort(sh, nsh, sizeof(*sh), shrinker_cmp);
-	qsort(r.evs, r.nr_evs, sizeof(*r.evs), ev_cmp);
+	if (nsh > 1)
+		qsort(sh, nsh, sizeof(*sh), shrinker_cmp);
+	if (r.nr_evs > 1)
+		qsort(r.evs, r.nr_evs, sizeof(*r.evs), ev_cmp);
 	if (json) {
 		int i = 0;
 

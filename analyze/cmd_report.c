@@ -239,7 +239,8 @@ static void print_malloc(struct report *r, struct session *s)
 	printf("%8s %-16s %9s %14s %9s %10s %12s %10s %12s\n", "PID", "COMM", "CALLS", "ALLOCATED", "FREES", "TEMPORARY",
 	       "PEAK HEAP", "AT", "AT END");
 	hashmap_for_each(&h->procs, slot) pv[np++] = slot->ptr;
-	qsort(pv, np, sizeof(*pv), hproc_cmp);
+	if (np > 1)
+		qsort(pv, np, sizeof(*pv), hproc_cmp);
 	for (size_t i = 0; i < np; i++) {
 		struct heap_proc *p = pv[i];
 
@@ -252,7 +253,8 @@ static void print_malloc(struct report *r, struct session *s)
 	printf("\ntop stacks by bytes allocated:\n");
 	stacktab_print(&r->a.stacks, stdout, r->top, 0, "bytes", "  ");
 	hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
-	qsort(sv, ns, sizeof(*sv), site_cmp);
+	if (ns > 1)
+		qsort(sv, ns, sizeof(*sv), site_cmp);
 	printf("\ntop stacks by bytes held at the peak (%s%llu bytes, %s, at +%.3fs):\n", est,
 	       (unsigned long long)(h->peak * k), fmt_bytes(h->peak * k, a, sizeof(a)),
 	       h->peak_time > s->first_time ? (h->peak_time - s->first_time) / 1e9 : 0.0);
@@ -296,7 +298,8 @@ static size_t fmaps_coalesce(struct fault_map **fm, size_t n)
 {
 	size_t out = 0;
 
-	qsort(fm, n, sizeof(*fm), fmap_addr_cmp);
+	if (n > 1)
+		qsort(fm, n, sizeof(*fm), fmap_addr_cmp);
 	for (size_t i = 0; i < n; i++) {
 		struct fault_map *prev = out ? fm[out - 1] : NULL;
 
@@ -331,7 +334,8 @@ static void print_report(struct report *r, struct session *s)
 	if (!procs)
 		return;
 	hashmap_for_each(&r->procs, slot) procs[np++] = slot->ptr;
-	qsort(procs, np, sizeof(*procs), proc_cmp);
+	if (np > 1)
+		qsort(procs, np, sizeof(*procs), proc_cmp);
 
 	printf("# memsight report of '%s'\n", s->path);
 	printf("# recorded by: %s\n", session_host(s, "command", hb, sizeof(hb), "?"));
@@ -399,7 +403,8 @@ static void print_report(struct report *r, struct session *s)
 		if (fm) {
 			hashmap_for_each(&r->fmaps, slot) fm[nf++] = slot->ptr;
 			nf = fmaps_coalesce(fm, nf);
-			qsort(fm, nf, sizeof(*fm), fmap_cmp);
+			if (nf > 1)
+				qsort(fm, nf, sizeof(*fm), fmap_cmp);
 			printf("\ntop mappings by faults:\n");
 			for (size_t i = 0; i < nf && i < r->top; i++)
 				printf("  %10llu faults  0x%llx-0x%llx %s (%s) (pid %d %s)\n", (unsigned long long)fm[i]->count,

@@ -254,7 +254,8 @@ int cmd_rss(int argc, char **argv)
 		if (se && (r.pid < 0 || se->pid == r.pid))
 			v[n++] = se;
 	}
-	qsort(v, n, sizeof(*v), series_cmp);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), series_cmp);
 	if (n > top)
 		n = top;
 	if (svg && svg_write(svg, &s, v, n)) {

@@ -152,6 +152,18 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	return st->fn(s, &op, st->arg);
 }
 
+/* An exec replaces the heap: the new image's first brk starts afresh,
+ * not from the break of the program before it. */
+static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
+{
+	struct memops_state *st = arg;
+
+	(void)s;
+	(void)time;
+	if (hashmap_u64_find(&st->brk, (uint32_t)pid))
+		hashmap_u64_remove(&st->brk, (uint32_t)pid);
+}
+
 struct memops_state *memops_new(struct session *s, memop_fn fn, void *arg)
 {
 	struct memops_state *st = calloc(1, sizeof(*st));
@@ -161,6 +173,10 @@ struct memops_state *memops_new(struct session *s, memop_fn fn, void *arg)
 	*st = (struct memops_state){ s, fn, arg, { 0 }, { 0 } };
 	hashmap_init(&st->pending, 0);
 	hashmap_init(&st->brk, 0);
+	if (session_on_exec(s, on_exec, st)) {
+		memops_free(st);
+		return NULL;
+	}
 	return st;
 }
 

@@ -155,7 +155,8 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 			/* A block of 0 bytes still has its address. */
 			g.blocks[g.nr++] = (struct block){ rec->ptr, rec->ptr + (rec->size ? rec->size : 1), rec };
 		}
-	qsort(g.blocks, g.nr, sizeof(*g.blocks), block_cmp);
+	if (g.nr > 1)
+		qsort(g.blocks, g.nr, sizeof(*g.blocks), block_cmp);
 	g.root = calloc(g.nr + 1, 1);
 	if (!g.root)
 		goto oom;
@@ -231,7 +232,8 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 		goto out;
 	}
 	/* The edges by their source, each once. */
-	qsort(g.edges, g.nr_edges, sizeof(*g.edges), edge_cmp);
+	if (g.nr_edges > 1)
+		qsort(g.edges, g.nr_edges, sizeof(*g.edges), edge_cmp);
 	g.first = calloc(g.nr + 2, sizeof(*g.first));
 	stack = malloc((g.nr + 1) * sizeof(*stack));
 	if (!g.first || !stack)

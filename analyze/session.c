@@ -326,7 +326,8 @@ int session_open(struct session *s, const char *path, char *err, size_t errlen)
 	for (size_t i = 0; i < s->nr_evs; i++)
 		for (size_t k = 0; k < s->evs[i].d.nr_ids; k++)
 			s->ids[s->nr_ids++] = (struct sess_id){ s->evs[i].d.ids[k], &s->evs[i] };
-	qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
+	if (s->nr_ids > 1)
+		qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
 	return 0;
 }
 
@@ -343,6 +344,7 @@ void session_release(struct session *s)
 	free(s->stats);
 	free(s->buildids);
 	free(s->at_end);
+	free(s->on_exec);
 	free(s->reach_chunks);
 	free(s->path);
 	if (s->tep)
@@ -817,6 +819,8 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			snprintf(comm, sizeof(comm), "%.*s", (int)strnlen((const char *)rec + 16, len - 16),
 				 (const char *)rec + 16);
 			machine_set_comm(&s->m, pid, tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+			for (size_t i = 0; (h->misc & PERF_RECORD_MISC_COMM_EXEC) && i < s->nr_on_exec; i++)
+				s->on_exec[i].fn(s->on_exec[i].arg, s, pid, time);
 		}
 		break;
 	case PERF_RECORD_FORK:
@@ -863,10 +867,23 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	for (size_t i = 0; i < s->nr_at_end; i++)
 		s->at_end[i].fn(s->at_end[i].arg);
 	s->nr_at_end = 0;
+	s->nr_on_exec = 0;
 	if (st.bad)
 		fprintf(stderr, "memsight: warning: %llu samples in '%s' could not be decoded and were skipped\n",
 			(unsigned long long)st.bad, s->path);
 	return r;
+}
+
+int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, int pid, uint64_t time),
+		    void *arg)
+{
+	struct exec_hook *v = realloc(s->on_exec, (s->nr_on_exec + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->on_exec = v;
+	v[s->nr_on_exec++] = (struct exec_hook){ fn, arg };
+	return 0;
 }
 
 int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg)

@@ -165,6 +165,11 @@ struct session {
 	uint64_t chain[SESS_MAX_CHAIN]; /* a DWARF sample's kernel + unwound user chain */
 	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
 	size_t nr_at_end, at_end_alloc;
+	struct exec_hook {
+		void (*fn)(void *arg, struct session *s, int pid, uint64_t time);
+		void *arg;
+	} *on_exec;		/* see session_on_exec */
+	size_t nr_on_exec;
 };
 
 /* Analysis options every command takes (main.c sets them). */
@@ -185,6 +190,13 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
  * session_replay returns: for work that waits for all the samples, like
  * naming the stacks kept. Returns 0 or -ENOMEM. */
 int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg);
+
+/* Call fn(arg, s, pid, time) whenever a process execs during the replay
+ * under way or the next one: its address space is replaced, and with it
+ * its heap break, its blocks and any call pending in it. Returns 0 or
+ * -ENOMEM. */
+int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, int pid, uint64_t time),
+		    void *arg);
 
 /* Whether any event of a group ("kmem") was recorded. */
 int session_group_recorded(struct session *s, const char *group);

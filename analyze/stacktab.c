@@ -154,7 +154,8 @@ struct stack_entry **stacktab_sorted(struct stacktab *t, int count_order, size_t
 	if (!v)
 		return NULL;
 	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) v[(*n)++] = e;
-	qsort(v, *n, sizeof(*v), count_order ? by_count : by_weight);
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), count_order ? by_count : by_weight);
 	return v;
 }
 

@@ -990,7 +990,8 @@ static void slots_load(struct dso *d)
 	}
 out:
 	elf_end(elf);
-	qsort(d->slots, d->nr_slots, sizeof(*d->slots), slot_cmp);
+	if (d->nr_slots > 1)
+		qsort(d->slots, d->nr_slots, sizeof(*d->slots), slot_cmp);
 	d->slots_state = 1;
 }
 
@@ -1145,7 +1146,8 @@ static void bounds_make(struct dso *d)
 		d->bounds_state = -1;
 		return;
 	}
-	qsort(d->bounds, d->nr_bounds, sizeof(*d->bounds), u64_cmp);
+	if (d->nr_bounds > 1)
+		qsort(d->bounds, d->nr_bounds, sizeof(*d->bounds), u64_cmp);
 	for (size_t i = 1; i < d->nr_bounds; i++)
 		if (d->bounds[i] != d->bounds[k])
 			d->bounds[++k] = d->bounds[i];
@@ -1394,7 +1396,8 @@ static struct cu_scopes *cu_scopes_of(struct dso *d, Dwarf_Die *cu)
 		}
 		order++;
 	} while (dwarf_siblingof(&die, &die) == 0);
-	qsort(c->v, c->n, sizeof(*c->v), range_cmp);
+	if (c->n > 1)
+		qsort(c->v, c->n, sizeof(*c->v), range_cmp);
 	return c;
 }
 
@@ -1540,7 +1543,8 @@ int symbols_ksyms_load(struct symbols *s, const char *text, size_t len)
 		s->ksyms[s->nr_ksyms].module = mod[0] ? strdup(mod) : NULL;
 		s->nr_ksyms++;
 	}
-	qsort(s->ksyms, s->nr_ksyms, sizeof(*s->ksyms), ksym_cmp);
+	if (s->nr_ksyms > 1)
+		qsort(s->ksyms, s->nr_ksyms, sizeof(*s->ksyms), ksym_cmp);
 	return 0;
 }
 

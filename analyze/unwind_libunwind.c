@@ -274,7 +274,8 @@ static unsigned char *synth_entries(const unsigned char *ident, Elf_Data *data, 
 		free(out);
 		return NULL;
 	}
-	qsort(rw, nr, sizeof(*rw), row_cmp);
+	if (nr > 1)
+		qsort(rw, nr, sizeof(*rw), row_cmp);
 	*len = n;
 	*rows = rw;
 	*nr_rows = nr;

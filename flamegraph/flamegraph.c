@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,13 +72,42 @@ static struct flame_node *node_new(const char *name, size_t len)
 	return n;
 }
 
-static void node_free(struct flame_node *n)
+/* The tree is walked with a stack of its own, not the C stack: a folded
+ * line can be a million frames deep. Returns the stack grown to hold one
+ * more, or NULL when out of memory. */
+static struct flame_node **stack_room(struct flame_node **st, size_t nr, size_t *alloc)
 {
-	for (size_t i = 0; i < n->nr_kids; i++)
-		node_free(n->kids[i]);
-	free(n->kids);
-	free(n->name);
-	free(n);
+	struct flame_node **v;
+
+	if (nr < *alloc)
+		return st;
+	v = realloc(st, (*alloc = *alloc ? *alloc * 2 : 256) * sizeof(*v));
+	if (!v)
+		free(st);
+	return v;
+}
+
+static void node_free(struct flame_node *root)
+{
+	struct flame_node **st = NULL;
+	size_t nr = 0, alloc = 0;
+
+	if (!root || !(st = stack_room(st, nr, &alloc)))
+		return;
+	st[nr++] = root;
+	while (nr) {
+		struct flame_node *n = st[--nr];
+
+		for (size_t i = 0; i < n->nr_kids; i++) {
+			if (!(st = stack_room(st, nr, &alloc)))
+				return; /* out of memory: the rest stays allocated */
+			st[nr++] = n->kids[i];
+		}
+		free(n->kids);
+		free(n->name);
+		free(n);
+	}
+	free(st);
 }
 
 static struct flame_node *node_child(struct flame_node *p, const char *name, size_t len)
@@ -110,16 +140,34 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp((*(struct flame_node *const *)a)->name, (*(struct flame_node *const *)b)->name);
 }
 
-/* Children in name order, as FlameGraph does: the x axis is not time. */
-static void node_sort(struct flame_node *n)
+/* Children in name order, as FlameGraph does: the x axis is not time.
+ * Returns 0, or -1 when out of memory. */
+static int node_sort(struct flame_node *root)
 {
-	qsort(n->kids, n->nr_kids, sizeof(*n->kids), cmp_name);
-	for (size_t i = 0; i < n->nr_kids; i++)
-		node_sort(n->kids[i]);
+	struct flame_node **st = NULL;
+	size_t nr = 0, alloc = 0;
+
+	if (!(st = stack_room(st, nr, &alloc)))
+		return -1;
+	st[nr++] = root;
+	while (nr) {
+		struct flame_node *n = st[--nr];
+
+		if (n->nr_kids > 1)
+			qsort(n->kids, n->nr_kids, sizeof(*n->kids), cmp_name);
+		for (size_t i = 0; i < n->nr_kids; i++) {
+			if (!(st = stack_room(st, nr, &alloc)))
+				return -1;
+			st[nr++] = n->kids[i];
+		}
+	}
+	free(st);
+	return 0;
 }
 
 /* Add one folded line. Returns 1 when added, 0 when the line is not a
- * folded stack, -1 on out-of-memory. */
+ * folded stack, -1 on out-of-memory, -2 for a count that is no finite
+ * number or that makes the total overflow. */
 static int add_line(struct flame_node *root, char *line)
 {
 	size_t len = strcspn(line, "\r\n");
@@ -138,8 +186,12 @@ static int add_line(struct flame_node *root, char *line)
 	if (!sp || sp == line)
 		return 0;
 	v = strtod(sp + 1, &end);
-	if (*end || v < 0 || end == sp + 1)
+	if (*end || end == sp + 1)
 		return 0;
+	/* "nan", "inf" and a sum past the largest double would make every
+	 * width in the SVG nan. */
+	if (!isfinite(v) || v < 0 || !isfinite(root->value + v))
+		return -2;
 	*sp = 0;
 	root->value += v;
 	for (p = line; *p;) {
@@ -348,6 +400,12 @@ int main(int argc, char **argv)
 		int r = add_line(root, line);
 
 		lineno++;
+		if (r == -2) {
+			error("line %lu: '%s' is not a count a flame graph can draw: give finite, non-negative numbers "
+			      "whose sum a double holds",
+			      lineno, strrchr(line, ' ') ? strrchr(line, ' ') + 1 : line);
+			goto out;
+		}
 		if (r < 0) {
 			error("out of memory");
 			goto out;
@@ -379,7 +437,10 @@ int main(int argc, char **argv)
 		      !strcmp(path, "-") ? "standard input" : path);
 		goto out;
 	}
-	node_sort(root);
+	if (node_sort(root)) {
+		error("out of memory");
+		goto out;
+	}
 	if (output && !(out = fopen(output, "w"))) {
 		error("cannot create '%s': %s", output, strerror(errno));
 		goto out;

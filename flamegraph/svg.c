@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flame.h"
@@ -19,24 +20,86 @@
 #define PAD_TOP 56
 #define PAD_BOTTOM 36
 #define PAD_SIDE 10
+/* Frames drawn above the root at most: 4096 levels are an image 65536
+ * pixels tall already, and a crafted line of a million frames would make
+ * a file of hundreds of megabytes. */
+#define MAX_DEPTH 4096
 
 const char *const flame_palettes[] = { "mem", "hot", "io", "red", "green", "blue", "aqua", "yellow",
 				       "purple", "orange", NULL };
 
-static void xml_escape(FILE *f, const char *s)
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is
+ * not one: a stray byte, an overlong or surrogate form, a code point XML
+ * does not allow (U+FFFE, U+FFFF). */
+static int utf8_len(const unsigned char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
+	unsigned c = s[0], cp;
+	int n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff) ||
+	    cp == 0xfffe || cp == 0xffff)
+		return 0;
+	return n;
+}
+
+/* Text as XML character data: the five specials escaped, what XML 1.0
+ * cannot hold (control characters, bytes that are not UTF-8) shown as
+ * U+FFFD, at most max characters of it (-1: all). */
+static void xml_escape_n(FILE *f, const char *text, long max)
+{
+	const unsigned char *s = (const unsigned char *)text;
+
+	for (; *s && max; max--) {
+		int n = utf8_len(s);
+
+		switch (n ? *s : 0) {
 		case '&': fputs("&amp;", f); break;
 		case '<': fputs("&lt;", f); break;
 		case '>': fputs("&gt;", f); break;
 		case '"': fputs("&quot;", f); break;
 		case '\'': fputs("&apos;", f); break;
 		default:
-			/* Control characters are not allowed in XML 1.0. */
-			fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
+			if (!n || (*s < 0x20 && *s != '\t'))
+				fputs("\xef\xbf\xbd", f);
+			else
+				fwrite(s, 1, n, f);
 		}
+		s += n ? n : 1;
 	}
+}
+
+static void xml_escape(FILE *f, const char *s)
+{
+	xml_escape_n(f, s, -1);
+}
+
+/* Characters (not bytes) of s, as the label's width counts them. */
+static size_t utf8_chars(const char *text)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t n = 0;
+
+	for (; *s; n++) {
+		int l = utf8_len(s);
+
+		s += l ? l : 1;
+	}
+	return n;
 }
 
 static uint32_t name_hash(const char *s, int which)
@@ -108,23 +171,58 @@ static void colour(const char *palette, const char *name, int *r, int *g, int *b
 	}
 }
 
-/* Depth of the frames that will be drawn: narrower ones are left out, so
- * they must not make the image taller. */
-static int depth_of(const struct flame_node *n, double scale, double minwidth)
+/* The tree is walked with a stack of its own, not the C stack: a folded
+ * line can be a million frames deep. */
+struct visit {
+	const struct flame_node *n;
+	double x;
+	int depth;
+};
+
+struct visits {
+	struct visit *v;
+	size_t nr, alloc;
+};
+
+static int visit_push(struct visits *st, const struct flame_node *n, double x, int depth)
 {
+	if (st->nr == st->alloc) {
+		size_t a = st->alloc ? st->alloc * 2 : 256;
+		struct visit *v = realloc(st->v, a * sizeof(*v));
+
+		if (!v)
+			return -1;
+		st->v = v;
+		st->alloc = a;
+	}
+	st->v[st->nr++] = (struct visit){ n, x, depth };
+	return 0;
+}
+
+/* Depth of the frames that will be drawn: narrower ones are left out, so
+ * they must not make the image taller. -1 when out of memory. */
+static int depth_of(const struct flame_node *root, double scale, double minwidth)
+{
+	struct visits st = { 0 };
 	int d = 0;
 
-	for (size_t i = 0; i < n->nr_kids; i++) {
-		int k;
+	if (visit_push(&st, root, 0, 1))
+		return -1;
+	while (st.nr) {
+		struct visit v = st.v[--st.nr];
 
-		if (n->kids[i]->value * scale < minwidth)
+		if (v.depth > d)
+			d = v.depth;
+		if (v.depth > MAX_DEPTH)
 			continue;
-		k = depth_of(n->kids[i], scale, minwidth);
-
-		if (k > d)
-			d = k;
+		for (size_t i = 0; i < v.n->nr_kids; i++)
+			if (v.n->kids[i]->value * scale >= minwidth && visit_push(&st, v.n->kids[i], 0, v.depth + 1)) {
+				free(st.v);
+				return -1;
+			}
 	}
-	return d + 1;
+	free(st.v);
+	return d;
 }
 
 struct layout {
@@ -134,6 +232,7 @@ struct layout {
 	double total;
 	int height;
 	unsigned long frames;
+	unsigned long cut;	/* frames at MAX_DEPTH whose callees were left out */
 };
 
 static void frame_out(struct layout *L, const struct flame_node *n, const char *label, double x_units,
@@ -158,32 +257,49 @@ static void frame_out(struct layout *L, const struct flame_node *n, const char *
 		      "fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"%.2f\" y=\"%d\">",
 		n->value, L->o->countname, pct, x, y, w, FRAME_H - 1, r, g, b, x + 3, y + FRAME_H - 4);
 	if (chars >= 3) {
-		size_t l = strlen(label);
-
-		if ((size_t)chars >= l) {
+		/* Cut between characters, never inside one. */
+		if ((size_t)chars >= utf8_chars(label)) {
 			xml_escape(L->f, label);
 		} else {
-			char buf[1024];
-
-			snprintf(buf, sizeof(buf), "%.*s..", chars - 2 < 1000 ? chars - 2 : 1000, label);
-			xml_escape(L->f, buf);
+			xml_escape_n(L->f, label, chars - 2);
+			fputs("..", L->f);
 		}
 	}
 	fputs("</text></g>\n", L->f);
 	L->frames++;
 }
 
-static void walk(struct layout *L, const struct flame_node *n, double x_units, int depth)
+/* Every drawable frame, parents before children, siblings in order. */
+static int walk(struct layout *L, const struct flame_node *root)
 {
-	double x = x_units;
+	struct visits st = { 0 };
 
-	if (n->value * L->scale < L->o->minwidth)
-		return;
-	frame_out(L, n, depth ? n->name : "all", x_units, depth);
-	for (size_t i = 0; i < n->nr_kids; i++) {
-		walk(L, n->kids[i], x, depth + 1);
-		x += n->kids[i]->value;
+	if (visit_push(&st, root, 0, 0))
+		return -1;
+	while (st.nr) {
+		struct visit v = st.v[--st.nr];
+		double x = v.x;
+
+		if (v.n->value * L->scale < L->o->minwidth)
+			continue;
+		frame_out(L, v.n, v.depth ? v.n->name : "all", v.x, v.depth);
+		if (v.depth == MAX_DEPTH) {
+			L->cut += v.n->nr_kids > 0;
+			continue;
+		}
+		for (size_t i = 0; i < v.n->nr_kids; i++)
+			x += v.n->kids[i]->value;
+		/* Pushed last first, so the first is drawn first. */
+		for (size_t i = v.n->nr_kids; i-- > 0;) {
+			x -= v.n->kids[i]->value;
+			if (visit_push(&st, v.n->kids[i], x, v.depth + 1)) {
+				free(st.v);
+				return -1;
+			}
+		}
 	}
+	free(st.v);
+	return 0;
 }
 
 static const char script[] =
@@ -261,11 +377,15 @@ static const char script[] =
 
 int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_opts *o)
 {
-	struct layout L = { f, o, 0, root->value, 0, 0 };
+	struct layout L = { f, o, 0, root->value, 0, 0, 0 };
 	int mem = !strcmp(o->palette, "mem"), depth;
 
 	L.scale = root->value > 0 ? (o->width - 2 * PAD_SIDE) / root->value : 0;
 	depth = depth_of(root, L.scale, o->minwidth);
+	if (depth < 0)
+		return -1;
+	if (depth > MAX_DEPTH + 1)
+		depth = MAX_DEPTH + 1;
 	L.height = PAD_TOP + depth * FRAME_H + PAD_BOTTOM;
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n");
 	fprintf(f, "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
@@ -301,9 +421,13 @@ int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_o
 	fprintf(f, "<text id=\"matched\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\"> </text>\n", o->width - PAD_SIDE,
 		L.height - 12);
 	fprintf(f, "<g id=\"frames\">\n");
-	if (root->value > 0)
-		walk(&L, root, 0, 0);
+	if (root->value > 0 && walk(&L, root))
+		return -1;
 	fprintf(f, "</g>\n</svg>\n");
+	if (L.cut)
+		fprintf(stderr, "memsight flamegraph: stacks deeper than %d frames are drawn to that depth; their "
+				"deeper frames are left out\n",
+			MAX_DEPTH);
 	fflush(f);
 	return ferror(f) ? -1 : 0;
 }

@@ -144,6 +144,20 @@ static int writer_fail(struct trace_writer *w, int err, const char *fmt, ...)
 	return err;
 }
 
+/* Blocks held past the end of the file, its size unchanged: the chunks
+ * that close a trace still find room once the disk fills. When they
+ * cannot be had the writer is full; a file system without fallocate gets
+ * no reserve. */
+static void writer_keep_reserve(struct trace_writer *w)
+{
+	if (!fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)w->reserve))
+		return;
+	if (errno == ENOSPC || errno == EDQUOT)
+		w->full = 1;
+	else if (errno != EINTR)
+		w->reserve = 0;
+}
+
 static int writer_out(struct trace_writer *w, const void *a, size_t alen, const void *b, size_t blen)
 {
 	if (w->err)
@@ -194,6 +208,8 @@ static int writer_out(struct trace_writer *w, const void *a, size_t alen, const 
 		}
 	}
 	w->offset += alen + blen;
+	if (w->fd >= 0 && w->reserve && !w->full)
+		writer_keep_reserve(w);
 	return 0;
 }
 
@@ -384,6 +400,18 @@ int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_
 	if (w->nr_index >= INDEX_EVERY)
 		writer_flush_index(w);
 	return w->err;
+}
+
+void trace_writer_reserve(struct trace_writer *w, size_t bytes)
+{
+	w->reserve = bytes;
+	if (w->fd >= 0 && bytes && !w->full)
+		writer_keep_reserve(w);
+}
+
+int trace_writer_full(const struct trace_writer *w)
+{
+	return __atomic_load_n(&w->full, __ATOMIC_RELAXED) || __atomic_load_n(&w->err, __ATOMIC_RELAXED);
 }
 
 int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, const void **out, size_t *outlen)
@@ -1087,7 +1115,8 @@ static int stream_load(struct ahead *a, struct stream *s, char *err, size_t errl
 			s->pos[s->nr_pos++] = (struct rec_pos){ trace_record_time(s->buf + off, sz), off, sz };
 			off += sz;
 		}
-		qsort(s->pos, s->nr_pos, sizeof(*s->pos), pos_cmp);
+		if (s->nr_pos > 1)
+			qsort(s->pos, s->nr_pos, sizeof(*s->pos), pos_cmp);
 		if (s->nr_pos)
 			return 1;
 	}

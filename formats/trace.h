@@ -119,6 +119,8 @@ struct trace_writer {
 	uint64_t last_index_offset;
 	uint64_t nr_chunks, nr_records, lost;
 	uint64_t first_time, last_time;
+	size_t reserve;		/* bytes kept allocated past the end (trace_writer_reserve) */
+	int full;		/* the reserve could not be kept: the disk is full */
 };
 
 /* Start a trace on an open file descriptor (positioned at 0) or in memory.
@@ -133,6 +135,13 @@ int trace_writer_init_mem(struct trace_writer *w, const struct trace_writer_opts
 int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
 		     uint64_t time, const void *data, size_t len, uint64_t nr);
 int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, size_t n);
+/* Keep bytes allocated past the end of the file as it grows, so the
+ * chunks that close it still fit when the disk fills (fd backend, file
+ * systems with fallocate). Once the reserve cannot be kept the writer is
+ * full: the caller stops adding DATA and closes the trace. */
+void trace_writer_reserve(struct trace_writer *w, size_t bytes);
+/* Whether the writer is full or failed; safe from any thread. */
+int trace_writer_full(const struct trace_writer *w);
 /* A META payload as the writer would store it: *out is the stored bytes
  * (in a buffer the writer reuses on its next call, or data itself) and
  * the return value their codec, or the sticky negative errno. With

@@ -167,7 +167,7 @@ static void table_load(struct ksyms_table *t)
 		sorted &= !t->nr || t->lines[t->nr - 1].addr <= addr;
 		t->lines[t->nr++] = (struct ksym_line){ addr, (size_t)(line - t->text), l, 0 };
 	}
-	if (!sorted)
+	if (!sorted && t->nr > 1)
 		qsort(t->lines, t->nr, sizeof(*t->lines), line_cmp);
 }
 
@@ -241,7 +241,8 @@ int ksyms_extract(const struct ksyms_set *s, struct ksyms_table *t, char **text,
 	for (size_t i = 0; i < s->alloc; i++)
 		if (s->slots[i])
 			ips[ni++] = s->slots[i];
-	qsort(ips, ni, sizeof(*ips), u64_cmp);
+	if (ni > 1)
+		qsort(ips, ni, sizeof(*ips), u64_cmp);
 	/* Both lists are sorted: walk them together. */
 	for (size_t i = 0, k = 0; i < ni; i++) {
 		while (k + 1 < t->nr && t->lines[k + 1].addr <= ips[i])

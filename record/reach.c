@@ -194,7 +194,8 @@ int reach_scan(pid_t pid, const struct reach_thread *threads, size_t nr_threads,
 	for (size_t i = 0; i < sc.nr; i++)
 		if (sc.regions[i].kind == REACH_REGION_HEAP || sc.regions[i].kind == REACH_REGION_ANON)
 			sc.targets[sc.nr_targets++] = &sc.regions[i];
-	qsort(sc.targets, sc.nr_targets, sizeof(*sc.targets), region_cmp);
+	if (sc.nr_targets > 1)
+		qsort(sc.targets, sc.nr_targets, sizeof(*sc.targets), region_cmp);
 	if (sc.nr_targets) {
 		sc.lo = sc.targets[0]->start;
 		sc.hi = sc.targets[sc.nr_targets - 1]->end;

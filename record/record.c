@@ -14,6 +14,7 @@
  *
  * Knows nothing of unwinding, symbols or how the analyzer reads records.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -140,6 +142,9 @@ static const char usage_text[] =
 #define PREFAULT_DWARF_RAW (96u << 20)
 #define PREFAULT_DWARF (16u << 20)
 #define PREFAULT_OTHER (4u << 20)
+/* What stays allocated past the end of the trace, for the chunks that
+ * close it when the disk fills: statistics, losses, kernel symbols. */
+#define WRITE_RESERVE (1u << 20)
 /* What the default rings may pin in all (-m sets it per CPU). */
 #define RINGS_DEFAULT_MAX (256ull << 20)
 
@@ -214,6 +219,8 @@ struct recorder {
 	int child_status;
 	struct rusage child_ru;
 	int child_done;
+	int child_stopped;	/* the recorder ended the command (-d ran out, a signal) */
+	int disk_full;		/* recording stopped because the trace could not grow */
 	uint64_t start_ns, stop_ns;
 	uint64_t records;
 	uint64_t drained; /* bytes taken from the rings, to tell a busy loop from an idle one */
@@ -967,7 +974,8 @@ static int open_events(struct recorder *rc)
 	for (size_t e = 0; e < rc->nr_evs; e++)
 		for (size_t i = 0; i < rc->evs[e].nr_ids; i++)
 			rc->ids[rc->nr_ids++] = (struct id_map){ rc->evs[e].ids[i], &rc->evs[e] };
-	qsort(rc->ids, rc->nr_ids, sizeof(*rc->ids), id_cmp);
+	if (rc->nr_ids > 1)
+		qsort(rc->ids, rc->nr_ids, sizeof(*rc->ids), id_cmp);
 	ret = 0;
 out:
 	free(targets);
@@ -1342,8 +1350,10 @@ static void write_end_meta(struct recorder *rc)
 	char *text = NULL, line[PATH_MAX + 64];
 	size_t len = 0, alloc = 0;
 
-	/* The objects first: the kallsyms thread may still be reading. */
-	embed_set_write(&rc->embed, &rc->w);
+	/* The objects first: the kallsyms thread may still be reading. Not
+	 * on a full disk: the reserve is for what follows. */
+	if (!trace_writer_full(&rc->w))
+		embed_set_write(&rc->embed, &rc->w);
 	if (!ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
 		meta_add(rc, TRACE_META_KSYMS, text, len);
 	free(text);
@@ -1387,6 +1397,8 @@ static void write_end_meta(struct recorder *rc)
 #define ADD(...) n += snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
 		ADD("duration_ns %llu\n", (unsigned long long)(rc->stop_ns - rc->start_ns));
 		ADD("records %llu\n", (unsigned long long)rc->records);
+		if (rc->records > rc->w.nr_records)
+			ADD("records_not_written %llu\n", (unsigned long long)(rc->records - rc->w.nr_records));
 		ADD("lost %llu\n", (unsigned long long)lost);
 		ADD("writer_queue_peak %zu\nwriter_queue_waits %llu\n", rc->q.peak,
 		    (unsigned long long)rc->q.waits);
@@ -1397,6 +1409,8 @@ static void write_end_meta(struct recorder *rc)
 				ADD("samples %s %llu\n", rc->evs[i].name, (unsigned long long)rc->evs[i].samples);
 		if (rc->command && rc->child_done) {
 			ADD("command_status %d\n", rc->child_status);
+			if (rc->child_stopped)
+				ADD("command_stopped 1\n");
 			/* What the kernel itself counted for the command and the
 			 * children it waited for: a check on the fault samples. */
 			ADD("command_minflt %ld\ncommand_majflt %ld\n", rc->child_ru.ru_minflt,
@@ -1492,36 +1506,117 @@ static int release_child(struct recorder *rc)
 
 /* ---- main ------------------------------------------------------------ */
 
+/* The output is replaced by a rename: whatever sits at its path goes. Only
+ * a regular file may (not /dev/null, a FIFO, a directory, or a symlink,
+ * whose target would stay as it was), and all is checked before anything
+ * starts. */
+static int check_output(const char *path)
+{
+	struct stat st;
+	const char *what;
+
+	if (!path[0])
+		return error("the output path is empty: give a file name with -o");
+	if (!strcmp(path, "-"))
+		return error("-o -: the recorder writes a file, not standard output; give a file name");
+	if (lstat(path, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		return error("cannot use '%s' as the output: %s", path, strerror(errno));
+	}
+	if (S_ISREG(st.st_mode))
+		return 0;
+	what = S_ISDIR(st.st_mode)   ? "a directory"
+	       : S_ISLNK(st.st_mode) ? "a symbolic link"
+	       : S_ISFIFO(st.st_mode) ? "a FIFO"
+	       : S_ISSOCK(st.st_mode) ? "a socket"
+				     : "a device";
+	return error("'%s' is %s, which a trace would replace: give the path of a regular file, or of a new one",
+		     path, what);
+}
+
+/* A recorder killed before its rename leaves .NAME.XXXXXX behind; a live
+ * one holds a lock on its own. Those nobody holds go. */
+static void remove_stale_temps(const char *dir, const char *base)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t bl = strlen(base);
+
+	while (d && (de = readdir(d))) {
+		char path[PATH_MAX];
+		int fd;
+
+		if (de->d_name[0] != '.' || strncmp(de->d_name + 1, base, bl) || de->d_name[1 + bl] != '.' ||
+		    strlen(de->d_name + 2 + bl) != 6)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!flock(fd, LOCK_EX | LOCK_NB)) {
+			char head[8];
+
+			/* Only what a recorder writes: a trace's magic. */
+			if (pread(fd, head, 8, 0) == 8 && !memcmp(head, TRACE_MAGIC, 8))
+				unlink(path);
+		}
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int create_output(struct recorder *rc)
 {
 	char dir[PATH_MAX], base[PATH_MAX];
 	struct trace_writer_opts o = { .codec = rc->codec, .level = rc->level };
+	const char *dn, *bn;
 
+	if (strlen(rc->output) >= sizeof(dir) - 16)
+		return error("the output path is too long: at most %zu bytes", sizeof(dir) - 17);
 	snprintf(dir, sizeof(dir), "%s", rc->output);
 	snprintf(base, sizeof(base), "%s", rc->output);
-	snprintf(rc->tmp_path, sizeof(rc->tmp_path), "%s/.%s.XXXXXX", dirname(dir), basename(base));
+	dn = dirname(dir);
+	bn = basename(base);
+	snprintf(rc->tmp_path, sizeof(rc->tmp_path), "%s/.%s.XXXXXX", dn, bn);
+	remove_stale_temps(dn, bn);
 	/* mkstemp makes it 0600: a trace can hold secrets (paths, arguments). */
 	rc->out_fd = mkstemp(rc->tmp_path);
 	if (rc->out_fd < 0)
 		return error("cannot create '%s': %s", rc->output, strerror(errno));
 	fcntl(rc->out_fd, F_SETFD, FD_CLOEXEC);
+	/* Held until the recorder exits: the file is live (see above). */
+	flock(rc->out_fd, LOCK_EX | LOCK_NB);
 	if (trace_writer_init_fd(&rc->w, rc->out_fd, &o))
 		return error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w));
+	trace_writer_reserve(&rc->w, WRITE_RESERVE);
+	if (rc->w.full)
+		return error("no room for '%s': the disk is full", rc->output);
 	return 0;
 }
 
 static void summary(struct recorder *rc)
 {
-	uint64_t lost = rc->lost_unreported, bytes = rc->w.offset;
+	uint64_t lost = rc->lost_unreported, bytes = rc->w.offset, written = rc->w.nr_records;
+	uint64_t unwritten = rc->records > written ? rc->records - written : 0;
 	double secs = (rc->stop_ns - rc->start_ns) / 1e9;
 
 	for (int c = 0; c < rc->ncpus; c++)
 		lost += rc->rings[c].lost;
-	if (rc->quiet && !lost)
+	if (rc->quiet && !lost && !unwritten)
 		return;
 	fprintf(stderr, "memsight record: %llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes/record)\n",
-		(unsigned long long)rc->records, secs, bytes / 1048576.0, rc->output,
-		rc->records ? (double)bytes / rc->records : 0.0);
+		(unsigned long long)written, secs, bytes / 1048576.0, rc->output,
+		written ? (double)bytes / written : 0.0);
+	/* Records that never reached the file are lost as surely as those
+	 * the kernel dropped: never "0 lost" then. */
+	if (unwritten)
+		fprintf(stderr, "memsight record: NOT WRITTEN %llu of %llu records: %s; %s\n",
+			(unsigned long long)unwritten, (unsigned long long)rc->records,
+			rc->disk_full ? "the disk holding the trace filled" : "writing the trace failed",
+			rc->w.err ? "the trace ends where the writing failed" : "the trace holds the ones before");
 	if (lost && rc->q.waits)
 		fprintf(stderr, "memsight record: LOST %llu events: the compression thread fell behind (%.0f MiB "
 				"queued) for want of CPU; %s\n",
@@ -1535,7 +1630,7 @@ static void summary(struct recorder *rc)
 		fprintf(stderr, "memsight record: LOST %llu events: the rings overflowed; enlarge them with -m "
 				"or record fewer groups, or sample them (kmem/100)\n",
 			(unsigned long long)lost);
-	else if (!rc->quiet)
+	else if (!rc->quiet && !unwritten)
 		fprintf(stderr, "memsight record: 0 events lost\n");
 	if (rc->leak_check && rc->lc.failed)
 		fprintf(stderr, "memsight record: --leak-check could not scan %d process%s (%s): leaks will not tell lost "
@@ -1556,9 +1651,16 @@ static void summary(struct recorder *rc)
 
 static void stop_command(struct recorder *rc)
 {
-	/* -d ran out, or we were told to stop: end the command like timeout(1). */
+	/* -d ran out, or we were told to stop: end the command like timeout(1).
+	 * Not when the disk filled: the command is the user's to finish, and
+	 * it does so unrecorded. */
 	if (rc->command && rc->child > 0 && !rc->child_done) {
-		kill(rc->child, SIGTERM);
+		if (rc->disk_full)
+			fprintf(stderr, "memsight record: waiting for the command to end, unrecorded\n");
+		else {
+			rc->child_stopped = 1;
+			kill(rc->child, SIGTERM);
+		}
 		/* Followed for --leak-check: stops come before the end. */
 		while (wait4(rc->child, &rc->child_status, 0, &rc->child_ru) == rc->child)
 			if (!rc->leak_check || !leakcheck_status(&rc->lc, rc->child, rc->child_status)) {
@@ -1712,6 +1814,16 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		before = rc->drained;
 		if (drain_all(rc, 1))
 			goto out;
+		/* A full disk (or a failed write) ends the recording at once:
+		 * nothing more could be kept, and a -p recording would go on
+		 * for ever. */
+		if (trace_writer_full(&rc->w)) {
+			error("cannot write '%s': %s; recording stopped after %.1f s, the trace holds what came "
+			      "before", rc->output, rc->w.err ? trace_writer_strerror(&rc->w) : "the disk is full",
+			      (now_ns(CLOCK_MONOTONIC) - rc->start_ns) / 1e9);
+			rc->disk_full = 1;
+			stop = 1;
+		}
 		/* Some kernels (6.18 here, with page-fault samples) now and
 		 * then never deliver the ring's watermark wakeup: a whole run
 		 * then fills the ring and drops everything after it. So while
@@ -1875,7 +1987,7 @@ int main(int argc, char **argv)
 		error("out of memory for packing stack dumps");
 		goto out;
 	}
-	if (setup_events(&rc) || create_output(&rc))
+	if (check_output(rc.output) || setup_events(&rc) || create_output(&rc))
 		goto out;
 
 	sigemptyset(&mask);
@@ -1917,7 +2029,8 @@ int main(int argc, char **argv)
 	/* Replacing a big trace frees its pages inside rename(), for tens of
 	 * milliseconds while the command fills the rings: hold the old file
 	 * open so that cost comes when it is closed, at the end. */
-	rc.old_fd = open(rc.output, O_RDONLY | O_CLOEXEC);
+	/* Never following a link, never waiting on a FIFO swapped in since. */
+	rc.old_fd = open(rc.output, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (rc.command && release_child(&rc))
 		goto out;
 	if (rename(rc.tmp_path, rc.output)) {
@@ -1946,12 +2059,29 @@ finish:
 			trace_writer_add_loss(&rc.w, l, n);
 		free(l);
 	}
+	if (rc.disk_full)
+		ret = 1;
 	if (trace_writer_finish(&rc.w)) {
 		error("cannot write '%s': %s; the trace holds what was written before", rc.output,
 		      trace_writer_strerror(&rc.w));
 		ret = 1;
 	}
 	summary(&rc);
+	/* As time(1) and perf record do: the command's own status, so a
+	 * script sees its failure through the recorder. */
+	if (!ret && rc.command && rc.child_done && !rc.child_stopped) {
+		int st = rc.child_status;
+
+		if (WIFSIGNALED(st)) {
+			fprintf(stderr, "memsight record: the command was killed by SIG%s\n",
+				sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+			ret = 128 + WTERMSIG(st);
+		} else if (WEXITSTATUS(st)) {
+			if (!rc.quiet)
+				fprintf(stderr, "memsight record: the command exited with status %d\n", WEXITSTATUS(st));
+			ret = WEXITSTATUS(st);
+		}
+	}
 out:
 	if (rc.child > 0 && !rc.child_done && rc.go_fd >= 0) {
 		/* Closing the go pipe makes the waiting child exit. */

@@ -42,6 +42,12 @@ static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
 		trace_writer_add(w, j->type, j->stream, j->time, j->buf, j->len, j->nr);
 		return;
 	}
+	/* The disk is full: what is left of the reserve is for the chunks
+	 * that close the trace. */
+	if (trace_writer_full(w)) {
+		q->dropped_records += j->nr;
+		return;
+	}
 	if (q->prepare)
 		len = q->prepare(q->prepare_arg, j->buf, len);
 	if (backlog > q->max_pending / 2) {
@@ -194,9 +200,13 @@ static void writeq_push_chunk(struct writeq *q, uint32_t type, uint32_t stream, 
 	struct writeq_job *j;
 
 	if (!q->running || !(j = malloc(sizeof(*j)))) {
-		if (type == TRACE_CHUNK_DATA && q->prepare)
-			len = q->prepare(q->prepare_arg, buf, len);
-		trace_writer_add(q->w, type, stream, time, buf, len, nr);
+		if (type == TRACE_CHUNK_DATA && trace_writer_full(q->w)) {
+			q->dropped_records += nr;
+		} else {
+			if (type == TRACE_CHUNK_DATA && q->prepare)
+				len = q->prepare(q->prepare_arg, buf, len);
+			trace_writer_add(q->w, type, stream, time, buf, len, nr);
+		}
 		writeq_free(q, buf);
 		return;
 	}

@@ -102,4 +102,32 @@ test_expect_success 'a trace goes in directly: memsight flamegraph runs the anal
 	xmllint --noout b.svg && grep "<text id=\"title\"[^>]*>Heap Expansion (brk)</text>" b.svg
 '
 
+# What a folded line can hold, from whatever made it: the SVG must stay
+# well-formed XML and the numbers real ones.
+test_expect_success 'frame names that are not UTF-8, and long ones of multi-byte characters cut short: well-formed SVG' '
+	{ printf "x;" && awk "BEGIN { for (i = 0; i < 400; i++) printf \"\\303\\251\" }" && printf " 5\n" &&
+	  printf "bad;\377\376;\303;ctl\001 3\n"; } >utf8.folded &&
+	"$BUILD/memsight-flamegraph" --title "\377 title" utf8.folded >utf8.svg &&
+	xmllint --noout utf8.svg &&
+	grep "\.\.</text>" utf8.svg
+'
+
+test_expect_success 'counts that are not finite numbers, or whose sum is not: one line with the line number' '
+	printf "a;b 1\na;b nan\n" >nan.folded &&
+	test_must_fail "$BUILD/memsight-flamegraph" nan.folded >/dev/null 2>err &&
+	test_one_line err && grep "line 2: .nan. is not a count a flame graph can draw" err &&
+	printf "a;b inf\n" | test_must_fail "$BUILD/memsight-flamegraph" >/dev/null 2>err &&
+	test_one_line err && grep "line 1: .inf. is not a count" err &&
+	printf "a;b 1e308\na;c 1e308\n" | test_must_fail "$BUILD/memsight-flamegraph" >/dev/null 2>err &&
+	test_one_line err && grep "line 2: .1e308. is not a count a flame graph can draw" err
+'
+
+test_expect_success 'a stack a million frames deep: drawn to a bounded depth, no crash' '
+	awk "BEGIN { for (i = 0; i < 1000000; i++) printf \"f%d;\", i; print \"leaf 1\" }" >deep.folded &&
+	"$BUILD/memsight-flamegraph" deep.folded >deep.svg 2>err &&
+	grep "stacks deeper than 4096 frames are drawn to that depth" err &&
+	xmllint --noout deep.svg &&
+	test "$(stat -c %s deep.svg)" -lt 10000000
+'
+
 test_done

@@ -107,10 +107,11 @@ elif [ -d /sys/fs/cgroup/memory ]; then
 fi
 if [ -n "$CG" ]; then
 	test_expect_success 'a hog in a 32 MiB cgroup: the OOM kill with the right victim, reclaim before it' '
-		"$MEMSIGHT" record -e oom,reclaim -o oom.trace -- \
-			sh -c "echo \$\$ >$CG/cgroup.procs && exec $S/mem_hog" >truth 2>rec &&
+		{ "$MEMSIGHT" record -e oom,reclaim -o oom.trace -- \
+			sh -c "echo \$\$ >$CG/cgroup.procs && exec $S/mem_hog" >truth 2>rec; test $? = 137; } &&
 		cat truth rec &&
 		grep "1 OOM kill recorded" rec &&
+		grep "^memsight record: the command was killed by SIGKILL$" rec &&
 		pid=$(sed -n "s/^mem_hog: pid \([0-9]*\) comm mem_hog$/\1/p" truth) && test -n "$pid" &&
 		"$MEMSIGHT" oom --json oom.trace >oom.json &&
 		json oom.json "my \$k = \$d->{kills}; die unless @\$k == 1; my \$v = \$k->[0]{victim};

@@ -1,0 +1,93 @@
+#!/bin/sh
+# The recorder against odd outputs, a full disk, exec and signals: each
+# defect found by trying it the way a careless operator or a full disk would.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+S=$BUILD/samples
+
+# -o must never replace what is not a regular file: the recorder writes a
+# temporary file and renames it over the output.
+test_expect_success '-o naming a device node is refused, and the node stays' '
+	mknod devnull c 1 3 &&
+	test_must_fail "$MEMSIGHT" record -q -o devnull -- sh -c "touch started" 2>err &&
+	test_one_line err &&
+	grep "^memsight record: .devnull. is a device, which a trace would replace: give the path of a regular file" err &&
+	test -c devnull && test ! -e started &&
+	test -z "$(ls -A | grep "^\.devnull\.")"
+'
+
+test_expect_success '-o naming a FIFO is refused at once, not waited on' '
+	mkfifo fifo &&
+	timeout -s KILL 20 "$MEMSIGHT" record -q -o fifo -- true 2>err; rc=$? &&
+	test $rc = 1 &&
+	test_one_line err && grep "is a FIFO, which a trace would replace" err &&
+	test -p fifo && test -z "$(ls -A | grep "^\.fifo\.")"
+'
+
+test_expect_success '-o naming a directory, a symlink, nothing or -: refused before the command starts' '
+	mkdir dir && ln -s dir link &&
+	for o in dir link "" -; do
+		test_must_fail "$MEMSIGHT" record -q -o "$o" -- sh -c "touch started" 2>err &&
+		test_one_line err && test ! -e started || return 1
+	done &&
+	test -d dir && test -L link
+'
+
+test_expect_success 'a temporary file a killed recorder left is removed by the next one; other files stay' '
+	printf "MEMSIGHT-not-finished" >.stale.trace.AbCdEf &&
+	printf "some file of the user" >.stale.trace.XyZ123 &&
+	"$MEMSIGHT" record -q -o stale.trace -- true &&
+	test ! -e .stale.trace.AbCdEf && test -e .stale.trace.XyZ123
+'
+
+# A full disk: stop at once, close the trace, say exactly what was not
+# written, leave the command alone.
+if mkdir small && mount -t tmpfs -o size=3m tmpfs small 2>/dev/null; then
+	head -c $((32 << 20)) /dev/urandom >in.bin
+	test_expect_success 'a full disk stops the recording at once; the trace is complete and counts what was not written' '
+		{ "$MEMSIGHT" record -a -g dwarf -e faults -d 30 -o small/full.trace -- \
+			sh -c "for i in 1 2 3 4 5 6 7 8; do $S/xor_encoder in.bin >/dev/null; done; echo finished" \
+			>out 2>err; rc=$?; } &&
+		cat out err && test $rc = 1 &&
+		grep "^finished$" out &&
+		grep "^memsight record: cannot write .small/full.trace.: the disk is full; recording stopped after" err &&
+		n=$(sed -n "s/^memsight record: NOT WRITTEN \([0-9]*\) of [0-9]* records: the disk holding the trace filled.*/\1/p" err) &&
+		test "$n" -gt 0 &&
+		! grep "0 events lost" err &&
+		"$MEMSIGHT" info small/full.trace >info &&
+		grep "^status:      complete$" info &&
+		grep "^not written: $n records" info &&
+		"$MEMSIGHT" report small/full.trace >/dev/null
+	'
+	umount small
+else
+	echo "# cannot mount a small tmpfs here: skipping the full-disk test"
+fi
+
+test_expect_success 'exec through a wrapper: the heap is measured from the new image, not the shell' '
+	"$MEMSIGHT" record -q -e brk -o exec.trace -- sh -c "exec $S/loop_leak 100" >/dev/null &&
+	"$MEMSIGHT" report exec.trace >report &&
+	grow=$(awk "/== brk: heap growth ==/ { on = 1 } on && \$2 == \"loop_leak\" { print \$4; exit }" report) &&
+	echo "heap growth $grow" && test -n "$grow" && test "$grow" -lt $((64 << 20))
+'
+
+test_expect_success 'exec through a wrapper: the shell blocks are released by the exec, not leaked' '
+	"$MEMSIGHT" record -q -e malloc -o execm.trace -- sh -c "exec $S/loop_leak 50" >/dev/null &&
+	"$MEMSIGHT" leaks execm.trace >leaks &&
+	cat leaks &&
+	grep "^# memsight leaks of .execm.trace.: 200 bytes in 50 allocations outstanding from 1 stacks$" leaks &&
+	grep "^# [0-9]* allocations made before an exec were released by it" leaks
+'
+
+test_expect_success 'a command killed by a signal: said so, in info and in the exit status' '
+	{ "$MEMSIGHT" record -o killed.trace -- sh -c "kill -9 \$\$" 2>err; test $? = 137; } &&
+	grep "^memsight record: the command was killed by SIGKILL$" err &&
+	"$MEMSIGHT" info killed.trace | grep "^command:     killed by SIGKILL, " &&
+	{ "$MEMSIGHT" record -q -o three.trace -- sh -c "exit 3"; test $? = 3; } &&
+	"$MEMSIGHT" info three.trace | grep "^command:     exit status 3, " &&
+	"$MEMSIGHT" record -q -d 0.3 -o ended.trace -- sleep 10 &&
+	"$MEMSIGHT" info ended.trace | grep "^command:     killed by SIGTERM (at the end of the recording), "
+'
+
+test_done
