@@ -166,10 +166,10 @@ test_expect_success 'decoded objects are cached: the next analysis opens them, a
 test_expect_success 'a running process (-p): its objects and the vDSO are embedded, and name its stacks once the binary is gone' '
 	mkdir -p live &&
 	cp "$BUILD/samples/nofp/fib_leak" live/fib_leak &&
-	{ live/fib_leak 40 25 >live.out & } &&
+	{ live/fib_leak 120 25 >live.out & } &&
 	pid=$! &&
 	sleep 0.2 &&
-	"$MEMSIGHT" record -q -e malloc -g dwarf -p $pid -d 0.5 -o live.trace &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf -p $pid -d 1 -o live.trace &&
 	wait $pid &&
 	"$MEMSIGHT" info live.trace >info.live &&
 	cat info.live &&

@@ -250,9 +250,9 @@ test_expect_success 'brk: heap growth by stack adds up to the whole' '
 '
 
 test_expect_success 'rss: the last value of the chart is what the sample read from /proc' '
-	"$S/rss_grow" 16 300 2000 >truth &
+	"$S/rss_grow" 16 1500 2000 >truth &
 	hog=$! &&
-	"$MEMSIGHT" record -q -e rss -p $hog -d 1 -o rss.trace &&
+	"$MEMSIGHT" record -q -e rss -p $hog -d 3 -o rss.trace &&
 	wait $hog &&
 	tail -1 truth >last && cat last &&
 	"$MEMSIGHT" rss --json --pid $hog rss.trace >rss.json &&
