@@ -120,10 +120,25 @@ int cmd_info(int argc, char **argv)
 			       session_stat(&s, "records_not_written", 0));
 		/* Where a loss came from: the compression queue backing up
 		 * into the drain loop, or the loop itself falling behind. */
-		printf("writer:      queue peak %.1f MiB, %lld waits for room, %lld chunks at zstd's fast level, %lld "
-		       "stored uncompressed\n",
-		       session_stat(&s, "writer_queue_peak", 0) / 1048576.0, session_stat(&s, "writer_queue_waits", 0),
-		       session_stat(&s, "writer_fast_chunks", 0), session_stat(&s, "writer_raw_chunks", 0));
+		{
+			/* Older traces have no codec stat: they were zstd. */
+			int codec = (int)session_stat(&s, "writer_codec", TRACE_CODEC_ZSTD);
+			char how[128];
+
+			if (codec == TRACE_CODEC_NONE)
+				snprintf(how, sizeof(how), "no compression");
+			else if (session_stat(&s, "writer_level", -1) < 0)
+				snprintf(how, sizeof(how), "%s, %lld chunks at its fast level, %lld stored uncompressed",
+					 trace_codec_name(codec), session_stat(&s, "writer_fast_chunks", 0),
+					 session_stat(&s, "writer_raw_chunks", 0));
+			else
+				snprintf(how, sizeof(how), "%s level %lld, %lld chunks at its fast level, %lld stored uncompressed",
+					 trace_codec_name(codec), session_stat(&s, "writer_level", 0),
+					 session_stat(&s, "writer_fast_chunks", 0), session_stat(&s, "writer_raw_chunks", 0));
+			printf("writer:      queue peak %.1f MiB, %lld waits for room, %s, %lld real-time boosts\n",
+			       session_stat(&s, "writer_queue_peak", 0) / 1048576.0,
+			       session_stat(&s, "writer_queue_waits", 0), how, session_stat(&s, "writer_boosts", 0));
+		}
 	}
 	printf("processes:   %d in the /proc snapshot\n", s.nr_snapshots);
 	printf("kernel syms: %zu\n", s.syms.nr_ksyms);

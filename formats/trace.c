@@ -223,6 +223,8 @@ static int writer_init(struct trace_writer *w, int fd, const struct trace_writer
 	w->fd = fd;
 	w->codec = o ? o->codec : TRACE_CODEC_ZSTD;
 	w->level = o ? o->level : 0;
+	if (!w->level)
+		w->level = w->codec == TRACE_CODEC_ZLIB ? 6 : w->codec == TRACE_CODEC_ZSTD ? 3 : 0;
 	if (w->codec > TRACE_CODEC_ZLIB)
 		return writer_fail(w, -EINVAL, "unknown codec %d", w->codec);
 	if (w->codec == TRACE_CODEC_ZSTD) {
@@ -274,14 +276,14 @@ static int writer_compress(struct trace_writer *w, const void *data, size_t len,
 	}
 	if (w->codec == TRACE_CODEC_ZSTD) {
 		size_t r = ZSTD_compressCCtx(w->zctx, w->cbuf, bound, data, len,
-					     w->level ? w->level : 3);
+					     w->level);
 
 		if (ZSTD_isError(r))
 			return writer_fail(w, -EIO, "zstd: %s", ZSTD_getErrorName(r));
 		*outlen = r;
 	} else {
 		uLongf dl = bound;
-		int r = compress2(w->cbuf, &dl, data, len, w->level ? w->level : 6);
+		int r = compress2(w->cbuf, &dl, data, len, w->level);
 
 		if (r != Z_OK)
 			return writer_fail(w, -EIO, "zlib: error %d", r);

@@ -110,7 +110,7 @@ struct trace_writer {
 	int err;		/* first error (negative errno), sticky */
 	char errmsg[256];
 	enum trace_codec codec;
-	int level;
+	int level;		/* as used: the codec's default when the options gave 0 */
 	void *zctx;		/* ZSTD_CCtx, reused across chunks */
 	unsigned char *cbuf;	/* compression output buffer */
 	size_t cbuf_alloc;

@@ -4,6 +4,7 @@
 #include "writeq.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,6 +19,8 @@
  * on 2 CPUs: the queue filled, the drain loop waited and 11% of the
  * events were lost). Without root it stays at the command's 0. */
 #define WRITEQ_NICE -5
+/* Queued bytes past which the thread runs real-time (writeq_boost). */
+#define WRITEQ_BOOST_AT (8u << 20)
 /* Bytes of the arena faulted in before the command starts. */
 #define WRITEQ_PREFAULT_NOW (4u << 20)
 
@@ -109,6 +112,30 @@ static void writeq_arena_make(struct writeq *q, size_t bytes)
 		q->pool[q->nr_pool++] = a + i * q->pool_size;
 }
 
+/* A backlog means the command's threads are taking the CPU the
+ * compression thread needs, and a growing queue makes the drain loop fault
+ * in fresh buffers (2 ms a MiB here) until the rings overflow: past
+ * WRITEQ_BOOST_AT queued the thread runs SCHED_FIFO, as the drain loop
+ * does, until the queue is down to a quarter of that. Where real-time
+ * scheduling is not allowed nothing changes. */
+static void writeq_boost(struct writeq *q, size_t backlog)
+{
+	if (!q->boosted && backlog > WRITEQ_BOOST_AT) {
+		struct sched_param sp = { .sched_priority = 1 };
+
+		if (!sched_setscheduler(0, SCHED_FIFO, &sp)) {
+			q->boosted = 1;
+			q->boosts++;
+		}
+	} else if (q->boosted && backlog < WRITEQ_BOOST_AT / 4) {
+		struct sched_param sp = { .sched_priority = 0 };
+
+		sched_setscheduler(0, SCHED_OTHER, &sp);
+		setpriority(PRIO_PROCESS, gettid(), WRITEQ_NICE);
+		q->boosted = 0;
+	}
+}
+
 static void *writeq_main(void *arg)
 {
 	struct writeq *q = arg;
@@ -116,6 +143,9 @@ static void *writeq_main(void *arg)
 	/* Draining the rings matters more than compressing: when both want
 	 * the same CPU, the drain loop must win or the kernel drops events;
 	 * and compressing more than the command, or the queue fills. */
+	/* Started by a drain loop that may run SCHED_FIFO: this thread is an
+	 * ordinary one, below the drain loop and above the command. */
+	sched_setscheduler(0, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
 	setpriority(PRIO_PROCESS, gettid(), WRITEQ_NICE);
 	if (q->arena_len > q->arena_ready)
 		writeq_populate(q->arena + q->arena_ready, q->arena_len - q->arena_ready);
@@ -134,6 +164,7 @@ static void *writeq_main(void *arg)
 			q->tail = NULL;
 		backlog = q->pending;
 		pthread_mutex_unlock(&q->lock);
+		writeq_boost(q, backlog);
 		writeq_write(q, j, backlog);
 		pthread_mutex_lock(&q->lock);
 		q->pending -= j->len;

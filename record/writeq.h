@@ -39,6 +39,8 @@ struct writeq {
 	uint64_t fast_chunks;	/* written with a fast level to catch up */
 	uint64_t raw_chunks;	/* written uncompressed to catch up */
 	uint64_t dropped_records; /* in chunks not written: the disk was full */
+	int boosted;		/* running SCHED_FIFO to catch up */
+	uint64_t boosts;	/* times it had to */
 	int stopping, running;
 	/* Called on every DATA chunk just before it is compressed; may
 	 * rewrite it in place, shorter, and returns its new length. */
