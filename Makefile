@@ -4,9 +4,11 @@
 #   make demo       install what is missing, build, record the samples, show findings, write demo/*.svg
 #   make check      install what is missing, build, run every test (TAP, through prove)
 #   make bench      benchmarks against perf (tests/bench), prints ratios
+#   make fuzz       the fuzz targets, FUZZ_SECONDS (default 3600) each, corpora in build-fuzz/
 #   make install PREFIX=/usr/local
 #
-# V=1 shows full commands; DEVELOPER=1 adds -Werror and more warnings.
+# V=1 shows full commands; DEVELOPER=1 adds -Werror and more warnings; SANITIZE=1
+# builds with AddressSanitizer and UndefinedBehaviorSanitizer into build-san/.
 
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -18,6 +20,13 @@ VERSION := 0.1
 
 CC ?= cc
 CFLAGS ?= -O2 -g
+LDFLAGS ?=
+ifeq ($(SANITIZE),1)
+B := build-san
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS += $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
+endif
 ALL_CFLAGS = $(CFLAGS) -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -DMEMSIGHT_VERSION='"$(VERSION)"' -MMD -MP
 ifeq ($(DEVELOPER),1)
 ALL_CFLAGS += -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
@@ -35,7 +44,8 @@ endif
 BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libdebuginfod-dev libunwind-dev \
 	libzstd-dev zlib1g-dev
 # debuginfod: a local server for the --debuginfod test.
-TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind
+# clang and its runtimes: libFuzzer and the sanitizers.
+TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind clang libclang-rt-dev
 BENCH_PKGS := linux-perf heaptrack bpftrace time
 
 FORMATS_SRC := \
@@ -87,6 +97,7 @@ ANALYZE_SRC := \
 
 FLAMEGRAPH_SRC := \
 	flamegraph/flamegraph.c \
+	flamegraph/folded.c \
 	flamegraph/svg.c
 
 TOOL_SRC := \
@@ -114,6 +125,22 @@ NOUNWIND_SAMPLES := loop_leak
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
+ANALYZE_LIBS := -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
+
+# libFuzzer targets (tests/fuzz), with AddressSanitizer and UBSan: the
+# trace reader and every analyzer command, one chunk behind real META, the
+# folded-stacks parser, the embedded-object loader.
+FUZZ := build-fuzz
+FUZZ_CC := clang
+FUZZ_TARGETS := trace chunk folded embedded
+FUZZ_SECONDS ?= 3600
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DMEMSIGHT_VERSION='"$(VERSION)"' -MMD -MP \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+	-DFUZZ_TEMPLATE='"$(CURDIR)/samples/traces/xor-8m.trace"'
+FUZZ_LINK := -fsanitize=fuzzer,address,undefined
+fuzzobj = $(patsubst %.c,$(FUZZ)/obj/%.o,$(1))
+FUZZ_ANALYZE := $(filter-out analyze/main.c,$(ANALYZE_SRC)) $(FORMATS_SRC) tests/fuzz/fuzz.c
+
 PROGRAMS := $(B)/memsight $(B)/memsight-record $(B)/memsight-analyze $(B)/memsight-flamegraph
 SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES)) $(addprefix $(B)/samples/nofp/,$(NOFP_SAMPLES)) \
 	$(addprefix $(B)/samples/nounwind/,$(NOUNWIND_SAMPLES))
@@ -127,23 +154,23 @@ $(B)/obj/%.o: %.c
 
 $(B)/memsight: $(call obj,memsight.c)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ -lelf -lzstd -lz
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ -lelf -lzstd -lz
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(ANALYZE_LIBS)
 
 $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 $(B)/test-tool: $(call obj,$(TOOL_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ -lzstd -lz
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ -lzstd -lz
 
 # Samples keep frame pointers: the frame-pointer stacks of issue 2 need them.
 SAMPLE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Wextra
@@ -168,7 +195,36 @@ $(B)/samples/%: samples/%.cc
 	@mkdir -p $(dir $@)
 	$(Q)$(CXX) $(SAMPLE_CFLAGS) -o $@ $<
 
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+$(FUZZ)/obj/%.o: %.c
+	$(call say,FUZZCC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ)/fuzz-trace $(FUZZ)/fuzz-chunk $(FUZZ)/fuzz-embedded: $(FUZZ)/fuzz-%: $(call fuzzobj,tests/fuzz/fuzz_%.c $(FUZZ_ANALYZE))
+	$(call say,LINK,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_LINK) -pthread -o $@ $^ $(ANALYZE_LIBS)
+
+$(FUZZ)/fuzz-folded: $(call fuzzobj,tests/fuzz/fuzz_folded.c flamegraph/folded.c flamegraph/svg.c)
+	$(call say,LINK,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+fuzz-targets: $(addprefix $(FUZZ)/fuzz-,$(FUZZ_TARGETS))
+
+# Long runs: FUZZ_SECONDS each, one after another (FUZZ_TARGETS="chunk
+# folded" picks), new inputs kept in build-fuzz/corpus-TARGET (the seeds in
+# tests/fuzz/corpus stay as they are), libFuzzer's log in
+# build-fuzz/fuzz-TARGET.log; a crash leaves its input as build-fuzz/crash-*.
+fuzz: test-deps fuzz-targets
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ)/corpus-$$t && \
+		echo "fuzzing $$t for $(FUZZ_SECONDS) s, log in $(FUZZ)/fuzz-$$t.log" && \
+		$(FUZZ)/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=3 -timeout=20 -rss_limit_mb=4096 \
+			-print_final_stats=1 -artifact_prefix=$(FUZZ)/ $(FUZZ)/corpus-$$t tests/fuzz/corpus/$$t \
+			2>$(FUZZ)/fuzz-$$t.log || { tail -40 $(FUZZ)/fuzz-$$t.log; exit 1; }; \
+		grep -E '^#[0-9]+ +DONE|^stat::' $(FUZZ)/fuzz-$$t.log; \
+	done
+
+-include $(shell find $(B)/obj $(FUZZ)/obj -name '*.d' 2>/dev/null)
 
 # Install what is missing: as root through apt-get, otherwise say what to run.
 define install_pkgs
@@ -192,9 +248,16 @@ test-deps:
 bench-deps:
 	$(call install_pkgs,$(BUILD_PKGS) $(BENCH_PKGS))
 
+# The sanitized build and the fuzz targets are built here too: the tests
+# run the analyzer's and the flame graph's tests on the one and each
+# target's corpus, and a short run, on the others.
 check: test-deps
 	$(MAKE) all
+	$(MAKE) SANITIZE=1 sanitized
+	$(MAKE) fuzz-targets
 	prove -f tests/t[0-9]*.sh
+
+sanitized: $(PROGRAMS) $(B)/test-tool
 
 demo: deps
 	$(MAKE) all
@@ -210,6 +273,6 @@ install: $(PROGRAMS)
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
 
 clean:
-	rm -rf $(B) demo
+	rm -rf build build-san $(FUZZ) demo
 
-.PHONY: all deps test-deps bench-deps check demo bench install clean
+.PHONY: all deps test-deps bench-deps check sanitized fuzz fuzz-targets demo bench install clean

@@ -353,6 +353,7 @@ void session_release(struct session *s)
 	if (s->uw)
 		unwind_free(s->uw);
 	symbols_release(&s->syms);
+	symbols_embedded_release();
 	trace_reader_release(&s->r);
 }
 

@@ -530,6 +530,22 @@ static int embedded_open(struct embedded *e)
 	return 0;
 }
 
+void symbols_embedded_release(void)
+{
+	for (size_t i = 0; i < nr_embedded; i++) {
+		struct embedded *e = embedded[i];
+
+		if (e->fd >= 0)
+			close(e->fd);
+		pthread_mutex_destroy(&e->mu);
+		free(e->path);
+		free(e);
+	}
+	free(embedded);
+	embedded = NULL;
+	nr_embedded = 0;
+}
+
 int symbols_embedded_get(size_t i, struct embedded_info *out)
 {
 	if (i >= nr_embedded)

@@ -126,6 +126,9 @@ struct embedded_info {
 	int mode;		/* enum embedded_mode */
 	uint64_t size, original_size;
 };
+/* Forget every embedded object (their trace is being closed), after
+ * symbols_release. */
+void symbols_embedded_release(void);
 /* The i-th embedded object; 0, or -1 past the last. */
 int symbols_embedded_get(size_t i, struct embedded_info *out);
 /* Look for objects under DIR as under / (their recorded paths). */

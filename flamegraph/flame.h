@@ -2,8 +2,9 @@
  * flamegraph/flame.h: the tree of folded stacks and its SVG rendering.
  *
  * flamegraph.c owns the command: options, reading folded text (or running
- * the analyzer on a trace) and building the tree. svg.c owns turning a tree
- * into one self-contained interactive SVG. Nothing here knows about traces.
+ * the analyzer on a trace). folded.c owns the tree the lines build. svg.c
+ * owns turning a tree into one self-contained interactive SVG. Nothing
+ * here knows about traces.
  */
 #ifndef MEMSIGHT_FLAME_H
 #define MEMSIGHT_FLAME_H
@@ -23,6 +24,16 @@ struct flame_opts {
 	double width, minwidth;
 	int inverted;
 };
+
+/* The tree of folded stacks (folded.c): a root named "all", a line at a
+ * time. flame_tree_add returns 1 when the line was added, 0 when it is no
+ * folded stack (skipped), -1 when out of memory, -2 for a count that is no
+ * finite non-negative number or that makes the total overflow. Sorting
+ * puts children in name order; it and the tree's release take any depth. */
+struct flame_node *flame_tree_new(void);
+int flame_tree_add(struct flame_node *root, char *line);
+int flame_tree_sort(struct flame_node *root);
+void flame_tree_free(struct flame_node *root);
 
 /* Write the SVG for root to f. Returns 0, or -1 on a write error. */
 int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_opts *o);

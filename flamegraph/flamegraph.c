@@ -1,16 +1,16 @@
 /*
  * flamegraph/flamegraph.c: memsight-flamegraph, folded stacks in, SVG out.
  *
- * Reads Brendan Gregg's folded format from a file or standard input, so it
- * draws what perf, bpftrace or stackcount produced as well as memsight's
- * own. Given a memsight trace instead, it runs `memsight-analyze folded` on
- * it (this program links nothing but libc) and reads that.
+ * Owns the command: its options, reading Brendan Gregg's folded format
+ * from a file or standard input (folded.c builds the tree), so it draws
+ * what perf, bpftrace or stackcount produced as well as memsight's own.
+ * Given a memsight trace instead, it runs `memsight-analyze folded` on it
+ * (this program links nothing but libc) and reads that.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,160 +54,6 @@ static int error(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return -1;
-}
-
-static struct flame_node *node_new(const char *name, size_t len)
-{
-	struct flame_node *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	n->name = malloc(len + 1);
-	if (!n->name) {
-		free(n);
-		return NULL;
-	}
-	memcpy(n->name, name, len);
-	n->name[len] = 0;
-	return n;
-}
-
-/* The tree is walked with a stack of its own, not the C stack: a folded
- * line can be a million frames deep. Returns the stack grown to hold one
- * more, or NULL when out of memory. */
-static struct flame_node **stack_room(struct flame_node **st, size_t nr, size_t *alloc)
-{
-	struct flame_node **v;
-
-	if (nr < *alloc)
-		return st;
-	v = realloc(st, (*alloc = *alloc ? *alloc * 2 : 256) * sizeof(*v));
-	if (!v)
-		free(st);
-	return v;
-}
-
-static void node_free(struct flame_node *root)
-{
-	struct flame_node **st = NULL;
-	size_t nr = 0, alloc = 0;
-
-	if (!root || !(st = stack_room(st, nr, &alloc)))
-		return;
-	st[nr++] = root;
-	while (nr) {
-		struct flame_node *n = st[--nr];
-
-		for (size_t i = 0; i < n->nr_kids; i++) {
-			if (!(st = stack_room(st, nr, &alloc)))
-				return; /* out of memory: the rest stays allocated */
-			st[nr++] = n->kids[i];
-		}
-		free(n->kids);
-		free(n->name);
-		free(n);
-	}
-	free(st);
-}
-
-static struct flame_node *node_child(struct flame_node *p, const char *name, size_t len)
-{
-	struct flame_node *c;
-
-	/* The last child is the likeliest: sorted folded input comes in runs. */
-	for (size_t i = p->nr_kids; i-- > 0;) {
-		c = p->kids[i];
-		if (!strncmp(c->name, name, len) && !c->name[len])
-			return c;
-	}
-	if (p->nr_kids == p->kids_alloc) {
-		size_t n = p->kids_alloc ? p->kids_alloc * 2 : 4;
-		struct flame_node **v = realloc(p->kids, n * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		p->kids = v;
-		p->kids_alloc = n;
-	}
-	c = node_new(name, len);
-	if (c)
-		p->kids[p->nr_kids++] = c;
-	return c;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp((*(struct flame_node *const *)a)->name, (*(struct flame_node *const *)b)->name);
-}
-
-/* Children in name order, as FlameGraph does: the x axis is not time.
- * Returns 0, or -1 when out of memory. */
-static int node_sort(struct flame_node *root)
-{
-	struct flame_node **st = NULL;
-	size_t nr = 0, alloc = 0;
-
-	if (!(st = stack_room(st, nr, &alloc)))
-		return -1;
-	st[nr++] = root;
-	while (nr) {
-		struct flame_node *n = st[--nr];
-
-		if (n->nr_kids > 1)
-			qsort(n->kids, n->nr_kids, sizeof(*n->kids), cmp_name);
-		for (size_t i = 0; i < n->nr_kids; i++) {
-			if (!(st = stack_room(st, nr, &alloc)))
-				return -1;
-			st[nr++] = n->kids[i];
-		}
-	}
-	free(st);
-	return 0;
-}
-
-/* Add one folded line. Returns 1 when added, 0 when the line is not a
- * folded stack, -1 on out-of-memory, -2 for a count that is no finite
- * number or that makes the total overflow. */
-static int add_line(struct flame_node *root, char *line)
-{
-	size_t len = strcspn(line, "\r\n");
-	char *sp, *end, *p;
-	double v;
-	struct flame_node *n = root;
-
-	line[len] = 0;
-	while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
-		line[--len] = 0;
-	if (!len || line[0] == '#')
-		return 0;
-	sp = strrchr(line, ' ');
-	if (!sp)
-		sp = strrchr(line, '\t');
-	if (!sp || sp == line)
-		return 0;
-	v = strtod(sp + 1, &end);
-	if (*end || end == sp + 1)
-		return 0;
-	/* "nan", "inf" and a sum past the largest double would make every
-	 * width in the SVG nan. */
-	if (!isfinite(v) || v < 0 || !isfinite(root->value + v))
-		return -2;
-	*sp = 0;
-	root->value += v;
-	for (p = line; *p;) {
-		size_t l = strcspn(p, ";");
-
-		if (l) {
-			n = node_child(n, p, l);
-			if (!n)
-				return -1;
-			n->value += v;
-		}
-		p += l;
-		if (*p == ';')
-			p++;
-	}
-	return 1;
 }
 
 #define MAX_DEBUG_DIRS 16
@@ -393,11 +239,11 @@ int main(int argc, char **argv)
 		o.title = "Flame Graph";
 	if (!o.countname)
 		o.countname = "samples";
-	root = node_new("all", 3);
+	root = flame_tree_new();
 	if (!root)
 		return error("out of memory"), 1;
 	while (getline(&line, &alloc, in) > 0) {
-		int r = add_line(root, line);
+		int r = flame_tree_add(root, line);
 
 		lineno++;
 		if (r == -2) {
@@ -437,7 +283,7 @@ int main(int argc, char **argv)
 		      !strcmp(path, "-") ? "standard input" : path);
 		goto out;
 	}
-	if (node_sort(root)) {
+	if (flame_tree_sort(root)) {
 		error("out of memory");
 		goto out;
 	}
@@ -454,6 +300,6 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	free(line);
-	node_free(root);
+	flame_tree_free(root);
 	return ret;
 }

@@ -273,17 +273,28 @@ static int paranoid(void)
 	return v;
 }
 
+/* The highest kernel.perf_event_paranoid that lets an unprivileged user
+ * open ev: every event here samples the kernel (tracepoints fire there,
+ * and stacks start there), which needs 1 or lower; a CPU-wide event 0;
+ * a tracepoint's raw fields -1, but for the syscalls ones on a task. */
+static int paranoid_needed(const struct recorder *rc, const char *ev)
+{
+	if (strchr(ev, ':') && (rc->system_wide || strncmp(ev, "syscalls:", 9)))
+		return -1;
+	return rc->system_wide ? 0 : 1;
+}
+
 static int explain_open_error(const struct recorder *rc, int err, const char *ev)
 {
 	if ((err == EACCES || err == EPERM) && rc->system_wide)
 		return error("system-wide recording (-a) refused for '%s' (%s): it needs root or CAP_PERFMON, or "
-			     "'sysctl -w kernel.perf_event_paranoid=-1' (now %d); without them record your own "
-			     "processes with -p PID or -- COMMAND",
-			     ev, strerror(err), paranoid());
+			     "kernel.perf_event_paranoid at most %d (now %d: sysctl -w kernel.perf_event_paranoid=%d); "
+			     "without them record your own processes with -p PID or -- COMMAND",
+			     ev, strerror(err), paranoid_needed(rc, ev), paranoid(), paranoid_needed(rc, ev));
 	if (err == EACCES || err == EPERM)
-		return error("perf_event_open refused for '%s' (%s): run as root, or allow it with "
-			     "'sysctl -w kernel.perf_event_paranoid=-1' (now %d)",
-			     ev, strerror(err), paranoid());
+		return error("perf_event_open refused for '%s' (%s): it needs root or CAP_PERFMON, or "
+			     "kernel.perf_event_paranoid at most %d (now %d: sysctl -w kernel.perf_event_paranoid=%d)",
+			     ev, strerror(err), paranoid_needed(rc, ev), paranoid(), paranoid_needed(rc, ev));
 	if (err == EMFILE || err == ENFILE)
 		return error("too many open files for '%s': raise the limit with 'ulimit -n'", ev);
 	if (err == ESRCH)
@@ -1903,6 +1914,13 @@ static void events_release(struct recorder *rc)
 		uprobes_remove();
 }
 
+static void options_release(struct recorder *rc)
+{
+	free(rc->groups);
+	free(rc->filters);
+	free(rc->pids);
+}
+
 static void cleanup(struct recorder *rc)
 {
 	size_t page = sysconf(_SC_PAGESIZE);
@@ -1929,9 +1947,8 @@ static void cleanup(struct recorder *rc)
 	ksyms_set_release(&rc->ksyms);
 	ksyms_table_release(&rc->kallsyms);
 	trace_writer_release(&rc->w);
-	free(rc->groups);
-	free(rc->filters);
-	free(rc->pids);
+	embed_set_release(&rc->embed);
+	options_release(rc);
 }
 
 /* memsight archive [--embed MODE] FILE */
@@ -1969,8 +1986,10 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "archive"))
 		return archive_main(argc - 1, argv + 1);
-	if (parse_options(&rc, argc, argv))
+	if (parse_options(&rc, argc, argv)) {
+		options_release(&rc);
 		return 2;
+	}
 	rc.ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	/* One fd per event, CPU and thread: -p on a big process needs many. */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {

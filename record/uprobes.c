@@ -564,13 +564,29 @@ const char *uprobes_aliases(void)
 	return aliases;
 }
 
+/* An event's last perf user can let go of it a little after its fd is
+ * closed (the events of a target that exited are freed with their task's
+ * context), and until then the kernel refuses the removal with EBUSY: try
+ * those again for up to 3 s rather than leave probes behind. */
 void uprobes_remove(void)
 {
+	static unsigned char busy[sizeof(defined) / sizeof(defined[0])];
 	char line[192];
 
-	for (size_t i = nr_defined; i-- > 0;) {
-		snprintf(line, sizeof(line), "-:%s/%s\n", defined[i].group, defined[i].event);
-		write_uprobe_events(line);
+	for (int round = 0; nr_defined && round < 300; round++) {
+		size_t kept = 0;
+
+		if (round)
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+		/* Returns go before their entries: the last defined first. */
+		for (size_t i = nr_defined; i-- > 0;) {
+			snprintf(line, sizeof(line), "-:%s/%s\n", defined[i].group, defined[i].event);
+			busy[i] = write_uprobe_events(line) == -EBUSY;
+		}
+		for (size_t i = 0; i < nr_defined; i++)
+			if (busy[i])
+				defined[kept++] = defined[i];
+		nr_defined = kept;
 	}
 	nr_defined = 0;
 }

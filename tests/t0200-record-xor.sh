@@ -4,7 +4,7 @@
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
-XOR=$BUILD/samples/xor_encoder
+XOR=$SAMPLES/xor_encoder
 head -c $((64 << 20)) /dev/urandom >in.bin
 
 test_expect_success 'record the sample: no event lost' '

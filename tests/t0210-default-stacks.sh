@@ -40,7 +40,7 @@ for build in samples samples/nofp; do
 done
 
 test_expect_success 'C++ with no -g: the method that called operator new is in the leak stack' '
-	"$MEMSIGHT" record -q -e malloc -o cxx.trace -- "$BUILD/samples/cxx_leak" 30 >truth &&
+	"$MEMSIGHT" record -q -e malloc -o cxx.trace -- "$SAMPLES/cxx_leak" 30 >truth &&
 	grep "^cxx_leak: leaked 960 bytes in 30 allocations from demo::Registry::add(int)$" truth &&
 	"$MEMSIGHT" leaks cxx.trace >leaks &&
 	cat leaks &&
@@ -52,7 +52,7 @@ test_expect_success 'C++ with no -g: the method that called operator new is in t
 '
 
 test_expect_success '-g fp is still there, and says what it records' '
-	"$MEMSIGHT" record -q -g fp -o fp.trace -- "$BUILD/samples/cxx_leak" 3 >/dev/null &&
+	"$MEMSIGHT" record -q -g fp -o fp.trace -- "$SAMPLES/cxx_leak" 3 >/dev/null &&
 	"$MEMSIGHT" info fp.trace | grep "^call graph:  fp$"
 '
 

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
-S=$BUILD/samples
+S=$SAMPLES
 
 # -o must never replace what is not a regular file: the recorder writes a
 # temporary file and renames it over the output.

@@ -3,7 +3,7 @@
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
-S=$BUILD/samples
+S=$SAMPLES
 record() { "$MEMSIGHT" record -q -e malloc "$@"; }
 truth_bytes() { sed -n "s/.*leaked \([0-9]*\) bytes in \([0-9]*\) allocations from $2 .*/\1/p" "$1"; }
 truth_count() { sed -n "s/.*leaked \([0-9]*\) bytes in \([0-9]*\) allocations from $2 .*/\2/p" "$1"; }

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
-S=$BUILD/samples
+S=$SAMPLES
 probes() { n=$(grep -c "memsight_" /sys/kernel/tracing/uprobe_events 2>/dev/null); echo "${n:-0}"; }
 # The recorder exits as soon as its trace is complete; a child of it closes
 # the events (each close waits out a kernel grace period) and then removes

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
-S=$BUILD/samples
+S=$SAMPLES
 
 for g in dwarf fp none; do
 	test_expect_success "C++ new in many threads, delete in another (-g $g): nothing lost, nothing leaked" '

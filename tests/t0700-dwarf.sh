@@ -6,8 +6,8 @@
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
-S=$BUILD/samples
-N=$BUILD/samples/nofp
+S=$SAMPLES
+N=$SAMPLES/nofp
 # The weight of folded lines whose stack ends with $2 (a ;-separated tail).
 weight_of() { awk -v tail="$2" '{ w = $NF; s = $0; sub(/ [0-9]+$/, "", s);
 	if (substr(s, length(s) - length(tail) + 1) == tail) t += w } END { print t + 0 }' "$1"; }
@@ -199,7 +199,7 @@ test_expect_success 'libdw and libunwind agree frame for frame' '
 
 # Code built without unwind tables has its CFI in .debug_frame only: in the
 # object, or in a separate debug file once the object is stripped.
-U=$BUILD/samples/nounwind
+U=$SAMPLES/nounwind
 test_expect_success 'code with only .debug_frame: both unwinders give the leak() loop its callers' '
 	readelf -SW "$U/loop_leak" | grep -q " \.debug_frame " &&
 	"$MEMSIGHT" record -q -e malloc -g dwarf -o df.trace -- "$U/loop_leak" 1000 >truth &&

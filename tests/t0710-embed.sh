@@ -165,7 +165,7 @@ test_expect_success 'decoded objects are cached: the next analysis opens them, a
 # objects come from the /proc snapshot, not from mmap records.
 test_expect_success 'a running process (-p): its objects and the vDSO are embedded, and name its stacks once the binary is gone' '
 	mkdir -p live &&
-	cp "$BUILD/samples/nofp/fib_leak" live/fib_leak &&
+	cp "$SAMPLES/nofp/fib_leak" live/fib_leak &&
 	{ live/fib_leak 120 25 >live.out & } &&
 	pid=$! &&
 	sleep 0.2 &&

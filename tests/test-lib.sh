@@ -9,14 +9,18 @@
 #   skip_all REASON           the whole script is skipped, with the reason
 #   test_done                 prints the plan; exit status for prove
 #
-# Variables: $TOP (the source tree), $BUILD (binaries), $MEMSIGHT, $TRASH (a
-# scratch directory removed at the end).
+# Variables: $TOP (the source tree), $BUILD (binaries: build/, or what
+# MEMSIGHT_BUILD names, such as the sanitized build-san/), $MEMSIGHT,
+# $SAMPLES (the sample programs, always build/samples: they are what is
+# recorded, built as users build theirs), $TRASH (a scratch directory
+# removed at the end).
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$TOP/build
+BUILD=${MEMSIGHT_BUILD:-$TOP/build}
 MEMSIGHT=$BUILD/memsight
+SAMPLES=$TOP/build/samples
 PATH=$BUILD:$PATH
-export TOP BUILD MEMSIGHT PATH
+export TOP BUILD MEMSIGHT SAMPLES PATH
 LC_ALL=C
 export LC_ALL
 

@@ -24,6 +24,11 @@
  *   test-tool stackdump
  *       packs and reads back dumps of many shapes, and refuses malformed
  *       packed fields (TAP)
+ *   test-tool seeds FILE DIR
+ *       fuzz seeds from a trace: DIR/chunk-N in fuzz_chunk's input layout
+ *       (DATA cut into pieces of at most 4 KiB at record boundaries, and
+ *       the other chunks whole), DIR/object-N in fuzz_embedded's (each
+ *       embedded ELF of at most 256 KiB, then its mode byte)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -312,6 +317,104 @@ static int cmd_grep(const char *path, const char *needle)
 	free(buf);
 	trace_reader_release(&r);
 	return 0;
+}
+
+/* ---- seeds ------------------------------------------------------------ */
+
+static int seed_write(const char *dir, const char *kind, int n, const void *head, size_t hlen, const void *body,
+		      size_t blen, const void *tail, size_t tlen)
+{
+	char path[4096];
+	FILE *f;
+	int bad;
+
+	snprintf(path, sizeof(path), "%s/%s-%d", dir, kind, n);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "test-tool: cannot create '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	fwrite(head, 1, hlen, f);
+	fwrite(body, 1, blen, f);
+	fwrite(tail, 1, tlen, f);
+	bad = ferror(f) | fclose(f);
+	if (bad)
+		fprintf(stderr, "test-tool: cannot write '%s'\n", path);
+	return bad ? -1 : 0;
+}
+
+/* fuzz_chunk's layout: type, codec (0x80: let the writer compress it),
+ * stream, time, payload. */
+static int seed_chunk(const char *dir, int n, const struct trace_chunk *c, uint64_t time, const void *p, size_t len)
+{
+	unsigned char head[14];
+
+	head[0] = c->type;
+	head[1] = n & 1 ? 0x80 : 0;
+	memcpy(head + 2, &c->stream, 4);
+	memcpy(head + 6, &time, 8);
+	return seed_write(dir, "chunk", n, head, sizeof(head), p, len, NULL, 0);
+}
+
+static int cmd_seeds(const char *path, const char *dir)
+{
+	struct trace_reader r;
+	unsigned char *buf = NULL;
+	size_t alloc = 0;
+	int chunks = 0, objects = 0, bad = 0;
+	char err[512];
+
+	if (trace_reader_open(&r, path, err, sizeof(err))) {
+		fprintf(stderr, "test-tool: %s\n", err);
+		return 1;
+	}
+	for (size_t i = 0; i < r.nr_chunks && !bad; i++) {
+		const struct trace_chunk *c = &r.chunks[i];
+		long len;
+
+		if (c->type == TRACE_CHUNK_META && (c->stream != TRACE_META_OBJECT || c->raw_len > 256 << 10))
+			continue;
+		len = trace_chunk_payload(&r, i, &buf, &alloc, err, sizeof(err));
+		if (len < 0) {
+			fprintf(stderr, "test-tool: %s\n", err);
+			bad = 1;
+			break;
+		}
+		if (c->type == TRACE_CHUNK_META) {
+			/* object: 34 bytes of header and the path, then the ELF. */
+			size_t skip = len >= 34 ? 34 + (size_t)(buf[32] | buf[33] << 8) : (size_t)len;
+			unsigned char mode = len > 1 && buf[1] == 2 ? 1 : len > 1 && buf[1] == 3 ? 2 : 0;
+
+			if (skip < (size_t)len)
+				bad = seed_write(dir, "object", objects++, buf + skip, len - skip, NULL, 0, &mode, 1);
+			continue;
+		}
+		if (c->type != TRACE_CHUNK_DATA) {
+			bad = seed_chunk(dir, chunks++, c, c->time, buf, len);
+			continue;
+		}
+		/* Pieces of at most 4 KiB, each starting at a record. */
+		for (size_t at = 0; at < (size_t)len && !bad;) {
+			size_t end = at;
+
+			while (end + 8 <= (size_t)len) {
+				size_t rs = buf[end + 6] | buf[end + 7] << 8;
+
+				if (rs < 8 || end + rs > (size_t)len || (end > at && end + rs - at > 4096))
+					break;
+				end += rs;
+			}
+			if (end == at)
+				break;
+			bad = seed_chunk(dir, chunks++, c, trace_record_time(buf + at, end - at), buf + at, end - at);
+			at = end;
+		}
+	}
+	if (!bad)
+		printf("chunks %d\nobjects %d\n", chunks, objects);
+	free(buf);
+	trace_reader_release(&r);
+	return bad;
 }
 
 /* ---- restack ------------------------------------------------------------ */
@@ -640,6 +743,8 @@ int main(int argc, char **argv)
 		return cmd_restack(argv[2], argv[3], argv[4]);
 	if (argc == 2 && !strcmp(argv[1], "stackdump"))
 		return cmd_stackdump();
-	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep|restack|stackdump ...\n");
+	if (argc == 4 && !strcmp(argv[1], "seeds"))
+		return cmd_seeds(argv[2], argv[3]);
+	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep|restack|stackdump|seeds ...\n");
 	return 2;
 }

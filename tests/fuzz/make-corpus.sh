@@ -1,0 +1,46 @@
+#!/bin/sh
+# tests/fuzz/make-corpus.sh: remake the seed corpora in tests/fuzz/corpus (as
+# root, after `make` and `make fuzz-targets`). Small recordings of the
+# samples, stored uncompressed so mutations reach the records; the chunks
+# of the checked-in XOR trace; the objects a recording embeds; folded
+# output. Each target's libFuzzer then keeps only the seeds that add
+# coverage (-merge=1).
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+M=$top/build/memsight
+S=$top/build/samples
+T=$top/build/test-tool
+F=$top/build-fuzz
+raw=$(mktemp -d)
+trap 'rm -rf "$raw"' EXIT
+mkdir -p "$raw/trace" "$raw/chunk" "$raw/folded" "$raw/embedded" "$raw/objects"
+
+rec() { "$M" record -q --embed none --compression none "$@" >/dev/null 2>&1; }
+cp "$top/samples/traces/xor-8m.trace" "$raw/trace/xor-8m"
+rec -e malloc --leak-check -g fp -o "$raw/trace/malloc-reach" -- "$S/alloc_zoo" reach 20
+rec -e malloc -g fp -o "$raw/trace/malloc-nested" -- "$S/alloc_zoo" nested 30
+rec -e malloc -g dwarf,512 -o "$raw/trace/malloc-dwarf" -- "$S/fib_leak" 3
+rec -e brk,mmap,faults -g fp -o "$raw/trace/faults" -- "$S/loop_leak" 2
+"$M" record -q --embed none --compression zlib -e shm,rss -g fp -o "$raw/trace/shm" -- "$S/shm_cycle" >/dev/null 2>&1
+# Busy: compressed, or it would be the biggest seed by far.
+"$M" record -q --embed none -a -e kmem/50,reclaim,oom,compaction,migrate -g none -d 0.3 -o "$raw/trace/kmem" >/dev/null 2>&1
+
+"$T" seeds "$top/samples/traces/xor-8m.trace" "$raw/chunk"
+# Minimal and debug entries of a sample, ld.so and the vDSO; a sample in full.
+"$M" record -q -e brk -g fp -o "$raw/inl.trace" -- "$S/inline_alloc" >/dev/null 2>&1
+"$T" seeds "$raw/inl.trace" "$raw/objects"
+for f in "$raw"/objects/object-*; do mv "$f" "$raw/embedded/inl-${f##*/}"; done
+"$M" record -q -e brk -g fp --embed full -o "$raw/full.trace" -- "$S/xor_encoder" /dev/null >/dev/null 2>&1
+"$T" seeds "$raw/full.trace" "$raw/objects"
+cp "$raw/objects/object-0" "$raw/embedded/xor-full"
+
+"$M" folded --debug-dir "$top/samples/traces/debug" "$top/samples/traces/xor-8m.trace" >"$raw/folded/xor"
+"$M" folded -e malloc "$raw/trace/malloc-nested" >"$raw/folded/malloc"
+printf 'main;a_[k];b_[i];c_[j] 10\nmain;\303\251t\303\251;f 2.5\n<&>;"q";'"'"'s 1e3\n;; 0\n# comment\nx 1\n' \
+	>"$raw/folded/odd"
+
+for t in trace chunk folded embedded; do
+	rm -rf "$top/tests/fuzz/corpus/$t"
+	mkdir -p "$top/tests/fuzz/corpus/$t"
+	"$F/fuzz-$t" -merge=1 -close_fd_mask=3 "$top/tests/fuzz/corpus/$t" "$raw/$t" 2>&1 | grep 'MERGE-OUTER: [0-9]* new'
+done
