@@ -323,6 +323,9 @@ struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char
 static char **debug_dirs;
 static size_t nr_debug_dirs;
 static char *sysroot;
+/* Only the trace's own objects and the directories given: nothing of
+ * this machine's (symbols_hermetic). */
+static int hermetic;
 /* Set by --debuginfod: asked only for what no local file provides. The
  * client library is loaded then, not at every start: it brings libcurl
  * and its TLS stack, a few milliseconds of relocations for every run. */
@@ -375,6 +378,11 @@ static char *debuginfod_fetch(const struct dso *d, int executable)
 		return NULL;
 	close(fd);
 	return path;
+}
+
+void symbols_hermetic(void)
+{
+	hermetic = 1;
 }
 
 int symbols_sysroot_set(const char *dir)
@@ -726,12 +734,13 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 	if (sysroot)
 		ADD("%s%s", sysroot, d->path);
 	if (!d->bid_len) {
-		ADD("%s", d->path);
+		if (!hermetic)
+			ADD("%s", d->path);
 		return n;
 	}
 	symbols_build_id_hex(d->build_id, d->bid_len, hex);
 	snprintf(home_debug, sizeof(home_debug), "%s/.debug", home && home[0] ? home : "/root");
-	for (size_t i = 0; i <= nr_debug_dirs; i++) {
+	for (size_t i = 0; i < nr_debug_dirs + !hermetic; i++) {
 		const char *dir = i < nr_debug_dirs ? debug_dirs[i] : home_debug;
 
 		if (what == FOR_SYMBOLS)
@@ -741,9 +750,10 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 		if (what == FOR_SYMBOLS)
 			ADD("%s/.build-id/%.2s/%s/debug", dir, hex, hex + 2);
 	}
-	if (what == FOR_SYMBOLS)
+	if (what == FOR_SYMBOLS && !hermetic)
 		ADD("/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-	ADD("%s", d->path);
+	if (!hermetic)
+		ADD("%s", d->path);
 	if (mode == EMBED_MINIMAL && what == FOR_SYMBOLS)
 		ADD("%s", emb);
 #undef ADD

@@ -133,6 +133,11 @@ void symbols_embedded_release(void);
 int symbols_embedded_get(size_t i, struct embedded_info *out);
 /* Look for objects under DIR as under / (their recorded paths). */
 int symbols_sysroot_set(const char *dir);
+/* From now on look only in the trace's embedded objects and the
+ * directories given (--debug-dir, --sysroot): never ~/.debug,
+ * /usr/lib/debug or the recorded paths. What a fuzzer wants: the
+ * input decides everything read. */
+void symbols_hermetic(void);
 /* Ask debuginfod servers (urls as in DEBUGINFOD_URLS, space-separated) by
  * build-id for what no local file has. Returns 0, -EINVAL when no server
  * is named, or -ENOMEM. */
