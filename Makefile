@@ -52,10 +52,12 @@ FORMATS_SRC := \
 	formats/allocfns.c \
 	formats/cache.c \
 	formats/meta.c \
+	formats/msg.c \
 	formats/stackdump.c \
 	formats/trace.c
 
 RECORD_SRC := \
+	record/archive.c \
 	record/embed.c \
 	record/events.c \
 	record/ksyms.c \
@@ -98,7 +100,8 @@ ANALYZE_SRC := \
 FLAMEGRAPH_SRC := \
 	flamegraph/flamegraph.c \
 	flamegraph/folded.c \
-	flamegraph/svg.c
+	flamegraph/svg.c \
+	formats/msg.c
 
 TOOL_SRC := \
 	tests/helper/test-tool.c
@@ -204,7 +207,7 @@ $(FUZZ)/fuzz-trace $(FUZZ)/fuzz-chunk $(FUZZ)/fuzz-embedded: $(FUZZ)/fuzz-%: $(c
 	$(call say,LINK,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_LINK) -pthread -o $@ $^ $(ANALYZE_LIBS)
 
-$(FUZZ)/fuzz-folded: $(call fuzzobj,tests/fuzz/fuzz_folded.c flamegraph/folded.c flamegraph/svg.c)
+$(FUZZ)/fuzz-folded: $(call fuzzobj,tests/fuzz/fuzz_folded.c flamegraph/folded.c flamegraph/svg.c formats/msg.c)
 	$(call say,LINK,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 

@@ -10,26 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *cmd_name = "memsight";
-
-int error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "memsight %s: ", cmd_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
 int cmd_open(struct session *s, const char *path)
 {
 	char err[512];
 
 	if (session_open(s, path, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		session_release(s);
 		return -1;
 	}
@@ -64,7 +50,7 @@ int cmd_one_file(int argc)
 {
 	if (optind == argc - 1)
 		return 0;
-	error("give one trace file (see memsight %s -h)", cmd_name);
+	msg_error("give one trace file (see %s -h)", msg_who());
 	return -1;
 }
 
@@ -76,7 +62,7 @@ int parse_u64(const char *opt, const char *arg, uint64_t *out)
 	errno = 0;
 	v = strtoull(arg, &end, 0);
 	if (errno || *end || arg[0] == '-' || !arg[0]) {
-		error("invalid value '%s' for %s: give a non-negative number", arg, opt);
+		msg_error("invalid value '%s' for %s: give a non-negative number", arg, opt);
 		return -1;
 	}
 	*out = v;
@@ -148,7 +134,7 @@ int cmd_need_group(struct session *s, const char *what, const char *group, const
 {
 	if (session_group_recorded(s, group) || (alt && session_group_recorded(s, alt)))
 		return 0;
-	return error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s", s->path, what, group,
+	return msg_error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s", s->path, what, group,
 		     alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "");
 }
 

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "../formats/msg.h"
 #include "session.h"
 
 int cmd_info(int argc, char **argv);
@@ -24,9 +25,6 @@ int cmd_compaction(int argc, char **argv);
 int cmd_oom(int argc, char **argv);
 int cmd_rss(int argc, char **argv);
 
-extern const char *cmd_name;
-
-int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Open FILE for a command: the error is reported here. Returns 0 or -1. */
 int cmd_open(struct session *s, const char *path);
 /* A view's events must be in the trace: group (or alt, may be NULL) was

@@ -106,7 +106,7 @@ int cmd_events(int argc, char **argv)
 		return 1;
 	trace_seq_init(&o.seq);
 	if (session_replay(&s, print_sample, &o, err, sizeof(err)))
-		error("%s", err);
+		msg_error("%s", err);
 	else
 		ret = 0;
 	session_report_unwind(&s);

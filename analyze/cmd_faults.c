@@ -175,7 +175,7 @@ int cmd_faults(int argc, char **argv)
 	stacktab_init(&f.minor, kernel, 1);
 	stacktab_init(&f.swapin, kernel, 1);
 	if (memops_replay(&s, on_fault, &f, err, sizeof(err))) {
-		error("%s", err[0] ? err : "out of memory");
+		msg_error("%s", err[0] ? err : "out of memory");
 		goto out;
 	}
 	files = malloc((f.files.nr ? f.files.nr : 1) * sizeof(*files));

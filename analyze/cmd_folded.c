@@ -124,7 +124,7 @@ static int print_folded(struct folded *f)
 			l = hashmap_str(&lines, buf, NULL);
 			if (!l) {
 				hashmap_release(&lines);
-				return error("out of memory");
+				return msg_error("out of memory");
 			}
 			l->val += e->weight;
 		}
@@ -132,7 +132,7 @@ static int print_folded(struct folded *f)
 	v = malloc((lines.nr ? lines.nr : 1) * sizeof(*v));
 	if (!v) {
 		hashmap_release(&lines);
-		return error("out of memory");
+		return msg_error("out of memory");
 	}
 	hashmap_for_each(&lines, slot) v[n++] = (struct line){ slot->skey, slot->val };
 	if (n > 1)
@@ -153,11 +153,11 @@ static int fold_allocs(struct folded *f, struct session *s)
 	int ret = 1;
 
 	if (!allocs_recorded(s))
-		return error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path), 1;
+		return msg_error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path), 1;
 	allocs_init(&a, s);
 	heapprof_init(&h);
 	if (allocs_replay(&a, s, f->weight == W_PEAK ? heapprof_cb : NULL, &h, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		goto out;
 	}
 	heapprof_finish(&h);
@@ -183,7 +183,7 @@ static int fold_allocs(struct folded *f, struct session *s)
 	f->tab = a.stacks;
 	stacktab_init(&a.stacks, 0, 1);
 	if (a.sample > 1)
-		fprintf(stderr, "memsight folded: sampled recording (-s %u): weights are estimates, scaled by %u\n",
+		msg_note("sampled recording (-s %u): weights are estimates, scaled by %u",
 			a.sample, a.sample);
 	ret = print_folded(f) ? 1 : 0;
 out:
@@ -203,7 +203,7 @@ static int fold_kmem(struct folded *f, struct session *s)
 		return 1;
 	kallocs_init(&k, s, f->pid);
 	if (kallocs_replay(&k, s, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		goto out;
 	}
 	hashmap_for_each(&k.stacks.map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) {
@@ -220,7 +220,7 @@ static int fold_kmem(struct folded *f, struct session *s)
 					rec->stack->weight += rec->bytes * k.period;
 			}
 	if (!f->tab.kernel)
-		fprintf(stderr, "memsight folded: kmem stacks keep their kernel frames\n");
+		msg_note("kmem stacks keep their kernel frames");
 	stacktab_release(&f->tab);
 	f->tab = k.stacks;
 	stacktab_init(&k.stacks, 1, 1);
@@ -301,7 +301,7 @@ int cmd_folded(int argc, char **argv)
 			else if (!strcmp(optarg, "swap"))
 				f.src = FS_SWAP;
 			else {
-				error("unknown event '%s' for folded stacks: use brk, mmap, faults, malloc, kmem, reclaim "
+				msg_error("unknown event '%s' for folded stacks: use brk, mmap, faults, malloc, kmem, reclaim "
 				      "or swap",
 				      optarg);
 				return 2;
@@ -321,7 +321,7 @@ int cmd_folded(int argc, char **argv)
 			else if (!strcmp(optarg, "peak"))
 				f.weight = W_PEAK;
 			else {
-				error("unknown weight '%s': use count, bytes, pages, leaked, peak or latency", optarg);
+				msg_error("unknown weight '%s': use count, bytes, pages, leaked, peak or latency", optarg);
 				return 2;
 			}
 			break;
@@ -359,7 +359,7 @@ int cmd_folded(int argc, char **argv)
 			 (f.weight == W_LATENCY && f.src == FS_RECLAIM);
 
 		if (!ok) {
-			error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
+			msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
 			      "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
 			return 2;
 		}
@@ -376,12 +376,12 @@ int cmd_folded(int argc, char **argv)
 		err[0] = 0;
 		if (!cmd_need_group(&s, "reclaim", "reclaim", NULL)) {
 			if (session_replay(&s, on_reclaim, &f, err, sizeof(err)))
-				error("%s", err[0] ? err : "out of memory");
+				msg_error("%s", err[0] ? err : "out of memory");
 			else if (!print_folded(&f))
 				ret = 0;
 		}
 	} else if (memops_replay(&s, on_op, &f, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 	} else if (!print_folded(&f)) {
 		ret = 0;
 	}

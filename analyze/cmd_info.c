@@ -52,7 +52,7 @@ int cmd_info(int argc, char **argv)
 	/* Counting needs no stacks: no unwinding. */
 	s.no_unwind = 1;
 	if (session_replay(&s, count_sample, NULL, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		goto out;
 	}
 	for (size_t i = 0; i < s.r.nr_chunks; i++) {

@@ -146,7 +146,7 @@ static int leaks_kernel(const char *path, const struct kleaks_opts *o)
 	kallocs_init(&k, &s, o->pid);
 	hashmap_init(&groups, 0);
 	if (kallocs_replay(&k, &s, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		goto out;
 	}
 	end = s.last_time;
@@ -243,17 +243,17 @@ static int leaks_kernel(const char *path, const struct kleaks_opts *o)
 	ret = 0;
 	if (o->have_fail && session_incomplete(&s)) {
 		ret = 4;
-		fprintf(stderr, "memsight leaks: the trace is incomplete (%s): cannot tell whether the kernel's "
-				"outstanding memory passes --fail-over %llu; record it again\n",
+		msg_note("the trace is incomplete (%s): cannot tell whether the kernel's "
+				"outstanding memory passes --fail-over %llu; record it again",
 			s.r.stop[0] ? "cut short" : "events were lost", (unsigned long long)o->fail_over);
 	} else if (o->have_fail && total > o->fail_over) {
 		ret = 3;
-		fprintf(stderr, "memsight leaks: %llu kernel bytes outstanding, over the --fail-over limit of %llu\n",
+		msg_note("%llu kernel bytes outstanding, over the --fail-over limit of %llu",
 			(unsigned long long)total, (unsigned long long)o->fail_over);
 	}
 	goto out;
 oom:
-	error("out of memory");
+	msg_error("out of memory");
 out:
 	symbols_report_unresolved(&s.syms, stderr);
 	free(v);
@@ -318,7 +318,7 @@ int cmd_leaks(int argc, char **argv)
 			if (!strcmp(optarg, "growth"))
 				growth = 1;
 			else if (strcmp(optarg, "size")) {
-				error("unknown sort key '%s': use size or growth", optarg);
+				msg_error("unknown sort key '%s': use size or growth", optarg);
 				return 2;
 			}
 			break;
@@ -352,7 +352,7 @@ int cmd_leaks(int argc, char **argv)
 		return 2;
 	suppress_init(&sup);
 	if ((defaults && suppress_add_defaults(&sup)) || (supfile && suppress_load(&sup, supfile, err, sizeof(err)))) {
-		error("%s", supfile ? err : "out of memory");
+		msg_error("%s", supfile ? err : "out of memory");
 		suppress_release(&sup);
 		return 2;
 	}
@@ -367,17 +367,17 @@ int cmd_leaks(int argc, char **argv)
 		return 1;
 	}
 	if (!allocs_recorded(&s)) {
-		error("'%s' has no allocation events: record them with 'memsight record -e malloc'", argv[optind]);
+		msg_error("'%s' has no allocation events: record them with 'memsight record -e malloc'", argv[optind]);
 		goto out_session;
 	}
 	allocs_init(&a, &s);
 	hashmap_init(&l.groups, 0);
 	if (allocs_replay(&a, &s, NULL, NULL, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		goto out;
 	}
 	if (s.nr_reach && reach_classify(&s, &a, &rst, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		goto out;
 	}
 	l.start = s.first_time;
@@ -606,16 +606,16 @@ int cmd_leaks(int argc, char **argv)
 	ret = 0;
 	if (have_fail && leak_bytes - unsure_bytes > fail_over) {
 		ret = 3;
-		fprintf(stderr, "memsight leaks: %llu bytes leaked, over the --fail-over limit of %llu\n",
+		msg_note("%llu bytes leaked, over the --fail-over limit of %llu",
 			(unsigned long long)(leak_bytes - unsure_bytes), (unsigned long long)fail_over);
 	} else if (have_fail && session_incomplete(&s)) {
 		ret = 4;
-		fprintf(stderr, "memsight leaks: the trace is incomplete (%s): cannot tell whether the leaks pass "
-				"--fail-over %llu; record it again (see memsight info for why events were lost)\n",
+		msg_note("the trace is incomplete (%s): cannot tell whether the leaks pass "
+				"--fail-over %llu; record it again (see memsight info for why events were lost)",
 			lost ? "events were lost" : "cut short", (unsigned long long)fail_over);
 	} else if (have_fail && leak_bytes > fail_over) {
 		ret = 3;
-		fprintf(stderr, "memsight leaks: %llu bytes leaked, over the --fail-over limit of %llu\n",
+		msg_note("%llu bytes leaked, over the --fail-over limit of %llu",
 			(unsigned long long)leak_bytes, (unsigned long long)fail_over);
 	}
 out:

@@ -181,7 +181,7 @@ int cmd_oom(int argc, char **argv)
 		return 1;
 	err[0] = 0;
 	if (session_replay(&s, on_sample, &o, err, sizeof(err))) {
-		error("%s", err[0] ? err : "out of memory");
+		msg_error("%s", err[0] ? err : "out of memory");
 		free(o.kills);
 		session_release(&s);
 		return 1;

@@ -319,7 +319,7 @@ int cmd_reclaim(int argc, char **argv)
 	hashmap_init(&r.shrinkers, 0);
 	err[0] = 0;
 	if (session_replay(&s, on_reclaim, &r, err, sizeof(err))) {
-		error("%s", err[0] ? err : "out of memory");
+		msg_error("%s", err[0] ? err : "out of memory");
 		goto out;
 	}
 	first = s.first_time;
@@ -594,7 +594,7 @@ int cmd_compaction(int argc, char **argv)
 	stacktab_init(&c.stacks, 1, 1);
 	err[0] = 0;
 	if (session_replay(&s, on_compaction, &c, err, sizeof(err))) {
-		error("%s", err[0] ? err : "out of memory");
+		msg_error("%s", err[0] ? err : "out of memory");
 		goto out;
 	}
 	st = stacktab_sorted(&c.stacks, 0, &nst);

@@ -469,9 +469,9 @@ int cmd_report(int argc, char **argv)
 	allocs_init(&r.a, &s);
 	heapprof_init(&r.heap);
 	if (!r.big || !r.mo)
-		error("out of memory");
+		msg_error("out of memory");
 	else if (session_replay(&s, on_sample, &r, err, sizeof(err)))
-		error("%s", err);
+		msg_error("%s", err);
 	else {
 		allocs_end(&r.a);
 		heapprof_finish(&r.heap);

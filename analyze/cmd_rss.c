@@ -215,7 +215,7 @@ int cmd_rss(int argc, char **argv)
 			break;
 		case 'n':
 			if (parse_u64("--points", optarg, &points) || !points)
-				return points ? 2 : (error("--points must be at least 1"), 2);
+				return points ? 2 : (msg_error("--points must be at least 1"), 2);
 			break;
 		case OPT_PID:
 			if (parse_u64("--pid", optarg, &val))
@@ -242,7 +242,7 @@ int cmd_rss(int argc, char **argv)
 	s.no_unwind = 1;
 	err[0] = 0;
 	if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
-		error("%s", err[0] ? err : "out of memory");
+		msg_error("%s", err[0] ? err : "out of memory");
 		goto out;
 	}
 	v = malloc((r.by_mm.nr ? r.by_mm.nr : 1) * sizeof(*v));
@@ -259,7 +259,7 @@ int cmd_rss(int argc, char **argv)
 	if (n > top)
 		n = top;
 	if (svg && svg_write(svg, &s, v, n)) {
-		error("cannot write '%s': %m", svg);
+		msg_error("cannot write '%s': %m", svg);
 		goto out;
 	}
 	if (json) {

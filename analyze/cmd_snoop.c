@@ -198,7 +198,7 @@ int cmd_mmaps(int argc, char **argv)
 		return 1;
 	s.no_unwind = !o.stacks && !o.json;
 	if (memops_replay(&s, on_mmap, &o, err, sizeof(err))) {
-		error("%s", err);
+		msg_error("%s", err);
 		return snoop_end(&s, 1);
 	}
 	return snoop_end(&s, 0);
@@ -257,7 +257,7 @@ int cmd_brk(int argc, char **argv)
 		return 1;
 	stacktab_init(&o.tab, 0, 1);
 	if (memops_replay(&s, on_brk, &b, err, sizeof(err))) {
-		error("%s", err[0] ? err : "out of memory");
+		msg_error("%s", err[0] ? err : "out of memory");
 		stacktab_release(&o.tab);
 		return snoop_end(&s, 1);
 	}
@@ -440,7 +440,7 @@ int cmd_shm(int argc, char **argv)
 	hashmap_init(&o.pending, 0);
 	err[0] = 0;
 	if (session_replay(&s, on_shm, &o, err, sizeof(err))) {
-		error("%s", err[0] ? err : "out of memory");
+		msg_error("%s", err[0] ? err : "out of memory");
 		ret = 1;
 	}
 	hashmap_for_each(&o.pending, slot) free(slot->ptr);

@@ -74,7 +74,7 @@ static int common_options(int *argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--debug-dir")) {
 			if (i + 1 >= *argc) {
-				error("--debug-dir needs a directory");
+				msg_error("--debug-dir needs a directory");
 				return -1;
 			}
 			dir = argv[++i];
@@ -83,36 +83,36 @@ static int common_options(int *argc, char **argv)
 		}
 		if (dir) {
 			if (symbols_debug_dir_add(dir))
-				return error("out of memory");
+				return msg_error("out of memory");
 			continue;
 		}
 		if (!strcmp(argv[i], "--sysroot") || !strncmp(argv[i], "--sysroot=", 10)) {
 			const char *root = argv[i][9] == '=' ? argv[i] + 10 : i + 1 < *argc ? argv[++i] : NULL;
 
 			if (!root)
-				return error("--sysroot needs a directory");
+				return msg_error("--sysroot needs a directory");
 			if (symbols_sysroot_set(root))
-				return error("out of memory");
+				return msg_error("out of memory");
 			continue;
 		}
 		if (!strcmp(argv[i], "--debuginfod") || !strncmp(argv[i], "--debuginfod=", 13)) {
 			int r = symbols_debuginfod_set(argv[i][12] == '=' ? argv[i] + 13 : env_debuginfod_urls);
 
 			if (r == -EINVAL)
-				return error("--debuginfod has no server to ask: set DEBUGINFOD_URLS or give "
+				return msg_error("--debuginfod has no server to ask: set DEBUGINFOD_URLS or give "
 					     "--debuginfod=URL");
 			if (r == -ENOENT)
-				return error("--debuginfod needs the debuginfod client library (%s): "
+				return msg_error("--debuginfod needs the debuginfod client library (%s): "
 					     "apt-get install libdebuginfod1", "libdebuginfod.so.1");
 			if (r)
-				return error("cannot start the debuginfod client");
+				return msg_error("cannot start the debuginfod client");
 			continue;
 		}
 		if (!strcmp(argv[i], "--unwinder") || !strncmp(argv[i], "--unwinder=", 11)) {
 			const char *name = argv[i][10] == '=' ? argv[i] + 11 : i + 1 < *argc ? argv[++i] : NULL;
 
 			if (!name || (session_unwinder = unwind_backend_parse(name)) < 0)
-				return error("unknown unwinder '%s': use libdw (the default) or libunwind",
+				return msg_error("unknown unwinder '%s': use libdw (the default) or libunwind",
 					     name ? name : "");
 			continue;
 		}
@@ -135,12 +135,15 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (!strcmp(argv[1], commands[i].name)) {
-			cmd_name = commands[i].name;
+			static char who[64];
+
+			snprintf(who, sizeof(who), "memsight %s", commands[i].name);
+			msg_init(who);
 			if (common_options(&argc, argv))
 				return 2;
 			return commands[i].fn(argc - 1, argv + 1);
 		}
 	}
-	fprintf(stderr, "memsight: '%s' is not a memsight command; see 'memsight -h'\n", argv[1]);
+	msg_error("'%s' is not a memsight command; see 'memsight -h'", argv[1]);
 	return 2;
 }

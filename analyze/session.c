@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <traceevent/event-parse.h>
 
+#include "../formats/msg.h"
 #include "unwind.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -376,7 +377,7 @@ long long session_stat(struct session *s, const char *key, long long def)
 void session_warn_incomplete(struct session *s)
 {
 	if (s->r.stop[0])
-		fprintf(stderr, "memsight: warning: '%s' %s; results cover what comes before\n", s->path,
+		msg_warn("'%s' %s; results cover what comes before", s->path,
 			s->r.stop);
 }
 
@@ -870,7 +871,7 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	s->nr_at_end = 0;
 	s->nr_on_exec = 0;
 	if (st.bad)
-		fprintf(stderr, "memsight: warning: %llu samples in '%s' could not be decoded and were skipped\n",
+		msg_warn("%llu samples in '%s' could not be decoded and were skipped",
 			(unsigned long long)st.bad, s->path);
 	return r;
 }

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../formats/msg.h"
 #include "flame.h"
 
 static const char usage_text[] =
@@ -41,20 +42,6 @@ static const char usage_text[] =
 	"      --color PALETTE    mem (default), hot, io, red, green, blue, aqua, yellow, purple, orange\n"
 	"      --inverted         icicle graph: roots at the top, stacks grow down\n"
 	"  -h, --help             show this help\n";
-
-static int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("memsight flamegraph: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
 
 #define MAX_DEBUG_DIRS 16
 static const char *debug_dirs[MAX_DEBUG_DIRS];
@@ -97,7 +84,7 @@ static FILE *open_trace(const char *path, const char *event, const char *weight,
 		close(fd[0]);
 		close(fd[1]);
 		execvp(prog, argv);
-		fprintf(stderr, "memsight flamegraph: cannot run '%s': %s\n", prog, strerror(errno));
+		msg_note("cannot run '%s': %s", prog, strerror(errno));
 		_exit(127);
 	}
 	close(fd[1]);
@@ -146,6 +133,7 @@ int main(int argc, char **argv)
 	unsigned long added = 0, skipped = 0, first_bad = 0, lineno = 0;
 	int c, ret = 1, known = 0;
 
+	msg_init("memsight flamegraph");
 	while ((c = getopt_long(argc, argv, "e:w:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'e': event = optarg; break;
@@ -153,7 +141,7 @@ int main(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case OPT_DEBUG_DIR:
 			if (nr_dirs == MAX_DEBUG_DIRS) {
-				error("at most %d --debug-dir options", MAX_DEBUG_DIRS);
+				msg_error("at most %d --debug-dir options", MAX_DEBUG_DIRS);
 				return 2;
 			}
 			debug_dirs[nr_dirs++] = optarg;
@@ -164,14 +152,14 @@ int main(int argc, char **argv)
 		case OPT_WIDTH:
 			o.width = strtod(optarg, &end);
 			if (*end || o.width < 100 || o.width > 100000) {
-				error("invalid --width '%s': give pixels between 100 and 100000", optarg);
+				msg_error("invalid --width '%s': give pixels between 100 and 100000", optarg);
 				return 2;
 			}
 			break;
 		case OPT_MINWIDTH:
 			o.minwidth = strtod(optarg, &end);
 			if (*end || o.minwidth < 0) {
-				error("invalid --minwidth '%s': give pixels, e.g. 0.1", optarg);
+				msg_error("invalid --minwidth '%s': give pixels, e.g. 0.1", optarg);
 				return 2;
 			}
 			break;
@@ -180,7 +168,7 @@ int main(int argc, char **argv)
 			for (int i = 0; flame_palettes[i]; i++)
 				known |= !strcmp(optarg, flame_palettes[i]);
 			if (!known) {
-				error("unknown palette '%s': use mem, hot, io, red, green, blue, aqua, yellow, purple or orange",
+				msg_error("unknown palette '%s': use mem, hot, io, red, green, blue, aqua, yellow, purple or orange",
 				      optarg);
 				return 2;
 			}
@@ -196,7 +184,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc - 1) {
-		error("give at most one input file (see memsight flamegraph -h)");
+		msg_error("give at most one input file (see memsight flamegraph -h)");
 		return 2;
 	}
 	path = optind < argc ? argv[optind] : "-";
@@ -225,13 +213,13 @@ int main(int argc, char **argv)
 				      : !strcmp(event, "malloc") ? "allocations" : "calls";
 		in = open_trace(path, event, weight, &child);
 		if (!in) {
-			error("cannot run the analyzer on '%s': %s", path, strerror(errno));
+			msg_error("cannot run the analyzer on '%s': %s", path, strerror(errno));
 			return 1;
 		}
 	} else {
 		in = fopen(path, "r");
 		if (!in) {
-			error("cannot open '%s': %s", path, strerror(errno));
+			msg_error("cannot open '%s': %s", path, strerror(errno));
 			return 1;
 		}
 	}
@@ -241,19 +229,19 @@ int main(int argc, char **argv)
 		o.countname = "samples";
 	root = flame_tree_new();
 	if (!root)
-		return error("out of memory"), 1;
+		return msg_error("out of memory"), 1;
 	while (getline(&line, &alloc, in) > 0) {
 		int r = flame_tree_add(root, line);
 
 		lineno++;
 		if (r == -2) {
-			error("line %lu: '%s' is not a count a flame graph can draw: give finite, non-negative numbers "
+			msg_error("line %lu: '%s' is not a count a flame graph can draw: give finite, non-negative numbers "
 			      "whose sum a double holds",
 			      lineno, strrchr(line, ' ') ? strrchr(line, ' ') + 1 : line);
 			goto out;
 		}
 		if (r < 0) {
-			error("out of memory");
+			msg_error("out of memory");
 			goto out;
 		}
 		if (r)
@@ -276,23 +264,23 @@ int main(int argc, char **argv)
 		}
 	}
 	if (skipped)
-		fprintf(stderr, "memsight flamegraph: ignored %lu lines that are not folded stacks (the first is line %lu)\n",
+		msg_note("ignored %lu lines that are not folded stacks (the first is line %lu)",
 			skipped, first_bad);
 	if (!added) {
-		error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
+		msg_error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
 		      !strcmp(path, "-") ? "standard input" : path);
 		goto out;
 	}
 	if (flame_tree_sort(root)) {
-		error("out of memory");
+		msg_error("out of memory");
 		goto out;
 	}
 	if (output && !(out = fopen(output, "w"))) {
-		error("cannot create '%s': %s", output, strerror(errno));
+		msg_error("cannot create '%s': %s", output, strerror(errno));
 		goto out;
 	}
 	if (flame_svg_write(out, root, &o) || (out != stdout && fclose(out))) {
-		error("cannot write the SVG: %s", strerror(errno));
+		msg_error("cannot write the SVG: %s", strerror(errno));
 		if (output)
 			unlink(output);
 		goto out;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../formats/msg.h"
 #include "flame.h"
 
 #define FRAME_H 16
@@ -425,8 +426,8 @@ int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_o
 		return -1;
 	fprintf(f, "</g>\n</svg>\n");
 	if (L.cut)
-		fprintf(stderr, "memsight flamegraph: stacks deeper than %d frames are drawn to that depth; their "
-				"deeper frames are left out\n",
+		msg_note("stacks deeper than %d frames are drawn to that depth; their "
+				"deeper frames are left out",
 			MAX_DEPTH);
 	fflush(f);
 	return ferror(f) ? -1 : 0;

@@ -24,6 +24,7 @@
 
 #include "../formats/cache.h"
 #include "../formats/meta.h"
+#include "../formats/msg.h"
 #include "procsnap.h"
 
 /* One chunk holds at most 64 MiB; leave room for the header. */
@@ -215,8 +216,8 @@ static unsigned char *pack(const char *path, enum embed_mode mode, const unsigne
 		goto out;
 	if (mode == EMBED_FULL) {
 		if ((size_t)st.st_size > EMBED_MAX) {
-			fprintf(stderr, "memsight record: not embedding '%s': %lld bytes is over a chunk's limit; "
-					"use --embed minimal\n",
+			msg_note("not embedding '%s': %lld bytes is over a chunk's limit; "
+					"use --embed minimal",
 				path, (long long)st.st_size);
 			goto out;
 		}
@@ -230,7 +231,7 @@ static unsigned char *pack(const char *path, enum embed_mode mode, const unsigne
 		    cut_elf(elf, mode == EMBED_DEBUG ? keep_debug : keep_minimal, &elf_bytes, &elf_len))
 			goto out;
 		if (elf_len > EMBED_MAX) {
-			fprintf(stderr, "memsight record: not embedding %s of '%s': %zu bytes is over a chunk's limit\n",
+			msg_note("not embedding %s of '%s': %zu bytes is over a chunk's limit",
 				mode == EMBED_DEBUG ? "the debug information" : "the tables", path, elf_len);
 			goto out;
 		}
@@ -502,7 +503,7 @@ void embed_set_add_maps(struct embed_set *e, const char *text, size_t len)
 	}
 }
 
-int embed_archive(const char *path, enum embed_mode mode)
+int embed_archive(const char *path, enum embed_mode mode, struct embed_archived *out, char *err, size_t errlen)
 {
 	struct trace_reader r;
 	struct trace_writer w;
@@ -510,16 +511,13 @@ int embed_archive(const char *path, enum embed_mode mode)
 	struct embed_set e = { .mode = mode };
 	unsigned char *buf = NULL;
 	size_t alloc = 0;
-	char err[512], tmp[PATH_MAX];
+	char tmp[PATH_MAX];
 	int fd, ret = -1, had = 0;
 
-	if (trace_reader_open(&r, path, err, sizeof(err))) {
-		fprintf(stderr, "memsight archive: %s\n", err);
+	if (trace_reader_open(&r, path, err, errlen))
 		return -1;
-	}
 	if (!r.complete) {
-		fprintf(stderr, "memsight archive: '%s' is not complete (%s); archive only finished recordings\n",
-			path, r.stop);
+		snprintf(err, errlen, "'%s' is not complete (%s); archive only finished recordings", path, r.stop);
 		trace_reader_release(&r);
 		return -1;
 	}
@@ -528,7 +526,7 @@ int embed_archive(const char *path, enum embed_mode mode)
 	snprintf(tmp, sizeof(tmp), "%s.archive-XXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		fprintf(stderr, "memsight archive: cannot create a file beside '%s': %s\n", path, strerror(errno));
+		snprintf(err, errlen, "cannot create a file beside '%s': %s", path, strerror(errno));
 		trace_reader_release(&r);
 		return -1;
 	}
@@ -540,11 +538,9 @@ int embed_archive(const char *path, enum embed_mode mode)
 
 		if (c->type == TRACE_CHUNK_INDEX || c->type == TRACE_CHUNK_TRAILER)
 			continue;
-		n = trace_chunk_payload(&r, i, &buf, &alloc, err, sizeof(err));
-		if (n < 0) {
-			fprintf(stderr, "memsight archive: %s\n", err);
+		n = trace_chunk_payload(&r, i, &buf, &alloc, err, errlen);
+		if (n < 0)
 			goto out;
-		}
 		if (c->type == TRACE_CHUNK_META) {
 			if (c->stream == TRACE_META_OBJECT) {
 				had++;
@@ -569,19 +565,15 @@ int embed_archive(const char *path, enum embed_mode mode)
 	e.vdso = 0;
 	embed_set_write(&e, &w);
 	if (trace_writer_finish(&w)) {
-		fprintf(stderr, "memsight archive: cannot write '%s': %s\n", tmp, trace_writer_strerror(&w));
+		snprintf(err, errlen, "cannot write '%s': %s", tmp, trace_writer_strerror(&w));
 		goto out;
 	}
 	if (rename(tmp, path)) {
-		fprintf(stderr, "memsight archive: cannot replace '%s': %s\n", path, strerror(errno));
+		snprintf(err, errlen, "cannot replace '%s': %s", path, strerror(errno));
 		goto out;
 	}
 	tmp[0] = 0;
-	fprintf(stderr,
-		"memsight archive: '%s' now carries %llu objects and the debug information of %llu (%.1f MiB before "
-		"compression)%s\n",
-		path, (unsigned long long)e.objects, (unsigned long long)e.debug, e.bytes / 1048576.0,
-		had ? ", replacing the ones it had" : "");
+	*out = (struct embed_archived){ e.objects, e.debug, e.bytes, had };
 	ret = 0;
 out:
 	trace_writer_release(&w);

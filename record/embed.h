@@ -49,8 +49,15 @@ void embed_set_add_maps(struct embed_set *e, const char *text, size_t len);
 void embed_set_write(struct embed_set *e, struct trace_writer *w);
 void embed_set_release(struct embed_set *e);
 
-/* memsight archive FILE: embed into an existing trace what it lacks.
- * Returns 0, or -1 after one line on stderr. */
-int embed_archive(const char *path, enum embed_mode mode);
+/* What embed_archive put into the trace. */
+struct embed_archived {
+	uint64_t objects, debug, bytes; /* as in struct embed_set */
+	int replaced;			/* entries the trace had before */
+};
+
+/* Embed into the finished trace at path the objects its stacks need,
+ * packed again in mode: the file is rewritten beside it and renamed over
+ * it. Returns 0, or -1 with the reason in err. */
+int embed_archive(const char *path, enum embed_mode mode, struct embed_archived *out, char *err, size_t errlen);
 
 #endif

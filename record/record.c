@@ -42,7 +42,9 @@
 #include <unistd.h>
 
 #include "../formats/meta.h"
+#include "../formats/msg.h"
 #include "../formats/trace.h"
+#include "archive.h"
 #include "embed.h"
 #include "events.h"
 #include "ksyms.h"
@@ -117,11 +119,7 @@ static const char usage_text[] =
 	"      --compression C[:L]  zstd (default; level 1 with -g dwarf, else 3), zlib or none,\n"
 	"                             with an optional level\n"
 	"  -q, --quiet              no summary on stderr\n"
-	"  -h, --help               show this help\n"
-	"\n"
-	"   or: memsight archive [--embed minimal|full] FILE\n"
-	"                           embed the objects into a finished trace afterwards, on the\n"
-	"                           machine it was recorded on\n";
+	"  -h, --help               show this help\n";
 
 #define CHUNK_TARGET (1u << 20)
 /* A chunk's buffer: the target and room for the record that crosses it. */
@@ -232,20 +230,6 @@ struct recorder {
 	int format_lost;	/* the kernel counts each event's lost samples */
 };
 
-static int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("memsight record: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
 static uint64_t now_ns(clockid_t c)
 {
 	struct timespec ts;
@@ -287,19 +271,19 @@ static int paranoid_needed(const struct recorder *rc, const char *ev)
 static int explain_open_error(const struct recorder *rc, int err, const char *ev)
 {
 	if ((err == EACCES || err == EPERM) && rc->system_wide)
-		return error("system-wide recording (-a) refused for '%s' (%s): it needs root or CAP_PERFMON, or "
+		return msg_error("system-wide recording (-a) refused for '%s' (%s): it needs root or CAP_PERFMON, or "
 			     "kernel.perf_event_paranoid at most %d (now %d: sysctl -w kernel.perf_event_paranoid=%d); "
 			     "without them record your own processes with -p PID or -- COMMAND",
 			     ev, strerror(err), paranoid_needed(rc, ev), paranoid(), paranoid_needed(rc, ev));
 	if (err == EACCES || err == EPERM)
-		return error("perf_event_open refused for '%s' (%s): it needs root or CAP_PERFMON, or "
+		return msg_error("perf_event_open refused for '%s' (%s): it needs root or CAP_PERFMON, or "
 			     "kernel.perf_event_paranoid at most %d (now %d: sysctl -w kernel.perf_event_paranoid=%d)",
 			     ev, strerror(err), paranoid_needed(rc, ev), paranoid(), paranoid_needed(rc, ev));
 	if (err == EMFILE || err == ENFILE)
-		return error("too many open files for '%s': raise the limit with 'ulimit -n'", ev);
+		return msg_error("too many open files for '%s': raise the limit with 'ulimit -n'", ev);
 	if (err == ESRCH)
-		return error("cannot open '%s': the target process is gone", ev);
-	return error("cannot open event '%s': %s", ev, strerror(err));
+		return msg_error("cannot open '%s': the target process is gone", ev);
+	return msg_error("cannot open event '%s': %s", ev, strerror(err));
 }
 
 /* ---- options --------------------------------------------------------- */
@@ -309,28 +293,28 @@ static int parse_pids(struct recorder *rc, const char *arg)
 	char *copy = strdup(arg), *save = NULL, *tok;
 
 	if (!copy)
-		return error("out of memory");
+		return msg_error("out of memory");
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *end;
 		long v = strtol(tok, &end, 10);
 		pid_t *p;
 
 		if (*end || v <= 0 || v > INT_MAX) {
-			error("invalid pid '%s' in -p: give numbers separated by commas, e.g. -p 123,456", tok);
+			msg_error("invalid pid '%s' in -p: give numbers separated by commas, e.g. -p 123,456", tok);
 			free(copy);
 			return -1;
 		}
 		p = realloc(rc->pids, (rc->nr_pids + 1) * sizeof(*p));
 		if (!p) {
 			free(copy);
-			return error("out of memory");
+			return msg_error("out of memory");
 		}
 		rc->pids = p;
 		rc->pids[rc->nr_pids++] = v;
 	}
 	free(copy);
 	if (!rc->nr_pids)
-		return error("-p needs at least one pid");
+		return msg_error("-p needs at least one pid");
 	return 0;
 }
 
@@ -389,7 +373,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 		case 'd':
 			rc->duration = strtod(optarg, &end);
 			if (*end || rc->duration <= 0)
-				return error("invalid duration '%s': give seconds, e.g. -d 10 or -d 0.5", optarg);
+				return msg_error("invalid duration '%s': give seconds, e.g. -d 10 or -d 0.5", optarg);
 			break;
 		case 'g':
 			cg_given = 1;
@@ -406,19 +390,19 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 					/* The kernel takes multiples of 8 that keep a
 					 * sample under 64 KiB. */
 					if (*end || !optarg[6] || v < 64 || v > 65000 || v % 8)
-						return error("invalid stack size in '%s': give a multiple of 8 from 64 "
+						return msg_error("invalid stack size in '%s': give a multiple of 8 from 64 "
 							     "to 65000, e.g. dwarf,8192", optarg);
 				}
 				rc->stack_size = v;
 			} else {
-				return error("unknown call-graph mode '%s': use fp, dwarf[,SIZE] or none", optarg);
+				return msg_error("unknown call-graph mode '%s': use fp, dwarf[,SIZE] or none", optarg);
 			}
 			break;
 		case 'm': {
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*end || !v || (v & (v - 1)) || v > (1ul << 20))
-				return error("invalid --mmap-pages '%s': give a power of two, e.g. 1024", optarg);
+				return msg_error("invalid --mmap-pages '%s': give a power of two, e.g. 1024", optarg);
 			rc->mmap_pages = v;
 			break;
 		}
@@ -435,11 +419,11 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 			else if (!strcmp(name, "none"))
 				rc->codec = TRACE_CODEC_NONE;
 			else
-				return error("unknown compression '%s': use zstd, zlib or none", optarg);
+				return msg_error("unknown compression '%s': use zstd, zlib or none", optarg);
 			if (colon) {
 				rc->level = strtol(colon + 1, &end, 10);
 				if (*end || rc->level < 1 || rc->level > 19)
-					return error("invalid compression level in '%s': use 1 to 19", optarg);
+					return msg_error("invalid compression level in '%s': use 1 to 19", optarg);
 			}
 			break;
 		}
@@ -450,7 +434,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 			char **p = realloc(rc->filters, (rc->nr_filters + 1) * sizeof(*p));
 
 			if (!p)
-				return error("out of memory");
+				return msg_error("out of memory");
 			rc->filters = p;
 			p[rc->nr_filters++] = optarg;
 			break;
@@ -461,13 +445,13 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 			else if (!strcmp(optarg, "raw"))
 				rc->stack_dump = SCRUB_RAW;
 			else
-				return error("unknown --stack-dump mode '%s': use pointers or raw", optarg);
+				return msg_error("unknown --stack-dump mode '%s': use pointers or raw", optarg);
 			break;
 		case OPT_EMBED: {
 			int m = embed_mode_parse(optarg);
 
 			if (m < 0)
-				return error("unknown --embed mode '%s': use minimal, full or none", optarg);
+				return msg_error("unknown --embed mode '%s': use minimal, full or none", optarg);
 			rc->embed.mode = m;
 			embed_given = 1;
 			break;
@@ -477,7 +461,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 			unsigned long long v = strtoull(optarg, &end, 0);
 
 			if (*end || optarg[0] == '-' || !optarg[0])
-				return error("invalid size '%s' for -%c: give bytes, e.g. -%c 4096", optarg, c, c);
+				return msg_error("invalid size '%s' for -%c: give bytes, e.g. -%c 4096", optarg, c, c);
 			if (c == 'z')
 				rc->min_size = v;
 			else
@@ -488,7 +472,7 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*end || !v || v > 1000000000)
-				return error("invalid sampling '%s' for -s: give N to keep one stack in N, e.g. -s 10",
+				return msg_error("invalid sampling '%s' for -s: give N to keep one stack in N, e.g. -s 10",
 					     optarg);
 			rc->sample = v;
 			break;
@@ -512,11 +496,11 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 	/* -a with a command records the whole system while it runs, as
 	 * perf record -a does. */
 	if (!!rc->command + !!rc->nr_pids + (rc->system_wide && !rc->command) != 1)
-		return error(rc->command || rc->nr_pids || rc->system_wide
+		return msg_error(rc->command || rc->nr_pids || rc->system_wide
 				     ? "give only one target: -p PID, -a [-- COMMAND], or -- COMMAND"
 				     : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
 	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
-		return error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
+		return msg_error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
 	if (rc->system_wide && !embed_given)
 		rc->embed.mode = EMBED_NONE;
 	/* A whole busy box in DWARF mode writes ten times the bytes of
@@ -545,11 +529,11 @@ static int parse_options(struct recorder *rc, int argc, char **argv)
 	if (!rc->groups)
 		rc->groups = strdup("brk,mmap,faults");
 	if (!rc->groups)
-		return error("out of memory");
+		return msg_error("out of memory");
 	if (rc->leak_check && rc->system_wide)
-		return error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
+		return msg_error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
 	if (rc->leak_check && !groups_has(rc->groups, "malloc"))
-		return error("--leak-check tells which allocations are lost: record them too, with -e malloc");
+		return msg_error("--leak-check tells which allocations are lost: record them too, with -e malloc");
 	return 0;
 }
 
@@ -639,16 +623,16 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 			snprintf(maps + strlen(maps), sizeof(maps) - strlen(maps), "%s%s", i ? ", " : " (it maps ",
 				 strrchr(found.paths[i], '/') ? strrchr(found.paths[i], '/') + 1 : found.paths[i]);
 		if (uprobes_resolve_object(rc->object, &found, u.objects.paths[0], sizeof(u.objects.paths[0])))
-			return error("-O %s names no allocator the target maps%s%s: give a path, or the soname of one "
+			return msg_error("-O %s names no allocator the target maps%s%s: give a path, or the soname of one "
 				     "it maps",
 				     rc->object, maps, maps[0] ? ")" : "");
 		u.objects.nr = 1;
 	} else if (r) {
 		if (rc->nr_pids)
-			return error("process %d maps no allocator (no libc.so): give the object that holds its malloc "
+			return msg_error("process %d maps no allocator (no libc.so): give the object that holds its malloc "
 				     "with -O, e.g. -O /proc/%d/exe for a static executable",
 				     (int)rc->pids[0], (int)rc->pids[0]);
-		return error("cannot find the allocator to probe: give the object that holds malloc with -O");
+		return msg_error("cannot find the allocator to probe: give the object that holds malloc with -O");
 	} else {
 		u.objects = found;
 	}
@@ -656,18 +640,23 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 		n += snprintf(rc->allocator + n, n < sizeof(rc->allocator) ? sizeof(rc->allocator) - n : 0, "%s%s",
 			      i ? "," : "", u.objects.paths[i]);
 	if (!rc->quiet && (u.objects.nr > 1 || why[0])) {
-		fprintf(stderr, "memsight record: malloc: probing the malloc family of ");
-		for (int i = 0; i < u.objects.nr; i++)
-			fprintf(stderr, "%s%s", i ? (i + 1 < u.objects.nr ? ", " : " and ") : "",
-				strrchr(u.objects.paths[i], '/') ? strrchr(u.objects.paths[i], '/') + 1
-								 : u.objects.paths[i]);
-		fprintf(stderr, "%s%s; -O OBJECT picks one\n", why[0] ? ", " : " (what the target maps)", why);
+		char names[1024];
+		size_t k = 0;
+
+		for (int i = 0; i < u.objects.nr; i++) {
+			const char *base = strrchr(u.objects.paths[i], '/');
+
+			k += snprintf(names + k, k < sizeof(names) ? sizeof(names) - k : 0, "%s%s",
+				      i ? (i + 1 < u.objects.nr ? ", " : " and ") : "", base ? base + 1 : u.objects.paths[i]);
+		}
+		msg_note("malloc: probing the malloc family of %s%s%s; -O OBJECT picks one", names,
+			 why[0] ? ", " : " (what the target maps)", why);
 	}
 	if (!events_tracefs())
-		return error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
+		return msg_error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
 	uprobes_remove_stale();
 	if (uprobes_add(&u, o, &rc->evs, &rc->nr_evs, err, sizeof(err)))
-		return error("%s", err);
+		return msg_error("%s", err);
 	return 0;
 }
 
@@ -682,10 +671,10 @@ static int group_parse(char *tok, uint64_t *period)
 	*slash = 0;
 	*period = strtoull(slash + 1, &end, 10);
 	if (*end || !slash[1] || !*period)
-		return error("invalid sampling in '%s/%s': give GROUP/N to keep one event in N, e.g. kmem/100", tok,
+		return msg_error("invalid sampling in '%s/%s': give GROUP/N to keep one event in N, e.g. kmem/100", tok,
 			     slash + 1);
 	if (!strcmp(tok, "malloc"))
-		return error("malloc takes -s N for sampling, not malloc/%s", slash + 1);
+		return msg_error("malloc takes -s N for sampling, not malloc/%s", slash + 1);
 	return 0;
 }
 
@@ -723,15 +712,15 @@ static int filters_apply(struct recorder *rc)
 				}
 				expr = arg + l + 1;
 				if (e->filter[0])
-					return error("two filters for '%s': join them with && in one --filter", e->name);
+					return msg_error("two filters for '%s': join them with && in one --filter", e->name);
 				if ((size_t)snprintf(e->filter, sizeof(e->filter), "%s", expr) >= sizeof(e->filter))
-					return error("the filter for '%s' is too long: at most %zu bytes", e->name,
+					return msg_error("the filter for '%s' is too long: at most %zu bytes", e->name,
 						     sizeof(e->filter) - 1);
 				matched++;
 			}
 		}
 		if (!matched)
-			return error("--filter '%s' names no recorded tracepoint: give EVENT:EXPR with EVENT a tracepoint "
+			return msg_error("--filter '%s' names no recorded tracepoint: give EVENT:EXPR with EVENT a tracepoint "
 				     "of the groups recorded (e.g. kmem:kmalloc:bytes_req > 4096) or a group",
 				     arg);
 	}
@@ -755,10 +744,10 @@ static int setup_events(struct recorder *rc)
 	int ret = -1;
 
 	if (!copy)
-		return error("out of memory");
+		return msg_error("out of memory");
 	if (events_tracking_add(&o, &rc->evs, &rc->nr_evs)) {
 		free(copy);
-		return error("out of memory");
+		return msg_error("out of memory");
 	}
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char missing[1024] = "";
@@ -780,32 +769,32 @@ static int setup_events(struct recorder *rc)
 			for (size_t i = 0; events_group_names[i]; i++)
 				snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
 					 events_group_names[i]);
-			error("unknown event group '%s': known groups are %s", tok, known);
+			msg_error("unknown event group '%s': known groups are %s", tok, known);
 			goto out;
 		}
 		if (r == -EACCES) {
-			error("cannot read the tracepoints of group '%s' in %s: permission denied; run as root", tok,
+			msg_error("cannot read the tracepoints of group '%s' in %s: permission denied; run as root", tok,
 			      events_tracefs() ? events_tracefs() : "tracefs");
 			goto out;
 		}
 		if (r == -ENODEV) {
 			/* One line, then record the rest: a kernel without one
 			 * group still has the others. */
-			fprintf(stderr, "memsight record: skipping group '%s': this kernel has none of %s%s\n", tok,
+			msg_note("skipping group '%s': this kernel has none of %s%s", tok,
 				missing, events_tracefs() ? "" : " (tracefs is not mounted and cannot be)");
 			continue;
 		}
 		if (r) {
-			error("cannot set up group '%s': %s", tok, strerror(-r));
+			msg_error("cannot set up group '%s': %s", tok, strerror(-r));
 			goto out;
 		}
 		if (missing[0])
-			fprintf(stderr, "memsight record: group '%s' without %s: this kernel lacks them; recording the rest\n",
+			msg_note("group '%s' without %s: this kernel lacks them; recording the rest",
 				tok, missing);
 		groups_ok++;
 	}
 	if (!groups_ok) {
-		error("no event group could be set up: nothing to record");
+		msg_error("no event group could be set up: nothing to record");
 		goto out;
 	}
 	ret = filters_apply(rc);
@@ -837,7 +826,7 @@ static int ring_map(struct recorder *rc, struct ring *r, int fd)
 	r->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r->base == MAP_FAILED) {
 		r->base = NULL;
-		return error("cannot map the ring buffer of cpu %d (%zu KiB): %s; try a smaller -m", r->cpu,
+		return msg_error("cannot map the ring buffer of cpu %d (%zu KiB): %s; try a smaller -m", r->cpu,
 			     len >> 10, strerror(errno));
 	}
 	r->fd = fd;
@@ -876,7 +865,7 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 
 		close(fd);
 		if (!e->filter[0] || !strncmp(e->name, "memsight_", 9))
-			return error("the kernel refused the filter '%s' on '%s': %s", filter, e->name,
+			return msg_error("the kernel refused the filter '%s' on '%s': %s", filter, e->name,
 				     strerror(err));
 		fprintf(stderr,
 			"memsight record: the kernel refused the filter '%s' on '%s' (%s): check the expression "
@@ -887,16 +876,16 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 	}
 	if (fds_push(rc, fd)) {
 		close(fd);
-		return error("out of memory");
+		return msg_error("out of memory");
 	}
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
-		return error("cannot read the id of '%s': %s", e->name, strerror(errno));
+		return msg_error("cannot read the id of '%s': %s", e->name, strerror(errno));
 	if (events_id_add(e, id, fd))
-		return error("out of memory");
+		return msg_error("out of memory");
 	if (!r->base)
 		return ring_map(rc, r, fd);
 	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
-		return error("cannot share the ring of cpu %d with '%s': %s", cpu, e->name, strerror(errno));
+		return msg_error("cannot share the ring of cpu %d with '%s': %s", cpu, e->name, strerror(errno));
 	return 0;
 }
 
@@ -915,7 +904,7 @@ static int open_events(struct recorder *rc)
 
 	rc->rings = calloc(rc->ncpus, sizeof(*rc->rings));
 	if (!rc->rings)
-		return error("out of memory");
+		return msg_error("out of memory");
 	for (int c = 0; c < rc->ncpus; c++)
 		rc->rings[c].cpu = c;
 	if (rc->system_wide) {
@@ -933,7 +922,7 @@ static int open_events(struct recorder *rc)
 
 			if (n <= 0) {
 				free(targets);
-				return error("no process with pid %d: check it with 'ps -p %d'", (int)rc->pids[i],
+				return msg_error("no process with pid %d: check it with 'ps -p %d'", (int)rc->pids[i],
 					     (int)rc->pids[i]);
 			}
 			targets = realloc(targets, (nr_targets + n) * sizeof(*targets));
@@ -972,7 +961,7 @@ static int open_events(struct recorder *rc)
 		}
 		rc->nr_evs = keep;
 		if (!sampled) {
-			error("no event is left to record");
+			msg_error("no event is left to record");
 			goto out;
 		}
 	}
@@ -980,7 +969,7 @@ static int open_events(struct recorder *rc)
 		rc->nr_ids += rc->evs[e].nr_ids;
 	rc->ids = malloc(rc->nr_ids * sizeof(*rc->ids));
 	if (!rc->ids) {
-		error("out of memory");
+		msg_error("out of memory");
 		goto out;
 	}
 	rc->nr_ids = 0;
@@ -1196,7 +1185,7 @@ static int ring_drain(struct recorder *rc, struct ring *r)
 		/* Records are 8-byte aligned, so a header never wraps. */
 		size = h->size;
 		if (size < sizeof(*h) || size > head - tail)
-			return error("ring of cpu %d holds a malformed record (size %zu)", r->cpu, size);
+			return msg_error("ring of cpu %d holds a malformed record (size %zu)", r->cpu, size);
 		/* A record is at most 64 KiB (the header's u16) and a chunk is
 		 * flushed past CHUNK_TARGET, so a CHUNK_BUF buffer always has
 		 * room; buffers are never grown. */
@@ -1205,7 +1194,7 @@ static int ring_drain(struct recorder *rc, struct ring *r)
 		if (!r->alloc) {
 			r->chunk = writeq_buffer(&rc->q);
 			if (!r->chunk)
-				return error("out of memory");
+				return msg_error("out of memory");
 			r->alloc = CHUNK_BUF;
 		}
 		dst = r->chunk + r->len;
@@ -1331,7 +1320,7 @@ static int write_start_meta(struct recorder *rc)
 		unsigned char *buf;
 
 		if (trace_event_desc_encode(&d, &buf, &len))
-			return error("out of memory");
+			return msg_error("out of memory");
 		meta_add(rc, TRACE_META_EVENT, buf, len);
 		free(buf);
 	}
@@ -1340,7 +1329,7 @@ static int write_start_meta(struct recorder *rc)
 		int n = rc->nr_pids;
 
 		if (rc->system_wide && (n = procsnap_list(0, &pids)) < 0)
-			return error("cannot list /proc: %s", strerror(-n));
+			return msg_error("cannot list /proc: %s", strerror(-n));
 		for (int i = 0; i < n; i++) {
 			char *text;
 
@@ -1355,7 +1344,7 @@ static int write_start_meta(struct recorder *rc)
 		if (pids != rc->pids)
 			free(pids);
 	}
-	return rc->w.err ? error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w)) : 0;
+	return rc->w.err ? msg_error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w)) : 0;
 }
 
 static void write_end_meta(struct recorder *rc)
@@ -1459,10 +1448,10 @@ static int start_child(struct recorder *rc, const sigset_t *oldmask)
 	int go[2], err[2];
 
 	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		return error("cannot create a pipe: %s", strerror(errno));
+		return msg_error("cannot create a pipe: %s", strerror(errno));
 	rc->child = fork();
 	if (rc->child < 0)
-		return error("cannot fork: %s", strerror(errno));
+		return msg_error("cannot fork: %s", strerror(errno));
 	if (!rc->child) {
 		char c;
 		int e;
@@ -1487,7 +1476,7 @@ static int start_child(struct recorder *rc, const sigset_t *oldmask)
 		int r = leakcheck_follow(rc->child);
 
 		if (r)
-			return error("--leak-check cannot follow the command (ptrace: %s)%s", strerror(-r),
+			return msg_error("--leak-check cannot follow the command (ptrace: %s)%s", strerror(-r),
 				     r == -EPERM ? ": it needs root or CAP_SYS_PTRACE, and kernel.yama.ptrace_scope at most 2"
 						 : "");
 	}
@@ -1500,7 +1489,7 @@ static int release_child(struct recorder *rc)
 	ssize_t n;
 
 	if (write(rc->go_fd, "g", 1) != 1)
-		return error("cannot start '%s': %s", rc->command[0], strerror(errno));
+		return msg_error("cannot start '%s': %s", rc->command[0], strerror(errno));
 	close(rc->go_fd);
 	rc->go_fd = -1;
 	/* The error pipe closes on a successful exec. */
@@ -1513,8 +1502,8 @@ static int release_child(struct recorder *rc)
 		waitpid(rc->child, NULL, 0);
 		rc->child = 0;
 		if (e == ENOENT)
-			return error("command not found: '%s': check the name or give its path", rc->command[0]);
-		return error("cannot run '%s': %s", rc->command[0], strerror(e));
+			return msg_error("command not found: '%s': check the name or give its path", rc->command[0]);
+		return msg_error("cannot run '%s': %s", rc->command[0], strerror(e));
 	}
 	return 0;
 }
@@ -1531,13 +1520,13 @@ static int check_output(const char *path)
 	const char *what;
 
 	if (!path[0])
-		return error("the output path is empty: give a file name with -o");
+		return msg_error("the output path is empty: give a file name with -o");
 	if (!strcmp(path, "-"))
-		return error("-o -: the recorder writes a file, not standard output; give a file name");
+		return msg_error("-o -: the recorder writes a file, not standard output; give a file name");
 	if (lstat(path, &st)) {
 		if (errno == ENOENT)
 			return 0;
-		return error("cannot use '%s' as the output: %s", path, strerror(errno));
+		return msg_error("cannot use '%s' as the output: %s", path, strerror(errno));
 	}
 	if (S_ISREG(st.st_mode))
 		return 0;
@@ -1546,7 +1535,7 @@ static int check_output(const char *path)
 	       : S_ISFIFO(st.st_mode) ? "a FIFO"
 	       : S_ISSOCK(st.st_mode) ? "a socket"
 				     : "a device";
-	return error("'%s' is %s, which a trace would replace: give the path of a regular file, or of a new one",
+	return msg_error("'%s' is %s, which a trace would replace: give the path of a regular file, or of a new one",
 		     path, what);
 }
 
@@ -1590,7 +1579,7 @@ static int create_output(struct recorder *rc)
 	const char *dn, *bn;
 
 	if (strlen(rc->output) >= sizeof(dir) - 16)
-		return error("the output path is too long: at most %zu bytes", sizeof(dir) - 17);
+		return msg_error("the output path is too long: at most %zu bytes", sizeof(dir) - 17);
 	snprintf(dir, sizeof(dir), "%s", rc->output);
 	snprintf(base, sizeof(base), "%s", rc->output);
 	dn = dirname(dir);
@@ -1600,15 +1589,15 @@ static int create_output(struct recorder *rc)
 	/* mkstemp makes it 0600: a trace can hold secrets (paths, arguments). */
 	rc->out_fd = mkstemp(rc->tmp_path);
 	if (rc->out_fd < 0)
-		return error("cannot create '%s': %s", rc->output, strerror(errno));
+		return msg_error("cannot create '%s': %s", rc->output, strerror(errno));
 	fcntl(rc->out_fd, F_SETFD, FD_CLOEXEC);
 	/* Held until the recorder exits: the file is live (see above). */
 	flock(rc->out_fd, LOCK_EX | LOCK_NB);
 	if (trace_writer_init_fd(&rc->w, rc->out_fd, &o))
-		return error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w));
+		return msg_error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w));
 	trace_writer_reserve(&rc->w, WRITE_RESERVE);
 	if (rc->w.full)
-		return error("no room for '%s': the disk is full", rc->output);
+		return msg_error("no room for '%s': the disk is full", rc->output);
 	return 0;
 }
 
@@ -1622,19 +1611,19 @@ static void summary(struct recorder *rc)
 		lost += rc->rings[c].lost;
 	if (rc->quiet && !lost && !unwritten)
 		return;
-	fprintf(stderr, "memsight record: %llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes/record)\n",
+	msg_note("%llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes/record)",
 		(unsigned long long)written, secs, bytes / 1048576.0, rc->output,
 		written ? (double)bytes / written : 0.0);
 	/* Records that never reached the file are lost as surely as those
 	 * the kernel dropped: never "0 lost" then. */
 	if (unwritten)
-		fprintf(stderr, "memsight record: NOT WRITTEN %llu of %llu records: %s; %s\n",
+		msg_note("NOT WRITTEN %llu of %llu records: %s; %s",
 			(unsigned long long)unwritten, (unsigned long long)rc->records,
 			rc->disk_full ? "the disk holding the trace filled" : "writing the trace failed",
 			rc->w.err ? "the trace ends where the writing failed" : "the trace holds the ones before");
 	if (lost && rc->q.waits)
-		fprintf(stderr, "memsight record: LOST %llu events: the compression thread fell behind (%.0f MiB "
-				"queued) for want of CPU; %s\n",
+		msg_note("LOST %llu events: the compression thread fell behind (%.0f MiB "
+				"queued) for want of CPU; %s",
 			(unsigned long long)lost, rc->q.peak / 1048576.0,
 			geteuid() ? "run as root, which lets the recorder's threads run ahead of the command, or "
 				    "record with -g fp (a tenth of the bytes)"
@@ -1642,25 +1631,25 @@ static void summary(struct recorder *rc)
 								    "groups, or with a CPU left free"
 								  : "record fewer groups, or with a CPU left free");
 	else if (lost)
-		fprintf(stderr, "memsight record: LOST %llu events: the rings overflowed; enlarge them with -m "
-				"or record fewer groups, or sample them (kmem/100)\n",
+		msg_note("LOST %llu events: the rings overflowed; enlarge them with -m "
+				"or record fewer groups, or sample them (kmem/100)",
 			(unsigned long long)lost);
 	else if (!rc->quiet && !unwritten)
-		fprintf(stderr, "memsight record: 0 events lost\n");
+		msg_note("0 events lost");
 	if (rc->leak_check && rc->lc.failed)
-		fprintf(stderr, "memsight record: --leak-check could not scan %d process%s (%s): leaks will not tell lost "
-				"from reachable for %s\n",
+		msg_note("--leak-check could not scan %d process%s (%s): leaks will not tell lost "
+				"from reachable for %s",
 			rc->lc.failed, rc->lc.failed == 1 ? "" : "es", strerror(rc->lc.last_err),
 			rc->lc.failed == 1 ? "it" : "them");
 	else if (rc->leak_check && !rc->lc.scans)
-		fprintf(stderr, "memsight record: --leak-check scanned nothing: the process%s ended before the "
-				"recording did\n",
+		msg_note("--leak-check scanned nothing: the process%s ended before the "
+				"recording did",
 			rc->nr_pids > 1 ? "es" : "");
 	else if (rc->leak_check && !rc->quiet)
-		fprintf(stderr, "memsight record: --leak-check scanned %d process%s, pausing %s %.1f ms\n", rc->lc.scans,
+		msg_note("--leak-check scanned %d process%s, pausing %s %.1f ms", rc->lc.scans,
 			rc->lc.scans == 1 ? "" : "es", rc->lc.scans == 1 ? "it" : "them", rc->lc.scan_ns / 1e6);
 	if (rc->oom_kills && !rc->quiet)
-		fprintf(stderr, "memsight record: %llu OOM kill%s recorded with the system's state; see memsight oom\n",
+		msg_note("%llu OOM kill%s recorded with the system's state; see memsight oom",
 			(unsigned long long)rc->oom_kills, rc->oom_kills == 1 ? "" : "s");
 }
 
@@ -1671,7 +1660,7 @@ static void stop_command(struct recorder *rc)
 	 * it does so unrecorded. */
 	if (rc->command && rc->child > 0 && !rc->child_done) {
 		if (rc->disk_full)
-			fprintf(stderr, "memsight record: waiting for the command to end, unrecorded\n");
+			msg_note("waiting for the command to end, unrecorded");
 		else {
 			rc->child_stopped = 1;
 			kill(rc->child, SIGTERM);
@@ -1749,7 +1738,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (ep < 0 || sfd < 0)
-		return error("cannot set up the event loop: %s", strerror(errno));
+		return msg_error("cannot set up the event loop: %s", strerror(errno));
 	ev.events = EPOLLIN;
 	ev.data.u64 = 1ull << 32;
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
@@ -1796,7 +1785,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		int n = epoll_wait(ep, evs, 64, timeout);
 
 		if (n < 0 && errno != EINTR) {
-			error("epoll_wait: %s", strerror(errno));
+			msg_error("epoll_wait: %s", strerror(errno));
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
@@ -1833,7 +1822,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * nothing more could be kept, and a -p recording would go on
 		 * for ever. */
 		if (trace_writer_full(&rc->w)) {
-			error("cannot write '%s': %s; recording stopped after %.1f s, the trace holds what came "
+			msg_error("cannot write '%s': %s; recording stopped after %.1f s, the trace holds what came "
 			      "before", rc->output, rc->w.err ? trace_writer_strerror(&rc->w) : "the disk is full",
 			      (now_ns(CLOCK_MONOTONIC) - rc->start_ns) / 1e9);
 			rc->disk_full = 1;
@@ -1951,32 +1940,6 @@ static void cleanup(struct recorder *rc)
 	options_release(rc);
 }
 
-/* memsight archive [--embed MODE] FILE */
-static int archive_main(int argc, char **argv)
-{
-	int mode = EMBED_MINIMAL, i = 1;
-
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(usage_text, stdout);
-			return 0;
-		}
-		if (!strcmp(argv[i], "--embed") && i + 1 < argc) {
-			mode = embed_mode_parse(argv[++i]);
-			if (mode <= EMBED_NONE)
-				return error("unknown --embed mode '%s' for archive: use minimal or full", argv[i]) ? 2 : 2;
-			continue;
-		}
-		error("unknown option '%s': usage: memsight archive [--embed minimal|full] FILE", argv[i]);
-		return 2;
-	}
-	if (i + 1 != argc) {
-		error("give one trace: memsight archive [--embed minimal|full] FILE");
-		return 2;
-	}
-	return embed_archive(argv[i], mode) ? 1 : 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct recorder rc = { .out_fd = -1, .go_fd = -1, .err_fd = -1, .old_fd = -1, .argc = argc, .argv = argv };
@@ -1986,6 +1949,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "archive"))
 		return archive_main(argc - 1, argv + 1);
+	msg_init("memsight record");
 	if (parse_options(&rc, argc, argv)) {
 		options_release(&rc);
 		return 2;
@@ -1998,7 +1962,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < rc.nr_pids; i++) {
 		if (kill(rc.pids[i], 0) && errno == ESRCH) {
-			error("no process with pid %d: check it with 'ps -p %d'", (int)rc.pids[i], (int)rc.pids[i]);
+			msg_error("no process with pid %d: check it with 'ps -p %d'", (int)rc.pids[i], (int)rc.pids[i]);
 			goto out;
 		}
 	}
@@ -2011,7 +1975,7 @@ int main(int argc, char **argv)
 	rc.lc.emit = reach_emit;
 	rc.lc.arg = &rc;
 	if (scrub_init(&rc.scrub, rc.stack_dump)) {
-		error("out of memory for packing stack dumps");
+		msg_error("out of memory for packing stack dumps");
 		goto out;
 	}
 	if (check_output(rc.output) || setup_events(&rc) || create_output(&rc))
@@ -2061,8 +2025,7 @@ int main(int argc, char **argv)
 		r = writeq_start(&rc.q, &rc.w, WRITEQ_MAX, CHUNK_BUF, prefault);
 
 		if (r)
-			fprintf(stderr, "memsight record: no compression thread (%s); compressing in the drain loop\n",
-				strerror(-r));
+			msg_note("no compression thread (%s); compressing in the drain loop", strerror(-r));
 	}
 	/* Replacing a big trace frees its pages inside rename(), for tens of
 	 * milliseconds while the command fills the rings: hold the old file
@@ -2072,7 +2035,7 @@ int main(int argc, char **argv)
 	if (rc.command && release_child(&rc))
 		goto out;
 	if (rename(rc.tmp_path, rc.output)) {
-		error("cannot create '%s': %s", rc.output, strerror(errno));
+		msg_error("cannot create '%s': %s", rc.output, strerror(errno));
 		goto out;
 	}
 	rc.renamed = 1;
@@ -2100,7 +2063,7 @@ finish:
 	if (rc.disk_full)
 		ret = 1;
 	if (trace_writer_finish(&rc.w)) {
-		error("cannot write '%s': %s; the trace holds what was written before", rc.output,
+		msg_error("cannot write '%s': %s; the trace holds what was written before", rc.output,
 		      trace_writer_strerror(&rc.w));
 		ret = 1;
 	}
@@ -2111,12 +2074,12 @@ finish:
 		int st = rc.child_status;
 
 		if (WIFSIGNALED(st)) {
-			fprintf(stderr, "memsight record: the command was killed by SIG%s\n",
+			msg_note("the command was killed by SIG%s",
 				sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
 			ret = 128 + WTERMSIG(st);
 		} else if (WEXITSTATUS(st)) {
 			if (!rc.quiet)
-				fprintf(stderr, "memsight record: the command exited with status %d\n", WEXITSTATUS(st));
+				msg_note("the command exited with status %d", WEXITSTATUS(st));
 			ret = WEXITSTATUS(st);
 		}
 	}

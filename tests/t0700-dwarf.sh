@@ -136,7 +136,7 @@ test_expect_success 'a packed stack dump that claims more words than its record 
 	test "$n" -gt 1000 &&
 	"$MEMSIGHT" report bad.trace >report 2>err &&
 	cat err &&
-	grep "^memsight: warning: $n samples in .bad.trace. could not be decoded and were skipped$" err
+	grep "^memsight report: warning: $n samples in .bad.trace. could not be decoded and were skipped$" err
 '
 
 # The XOR sample reads its input onto its stack, 4 KiB at a time, so every

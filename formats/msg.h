@@ -1,0 +1,24 @@
+/*
+ * formats/msg.h: how every memsight program speaks to its user on stderr.
+ * One line per message, prefixed with the program and command that speaks
+ * ("memsight record: ", "memsight leaks: "): an error says what failed, on
+ * what, and how to fix it; a warning says what the results lack; a note is
+ * progress or a summary. Library code returns its errors to the command,
+ * which reports them once through msg_error; what a library must say on its
+ * own (a warning about the input) goes through msg_warn, so the prefix and
+ * the stream are decided here alone.
+ */
+#ifndef MEMSIGHT_MSG_H
+#define MEMSIGHT_MSG_H
+
+/* The speaker, e.g. "memsight record"; kept by pointer. */
+void msg_init(const char *who);
+const char *msg_who(void);
+/* "WHO: TEXT"; returns -1, so `return msg_error(...)` reports and fails. */
+int msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "WHO: warning: TEXT" */
+void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "WHO: TEXT": progress and summaries, which are not results. */
+void msg_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
