@@ -70,32 +70,32 @@ RECORD_SRC := \
 	record/writeq.c
 
 ANALYZE_SRC := \
-	analyze/allocs.c \
-	analyze/kallocs.c \
-	analyze/cmd_snoop.c \
-	analyze/cmd_faults.c \
-	analyze/cmd_reclaim.c \
-	analyze/cmd_oom.c \
-	analyze/cmd_rss.c \
-	analyze/cmd.c \
-	analyze/cmd_events.c \
-	analyze/cmd_folded.c \
-	analyze/cmd_info.c \
-	analyze/cmd_leaks.c \
-	analyze/cmd_report.c \
+	analyze/cmd/cmd.c \
+	analyze/cmd/cmd_events.c \
+	analyze/cmd/cmd_faults.c \
+	analyze/cmd/cmd_folded.c \
+	analyze/cmd/cmd_info.c \
+	analyze/cmd/cmd_leaks.c \
+	analyze/cmd/cmd_oom.c \
+	analyze/cmd/cmd_reclaim.c \
+	analyze/cmd/cmd_report.c \
+	analyze/cmd/cmd_rss.c \
+	analyze/cmd/cmd_snoop.c \
 	analyze/hashmap.c \
-	analyze/heapprof.c \
-	analyze/machine.c \
 	analyze/main.c \
-	analyze/memops.c \
-	analyze/reach.c \
-	analyze/session.c \
-	analyze/stacktab.c \
-	analyze/suppress.c \
-	analyze/symbols.c \
-	analyze/unwind.c \
-	analyze/unwind_libdw.c \
-	analyze/unwind_libunwind.c
+	analyze/model/allocs.c \
+	analyze/model/heapprof.c \
+	analyze/model/kallocs.c \
+	analyze/model/memops.c \
+	analyze/model/reach.c \
+	analyze/model/stacktab.c \
+	analyze/model/suppress.c \
+	analyze/replay/machine.c \
+	analyze/replay/session.c \
+	analyze/stacks/symbols.c \
+	analyze/stacks/unwind.c \
+	analyze/stacks/unwind_libdw.c \
+	analyze/stacks/unwind_libunwind.c
 
 FLAMEGRAPH_SRC := \
 	flamegraph/flamegraph.c \

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "session.h"
-#include "symbols.h"
-#include "unwind.h"
+#include "cmd/cmd.h"
+#include "replay/session.h"
+#include "stacks/symbols.h"
+#include "stacks/unwind.h"
 
 static const char usage_text[] =
 	"usage: memsight-analyze COMMAND [options] FILE\n"

@@ -2,7 +2,7 @@
  * tests/fuzz/fuzz.c: what the fuzz targets share; see fuzz.h.
  */
 #include "fuzz.h"
-#include "../../analyze/symbols.h"
+#include "../../analyze/stacks/symbols.h"
 
 #include <getopt.h>
 #include <stdio.h>

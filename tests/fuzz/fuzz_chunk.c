@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../analyze/cmd.h"
+#include "../../analyze/cmd/cmd.h"
 #include "../../formats/trace.h"
 #include "fuzz.h"
 

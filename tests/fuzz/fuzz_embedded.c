@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../analyze/cmd.h"
+#include "../../analyze/cmd/cmd.h"
 #include "../../formats/meta.h"
 #include "../../formats/trace.h"
 #include "fuzz.h"

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../analyze/cmd.h"
+#include "../../analyze/cmd/cmd.h"
 #include "fuzz.h"
 
 static const struct {

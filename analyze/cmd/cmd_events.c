@@ -1,0 +1,117 @@
+/*
+ * analyze/cmd/cmd_events.c: memsight events, every sample as a line in the
+ * spirit of perf script, tracepoint fields printed by libtraceevent from
+ * the formats stored in the trace, each followed by its stack.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <traceevent/event-parse.h>
+
+#include "cmd.h"
+
+static const char usage_text[] =
+	"usage: memsight events [options] FILE\n"
+	"\n"
+	"  -e, --event NAME     only this event or group (e.g. page-faults, mmap)\n"
+	"      --pid PID        only this process\n"
+	"  -G, --no-stacks      leave the stacks out\n"
+	"  -h, --help           show this help\n"
+	CMD_STACK_OPTIONS;
+
+struct events_opts {
+	const char *event;
+	long pid;
+	int stacks;
+	struct trace_seq seq;
+};
+
+static int print_sample(struct session *s, struct sample *smp, void *arg)
+{
+	struct events_opts *o = arg;
+	struct frame fr[256];
+	char name[512];
+	int n;
+
+	if (o->pid >= 0 && smp->pid != o->pid)
+		return 0;
+	if (smp->ev->kind == EVK_TRACKING)
+		return 0;
+	if (o->event && strcmp(o->event, smp->ev->d.name) && strcmp(o->event, smp->ev->d.group))
+		return 0;
+	printf("%16s %6u/%-6u [%03u] %llu.%06llu: %s:", machine_comm(&s->m, smp->pid, smp->tid), smp->pid, smp->tid,
+	       smp->cpu, (unsigned long long)(smp->time / 1000000000ull),
+	       (unsigned long long)(smp->time % 1000000000ull / 1000), smp->ev->d.name);
+	if (smp->ev->tp && smp->raw) {
+		struct tep_record rec = { .ts = smp->time, .cpu = smp->cpu, .size = smp->raw_size,
+					  .data = (void *)smp->raw };
+
+		trace_seq_reset(&o->seq);
+		tep_print_event(s->tep, &o->seq, &rec, "%s", TEP_PRINT_INFO);
+		trace_seq_terminate(&o->seq);
+		printf(" %s\n", o->seq.buffer);
+	} else if (smp->ev->attr.sample_type & PERF_SAMPLE_ADDR) {
+		printf(" addr 0x%llx ip 0x%llx\n", (unsigned long long)smp->addr, (unsigned long long)smp->ip);
+	} else {
+		printf(" ip 0x%llx\n", (unsigned long long)smp->ip);
+	}
+	if (!o->stacks || !smp->nr_ips)
+		return 0;
+	n = session_frames(s, smp, fr, 256, 1, 1);
+	for (int i = 0; i < n; i++)
+		printf("\t%16llx %s (%s)\n", (unsigned long long)fr[i].ip, frame_name(&fr[i], name, sizeof(name), 1),
+		       fr[i].kernel ? "[kernel.kallsyms]" : fr[i].obj ? fr[i].obj : "[unknown]");
+	printf("\n");
+	return 0;
+}
+
+int cmd_events(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "no-stacks", no_argument, NULL, 'G' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct events_opts o = { NULL, -1, 1, { 0 } };
+	struct session s;
+	char err[512];
+	int c, ret = 1;
+	uint64_t v;
+
+	while ((c = getopt_long(argc, argv, "e:Gh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			o.event = optarg;
+			break;
+		case 'p':
+			if (parse_u64("--pid", optarg, &v))
+				return 2;
+			o.pid = v;
+			break;
+		case 'G':
+			o.stacks = 0;
+			break;
+		case 'h':
+			return cmd_usage(usage_text, 1);
+		default:
+			return cmd_usage(usage_text, 0);
+		}
+	}
+	if (cmd_one_file(argc))
+		return 2;
+	if (cmd_open(&s, argv[optind]))
+		return 1;
+	trace_seq_init(&o.seq);
+	if (session_replay(&s, print_sample, &o, err, sizeof(err)))
+		msg_error("%s", err);
+	else
+		ret = 0;
+	session_report_unwind(&s);
+	symbols_report_unresolved(&s.syms, stderr);
+	trace_seq_destroy(&o.seq);
+	session_release(&s);
+	return ret;
+}

@@ -1,0 +1,496 @@
+/*
+ * analyze/cmd/cmd_report.c: memsight report, one section per event group: per
+ * process counts and bytes, then the heaviest stacks; for mmap the largest
+ * single mappings, for faults the mappings that took them.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../model/allocs.h"
+#include "cmd.h"
+#include "../model/heapprof.h"
+#include "../model/memops.h"
+#include "../model/stacktab.h"
+
+static const char usage_text[] =
+	"usage: memsight report [options] FILE\n"
+	"\n"
+	"  -T, --top N          stacks and mappings shown per section (default 5)\n"
+	"      --pid PID        only this process\n"
+	"  -h, --help           show this help\n"
+	CMD_STACK_OPTIONS;
+
+struct proc_stats {
+	int pid;
+	const char *comm;
+	uint64_t brk_calls, brk_grow, brk_shrink;
+	uint64_t mmaps, mmap_bytes, munmaps, munmap_bytes, mremaps, mremap_grow, map_failed;
+	uint64_t faults, major, anon, file;
+};
+
+struct big_map {
+	uint64_t len, addr, prot, flags, fd;
+	int pid;
+	const char *comm;
+	int nr_frames;
+	struct frame frames[64];
+};
+
+struct fault_map {
+	int pid;
+	uint64_t start, end, count;
+	const char *name, *comm;
+};
+
+struct report {
+	long pid;
+	size_t top;
+	struct hashmap procs;	/* pid -> struct proc_stats * */
+	struct stacktab brk, mmap, faults;
+	struct big_map *big;	/* the top largest mappings, largest first */
+	size_t nr_big;
+	struct hashmap fmaps;	/* (pid, start) -> struct fault_map * */
+	int have_brk, have_mmap, have_faults, have_malloc;
+	struct memops_state *mo;
+	struct allocs a;	/* with have_malloc */
+	struct heapprof heap;
+};
+
+static struct proc_stats *stats_of(struct report *r, struct session *s, const struct memop *op)
+{
+	struct hm_slot *slot = hashmap_u64(&r->procs, (uint32_t)op->pid, NULL);
+	struct proc_stats *p;
+
+	if (!slot)
+		return NULL;
+	if (!slot->ptr && (slot->ptr = calloc(1, sizeof(*p))))
+		((struct proc_stats *)slot->ptr)->pid = op->pid;
+	p = slot->ptr;
+	if (p)
+		/* The latest name: a process that exec'd shows the new one. */
+		p->comm = machine_comm(&s->m, op->pid, op->pid);
+	return p;
+}
+
+static void big_add(struct report *r, struct session *s, const struct memop *op)
+{
+	size_t i;
+	struct big_map *b;
+
+	if (r->nr_big == r->top && (!r->top || r->big[r->top - 1].len >= op->len))
+		return;
+	for (i = r->nr_big; i > 0 && r->big[i - 1].len < op->len; i--)
+		;
+	if (r->nr_big < r->top)
+		r->nr_big++;
+	memmove(&r->big[i + 1], &r->big[i], (r->nr_big - 1 - i) * sizeof(*r->big));
+	b = &r->big[i];
+	b->len = op->len;
+	b->addr = op->addr;
+	b->prot = op->prot;
+	b->flags = op->flags;
+	b->fd = op->fd;
+	b->pid = op->pid;
+	b->comm = machine_comm(&s->m, op->pid, op->tid);
+	b->nr_frames = session_frames(s, op->stack, b->frames, 64, 0, 1);
+}
+
+static int on_op(struct session *s, const struct memop *op, void *arg)
+{
+	struct report *r = arg;
+	struct proc_stats *p;
+
+	if (r->pid >= 0 && op->pid != r->pid)
+		return 0;
+	p = stats_of(r, s, op);
+	if (!p)
+		return -1;
+	switch (op->kind) {
+	case MEMOP_BRK:
+		r->have_brk = 1;
+		p->brk_calls++;
+		p->brk_grow += op->grow;
+		if (op->brk_old && op->brk_new < op->brk_old)
+			p->brk_shrink += op->brk_old - op->brk_new;
+		return stacktab_add(&r->brk, s, op->stack, op->grow) ? 0 : -1;
+	case MEMOP_MMAP:
+		r->have_mmap = 1;
+		if (op->failed) {
+			p->map_failed++;
+			return 0;
+		}
+		p->mmaps++;
+		p->mmap_bytes += op->len;
+		big_add(r, s, op);
+		return stacktab_add(&r->mmap, s, op->stack, op->len) ? 0 : -1;
+	case MEMOP_MUNMAP:
+		r->have_mmap = 1;
+		if (op->failed) {
+			p->map_failed++;
+			return 0;
+		}
+		p->munmaps++;
+		p->munmap_bytes += op->len;
+		return 0;
+	case MEMOP_MREMAP:
+		r->have_mmap = 1;
+		if (op->failed) {
+			p->map_failed++;
+			return 0;
+		}
+		p->mremaps++;
+		p->mremap_grow += op->grow;
+		return op->grow && !stacktab_add(&r->mmap, s, op->stack, op->grow) ? -1 : 0;
+	case MEMOP_FAULT: {
+		struct hm_slot *slot;
+		struct fault_map *fm;
+		uint64_t key;
+
+		r->have_faults = 1;
+		p->faults++;
+		/* "//anon" is anonymous memory, whatever its leading slash. */
+		if (op->map && op->map->name[0] == '/' && op->map->name[1] != '/')
+			p->file++;
+		else
+			p->anon++;
+		if (op->map) {
+			key = (uint64_t)(uint32_t)op->pid << 40 ^ op->map->start;
+			slot = hashmap_u64(&r->fmaps, key, NULL);
+			if (!slot)
+				return -1;
+			if (!slot->ptr && (slot->ptr = calloc(1, sizeof(*fm)))) {
+				fm = slot->ptr;
+				fm->pid = op->pid;
+				fm->start = op->map->start;
+				fm->name = op->map->name;
+				fm->comm = p->comm;
+			}
+			fm = slot->ptr;
+			if (fm) {
+				fm->end = op->map->end;
+				fm->count++;
+			}
+		}
+		return stacktab_add(&r->faults, s, op->stack, 1) ? 0 : -1;
+	}
+	case MEMOP_FAULT_MAJ:
+		p->major++;
+		return 0;
+	}
+	return 0;
+}
+
+static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
+{
+	struct report *r = arg;
+
+	if (r->pid >= 0 && ev->rec->pid != r->pid)
+		return 0;
+	return heapprof_event(&r->heap, s, ev);
+}
+
+/* One replay feeds both: the memory operations and the allocations. */
+static int on_sample(struct session *s, struct sample *smp, void *arg)
+{
+	struct report *r = arg;
+	int ret = memops_sample(r->mo, smp);
+
+	if (!ret && r->have_malloc)
+		ret = allocs_sample(&r->a, s, smp, on_alloc, r);
+	return ret;
+}
+
+static int hproc_cmp(const void *a, const void *b)
+{
+	const struct heap_proc *x = *(struct heap_proc *const *)a, *y = *(struct heap_proc *const *)b;
+
+	return x->pid - y->pid;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct heap_site *x = *(struct heap_site *const *)a, *y = *(struct heap_site *const *)b;
+
+	return x->at_peak != y->at_peak ? (x->at_peak > y->at_peak ? -1 : 1) : 0;
+}
+
+/* The malloc section: per process the calls, bytes, frees, temporary
+ * allocations, peak heap and when, and what was left; the sites that
+ * allocated most and those that held most at the peak. */
+static void print_malloc(struct report *r, struct session *s)
+{
+	struct heapprof *h = &r->heap;
+	struct heap_proc **pv = malloc((h->procs.nr ? h->procs.nr : 1) * sizeof(*pv));
+	struct heap_site **sv = malloc((h->sites.nr ? h->sites.nr : 1) * sizeof(*sv));
+	uint64_t k = r->a.sample;
+	const char *est = k > 1 ? "~" : "";
+	size_t np = 0, ns = 0;
+	char a[32], b[32];
+
+	if (!pv || !sv)
+		goto out;
+	printf("\n== malloc: allocations ==\n\n");
+	if (k > 1)
+		printf("(sampled recording, -s %llu: figures are estimates, scaled by %llu)\n\n", (unsigned long long)k,
+		       (unsigned long long)k);
+	printf("%8s %-16s %9s %14s %9s %10s %12s %10s %12s\n", "PID", "COMM", "CALLS", "ALLOCATED", "FREES", "TEMPORARY",
+	       "PEAK HEAP", "AT", "AT END");
+	hashmap_for_each(&h->procs, slot) pv[np++] = slot->ptr;
+	if (np > 1)
+		qsort(pv, np, sizeof(*pv), hproc_cmp);
+	for (size_t i = 0; i < np; i++) {
+		struct heap_proc *p = pv[i];
+
+		printf("%8d %-16s %s%8llu %s%13llu %s%8llu %s%9llu %s%11s %+9.3fs %s%11s\n", p->pid, p->comm, est,
+		       (unsigned long long)(p->calls * k), est, (unsigned long long)(p->bytes * k), est,
+		       (unsigned long long)(p->frees * k), est, (unsigned long long)(p->temporary * k), est,
+		       fmt_bytes(p->peak * k, a, sizeof(a)), p->peak_time > s->first_time ? (p->peak_time - s->first_time) / 1e9 : 0.0,
+		       est, fmt_bytes(p->cur * k, b, sizeof(b)));
+	}
+	printf("\ntop stacks by bytes allocated:\n");
+	stacktab_print(&r->a.stacks, stdout, r->top, 0, "bytes", "  ");
+	hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
+	if (ns > 1)
+		qsort(sv, ns, sizeof(*sv), site_cmp);
+	printf("\ntop stacks by bytes held at the peak (%s%llu bytes, %s, at +%.3fs):\n", est,
+	       (unsigned long long)(h->peak * k), fmt_bytes(h->peak * k, a, sizeof(a)),
+	       h->peak_time > s->first_time ? (h->peak_time - s->first_time) / 1e9 : 0.0);
+	for (size_t i = 0; i < ns && i < r->top; i++) {
+		printf("  %s%llu bytes from stack (pid %d %s)\n", est, (unsigned long long)(sv[i]->at_peak * k),
+		       sv[i]->stack->pid, sv[i]->stack->comm);
+		print_frames(sv[i]->stack->frames, sv[i]->stack->nr_frames, 0, "      ");
+	}
+out:
+	free(pv);
+	free(sv);
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct proc_stats *x = *(struct proc_stats *const *)a, *y = *(struct proc_stats *const *)b;
+
+	return x->pid - y->pid;
+}
+
+static int fmap_cmp(const void *a, const void *b)
+{
+	const struct fault_map *x = *(struct fault_map *const *)a, *y = *(struct fault_map *const *)b;
+
+	return x->count != y->count ? (x->count > y->count ? -1 : 1) : x->start > y->start;
+}
+
+static int fmap_addr_cmp(const void *a, const void *b)
+{
+	const struct fault_map *x = *(struct fault_map *const *)a, *y = *(struct fault_map *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid - y->pid;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The kernel merges an anonymous mapping into its neighbour and reports
+ * the merged range, so the faults of one mapping can sit under several
+ * starts, overlapping: they are one mapping. Returns the number left. */
+static size_t fmaps_coalesce(struct fault_map **fm, size_t n)
+{
+	size_t out = 0;
+
+	if (n > 1)
+		qsort(fm, n, sizeof(*fm), fmap_addr_cmp);
+	for (size_t i = 0; i < n; i++) {
+		struct fault_map *prev = out ? fm[out - 1] : NULL;
+
+		if (prev && prev->pid == fm[i]->pid && fm[i]->start < prev->end) {
+			if (fm[i]->end > prev->end) {
+				prev->end = fm[i]->end;
+				prev->name = fm[i]->name;
+			}
+			prev->count += fm[i]->count;
+			continue;
+		}
+		fm[out++] = fm[i];
+	}
+	return out;
+}
+
+static void prot_str(uint64_t prot, uint64_t flags, char *out)
+{
+	out[0] = prot & PROT_READ ? 'r' : '-';
+	out[1] = prot & PROT_WRITE ? 'w' : '-';
+	out[2] = prot & PROT_EXEC ? 'x' : '-';
+	out[3] = flags & MAP_SHARED ? 's' : 'p';
+	out[4] = 0;
+}
+
+static void print_report(struct report *r, struct session *s)
+{
+	struct proc_stats **procs = malloc((r->procs.nr ? r->procs.nr : 1) * sizeof(*procs));
+	size_t np = 0;
+	char a[32], b[32], c[32], name[512], hb[256];
+
+	if (!procs)
+		return;
+	hashmap_for_each(&r->procs, slot) procs[np++] = slot->ptr;
+	if (np > 1)
+		qsort(procs, np, sizeof(*procs), proc_cmp);
+
+	printf("# memsight report of '%s'\n", s->path);
+	printf("# recorded by: %s\n", session_host(s, "command", hb, sizeof(hb), "?"));
+	printf("# %llu samples over %.3f s, %llu lost\n", (unsigned long long)s->nr_samples,
+	       s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0,
+	       (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records));
+
+	if (r->have_brk) {
+		printf("\n== brk: heap growth ==\n\n");
+		printf("%8s %-16s %8s %14s %12s\n", "PID", "COMM", "CALLS", "GROWTH", "SHRINK");
+		for (size_t i = 0; i < np; i++)
+			if (procs[i]->brk_calls)
+				printf("%8d %-16s %8llu %14llu %12llu  (%s)\n", procs[i]->pid, procs[i]->comm,
+				       (unsigned long long)procs[i]->brk_calls, (unsigned long long)procs[i]->brk_grow,
+				       (unsigned long long)procs[i]->brk_shrink, fmt_bytes(procs[i]->brk_grow, a, sizeof(a)));
+		printf("\ntop stacks by heap growth:\n");
+		stacktab_print(&r->brk, stdout, r->top, 0, "bytes", "  ");
+	}
+	if (r->have_mmap) {
+		printf("\n== mmap: mappings ==\n\n");
+		printf("%8s %-16s %7s %14s %8s %14s %8s %14s %7s\n", "PID", "COMM", "MMAPS", "MAPPED", "MUNMAPS",
+		       "UNMAPPED", "MREMAPS", "REMAP GROWTH", "FAILED");
+		for (size_t i = 0; i < np; i++) {
+			struct proc_stats *p = procs[i];
+
+			if (p->mmaps || p->munmaps || p->mremaps || p->map_failed)
+				printf("%8d %-16s %7llu %14llu %8llu %14llu %8llu %14llu %7llu\n", p->pid, p->comm,
+				       (unsigned long long)p->mmaps, (unsigned long long)p->mmap_bytes,
+				       (unsigned long long)p->munmaps, (unsigned long long)p->munmap_bytes,
+				       (unsigned long long)p->mremaps, (unsigned long long)p->mremap_grow,
+				       (unsigned long long)p->map_failed);
+		}
+		printf("\nlargest mappings:\n");
+		for (size_t i = 0; i < r->nr_big; i++) {
+			struct big_map *m = &r->big[i];
+			char perm[8];
+
+			prot_str(m->prot, m->flags, perm);
+			printf("  %llu bytes (%s) at 0x%llx %s %s (pid %d %s)\n", (unsigned long long)m->len,
+			       fmt_bytes(m->len, a, sizeof(a)), (unsigned long long)m->addr, perm,
+			       m->flags & MAP_ANONYMOUS ? "anonymous" : "file", m->pid, m->comm);
+			for (int j = 0; j < m->nr_frames; j++)
+				printf("      %s [%s]\n", frame_name(&m->frames[j], name, sizeof(name), 1),
+				       m->frames[j].obj ? (strrchr(m->frames[j].obj, '/') ? strrchr(m->frames[j].obj, '/') + 1
+										 : m->frames[j].obj)
+							: "unknown");
+		}
+		printf("\ntop stacks by bytes mapped:\n");
+		stacktab_print(&r->mmap, stdout, r->top, 0, "bytes", "  ");
+	}
+	if (r->have_faults) {
+		struct fault_map **fm = malloc((r->fmaps.nr ? r->fmaps.nr : 1) * sizeof(*fm));
+		size_t nf = 0;
+
+		printf("\n== faults: page faults ==\n\n");
+		printf("%8s %-16s %10s %8s %10s %10s %12s\n", "PID", "COMM", "FAULTS", "MAJOR", "ANON", "FILE", "MEMORY");
+		for (size_t i = 0; i < np; i++)
+			if (procs[i]->faults)
+				printf("%8d %-16s %10llu %8llu %10llu %10llu %12s\n", procs[i]->pid, procs[i]->comm,
+				       (unsigned long long)procs[i]->faults, (unsigned long long)procs[i]->major,
+				       (unsigned long long)procs[i]->anon, (unsigned long long)procs[i]->file,
+				       fmt_bytes(procs[i]->faults * s->page_size, a, sizeof(a)));
+		printf("\ntop stacks by faults:\n");
+		stacktab_print(&r->faults, stdout, r->top, 1, "faults", "  ");
+		if (fm) {
+			hashmap_for_each(&r->fmaps, slot) fm[nf++] = slot->ptr;
+			nf = fmaps_coalesce(fm, nf);
+			if (nf > 1)
+				qsort(fm, nf, sizeof(*fm), fmap_cmp);
+			printf("\ntop mappings by faults:\n");
+			for (size_t i = 0; i < nf && i < r->top; i++)
+				printf("  %10llu faults  0x%llx-0x%llx %s (%s) (pid %d %s)\n", (unsigned long long)fm[i]->count,
+				       (unsigned long long)fm[i]->start, (unsigned long long)fm[i]->end, fm[i]->name,
+				       fmt_bytes(fm[i]->end - fm[i]->start, b, sizeof(b)), fm[i]->pid, fm[i]->comm);
+			free(fm);
+		}
+	}
+	if (r->have_malloc)
+		print_malloc(r, s);
+	if (!r->have_brk && !r->have_mmap && !r->have_faults && !r->have_malloc)
+		printf("\nno brk, mmap, page fault or allocation events%s\n", r->pid >= 0 ? " for this pid" : "");
+	(void)c;
+	free(procs);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	enum { OPT_PID = 256 };
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'T' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct report r = { .pid = -1, .top = 5 };
+	struct session s;
+	char err[512];
+	int c, ret = 1;
+	uint64_t v;
+
+	while ((c = getopt_long(argc, argv, "T:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'T':
+			if (parse_u64("--top", optarg, &v))
+				return 2;
+			r.top = v;
+			break;
+		case OPT_PID:
+			if (parse_u64("--pid", optarg, &v))
+				return 2;
+			r.pid = v;
+			break;
+		case 'h':
+			return cmd_usage(usage_text, 1);
+		default:
+			return cmd_usage(usage_text, 0);
+		}
+	}
+	if (cmd_one_file(argc))
+		return 2;
+	if (cmd_open(&s, argv[optind]))
+		return 1;
+	hashmap_init(&r.procs, 0);
+	hashmap_init(&r.fmaps, 0);
+	stacktab_init(&r.brk, 0, 1);
+	stacktab_init(&r.mmap, 0, 1);
+	stacktab_init(&r.faults, 1, 1);
+	r.big = calloc(r.top ? r.top : 1, sizeof(*r.big));
+	r.mo = memops_new(&s, on_op, &r);
+	r.have_malloc = allocs_recorded(&s);
+	allocs_init(&r.a, &s);
+	heapprof_init(&r.heap);
+	if (!r.big || !r.mo)
+		msg_error("out of memory");
+	else if (session_replay(&s, on_sample, &r, err, sizeof(err)))
+		msg_error("%s", err);
+	else {
+		allocs_end(&r.a);
+		heapprof_finish(&r.heap);
+		print_report(&r, &s);
+		ret = 0;
+	}
+	memops_free(r.mo);
+	heapprof_release(&r.heap);
+	session_report_unwind(&s);
+	symbols_report_unresolved(&s.syms, stderr);
+	hashmap_for_each(&r.procs, slot) free(slot->ptr);
+	hashmap_for_each(&r.fmaps, slot) free(slot->ptr);
+	hashmap_release(&r.procs);
+	hashmap_release(&r.fmaps);
+	stacktab_release(&r.brk);
+	stacktab_release(&r.mmap);
+	stacktab_release(&r.faults);
+	allocs_release(&r.a);
+	free(r.big);
+	session_release(&s);
+	return ret;
+}

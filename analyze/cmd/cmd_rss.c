@@ -1,0 +1,316 @@
+/*
+ * analyze/cmd/cmd_rss.c: memsight rss, resident memory over time per process
+ * from kmem:rss_stat (record -e rss): the kernel reports a counter (file,
+ * anonymous, swap entries, shmem) of an mm each time it changes. Printed as
+ * a table per process or drawn as an SVG line chart.
+ *
+ * rss_stat names an mm by a hashed id, and a change is often made by a task
+ * that is not the mm's owner (reclaim, exit): an id is tied to a process
+ * the first time its own task reports it (curr=1).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const char usage_text[] =
+	"usage: memsight rss [options] FILE\n"
+	"\n"
+	"Resident memory over time per process (record -e rss): file, anonymous and\n"
+	"shmem pages and swap entries, as the kernel counts them.\n"
+	"\n"
+	"  -T, --top N          processes shown, largest peak first (default 10)\n"
+	"  -n, --points N       rows per process in the text table (default 20)\n"
+	"      --pid PID        only this process\n"
+	"      --svg FILE       draw the RSS of each process over time as an SVG line chart\n"
+	"      --json           one JSON object instead of text\n"
+	"  -h, --help           show this help\n";
+
+enum { RSS_FILE, RSS_ANON, RSS_SWAP, RSS_SHMEM, RSS_NR };
+static const char *const member_names[RSS_NR] = { "file", "anon", "swap", "shmem" };
+
+struct point {
+	uint64_t time;
+	int64_t v[RSS_NR];
+};
+
+struct series {
+	int pid;
+	uint32_t mm_id;
+	const char *comm;
+	int64_t cur[RSS_NR];
+	int64_t peak;		/* of file + anon + shmem */
+	struct point *pts;
+	size_t nr, alloc;
+};
+
+struct rss {
+	long pid;
+	struct hashmap by_mm;	/* mm_id -> struct series * */
+	uint64_t unowned;	/* changes to an mm never reported by its own task */
+};
+
+static int64_t resident(const int64_t *v)
+{
+	return v[RSS_FILE] + v[RSS_ANON] + v[RSS_SHMEM];
+}
+
+static int on_sample(struct session *s, struct sample *smp, void *arg)
+{
+	struct rss *r = arg;
+	uint32_t mm = (uint32_t)sample_num(smp, "mm_id");
+	int64_t member = sample_snum(smp, "member");
+	struct hm_slot *slot;
+	struct series *se;
+	struct point *p;
+
+	if (smp->ev->kind != EVK_RSS_STAT || member < 0 || member >= RSS_NR)
+		return 0;
+	slot = hashmap_u64(&r->by_mm, mm, NULL);
+	if (!slot)
+		return -1;
+	if (!slot->ptr) {
+		if (!sample_num(smp, "curr")) {
+			r->unowned++;
+			return 0;
+		}
+		if (!(slot->ptr = calloc(1, sizeof(*se))))
+			return -1;
+		se = slot->ptr;
+		se->pid = smp->pid;
+		se->mm_id = mm;
+	}
+	se = slot->ptr;
+	if (sample_num(smp, "curr"))
+		/* After an exec the same task has a new mm: follow the name. */
+		se->comm = machine_comm(&s->m, se->pid, se->pid);
+	se->cur[member] = sample_snum(smp, "size");
+	if (resident(se->cur) > se->peak)
+		se->peak = resident(se->cur);
+	if (se->nr == se->alloc) {
+		size_t n = se->alloc ? se->alloc * 2 : 64;
+		struct point *v = realloc(se->pts, n * sizeof(*v));
+
+		if (!v)
+			return -1;
+		se->pts = v;
+		se->alloc = n;
+	}
+	p = &se->pts[se->nr++];
+	p->time = smp->time;
+	memcpy(p->v, se->cur, sizeof(p->v));
+	return 0;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct series *x = *(struct series *const *)a, *y = *(struct series *const *)b;
+
+	return x->peak != y->peak ? (x->peak > y->peak ? -1 : 1) : x->pid - y->pid;
+}
+
+/* The point in effect at time t: the last one at or before it. */
+static const struct point *point_at(const struct series *se, uint64_t t)
+{
+	size_t lo = 0, hi = se->nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (se->pts[mid].time <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &se->pts[lo - 1] : NULL;
+}
+
+static const char *const palette[] = { "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd",
+				       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
+
+static int svg_write(const char *path, struct session *s, struct series **v, size_t n)
+{
+	const double W = 1000, H = 500, L = 80, R = 220, T = 40, B = 50;
+	uint64_t t0 = s->first_time, t1 = s->last_time > t0 ? s->last_time : t0 + 1;
+	int64_t ymax = 1;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->peak > ymax)
+			ymax = v[i]->peak;
+	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+		   "<svg version=\"1.1\" width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\" "
+		   "font-family=\"Verdana\" font-size=\"12\">\n"
+		   "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\"/>\n"
+		   "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" font-size=\"17\">Resident memory over time</text>\n",
+		W, H, W, H, (W - R + L) / 2);
+	/* Axes with five ticks each. */
+	fprintf(f, "<g stroke=\"#888\" fill=\"none\"><path d=\"M%.0f %.0f V%.0f H%.0f\"/></g>\n", L, T, H - B, W - R);
+	for (int i = 0; i <= 4; i++) {
+		double y = H - B - (H - B - T) * i / 4, x = L + (W - R - L) * i / 4;
+
+		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.1f MiB</text>\n", L - 6, y + 4,
+			ymax * i / 4.0 / 1048576.0);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.3f s</text>\n", x, H - B + 18,
+			(t1 - t0) * i / 4.0 / 1e9);
+		fprintf(f, "<path d=\"M%.0f %.1f H%.0f\" stroke=\"#e0e0e0\"/>\n", L, y, W - R);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct series *se = v[i];
+		const char *col = palette[i % (sizeof(palette) / sizeof(palette[0]))];
+
+		fprintf(f, "<g class=\"rss\" data-pid=\"%d\" data-last-bytes=\"%lld\">\n<title>pid %d %s: peak %lld "
+			   "bytes, last %lld bytes</title>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+			   "points=\"",
+			se->pid, (long long)resident(se->cur), se->pid, se->comm ? se->comm : "?", (long long)se->peak,
+			(long long)resident(se->cur), col);
+		for (size_t j = 0; j < se->nr; j++) {
+			double x = L + (W - R - L) * (double)(se->pts[j].time - t0) / (double)(t1 - t0);
+			double y = H - B - (H - B - T) * (double)resident(se->pts[j].v) / (double)ymax;
+
+			/* Steps: the value holds until the next change. */
+			if (j)
+				fprintf(f, " %.1f,%.1f", x,
+					H - B - (H - B - T) * (double)resident(se->pts[j - 1].v) / (double)ymax);
+			fprintf(f, " %.1f,%.1f", x, y);
+		}
+		fprintf(f, "\"/>\n<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n"
+			   "<text x=\"%.0f\" y=\"%.0f\">%d %s</text>\n</g>\n",
+			W - R + 15, T + 20.0 * i, col, W - R + 32, T + 20.0 * i + 11, se->pid, se->comm ? se->comm : "?");
+	}
+	fprintf(f, "</svg>\n");
+	return fclose(f) ? -1 : 0;
+}
+
+int cmd_rss(int argc, char **argv)
+{
+	enum { OPT_PID = 256, OPT_JSON, OPT_SVG };
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'T' },
+		{ "points", required_argument, NULL, 'n' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "svg", required_argument, NULL, OPT_SVG },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rss r = { .pid = -1 };
+	struct series **v = NULL;
+	struct session s;
+	const char *svg = NULL;
+	uint64_t top = 10, points = 20, val;
+	size_t n = 0;
+	char err[512], b1[32];
+	int c, json = 0, ret = 1;
+
+	while ((c = getopt_long(argc, argv, "T:n:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'T':
+			if (parse_u64("--top", optarg, &top))
+				return 2;
+			break;
+		case 'n':
+			if (parse_u64("--points", optarg, &points) || !points)
+				return points ? 2 : (msg_error("--points must be at least 1"), 2);
+			break;
+		case OPT_PID:
+			if (parse_u64("--pid", optarg, &val))
+				return 2;
+			r.pid = val;
+			break;
+		case OPT_SVG:
+			svg = optarg;
+			break;
+		case OPT_JSON:
+			json = 1;
+			break;
+		case 'h':
+			return cmd_usage(usage_text, 1);
+		default:
+			return cmd_usage(usage_text, 0);
+		}
+	}
+	if (cmd_one_file(argc))
+		return 2;
+	if (cmd_open_group(&s, argv[optind], "rss_stat", "rss", NULL))
+		return 1;
+	hashmap_init(&r.by_mm, 0);
+	s.no_unwind = 1;
+	err[0] = 0;
+	if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
+		msg_error("%s", err[0] ? err : "out of memory");
+		goto out;
+	}
+	v = malloc((r.by_mm.nr ? r.by_mm.nr : 1) * sizeof(*v));
+	if (!v)
+		goto out;
+	hashmap_for_each(&r.by_mm, slot) {
+		struct series *se = slot->ptr;
+
+		if (se && (r.pid < 0 || se->pid == r.pid))
+			v[n++] = se;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), series_cmp);
+	if (n > top)
+		n = top;
+	if (svg && svg_write(svg, &s, v, n)) {
+		msg_error("cannot write '%s': %m", svg);
+		goto out;
+	}
+	if (json) {
+		printf("{\"trace\":");
+		json_str(s.path);
+		printf(",\"processes\":[");
+		for (size_t i = 0; i < n; i++) {
+			printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", v[i]->pid);
+			json_str(v[i]->comm);
+			printf(",\"peak_bytes\":%lld,\"last\":{", (long long)v[i]->peak);
+			for (int m = 0; m < RSS_NR; m++)
+				printf("%s\"%s\":%lld", m ? "," : "", member_names[m], (long long)v[i]->cur[m]);
+			printf(",\"resident\":%lld},\"changes\":%zu}", (long long)resident(v[i]->cur), v[i]->nr);
+		}
+		printf("]}\n");
+	} else {
+		printf("# memsight rss of '%s': %zu processes%s\n", s.path, n,
+		       r.unowned ? " (changes to memory of processes never seen themselves are left out)" : "");
+		for (size_t i = 0; i < n; i++) {
+			struct series *se = v[i];
+			uint64_t t0 = se->pts[0].time, t1 = se->pts[se->nr - 1].time;
+
+			printf("\npid %d %s: peak %s, last: resident %lld bytes (file %lld, anon %lld, shmem %lld), "
+			       "swap entries %lld bytes\n",
+			       se->pid, se->comm ? se->comm : "?", fmt_bytes(se->peak, b1, sizeof(b1)),
+			       (long long)resident(se->cur), (long long)se->cur[RSS_FILE], (long long)se->cur[RSS_ANON],
+			       (long long)se->cur[RSS_SHMEM], (long long)se->cur[RSS_SWAP]);
+			printf("%12s %14s %14s %14s %14s\n", "TIME(s)", "RESIDENT", "FILE", "ANON", "SHMEM");
+			for (uint64_t k = 0; k < points; k++) {
+				uint64_t t = points > 1 ? t0 + (t1 - t0) * k / (points - 1) : t1;
+				const struct point *p = point_at(se, t);
+
+				if (!p || (k && points > 1 && t1 == t0))
+					continue;
+				printf("%12.6f %14lld %14lld %14lld %14lld\n", (t - s.first_time) / 1e9,
+				       (long long)resident(p->v), (long long)p->v[RSS_FILE], (long long)p->v[RSS_ANON],
+				       (long long)p->v[RSS_SHMEM]);
+			}
+		}
+	}
+	ret = 0;
+out:
+	free(v);
+	hashmap_for_each(&r.by_mm, slot) {
+		struct series *se = slot->ptr;
+
+		if (se)
+			free(se->pts);
+		free(se);
+	}
+	hashmap_release(&r.by_mm);
+	session_release(&s);
+	return ret;
+}

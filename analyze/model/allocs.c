@@ -1,0 +1,553 @@
+/*
+ * analyze/model/allocs.c: pairing of allocation uprobes.
+ *
+ * Rules: realloc = free(old) + alloc(new); realloc(NULL, n) = malloc(n);
+ * realloc(p, 0) returning NULL frees p; a call that returns NULL (or an
+ * error for posix_memalign) allocates nothing; calloc and reallocarray
+ * count nmemb * size; a free of a pointer not allocated during the
+ * recording is counted apart and never makes a leak.
+ */
+#include "allocs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IPS 512
+#define X86_REG_SP 7
+
+struct pending {
+	enum alloc_fn fn;	 /* the probe's, which its return names too */
+	enum alloc_fn named;	 /* the function the program called (an alias of fn's) */
+	uint64_t size, nmemb, ptr, memptr, caller, time;
+	int have_stack;
+	int nested;		 /* made by the allocator inside an outer call: not counted */
+	struct sample smp;	 /* the entry sample, with ips repaired */
+	uint64_t ips[MAX_IPS];
+};
+
+struct pending_stack {
+	struct pending *v;
+	size_t nr, alloc;
+};
+
+int allocs_recorded(const struct session *s)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		if (s->evs[i].kind == EVK_ALLOC_ENTRY)
+			return 1;
+	return 0;
+}
+
+static int alloc_fn_of(const char *name, size_t len)
+{
+	for (int k = 0; k < AF_NR; k++)
+		if (strlen(alloc_fns[k].symbol) == len && !strncmp(alloc_fns[k].symbol, name, len))
+			return k;
+	return -1;
+}
+
+/* "aligned_alloc=memalign[,...] ...": functions the recorder probed once
+ * because they share an address (FORMAT.md, alloc_aliases). */
+static void aliases_parse(struct allocs *a, const char *text)
+{
+	for (const char *p = text; *p;) {
+		const char *eq = strchr(p, '='), *end = p + strcspn(p, " ");
+		int k = eq && eq < end ? alloc_fn_of(p, eq - p) : -1;
+
+		for (const char *q = eq ? eq + 1 : end; k >= 0 && q < end;) {
+			size_t l = strcspn(q, ", ");
+			int j = alloc_fn_of(q, l < (size_t)(end - q) ? l : (size_t)(end - q));
+
+			if (j >= 0)
+				a->aliases[k] |= 1ull << j;
+			q += l + (q[l] == ',');
+		}
+		p = *end ? end + 1 : end;
+	}
+}
+
+/* An exec releases every block of the old image with its address space:
+ * they are no leak of the new one, and no call pending in it returns. */
+static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
+{
+	struct allocs *a = arg;
+	struct hm_slot *slot = hashmap_u64_find(&a->procs, (uint32_t)pid);
+	struct hashmap *m = slot ? slot->ptr : NULL;
+
+	hashmap_for_each(m ? m : &a->procs, r) {
+		struct alloc_rec *rec;
+
+		if (!m)
+			break;
+		rec = r->ptr;
+		a->exec_released++;
+		if (a->cb) {
+			struct alloc_event ev = { ALLOC_FREED, rec, time, pid };
+
+			a->cb(s, &ev, a->cb_arg);
+		}
+		free(rec);
+	}
+	if (m) {
+		hashmap_release(m);
+		hashmap_init(m, 0);
+	}
+	if ((slot = hashmap_u64_find(&a->freed, (uint32_t)pid))) {
+		hashmap_release(slot->ptr);
+		hashmap_init(slot->ptr, 0);
+	}
+	hashmap_for_each(&a->threads, t) if (machine_pid_of(&s->m, (int)t->key) == pid)
+		((struct pending_stack *)t->ptr)->nr = 0;
+}
+
+int allocs_init(struct allocs *a, struct session *s)
+{
+	char v[256];
+
+	memset(a, 0, sizeof(*a));
+	stacktab_init(&a->stacks, 0, 1);
+	hashmap_init(&a->procs, 0);
+	hashmap_init(&a->freed, 0);
+	hashmap_init(&a->threads, 0);
+	a->sample = atoi(session_host(s, "alloc_sample", v, sizeof(v), "1"));
+	if (!a->sample)
+		a->sample = 1;
+	a->min_size = strtoull(session_host(s, "alloc_min_size", v, sizeof(v), "0"), NULL, 10);
+	a->max_size = strtoull(session_host(s, "alloc_max_size", v, sizeof(v), "0"), NULL, 10);
+	aliases_parse(a, session_host(s, "alloc_aliases", v, sizeof(v), ""));
+	hashmap_init(&a->call_names, 0);
+	return session_on_exec(s, on_exec, a);
+}
+
+void allocs_release(struct allocs *a)
+{
+	hashmap_for_each(&a->procs, p) {
+		struct hashmap *m = p->ptr;
+
+		hashmap_for_each(m, r) free(r->ptr);
+		hashmap_release(m);
+		free(m);
+	}
+	hashmap_release(&a->procs);
+	hashmap_for_each(&a->freed, p) {
+		hashmap_release(p->ptr);
+		free(p->ptr);
+	}
+	hashmap_release(&a->freed);
+	hashmap_release(&a->call_names);
+	hashmap_for_each(&a->threads, t) {
+		struct pending_stack *ps = t->ptr;
+
+		free(ps->v);
+		free(ps);
+	}
+	hashmap_release(&a->threads);
+	stacktab_release(&a->stacks);
+}
+
+static struct hashmap *proc_table(struct allocs *a, int pid)
+{
+	struct hm_slot *s = hashmap_u64(&a->procs, (uint32_t)pid, NULL);
+
+	if (!s)
+		return NULL;
+	if (!s->ptr && (s->ptr = malloc(sizeof(struct hashmap))))
+		hashmap_init(s->ptr, 0);
+	return s->ptr;
+}
+
+static struct pending_stack *thread_stack(struct allocs *a, int tid)
+{
+	struct hm_slot *s = hashmap_u64(&a->threads, (uint32_t)tid, NULL);
+
+	if (!s)
+		return NULL;
+	if (!s->ptr)
+		s->ptr = calloc(1, sizeof(struct pending_stack));
+	return s->ptr;
+}
+
+/* Whether a call of the family was made by the allocator itself, inside
+ * a call still pending on the same thread: glibc's reallocarray calls
+ * realloc, realloc(NULL, n) calls malloc and realloc(p, 0) free. Such a
+ * call is part of the outer one, which is the user's. Its caller (the
+ * return address the entry probe read) lies in the object of the probed
+ * function, or, when the outer function jumped to it as its last act, is
+ * the trampoline the outer call's return probe put in place of the
+ * user's return address. A call from elsewhere (a signal handler's) is
+ * the user's own. */
+static int nested_call(struct session *s, const struct pending_stack *ps, const struct sample *smp, uint64_t caller)
+{
+	const struct map *fn, *by;
+
+	if (!ps || !ps->nr || !caller)
+		return 0;
+	fn = machine_find_map(&s->m, smp->pid, smp->ip);
+	by = machine_find_map(&s->m, smp->pid, caller);
+	return fn && by && (fn->name == by->name || !strcmp(by->name, "[uprobes]"));
+}
+
+/* Undo return-probe trampolines (the session put the skipped caller
+ * back already). */
+static void repair_stack(struct session *s, struct pending_stack *ps, struct pending *p, const struct sample *smp)
+{
+	uint64_t n = 0, tramp = 0;
+	int user = 0, first_user = 0;
+
+	p->smp = *smp;
+	p->smp.raw = NULL;
+	p->smp.regs = NULL;
+	p->smp.stack = (struct stackdump){ 0 };
+	for (uint64_t i = 0; i < smp->nr_ips && n < MAX_IPS - 1; i++) {
+		uint64_t ip = smp->ips[i];
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			user = ip == PERF_CONTEXT_USER;
+			first_user = user;
+			p->ips[n++] = ip;
+			continue;
+		}
+		if (user && !first_user) {
+			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
+
+			/* A pending return probe put its trampoline where the
+			 * return address was; the outer pending calls, innermost
+			 * first, know the real ones. */
+			if (m && !strcmp(m->name, "[uprobes]")) {
+				tramp++;
+				if (ps->nr < tramp + 1)
+					continue;
+				ip = ps->v[ps->nr - 1 - tramp].caller;
+			}
+		}
+		p->ips[n++] = ip;
+		if (user && first_user)
+			first_user = 0;
+	}
+	p->smp.ips = p->ips;
+	p->smp.nr_ips = n;
+}
+
+static int out_of_range(struct allocs *a, uint64_t size)
+{
+	return (a->min_size && size < a->min_size) || (a->max_size && size > a->max_size);
+}
+
+/* Which of the functions sharing fn's address the program called: the
+ * call instruction before the return address (the entry probe read the 8
+ * bytes before it) goes through a PLT entry (call rel32) or a GOT slot
+ * (call *disp32(%rip)), and the slot's relocation names the function. */
+static enum alloc_fn called_name(struct allocs *a, struct session *s, const struct sample *smp, enum alloc_fn fn,
+				 uint64_t caller, uint64_t insn)
+{
+	uint64_t key = caller ^ (uint64_t)(uint32_t)smp->pid << 40, target, bias;
+	struct hm_slot *slot = hashmap_u64(&a->call_names, key, NULL);
+	unsigned char b[8];
+	const struct map *m;
+	const char *name;
+	int32_t disp;
+	int via_slot, k;
+
+	if (slot && slot->val)
+		return (enum alloc_fn)(slot->val - 1);
+	memcpy(b, &insn, 8);
+	if (b[3] == 0xe8)
+		via_slot = 0;
+	else if (b[2] == 0xff && b[3] == 0x15)
+		via_slot = 1;
+	else
+		goto keep;
+	memcpy(&disp, b + 4, 4);
+	target = caller + (int64_t)disp;
+	m = machine_find_map(&s->m, smp->pid, target);
+	if (!m || !m->dso || symbols_object_bias(m->dso, m->start, m->pgoff, &bias) ||
+	    !(name = symbols_call_name(m->dso, target - bias, via_slot)))
+		goto keep;
+	k = alloc_fn_of(name, strcspn(name, "@"));
+	if (k >= 0 && (k == (int)fn || (a->aliases[fn] & (1ull << k))))
+		fn = k;
+keep:
+	if (slot)
+		slot->val = fn + 1;
+	return fn;
+}
+
+/* Whether the caller of a probed call lies in the object of the probed
+ * function: the allocator calling itself. */
+static int caller_in_allocator(struct session *s, const struct sample *smp, uint64_t caller)
+{
+	const struct map *fn = machine_find_map(&s->m, smp->pid, smp->ip);
+	const struct map *by = caller ? machine_find_map(&s->m, smp->pid, caller) : NULL;
+
+	return fn && by && fn->name == by->name;
+}
+
+/* The blocks of pid freed during the recording and not allocated again
+ * since: a free of one of them again is no free of memory from before the
+ * recording. */
+static struct hashmap *freed_table(struct allocs *a, int pid)
+{
+	struct hm_slot *s = hashmap_u64(&a->freed, (uint32_t)pid, NULL);
+
+	if (!s)
+		return NULL;
+	if (!s->ptr && (s->ptr = malloc(sizeof(struct hashmap))))
+		hashmap_init(s->ptr, 0);
+	return s->ptr;
+}
+
+static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, uint64_t time, int internal,
+		   alloc_cb cb, void *arg)
+{
+	struct hashmap *m = proc_table(a, pid), *freed = freed_table(a, pid);
+	struct hm_slot *slot;
+	struct alloc_rec *r;
+	int ret = 0;
+
+	if (!ptr)
+		return 0;
+	slot = m ? hashmap_u64_find(m, ptr) : NULL;
+	if (!slot) {
+		/* glibc's tcache_thread_shutdown hands the blocks a thread
+		 * kept cached to free() again as the thread ends: blocks the
+		 * program freed before. From the program itself that is a
+		 * double free. */
+		if (freed && hashmap_u64_find(freed, ptr)) {
+			if (internal)
+				a->refrees++;
+			else
+				a->double_frees++;
+			return 0;
+		}
+		/* Its own block, taken without a probed entry point (the
+		 * tcache it frees as a thread ends), or one freed for the
+		 * program through libc's internals. */
+		if (internal)
+			a->internal_frees++;
+		else
+			a->unmatched_frees++;
+		return 0;
+	}
+	if (freed)
+		hashmap_u64(freed, ptr, NULL);
+	r = slot->ptr;
+	hashmap_u64_remove(m, ptr);
+	a->nr_frees++;
+	a->free_bytes += r->size;
+	if (cb) {
+		struct alloc_event ev = { ALLOC_FREED, r, time, a->tid };
+
+		ret = cb(s, &ev, arg);
+	}
+	free(r);
+	return ret;
+}
+
+static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, uint64_t size, int sized,
+		    enum alloc_fn fn, uint64_t time, const struct sample *stack, alloc_cb cb, void *arg)
+{
+	struct hashmap *m = proc_table(a, pid);
+	struct hm_slot *slot;
+	struct alloc_rec *r;
+
+	if (!m)
+		return -1;
+	if (sized && out_of_range(a, size)) {
+		a->filtered++;
+		sized = 0;
+		stack = NULL;
+	}
+	{
+		struct hashmap *freed = freed_table(a, pid);
+
+		if (freed && hashmap_u64_find(freed, ptr))
+			hashmap_u64_remove(freed, ptr);
+	}
+	slot = hashmap_u64(m, ptr, NULL);
+	if (!slot)
+		return -1;
+	if (slot->ptr) {
+		/* The same address again without a free we saw: the free was
+		 * lost or happened outside the probes (e.g. inside libc). */
+		free(slot->ptr);
+	}
+	r = calloc(1, sizeof(*r));
+	if (!(slot->ptr = r))
+		return -1;
+	r->ptr = ptr;
+	r->size = sized ? size : 0;
+	r->time = time;
+	r->pid = pid;
+	r->fn = fn;
+	r->sized = sized;
+	if (!sized)
+		a->unsized++;
+	if (stack && sized) {
+		r->stack = stacktab_add(&a->stacks, s, stack, size);
+		if (!r->stack)
+			return -1;
+		/* The innermost frame is the probed function's first byte:
+		 * call it by the name that was probed, not by whichever alias
+		 * (__libc_malloc, je_malloc) the symbol table lists first. */
+		stacktab_name_top(r->stack, alloc_fns[fn].name);
+	}
+	a->nr_allocs++;
+	a->alloc_bytes += r->size;
+	if (cb) {
+		struct alloc_event ev = { ALLOC_NEW, r, time, a->tid };
+
+		return cb(s, &ev, arg);
+	}
+	return 0;
+}
+
+struct replay {
+	struct allocs *a;
+	alloc_cb cb;
+	void *arg;
+};
+
+/* posix_memalign hands its pointer back through *memptr: read it from the
+ * stack bytes the return sample carries. */
+static int read_memptr(const struct sample *smp, uint64_t memptr, uint64_t *out)
+{
+	uint64_t sp;
+
+	if (!sample_reg(smp, X86_REG_SP, &sp) || memptr < sp)
+		return 0;
+	return !stackdump_read(&smp->stack, NULL, memptr - sp, out, 8);
+}
+
+static int on_sample(struct session *s, struct sample *smp, void *arg)
+{
+	struct replay *rp = arg;
+	struct allocs *a = rp->a;
+	struct sess_event *e = smp->ev;
+	struct pending_stack *ps;
+	struct pending *p;
+	enum alloc_op op;
+	uint64_t ret, size;
+
+	if (e->kind != EVK_ALLOC_ENTRY && e->kind != EVK_ALLOC_RET)
+		return 0;
+	a->tid = smp->tid;
+	ps = thread_stack(a, smp->tid);
+	if (!ps)
+		return -1;
+	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_FREE) {
+		uint64_t ptr = session_field(s, smp, AF_PTR), caller = session_field(s, smp, AF_CALLER);
+
+		/* realloc(p, 0) frees p through free: the realloc counts it. */
+		if (nested_call(s, ps, smp, caller)) {
+			a->nested++;
+			return 0;
+		}
+		return do_free(a, s, smp->pid, ptr, smp->time, caller_in_allocator(s, smp, caller), rp->cb, rp->arg);
+	}
+	if (e->kind == EVK_ALLOC_ENTRY) {
+		if (ps->nr == ps->alloc) {
+			size_t n = ps->alloc ? ps->alloc * 2 : 4;
+			struct pending *v = realloc(ps->v, n * sizeof(*v));
+
+			if (!v)
+				return -1;
+			ps->v = v;
+			ps->alloc = n;
+		}
+		p = &ps->v[ps->nr];
+		p->fn = e->fn;
+		p->caller = session_field(s, smp, AF_CALLER);
+		p->nested = nested_call(s, ps, smp, p->caller);
+		ps->nr++;
+		if (p->nested) {
+			a->nested++;
+			return 0;
+		}
+		p->named = a->aliases[e->fn] && e->fields[AF_INSN]
+				   ? called_name(a, s, smp, e->fn, p->caller, session_field(s, smp, AF_INSN))
+				   : e->fn;
+		p->size = session_field(s, smp, AF_SIZE);
+		p->nmemb = session_field(s, smp, AF_NMEMB);
+		p->ptr = session_field(s, smp, AF_PTR);
+		p->memptr = session_field(s, smp, AF_MEMPTR);
+		p->time = smp->time;
+		p->have_stack = smp->nr_ips > 0;
+		repair_stack(s, ps, p, smp);
+		return 0;
+	}
+	/* A return: find its entry, innermost first. Entries left above it
+	 * lost their return (a lost event): drop them. */
+	while (ps->nr && ps->v[ps->nr - 1].fn != e->fn) {
+		a->entry_lost++;
+		ps->nr--;
+	}
+	ret = session_field(s, smp, AF_RET);
+	if (!ps->nr) {
+		/* No entry kept (-s N or -z/-Z): the pointer is still known,
+		 * so its free will match. */
+		if (!ret || alloc_fns[e->fn].op != ALLOC_OP_ALLOC)
+			return 0;
+		return do_alloc(a, s, smp->pid, ret, 0, 0, e->fn, smp->time, NULL, rp->cb, rp->arg);
+	}
+	p = &ps->v[--ps->nr];
+	if (p->nested)
+		return 0;
+	op = alloc_fns[p->fn].op;
+	size = op == ALLOC_OP_ALLOC_N || op == ALLOC_OP_REALLOC_N ? p->nmemb * p->size : p->size;
+	if (op == ALLOC_OP_ALLOC_OUT) {
+		uint64_t ptr;
+
+		if ((int32_t)ret != 0) {
+			a->failed++;
+			return 0;
+		}
+		if (!read_memptr(smp, p->memptr, &ptr)) {
+			a->unknown_result++;
+			return 0;
+		}
+		ret = ptr;
+	}
+	if (op == ALLOC_OP_REALLOC || op == ALLOC_OP_REALLOC_N) {
+		if (!ret) {
+			/* realloc(p, 0) frees p and may return NULL; any other
+			 * NULL leaves the old block as it was. */
+			if (p->ptr && !size)
+				return do_free(a, s, smp->pid, p->ptr, smp->time, 0, rp->cb, rp->arg);
+			a->failed++;
+			return 0;
+		}
+		if (p->ptr && do_free(a, s, smp->pid, p->ptr, smp->time, 0, rp->cb, rp->arg))
+			return -1;
+	} else if (!ret) {
+		a->failed++;
+		return 0;
+	}
+	return do_alloc(a, s, smp->pid, ret, size, 1, p->named, p->time, p->have_stack ? &p->smp : NULL, rp->cb,
+			rp->arg);
+}
+
+int allocs_sample(struct allocs *a, struct session *s, struct sample *smp, alloc_cb cb, void *arg)
+{
+	struct replay rp = { a, cb, arg };
+
+	a->cb = cb;
+	a->cb_arg = arg;
+	return on_sample(s, smp, &rp);
+}
+
+void allocs_end(struct allocs *a)
+{
+	hashmap_for_each(&a->threads, t) a->entry_lost += ((struct pending_stack *)t->ptr)->nr;
+}
+
+int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, char *err, size_t errlen)
+{
+	struct replay rp = { a, cb, arg };
+	int r;
+
+	a->cb = cb;
+	a->cb_arg = arg;
+	r = session_replay(s, on_sample, &rp, err, errlen);
+	allocs_end(a);
+	return r;
+}

@@ -1,0 +1,77 @@
+/*
+ * analyze/model/allocs.h: user allocations paired with their frees.
+ *
+ * Owns turning the malloc-family uprobe samples into allocations and frees:
+ * entry and return paired per thread on a LIFO of pending calls (glibc's
+ * realloc(NULL, n) enters malloc), the stack of each allocation repaired
+ * (the caller a frame-pointer walk skips at a function's first instruction
+ * is put back from the return address the entry probe read, and return
+ * addresses a pending return probe replaced are restored), and the table of
+ * allocations still outstanding, per process. Knows nothing of how results
+ * are printed.
+ */
+#ifndef MEMSIGHT_ALLOCS_H
+#define MEMSIGHT_ALLOCS_H
+
+#include "../replay/session.h"
+#include "stacktab.h"
+
+struct alloc_rec {
+	uint64_t ptr, size, time;
+	struct stack_entry *stack; /* NULL when the entry was not sampled */
+	int pid;
+	uint8_t fn;
+	uint8_t sized;		   /* the size is known (the entry was seen) */
+	uint8_t reach;		   /* enum reach_kind, once reach_classify has run */
+};
+
+enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED };
+
+struct alloc_event {
+	enum alloc_event_kind kind;
+	const struct alloc_rec *rec; /* ALLOC_FREED: the allocation being freed */
+	uint64_t time;		     /* of the event (the free's time for ALLOC_FREED) */
+	int tid;		     /* the thread that allocated or freed */
+};
+
+typedef int (*alloc_cb)(struct session *s, const struct alloc_event *ev, void *arg);
+
+struct allocs {
+	struct stacktab stacks;	  /* allocation stacks; weight = bytes allocated */
+	struct hashmap procs;	  /* pid -> struct hashmap * (ptr -> struct alloc_rec *) */
+	struct hashmap freed;	  /* pid -> struct hashmap * of blocks freed and not allocated again */
+	struct hashmap threads;	  /* tid -> struct pending_stack * */
+	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
+	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
+	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
+	int tid;		  /* the thread of the sample being paired */
+	alloc_cb cb;		  /* the replay's callback, for the blocks an exec releases */
+	void *cb_arg;
+	uint64_t exec_released;	  /* blocks an exec released with the address space */
+	uint64_t min_size, max_size;
+	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;
+	uint64_t unmatched_frees;  /* frees of memory allocated before the recording */
+	uint64_t refrees;	   /* the allocator freeing again blocks freed before (tcache at thread exit) */
+	uint64_t internal_frees;   /* the allocator freeing blocks no probed call made (its tcache) */
+	uint64_t double_frees;	   /* the program freeing again blocks freed before */
+	uint64_t nested;	   /* calls the allocator made inside the user's (reallocarray -> realloc) */
+	uint64_t failed;	   /* calls that returned no memory */
+	uint64_t unknown_result;   /* posix_memalign whose pointer could not be read */
+	uint64_t filtered;	   /* outside -z/-Z (applied here for calloc and realloc) */
+	uint64_t unsized;	   /* allocations whose entry was not kept (-s, -z/-Z) */
+	uint64_t entry_lost;	   /* entries without a return (the recording ended, lost events) */
+};
+
+int allocs_init(struct allocs *a, struct session *s);
+void allocs_release(struct allocs *a);
+/* Replay the session, calling cb (may be NULL) for every allocation and
+ * free. Outstanding allocations stay in a->procs afterwards. */
+int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, char *err, size_t errlen);
+/* The same a sample at a time, for a command that feeds one replay to
+ * several consumers; allocs_end once the replay is over. */
+int allocs_sample(struct allocs *a, struct session *s, struct sample *smp, alloc_cb cb, void *arg);
+void allocs_end(struct allocs *a);
+/* Whether the trace holds malloc-family events at all. */
+int allocs_recorded(const struct session *s);
+
+#endif

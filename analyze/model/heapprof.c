@@ -1,0 +1,109 @@
+/*
+ * analyze/model/heapprof.c: the heap over time; see heapprof.h.
+ */
+#include "heapprof.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void heapprof_init(struct heapprof *h)
+{
+	memset(h, 0, sizeof(*h));
+	hashmap_init(&h->sites, 0);
+	hashmap_init(&h->procs, 0);
+	hashmap_init(&h->last, 0);
+}
+
+void heapprof_release(struct heapprof *h)
+{
+	hashmap_for_each(&h->sites, slot) free(slot->ptr);
+	hashmap_for_each(&h->procs, slot) free(slot->ptr);
+	hashmap_release(&h->sites);
+	hashmap_release(&h->procs);
+	hashmap_release(&h->last);
+}
+
+static void *slot_alloc(struct hashmap *m, uint64_t key, size_t size)
+{
+	struct hm_slot *slot = hashmap_u64(m, key, NULL);
+
+	if (!slot)
+		return NULL;
+	if (!slot->ptr)
+		slot->ptr = calloc(1, size);
+	return slot->ptr;
+}
+
+/* Every stack's bytes now are its bytes at the peak. */
+static void peak_take(struct heapprof *h)
+{
+	hashmap_for_each(&h->sites, slot) {
+		struct heap_site *site = slot->ptr;
+
+		site->at_peak = site->cur;
+	}
+	h->peak_pending = 0;
+}
+
+int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_event *ev)
+{
+	const struct alloc_rec *r = ev->rec;
+	struct heap_proc *p = slot_alloc(&h->procs, (uint32_t)r->pid, sizeof(*p));
+	struct heap_site *site = r->stack ? slot_alloc(&h->sites, (uintptr_t)r->stack, sizeof(*site)) : NULL;
+	struct hm_slot *last = hashmap_u64(&h->last, (uint32_t)ev->tid, NULL);
+
+	if (!p || (r->stack && !site) || !last)
+		return -ENOMEM;
+	p->pid = r->pid;
+	p->comm = machine_comm(&s->m, r->pid, r->pid);
+	if (site)
+		site->stack = r->stack;
+	if (ev->kind == ALLOC_NEW) {
+		p->calls++;
+		p->bytes += r->size;
+		p->cur += r->size;
+		h->cur += r->size;
+		if (site)
+			site->cur += r->size;
+		last->val = r->ptr;
+		if (p->cur > p->peak) {
+			p->peak = p->cur;
+			p->peak_time = ev->time;
+		}
+		if (h->cur > h->peak) {
+			h->peak = h->cur;
+			h->peak_time = ev->time;
+			h->peak_pending = 1;
+		}
+		return 0;
+	}
+	/* The heap only falls from here: if it had just climbed to a new
+	 * peak, that was the peak's moment. */
+	if (h->peak_pending)
+		peak_take(h);
+	p->frees++;
+	p->freed_bytes += r->size;
+	p->cur -= r->size;
+	h->cur -= r->size;
+	if (site)
+		site->cur -= r->size;
+	if (last->val == r->ptr) {
+		p->temporary++;
+		if (site)
+			site->temporary++;
+	}
+	last->val = 0;
+	return 0;
+}
+
+void heapprof_finish(struct heapprof *h)
+{
+	if (h->peak_pending)
+		peak_take(h);
+}
+
+int heapprof_cb(struct session *s, const struct alloc_event *ev, void *arg)
+{
+	return heapprof_event(arg, s, ev);
+}

@@ -1,0 +1,310 @@
+/*
+ * analyze/model/reach.c: lost, indirectly lost or still reachable; see reach.h.
+ */
+#include "reach.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const reach_kind_names[REACH_NR] = { "unknown", "definitely lost", "indirectly lost",
+						 "still reachable" };
+const char *const reach_kind_keys[REACH_NR] = { "unknown", "definitely_lost", "indirectly_lost",
+						"still_reachable" };
+
+struct block {
+	uint64_t start, end;
+	struct alloc_rec *rec;
+};
+
+struct edge {
+	uint32_t from, to;
+};
+
+struct graph {
+	struct block *blocks;
+	size_t nr;
+	struct edge *edges;
+	size_t nr_edges, edges_alloc;
+	uint32_t *first;	/* edges of block i: edges[first[i] .. first[i + 1]) */
+	uint8_t *root;
+};
+
+static int block_cmp(const void *a, const void *b)
+{
+	const struct block *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int edge_cmp(const void *a, const void *b)
+{
+	const struct edge *x = a, *y = b;
+
+	return x->from != y->from ? (x->from < y->from ? -1 : 1) : (x->to > y->to) - (x->to < y->to);
+}
+
+/* The block holding address v, or -1. */
+static long block_of(const struct graph *g, uint64_t v)
+{
+	size_t lo = 0, hi = g->nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g->blocks[mid].start <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && v < g->blocks[lo - 1].end ? (long)lo - 1 : -1;
+}
+
+static int edge_add(struct graph *g, uint32_t from, uint32_t to)
+{
+	if (g->nr_edges == g->edges_alloc) {
+		size_t n = g->edges_alloc ? g->edges_alloc * 2 : 4096;
+		struct edge *v = realloc(g->edges, n * sizeof(*v));
+
+		if (!v)
+			return -1;
+		g->edges = v;
+		g->edges_alloc = n;
+	}
+	g->edges[g->nr_edges++] = (struct edge){ from, to };
+	return 0;
+}
+
+/* Whether a region is heap: [heap], or anonymous memory holding a block
+ * this recording saw allocated (outstanding, or freed and not reused).
+ * Words there outside any block are free memory, no root. */
+static int heap_region(const struct graph *g, struct hashmap *freed, uint64_t start, uint64_t end, uint32_t kind)
+{
+	long b;
+
+	if (kind == REACH_REGION_HEAP)
+		return 1;
+	if (kind != REACH_REGION_ANON)
+		return 0;
+	b = block_of(g, end - 1);
+	if (b >= 0 && g->blocks[b].end > start)
+		return 1;
+	/* The nearest block below end may lie below start: look again. */
+	{
+		size_t lo = 0, hi = g->nr;
+
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (g->blocks[mid].start < start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < g->nr && g->blocks[lo].start < end)
+			return 1;
+	}
+	hashmap_for_each(freed, slot) if (slot->key >= start && slot->key < end) return 1;
+	return 0;
+}
+
+/* Depth-first from block b, marking with kind what is not marked yet.
+ * A clique leader met again becomes part of this clique. */
+static int mark(struct graph *g, uint32_t b, uint8_t kind, uint32_t *stack)
+{
+	size_t n = 0;
+
+	stack[n++] = b;
+	while (n) {
+		uint32_t x = stack[--n];
+
+		for (uint32_t e = g->first[x]; e < g->first[x + 1]; e++) {
+			struct alloc_rec *r = g->blocks[g->edges[e].to].rec;
+
+			if (r->reach == REACH_REACHABLE || r->reach == REACH_INDIRECT || g->edges[e].to == b)
+				continue;
+			/* Unmarked, or a leader of an earlier clique. */
+			r->reach = kind;
+			stack[n++] = g->edges[e].to;
+		}
+	}
+	return 0;
+}
+
+static int classify_pid(struct session *s, struct allocs *a, int pid, struct reach_stats *st, char *err,
+			size_t errlen)
+{
+	struct hm_slot *ps = hashmap_u64_find(&a->procs, (uint32_t)pid), *fs = hashmap_u64_find(&a->freed, (uint32_t)pid);
+	struct hashmap empty, *freed = fs ? fs->ptr : &empty;
+	struct graph g = { 0 };
+	unsigned char *buf = NULL;
+	size_t alloc = 0;
+	uint32_t *stack = NULL;
+	int ret = -1, seen = 0;
+	uint8_t *heapish = NULL;
+
+	hashmap_init(&empty, 0);
+	if (ps)
+		g.blocks = malloc((((struct hashmap *)ps->ptr)->nr + 1) * sizeof(*g.blocks));
+	if (ps && !g.blocks)
+		goto oom;
+	if (ps)
+		hashmap_for_each((struct hashmap *)ps->ptr, r) {
+			struct alloc_rec *rec = r->ptr;
+
+			/* A block of 0 bytes still has its address. */
+			g.blocks[g.nr++] = (struct block){ rec->ptr, rec->ptr + (rec->size ? rec->size : 1), rec };
+		}
+	if (g.nr > 1)
+		qsort(g.blocks, g.nr, sizeof(*g.blocks), block_cmp);
+	g.root = calloc(g.nr + 1, 1);
+	if (!g.root)
+		goto oom;
+	for (size_t c = 0; c < s->nr_reach; c++) {
+		struct reach_part part;
+		long n = trace_chunk_payload(&s->r, s->reach_chunks[c], &buf, &alloc, err, errlen);
+
+		if (n < 0)
+			goto out;
+		if (reach_part_decode(buf, n, &part)) {
+			snprintf(err, errlen, "a memory scan in '%s' is malformed", s->path);
+			goto out;
+		}
+		if ((int)part.pid != pid)
+			continue;
+		if (!seen++) {
+			st->scan_ns += part.scan_ns;
+			st->scanned_bytes += part.scanned_bytes;
+		}
+		st->pairs += part.nr_pairs;
+		free(heapish);
+		heapish = malloc(part.nr_regions + 1);
+		if (!heapish)
+			goto oom;
+		for (uint32_t i = 0; i < part.nr_regions; i++) {
+			uint64_t lo, hi;
+			uint32_t kind;
+
+			memcpy(&lo, part.regions + i * REACH_REGION_SIZE, 8);
+			memcpy(&hi, part.regions + i * REACH_REGION_SIZE + 8, 8);
+			memcpy(&kind, part.regions + i * REACH_REGION_SIZE + 16, 4);
+			heapish[i] = lo < hi && heap_region(&g, freed, lo, hi, kind);
+		}
+		for (uint64_t i = 0; i < part.nr_pairs; i++) {
+			uint64_t where, what;
+			long to, from;
+
+			memcpy(&where, part.pairs + i * REACH_PAIR_SIZE, 8);
+			memcpy(&what, part.pairs + i * REACH_PAIR_SIZE + 8, 8);
+			if ((to = block_of(&g, what)) < 0)
+				continue;
+			if (!where) {
+				g.root[to] = 1; /* a register */
+				continue;
+			}
+			if ((from = block_of(&g, where)) >= 0) {
+				if (from != to && edge_add(&g, from, to))
+					goto oom;
+				continue;
+			}
+			/* Outside every block: free heap memory, or a root. The
+			 * regions come in address order, as the maps list them. */
+			{
+				uint32_t lo = 0, hi = part.nr_regions;
+
+				while (lo < hi) {
+					uint32_t mid = (lo + hi) / 2;
+					uint64_t start;
+
+					memcpy(&start, part.regions + mid * REACH_REGION_SIZE, 8);
+					if (start <= where)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo && !heapish[lo - 1])
+					g.root[to] = 1;
+			}
+		}
+	}
+	if (!seen) {
+		ret = 0;
+		goto out;
+	}
+	/* The edges by their source, each once. */
+	if (g.nr_edges > 1)
+		qsort(g.edges, g.nr_edges, sizeof(*g.edges), edge_cmp);
+	g.first = calloc(g.nr + 2, sizeof(*g.first));
+	stack = malloc((g.nr + 1) * sizeof(*stack));
+	if (!g.first || !stack)
+		goto oom;
+	for (size_t i = 0; i < g.nr_edges; i++)
+		g.first[g.edges[i].from + 1]++;
+	for (size_t i = 0; i < g.nr; i++)
+		g.first[i + 1] += g.first[i];
+	for (size_t i = 0; i < g.nr; i++)
+		g.blocks[i].rec->reach = REACH_UNKNOWN;
+	/* What the roots reach. */
+	for (size_t i = 0; i < g.nr; i++) {
+		if (!g.root[i] || g.blocks[i].rec->reach == REACH_REACHABLE)
+			continue;
+		g.blocks[i].rec->reach = REACH_REACHABLE;
+		mark(&g, i, REACH_REACHABLE, stack);
+	}
+	/* The rest, in cliques: a leader nothing else reached, lost, and
+	 * what it reaches lost with it. */
+	for (size_t i = 0; i < g.nr; i++) {
+		if (g.blocks[i].rec->reach != REACH_UNKNOWN)
+			continue;
+		g.blocks[i].rec->reach = REACH_LOST;
+		mark(&g, i, REACH_INDIRECT, stack);
+	}
+	st->processes++;
+	ret = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "out of memory");
+out:
+	hashmap_release(&empty);
+	free(buf);
+	free(heapish);
+	free(stack);
+	free(g.blocks);
+	free(g.edges);
+	free(g.first);
+	free(g.root);
+	return ret;
+}
+
+int reach_classify(struct session *s, struct allocs *a, struct reach_stats *st, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t alloc = 0;
+	struct hashmap done;
+	int ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	hashmap_init(&done, 0);
+	/* The processes scanned: each part says whose it is. */
+	for (size_t c = 0; c < s->nr_reach && !ret; c++) {
+		struct reach_part part;
+		long n = trace_chunk_payload(&s->r, s->reach_chunks[c], &buf, &alloc, err, errlen);
+		int created = 0;
+
+		if (n < 0 || reach_part_decode(buf, n, &part)) {
+			if (n >= 0)
+				snprintf(err, errlen, "a memory scan in '%s' is malformed", s->path);
+			ret = -1;
+			break;
+		}
+		if (!hashmap_u64(&done, part.pid, &created)) {
+			snprintf(err, errlen, "out of memory");
+			ret = -1;
+		} else if (created) {
+			ret = classify_pid(s, a, part.pid, st, err, errlen);
+		}
+	}
+	hashmap_release(&done);
+	free(buf);
+	return ret;
+}

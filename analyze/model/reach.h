@@ -1,0 +1,41 @@
+/*
+ * analyze/model/reach.h: lost, indirectly lost or still reachable.
+ *
+ * Owns the marking valgrind's memcheck and LeakSanitizer do at exit, on
+ * the scan the recorder made of a stopped process (record --leak-check):
+ * the words that could point into its heap, and where each was. A word in
+ * an outstanding block points from that block; one outside the heap (a
+ * global, a stack from its pointer up, a register, memory the allocator
+ * never handed out) is a root. Blocks a root reaches, directly or through
+ * other blocks, are still reachable. Of the rest, in address order, each
+ * block nothing else claimed heads a clique: it is definitely lost and
+ * the blocks it reaches are indirectly lost, as memcheck reports them. A
+ * pointer anywhere into a block counts. Knows nothing of printing.
+ */
+#ifndef MEMSIGHT_REACH_H
+#define MEMSIGHT_REACH_H
+
+#include "allocs.h"
+
+enum reach_kind {
+	REACH_UNKNOWN,		/* no scan of its process */
+	REACH_LOST,		/* definitely lost */
+	REACH_INDIRECT,		/* indirectly lost: only lost blocks point to it */
+	REACH_REACHABLE,	/* still reachable */
+	REACH_NR,
+};
+
+extern const char *const reach_kind_names[REACH_NR];	/* "definitely lost", ... */
+extern const char *const reach_kind_keys[REACH_NR];	/* for JSON: "definitely_lost", ... */
+
+struct reach_stats {
+	int processes;		/* scanned and classified */
+	uint64_t scan_ns, scanned_bytes, pairs;
+};
+
+/* Classify the outstanding allocations of a (after allocs_replay) for
+ * every process s holds a scan of: each alloc_rec's reach. Returns 0, or
+ * -1 with a reason in err. */
+int reach_classify(struct session *s, struct allocs *a, struct reach_stats *st, char *err, size_t errlen);
+
+#endif

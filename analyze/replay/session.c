@@ -1,0 +1,1051 @@
+/*
+ * analyze/replay/session.c: META reading, record decoding and replay.
+ *
+ * Sample fields are decoded from each event's own sample_type as the
+ * recorder gave it to the kernel (stored in the trace), so traces made with
+ * other field sets still decode; tracepoint payloads go to libtraceevent
+ * with the format text stored in the trace, never this machine's tracefs.
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <traceevent/event-parse.h>
+
+#include "../../formats/msg.h"
+#include "../stacks/unwind.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void classify_alloc(struct sess_event *e)
+{
+	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller", "insn" };
+	const char *fn = strchr(e->d.name, ':');
+	int ret, k;
+
+	fn = fn ? fn + 1 : e->d.name;
+	k = alloc_fn_lookup(fn, strlen(fn), &ret);
+	e->kind = EVK_OTHER;
+	if (k >= 0) {
+		e->fn = k;
+		e->kind = ret ? EVK_ALLOC_RET : EVK_ALLOC_ENTRY;
+	}
+	if (!e->tp || e->kind == EVK_OTHER)
+		return;
+	if (ret) {
+		e->fields[AF_RET] = tep_find_field(e->tp, "ret");
+		e->fields[AF_RET_IP] = tep_find_field(e->tp, "__probe_ret_ip");
+	} else {
+		for (int f = 0; f < SESS_MAX_FIELDS; f++)
+			e->fields[f] = tep_find_field(e->tp, entry_fields[f]);
+	}
+}
+
+static void classify(struct sess_event *e)
+{
+	if (!strcmp(e->d.group, "malloc")) {
+		classify_alloc(e);
+		return;
+	}
+	static const struct {
+		const char *name;
+		enum ev_kind kind;
+		const char *fields[SESS_MAX_FIELDS];
+	} kinds[] = {
+		{ "syscalls:sys_enter_brk", EVK_BRK_ENTER, { "brk" } },
+		{ "syscalls:sys_exit_brk", EVK_BRK_EXIT, { "ret" } },
+		{ "syscalls:sys_enter_mmap", EVK_MMAP_ENTER, { "addr", "len", "prot", "flags", "fd", "off" } },
+		{ "syscalls:sys_exit_mmap", EVK_MMAP_EXIT, { "ret" } },
+		{ "syscalls:sys_enter_munmap", EVK_MUNMAP_ENTER, { "addr", "len" } },
+		{ "syscalls:sys_exit_munmap", EVK_MUNMAP_EXIT, { "ret" } },
+		{ "syscalls:sys_enter_mremap", EVK_MREMAP_ENTER,
+		  { "addr", "old_len", "new_len", "flags", "new_addr" } },
+		{ "syscalls:sys_exit_mremap", EVK_MREMAP_EXIT, { "ret" } },
+		{ "page-faults", EVK_FAULT, { NULL } },
+		{ "major-faults", EVK_FAULT_MAJ, { NULL } },
+		{ "dummy", EVK_TRACKING, { NULL } },
+		{ "kmem:kmalloc", EVK_KMALLOC, { NULL } },
+		{ "kmem:kmem_cache_alloc", EVK_KMEM_CACHE_ALLOC, { NULL } },
+		{ "kmem:kfree", EVK_KFREE, { NULL } },
+		{ "kmem:kmem_cache_free", EVK_KMEM_CACHE_FREE, { NULL } },
+		{ "kmem:mm_page_alloc", EVK_PAGE_ALLOC, { NULL } },
+		{ "kmem:mm_page_free", EVK_PAGE_FREE, { NULL } },
+		{ "kmem:mm_page_free_batched", EVK_PAGE_FREE_BATCHED, { NULL } },
+		{ "percpu:percpu_alloc_percpu", EVK_PERCPU_ALLOC, { NULL } },
+		{ "percpu:percpu_free_percpu", EVK_PERCPU_FREE, { NULL } },
+		{ "vmscan:mm_vmscan_direct_reclaim_begin", EVK_DIRECT_RECLAIM_BEGIN, { NULL } },
+		{ "vmscan:mm_vmscan_direct_reclaim_end", EVK_DIRECT_RECLAIM_END, { NULL } },
+		{ "vmscan:mm_vmscan_memcg_reclaim_begin", EVK_MEMCG_RECLAIM_BEGIN, { NULL } },
+		{ "vmscan:mm_vmscan_memcg_reclaim_end", EVK_MEMCG_RECLAIM_END, { NULL } },
+		{ "vmscan:mm_vmscan_kswapd_wake", EVK_KSWAPD_WAKE, { NULL } },
+		{ "vmscan:mm_vmscan_kswapd_sleep", EVK_KSWAPD_SLEEP, { NULL } },
+		{ "vmscan:mm_vmscan_wakeup_kswapd", EVK_WAKEUP_KSWAPD, { NULL } },
+		{ "vmscan:mm_shrink_slab_start", EVK_SHRINK_SLAB_START, { NULL } },
+		{ "vmscan:mm_shrink_slab_end", EVK_SHRINK_SLAB_END, { NULL } },
+		{ "oom:mark_victim", EVK_OOM_VICTIM, { NULL } },
+		{ "oom:wake_reaper", EVK_OOM_REAP, { NULL } },
+		{ "oom:start_task_reaping", EVK_OOM_REAP, { NULL } },
+		{ "oom:finish_task_reaping", EVK_OOM_REAP, { NULL } },
+		{ "oom:skip_task_reaping", EVK_OOM_REAP, { NULL } },
+		{ "syscalls:sys_enter_shmget", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_enter_shmat", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_enter_shmdt", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_enter_shmctl", EVK_SHM_ENTER, { NULL } },
+		{ "syscalls:sys_exit_shmget", EVK_SHM_EXIT, { "ret" } },
+		{ "syscalls:sys_exit_shmat", EVK_SHM_EXIT, { "ret" } },
+		{ "syscalls:sys_exit_shmdt", EVK_SHM_EXIT, { "ret" } },
+		{ "syscalls:sys_exit_shmctl", EVK_SHM_EXIT, { "ret" } },
+		{ "kmem:rss_stat", EVK_RSS_STAT, { NULL } },
+		{ "migrate:mm_migrate_pages_start", EVK_MIGRATE_START, { NULL } },
+		{ "migrate:mm_migrate_pages", EVK_MIGRATE, { NULL } },
+		{ "compaction:mm_compaction_try_to_compact_pages", EVK_COMPACT_TRY, { NULL } },
+		{ "compaction:mm_compaction_begin", EVK_COMPACT_BEGIN, { NULL } },
+		{ "compaction:mm_compaction_end", EVK_COMPACT_END, { NULL } },
+		{ "compaction:mm_compaction_migratepages", EVK_COMPACT_MIGRATEPAGES, { NULL } },
+		{ "compaction:mm_compaction_defer_compaction", EVK_COMPACT_DEFER, { NULL } },
+		{ "compaction:mm_compaction_kcompactd_wake", EVK_KCOMPACTD_WAKE, { NULL } },
+		{ "compaction:mm_compaction_kcompactd_sleep", EVK_KCOMPACTD_SLEEP, { NULL } },
+	};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (strcmp(e->d.name, kinds[i].name))
+			continue;
+		e->kind = kinds[i].kind;
+		for (int f = 0; f < SESS_MAX_FIELDS && kinds[i].fields[f]; f++)
+			if (e->tp)
+				e->fields[f] = tep_find_field(e->tp, kinds[i].fields[f]);
+		return;
+	}
+	e->kind = EVK_OTHER;
+}
+
+static struct dso *vdso_dso(struct session *s, uint64_t len);
+
+struct open_state {
+	struct session *s;
+	char *err;
+	size_t errlen;
+	long long_size;
+};
+
+/* Embedded objects are megabytes: only their headers are read here. */
+static int on_meta_ref(uint32_t kind, size_t chunk, void *arg)
+{
+	struct open_state *o = arg;
+	struct session *s = o->s;
+
+	if (kind == TRACE_META_REACH) {
+		/* Memory scans: read by the command that wants them. */
+		size_t *v = realloc(s->reach_chunks, (s->nr_reach + 1) * sizeof(*v));
+
+		if (!v)
+			return fail(o->err, o->errlen, "out of memory");
+		s->reach_chunks = v;
+		v[s->nr_reach++] = chunk;
+		return 0;
+	}
+	if (symbols_embedded_ref(&s->r, chunk) == -ENOMEM)
+		return fail(o->err, o->errlen, "out of memory");
+	return 0;
+}
+
+static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
+{
+	struct open_state *o = arg;
+	struct session *s = o->s;
+
+	switch (kind) {
+	case TRACE_META_HOST: {
+		char v[64];
+
+		free(s->host);
+		s->host = malloc(len + 1);
+		if (!s->host)
+			return fail(o->err, o->errlen, "out of memory");
+		memcpy(s->host, data, len);
+		s->host[len] = 0;
+		s->host_len = len;
+		if (!trace_kv_get(s->host, len, "recorder_pid", v, sizeof(v)))
+			s->recorder_pid = atoi(v);
+		if (!trace_kv_get(s->host, len, "page_size", v, sizeof(v)))
+			s->page_size = atoi(v);
+		if (!trace_kv_get(s->host, len, "long_size", v, sizeof(v)))
+			o->long_size = atoi(v);
+		tep_set_long_size(s->tep, o->long_size);
+		tep_set_page_size(s->tep, s->page_size);
+		break;
+	}
+	case TRACE_META_HEADER_PAGE:
+		/* Only needed for ring-buffer pages, which memsight never stores;
+		 * parsed so libtraceevent knows the kernel's long size. */
+		tep_parse_header_page(s->tep, (char *)data, len, o->long_size);
+		break;
+	case TRACE_META_EVENT: {
+		struct sess_event *e;
+		struct sess_event *v = realloc(s->evs, (s->nr_evs + 1) * sizeof(*v));
+
+		if (!v)
+			return fail(o->err, o->errlen, "out of memory");
+		s->evs = v;
+		e = &s->evs[s->nr_evs];
+		memset(e, 0, sizeof(*e));
+		if (trace_event_desc_decode(data, len, &e->d))
+			return fail(o->err, o->errlen, "an event description in the trace is malformed");
+		s->nr_evs++;
+		memcpy(&e->attr, e->d.attr, e->d.attr_size < sizeof(e->attr) ? e->d.attr_size : sizeof(e->attr));
+		if (e->attr.type == PERF_TYPE_TRACEPOINT && e->d.format[0]) {
+			char sys[128];
+			const char *colon = strchr(e->d.name, ':');
+
+			snprintf(sys, sizeof(sys), "%.*s", colon ? (int)(colon - e->d.name) : 0, e->d.name);
+			if (tep_parse_format(s->tep, &e->tp, e->d.format, strlen(e->d.format), sys))
+				e->tp = NULL;
+		}
+		classify(e);
+		break;
+	}
+	case TRACE_META_PROCESS:
+		machine_load_snapshot(&s->m, data, len);
+		s->nr_snapshots++;
+		break;
+	case TRACE_META_KSYMS:
+		if (symbols_ksyms_load(&s->syms, data, len))
+			return fail(o->err, o->errlen, "out of memory");
+		break;
+	case TRACE_META_OOM: {
+		struct oom_context *v = realloc(s->ooms, (s->nr_ooms + 1) * sizeof(*v)), *c;
+		char val[64];
+
+		if (!v)
+			return fail(o->err, o->errlen, "out of memory");
+		s->ooms = v;
+		c = &v[s->nr_ooms];
+		memset(c, 0, sizeof(*c));
+		if (!(c->text = malloc(len + 1)))
+			return fail(o->err, o->errlen, "out of memory");
+		memcpy(c->text, data, len);
+		c->text[len] = 0;
+		if (!trace_kv_get(c->text, len, "time", val, sizeof(val)))
+			c->time = strtoull(val, NULL, 10);
+		if (!trace_kv_get(c->text, len, "victim_pid", val, sizeof(val)))
+			c->victim = atoi(val);
+		if (!trace_kv_get(c->text, len, "trigger_pid", val, sizeof(val)))
+			c->trigger = atoi(val);
+		s->nr_ooms++;
+		break;
+	}
+	case TRACE_META_BUILDIDS:
+	case TRACE_META_STATS: {
+		char **dst = kind == TRACE_META_STATS ? &s->stats : &s->buildids;
+		size_t *dlen = kind == TRACE_META_STATS ? &s->stats_len : &s->buildids_len;
+		char *p = realloc(*dst, *dlen + len + 1);
+
+		if (!p)
+			return fail(o->err, o->errlen, "out of memory");
+		memcpy(p + *dlen, data, len);
+		*dlen += len;
+		p[*dlen] = 0;
+		*dst = p;
+		break;
+	}
+	default:
+		/* A newer recorder's META kind: skip it. */
+		break;
+	}
+	return 0;
+}
+
+static int on_loss(const struct trace_loss *l, void *arg)
+{
+	struct open_state *o = arg;
+
+	o->s->lost += l->lost;
+	if (l->cpu == TRACE_LOSS_UNREPORTED)
+		o->s->lost_unreported += l->lost;
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	const struct sess_id *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int session_open(struct session *s, const char *path, char *err, size_t errlen)
+{
+	struct open_state o = { s, err, errlen, sizeof(long) };
+	struct trace_handler h = { .meta = on_meta,
+				   .loss = on_loss,
+				   .meta_by_ref = 1u << TRACE_META_OBJECT | 1u << TRACE_META_REACH,
+				   .meta_ref = on_meta_ref };
+	size_t n = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->page_size = 4096;
+	symbols_init(&s->syms);
+	machine_init(&s->m, &s->syms);
+	s->path = strdup(path);
+	s->tep = tep_alloc();
+	if (!s->tep || !s->path)
+		return fail(err, errlen, "out of memory");
+	tep_set_file_bigendian(s->tep, TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(s->tep, tep_is_local_bigendian(s->tep) ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	if (trace_reader_open(&s->r, path, err, errlen))
+		return -1;
+	if (trace_read(&s->r, &h, &o, err, errlen))
+		return -1;
+	/* The /proc snapshots of -p targets came before the embedded objects
+	 * were known: their vDSO mappings get the image now. */
+	hashmap_for_each(&s->m.procs, slot) {
+		struct process *p = slot->ptr;
+
+		for (size_t i = 0; i < p->nr_maps; i++)
+			if (!p->maps[i].dso && !strcmp(p->maps[i].name, TRACE_OBJECT_VDSO))
+				p->maps[i].dso = vdso_dso(s, p->maps[i].end - p->maps[i].start);
+	}
+	if (!s->nr_evs)
+		return fail(err, errlen, "'%s' holds no event descriptions%s", path,
+			    s->r.stop[0] ? " (the trace is cut short before them)" : "");
+	for (size_t i = 0; i < s->nr_evs; i++)
+		n += s->evs[i].d.nr_ids;
+	s->ids = malloc((n ? n : 1) * sizeof(*s->ids));
+	if (!s->ids)
+		return fail(err, errlen, "out of memory");
+	for (size_t i = 0; i < s->nr_evs; i++)
+		for (size_t k = 0; k < s->evs[i].d.nr_ids; k++)
+			s->ids[s->nr_ids++] = (struct sess_id){ s->evs[i].d.ids[k], &s->evs[i] };
+	if (s->nr_ids > 1)
+		qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
+	return 0;
+}
+
+void session_release(struct session *s)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		trace_event_desc_release(&s->evs[i].d);
+	free(s->evs);
+	free(s->ids);
+	for (size_t i = 0; i < s->nr_ooms; i++)
+		free(s->ooms[i].text);
+	free(s->ooms);
+	free(s->host);
+	free(s->stats);
+	free(s->buildids);
+	free(s->at_end);
+	free(s->on_exec);
+	free(s->reach_chunks);
+	free(s->path);
+	if (s->tep)
+		tep_free(s->tep);
+	machine_release(&s->m);
+	if (s->uw)
+		unwind_free(s->uw);
+	symbols_release(&s->syms);
+	symbols_embedded_release();
+	trace_reader_release(&s->r);
+}
+
+const char *session_host(struct session *s, const char *key, char *buf, size_t len, const char *def)
+{
+	if (s->host && !trace_kv_get(s->host, s->host_len, key, buf, len))
+		return buf;
+	return def;
+}
+
+long long session_stat(struct session *s, const char *key, long long def)
+{
+	char v[64];
+
+	if (s->stats && !trace_kv_get(s->stats, s->stats_len, key, v, sizeof(v)))
+		return atoll(v);
+	return def;
+}
+
+void session_warn_incomplete(struct session *s)
+{
+	if (s->r.stop[0])
+		msg_warn("'%s' %s; results cover what comes before", s->path,
+			s->r.stop);
+}
+
+static struct tep_format_field *named_field(const struct sample *smp, const char *field)
+{
+	struct sess_event *e = smp->ev;
+	struct tep_format_field *f;
+
+	if (!e->tp || !smp->raw)
+		return NULL;
+	/* Callers pass literals: the pointer usually matches. */
+	for (int i = 0; i < e->nr_named; i++)
+		if (e->named[i].name == field || !strcmp(e->named[i].name, field))
+			return e->named[i].f;
+	f = tep_find_field(e->tp, field);
+	if (e->nr_named < SESS_NAMED_FIELDS)
+		e->named[e->nr_named++] = (typeof(e->named[0])){ field, f };
+	return f;
+}
+
+uint64_t sample_num(const struct sample *smp, const char *field)
+{
+	struct tep_format_field *f = named_field(smp, field);
+	unsigned long long v = 0;
+
+	if (!f || f->offset + f->size > (int)smp->raw_size)
+		return 0;
+	tep_read_number_field(f, smp->raw, &v);
+	return v;
+}
+
+int64_t sample_snum(const struct sample *smp, const char *field)
+{
+	struct tep_format_field *f = named_field(smp, field);
+	uint64_t v = sample_num(smp, field);
+
+	/* Sign-extend what libtraceevent read as unsigned. */
+	if (f && (f->flags & TEP_FIELD_IS_SIGNED) && f->size < 8 && (v >> (f->size * 8 - 1)) & 1)
+		v |= ~0ull << (f->size * 8);
+	return (int64_t)v;
+}
+
+const char *sample_str(const struct sample *smp, const char *field, char *buf, size_t len)
+{
+	struct tep_format_field *f = named_field(smp, field);
+	unsigned off, n;
+
+	buf[0] = 0;
+	if (!f || f->offset + f->size > (int)smp->raw_size)
+		return buf;
+	off = f->offset;
+	n = f->size;
+	if (f->flags & TEP_FIELD_IS_DYNAMIC) {
+		uint32_t loc;
+
+		memcpy(&loc, (const char *)smp->raw + f->offset, 4);
+		off = loc & 0xffff;
+		n = loc >> 16;
+		if (f->flags & TEP_FIELD_IS_RELATIVE)
+			off += f->offset + f->size;
+	}
+	if (off + n > smp->raw_size)
+		return buf;
+	n = n < len - 1 ? n : len - 1;
+	memcpy(buf, (const char *)smp->raw + off, n);
+	buf[n] = 0;
+	return buf;
+}
+
+int session_incomplete(const struct session *s)
+{
+	return s->lost || s->lost_records || s->r.stop[0];
+}
+
+uint64_t session_loss_horizon(const struct session *s)
+{
+	if (s->lost_unreported || s->r.stop[0] || (s->lost_records && !s->last_loss))
+		return UINT64_MAX;
+	return s->last_loss;
+}
+
+int session_group_recorded(struct session *s, const char *group)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		if (!strcmp(s->evs[i].d.group, group))
+			return 1;
+	return 0;
+}
+
+uint64_t session_group_period(struct session *s, const char *group)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		if (!strcmp(s->evs[i].d.group, group) && s->evs[i].attr.sample_period > 1)
+			return s->evs[i].attr.sample_period;
+	return 1;
+}
+
+uint64_t session_field(struct session *s, const struct sample *smp, int idx)
+{
+	struct tep_format_field *f = smp->ev->fields[idx];
+	unsigned long long v = 0;
+
+	(void)s;
+	if (!f || !smp->raw || f->offset + f->size > (int)smp->raw_size)
+		return 0;
+	tep_read_number_field(f, smp->raw, &v);
+	return v;
+}
+
+static struct sess_event *event_of(struct session *s, uint64_t id)
+{
+	size_t lo = 0, hi = s->nr_ids;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->ids[mid].id == id)
+			return s->ids[mid].ev;
+		if (s->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Decode a PERF_RECORD_SAMPLE, or a packed one, by its event's
+ * sample_type. Returns 0, or -1 when the record is shorter than its fields
+ * claim. */
+static int parse_sample(struct session *s, const unsigned char *rec, size_t len, struct sample *smp)
+{
+	const unsigned char *p = rec + 8, *end = rec + len;
+	int packed = ((const struct perf_event_header *)rec)->type == STACKDUMP_PACKED_SAMPLE;
+	uint64_t id, st;
+
+#define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) return -1; } while (0)
+	memset(smp, 0, sizeof(*smp));
+	smp->misc = ((const struct perf_event_header *)rec)->misc;
+	NEED(8);
+	memcpy(&id, p, 8);
+	smp->ev = event_of(s, id);
+	if (!smp->ev)
+		return -1;
+	st = smp->ev->attr.sample_type;
+	if (packed && !(st & PERF_SAMPLE_STACK_USER))
+		return -1;
+	p += 8;
+	if (st & PERF_SAMPLE_IP) { NEED(8); memcpy(&smp->ip, p, 8); p += 8; }
+	if (st & PERF_SAMPLE_TID) { NEED(8); memcpy(&smp->pid, p, 4); memcpy(&smp->tid, p + 4, 4); p += 8; }
+	if (st & PERF_SAMPLE_TIME) { NEED(8); memcpy(&smp->time, p, 8); p += 8; }
+	if (st & PERF_SAMPLE_ADDR) { NEED(8); memcpy(&smp->addr, p, 8); p += 8; }
+	if (st & PERF_SAMPLE_ID) { NEED(8); p += 8; }
+	if (st & PERF_SAMPLE_STREAM_ID) { NEED(8); p += 8; }
+	if (st & PERF_SAMPLE_CPU) { NEED(8); memcpy(&smp->cpu, p, 4); p += 8; }
+	if (st & PERF_SAMPLE_PERIOD) { NEED(8); p += 8; }
+	if (st & PERF_SAMPLE_READ)
+		return -1; /* never recorded by memsight */
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		NEED(8);
+		memcpy(&smp->nr_ips, p, 8);
+		p += 8;
+		if (smp->nr_ips > (size_t)(end - p) / 8)
+			return -1;
+		smp->ips = (const uint64_t *)p;
+		p += 8 * smp->nr_ips;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		NEED(4);
+		memcpy(&smp->raw_size, p, 4);
+		NEED(4 + (size_t)smp->raw_size);
+		smp->raw = p + 4;
+		/* The u32 size and the data are padded to 8 together. */
+		p += (4 + smp->raw_size + 7) & ~7u;
+	}
+	if (st & PERF_SAMPLE_BRANCH_STACK)
+		return -1; /* never recorded by memsight */
+	if (st & PERF_SAMPLE_REGS_USER) {
+		uint64_t abi;
+
+		NEED(8);
+		memcpy(&abi, p, 8);
+		p += 8;
+		if (abi) {
+			int n = __builtin_popcountll(smp->ev->attr.sample_regs_user);
+
+			NEED(8 * n);
+			smp->regs = (const uint64_t *)p;
+			smp->regs_mask = smp->ev->attr.sample_regs_user;
+			p += 8 * n;
+		}
+	}
+	if ((st & PERF_SAMPLE_STACK_USER) && packed) {
+		size_t n = stackdump_parse_packed(p, end - p, &smp->stack);
+
+		if (!n)
+			return -1;
+		p += n;
+	} else if (st & PERF_SAMPLE_STACK_USER) {
+		uint64_t size;
+
+		NEED(8);
+		memcpy(&size, p, 8);
+		p += 8;
+		if (size) {
+			NEED(size + 8);
+			smp->stack.bytes = p;
+			memcpy(&smp->stack.size, p + size, 8); /* dyn_size: the bytes really copied */
+			if (smp->stack.size > size)
+				smp->stack.size = size;
+			p += size + 8;
+		}
+	}
+#undef NEED
+	return 0;
+}
+
+int sample_reg(const struct sample *smp, int reg, uint64_t *val)
+{
+	int idx;
+
+	if (!smp->regs || !(smp->regs_mask & (1ull << reg)))
+		return 0;
+	idx = __builtin_popcountll(smp->regs_mask & ((1ull << reg) - 1));
+	memcpy(val, &smp->regs[idx], 8);
+	return 1;
+}
+
+struct replay_state {
+	struct session *s;
+	session_sample_fn fn;
+	void *arg;
+	uint64_t bad;
+};
+
+/* The kernel's vDSO, when the recorder embedded the image (it has no
+ * file, and its mappings no build-id): for a mapping of its size only, as
+ * a 32-bit process's vDSO is another image. */
+static struct dso *vdso_dso(struct session *s, uint64_t len)
+{
+	struct embedded_info ei;
+
+	if (!s->vdso_looked) {
+		s->vdso_looked = 1;
+		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
+			if (!strcmp(ei.path, TRACE_OBJECT_VDSO) && ei.bid_len > 0) {
+				s->vdso = symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len);
+				s->vdso_size = ei.original_size;
+				break;
+			}
+	}
+	return s->vdso && len == s->vdso_size ? s->vdso : NULL;
+}
+
+static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
+{
+	uint32_t pid, tid, prot, flags;
+	uint64_t addr, mlen, pgoff;
+	const char *fname;
+	struct map mp = { 0 };
+	const struct perf_event_header *h = (const void *)rec;
+
+	if (len < 80)
+		return;
+	memcpy(&pid, rec + 8, 4);
+	memcpy(&tid, rec + 12, 4);
+	memcpy(&addr, rec + 16, 8);
+	memcpy(&mlen, rec + 24, 8);
+	memcpy(&pgoff, rec + 32, 8);
+	memcpy(&prot, rec + 64, 4);
+	memcpy(&flags, rec + 68, 4);
+	fname = (const char *)rec + 72;
+	if (!memchr(fname, 0, len - 72))
+		return;
+	mp.start = addr;
+	mp.end = addr + mlen;
+	mp.pgoff = pgoff;
+	mp.prot = prot;
+	mp.flags = flags;
+	mp.name = machine_intern(&s->m, fname[0] ? fname : "//anon");
+	/* "//anon" and friends are anonymous memory, not files. */
+	if (fname[0] == '/' && fname[1] != '/') {
+		unsigned char bid[20];
+		int bl = 0;
+
+		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+			bl = rec[40] > 20 ? 20 : rec[40];
+			memcpy(bid, rec + 44, bl);
+		} else if (s->buildids) {
+			/* The recorder read it from the file at the end. */
+			const char *p = s->buildids, *e = s->buildids + s->buildids_len;
+			size_t fl = strlen(fname);
+
+			while (p < e) {
+				const char *nl = memchr(p, '\n', e - p), *tab = memchr(p, '\t', (nl ? nl : e) - p);
+
+				if (tab && (size_t)((nl ? nl : e) - tab - 1) == fl && !memcmp(tab + 1, fname, fl)) {
+					for (const char *x = p; x + 1 < tab && bl < 20; x += 2) {
+						unsigned v;
+
+						sscanf(x, "%2x", &v);
+						bid[bl++] = v;
+					}
+					break;
+				}
+				p = nl ? nl + 1 : e;
+			}
+		}
+		mp.dso = symbols_dso(&s->syms, fname, bid, bl);
+	} else if (!strcmp(fname, TRACE_OBJECT_VDSO)) {
+		mp.dso = vdso_dso(s, mlen);
+	}
+	machine_map(&s->m, pid, &mp);
+}
+
+int session_unwinder = UNWIND_LIBDW;
+int session_inline = 1;
+
+/* A --call-graph dwarf sample: its kernel callchain, then the user frames
+ * unwound from its registers and stack dump, as one chain. */
+static void sample_unwind(struct session *s, struct sample *smp)
+{
+	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack };
+	enum unwind_stop stop;
+	uint64_t n = 0;
+	int got;
+
+	if (!s->uw && !(s->uw = unwind_new(session_unwinder, &s->m)))
+		return;
+	for (uint64_t i = 0; i < smp->nr_ips && n < SESS_MAX_CHAIN - SESS_MAX_USER_FRAMES - 1; i++) {
+		if (smp->ips[i] == PERF_CONTEXT_USER)
+			break;
+		s->chain[n++] = smp->ips[i];
+	}
+	/* A sample in the kernel with no user part (a kernel thread) has no
+	 * user registers; one of a process with mappings lost them, and is
+	 * counted as a stack that could not start. */
+	if (!smp->regs) {
+		struct hm_slot *slot = hashmap_u64_find(&s->m.procs, (uint32_t)smp->pid);
+		const struct process *p = slot ? slot->ptr : NULL;
+
+		if (p && p->nr_maps)
+			unwind_sample(s->uw, &in, s->chain + n, 0, &stop);
+		goto out;
+	}
+	s->chain[n++] = PERF_CONTEXT_USER;
+	got = unwind_sample(s->uw, &in, s->chain + n, SESS_MAX_USER_FRAMES, &stop);
+	n += got;
+	if (!got)
+		n--;
+out:
+	smp->ips = s->chain;
+	smp->nr_ips = n;
+}
+
+/* A frame-pointer walk taken at a probed function's first instruction
+ * reads its caller's return address next, from the caller's frame: the
+ * caller itself is missing. The entry probe read the return address at
+ * the stack pointer (the caller field): put it back after the first user
+ * frame, into s->chain. */
+static void sample_put_caller(struct session *s, struct sample *smp)
+{
+	uint64_t caller = session_field(s, smp, AF_CALLER), n = 0;
+	int first = 0;
+
+	if (!caller || smp->nr_ips > SESS_MAX_CHAIN - 1)
+		return;
+	for (uint64_t i = 0; i < smp->nr_ips; i++) {
+		uint64_t ip = smp->ips[i];
+
+		s->chain[n++] = ip;
+		if (ip == PERF_CONTEXT_USER) {
+			first = 1;
+			continue;
+		}
+		if (first && ip < PERF_CONTEXT_MAX) {
+			first = 0;
+			if (i + 1 >= smp->nr_ips || smp->ips[i + 1] != caller)
+				s->chain[n++] = caller;
+		}
+	}
+	smp->ips = s->chain;
+	smp->nr_ips = n;
+}
+
+void session_report_unwind(struct session *s)
+{
+	if (s->uw)
+		unwind_report(s->uw, stderr);
+	if (s->uw && getenv("MEMSIGHT_UNWIND_STATS"))
+		fprintf(stderr, "unwind: %llu stacks, %llu frames, deepest dump byte read %llu\n",
+			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,
+			(unsigned long long)unwind_stats(s->uw)->max_stack_used);
+	if (s->uw && getenv("MEMSIGHT_UNWIND_STATS"))
+		for (int i = 0; i < 16; i++)
+			fprintf(stderr, "unwind: complete stacks needing < %d KiB: %llu\n", i + 1,
+				(unsigned long long)unwind_stats(s->uw)->need_kib[i]);
+}
+
+static int on_record(const void *data, size_t len, uint32_t stream, uint64_t time, void *arg)
+{
+	struct replay_state *st = arg;
+	struct session *s = st->s;
+	const unsigned char *rec = data;
+	const struct perf_event_header *h = data;
+	uint32_t pid, tid, ppid, ptid;
+
+	(void)stream;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+	case STACKDUMP_PACKED_SAMPLE: {
+		struct sample smp;
+
+		if (parse_sample(s, rec, len, &smp)) {
+			st->bad++;
+			return 0;
+		}
+		if (!s->first_time || time < s->first_time)
+			s->first_time = time;
+		if (time > s->last_time)
+			s->last_time = time;
+		if ((int)smp.pid == s->recorder_pid && !s->include_recorder)
+			return 0;
+		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && smp.ev->attr.exclude_callchain_user &&
+		    !s->no_unwind)
+			sample_unwind(s, &smp);
+		else if (smp.ev->kind == EVK_ALLOC_ENTRY && smp.nr_ips)
+			sample_put_caller(s, &smp);
+		smp.ev->nr_samples++;
+		s->nr_samples++;
+		return st->fn ? st->fn(s, &smp, st->arg) : 0;
+	}
+	case PERF_RECORD_MMAP2:
+		on_mmap2(s, rec, len);
+		break;
+	case PERF_RECORD_COMM:
+		if (len > 16) {
+			char comm[17];
+
+			memcpy(&pid, rec + 8, 4);
+			memcpy(&tid, rec + 12, 4);
+			snprintf(comm, sizeof(comm), "%.*s", (int)strnlen((const char *)rec + 16, len - 16),
+				 (const char *)rec + 16);
+			machine_set_comm(&s->m, pid, tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+			for (size_t i = 0; (h->misc & PERF_RECORD_MISC_COMM_EXEC) && i < s->nr_on_exec; i++)
+				s->on_exec[i].fn(s->on_exec[i].arg, s, pid, time);
+		}
+		break;
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (len >= 24) {
+			memcpy(&pid, rec + 8, 4);
+			memcpy(&ppid, rec + 12, 4);
+			memcpy(&tid, rec + 16, 4);
+			memcpy(&ptid, rec + 20, 4);
+			if (h->type == PERF_RECORD_FORK)
+				machine_fork(&s->m, ppid, ptid, pid, tid);
+			else
+				machine_exit(&s->m, pid, tid);
+		}
+		break;
+	case PERF_RECORD_LOST:
+		if (len >= 24) {
+			uint64_t lost;
+
+			memcpy(&lost, rec + 16, 8);
+			s->lost_records += lost;
+			/* The kernel writes it once room is back: the events it
+			 * counts were lost before this time. */
+			if (time > s->last_loss)
+				s->last_loss = time;
+		}
+		break;
+	}
+	return 0;
+}
+
+int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct replay_state st = { s, fn, arg, 0 };
+	struct trace_handler h = { .record = on_record };
+	int r;
+
+	for (size_t i = 0; i < s->nr_evs; i++)
+		s->evs[i].nr_samples = 0;
+	s->nr_samples = 0;
+	s->lost_records = 0;
+	s->last_loss = 0;
+	r = trace_read(&s->r, &h, &st, err, errlen);
+	for (size_t i = 0; i < s->nr_at_end; i++)
+		s->at_end[i].fn(s->at_end[i].arg);
+	s->nr_at_end = 0;
+	s->nr_on_exec = 0;
+	if (st.bad)
+		msg_warn("%llu samples in '%s' could not be decoded and were skipped",
+			(unsigned long long)st.bad, s->path);
+	return r;
+}
+
+int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, int pid, uint64_t time),
+		    void *arg)
+{
+	struct exec_hook *v = realloc(s->on_exec, (s->nr_on_exec + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->on_exec = v;
+	v[s->nr_on_exec++] = (struct exec_hook){ fn, arg };
+	return 0;
+}
+
+int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg)
+{
+	if (s->nr_at_end == s->at_end_alloc) {
+		size_t a = s->at_end_alloc ? s->at_end_alloc * 2 : 8;
+		struct replay_hook *v = realloc(s->at_end, a * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->at_end = v;
+		s->at_end_alloc = a;
+	}
+	s->at_end[s->nr_at_end++] = (struct replay_hook){ fn, arg };
+	return 0;
+}
+
+int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		       int user)
+{
+	int n = 0, ctx = 0, first = 1;
+
+	/* The recorder embedded the objects the stacks touch: with the first
+	 * stack kept they all start loading, before samples name them. */
+	if (user && !s->prefetched) {
+		struct embedded_info ei;
+
+		s->prefetched = 1;
+		/* Debug entries belong to the object of the same build-id. */
+		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
+			if (ei.bid_len && ei.mode != EMBED_DEBUG)
+				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
+						 session_inline);
+	}
+	for (uint64_t i = 0; i < smp->nr_ips && n < max; i++) {
+		uint64_t ip = smp->ips[i];
+		struct frame *f;
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			ctx = ip == PERF_CONTEXT_KERNEL ? 1 : ip == PERF_CONTEXT_USER ? 2 : 0;
+			first = 1;
+			continue;
+		}
+		if (!ctx || (ctx == 1 && !kernel) || (ctx == 2 && !user)) {
+			first = 0;
+			continue;
+		}
+		f = &out[n++];
+		memset(f, 0, sizeof(*f));
+		f->ip = ip;
+		f->off = ip;
+		if (ctx == 1) {
+			f->kernel = 1;
+		} else {
+			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
+
+			if (m) {
+				f->obj = m->name;
+				f->off = ip - m->start + m->pgoff;
+				f->dso = m->dso;
+				f->file_off = f->off;
+				f->ret = !first;
+				symbols_prefetch(&s->syms, m->dso, session_inline);
+				symbols_prefetch_name(m->dso, f->file_off, f->ret);
+			}
+		}
+		first = 0;
+	}
+	return n;
+}
+
+int session_frames_name(struct session *s, const struct frame *raw, int nr, struct frame *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < nr && n < max; i++) {
+		struct frame *f = &out[n++];
+
+		*f = raw[i];
+		if (f->kernel) {
+			f->sym = symbols_ksym(&s->syms, f->ip, &f->off);
+			continue;
+		}
+		if (!f->dso)
+			continue;
+		f->sym = symbols_lookup(f->dso, f->file_off, f->ret, &f->off);
+		if (f->sym && session_inline) {
+			const struct sym_inline *inl;
+			int k = symbols_inline(f->dso, f->file_off, f->ret, &inl);
+
+			/* The inlined functions go first, innermost first;
+			 * each one's caller shows the line that called it. */
+			if (k > 0 && n + k <= max) {
+				struct frame outer = *f;
+
+				for (int j = 0; j < k; j++) {
+					f = &out[n - 1 + j];
+					*f = outer;
+					f->sym = inl[j].name;
+					f->off = 0;
+					f->inlined = 1;
+					if (j > 0) {
+						f->call_file = inl[j - 1].call_file;
+						f->call_line = inl[j - 1].call_line;
+					}
+				}
+				out[n - 1 + k] = outer;
+				out[n - 1 + k].call_file = inl[k - 1].call_file;
+				out[n - 1 + k].call_line = inl[k - 1].call_line;
+				n += k;
+			}
+		}
+	}
+	return n;
+}
+
+int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		   int user)
+{
+	struct frame raw[SESS_MAX_CHAIN];
+	int n = session_frames_raw(s, smp, raw, max < SESS_MAX_CHAIN ? max : SESS_MAX_CHAIN, kernel, user);
+
+	return session_frames_name(s, raw, n, out, max);
+}
+
+int frame_srcline(const struct frame *f, const char **file, int *line)
+{
+	if (f->call_file && f->call_line) {
+		*file = f->call_file;
+		*line = f->call_line;
+		return 0;
+	}
+	if (!f->dso)
+		return -1;
+	return symbols_srcline(f->dso, f->file_off, f->ret, file, line);
+}
+
+const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset)
+{
+	if (f->sym && f->inlined) {
+		snprintf(buf, len, with_offset ? "%s (inlined)" : "%s", f->sym);
+	} else if (f->sym) {
+		if (with_offset)
+			snprintf(buf, len, "%s+0x%llx", f->sym, (unsigned long long)f->off);
+		else
+			snprintf(buf, len, "%s", f->sym);
+	} else if (f->obj) {
+		const char *base = strrchr(f->obj, '/');
+
+		base = base ? base + 1 : f->obj;
+		if (f->obj[0] == '[' || f->obj[0] == '/')
+			base = f->obj[0] == '[' ? f->obj : base;
+		if (f->obj[0] == '/' && f->obj[1] == '/')
+			base = "anon";
+		if (base[0] == '[')
+			snprintf(buf, len, with_offset ? "%s+0x%llx" : "%s", base, (unsigned long long)f->off);
+		else
+			snprintf(buf, len, with_offset ? "[%s]+0x%llx" : "[%s]", base, (unsigned long long)f->off);
+	} else {
+		snprintf(buf, len, f->kernel ? "[kernel]" : "[unknown]");
+	}
+	return buf;
+}

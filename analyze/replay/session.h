@@ -1,0 +1,257 @@
+/*
+ * analyze/replay/session.h: one trace opened for analysis.
+ *
+ * Owns reading the META of a trace (host facts, events, tracefs formats
+ * handed to libtraceevent, /proc snapshots, kernel symbols, late build-ids,
+ * statistics, losses), decoding perf records by each event's sample_type,
+ * and replaying the process/map records into the machine before each
+ * sample is handed to a command. Commands see samples, never raw records.
+ */
+#ifndef MEMSIGHT_SESSION_H
+#define MEMSIGHT_SESSION_H
+
+#include <linux/perf_event.h>
+#include <stdint.h>
+
+#include "../../formats/allocfns.h"
+#include "../../formats/meta.h"
+#include "../../formats/stackdump.h"
+#include "../../formats/trace.h"
+#include "machine.h"
+#include "../stacks/symbols.h"
+
+struct tep_handle;
+struct tep_event;
+struct tep_format_field;
+
+enum ev_kind {
+	EVK_OTHER,
+	EVK_TRACKING,
+	EVK_BRK_ENTER,
+	EVK_BRK_EXIT,
+	EVK_MMAP_ENTER,
+	EVK_MMAP_EXIT,
+	EVK_MUNMAP_ENTER,
+	EVK_MUNMAP_EXIT,
+	EVK_MREMAP_ENTER,
+	EVK_MREMAP_EXIT,
+	EVK_FAULT,
+	EVK_FAULT_MAJ,
+	EVK_ALLOC_ENTRY,	/* an allocation function's entry uprobe */
+	EVK_ALLOC_RET,		/* its return uprobe */
+	/* kernel memory (groups kmem, reclaim, oom, shm, rss, migrate,
+	 * compaction); their fields are read by name, sample_num() */
+	EVK_KMALLOC,
+	EVK_KMEM_CACHE_ALLOC,
+	EVK_KFREE,
+	EVK_KMEM_CACHE_FREE,
+	EVK_PAGE_ALLOC,
+	EVK_PAGE_FREE,
+	EVK_PAGE_FREE_BATCHED,
+	EVK_PERCPU_ALLOC,
+	EVK_PERCPU_FREE,
+	EVK_DIRECT_RECLAIM_BEGIN,
+	EVK_DIRECT_RECLAIM_END,
+	EVK_MEMCG_RECLAIM_BEGIN,
+	EVK_MEMCG_RECLAIM_END,
+	EVK_KSWAPD_WAKE,
+	EVK_KSWAPD_SLEEP,
+	EVK_WAKEUP_KSWAPD,
+	EVK_SHRINK_SLAB_START,
+	EVK_SHRINK_SLAB_END,
+	EVK_OOM_VICTIM,
+	EVK_OOM_REAP,		/* wake_reaper, start/finish/skip_task_reaping */
+	EVK_SHM_ENTER,		/* sys_enter_shm*: ev->d.name says which */
+	EVK_SHM_EXIT,
+	EVK_RSS_STAT,
+	EVK_MIGRATE_START,
+	EVK_MIGRATE,
+	EVK_COMPACT_TRY,
+	EVK_COMPACT_BEGIN,
+	EVK_COMPACT_END,
+	EVK_COMPACT_MIGRATEPAGES,
+	EVK_COMPACT_DEFER,
+	EVK_KCOMPACTD_WAKE,
+	EVK_KCOMPACTD_SLEEP,
+};
+
+/* Field slots of allocation events in sess_event.fields. */
+enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN };
+enum { AF_RET, AF_RET_IP };
+
+#define SESS_MAX_FIELDS 7
+#define SESS_NAMED_FIELDS 12
+#define SESS_MAX_CHAIN 512
+#define SESS_MAX_USER_FRAMES 256
+
+struct sess_event {
+	struct trace_event_desc d;
+	struct perf_event_attr attr;	/* zero-extended to this build's size */
+	struct tep_event *tp;		/* NULL for non-tracepoints */
+	enum ev_kind kind;
+	enum alloc_fn fn;		/* EVK_ALLOC_* */
+	uint64_t nr_samples;		/* seen during the last replay */
+	struct tep_format_field *fields[SESS_MAX_FIELDS]; /* syscall args or "ret" */
+	struct { const char *name; struct tep_format_field *f; } named[SESS_NAMED_FIELDS]; /* sample_num's cache */
+	int nr_named;
+};
+
+struct sample {
+	struct sess_event *ev;
+	uint32_t pid, tid, cpu;
+	uint64_t time, ip, addr;
+	uint64_t nr_ips;
+	const uint64_t *ips;	/* callchain with PERF_CONTEXT_* markers */
+	uint32_t raw_size;
+	const void *raw;
+	uint64_t regs_mask;	/* PERF_SAMPLE_REGS_USER: which registers regs holds */
+	const uint64_t *regs;	/* NULL when none were recorded */
+	struct stackdump stack;	/* PERF_SAMPLE_STACK_USER, dense or packed; size 0 when none */
+	uint16_t misc;
+};
+
+/* A tracepoint field of a sample by name: its number (0 when the event
+ * has no such field), or its string into buf ("" when none). */
+uint64_t sample_num(const struct sample *smp, const char *field);
+int64_t sample_snum(const struct sample *smp, const char *field);
+const char *sample_str(const struct sample *smp, const char *field, char *buf, size_t len);
+
+/* The system's state the recorder saved when it saw an OOM kill
+ * (TRACE_META_OOM): "key value" lines, then "--- SECTION" blocks. */
+struct oom_context {
+	uint64_t time;
+	int victim, trigger;
+	char *text;
+};
+
+/* A user register of a sample by perf_regs number; 0 when not recorded. */
+int sample_reg(const struct sample *smp, int reg, uint64_t *val);
+
+struct session {
+	char *path;
+	struct trace_reader r;
+	char *host;
+	size_t host_len;
+	char *stats;
+	size_t stats_len;
+	char *buildids;
+	size_t buildids_len;
+	int vdso_looked;	 /* vdso: the embedded vDSO image, once looked for */
+	struct dso *vdso;
+	uint64_t vdso_size;
+	struct sess_event *evs;
+	size_t nr_evs;
+	struct sess_id { uint64_t id; struct sess_event *ev; } *ids;
+	size_t nr_ids;
+	struct tep_handle *tep;
+	struct symbols syms;
+	struct machine m;
+	struct oom_context *ooms;
+	size_t nr_ooms;
+	size_t *reach_chunks;	/* the TRACE_META_REACH chunks (--leak-check scans) */
+	size_t nr_reach;
+	uint64_t lost;		/* from LOSS chunks */
+	uint64_t lost_unreported; /* of those, what no PERF_RECORD_LOST placed in time */
+	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */
+	uint64_t last_loss;	/* time of the last PERF_RECORD_LOST in the replay, 0 if none */
+	uint64_t nr_samples, first_time, last_time;
+	int recorder_pid;
+	unsigned page_size;
+	int nr_snapshots;
+	int include_recorder;
+	struct unwinder *uw;	/* for --call-graph dwarf samples, made on first use */
+	int no_unwind;		/* set by commands that never show stacks */
+	int prefetched;		/* the embedded objects were given to the loader */
+	uint64_t chain[SESS_MAX_CHAIN]; /* a DWARF sample's kernel + unwound user chain */
+	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
+	size_t nr_at_end, at_end_alloc;
+	struct exec_hook {
+		void (*fn)(void *arg, struct session *s, int pid, uint64_t time);
+		void *arg;
+	} *on_exec;		/* see session_on_exec */
+	size_t nr_on_exec;
+};
+
+/* Analysis options every command takes (main.c sets them). */
+extern int session_unwinder;	/* enum unwind_backend */
+extern int session_inline;	/* show inlined functions as frames */
+
+/* Open a trace and read its META. Returns 0, or -1 with a one-line reason
+ * in err. A cut-short trace opens; s->r.stop says where it ends. */
+int session_open(struct session *s, const char *path, char *err, size_t errlen);
+void session_release(struct session *s);
+
+/* Callback for every sample in time order. Return 0 to go on. */
+typedef int (*session_sample_fn)(struct session *s, struct sample *smp, void *arg);
+/* Replay the records: returns 0, -1 with err set, or the callback's value. */
+int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen);
+
+/* Call fn(arg) once when the replay under way ends, before
+ * session_replay returns: for work that waits for all the samples, like
+ * naming the stacks kept. Returns 0 or -ENOMEM. */
+int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg);
+
+/* Call fn(arg, s, pid, time) whenever a process execs during the replay
+ * under way or the next one: its address space is replaced, and with it
+ * its heap break, its blocks and any call pending in it. Returns 0 or
+ * -ENOMEM. */
+int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, int pid, uint64_t time),
+		    void *arg);
+
+/* Whether any event of a group ("kmem") was recorded. */
+int session_group_recorded(struct session *s, const char *group);
+/* The sampling period of a group's events (GROUP/N), 1 when every event
+ * was kept. */
+uint64_t session_group_period(struct session *s, const char *group);
+
+/* Host/stats "key value" lookups; return def when absent. */
+const char *session_host(struct session *s, const char *key, char *buf, size_t len, const char *def);
+long long session_stat(struct session *s, const char *key, long long def);
+
+/* A tracepoint field of a sample as a number (0 if absent). */
+uint64_t session_field(struct session *s, const struct sample *smp, int idx);
+/* Say on stderr how many DWARF stacks stopped early, and why. */
+void session_report_unwind(struct session *s);
+/* Warn once on stderr about an incomplete trace. */
+void session_warn_incomplete(struct session *s);
+/* Whether events are missing: lost by the kernel, or the trace cut short. */
+int session_incomplete(const struct session *s);
+/* After a replay: the time before which events may be missing (the last
+ * loss the replay placed; the trace's end when some loss has no time, or
+ * it is cut short), 0 when none is. */
+uint64_t session_loss_horizon(const struct session *s);
+
+/* ---- frames ---------------------------------------------------------- */
+
+struct frame {
+	uint64_t ip;
+	int kernel;
+	const char *obj;	/* object path or map name (interned), NULL for kernel or unmapped */
+	const char *sym;	/* NULL when unknown */
+	uint64_t off;		/* into sym, or the file offset / address */
+	struct dso *dso;	/* the object, for source lines; NULL if none */
+	uint64_t file_off;	/* offset of ip in dso's file */
+	int ret;		/* ip is a return address */
+	int inlined;		/* a function inlined at ip, shown above the one it is in */
+	const char *call_file;	/* a frame that inlined the one below it: the call's source */
+	int call_line;
+};
+
+/* The sample's callchain, innermost first, symbolized. kernel/user pick
+ * the parts. Returns the number of frames. */
+int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		   int user);
+/* The same in two steps. First each frame's object, from the maps of the
+ * sample's moment, without names (cheap; it also starts loading the
+ * objects on another thread); then the names, with inlined functions as
+ * frames of their own, at any later time: n raw frames in, at most max out. */
+int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		       int user);
+int session_frames_name(struct session *s, const struct frame *raw, int n, struct frame *out, int max);
+/* Source file and line of a frame (the call site for a function that
+ * inlined the frame below it); 0, or -1 when unknown. */
+int frame_srcline(const struct frame *f, const char **file, int *line);
+/* "sym+0x1f", "fn (inlined)", "[libc.so.6]+0x1234" or "[unknown]" into buf. */
+const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset);
+
+#endif

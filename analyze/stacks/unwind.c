@@ -1,0 +1,268 @@
+/*
+ * analyze/stacks/unwind.c: the backend-neutral part of unwinding: choosing the
+ * backend, one address space per process and code generation, the
+ * registers and the dump of a sample, and the statistics.
+ */
+#include "unwind.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+const char *const unwind_stop_names[UNWIND_STOP_NR] = {
+	[UNWIND_STOP_NONE] = "complete",
+	[UNWIND_STOP_NO_REGS] = "no registers in the sample",
+	[UNWIND_STOP_NO_STACK] = "no stack bytes in the sample",
+	[UNWIND_STOP_STACK_END] = "the stack dump ended (record with a larger --call-graph dwarf,SIZE)",
+	[UNWIND_STOP_NO_OBJECT] = "an address outside every mapping, or its object is not here",
+	[UNWIND_STOP_NO_CFI] = "no usable unwind entry (.eh_frame/.debug_frame) for an address",
+	[UNWIND_STOP_DEPTH] = "deeper than the frame limit",
+};
+
+/* perf_regs numbers (arch/x86/include/uapi/asm/perf_regs.h) of the DWARF
+ * x86-64 registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
+static const int perf_reg_of_dwarf[17] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8 };
+#define PERF_REG_SP 7
+#define PERF_REG_IP 8
+
+struct space_holder {
+	unsigned gen;
+	const struct unwind_backend_ops *ops;
+	void *space;
+	uint64_t *entries;	/* where its objects' entry points (_start) run */
+	size_t nr_entries;
+};
+
+static void holder_free(void *p)
+{
+	struct space_holder *h = p;
+
+	if (h->space)
+		h->ops->space_free(h->space);
+	free(h->entries);
+	free(h);
+}
+
+/* The runtime addresses of the entry points of objs. */
+static void holder_entries(struct space_holder *h, const struct unwind_object *objs, size_t n)
+{
+	h->entries = calloc(n ? n : 1, sizeof(*h->entries));
+	for (size_t i = 0; h->entries && i < n; i++)
+		if (objs[i].dso->obj_entry)
+			h->entries[h->nr_entries++] = objs[i].bias + objs[i].dso->obj_entry;
+}
+
+/* Is addr in the first instructions of an entry point (the dynamic
+ * loader's or the program's _start)? No frame has a caller beyond one,
+ * though ld.so's _start does not mark its return address undefined. */
+static int at_entry_point(const struct space_holder *h, uint64_t addr)
+{
+	for (size_t i = 0; i < h->nr_entries; i++)
+		if (addr - h->entries[i] < 64)
+			return 1;
+	return 0;
+}
+
+int unwind_backend_parse(const char *name)
+{
+	if (!strcmp(name, "libdw"))
+		return UNWIND_LIBDW;
+	if (!strcmp(name, "libunwind"))
+		return UNWIND_LIBUNWIND;
+	return -1;
+}
+
+const char *unwind_backend_name(enum unwind_backend b)
+{
+	return b == UNWIND_LIBUNWIND ? "libunwind" : "libdw";
+}
+
+struct unwinder *unwind_new(enum unwind_backend b, struct machine *m)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->ops = b == UNWIND_LIBUNWIND ? &unwind_libunwind_ops : &unwind_libdw_ops;
+	u->m = m;
+	m->unwind_free = holder_free;
+	return u;
+}
+
+void unwind_free(struct unwinder *u)
+{
+	free(u);
+}
+
+int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val)
+{
+	int reg, idx;
+
+	if (dwarf_reg < 0 || dwarf_reg > 16 || !in->regs)
+		return 0;
+	reg = perf_reg_of_dwarf[dwarf_reg];
+	if (!(in->regs_mask & (1ull << reg)))
+		return 0;
+	idx = __builtin_popcountll(in->regs_mask & ((1ull << reg) - 1));
+	memcpy(val, &in->regs[idx], 8);
+	return 1;
+}
+
+/* The executable objects p maps, each once, whose object file is here,
+ * with their load bias. Returns a malloc'd array (of *n) or NULL. */
+static struct unwind_object *unwind_objects(const struct process *p, size_t *n)
+{
+	struct unwind_object *v = calloc(p->nr_maps ? p->nr_maps : 1, sizeof(*v));
+
+	*n = 0;
+	for (size_t i = 0; v && i < p->nr_maps; i++) {
+		const struct map *mp = &p->maps[i];
+		size_t j;
+
+		if (!mp->dso || !(mp->prot & PROT_EXEC))
+			continue;
+		for (j = 0; j < *n && v[j].dso != mp->dso; j++)
+			;
+		if (j < *n || !symbols_object(mp->dso) ||
+		    symbols_object_bias(mp->dso, mp->start, mp->pgoff, &v[*n].bias))
+			continue;
+		v[(*n)++].dso = mp->dso;
+	}
+	return v;
+}
+
+const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr)
+{
+	return machine_find_map(u->m, pid, addr);
+}
+
+int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr)
+{
+	uint64_t sp;
+
+	/* The dump starts at sp; a read above its end but still near is a
+	 * stack frame the dump did not reach. */
+	return unwind_reg(in, 7, &sp) && addr >= sp + in->stack.size && addr < sp + (1ull << 26);
+}
+
+int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val)
+{
+	const struct map *mp;
+	uint64_t sp = u->sp;
+
+	/* A sample without sp has no dump (unwind_sample stops first). */
+	if (addr >= sp && addr - sp + 8 <= in->stack.size) {
+		stackdump_read(&in->stack, &u->rank, addr - sp, val, 8);
+		if (addr - sp + 8 > u->used)
+			u->used = addr - sp + 8;
+		return 0;
+	}
+	/* Code and tables are read from the object file mapped there. */
+	mp = unwind_find_map(u, in->pid, addr);
+	if (!mp || !mp->dso || addr + 8 > mp->end)
+		return -1;
+	return symbols_object_read(mp->dso, addr - mp->start + mp->pgoff, val, 8);
+}
+
+int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
+		  enum unwind_stop *stop)
+{
+	struct process *p;
+	struct space_holder *h;
+	struct unwind_object *objs;
+	size_t nr_objs = 0;
+	uint64_t ip, sp;
+	int n;
+
+	u->st.stacks++;
+	*stop = UNWIND_STOP_NONE;
+	if (!unwind_reg(in, 16, &ip) || !unwind_reg(in, 7, &sp)) {
+		*stop = UNWIND_STOP_NO_REGS;
+	} else if (!in->stack.size) {
+		/* The sampled ip is still one frame. */
+		*stop = UNWIND_STOP_NO_STACK;
+		u->st.stopped[*stop]++;
+		if (max < 1)
+			return 0;
+		ips[0] = ip;
+		u->st.frames++;
+		return 1;
+	}
+	p = *stop ? NULL : machine_process(u->m, in->pid);
+	if (!p) {
+		if (!*stop)
+			*stop = UNWIND_STOP_NO_OBJECT;
+		u->st.stopped[*stop]++;
+		return 0;
+	}
+	h = p->unwind;
+	if (h && (h->gen != p->code_gen || h->ops != u->ops)) {
+		holder_free(h);
+		h = p->unwind = NULL;
+	}
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return 0;
+		h->gen = p->code_gen;
+		h->ops = u->ops;
+		objs = unwind_objects(p, &nr_objs);
+		if (objs) {
+			h->space = u->ops->space_new(u, p, objs, nr_objs);
+			holder_entries(h, objs, nr_objs);
+		}
+		free(objs);
+		p->unwind = h;
+	}
+	if (!h->space) {
+		*stop = UNWIND_STOP_NO_OBJECT;
+		u->st.stopped[*stop]++;
+		ips[0] = ip;
+		return max > 0;
+	}
+	u->used = 0;
+	u->sp = sp;
+	stackdump_rank(&in->stack, &u->rank);
+	n = u->ops->run(u, h->space, in, ips, max, stop);
+	if (u->used > u->st.max_stack_used)
+		u->st.max_stack_used = u->used;
+	if (n == 0 && max > 0) {
+		ips[0] = ip;
+		n = 1;
+	}
+	/* Frames beyond an entry point are whatever lay above the stack:
+	 * an unwinder that went on past _start found them. The stack is
+	 * complete there. */
+	for (int k = n - 1; k >= 0 && k >= n - 3; k--)
+		if (at_entry_point(h, ips[k])) {
+			n = k + 1;
+			*stop = UNWIND_STOP_NONE;
+			break;
+		}
+	if (*stop == UNWIND_STOP_NONE)
+		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
+	u->st.stopped[*stop]++;
+	u->st.frames += n;
+	return n;
+}
+
+const struct unwind_stats *unwind_stats(const struct unwinder *u)
+{
+	return &u->st;
+}
+
+void unwind_report(const struct unwinder *u, FILE *f)
+{
+	uint64_t checked, differ;
+
+	unwind_libdw_fast_stats(&checked, &differ);
+	if (checked)
+		fprintf(f, "memsight: unwinding check: %llu of %llu stacks stepped with cached rules differ from "
+			   "libdw's own walk\n",
+			(unsigned long long)differ, (unsigned long long)checked);
+	for (int i = 1; i < UNWIND_STOP_NR; i++)
+		if (u->st.stopped[i])
+			fprintf(f, "memsight: %llu of %llu stacks stopped early (%s unwinder): %s\n",
+				(unsigned long long)u->st.stopped[i], (unsigned long long)u->st.stacks,
+				u->ops->name, unwind_stop_names[i]);
+}
