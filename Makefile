@@ -94,6 +94,7 @@ ANALYZE_SRC := \
 	analyze/replay/session.c \
 	analyze/stacks/symbols.c \
 	analyze/stacks/unwind.c \
+	analyze/stacks/unwind_access.c \
 	analyze/stacks/unwind_libdw.c \
 	analyze/stacks/unwind_libunwind.c
 

@@ -3,7 +3,7 @@
  * backend, one address space per process and code generation, the
  * registers and the dump of a sample, and the statistics.
  */
-#include "unwind.h"
+#include "unwind_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +18,6 @@ const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 	[UNWIND_STOP_NO_CFI] = "no usable unwind entry (.eh_frame/.debug_frame) for an address",
 	[UNWIND_STOP_DEPTH] = "deeper than the frame limit",
 };
-
-/* perf_regs numbers (arch/x86/include/uapi/asm/perf_regs.h) of the DWARF
- * x86-64 registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
-static const int perf_reg_of_dwarf[17] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8 };
-#define PERF_REG_SP 7
-#define PERF_REG_IP 8
 
 struct space_holder {
 	unsigned gen;
@@ -94,20 +88,6 @@ void unwind_free(struct unwinder *u)
 	free(u);
 }
 
-int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val)
-{
-	int reg, idx;
-
-	if (dwarf_reg < 0 || dwarf_reg > 16 || !in->regs)
-		return 0;
-	reg = perf_reg_of_dwarf[dwarf_reg];
-	if (!(in->regs_mask & (1ull << reg)))
-		return 0;
-	idx = __builtin_popcountll(in->regs_mask & ((1ull << reg) - 1));
-	memcpy(val, &in->regs[idx], 8);
-	return 1;
-}
-
 /* The executable objects p maps, each once, whose object file is here,
  * with their load bias. Returns a malloc'd array (of *n) or NULL. */
 static struct unwind_object *unwind_objects(const struct process *p, size_t *n)
@@ -129,39 +109,6 @@ static struct unwind_object *unwind_objects(const struct process *p, size_t *n)
 		v[(*n)++].dso = mp->dso;
 	}
 	return v;
-}
-
-const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr)
-{
-	return machine_find_map(u->m, pid, addr);
-}
-
-int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr)
-{
-	uint64_t sp;
-
-	/* The dump starts at sp; a read above its end but still near is a
-	 * stack frame the dump did not reach. */
-	return unwind_reg(in, 7, &sp) && addr >= sp + in->stack.size && addr < sp + (1ull << 26);
-}
-
-int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val)
-{
-	const struct map *mp;
-	uint64_t sp = u->sp;
-
-	/* A sample without sp has no dump (unwind_sample stops first). */
-	if (addr >= sp && addr - sp + 8 <= in->stack.size) {
-		stackdump_read(&in->stack, &u->rank, addr - sp, val, 8);
-		if (addr - sp + 8 > u->used)
-			u->used = addr - sp + 8;
-		return 0;
-	}
-	/* Code and tables are read from the object file mapped there. */
-	mp = unwind_find_map(u, in->pid, addr);
-	if (!mp || !mp->dso || addr + 8 > mp->end)
-		return -1;
-	return symbols_object_read(mp->dso, addr - mp->start + mp->pgoff, val, 8);
 }
 
 int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,

@@ -10,6 +10,7 @@
  * from symbols, in a cached pass. A stack that cannot be finished (dump cut
  * short, registers missing, bad tables, object gone) keeps the frames found
  * so far and is counted by reason. Knows nothing of events or commands.
+ * What a backend implements and may call is in unwind_backend.h.
  */
 #ifndef MEMSIGHT_UNWIND_H
 #define MEMSIGHT_UNWIND_H
@@ -76,45 +77,5 @@ const struct unwind_stats *unwind_stats(const struct unwinder *u);
 /* One line per reason stacks stopped early, for stderr; nothing when
  * every stack was finished. */
 void unwind_report(const struct unwinder *u, FILE *f);
-
-/* ---- for the backends ---------------------------------------------------- */
-
-/* An executable object a process maps, whose object file is here, with
- * its load bias. */
-struct unwind_object {
-	struct dso *dso;
-	uint64_t bias;
-};
-
-struct unwind_backend_ops {
-	const char *name;
-	/* A new address space for p at its current code_gen, which maps the
-	 * n objects objs (unwind_objects). */
-	void *(*space_new)(struct unwinder *u, struct process *p, const struct unwind_object *objs, size_t n);
-	void (*space_free)(void *space);
-	int (*run)(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, int max,
-		   enum unwind_stop *stop);
-};
-extern const struct unwind_backend_ops unwind_libdw_ops, unwind_libunwind_ops;
-void unwind_libdw_fast_stats(uint64_t *checked, uint64_t *differ);
-
-struct unwinder {
-	const struct unwind_backend_ops *ops;
-	struct machine *m;
-	struct unwind_stats st;
-	uint64_t used;		/* dump bytes read by the stack being unwound */
-	uint64_t sp;		/* its stack pointer: where its dump starts */
-	struct stackdump_rank rank; /* of the dump being unwound */
-};
-
-/* The space of a process's address space: its map for an address. */
-const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr);
-/* A register of the input by DWARF x86-64 number (0-16); 0 when absent. */
-int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val);
-/* Read 8 bytes at addr from the dump, or else from the object file mapped
- * there; 0 or -1. Records how deep into the dump reads went. */
-int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val);
-/* Is addr inside the dump's range but beyond its bytes? (the dump was too small) */
-int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr);
 
 #endif

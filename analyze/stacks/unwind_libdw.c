@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../hashmap.h"
-#include "unwind.h"
+#include "unwind_backend.h"
 
 struct dw_space {
 	Dwfl *dwfl;

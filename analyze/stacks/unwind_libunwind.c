@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "unwind.h"
+#include "unwind_backend.h"
 
 /* Exported by libunwind but not declared in its headers. */
 extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,

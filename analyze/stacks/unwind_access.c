@@ -1,0 +1,60 @@
+/*
+ * analyze/stacks/unwind_access.c: a sample as the unwinding backends read
+ * it: its registers by DWARF number, its stack dump, and below that the
+ * object files mapped where the dump ends.
+ */
+#include "unwind_backend.h"
+
+#include <string.h>
+
+/* perf_regs numbers (arch/x86/include/uapi/asm/perf_regs.h) of the DWARF
+ * x86-64 registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
+static const int perf_reg_of_dwarf[17] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8 };
+
+int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val)
+{
+	int reg, idx;
+
+	if (dwarf_reg < 0 || dwarf_reg > 16 || !in->regs)
+		return 0;
+	reg = perf_reg_of_dwarf[dwarf_reg];
+	if (!(in->regs_mask & (1ull << reg)))
+		return 0;
+	idx = __builtin_popcountll(in->regs_mask & ((1ull << reg) - 1));
+	memcpy(val, &in->regs[idx], 8);
+	return 1;
+}
+
+const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr)
+{
+	return machine_find_map(u->m, pid, addr);
+}
+
+int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr)
+{
+	uint64_t sp;
+
+	/* The dump starts at sp; a read above its end but still near is a
+	 * stack frame the dump did not reach. */
+	return unwind_reg(in, 7, &sp) && addr >= sp + in->stack.size && addr < sp + (1ull << 26);
+}
+
+int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val)
+{
+	const struct map *mp;
+	uint64_t sp = u->sp;
+
+	/* A sample without sp has no dump (unwind_sample stops first). */
+	if (addr >= sp && addr - sp + 8 <= in->stack.size) {
+		stackdump_read(&in->stack, &u->rank, addr - sp, val, 8);
+		if (addr - sp + 8 > u->used)
+			u->used = addr - sp + 8;
+		return 0;
+	}
+	/* Code and tables are read from the object file mapped there. */
+	mp = unwind_find_map(u, in->pid, addr);
+	if (!mp || !mp->dso || addr + 8 > mp->end)
+		return -1;
+	return symbols_object_read(mp->dso, addr - mp->start + mp->pgoff, val, 8);
+}
+
