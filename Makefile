@@ -53,6 +53,7 @@ FORMATS_SRC := \
 	formats/cache.c \
 	formats/meta.c \
 	formats/msg.c \
+	formats/opts.c \
 	formats/stackdump.c \
 	formats/trace.c
 
@@ -71,16 +72,20 @@ RECORD_SRC := \
 
 ANALYZE_SRC := \
 	analyze/cmd/cmd.c \
+	analyze/cmd/cmd_brk.c \
+	analyze/cmd/cmd_compaction.c \
 	analyze/cmd/cmd_events.c \
 	analyze/cmd/cmd_faults.c \
 	analyze/cmd/cmd_folded.c \
 	analyze/cmd/cmd_info.c \
 	analyze/cmd/cmd_leaks.c \
+	analyze/cmd/cmd_mmaps.c \
 	analyze/cmd/cmd_oom.c \
 	analyze/cmd/cmd_reclaim.c \
 	analyze/cmd/cmd_report.c \
 	analyze/cmd/cmd_rss.c \
-	analyze/cmd/cmd_snoop.c \
+	analyze/cmd/cmd_shm.c \
+	analyze/cmd/json.c \
 	analyze/hashmap.c \
 	analyze/main.c \
 	analyze/model/allocs.c \
@@ -93,6 +98,11 @@ ANALYZE_SRC := \
 	analyze/replay/machine.c \
 	analyze/replay/session.c \
 	analyze/stacks/symbols.c \
+	analyze/stacks/symbols_embedded.c \
+	analyze/stacks/symbols_find.c \
+	analyze/stacks/symbols_inline.c \
+	analyze/stacks/symbols_kernel.c \
+	analyze/stacks/symbols_loader.c \
 	analyze/stacks/unwind.c \
 	analyze/stacks/unwind_access.c \
 	analyze/stacks/unwind_libdw.c \
@@ -102,7 +112,8 @@ FLAMEGRAPH_SRC := \
 	flamegraph/flamegraph.c \
 	flamegraph/folded.c \
 	flamegraph/svg.c \
-	formats/msg.c
+	formats/msg.c \
+	formats/opts.c
 
 TOOL_SRC := \
 	tests/helper/test-tool.c

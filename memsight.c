@@ -1,8 +1,9 @@
 /*
- * memsight.c: the front door. `memsight record` runs memsight-record,
- * `memsight flamegraph` runs memsight-flamegraph and every other command runs
- * `memsight-analyze COMMAND`, git-style. The helpers are looked up beside
- * this binary first, then on PATH. Links nothing but libc.
+ * memsight.c: the front door. Every command in analyze/commands.h runs its
+ * program, git-style: `memsight record` and `memsight archive` run
+ * memsight-record, `memsight flamegraph` memsight-flamegraph, and every
+ * other command `memsight-analyze COMMAND`. The programs are looked up
+ * beside this binary first, then on PATH. Links nothing but libc.
  */
 #include <errno.h>
 #include <limits.h>
@@ -11,32 +12,33 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage_text[] =
-	"usage: memsight COMMAND [ARGS...]\n"
-	"\n"
-	"  record      record memory events of a command, running processes or the system\n"
-	"  info        what a trace holds: host, events, counts, losses, chunks\n"
-	"  events      every event of a trace, one per line, with its stack\n"
-	"  report      per event type and process: counts, bytes, heap growth, faults, top stacks\n"
-	"  folded      folded stacks (comm;outer;...;inner COUNT) for flame graphs\n"
-	"  leaks       allocations still outstanding when recording ended, by stack;\n"
-	"              --kernel for kernel memory (kmalloc, slab, pages, percpu)\n"
-	"  mmaps       every mapping made: size, protection, flags, file, stack (mmapsnoop)\n"
-	"  brk         heap growth by stack (brkstack)\n"
-	"  shm         System V shared memory calls with arguments and results (shmsnoop)\n"
-	"  faults      page faults by stack and by backing file; swap-ins (faults, ffaults)\n"
-	"  reclaim     direct and memcg reclaim latency, kswapd, shrinkers (vmscan, drsnoop)\n"
-	"  compaction  page migrations and compaction runs, summarised\n"
-	"  oom         OOM kills: victim, its memory, trigger stack, system state (oomkill)\n"
-	"  rss         resident memory over time per process, as text or an SVG chart\n"
-	"  flamegraph  draw an interactive SVG flame graph from a trace or folded stacks\n"
-	"  archive     embed in a trace the objects its stacks need, for analysis elsewhere\n"
-	"\n"
-	"'memsight COMMAND -h' shows a command's options.\n";
+#include "analyze/commands.h"
 
-static const char *const analyze_commands[] = { "info",	 "events",     "report", "folded", "leaks",
-						"mmaps", "brk",	       "shm",	 "faults", "reclaim",
-						"compaction", "oom",   "rss",	 NULL };
+static const struct command {
+	const char *name, *program, *summary;
+} commands[] = {
+#define PROGRAM_RECORD "memsight-record"
+#define PROGRAM_ANALYZE "memsight-analyze"
+#define PROGRAM_FLAMEGRAPH "memsight-flamegraph"
+#define ENTRY(name, program, summary) { #name, PROGRAM_##program, summary },
+	MEMSIGHT_COMMANDS(ENTRY)
+#undef ENTRY
+};
+#define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	fputs("usage: memsight COMMAND [ARGS...]\n\n", f);
+	for (size_t i = 0; i < NR_COMMANDS; i++) {
+		const char *s = commands[i].summary;
+
+		fprintf(f, "  %-*s ", COMMANDS_NAME_WIDTH, commands[i].name);
+		for (const char *nl; (nl = strchr(s, '\n')); s = nl + 1)
+			fprintf(f, "%.*s\n  %-*s ", (int)(nl - s), s, COMMANDS_NAME_WIDTH, "");
+		fprintf(f, "%s\n", s);
+	}
+	fputs("\n'memsight COMMAND -h' shows a command's options.\n", f);
+}
 
 static void run(const char *prog, char **argv)
 {
@@ -69,41 +71,41 @@ int main(int argc, char **argv)
 	char **args;
 
 	if (argc < 2) {
-		fputs(usage_text, stderr);
+		usage(stderr);
 		return 2;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-		fputs(usage_text, stdout);
+		usage(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("memsight %s\n", MEMSIGHT_VERSION);
 		return 0;
 	}
-	if (!strcmp(argv[1], "record")) {
-		argv[1] = "memsight record";
-		run("memsight-record", argv + 1);
+	if (!strcmp(argv[1], "--list-commands")) {
+		for (size_t i = 0; i < NR_COMMANDS; i++)
+			printf("%s\n", commands[i].name);
+		return 0;
 	}
-	if (!strcmp(argv[1], "flamegraph")) {
-		argv[1] = "memsight flamegraph";
-		run("memsight-flamegraph", argv + 1);
-	}
-	if (!strcmp(argv[1], "archive")) {
-		/* On the recording box, by the recorder: it needs only libelf. */
+	for (size_t i = 0; i < NR_COMMANDS; i++) {
+		const struct command *c = &commands[i];
+		char name[64];
+
+		if (strcmp(argv[1], c->name))
+			continue;
+		/* The command a program is named after is its main one: it is
+		 * run as "memsight NAME ARGS"; the others as "PROGRAM NAME ARGS". */
+		if (!strncmp(c->program, "memsight-", 9) && !strcmp(c->program + 9, c->name)) {
+			snprintf(name, sizeof(name), "memsight %s", c->name);
+			argv[1] = name;
+			run(c->program, argv + 1);
+		}
+		/* The program's own first argument is the command. */
 		args = calloc(argc + 1, sizeof(*args));
 		if (!args)
 			return 1;
 		memcpy(args + 1, argv + 1, argc * sizeof(*args));
-		run("memsight-record", args);
-	}
-	for (int i = 0; analyze_commands[i]; i++) {
-		if (!strcmp(argv[1], analyze_commands[i])) {
-			args = calloc(argc + 1, sizeof(*args));
-			if (!args)
-				return 1;
-			memcpy(args + 1, argv + 1, argc * sizeof(*args));
-			run("memsight-analyze", args);
-		}
+		run(c->program, args);
 	}
 	fprintf(stderr, "memsight: '%s' is not a memsight command; see 'memsight -h'\n", argv[1]);
 	return 2;

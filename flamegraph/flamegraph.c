@@ -8,7 +8,6 @@
  * (this program links nothing but libc) and reads that.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "../formats/msg.h"
+#include "../formats/opts.h"
 #include "flame.h"
 
 static const char usage_text[] =
@@ -25,30 +25,71 @@ static const char usage_text[] =
 	"\n"
 	"FILE is a memsight trace or folded stacks (comm;outer;...;inner COUNT);\n"
 	"standard input when it is absent or '-'. The SVG goes to standard output.\n"
-	"\n"
-	"  -e, --event EVENT      for a trace: brk, mmap, faults (default), malloc, kmem, reclaim\n"
-	"                         or swap\n"
-	"  -w, --weight WEIGHT    for a trace: count (default), bytes or pages; for malloc and\n"
-	"                         kmem also leaked (bytes still outstanding when recording\n"
-	"                         ended), for malloc peak (bytes held when the heap was\n"
-	"                         largest); for reclaim latency (microseconds)\n"
-	"      --debug-dir DIR    for a trace: find objects by build-id in DIR/.build-id/ too\n"
-	"  -o, --output FILE      write the SVG to FILE\n"
-	"      --title TEXT       title (default: Flame Graph, or one for the trace's event)\n"
-	"      --subtitle TEXT    second line under the title\n"
-	"      --countname NAME   what the counts are (default: samples, or the trace's weight)\n"
-	"      --width PIXELS     image width (default: 1200)\n"
-	"      --minwidth PIXELS  leave out frames narrower than this (default: 0.1)\n"
-	"      --color PALETTE    mem (default), hot, io, red, green, blue, aqua, yellow, purple, orange\n"
-	"      --inverted         icicle graph: roots at the top, stacks grow down\n"
-	"  -h, --help             show this help\n";
+	"The options of stacks and symbols are handed to the analyzer with a trace.\n";
 
-#define MAX_DEBUG_DIRS 16
-static const char *debug_dirs[MAX_DEBUG_DIRS];
-static int nr_dirs;
+/* The analyzer's arguments: program, folded, -e, -w, forwarded options
+ * (two words each at most), the trace. */
+#define MAX_FORWARD 64
+
+struct flamegraph {
+	struct flame_opts o;
+	const char *event, *weight, *output;
+	const char *forward[MAX_FORWARD];
+	int nr_forward;
+};
+
+/* An option of stacks and symbols, as given, for the analyzer. */
+static int opt_forward(const struct opt *o, const char *arg, void *ctx)
+{
+	struct flamegraph *fg = ctx;
+	char *word;
+
+	if (fg->nr_forward + 1 >= MAX_FORWARD)
+		return msg_error("too many options for the analyzer");
+	if (asprintf(&word, "--%s%s%s", o->long_name, arg ? "=" : "", arg ? arg : "") < 0)
+		return msg_error("out of memory");
+	fg->forward[fg->nr_forward++] = word;
+	return 0;
+}
+
+static int opt_width(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	(void)ctx;
+	if (*end || v < 100 || v > 100000)
+		return msg_error("invalid --width '%s': give pixels between 100 and 100000", arg);
+	*(double *)o->value = v;
+	return 0;
+}
+
+static int opt_minwidth(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	(void)ctx;
+	if (*end || v < 0)
+		return msg_error("invalid --minwidth '%s': give pixels, e.g. 0.1", arg);
+	*(double *)o->value = v;
+	return 0;
+}
+
+static int opt_color(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)ctx;
+	for (int i = 0; flame_palettes[i]; i++) {
+		if (!strcmp(arg, flame_palettes[i])) {
+			*(const char **)o->value = flame_palettes[i];
+			return 0;
+		}
+	}
+	return msg_error("unknown palette '%s': use mem, hot, io, red, green, blue, aqua, yellow, purple or orange", arg);
+}
 
 /* Run the analyzer on a trace and hand back its standard output. */
-static FILE *open_trace(const char *path, const char *event, const char *weight, pid_t *child)
+static FILE *open_trace(const char *path, const struct flamegraph *fg, pid_t *child)
 {
 	char self[PATH_MAX], prog[PATH_MAX + 32];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -70,21 +111,19 @@ static FILE *open_trace(const char *path, const char *event, const char *weight,
 	if (*child < 0)
 		return NULL;
 	if (!*child) {
-		char *argv[8 + 2 * MAX_DEBUG_DIRS] = { prog, "folded", "--event", (char *)event, "--weight", (char *)weight };
+		char *argv[MAX_FORWARD + 8] = { prog, "folded", "--event", (char *)fg->event, "--weight",
+						(char *)fg->weight };
 		int nargs = 6;
 
-		for (int i = 0; i < nr_dirs; i++) {
-			argv[nargs++] = "--debug-dir";
-			argv[nargs++] = (char *)debug_dirs[i];
-		}
+		for (int i = 0; i < fg->nr_forward; i++)
+			argv[nargs++] = (char *)fg->forward[i];
 		argv[nargs++] = (char *)path;
 		argv[nargs] = NULL;
-
 		dup2(fd[1], 1);
 		close(fd[0]);
 		close(fd[1]);
 		execvp(prog, argv);
-		msg_note("cannot run '%s': %s", prog, strerror(errno));
+		msg_error("cannot run '%s': %s", prog, strerror(errno));
 		_exit(127);
 	}
 	close(fd[1]);
@@ -104,140 +143,52 @@ static int is_trace(const char *path)
 	return yes;
 }
 
-int main(int argc, char **argv)
+/* A trace's title and unit, from its event and weight, unless given. */
+static void trace_titles(struct flamegraph *fg)
 {
-	enum { OPT_DEBUG_DIR = 255, OPT_TITLE = 256, OPT_SUBTITLE, OPT_COUNTNAME, OPT_WIDTH, OPT_MINWIDTH, OPT_COLOR, OPT_INVERTED };
-	static const struct option longopts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "weight", required_argument, NULL, 'w' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
-		{ "title", required_argument, NULL, OPT_TITLE },
-		{ "subtitle", required_argument, NULL, OPT_SUBTITLE },
-		{ "countname", required_argument, NULL, OPT_COUNTNAME },
-		{ "width", required_argument, NULL, OPT_WIDTH },
-		{ "minwidth", required_argument, NULL, OPT_MINWIDTH },
-		{ "color", required_argument, NULL, OPT_COLOR },
-		{ "colors", required_argument, NULL, OPT_COLOR },
-		{ "inverted", no_argument, NULL, OPT_INVERTED },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct flame_opts o = { NULL, NULL, NULL, "mem", 1200, 0.1, 0 };
-	const char *event = "faults", *weight = "count", *output = NULL, *path = NULL;
-	struct flame_node *root;
-	FILE *in, *out = stdout;
-	pid_t child = 0;
-	char *line = NULL, *end;
-	size_t alloc = 0;
+	const char *event = fg->event, *weight = fg->weight;
+	const char *what = !strcmp(event, "brk")    ? "Heap Expansion (brk)"
+			   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)"
+			   : !strcmp(event, "malloc")
+				   ? (!strcmp(weight, "leaked")	 ? "Outstanding Allocations (leaks)"
+				      : !strcmp(weight, "peak") ? "Heap at its Peak"
+								 : "Allocations (malloc family)")
+			   : !strcmp(event, "kmem") ? (!strcmp(weight, "leaked") ? "Outstanding Kernel Memory"
+										 : "Kernel Allocations (kmem)")
+			   : !strcmp(event, "reclaim") ? "Direct and Memcg Reclaim"
+			   : !strcmp(event, "swap")    ? "Swap-ins (major faults on anonymous memory)"
+						       : "Page Faults";
+
+	if (!fg->o.title)
+		fg->o.title = what;
+	if (!fg->o.countname)
+		fg->o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") || !strcmp(weight, "peak") ? "bytes"
+				  : !strcmp(weight, "pages")					    ? "pages"
+				  : !strcmp(weight, "latency")					    ? "us"
+				  : !strcmp(event, "swap")					    ? "swap-ins"
+				  : !strcmp(event, "faults")					    ? "faults"
+				  : !strcmp(event, "malloc")					    ? "allocations"
+												    : "calls";
+}
+
+/* Every line into the tree; lines that are not folded stacks are counted
+ * and skipped (a header, a blank), a count no graph can draw is an error.
+ * Returns the stacks added, or -1 after reporting. */
+static long read_folded(FILE *in, struct flame_node *root)
+{
 	unsigned long added = 0, skipped = 0, first_bad = 0, lineno = 0;
-	int c, ret = 1, known = 0;
+	char *line = NULL;
+	size_t alloc = 0;
+	long ret = -1;
 
-	msg_init("memsight flamegraph");
-	while ((c = getopt_long(argc, argv, "e:w:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'e': event = optarg; break;
-		case 'w': weight = optarg; break;
-		case 'o': output = optarg; break;
-		case OPT_DEBUG_DIR:
-			if (nr_dirs == MAX_DEBUG_DIRS) {
-				msg_error("at most %d --debug-dir options", MAX_DEBUG_DIRS);
-				return 2;
-			}
-			debug_dirs[nr_dirs++] = optarg;
-			break;
-		case OPT_TITLE: o.title = optarg; break;
-		case OPT_SUBTITLE: o.subtitle = optarg; break;
-		case OPT_COUNTNAME: o.countname = optarg; break;
-		case OPT_WIDTH:
-			o.width = strtod(optarg, &end);
-			if (*end || o.width < 100 || o.width > 100000) {
-				msg_error("invalid --width '%s': give pixels between 100 and 100000", optarg);
-				return 2;
-			}
-			break;
-		case OPT_MINWIDTH:
-			o.minwidth = strtod(optarg, &end);
-			if (*end || o.minwidth < 0) {
-				msg_error("invalid --minwidth '%s': give pixels, e.g. 0.1", optarg);
-				return 2;
-			}
-			break;
-		case OPT_COLOR:
-			known = 0;
-			for (int i = 0; flame_palettes[i]; i++)
-				known |= !strcmp(optarg, flame_palettes[i]);
-			if (!known) {
-				msg_error("unknown palette '%s': use mem, hot, io, red, green, blue, aqua, yellow, purple or orange",
-				      optarg);
-				return 2;
-			}
-			o.palette = optarg;
-			break;
-		case OPT_INVERTED: o.inverted = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		default:
-			fputs(usage_text, stderr);
-			return 2;
-		}
-	}
-	if (optind < argc - 1) {
-		msg_error("give at most one input file (see memsight flamegraph -h)");
-		return 2;
-	}
-	path = optind < argc ? argv[optind] : "-";
-	if (!strcmp(path, "-")) {
-		in = stdin;
-	} else if (is_trace(path)) {
-		const char *what = !strcmp(event, "brk") ? "Heap Expansion (brk)"
-				   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)"
-				   : !strcmp(event, "malloc") ? (!strcmp(weight, "leaked") ? "Outstanding Allocations (leaks)"
-								 : !strcmp(weight, "peak") ? "Heap at its Peak"
-											    : "Allocations (malloc family)")
-				   : !strcmp(event, "kmem") ? (!strcmp(weight, "leaked") ? "Outstanding Kernel Memory"
-											  : "Kernel Allocations (kmem)")
-				   : !strcmp(event, "reclaim") ? "Direct and Memcg Reclaim"
-				   : !strcmp(event, "swap") ? "Swap-ins (major faults on anonymous memory)"
-				   : "Page Faults";
-
-		if (!o.title)
-			o.title = what;
-		if (!o.countname)
-			o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") || !strcmp(weight, "peak") ? "bytes"
-				      : !strcmp(weight, "pages") ? "pages"
-				      : !strcmp(weight, "latency") ? "us"
-				      : !strcmp(event, "swap") ? "swap-ins"
-				      : !strcmp(event, "faults") ? "faults"
-				      : !strcmp(event, "malloc") ? "allocations" : "calls";
-		in = open_trace(path, event, weight, &child);
-		if (!in) {
-			msg_error("cannot run the analyzer on '%s': %s", path, strerror(errno));
-			return 1;
-		}
-	} else {
-		in = fopen(path, "r");
-		if (!in) {
-			msg_error("cannot open '%s': %s", path, strerror(errno));
-			return 1;
-		}
-	}
-	if (!o.title)
-		o.title = "Flame Graph";
-	if (!o.countname)
-		o.countname = "samples";
-	root = flame_tree_new();
-	if (!root)
-		return msg_error("out of memory"), 1;
 	while (getline(&line, &alloc, in) > 0) {
 		int r = flame_tree_add(root, line);
 
 		lineno++;
 		if (r == -2) {
 			msg_error("line %lu: '%s' is not a count a flame graph can draw: give finite, non-negative numbers "
-			      "whose sum a double holds",
-			      lineno, strrchr(line, ' ') ? strrchr(line, ' ') + 1 : line);
+				  "whose sum a double holds",
+				  lineno, strrchr(line, ' ') ? strrchr(line, ' ') + 1 : line);
 			goto out;
 		}
 		if (r < 0) {
@@ -246,48 +197,112 @@ int main(int argc, char **argv)
 		}
 		if (r)
 			added++;
-		else if (line[0] && line[0] != '#' && line[strspn(line, " \t\r\n")]) {
-			if (!skipped++)
-				first_bad = lineno;
-		}
+		else if (line[0] && line[0] != '#' && line[strspn(line, " \t\r\n")] && !skipped++)
+			first_bad = lineno;
 	}
+	if (skipped)
+		msg_note("ignored %lu lines that are not folded stacks (the first is line %lu)", skipped, first_bad);
+	ret = (long)added;
+out:
+	free(line);
+	return ret;
+}
+
+static int write_svg(const struct flamegraph *fg, struct flame_node *root)
+{
+	FILE *out = stdout;
+
+	if (flame_tree_sort(root))
+		return msg_error("out of memory");
+	if (fg->output && !(out = fopen(fg->output, "w")))
+		return msg_error("cannot create '%s': %s", fg->output, strerror(errno));
+	if (flame_svg_write(out, root, &fg->o) || (out != stdout && fclose(out))) {
+		msg_error("cannot write the SVG: %s", strerror(errno));
+		if (fg->output)
+			unlink(fg->output);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct flamegraph fg = { .o = { NULL, NULL, NULL, "mem", 1200, 0.1, 0 }, .event = "faults", .weight = "count" };
+#define FORWARD(id, name, argh, optional, help) , { 0, name, OPT_CALLBACK_, NULL, argh, help, opt_forward, 0, optional }
+	const struct opt options[] = {
+		OPT_STRING('e', "event", &fg.event, "EVENT",
+			   "for a trace: brk, mmap, faults (default), malloc, kmem, reclaim\nor swap"),
+		OPT_STRING('w', "weight", &fg.weight, "WEIGHT",
+			   "for a trace: count (default), bytes or pages; for malloc and\n"
+			   "kmem also leaked (bytes still outstanding when recording\n"
+			   "ended), for malloc peak (bytes held when the heap was\n"
+			   "largest); for reclaim latency (microseconds)"),
+		OPT_STRING('o', "output", &fg.output, "FILE", "write the SVG to FILE"),
+		OPT_STRING(0, "title", &fg.o.title, "TEXT", "title (default: Flame Graph, or one for the trace's event)"),
+		OPT_STRING(0, "subtitle", &fg.o.subtitle, "TEXT", "second line under the title"),
+		OPT_STRING(0, "countname", &fg.o.countname, "NAME",
+			   "what the counts are (default: samples, or the trace's weight)"),
+		OPT_CALLBACK(0, "width", &fg.o.width, "PIXELS", "image width (default: 1200)", opt_width),
+		OPT_CALLBACK(0, "minwidth", &fg.o.minwidth, "PIXELS", "leave out frames narrower than this (default: 0.1)",
+			     opt_minwidth),
+		OPT_CALLBACK(0, "color", &fg.o.palette, "PALETTE",
+			     "mem (default), hot, io, red, green, blue, aqua, yellow, purple, orange", opt_color),
+		OPT_CALLBACK(0, "colors", &fg.o.palette, "PALETTE", NULL, opt_color),
+		OPT_BOOL(0, "inverted", &fg.o.inverted, "icicle graph: roots at the top, stacks grow down"),
+		OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(FORWARD),
+		OPT_END(),
+	};
+	struct flame_node *root;
+	const char *path;
+	FILE *in;
+	pid_t child = 0;
+	long added;
+	int ret = 1, r;
+
+	msg_init("memsight flamegraph");
+	r = opts_parse(argc, argv, options, usage_text, &fg);
+	if (r >= 0)
+		return r;
+	if (optind < argc - 1) {
+		msg_error("give at most one input file (see memsight flamegraph -h)");
+		return 2;
+	}
+	path = optind < argc ? argv[optind] : "-";
+	if (!strcmp(path, "-")) {
+		in = stdin;
+	} else if (is_trace(path)) {
+		trace_titles(&fg);
+		in = open_trace(path, &fg, &child);
+		if (!in)
+			return msg_error("cannot run the analyzer on '%s': %s", path, strerror(errno)), 1;
+	} else if (!(in = fopen(path, "r"))) {
+		return msg_error("cannot open '%s': %s", path, strerror(errno)), 1;
+	}
+	if (!fg.o.title)
+		fg.o.title = "Flame Graph";
+	if (!fg.o.countname)
+		fg.o.countname = "samples";
+	root = flame_tree_new();
+	if (!root)
+		return msg_error("out of memory"), 1;
+	added = read_folded(in, root);
 	if (in != stdin)
 		fclose(in);
-	in = NULL;
 	if (child) {
+		/* The analyzer's failure is its own to tell. */
 		int st;
 
 		waitpid(child, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-			/* The analyzer said what went wrong. */
-			goto out;
-		}
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			added = -1;
 	}
-	if (skipped)
-		msg_note("ignored %lu lines that are not folded stacks (the first is line %lu)",
-			skipped, first_bad);
-	if (!added) {
+	if (!added)
 		msg_error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
-		      !strcmp(path, "-") ? "standard input" : path);
-		goto out;
-	}
-	if (flame_tree_sort(root)) {
-		msg_error("out of memory");
-		goto out;
-	}
-	if (output && !(out = fopen(output, "w"))) {
-		msg_error("cannot create '%s': %s", output, strerror(errno));
-		goto out;
-	}
-	if (flame_svg_write(out, root, &o) || (out != stdout && fclose(out))) {
-		msg_error("cannot write the SVG: %s", strerror(errno));
-		if (output)
-			unlink(output);
-		goto out;
-	}
-	ret = 0;
-out:
-	free(line);
+			  !strcmp(path, "-") ? "standard input" : path);
+	if (added > 0)
+		ret = write_svg(&fg, root) ? 1 : 0;
 	flame_tree_free(root);
+	for (int i = 0; i < fg.nr_forward; i++)
+		free((char *)fg.forward[i]);
 	return ret;
 }

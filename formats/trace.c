@@ -1102,7 +1102,9 @@ static int stream_load(struct ahead *a, struct stream *s, char *err, size_t errl
 		while (off < (size_t)n) {
 			uint32_t sz;
 
-			if ((size_t)n - off < 8 || (sz = get16(s->buf + off + 6)) < 8 || sz > (size_t)n - off)
+			/* The kernel's records are 8-byte multiples: the next
+			 * header stays aligned for whoever reads it. */
+			if ((size_t)n - off < 8 || (sz = get16(s->buf + off + 6)) < 8 || sz % 8 || sz > (size_t)n - off)
 				return reader_error(err, errlen, "chunk %zu at byte %llu: perf record at %zu is malformed",
 						    ci, (unsigned long long)r->chunks[ci].offset, off);
 			if (s->nr_pos == s->pos_alloc) {

@@ -461,7 +461,7 @@ static void objects_from_records(struct embed_set *e, const unsigned char *p, si
 		const struct perf_event_header *h = (const void *)(p + off);
 		uint32_t prot;
 
-		if (h->size < 8 || off + h->size > len)
+		if (h->size < 8 || h->size % 8 || off + h->size > len)
 			break;
 		if (h->type == PERF_RECORD_MMAP2 && h->size > 73) {
 			memcpy(&prot, p + off + 64, 4);
@@ -551,10 +551,14 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 			trace_writer_add(&w, TRACE_CHUNK_META, c->stream, 0, buf, n, 0);
 		} else if (c->type == TRACE_CHUNK_DATA) {
 			uint64_t nr = 0;
+			uint16_t size;
 
-			for (long off = 0; off + 8 <= n && ((const struct perf_event_header *)(buf + off))->size;
-			     off += ((const struct perf_event_header *)(buf + off))->size)
+			for (long off = 0; off + 8 <= n; off += size) {
+				memcpy(&size, buf + off + 6, 2);
+				if (!size || size % 8)
+					break;
 				nr++;
+			}
 			objects_from_records(&e, buf, n);
 			trace_writer_add(&w, TRACE_CHUNK_DATA, c->stream, c->time, buf, n, nr);
 		} else if (c->type == TRACE_CHUNK_LOSS) {

@@ -10,7 +10,14 @@ readme_block() {
 	' "$TOP/README.md"
 }
 
-for cmd in memsight record info events report folded leaks mmaps brk shm faults reclaim compaction oom rss flamegraph; do
+# Every command there is, from the one table of them.
+cmds=$("$MEMSIGHT" --list-commands) || exit 1
+test_expect_success 'the command list names the commands -h shows' '
+	test $(echo "$cmds" | wc -l) -ge 16 &&
+	for c in $cmds; do "$MEMSIGHT" -h | grep -q "^  $c " || exit 1; done
+'
+
+for cmd in memsight $cmds; do
 	test_expect_success "'$cmd -h' matches README.md" '
 		readme_block '$cmd' >expect &&
 		test -s expect &&

@@ -1,26 +1,110 @@
 /*
- * analyze/cmd/cmd.c: helpers shared by the subcommands.
+ * analyze/cmd/cmd.c: what the commands share; see cmd.h.
  */
 #include "cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int cmd_open(struct session *s, const char *path)
+#include "../stacks/unwind.h"
+
+int cmd_opt_pid(const struct opt *o, const char *arg, void *ctx)
+{
+	uint64_t v;
+
+	(void)ctx;
+	if (opts_u64("--pid", arg, &v))
+		return -1;
+	*(long *)o->value = (long)v;
+	return 0;
+}
+
+int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx)
+{
+	struct analyze_opts *a = ctx;
+
+	switch (o->set) {
+	case CMD_STACK_DEBUG_DIR:
+		if (a->sym.nr_debug_dirs == ANALYZE_MAX_DEBUG_DIRS)
+			return msg_error("at most %d --debug-dir options", ANALYZE_MAX_DEBUG_DIRS);
+		a->debug_dirs[a->sym.nr_debug_dirs++] = arg;
+		a->sym.debug_dirs = a->debug_dirs;
+		return 0;
+	case CMD_STACK_SYSROOT:
+		a->sym.sysroot = arg;
+		return 0;
+	case CMD_STACK_DEBUGINFOD:
+		/* Bare, the servers the environment names. */
+		a->sym.debuginfod_urls = arg ? arg : a->env_debuginfod_urls;
+		if (!a->sym.debuginfod_urls || !*a->sym.debuginfod_urls)
+			return msg_error("--debuginfod has no server to ask: set DEBUGINFOD_URLS or give --debuginfod=URL");
+		return 0;
+	case CMD_STACK_UNWINDER:
+		a->unwinder = unwind_backend_parse(arg);
+		if (a->unwinder < 0)
+			return msg_error("unknown unwinder '%s': use libdw (the default) or libunwind", arg);
+		return 0;
+	case CMD_STACK_NO_INLINE:
+		a->no_inline = 1;
+		return 0;
+	}
+	return 0;
+}
+
+int cmd_parse(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a)
+{
+	int r = opts_parse(argc, argv, opts, usage, a);
+
+	if (r >= 0)
+		return r;
+	if (optind == argc - 1)
+		return -1;
+	msg_error("give one trace file (see %s -h)", msg_who());
+	return 2;
+}
+
+int cmd_open(struct session *s, const char *path, const struct analyze_opts *a)
 {
 	char err[512];
 
-	if (session_open(s, path, err, sizeof(err))) {
+	if (session_open(s, path, a, err, sizeof(err))) {
 		msg_error("%s", err);
 		session_release(s);
 		return -1;
 	}
 	session_warn_incomplete(s);
 	return 0;
+}
+
+int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt)
+{
+	if (session_group_recorded(s, group) || (alt && session_group_recorded(s, alt)))
+		return 0;
+	return msg_error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s", s->path, what,
+			 group, alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "");
+}
+
+int cmd_open_group(struct session *s, const char *path, const struct analyze_opts *a, const char *what,
+		   const char *group, const char *alt)
+{
+	if (cmd_open(s, path, a))
+		return -1;
+	if (cmd_need_group(s, what, group, alt)) {
+		session_release(s);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_close(struct session *s, int ret)
+{
+	session_report_unwind(s);
+	symbols_report_unresolved(&s->syms, stderr);
+	session_release(s);
+	return ret;
 }
 
 const char *fmt_bytes(uint64_t v, char *buf, size_t len)
@@ -40,49 +124,6 @@ const char *fmt_bytes(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-int cmd_usage(const char *usage, int ok)
-{
-	fputs(usage, ok ? stdout : stderr);
-	return ok ? 0 : 2;
-}
-
-int cmd_one_file(int argc)
-{
-	if (optind == argc - 1)
-		return 0;
-	msg_error("give one trace file (see %s -h)", msg_who());
-	return -1;
-}
-
-int parse_u64(const char *opt, const char *arg, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(arg, &end, 0);
-	if (errno || *end || arg[0] == '-' || !arg[0]) {
-		msg_error("invalid value '%s' for %s: give a non-negative number", arg, opt);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 const char *frame_obj_base(const struct frame *f)
 {
 	const char *o = f->kernel ? "kernel.kallsyms" : f->obj ? f->obj : "unknown";
@@ -91,27 +132,27 @@ const char *frame_obj_base(const struct frame *f)
 	return b ? b + 1 : o;
 }
 
-void json_frames(const struct frame *fr, int n, int lines)
+void cmd_json_frames(struct json *j, const char *key, const struct frame *fr, int n, int lines)
 {
-	putchar('[');
-	for (int j = 0; j < n; j++) {
-		const struct frame *f = &fr[j];
+	json_begin_array(j, key);
+	for (int i = 0; i < n; i++) {
+		const struct frame *f = &fr[i];
 		const char *file;
 		int line;
 
-		printf("%s{\"function\":", j ? "," : "");
-		json_str(f->sym ? f->sym : NULL);
-		printf(",\"offset\":%llu,\"object\":", (unsigned long long)f->off);
-		json_str(frame_obj_base(f));
-		printf(",\"kernel\":%s,\"inlined\":%s", f->kernel ? "true" : "false", f->inlined ? "true" : "false");
+		json_begin(j, NULL);
+		json_str(j, "function", f->sym);
+		json_u64(j, "offset", f->off);
+		json_str(j, "object", frame_obj_base(f));
+		json_bool(j, "kernel", f->kernel);
+		json_bool(j, "inlined", f->inlined);
 		if (lines && !frame_srcline(f, &file, &line)) {
-			printf(",\"file\":");
-			json_str(file);
-			printf(",\"line\":%d", line);
+			json_str(j, "file", file);
+			json_i64(j, "line", line);
 		}
-		putchar('}');
+		json_end(j);
 	}
-	putchar(']');
+	json_end(j);
 }
 
 void print_frames(const struct frame *fr, int n, int lines, const char *indent)
@@ -128,23 +169,4 @@ void print_frames(const struct frame *fr, int n, int lines, const char *indent)
 	}
 	if (!n)
 		printf("%s(no stack recorded)\n", indent);
-}
-
-int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt)
-{
-	if (session_group_recorded(s, group) || (alt && session_group_recorded(s, alt)))
-		return 0;
-	return msg_error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s", s->path, what, group,
-		     alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "");
-}
-
-int cmd_open_group(struct session *s, const char *path, const char *what, const char *group, const char *alt)
-{
-	if (cmd_open(s, path))
-		return -1;
-	if (cmd_need_group(s, what, group, alt)) {
-		session_release(s);
-		return -1;
-	}
-	return 0;
 }

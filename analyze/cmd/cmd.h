@@ -1,69 +1,79 @@
 /*
- * analyze/cmd/cmd.h: the analyzer's subcommands and what they share: reporting
- * an error once with the command's name, opening a trace with its warnings,
- * and printing sizes for people.
+ * analyze/cmd/cmd.h: the analyzer's commands (one file each, listed in
+ * ../commands.h) and what they share: their options as tables (with the
+ * options of stacks and symbols every command that shows stacks takes),
+ * opening the one trace they read, its closing reports, frames as text and
+ * as JSON, and sizes for people.
+ *
+ * A command is
+ *	int cmd_NAME(int argc, char **argv, struct analyze_opts *a)
+ * where argv[0] is its name and a holds what main.c read from the
+ * environment; it returns the exit status, having reported any error once.
  */
 #ifndef MEMSIGHT_CMD_H
 #define MEMSIGHT_CMD_H
 
 #include <stdint.h>
+#include <unistd.h> /* optind, where cmd_parse leaves the FILE */
 
 #include "../../formats/msg.h"
+#include "../../formats/opts.h"
+#include "../commands.h"
 #include "../replay/session.h"
+#include "json.h"
 
-int cmd_info(int argc, char **argv);
-int cmd_events(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_folded(int argc, char **argv);
-int cmd_leaks(int argc, char **argv);
-int cmd_mmaps(int argc, char **argv);
-int cmd_brk(int argc, char **argv);
-int cmd_shm(int argc, char **argv);
-int cmd_faults(int argc, char **argv);
-int cmd_reclaim(int argc, char **argv);
-int cmd_compaction(int argc, char **argv);
-int cmd_oom(int argc, char **argv);
-int cmd_rss(int argc, char **argv);
+#define CMD_DECLARE_RECORD(name)
+#define CMD_DECLARE_FLAMEGRAPH(name)
+#define CMD_DECLARE_ANALYZE(name) int cmd_##name(int argc, char **argv, struct analyze_opts *a);
+#define CMD_DECLARE(name, program, summary) CMD_DECLARE_##program(name)
+MEMSIGHT_COMMANDS(CMD_DECLARE)
+
+/* --pid PID into a long (-1 when absent). */
+int cmd_opt_pid(const struct opt *o, const char *arg, void *ctx);
+/* The options of stacks and symbols (opts.h's list) into the struct
+ * analyze_opts that is cmd_parse's ctx. */
+int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx);
+
+#define OPT_PID(v) OPT_CALLBACK(0, "pid", v, "PID", "only this process", cmd_opt_pid)
+#define OPT_LINES(v) OPT_BOOL(0, "lines", v, "add file:line to each frame")
+#define OPT_NO_STACKS(v) OPT_SET('G', "no-stacks", v, 0, "leave the stacks out")
+#define CMD_STACK_OPT(id, name, argh, optional, help) \
+	, { 0, name, OPT_CALLBACK_, NULL, argh, help, cmd_opt_stack, CMD_STACK_##id, optional }
+enum {
+#define CMD_STACK_ID(id, name, argh, optional, help) CMD_STACK_##id,
+	OPTS_STACK_LIST(CMD_STACK_ID)
+#undef CMD_STACK_ID
+};
+/* In a command's table: the options of stacks and symbols, under their
+ * heading, into the struct analyze_opts given to cmd_parse. */
+#define OPT_STACKS OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(CMD_STACK_OPT)
+
+/* Parse argv by opts (with usage for -h); a is where OPT_STACKS go. Then
+ * exactly one FILE must follow, at argv[optind]. Returns -1 to go on, or
+ * the exit status (help shown, or a bad option reported). */
+int cmd_parse(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a);
 
 /* Open FILE for a command: the error is reported here. Returns 0 or -1. */
-int cmd_open(struct session *s, const char *path);
+int cmd_open(struct session *s, const char *path, const struct analyze_opts *a);
 /* A view's events must be in the trace: group (or alt, may be NULL) was
  * recorded. Returns 0, or reports "has no WHAT events" with the record
  * command that would add them and returns -1. */
 int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt);
 /* cmd_open, then cmd_need_group; the session is released when either fails. */
-int cmd_open_group(struct session *s, const char *path, const char *what, const char *group, const char *alt);
+int cmd_open_group(struct session *s, const char *path, const struct analyze_opts *a, const char *what,
+		   const char *group, const char *alt);
+/* The end of every command that named frames: why stacks stopped early,
+ * which objects went unnamed, then the session is released. Returns ret. */
+int cmd_close(struct session *s, int ret);
+
 /* v as "N B" or with a binary unit ("1.5 MiB") in buf; returns buf. */
 const char *fmt_bytes(uint64_t v, char *buf, size_t len);
-/* -h (ok: on stdout, exit 0) or a bad option (on stderr, exit 2). */
-int cmd_usage(const char *usage, int ok);
-/* After the options: exactly one FILE must follow. Reports and returns -1
- * when not. */
-int cmd_one_file(int argc);
-/* Parse an unsigned number option; reports and returns -1 when invalid. */
-int parse_u64(const char *opt, const char *arg, uint64_t *out);
-
-/* JSON: a string with its escapes ("" for NULL), and frames as an array
- * of {function, offset, object, kernel, inlined[, file, line]}, the one
- * frame schema of every view. */
-void json_str(const char *s);
-void json_frames(const struct frame *fr, int n, int lines);
+/* Frames as an array of {function, offset, object, kernel, inlined[,
+ * file, line]}: the one frame schema of every command's JSON. */
+void cmd_json_frames(struct json *j, const char *key, const struct frame *fr, int n, int lines);
 /* Frames one per line, "indent name+off [object][ file:line]". */
 void print_frames(const struct frame *fr, int n, int lines, const char *indent);
 /* The file name of a frame's object, "kernel.kallsyms" for the kernel. */
 const char *frame_obj_base(const struct frame *f);
-
-/* The symbol and unwinding options every command that shows stacks takes
- * (main.c parses them), for its -h. */
-#define CMD_STACK_OPTIONS \
-	"\nstacks and symbols:\n" \
-	"      --debug-dir DIR   find objects by build-id in DIR/.build-id/ too (before ~/.debug\n" \
-	"                        and /usr/lib/debug)\n" \
-	"      --sysroot DIR     find objects under DIR as under / (a copy of the recording box)\n" \
-	"      --debuginfod[=URLS]  ask these debuginfod servers (default: $DEBUGINFOD_URLS) by\n" \
-	"                        build-id for objects not found here; never without this option\n" \
-	"      --unwinder NAME   for --call-graph dwarf traces: libdw (default) or libunwind\n" \
-	"      --no-inline       no frames for inlined functions (shown by default where the\n" \
-	"                        debug information has them)\n"
 
 #endif

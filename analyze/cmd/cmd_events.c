@@ -3,7 +3,6 @@
  * spirit of perf script, tracepoint fields printed by libtraceevent from
  * the formats stored in the trace, each followed by its stack.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +13,8 @@
 static const char usage_text[] =
 	"usage: memsight events [options] FILE\n"
 	"\n"
-	"  -e, --event NAME     only this event or group (e.g. page-faults, mmap)\n"
-	"      --pid PID        only this process\n"
-	"  -G, --no-stacks      leave the stacks out\n"
-	"  -h, --help           show this help\n"
-	CMD_STACK_OPTIONS;
+	"Every event of the trace in time order, one per line, with its fields and\n"
+	"its stack, in the manner of perf script.\n";
 
 struct events_opts {
 	const char *event;
@@ -66,52 +62,29 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 	return 0;
 }
 
-int cmd_events(int argc, char **argv)
+int cmd_events(int argc, char **argv, struct analyze_opts *a)
 {
-	static const struct option longopts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "no-stacks", no_argument, NULL, 'G' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct events_opts o = { NULL, -1, 1, { 0 } };
+	const struct opt options[] = {
+		OPT_STRING('e', "event", &o.event, "NAME", "only this event or group (e.g. page-faults, mmap)"),
+		OPT_PID(&o.pid),
+		OPT_NO_STACKS(&o.stacks),
+		OPT_STACKS,
+		OPT_END(),
+	};
 	struct session s;
 	char err[512];
-	int c, ret = 1;
-	uint64_t v;
+	int r = cmd_parse(argc, argv, options, usage_text, a), ret = 1;
 
-	while ((c = getopt_long(argc, argv, "e:Gh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			o.event = optarg;
-			break;
-		case 'p':
-			if (parse_u64("--pid", optarg, &v))
-				return 2;
-			o.pid = v;
-			break;
-		case 'G':
-			o.stacks = 0;
-			break;
-		case 'h':
-			return cmd_usage(usage_text, 1);
-		default:
-			return cmd_usage(usage_text, 0);
-		}
-	}
-	if (cmd_one_file(argc))
-		return 2;
-	if (cmd_open(&s, argv[optind]))
+	if (r >= 0)
+		return r;
+	if (cmd_open(&s, argv[optind], a))
 		return 1;
 	trace_seq_init(&o.seq);
 	if (session_replay(&s, print_sample, &o, err, sizeof(err)))
 		msg_error("%s", err);
 	else
 		ret = 0;
-	session_report_unwind(&s);
-	symbols_report_unresolved(&s.syms, stderr);
 	trace_seq_destroy(&o.seq);
-	session_release(&s);
-	return ret;
+	return cmd_close(&s, ret);
 }

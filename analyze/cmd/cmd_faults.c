@@ -4,7 +4,6 @@
  * them, and by stack, as faults does; major faults on anonymous memory are
  * the swap-ins.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +16,7 @@ static const char usage_text[] =
 	"usage: memsight faults [options] FILE\n"
 	"\n"
 	"Page faults by backing file (file-backed against anonymous memory) and by\n"
-	"stack; major faults on anonymous memory are swap-ins.\n"
-	"\n"
-	"  -T, --top N          files and stacks shown (default 10)\n"
-	"      --pid PID        only this process\n"
-	"      --kernel         include kernel frames in the stacks\n"
-	"      --lines          add file:line to each frame\n"
-	"      --json           one JSON object instead of text\n"
-	"  -h, --help           show this help\n"
-	CMD_STACK_OPTIONS;
+	"stack; major faults on anonymous memory are swap-ins.\n";
 
 struct fault_file {
 	const char *name;
@@ -35,6 +26,8 @@ struct fault_file {
 
 struct faults {
 	long pid;
+	uint64_t top;
+	int json, lines, kernel;
 	struct hashmap files;	/* interned name -> struct fault_file * */
 	struct stacktab minor, swapin;
 	uint64_t total, major, file, anon, unknown, major_anon, major_file;
@@ -98,17 +91,67 @@ static int file_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static void stacks_json(const char *key, struct stack_entry **v, size_t n, uint64_t top, int lines)
+/* The faults, sorted: by file, by stack, swap-ins by stack. */
+struct faults_sorted {
+	struct fault_file **files;
+	struct stack_entry **minor, **swapin;
+	size_t nf, nm, ns;
+};
+
+static int faults_sort(struct faults *f, struct faults_sorted *o)
 {
-	printf(",\"%s\":[", key);
+	o->files = malloc((f->files.nr ? f->files.nr : 1) * sizeof(*o->files));
+	if (!o->files)
+		return -1;
+	hashmap_for_each(&f->files, slot) o->files[o->nf++] = slot->ptr;
+	if (o->nf > 1)
+		qsort(o->files, o->nf, sizeof(*o->files), file_cmp);
+	o->minor = stacktab_sorted(&f->minor, 0, &o->nm);
+	o->swapin = stacktab_sorted(&f->swapin, 0, &o->ns);
+	return 0;
+}
+
+static void stacks_json(struct json *j, const char *key, struct stack_entry **v, size_t n, uint64_t top, int lines)
+{
+	json_begin_array(j, key);
 	for (size_t i = 0; v && i < n && i < top; i++) {
-		printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", v[i]->pid);
-		json_str(v[i]->comm);
-		printf(",\"faults\":%llu,\"frames\":", (unsigned long long)v[i]->weight);
-		json_frames(v[i]->frames, v[i]->nr_frames, lines);
-		putchar('}');
+		json_begin(j, NULL);
+		json_i64(j, "pid", v[i]->pid);
+		json_str(j, "comm", v[i]->comm);
+		json_u64(j, "faults", v[i]->weight);
+		cmd_json_frames(j, "frames", v[i]->frames, v[i]->nr_frames, lines);
+		json_end(j);
 	}
-	putchar(']');
+	json_end(j);
+}
+
+static void print_json(const struct session *s, const struct faults *f, const struct faults_sorted *o)
+{
+	struct json j;
+
+	json_init(&j, stdout);
+	json_begin(&j, NULL);
+	json_str(&j, "trace", s->path);
+	json_u64(&j, "faults", f->total);
+	json_u64(&j, "file_backed", f->file);
+	json_u64(&j, "anonymous", f->anon);
+	json_u64(&j, "unknown", f->unknown);
+	json_u64(&j, "major", f->major);
+	json_u64(&j, "major_file", f->major_file);
+	json_u64(&j, "swapins", f->major_anon);
+	json_begin_array(&j, "files");
+	for (size_t i = 0; i < o->nf && i < f->top; i++) {
+		json_begin(&j, NULL);
+		json_str(&j, "name", o->files[i]->name);
+		json_bool(&j, "file_backed", o->files[i]->file_backed);
+		json_u64(&j, "faults", o->files[i]->faults);
+		json_u64(&j, "major", o->files[i]->major);
+		json_end(&j);
+	}
+	json_end(&j);
+	stacks_json(&j, "stacks", o->minor, o->nm, f->top, f->lines);
+	stacks_json(&j, "swapin_stacks", o->swapin, o->ns, f->top, f->lines);
+	json_end(&j);
 }
 
 static void stacks_text(const char *title, struct stack_entry **v, size_t n, uint64_t top, int lines)
@@ -120,117 +163,62 @@ static void stacks_text(const char *title, struct stack_entry **v, size_t n, uin
 	}
 }
 
-int cmd_faults(int argc, char **argv)
+static void print_text(const struct session *s, const struct faults *f, const struct faults_sorted *o)
 {
-	enum { OPT_PID = 256, OPT_JSON, OPT_LINES, OPT_KERNEL };
-	static const struct option longopts[] = {
-		{ "top", required_argument, NULL, 'T' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "kernel", no_argument, NULL, OPT_KERNEL },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct faults f = { .pid = -1 };
-	struct fault_file **files = NULL;
-	struct stack_entry **minor = NULL, **swapin = NULL;
-	struct session s;
-	uint64_t top = 10, v;
-	size_t nf = 0, nm = 0, ns = 0;
-	int c, json = 0, lines = 0, kernel = 0, ret = 1;
-	char err[512];
+	printf("# memsight faults of '%s': %llu page faults, %llu file-backed, %llu anonymous%s; %llu major "
+	       "(%llu on files, %llu swap-ins)\n",
+	       s->path, (unsigned long long)f->total, (unsigned long long)f->file, (unsigned long long)f->anon,
+	       f->unknown ? ", some outside any known mapping" : "", (unsigned long long)f->major,
+	       (unsigned long long)f->major_file, (unsigned long long)f->major_anon);
+	printf("\n%10s %8s  %-6s %s\n", "FAULTS", "MAJOR", "TYPE", "MAPPING");
+	for (size_t i = 0; i < o->nf && i < f->top; i++)
+		printf("%10llu %8llu  %-6s %s\n", (unsigned long long)o->files[i]->faults,
+		       (unsigned long long)o->files[i]->major, o->files[i]->file_backed ? "file" : "anon",
+		       o->files[i]->name);
+	stacks_text("faults", o->minor, o->nm, f->top, f->lines);
+	if (o->ns)
+		printf("\n# swap-ins (major faults on anonymous memory) by stack\n");
+	stacks_text("swap-ins", o->swapin, o->ns, f->top, f->lines);
+}
 
-	while ((c = getopt_long(argc, argv, "T:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'T':
-			if (parse_u64("--top", optarg, &top))
-				return 2;
-			break;
-		case OPT_PID:
-			if (parse_u64("--pid", optarg, &v))
-				return 2;
-			f.pid = v;
-			break;
-		case OPT_KERNEL:
-			kernel = 1;
-			break;
-		case OPT_JSON:
-			json = 1;
-			break;
-		case OPT_LINES:
-			lines = 1;
-			break;
-		case 'h':
-			return cmd_usage(usage_text, 1);
-		default:
-			return cmd_usage(usage_text, 0);
-		}
-	}
-	if (cmd_one_file(argc))
-		return 2;
-	if (cmd_open_group(&s, argv[optind], "page fault", "faults", "swap"))
+int cmd_faults(int argc, char **argv, struct analyze_opts *a)
+{
+	struct faults f = { .pid = -1, .top = 10 };
+	const struct opt options[] = {
+		OPT_U64('T', "top", &f.top, "N", "files and stacks shown (default 10)"),
+		OPT_PID(&f.pid),
+		OPT_BOOL(0, "kernel", &f.kernel, "include kernel frames in the stacks"),
+		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
+		OPT_LINES(&f.lines),
+		OPT_STACKS,
+		OPT_END(),
+	};
+	struct faults_sorted o = { 0 };
+	struct session s;
+	char err[512];
+	int r = cmd_parse(argc, argv, options, usage_text, a), ret = 1;
+
+	if (r >= 0)
+		return r;
+	if (cmd_open_group(&s, argv[optind], a, "page fault", "faults", "swap"))
 		return 1;
 	hashmap_init(&f.files, 0);
-	stacktab_init(&f.minor, kernel, 1);
-	stacktab_init(&f.swapin, kernel, 1);
+	stacktab_init(&f.minor, f.kernel, 1);
+	stacktab_init(&f.swapin, f.kernel, 1);
 	if (memops_replay(&s, on_fault, &f, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
-		goto out;
-	}
-	files = malloc((f.files.nr ? f.files.nr : 1) * sizeof(*files));
-	if (!files)
-		goto out;
-	hashmap_for_each(&f.files, slot) files[nf++] = slot->ptr;
-	if (nf > 1)
-		qsort(files, nf, sizeof(*files), file_cmp);
-	minor = stacktab_sorted(&f.minor, 0, &nm);
-	swapin = stacktab_sorted(&f.swapin, 0, &ns);
-	if (json) {
-		printf("{\"trace\":");
-		json_str(s.path);
-		printf(",\"faults\":%llu,\"file_backed\":%llu,\"anonymous\":%llu,\"unknown\":%llu,\"major\":%llu,"
-		       "\"major_file\":%llu,\"swapins\":%llu,\"files\":[",
-		       (unsigned long long)f.total, (unsigned long long)f.file, (unsigned long long)f.anon,
-		       (unsigned long long)f.unknown, (unsigned long long)f.major, (unsigned long long)f.major_file,
-		       (unsigned long long)f.major_anon);
-		for (size_t i = 0; i < nf && i < top; i++) {
-			printf("%s{\"name\":", i ? "," : "");
-			json_str(files[i]->name);
-			printf(",\"file_backed\":%s,\"faults\":%llu,\"major\":%llu}", files[i]->file_backed ? "true" : "false",
-			       (unsigned long long)files[i]->faults, (unsigned long long)files[i]->major);
-		}
-		putchar(']');
-		stacks_json("stacks", minor, nm, top, lines);
-		stacks_json("swapin_stacks", swapin, ns, top, lines);
-		printf("}\n");
+	} else if (faults_sort(&f, &o)) {
+		msg_error("out of memory");
 	} else {
-		printf("# memsight faults of '%s': %llu page faults, %llu file-backed, %llu anonymous%s; %llu major "
-		       "(%llu on files, %llu swap-ins)\n",
-		       s.path, (unsigned long long)f.total, (unsigned long long)f.file, (unsigned long long)f.anon,
-		       f.unknown ? ", some outside any known mapping" : "", (unsigned long long)f.major,
-		       (unsigned long long)f.major_file, (unsigned long long)f.major_anon);
-		printf("\n%10s %8s  %-6s %s\n", "FAULTS", "MAJOR", "TYPE", "MAPPING");
-		for (size_t i = 0; i < nf && i < top; i++)
-			printf("%10llu %8llu  %-6s %s\n", (unsigned long long)files[i]->faults,
-			       (unsigned long long)files[i]->major, files[i]->file_backed ? "file" : "anon",
-			       files[i]->name);
-		stacks_text("faults", minor, nm, top, lines);
-		if (ns)
-			printf("\n# swap-ins (major faults on anonymous memory) by stack\n");
-		stacks_text("swap-ins", swapin, ns, top, lines);
+		(f.json ? print_json : print_text)(&s, &f, &o);
+		ret = 0;
 	}
-	ret = 0;
-out:
-	session_report_unwind(&s);
-	symbols_report_unresolved(&s.syms, stderr);
-	free(files);
-	free(minor);
-	free(swapin);
+	free(o.files);
+	free(o.minor);
+	free(o.swapin);
 	hashmap_for_each(&f.files, slot) free(slot->ptr);
 	hashmap_release(&f.files);
 	stacktab_release(&f.minor);
 	stacktab_release(&f.swapin);
-	session_release(&s);
-	return ret;
+	return cmd_close(&s, ret);
 }

@@ -4,7 +4,6 @@
  * their raw addresses first and named once each, so the cost per sample is
  * a hash, not a symbol lookup.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +18,8 @@
 static const char usage_text[] =
 	"usage: memsight folded [options] FILE\n"
 	"\n"
-	"  -e, --event EVENT     brk, mmap, faults (default), malloc, kmem (kernel allocations),\n"
-	"                        reclaim (direct and memcg) or swap (major faults on anonymous memory)\n"
-	"  -w, --weight WEIGHT   count (default), bytes or pages; for malloc and kmem: leaked\n"
-	"                        (outstanding bytes), bytes (allocated) or count (allocations), and\n"
-	"                        pages for kmem; for malloc also peak (bytes held when the heap was\n"
-	"                        largest); for reclaim: latency (microseconds) or count\n"
-	"      --pid PID         only this process\n"
-	"      --kernel          include kernel frames (default for faults, kmem, reclaim)\n"
-	"      --no-kernel       leave kernel frames out (default for brk and mmap)\n"
-	"  -h, --help            show this help\n"
-	CMD_STACK_OPTIONS;
+	"Folded stacks, one line per distinct stack: comm;outer;...;inner WEIGHT,\n"
+	"for flame graphs (memsight flamegraph, flamegraph.pl, speedscope).\n";
 
 enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY, W_PEAK };
 enum fold_source { FS_MEMOPS, FS_MALLOC, FS_KMEM, FS_RECLAIM, FS_SWAP };
@@ -265,131 +255,116 @@ static int on_reclaim(struct session *s, struct sample *smp, void *arg)
 	return 0;
 }
 
-int cmd_folded(int argc, char **argv)
+static int opt_event(const struct opt *o, const char *arg, void *ctx)
 {
-	enum { OPT_PID = 256, OPT_KERNEL, OPT_NO_KERNEL };
-	static const struct option longopts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "weight", required_argument, NULL, 'w' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "kernel", no_argument, NULL, OPT_KERNEL },
-		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	static const struct { const char *name; enum fold_source src; enum memop_kind kind; } events[] = {
+		{ "brk", FS_MEMOPS, MEMOP_BRK },	 { "mmap", FS_MEMOPS, MEMOP_MMAP },
+		{ "faults", FS_MEMOPS, MEMOP_FAULT },	 { "page-faults", FS_MEMOPS, MEMOP_FAULT },
+		{ "malloc", FS_MALLOC, MEMOP_FAULT },	 { "kmem", FS_KMEM, MEMOP_FAULT },
+		{ "reclaim", FS_RECLAIM, MEMOP_FAULT }, { "swap", FS_SWAP, MEMOP_FAULT },
 	};
-	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS };
-	struct session s;
-	char err[512];
-	int c, kernel = -1, ret = 1;
-	uint64_t v;
+	struct folded *f = o->value;
 
-	while ((c = getopt_long(argc, argv, "e:w:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			if (!strcmp(optarg, "brk"))
-				f.kind = MEMOP_BRK;
-			else if (!strcmp(optarg, "mmap"))
-				f.kind = MEMOP_MMAP;
-			else if (!strcmp(optarg, "faults") || !strcmp(optarg, "page-faults"))
-				f.kind = MEMOP_FAULT;
-			else if (!strcmp(optarg, "malloc"))
-				f.src = FS_MALLOC;
-			else if (!strcmp(optarg, "kmem"))
-				f.src = FS_KMEM;
-			else if (!strcmp(optarg, "reclaim"))
-				f.src = FS_RECLAIM;
-			else if (!strcmp(optarg, "swap"))
-				f.src = FS_SWAP;
-			else {
-				msg_error("unknown event '%s' for folded stacks: use brk, mmap, faults, malloc, kmem, reclaim "
-				      "or swap",
-				      optarg);
-				return 2;
-			}
-			break;
-		case 'w':
-			if (!strcmp(optarg, "count"))
-				f.weight = W_COUNT;
-			else if (!strcmp(optarg, "bytes"))
-				f.weight = W_BYTES;
-			else if (!strcmp(optarg, "pages"))
-				f.weight = W_PAGES;
-			else if (!strcmp(optarg, "leaked"))
-				f.weight = W_LEAKED;
-			else if (!strcmp(optarg, "latency"))
-				f.weight = W_LATENCY;
-			else if (!strcmp(optarg, "peak"))
-				f.weight = W_PEAK;
-			else {
-				msg_error("unknown weight '%s': use count, bytes, pages, leaked, peak or latency", optarg);
-				return 2;
-			}
-			break;
-		case OPT_PID:
-			if (parse_u64("--pid", optarg, &v))
-				return 2;
-			f.pid = v;
-			break;
-		case OPT_KERNEL:
-			kernel = 1;
-			break;
-		case OPT_NO_KERNEL:
-			kernel = 0;
-			break;
-		case 'h':
-			return cmd_usage(usage_text, 1);
-		default:
-			return cmd_usage(usage_text, 0);
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		if (!strcmp(arg, events[i].name)) {
+			f->src = events[i].src;
+			f->kind = events[i].kind;
+			return 0;
 		}
 	}
-	if (cmd_one_file(argc))
-		return 2;
+	return msg_error("unknown event '%s' for folded stacks: use brk, mmap, faults, malloc, kmem, reclaim or swap",
+			 arg);
+}
+
+static int opt_weight(const struct opt *o, const char *arg, void *ctx)
+{
+	static const char *const names[] = { [W_COUNT] = "count", [W_BYTES] = "bytes", [W_PAGES] = "pages",
+					     [W_LEAKED] = "leaked", [W_LATENCY] = "latency", [W_PEAK] = "peak" };
+	struct folded *f = o->value;
+
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(arg, names[i])) {
+			f->weight = i;
+			return 0;
+		}
+	}
+	return msg_error("unknown weight '%s': use count, bytes, pages, leaked, peak or latency", arg);
+}
+
+/* Which weights each source has. */
+static int weight_applies(const struct folded *f)
+{
+	return f->weight == W_COUNT || (f->weight == W_BYTES && f->src != FS_RECLAIM && f->src != FS_SWAP) ||
+	       (f->weight == W_PAGES && (f->src == FS_MEMOPS || f->src == FS_KMEM)) ||
+	       (f->weight == W_LEAKED && (f->src == FS_MALLOC || f->src == FS_KMEM)) ||
+	       (f->weight == W_PEAK && f->src == FS_MALLOC) || (f->weight == W_LATENCY && f->src == FS_RECLAIM);
+}
+
+static int fold(struct folded *f, struct session *s)
+{
+	char err[512] = "";
+
+	if (f->src == FS_MALLOC)
+		return fold_allocs(f, s);
+	if (f->src == FS_KMEM)
+		return fold_kmem(f, s);
+	if (f->src == FS_RECLAIM) {
+		if (cmd_need_group(s, "reclaim", "reclaim", NULL))
+			return 1;
+		if (session_replay(s, on_reclaim, f, err, sizeof(err)))
+			return msg_error("%s", err[0] ? err : "out of memory"), 1;
+		return print_folded(f) ? 1 : 0;
+	}
+	if (memops_replay(s, on_op, f, err, sizeof(err)))
+		return msg_error("%s", err), 1;
+	return print_folded(f) ? 1 : 0;
+}
+
+int cmd_folded(int argc, char **argv, struct analyze_opts *a)
+{
+	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS };
+	int kernel = -1, ret;
+	const struct opt options[] = {
+		OPT_CALLBACK('e', "event", &f, "EVENT",
+			     "brk, mmap, faults (default), malloc, kmem (kernel allocations),\n"
+			     "reclaim (direct and memcg) or swap (major faults on anonymous memory)",
+			     opt_event),
+		OPT_CALLBACK('w', "weight", &f, "WEIGHT",
+			     "count (default), bytes or pages; for malloc and kmem: leaked\n"
+			     "(outstanding bytes), bytes (allocated) or count (allocations), and\n"
+			     "pages for kmem; for malloc also peak (bytes held when the heap was\n"
+			     "largest); for reclaim: latency (microseconds) or count",
+			     opt_weight),
+		OPT_PID(&f.pid),
+		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"),
+		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),
+		OPT_STACKS,
+		OPT_END(),
+	};
+	struct session s;
+	int r = cmd_parse(argc, argv, options, usage_text, a);
+
+	if (r >= 0)
+		return r;
 	if (kernel < 0)
 		/* A syscall's kernel half is always the same entry path; for
 		 * the kernel's own memory it is the point. */
 		kernel = (f.kind == MEMOP_FAULT && f.src == FS_MEMOPS) || f.src == FS_KMEM || f.src == FS_RECLAIM ||
 			 f.src == FS_SWAP;
-	{
-		/* Which weights each source has. */
-		int ok = f.weight == W_COUNT ||
-			 (f.weight == W_BYTES && f.src != FS_RECLAIM && f.src != FS_SWAP) ||
-			 (f.weight == W_PAGES && (f.src == FS_MEMOPS || f.src == FS_KMEM)) ||
-			 (f.weight == W_LEAKED && (f.src == FS_MALLOC || f.src == FS_KMEM)) ||
-			 (f.weight == W_PEAK && f.src == FS_MALLOC) ||
-			 (f.weight == W_LATENCY && f.src == FS_RECLAIM);
-
-		if (!ok) {
-			msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
-			      "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
-			return 2;
-		}
+	if (!weight_applies(&f)) {
+		msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
+			  "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
+		return 2;
 	}
-	if (cmd_open(&s, argv[optind]))
+	if (cmd_open(&s, argv[optind], a))
 		return 1;
 	stacktab_init(&f.tab, kernel, 1);
 	hashmap_init(&f.begins, 0);
-	if (f.src == FS_MALLOC) {
-		ret = fold_allocs(&f, &s);
-	} else if (f.src == FS_KMEM) {
-		ret = fold_kmem(&f, &s);
-	} else if (f.src == FS_RECLAIM) {
-		err[0] = 0;
-		if (!cmd_need_group(&s, "reclaim", "reclaim", NULL)) {
-			if (session_replay(&s, on_reclaim, &f, err, sizeof(err)))
-				msg_error("%s", err[0] ? err : "out of memory");
-			else if (!print_folded(&f))
-				ret = 0;
-		}
-	} else if (memops_replay(&s, on_op, &f, err, sizeof(err))) {
-		msg_error("%s", err);
-	} else if (!print_folded(&f)) {
-		ret = 0;
-	}
+	ret = fold(&f, &s);
 	hashmap_for_each(&f.begins, slot) free(slot->ptr);
 	hashmap_release(&f.begins);
-	session_report_unwind(&s);
-	symbols_report_unresolved(&s.syms, stderr);
 	stacktab_release(&f.tab);
-	session_release(&s);
-	return ret;
+	return cmd_close(&s, ret);
 }

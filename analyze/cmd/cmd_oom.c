@@ -4,7 +4,6 @@
  * the kernel's own figures, the task that ran out and its stack, how long
  * the reaper took, and the system's state the recorder saved at the kill.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +16,7 @@ static const char usage_text[] =
 	"Every OOM kill: victim pid and comm, its memory (total_vm, anon, file and\n"
 	"shmem RSS, page tables) and oom_score_adj, the task whose allocation\n"
 	"triggered it with its stack, the reaping, and the system's state then (load,\n"
-	"meminfo, memory pressure, the memory cgroup's figures).\n"
-	"\n"
-	"      --lines          add file:line to each frame\n"
-	"      --json           one JSON object instead of text\n"
-	"  -h, --help           show this help\n"
-	CMD_STACK_OPTIONS;
+	"meminfo, memory pressure, the memory cgroup's figures).\n";
 
 #define OOM_FRAMES 128
 
@@ -143,43 +137,97 @@ static void section_print(const char *text, const char *name, const char *const 
 	}
 }
 
-int cmd_oom(int argc, char **argv)
+static void json_kill(struct json *j, const struct session *s, const struct kill *k, const struct oom_context *ctx,
+		      int lines)
 {
-	enum { OPT_JSON = 256, OPT_LINES };
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	json_begin(j, NULL);
+	json_double(j, "time_s", "%.6f", (k->time - s->first_time) / 1e9);
+	json_begin(j, "victim");
+	json_i64(j, "pid", k->victim);
+	json_str(j, "comm", k->victim_comm);
+	json_i64(j, "uid", k->uid);
+	json_i64(j, "oom_score_adj", k->adj);
+	json_u64(j, "total_vm_kb", k->total_vm);
+	json_u64(j, "anon_rss_kb", k->anon);
+	json_u64(j, "file_rss_kb", k->file);
+	json_u64(j, "shmem_rss_kb", k->shmem);
+	json_u64(j, "pgtables_kb", k->pgtables);
+	json_end(j);
+	json_begin(j, "trigger");
+	json_i64(j, "pid", k->trigger_pid);
+	json_i64(j, "tid", k->trigger_tid);
+	json_str(j, "comm", k->trigger_comm);
+	cmd_json_frames(j, "frames", k->frames, k->nr_frames, lines);
+	json_end(j);
+	if (k->reap_start && k->reap_end)
+		json_u64(j, "reap_ns", k->reap_end - k->reap_start);
+	if (ctx)
+		json_str(j, "context", ctx->text);
+	else
+		json_null(j, "context");
+	json_end(j);
+}
+
+static void text_kill(const struct session *s, const struct kill *k, const struct oom_context *ctx, int lines)
+{
 	static const char *const meminfo_keys[] = { "MemTotal", "MemFree", "MemAvailable", "Cached", "AnonPages",
 						    "Shmem", "Slab", "SwapTotal", "SwapFree", NULL };
 	static const char *const status_keys[] = { "Name", "Pid", "State", "VmPeak", "VmRSS", "RssAnon", "RssFile",
 						   "RssShmem", "VmSwap", NULL };
-	struct oom o = { 0 };
-	struct session s;
-	char err[512];
-	int c, json = 0;
+	/* The sections of the saved state, in order; NULL keys: all lines. */
+	static const struct { const char *name; const char *const *keys; } sections[] = {
+		{ "loadavg", NULL },
+		{ "meminfo", meminfo_keys },
+		{ "pressure/memory", NULL },
+		{ "victim status", status_keys },
+		{ "cgroup", NULL },
+		{ "memory.max", NULL },
+		{ "memory.current", NULL },
+		{ "memory.events", NULL },
+		{ "memory.limit_in_bytes", NULL },
+		{ "memory.max_usage_in_bytes", NULL },
+		{ "memory.failcnt", NULL },
+		{ "memory.oom_control", NULL },
+	};
 
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			json = 1;
-			break;
-		case OPT_LINES:
-			o.lines = 1;
-			break;
-		case 'h':
-			return cmd_usage(usage_text, 1);
-		default:
-			return cmd_usage(usage_text, 0);
-		}
+	printf("\nOOM kill at +%.6fs: victim pid %d (%s), uid %d, oom_score_adj %d\n", (k->time - s->first_time) / 1e9,
+	       k->victim, k->victim_comm, k->uid, k->adj);
+	printf("\tvictim memory: total_vm %llu kB, anon-rss %llu kB, file-rss %llu kB, shmem-rss %llu kB, "
+	       "pgtables %llu kB\n",
+	       (unsigned long long)k->total_vm, (unsigned long long)k->anon, (unsigned long long)k->file,
+	       (unsigned long long)k->shmem, (unsigned long long)k->pgtables);
+	if (k->reap_start && k->reap_end)
+		printf("\treaped in %.3f ms\n", (k->reap_end - k->reap_start) / 1e6);
+	printf("\ttriggered by pid %d tid %d (%s), whose allocation found no memory:\n", k->trigger_pid,
+	       k->trigger_tid, k->trigger_comm);
+	print_frames(k->frames, k->nr_frames, lines, "\t\t");
+	if (!ctx) {
+		printf("\t(no system state saved: the recorder did not see this kill in time)\n");
+		return;
 	}
-	if (cmd_one_file(argc))
-		return 2;
-	if (cmd_open_group(&s, argv[optind], "OOM", "oom", NULL))
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+		section_print(ctx->text, sections[i].name, sections[i].keys);
+}
+
+int cmd_oom(int argc, char **argv, struct analyze_opts *a)
+{
+	struct oom o = { 0 };
+	int json = 0;
+	const struct opt options[] = {
+		OPT_LINES(&o.lines),
+		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_STACKS,
+		OPT_END(),
+	};
+	struct session s;
+	struct json j;
+	char err[512] = "";
+	int r = cmd_parse(argc, argv, options, usage_text, a);
+
+	if (r >= 0)
+		return r;
+	if (cmd_open_group(&s, argv[optind], a, "OOM", "oom", NULL))
 		return 1;
-	err[0] = 0;
 	if (session_replay(&s, on_sample, &o, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
 		free(o.kills);
@@ -187,72 +235,23 @@ int cmd_oom(int argc, char **argv)
 		return 1;
 	}
 	if (json) {
-		printf("{\"trace\":");
-		json_str(s.path);
-		printf(",\"kills\":[");
+		json_init(&j, stdout);
+		json_begin(&j, NULL);
+		json_str(&j, "trace", s.path);
+		json_begin_array(&j, "kills");
 	} else {
 		printf("# memsight oom of '%s': %zu OOM kill%s\n", s.path, o.nr, o.nr == 1 ? "" : "s");
 	}
 	for (size_t i = 0; i < o.nr; i++) {
-		struct kill *k = &o.kills[i];
-		const struct oom_context *ctx = context_of(&s, k);
-
-		if (json) {
-			printf("%s{\"time_s\":%.6f,\"victim\":{\"pid\":%d,\"comm\":", i ? "," : "",
-			       (k->time - s.first_time) / 1e9, k->victim);
-			json_str(k->victim_comm);
-			printf(",\"uid\":%d,\"oom_score_adj\":%d,\"total_vm_kb\":%llu,\"anon_rss_kb\":%llu,"
-			       "\"file_rss_kb\":%llu,\"shmem_rss_kb\":%llu,\"pgtables_kb\":%llu},\"trigger\":{\"pid\":%d,"
-			       "\"tid\":%d,\"comm\":",
-			       k->uid, k->adj, (unsigned long long)k->total_vm, (unsigned long long)k->anon,
-			       (unsigned long long)k->file, (unsigned long long)k->shmem, (unsigned long long)k->pgtables,
-			       k->trigger_pid, k->trigger_tid);
-			json_str(k->trigger_comm);
-			printf(",\"frames\":");
-			json_frames(k->frames, k->nr_frames, o.lines);
-			printf("}");
-			if (k->reap_start && k->reap_end)
-				printf(",\"reap_ns\":%llu", (unsigned long long)(k->reap_end - k->reap_start));
-			printf(",\"context\":");
-			if (ctx)
-				json_str(ctx->text);
-			else
-				printf("null");
-			putchar('}');
-			continue;
-		}
-		printf("\nOOM kill at +%.6fs: victim pid %d (%s), uid %d, oom_score_adj %d\n",
-		       (k->time - s.first_time) / 1e9, k->victim, k->victim_comm, k->uid, k->adj);
-		printf("\tvictim memory: total_vm %llu kB, anon-rss %llu kB, file-rss %llu kB, shmem-rss %llu kB, "
-		       "pgtables %llu kB\n",
-		       (unsigned long long)k->total_vm, (unsigned long long)k->anon, (unsigned long long)k->file,
-		       (unsigned long long)k->shmem, (unsigned long long)k->pgtables);
-		if (k->reap_start && k->reap_end)
-			printf("\treaped in %.3f ms\n", (k->reap_end - k->reap_start) / 1e6);
-		printf("\ttriggered by pid %d tid %d (%s), whose allocation found no memory:\n", k->trigger_pid,
-		       k->trigger_tid, k->trigger_comm);
-		print_frames(k->frames, k->nr_frames, o.lines, "\t\t");
-		if (!ctx) {
-			printf("\t(no system state saved: the recorder did not see this kill in time)\n");
-			continue;
-		}
-		section_print(ctx->text, "loadavg", NULL);
-		section_print(ctx->text, "meminfo", meminfo_keys);
-		section_print(ctx->text, "pressure/memory", NULL);
-		section_print(ctx->text, "victim status", status_keys);
-		section_print(ctx->text, "cgroup", NULL);
-		section_print(ctx->text, "memory.max", NULL);
-		section_print(ctx->text, "memory.current", NULL);
-		section_print(ctx->text, "memory.events", NULL);
-		section_print(ctx->text, "memory.limit_in_bytes", NULL);
-		section_print(ctx->text, "memory.max_usage_in_bytes", NULL);
-		section_print(ctx->text, "memory.failcnt", NULL);
-		section_print(ctx->text, "memory.oom_control", NULL);
+		if (json)
+			json_kill(&j, &s, &o.kills[i], context_of(&s, &o.kills[i]), o.lines);
+		else
+			text_kill(&s, &o.kills[i], context_of(&s, &o.kills[i]), o.lines);
 	}
-	if (json)
-		printf("]}\n");
-	symbols_report_unresolved(&s.syms, stderr);
+	if (json) {
+		json_end(&j);
+		json_end(&j);
+	}
 	free(o.kills);
-	session_release(&s);
-	return 0;
+	return cmd_close(&s, 0);
 }

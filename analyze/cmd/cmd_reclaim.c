@@ -1,18 +1,23 @@
 /*
- * analyze/cmd/cmd_reclaim.c: memsight reclaim and memsight compaction, the
- * memory chapter's pressure tools from one recording. reclaim pairs each
- * thread's direct and memcg reclaim begin with its end (vmscan and drsnoop:
- * latency per process as a histogram, the slowest with their stacks),
- * measures kswapd from wake to sleep per node, and sums slab shrinkers;
- * compaction summarises page migrations by reason and compaction runs.
+ * analyze/cmd/cmd_reclaim.c: memsight reclaim, memory pressure from one
+ * recording: each thread's direct and memcg reclaim paired begin to end
+ * (latency per process as a histogram and the slowest with their stacks,
+ * as vmscan and drsnoop show them), kswapd from wake to sleep per node, and
+ * the slab shrinkers that ran.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "../model/stacktab.h"
+
+static const char usage_text[] =
+	"usage: memsight reclaim [options] FILE\n"
+	"\n"
+	"Direct and memcg reclaim latency per process (record -e reclaim) as log2\n"
+	"histograms, the slowest reclaims with their stacks, kswapd from wake to\n"
+	"sleep per node, and the slab shrinkers that ran.\n";
 
 #define HIST_SLOTS 32
 
@@ -52,7 +57,7 @@ struct shrinker {
 struct reclaim {
 	long pid;
 	uint64_t top;
-	int lines;
+	int lines, json;
 	struct stacktab stacks;
 	struct hashmap begins;	/* tid -> struct reclaim_begin * */
 	struct hashmap procs;	/* pid -> struct proc_hist * */
@@ -62,6 +67,8 @@ struct reclaim {
 	struct reclaim_ev *evs;
 	size_t nr_evs, evs_alloc;
 	uint64_t unpaired, wakeup_kswapd;
+	struct shrinker **sh;	/* the shrinkers that ran, slowest first */
+	size_t nsh;
 };
 
 static void *slot_obj(struct hashmap *m, uint64_t key, size_t size)
@@ -232,20 +239,6 @@ static int ev_cmp(const void *a, const void *b)
 	return x->latency != y->latency ? (x->latency > y->latency ? -1 : 1) : (x->time > y->time) - (x->time < y->time);
 }
 
-static const char reclaim_usage[] =
-	"usage: memsight reclaim [options] FILE\n"
-	"\n"
-	"Direct and memcg reclaim latency per process (record -e reclaim) as log2\n"
-	"histograms, the slowest reclaims with their stacks, kswapd from wake to\n"
-	"sleep per node, and the slab shrinkers that ran.\n"
-	"\n"
-	"  -T, --top N          slowest reclaims and shrinkers shown (default 10)\n"
-	"      --pid PID        only this process\n"
-	"      --lines          add file:line to each frame\n"
-	"      --json           one JSON object instead of text\n"
-	"  -h, --help           show this help\n"
-	CMD_STACK_OPTIONS;
-
 static int shrinker_cmp(const void *a, const void *b)
 {
 	const struct shrinker *x = *(struct shrinker *const *)a, *y = *(struct shrinker *const *)b;
@@ -265,51 +258,165 @@ static const char *shrinker_name(struct session *s, uint64_t fn, char *buf, size
 	return buf;
 }
 
-int cmd_reclaim(int argc, char **argv)
+/* The reclaims slowest first, the shrinkers by time spent. */
+static int reclaim_sort(struct reclaim *r)
 {
-	enum { OPT_PID = 256, OPT_JSON, OPT_LINES };
-	static const struct option longopts[] = {
-		{ "top", required_argument, NULL, 'T' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct reclaim r = { .pid = -1, .top = 10 };
-	struct session s;
-	struct shrinker **sh = NULL;
-	size_t nsh = 0;
-	char err[512], name[256];
-	uint64_t v, first;
-	int c, json = 0, ret = 1;
+	r->sh = malloc((r->shrinkers.nr ? r->shrinkers.nr : 1) * sizeof(*r->sh));
+	if (!r->sh)
+		return -1;
+	hashmap_for_each(&r->shrinkers, slot) r->sh[r->nsh++] = slot->ptr;
+	if (r->nsh > 1)
+		qsort(r->sh, r->nsh, sizeof(*r->sh), shrinker_cmp);
+	if (r->nr_evs > 1)
+		qsort(r->evs, r->nr_evs, sizeof(*r->evs), ev_cmp);
+	return 0;
+}
 
-	while ((c = getopt_long(argc, argv, "T:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'T':
-			if (parse_u64("--top", optarg, &r.top))
-				return 2;
-			break;
-		case OPT_PID:
-			if (parse_u64("--pid", optarg, &v))
-				return 2;
-			r.pid = v;
-			break;
-		case OPT_JSON:
-			json = 1;
-			break;
-		case OPT_LINES:
-			r.lines = 1;
-			break;
-		case 'h':
-			return cmd_usage(reclaim_usage, 1);
-		default:
-			return cmd_usage(reclaim_usage, 0);
+static void json_process(struct json *j, const struct proc_hist *p)
+{
+	json_begin(j, NULL);
+	json_i64(j, "pid", p->pid);
+	json_str(j, "comm", p->comm);
+	for (int k = 0; k < RK_NR; k++) {
+		int last = -1;
+
+		json_begin(j, rk_names[k]);
+		json_u64(j, "count", p->count[k]);
+		json_u64(j, "total_ns", p->total_ns[k]);
+		json_u64(j, "max_ns", p->max_ns[k]);
+		json_u64(j, "nr_reclaimed", p->reclaimed[k]);
+		for (int b = 0; b < HIST_SLOTS; b++)
+			if (p->hist[k][b])
+				last = b;
+		json_begin_array(j, "hist_log2_us");
+		for (int b = 0; b <= last; b++)
+			json_u64(j, NULL, p->hist[k][b]);
+		json_end(j);
+		json_end(j);
+	}
+	json_end(j);
+}
+
+static void print_json(const struct reclaim *r, struct session *s)
+{
+	char name[256];
+	struct json j;
+
+	json_init(&j, stdout);
+	json_begin(&j, NULL);
+	json_str(&j, "trace", s->path);
+	json_u64(&j, "reclaims", r->nr_evs);
+	json_u64(&j, "unpaired", r->unpaired);
+	json_begin_array(&j, "processes");
+	hashmap_for_each(&r->procs, slot) json_process(&j, slot->ptr);
+	json_end(&j);
+	json_begin_array(&j, "slowest");
+	for (size_t i = 0; i < r->nr_evs && i < r->top; i++) {
+		const struct reclaim_ev *e = &r->evs[i];
+
+		json_begin(&j, NULL);
+		json_double(&j, "time_s", "%.6f", (e->time - s->first_time) / 1e9);
+		json_i64(&j, "pid", e->pid);
+		json_i64(&j, "tid", e->tid);
+		json_str(&j, "comm", machine_comm(&s->m, e->pid, e->tid));
+		json_str(&j, "kind", rk_names[e->kind]);
+		json_u64(&j, "latency_ns", e->latency);
+		json_u64(&j, "nr_reclaimed", e->nr_reclaimed);
+		cmd_json_frames(&j, "frames", e->stack ? e->stack->frames : NULL, e->stack ? e->stack->nr_frames : 0,
+				r->lines);
+		json_end(&j);
+	}
+	json_end(&j);
+	json_begin_array(&j, "kswapd");
+	hashmap_for_each(&r->nodes, slot) {
+		const struct kswapd_node *n = slot->ptr;
+
+		json_begin(&j, NULL);
+		json_i64(&j, "node", n->nid);
+		json_u64(&j, "wakes", n->wakes);
+		json_u64(&j, "sleeps", n->sleeps);
+		json_u64(&j, "awake_ns", n->awake_ns);
+		json_u64(&j, "max_awake_ns", n->max_ns);
+		json_end(&j);
+	}
+	json_end(&j);
+	json_u64(&j, "wakeup_kswapd", r->wakeup_kswapd);
+	json_begin_array(&j, "shrinkers");
+	for (size_t i = 0; i < r->nsh && i < r->top; i++) {
+		json_begin(&j, NULL);
+		json_str(&j, "function", shrinker_name(s, r->sh[i]->fn, name, sizeof(name)));
+		json_u64(&j, "calls", r->sh[i]->calls);
+		json_u64(&j, "freed", r->sh[i]->freed);
+		json_u64(&j, "total_ns", r->sh[i]->total_ns);
+		json_end(&j);
+	}
+	json_end(&j);
+	json_end(&j);
+}
+
+static void print_text(const struct reclaim *r, struct session *s)
+{
+	char name[256];
+
+	printf("# memsight reclaim of '%s': %zu reclaims paired%s\n", s->path, r->nr_evs,
+	       r->unpaired ? " (some ends had no begin: it came before the recording)" : "");
+	hashmap_for_each(&r->procs, slot) {
+		const struct proc_hist *p = slot->ptr;
+
+		for (int k = 0; k < RK_NR; k++) {
+			if (!p->count[k])
+				continue;
+			printf("\n%s reclaim, pid %d %s: %llu reclaims, %.3f ms in all, max %.3f ms, %llu pages "
+			       "reclaimed\n",
+			       rk_names[k], p->pid, p->comm, (unsigned long long)p->count[k], p->total_ns[k] / 1e6,
+			       p->max_ns[k] / 1e6, (unsigned long long)p->reclaimed[k]);
+			hist_print(p->hist[k]);
 		}
 	}
-	if (cmd_one_file(argc))
-		return 2;
-	if (cmd_open_group(&s, argv[optind], "reclaim", "reclaim", NULL))
+	if (r->nr_evs)
+		printf("\n# slowest reclaims\n");
+	for (size_t i = 0; i < r->nr_evs && i < r->top; i++) {
+		const struct reclaim_ev *e = &r->evs[i];
+
+		printf("\n%.3f ms %s reclaim at +%.6fs, %llu pages (pid %d tid %d %s)\n", e->latency / 1e6,
+		       rk_names[e->kind], (e->time - s->first_time) / 1e9, (unsigned long long)e->nr_reclaimed, e->pid,
+		       e->tid, machine_comm(&s->m, e->pid, e->tid));
+		if (e->stack)
+			print_frames(e->stack->frames, e->stack->nr_frames, r->lines, "\t\t");
+	}
+	printf("\n# kswapd: %llu wakeup requests\n", (unsigned long long)r->wakeup_kswapd);
+	hashmap_for_each(&r->nodes, slot) {
+		const struct kswapd_node *n = slot->ptr;
+
+		printf("node %d: %llu wakes, %llu sleeps, awake %.3f ms in all, %.3f ms at most\n", n->nid,
+		       (unsigned long long)n->wakes, (unsigned long long)n->sleeps, n->awake_ns / 1e6, n->max_ns / 1e6);
+	}
+	if (r->nsh)
+		printf("\n# slab shrinkers\n%10s %12s %12s  %s\n", "CALLS", "FREED", "TIME(ms)", "SHRINKER");
+	for (size_t i = 0; i < r->nsh && i < r->top; i++)
+		printf("%10llu %12llu %12.3f  %s\n", (unsigned long long)r->sh[i]->calls,
+		       (unsigned long long)r->sh[i]->freed, r->sh[i]->total_ns / 1e6,
+		       shrinker_name(s, r->sh[i]->fn, name, sizeof(name)));
+}
+
+int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
+{
+	struct reclaim r = { .pid = -1, .top = 10 };
+	const struct opt options[] = {
+		OPT_U64('T', "top", &r.top, "N", "slowest reclaims and shrinkers shown (default 10)"),
+		OPT_PID(&r.pid),
+		OPT_LINES(&r.lines),
+		OPT_BOOL(0, "json", &r.json, "one JSON object instead of text"),
+		OPT_STACKS,
+		OPT_END(),
+	};
+	struct session s;
+	char err[512] = "";
+	int ret = 1, c = cmd_parse(argc, argv, options, usage_text, a);
+
+	if (c >= 0)
+		return c;
+	if (cmd_open_group(&s, argv[optind], a, "reclaim", "reclaim", NULL))
 		return 1;
 	stacktab_init(&r.stacks, 1, 1);
 	hashmap_init(&r.begins, 0);
@@ -317,126 +424,15 @@ int cmd_reclaim(int argc, char **argv)
 	hashmap_init(&r.nodes, 0);
 	hashmap_init(&r.shrink_pending, 0);
 	hashmap_init(&r.shrinkers, 0);
-	err[0] = 0;
 	if (session_replay(&s, on_reclaim, &r, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
-		goto out;
-	}
-	first = s.first_time;
-	sh = malloc((r.shrinkers.nr ? r.shrinkers.nr : 1) * sizeof(*sh));
-	if (!sh)
-		goto out;
-	hashmap_for_each(&r.shrinkers, slot) sh[nsh++] = slot->ptr;
-	if (nsh > 1)
-		qsort(sh, nsh, sizeof(*sh), shrinker_cmp);
-	if (r.nr_evs > 1)
-		qsort(r.evs, r.nr_evs, sizeof(*r.evs), ev_cmp);
-	if (json) {
-		int i = 0;
-
-		printf("{\"trace\":");
-		json_str(s.path);
-		printf(",\"reclaims\":%zu,\"unpaired\":%llu,\"processes\":[", r.nr_evs, (unsigned long long)r.unpaired);
-		hashmap_for_each(&r.procs, slot) {
-			struct proc_hist *p = slot->ptr;
-
-			printf("%s{\"pid\":%d,\"comm\":", i++ ? "," : "", p->pid);
-			json_str(p->comm);
-			for (int k = 0; k < RK_NR; k++) {
-				int last = -1;
-
-				printf(",\"%s\":{\"count\":%llu,\"total_ns\":%llu,\"max_ns\":%llu,\"nr_reclaimed\":%llu,"
-				       "\"hist_log2_us\":[",
-				       rk_names[k], (unsigned long long)p->count[k], (unsigned long long)p->total_ns[k],
-				       (unsigned long long)p->max_ns[k], (unsigned long long)p->reclaimed[k]);
-				for (int b = 0; b < HIST_SLOTS; b++)
-					if (p->hist[k][b])
-						last = b;
-				for (int b = 0; b <= last; b++)
-					printf("%s%llu", b ? "," : "", (unsigned long long)p->hist[k][b]);
-				printf("]}");
-			}
-			putchar('}');
-		}
-		printf("],\"slowest\":[");
-		for (size_t j = 0; j < r.nr_evs && j < r.top; j++) {
-			struct reclaim_ev *e = &r.evs[j];
-
-			printf("%s{\"time_s\":%.6f,\"pid\":%d,\"tid\":%d,\"comm\":", j ? "," : "", (e->time - first) / 1e9,
-			       e->pid, e->tid);
-			json_str(machine_comm(&s.m, e->pid, e->tid));
-			printf(",\"kind\":\"%s\",\"latency_ns\":%llu,\"nr_reclaimed\":%llu,\"frames\":", rk_names[e->kind],
-			       (unsigned long long)e->latency, (unsigned long long)e->nr_reclaimed);
-			if (e->stack)
-				json_frames(e->stack->frames, e->stack->nr_frames, r.lines);
-			else
-				printf("[]");
-			putchar('}');
-		}
-		printf("],\"kswapd\":[");
-		i = 0;
-		hashmap_for_each(&r.nodes, slot) {
-			struct kswapd_node *n = slot->ptr;
-
-			printf("%s{\"node\":%d,\"wakes\":%llu,\"sleeps\":%llu,\"awake_ns\":%llu,\"max_awake_ns\":%llu}",
-			       i++ ? "," : "", n->nid, (unsigned long long)n->wakes, (unsigned long long)n->sleeps,
-			       (unsigned long long)n->awake_ns, (unsigned long long)n->max_ns);
-		}
-		printf("],\"wakeup_kswapd\":%llu,\"shrinkers\":[", (unsigned long long)r.wakeup_kswapd);
-		for (size_t j = 0; j < nsh && j < r.top; j++) {
-			printf("%s{\"function\":", j ? "," : "");
-			json_str(shrinker_name(&s, sh[j]->fn, name, sizeof(name)));
-			printf(",\"calls\":%llu,\"freed\":%llu,\"total_ns\":%llu}", (unsigned long long)sh[j]->calls,
-			       (unsigned long long)sh[j]->freed, (unsigned long long)sh[j]->total_ns);
-		}
-		printf("]}\n");
+	} else if (reclaim_sort(&r)) {
+		msg_error("out of memory");
 	} else {
-		printf("# memsight reclaim of '%s': %zu reclaims paired%s\n", s.path, r.nr_evs,
-		       r.unpaired ? " (some ends had no begin: it came before the recording)" : "");
-		hashmap_for_each(&r.procs, slot) {
-			struct proc_hist *p = slot->ptr;
-
-			for (int k = 0; k < RK_NR; k++) {
-				if (!p->count[k])
-					continue;
-				printf("\n%s reclaim, pid %d %s: %llu reclaims, %.3f ms in all, max %.3f ms, %llu pages "
-				       "reclaimed\n",
-				       rk_names[k], p->pid, p->comm, (unsigned long long)p->count[k], p->total_ns[k] / 1e6,
-				       p->max_ns[k] / 1e6, (unsigned long long)p->reclaimed[k]);
-				hist_print(p->hist[k]);
-			}
-		}
-		if (r.nr_evs)
-			printf("\n# slowest reclaims\n");
-		for (size_t j = 0; j < r.nr_evs && j < r.top; j++) {
-			struct reclaim_ev *e = &r.evs[j];
-
-			printf("\n%.3f ms %s reclaim at +%.6fs, %llu pages (pid %d tid %d %s)\n", e->latency / 1e6,
-			       rk_names[e->kind], (e->time - first) / 1e9, (unsigned long long)e->nr_reclaimed, e->pid,
-			       e->tid, machine_comm(&s.m, e->pid, e->tid));
-			if (e->stack)
-				print_frames(e->stack->frames, e->stack->nr_frames, r.lines, "\t\t");
-		}
-		printf("\n# kswapd: %llu wakeup requests\n", (unsigned long long)r.wakeup_kswapd);
-		hashmap_for_each(&r.nodes, slot) {
-			struct kswapd_node *n = slot->ptr;
-
-			printf("node %d: %llu wakes, %llu sleeps, awake %.3f ms in all, %.3f ms at most\n", n->nid,
-			       (unsigned long long)n->wakes, (unsigned long long)n->sleeps, n->awake_ns / 1e6,
-			       n->max_ns / 1e6);
-		}
-		if (nsh)
-			printf("\n# slab shrinkers\n%10s %12s %12s  %s\n", "CALLS", "FREED", "TIME(ms)", "SHRINKER");
-		for (size_t j = 0; j < nsh && j < r.top; j++)
-			printf("%10llu %12llu %12.3f  %s\n", (unsigned long long)sh[j]->calls,
-			       (unsigned long long)sh[j]->freed, sh[j]->total_ns / 1e6,
-			       shrinker_name(&s, sh[j]->fn, name, sizeof(name)));
+		(r.json ? print_json : print_text)(&r, &s);
+		ret = 0;
 	}
-	ret = 0;
-out:
-	session_report_unwind(&s);
-	symbols_report_unresolved(&s.syms, stderr);
-	free(sh);
+	free(r.sh);
 	free(r.evs);
 	hashmap_for_each(&r.begins, slot) free(slot->ptr);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);
@@ -448,211 +444,5 @@ out:
 	hashmap_release(&r.shrink_pending);
 	hashmap_release(&r.shrinkers);
 	stacktab_release(&r.stacks);
-	session_release(&s);
-	return ret;
-}
-
-/* ---- compaction ------------------------------------------------------ */
-
-static const char compaction_usage[] =
-	"usage: memsight compaction [options] FILE\n"
-	"\n"
-	"Page migrations by reason (record -e migrate) and compaction runs with their\n"
-	"time and outcome (record -e compaction), summarised; the stacks that asked\n"
-	"for direct compaction.\n"
-	"\n"
-	"  -T, --top N          stacks shown (default 5)\n"
-	"      --json           one JSON object instead of text\n"
-	"  -h, --help           show this help\n"
-	CMD_STACK_OPTIONS;
-
-#define MIGRATE_REASONS 16
-#define COMPACT_STATUSES 16
-
-struct compaction {
-	uint64_t migrate_calls[MIGRATE_REASONS], succeeded[MIGRATE_REASONS], failed[MIGRATE_REASONS];
-	uint64_t runs, run_ns, max_ns, status[COMPACT_STATUSES];
-	uint64_t migrated, migrate_failed, deferred, kcompactd_wakes, kcompactd_sleeps, direct;
-	struct hashmap begins;	/* tid -> time */
-	struct stacktab stacks;	/* try_to_compact_pages */
-};
-
-static const char *const migrate_reasons[] = { "compaction",	  "memory_failure",  "memory_hotplug",
-					       "syscall_or_cpuset", "mempolicy_mbind", "numa_misplaced",
-					       "contig_range",	  "longterm_pin",    "demotion",
-					       "damon" };
-
-static const char *compact_status(int st)
-{
-	switch (st) {
-	case 1: return "skipped";
-	case 2: return "deferred";
-	case 4: return "continue";
-	case 5: return "complete";
-	case 6: return "partial_skipped";
-	case 7: return "contended";
-	case 8: return "success";
-	default: return "other";
-	}
-}
-
-static int on_compaction(struct session *s, struct sample *smp, void *arg)
-{
-	struct compaction *c = arg;
-	struct hm_slot *slot;
-	uint64_t r;
-
-	switch (smp->ev->kind) {
-	case EVK_MIGRATE:
-		r = sample_num(smp, "reason");
-		if (r >= MIGRATE_REASONS)
-			r = MIGRATE_REASONS - 1;
-		c->migrate_calls[r]++;
-		c->succeeded[r] += sample_num(smp, "succeeded");
-		c->failed[r] += sample_num(smp, "failed");
-		break;
-	case EVK_COMPACT_TRY:
-		c->direct++;
-		if (smp->nr_ips && !stacktab_add(&c->stacks, s, smp, 1))
-			return -1;
-		break;
-	case EVK_COMPACT_BEGIN:
-		if (!(slot = hashmap_u64(&c->begins, smp->tid, NULL)))
-			return -1;
-		slot->val = smp->time;
-		break;
-	case EVK_COMPACT_END:
-		slot = hashmap_u64_find(&c->begins, smp->tid);
-		r = sample_num(smp, "status");
-		c->status[r < COMPACT_STATUSES ? r : COMPACT_STATUSES - 1]++;
-		c->runs++;
-		if (slot && slot->val) {
-			uint64_t d = smp->time - slot->val;
-
-			c->run_ns += d;
-			if (d > c->max_ns)
-				c->max_ns = d;
-			slot->val = 0;
-		}
-		break;
-	case EVK_COMPACT_MIGRATEPAGES:
-		c->migrated += sample_num(smp, "nr_migrated");
-		c->migrate_failed += sample_num(smp, "nr_failed");
-		break;
-	case EVK_COMPACT_DEFER:
-		c->deferred++;
-		break;
-	case EVK_KCOMPACTD_WAKE:
-		c->kcompactd_wakes++;
-		break;
-	case EVK_KCOMPACTD_SLEEP:
-		c->kcompactd_sleeps++;
-		break;
-	default:
-		break;
-	}
-	return 0;
-}
-
-int cmd_compaction(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "top", required_argument, NULL, 'T' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct compaction c;
-	struct session s;
-	uint64_t top = 5;
-	size_t nst = 0;
-	struct stack_entry **st = NULL;
-	char err[512];
-	int ch, json = 0, ret = 1;
-
-	while ((ch = getopt_long(argc, argv, "T:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'T':
-			if (parse_u64("--top", optarg, &top))
-				return 2;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			return cmd_usage(compaction_usage, 1);
-		default:
-			return cmd_usage(compaction_usage, 0);
-		}
-	}
-	if (cmd_one_file(argc))
-		return 2;
-	if (cmd_open_group(&s, argv[optind], "migration or compaction", "migrate", "compaction"))
-		return 1;
-	memset(&c, 0, sizeof(c));
-	hashmap_init(&c.begins, 0);
-	stacktab_init(&c.stacks, 1, 1);
-	err[0] = 0;
-	if (session_replay(&s, on_compaction, &c, err, sizeof(err))) {
-		msg_error("%s", err[0] ? err : "out of memory");
-		goto out;
-	}
-	st = stacktab_sorted(&c.stacks, 0, &nst);
-	if (!st)
-		goto out;
-	if (json) {
-		int i = 0;
-
-		printf("{\"trace\":");
-		json_str(s.path);
-		printf(",\"migrations\":[");
-		for (int r = 0; r < MIGRATE_REASONS; r++) {
-			if (!c.migrate_calls[r])
-				continue;
-			printf("%s{\"reason\":\"%s\",\"calls\":%llu,\"succeeded\":%llu,\"failed\":%llu}", i++ ? "," : "",
-			       r < 10 ? migrate_reasons[r] : "other", (unsigned long long)c.migrate_calls[r],
-			       (unsigned long long)c.succeeded[r], (unsigned long long)c.failed[r]);
-		}
-		printf("],\"compaction\":{\"runs\":%llu,\"total_ns\":%llu,\"max_ns\":%llu,\"migrated\":%llu,"
-		       "\"migrate_failed\":%llu,\"deferred\":%llu,\"direct\":%llu,\"kcompactd_wakes\":%llu,"
-		       "\"kcompactd_sleeps\":%llu,\"status\":{",
-		       (unsigned long long)c.runs, (unsigned long long)c.run_ns, (unsigned long long)c.max_ns,
-		       (unsigned long long)c.migrated, (unsigned long long)c.migrate_failed,
-		       (unsigned long long)c.deferred, (unsigned long long)c.direct,
-		       (unsigned long long)c.kcompactd_wakes, (unsigned long long)c.kcompactd_sleeps);
-		i = 0;
-		for (int k = 0; k < COMPACT_STATUSES; k++)
-			if (c.status[k])
-				printf("%s\"%s\":%llu", i++ ? "," : "", compact_status(k), (unsigned long long)c.status[k]);
-		printf("}}}\n");
-	} else {
-		printf("# memsight compaction of '%s'\n\n# page migrations\n%-20s %10s %12s %10s\n", s.path, "REASON",
-		       "CALLS", "SUCCEEDED", "FAILED");
-		for (int r = 0; r < MIGRATE_REASONS; r++)
-			if (c.migrate_calls[r])
-				printf("%-20s %10llu %12llu %10llu\n", r < 10 ? migrate_reasons[r] : "other",
-				       (unsigned long long)c.migrate_calls[r], (unsigned long long)c.succeeded[r],
-				       (unsigned long long)c.failed[r]);
-		printf("\n# compaction: %llu runs, %.3f ms in all, %.3f ms at most; %llu pages migrated, %llu failed; "
-		       "%llu deferred; %llu direct compactions; kcompactd woke %llu times\n",
-		       (unsigned long long)c.runs, c.run_ns / 1e6, c.max_ns / 1e6, (unsigned long long)c.migrated,
-		       (unsigned long long)c.migrate_failed, (unsigned long long)c.deferred,
-		       (unsigned long long)c.direct, (unsigned long long)c.kcompactd_wakes);
-		for (int k = 0; k < COMPACT_STATUSES; k++)
-			if (c.status[k])
-				printf("  %-16s %llu\n", compact_status(k), (unsigned long long)c.status[k]);
-		for (size_t j = 0; j < nst && j < top; j++) {
-			printf("\n%llu direct compactions from stack (pid %d %s)\n", (unsigned long long)st[j]->weight,
-			       st[j]->pid, st[j]->comm);
-			print_frames(st[j]->frames, st[j]->nr_frames, 0, "\t\t");
-		}
-	}
-	ret = 0;
-out:
-	free(st);
-	hashmap_release(&c.begins);
-	stacktab_release(&c.stacks);
-	symbols_report_unresolved(&s.syms, stderr);
-	session_release(&s);
-	return ret;
+	return cmd_close(&s, ret);
 }

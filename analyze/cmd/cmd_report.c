@@ -3,7 +3,6 @@
  * process counts and bytes, then the heaviest stacks; for mmap the largest
  * single mappings, for faults the mappings that took them.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +17,8 @@
 static const char usage_text[] =
 	"usage: memsight report [options] FILE\n"
 	"\n"
-	"  -T, --top N          stacks and mappings shown per section (default 5)\n"
-	"      --pid PID        only this process\n"
-	"  -h, --help           show this help\n"
-	CMD_STACK_OPTIONS;
+	"One section per kind of event recorded (brk, mmap, page faults, malloc):\n"
+	"per process counts and bytes, then the heaviest stacks.\n";
 
 struct proc_stats {
 	int pid;
@@ -47,7 +44,7 @@ struct fault_map {
 
 struct report {
 	long pid;
-	size_t top;
+	uint64_t top;
 	struct hashmap procs;	/* pid -> struct proc_stats * */
 	struct stacktab brk, mmap, faults;
 	struct big_map *big;	/* the top largest mappings, largest first */
@@ -421,42 +418,22 @@ static void print_report(struct report *r, struct session *s)
 	free(procs);
 }
 
-int cmd_report(int argc, char **argv)
+int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
-	enum { OPT_PID = 256 };
-	static const struct option longopts[] = {
-		{ "top", required_argument, NULL, 'T' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct report r = { .pid = -1, .top = 5 };
+	const struct opt options[] = {
+		OPT_U64('T', "top", &r.top, "N", "stacks and mappings shown per section (default 5)"),
+		OPT_PID(&r.pid),
+		OPT_STACKS,
+		OPT_END(),
+	};
 	struct session s;
 	char err[512];
-	int c, ret = 1;
-	uint64_t v;
+	int ret = 1, c = cmd_parse(argc, argv, options, usage_text, a);
 
-	while ((c = getopt_long(argc, argv, "T:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'T':
-			if (parse_u64("--top", optarg, &v))
-				return 2;
-			r.top = v;
-			break;
-		case OPT_PID:
-			if (parse_u64("--pid", optarg, &v))
-				return 2;
-			r.pid = v;
-			break;
-		case 'h':
-			return cmd_usage(usage_text, 1);
-		default:
-			return cmd_usage(usage_text, 0);
-		}
-	}
-	if (cmd_one_file(argc))
-		return 2;
-	if (cmd_open(&s, argv[optind]))
+	if (c >= 0)
+		return c;
+	if (cmd_open(&s, argv[optind], a))
 		return 1;
 	hashmap_init(&r.procs, 0);
 	hashmap_init(&r.fmaps, 0);
@@ -468,11 +445,11 @@ int cmd_report(int argc, char **argv)
 	r.have_malloc = allocs_recorded(&s);
 	allocs_init(&r.a, &s);
 	heapprof_init(&r.heap);
-	if (!r.big || !r.mo)
+	if (!r.big || !r.mo) {
 		msg_error("out of memory");
-	else if (session_replay(&s, on_sample, &r, err, sizeof(err)))
+	} else if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
 		msg_error("%s", err);
-	else {
+	} else {
 		allocs_end(&r.a);
 		heapprof_finish(&r.heap);
 		print_report(&r, &s);
@@ -480,8 +457,6 @@ int cmd_report(int argc, char **argv)
 	}
 	memops_free(r.mo);
 	heapprof_release(&r.heap);
-	session_report_unwind(&s);
-	symbols_report_unresolved(&s.syms, stderr);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);
 	hashmap_for_each(&r.fmaps, slot) free(slot->ptr);
 	hashmap_release(&r.procs);
@@ -491,6 +466,5 @@ int cmd_report(int argc, char **argv)
 	stacktab_release(&r.faults);
 	allocs_release(&r.a);
 	free(r.big);
-	session_release(&s);
-	return ret;
+	return cmd_close(&s, ret);
 }

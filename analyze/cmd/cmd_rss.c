@@ -8,7 +8,6 @@
  * that is not the mm's owner (reclaim, exit): an id is tied to a process
  * the first time its own task reports it (curr=1).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +18,7 @@ static const char usage_text[] =
 	"usage: memsight rss [options] FILE\n"
 	"\n"
 	"Resident memory over time per process (record -e rss): file, anonymous and\n"
-	"shmem pages and swap entries, as the kernel counts them.\n"
-	"\n"
-	"  -T, --top N          processes shown, largest peak first (default 10)\n"
-	"  -n, --points N       rows per process in the text table (default 20)\n"
-	"      --pid PID        only this process\n"
-	"      --svg FILE       draw the RSS of each process over time as an SVG line chart\n"
-	"      --json           one JSON object instead of text\n"
-	"  -h, --help           show this help\n";
+	"shmem pages and swap entries, as the kernel counts them.\n";
 
 enum { RSS_FILE, RSS_ANON, RSS_SWAP, RSS_SHMEM, RSS_NR };
 static const char *const member_names[RSS_NR] = { "file", "anon", "swap", "shmem" };
@@ -186,122 +178,123 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 	return fclose(f) ? -1 : 0;
 }
 
-int cmd_rss(int argc, char **argv)
+static void print_json(const struct session *s, struct series **v, size_t n)
 {
-	enum { OPT_PID = 256, OPT_JSON, OPT_SVG };
-	static const struct option longopts[] = {
-		{ "top", required_argument, NULL, 'T' },
-		{ "points", required_argument, NULL, 'n' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "svg", required_argument, NULL, OPT_SVG },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct rss r = { .pid = -1 };
-	struct series **v = NULL;
-	struct session s;
-	const char *svg = NULL;
-	uint64_t top = 10, points = 20, val;
-	size_t n = 0;
-	char err[512], b1[32];
-	int c, json = 0, ret = 1;
+	struct json j;
 
-	while ((c = getopt_long(argc, argv, "T:n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'T':
-			if (parse_u64("--top", optarg, &top))
-				return 2;
-			break;
-		case 'n':
-			if (parse_u64("--points", optarg, &points) || !points)
-				return points ? 2 : (msg_error("--points must be at least 1"), 2);
-			break;
-		case OPT_PID:
-			if (parse_u64("--pid", optarg, &val))
-				return 2;
-			r.pid = val;
-			break;
-		case OPT_SVG:
-			svg = optarg;
-			break;
-		case OPT_JSON:
-			json = 1;
-			break;
-		case 'h':
-			return cmd_usage(usage_text, 1);
-		default:
-			return cmd_usage(usage_text, 0);
+	json_init(&j, stdout);
+	json_begin(&j, NULL);
+	json_str(&j, "trace", s->path);
+	json_begin_array(&j, "processes");
+	for (size_t i = 0; i < n; i++) {
+		json_begin(&j, NULL);
+		json_i64(&j, "pid", v[i]->pid);
+		json_str(&j, "comm", v[i]->comm);
+		json_i64(&j, "peak_bytes", v[i]->peak);
+		json_begin(&j, "last");
+		for (int m = 0; m < RSS_NR; m++)
+			json_i64(&j, member_names[m], v[i]->cur[m]);
+		json_i64(&j, "resident", resident(v[i]->cur));
+		json_end(&j);
+		json_u64(&j, "changes", v[i]->nr);
+		json_end(&j);
+	}
+	json_end(&j);
+	json_end(&j);
+}
+
+static void print_text(const struct session *s, const struct rss *r, struct series **v, size_t n, uint64_t points)
+{
+	char b1[32];
+
+	printf("# memsight rss of '%s': %zu processes%s\n", s->path, n,
+	       r->unowned ? " (changes to memory of processes never seen themselves are left out)" : "");
+	for (size_t i = 0; i < n; i++) {
+		struct series *se = v[i];
+		uint64_t t0 = se->pts[0].time, t1 = se->pts[se->nr - 1].time;
+
+		printf("\npid %d %s: peak %s, last: resident %lld bytes (file %lld, anon %lld, shmem %lld), "
+		       "swap entries %lld bytes\n",
+		       se->pid, se->comm ? se->comm : "?", fmt_bytes(se->peak, b1, sizeof(b1)), (long long)resident(se->cur),
+		       (long long)se->cur[RSS_FILE], (long long)se->cur[RSS_ANON], (long long)se->cur[RSS_SHMEM],
+		       (long long)se->cur[RSS_SWAP]);
+		printf("%12s %14s %14s %14s %14s\n", "TIME(s)", "RESIDENT", "FILE", "ANON", "SHMEM");
+		for (uint64_t k = 0; k < points; k++) {
+			uint64_t t = points > 1 ? t0 + (t1 - t0) * k / (points - 1) : t1;
+			const struct point *p = point_at(se, t);
+
+			if (!p || (k && points > 1 && t1 == t0))
+				continue;
+			printf("%12.6f %14lld %14lld %14lld %14lld\n", (t - s->first_time) / 1e9, (long long)resident(p->v),
+			       (long long)p->v[RSS_FILE], (long long)p->v[RSS_ANON], (long long)p->v[RSS_SHMEM]);
 		}
 	}
-	if (cmd_one_file(argc))
+}
+
+/* The processes to show: of --pid, largest peak first, at most top. */
+static struct series **rss_select(struct rss *r, uint64_t top, size_t *n)
+{
+	struct series **v = malloc((r->by_mm.nr ? r->by_mm.nr : 1) * sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	hashmap_for_each(&r->by_mm, slot) {
+		struct series *se = slot->ptr;
+
+		if (se && (r->pid < 0 || se->pid == r->pid))
+			v[(*n)++] = se;
+	}
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), series_cmp);
+	if (*n > top)
+		*n = top;
+	return v;
+}
+
+int cmd_rss(int argc, char **argv, struct analyze_opts *a)
+{
+	struct rss r = { .pid = -1 };
+	const char *svg = NULL;
+	uint64_t top = 10, points = 20;
+	int json = 0;
+	const struct opt options[] = {
+		OPT_U64('T', "top", &top, "N", "processes shown, largest peak first (default 10)"),
+		OPT_U64('n', "points", &points, "N", "rows per process in the text table (default 20)"),
+		OPT_PID(&r.pid),
+		OPT_STRING(0, "svg", &svg, "FILE", "draw the RSS of each process over time as an SVG line chart"),
+		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_END(),
+	};
+	struct series **v = NULL;
+	struct session s;
+	size_t n = 0;
+	char err[512] = "";
+	int ret = 1, c = cmd_parse(argc, argv, options, usage_text, a);
+
+	if (c >= 0)
+		return c;
+	if (!points) {
+		msg_error("--points must be at least 1");
 		return 2;
-	if (cmd_open_group(&s, argv[optind], "rss_stat", "rss", NULL))
+	}
+	if (cmd_open_group(&s, argv[optind], a, "rss_stat", "rss", NULL))
 		return 1;
 	hashmap_init(&r.by_mm, 0);
 	s.no_unwind = 1;
-	err[0] = 0;
 	if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
-		goto out;
-	}
-	v = malloc((r.by_mm.nr ? r.by_mm.nr : 1) * sizeof(*v));
-	if (!v)
-		goto out;
-	hashmap_for_each(&r.by_mm, slot) {
-		struct series *se = slot->ptr;
-
-		if (se && (r.pid < 0 || se->pid == r.pid))
-			v[n++] = se;
-	}
-	if (n > 1)
-		qsort(v, n, sizeof(*v), series_cmp);
-	if (n > top)
-		n = top;
-	if (svg && svg_write(svg, &s, v, n)) {
+	} else if (!(v = rss_select(&r, top, &n))) {
+		msg_error("out of memory");
+	} else if (svg && svg_write(svg, &s, v, n)) {
 		msg_error("cannot write '%s': %m", svg);
-		goto out;
-	}
-	if (json) {
-		printf("{\"trace\":");
-		json_str(s.path);
-		printf(",\"processes\":[");
-		for (size_t i = 0; i < n; i++) {
-			printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", v[i]->pid);
-			json_str(v[i]->comm);
-			printf(",\"peak_bytes\":%lld,\"last\":{", (long long)v[i]->peak);
-			for (int m = 0; m < RSS_NR; m++)
-				printf("%s\"%s\":%lld", m ? "," : "", member_names[m], (long long)v[i]->cur[m]);
-			printf(",\"resident\":%lld},\"changes\":%zu}", (long long)resident(v[i]->cur), v[i]->nr);
-		}
-		printf("]}\n");
 	} else {
-		printf("# memsight rss of '%s': %zu processes%s\n", s.path, n,
-		       r.unowned ? " (changes to memory of processes never seen themselves are left out)" : "");
-		for (size_t i = 0; i < n; i++) {
-			struct series *se = v[i];
-			uint64_t t0 = se->pts[0].time, t1 = se->pts[se->nr - 1].time;
-
-			printf("\npid %d %s: peak %s, last: resident %lld bytes (file %lld, anon %lld, shmem %lld), "
-			       "swap entries %lld bytes\n",
-			       se->pid, se->comm ? se->comm : "?", fmt_bytes(se->peak, b1, sizeof(b1)),
-			       (long long)resident(se->cur), (long long)se->cur[RSS_FILE], (long long)se->cur[RSS_ANON],
-			       (long long)se->cur[RSS_SHMEM], (long long)se->cur[RSS_SWAP]);
-			printf("%12s %14s %14s %14s %14s\n", "TIME(s)", "RESIDENT", "FILE", "ANON", "SHMEM");
-			for (uint64_t k = 0; k < points; k++) {
-				uint64_t t = points > 1 ? t0 + (t1 - t0) * k / (points - 1) : t1;
-				const struct point *p = point_at(se, t);
-
-				if (!p || (k && points > 1 && t1 == t0))
-					continue;
-				printf("%12.6f %14lld %14lld %14lld %14lld\n", (t - s.first_time) / 1e9,
-				       (long long)resident(p->v), (long long)p->v[RSS_FILE], (long long)p->v[RSS_ANON],
-				       (long long)p->v[RSS_SHMEM]);
-			}
-		}
+		if (json)
+			print_json(&s, v, n);
+		else
+			print_text(&s, &r, v, n, points);
+		ret = 0;
 	}
-	ret = 0;
-out:
 	free(v);
 	hashmap_for_each(&r.by_mm, slot) {
 		struct series *se = slot->ptr;

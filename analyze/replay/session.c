@@ -156,7 +156,7 @@ static int on_meta_ref(uint32_t kind, size_t chunk, void *arg)
 		v[s->nr_reach++] = chunk;
 		return 0;
 	}
-	if (symbols_embedded_ref(&s->r, chunk) == -ENOMEM)
+	if (symbols_embedded_ref(&s->syms, &s->r, chunk) == -ENOMEM)
 		return fail(o->err, o->errlen, "out of memory");
 	return 0;
 }
@@ -284,8 +284,9 @@ static int id_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int session_open(struct session *s, const char *path, char *err, size_t errlen)
+int session_open(struct session *s, const char *path, const struct analyze_opts *opts, char *err, size_t errlen)
 {
+	static const struct analyze_opts defaults = { .unwinder = UNWIND_LIBDW };
 	struct open_state o = { s, err, errlen, sizeof(long) };
 	struct trace_handler h = { .meta = on_meta,
 				   .loss = on_loss,
@@ -293,10 +294,20 @@ int session_open(struct session *s, const char *path, char *err, size_t errlen)
 				   .meta_ref = on_meta_ref };
 	size_t n = 0;
 
+	int r;
+
 	memset(s, 0, sizeof(*s));
+	s->o = opts ? *opts : defaults;
 	s->page_size = 4096;
-	symbols_init(&s->syms);
+	r = symbols_init(&s->syms, &s->o.sym);
 	machine_init(&s->m, &s->syms);
+	if (r == -EINVAL)
+		return fail(err, errlen, "--debuginfod has no server to ask: set DEBUGINFOD_URLS or give --debuginfod=URL");
+	if (r == -ENOENT)
+		return fail(err, errlen, "--debuginfod needs the debuginfod client library (%s): apt-get install libdebuginfod1",
+			    "libdebuginfod.so.1");
+	if (r)
+		return fail(err, errlen, "cannot start the debuginfod client");
 	s->path = strdup(path);
 	s->tep = tep_alloc();
 	if (!s->tep || !s->path)
@@ -354,7 +365,6 @@ void session_release(struct session *s)
 	if (s->uw)
 		unwind_free(s->uw);
 	symbols_release(&s->syms);
-	symbols_embedded_release();
 	trace_reader_release(&s->r);
 }
 
@@ -621,7 +631,7 @@ static struct dso *vdso_dso(struct session *s, uint64_t len)
 
 	if (!s->vdso_looked) {
 		s->vdso_looked = 1;
-		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
+		for (size_t i = 0; !symbols_embedded_get(&s->syms, i, &ei); i++)
 			if (!strcmp(ei.path, TRACE_OBJECT_VDSO) && ei.bid_len > 0) {
 				s->vdso = symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len);
 				s->vdso_size = ei.original_size;
@@ -692,9 +702,6 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 	machine_map(&s->m, pid, &mp);
 }
 
-int session_unwinder = UNWIND_LIBDW;
-int session_inline = 1;
-
 /* A --call-graph dwarf sample: its kernel callchain, then the user frames
  * unwound from its registers and stack dump, as one chain. */
 static void sample_unwind(struct session *s, struct sample *smp)
@@ -704,7 +711,7 @@ static void sample_unwind(struct session *s, struct sample *smp)
 	uint64_t n = 0;
 	int got;
 
-	if (!s->uw && !(s->uw = unwind_new(session_unwinder, &s->m)))
+	if (!s->uw && !(s->uw = unwind_new(s->o.unwinder, &s->m, s->o.unwind_check)))
 		return;
 	for (uint64_t i = 0; i < smp->nr_ips && n < SESS_MAX_CHAIN - SESS_MAX_USER_FRAMES - 1; i++) {
 		if (smp->ips[i] == PERF_CONTEXT_USER)
@@ -766,11 +773,11 @@ void session_report_unwind(struct session *s)
 {
 	if (s->uw)
 		unwind_report(s->uw, stderr);
-	if (s->uw && getenv("MEMSIGHT_UNWIND_STATS"))
+	if (s->uw && s->o.unwind_stats)
 		fprintf(stderr, "unwind: %llu stacks, %llu frames, deepest dump byte read %llu\n",
 			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,
 			(unsigned long long)unwind_stats(s->uw)->max_stack_used);
-	if (s->uw && getenv("MEMSIGHT_UNWIND_STATS"))
+	if (s->uw && s->o.unwind_stats)
 		for (int i = 0; i < 16; i++)
 			fprintf(stderr, "unwind: complete stacks needing < %d KiB: %llu\n", i + 1,
 				(unsigned long long)unwind_stats(s->uw)->need_kib[i]);
@@ -915,10 +922,10 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 
 		s->prefetched = 1;
 		/* Debug entries belong to the object of the same build-id. */
-		for (size_t i = 0; !symbols_embedded_get(i, &ei); i++)
+		for (size_t i = 0; !symbols_embedded_get(&s->syms, i, &ei); i++)
 			if (ei.bid_len && ei.mode != EMBED_DEBUG)
 				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
-						 session_inline);
+						 !s->o.no_inline);
 	}
 	for (uint64_t i = 0; i < smp->nr_ips && n < max; i++) {
 		uint64_t ip = smp->ips[i];
@@ -948,7 +955,7 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 				f->dso = m->dso;
 				f->file_off = f->off;
 				f->ret = !first;
-				symbols_prefetch(&s->syms, m->dso, session_inline);
+				symbols_prefetch(&s->syms, m->dso, !s->o.no_inline);
 				symbols_prefetch_name(m->dso, f->file_off, f->ret);
 			}
 		}
@@ -972,7 +979,7 @@ int session_frames_name(struct session *s, const struct frame *raw, int nr, stru
 		if (!f->dso)
 			continue;
 		f->sym = symbols_lookup(f->dso, f->file_off, f->ret, &f->off);
-		if (f->sym && session_inline) {
+		if (f->sym && !s->o.no_inline) {
 			const struct sym_inline *inl;
 			int k = symbols_inline(f->dso, f->file_off, f->ret, &inl);
 

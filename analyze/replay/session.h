@@ -127,7 +127,22 @@ struct oom_context {
 /* A user register of a sample by perf_regs number; 0 when not recorded. */
 int sample_reg(const struct sample *smp, int reg, uint64_t *val);
 
+/* How a trace is analyzed: the options of stacks and symbols every
+ * command that shows stacks takes, and the diagnostics the environment
+ * turns on (read once, by main.c). */
+struct analyze_opts {
+	struct symbols_opts sym;
+	int unwinder;		/* enum unwind_backend, for DWARF stacks */
+	int no_inline;		/* no frames for inlined functions */
+	int unwind_stats;	/* say how much stack dump complete stacks needed */
+	int unwind_check;	/* check the cached unwind rules against libdw's walk */
+#define ANALYZE_MAX_DEBUG_DIRS 16
+	const char *debug_dirs[ANALYZE_MAX_DEBUG_DIRS]; /* sym.debug_dirs points here */
+	const char *env_debuginfod_urls; /* $DEBUGINFOD_URLS, for a bare --debuginfod */
+};
+
 struct session {
+	struct analyze_opts o;
 	char *path;
 	struct trace_reader r;
 	char *host;
@@ -172,13 +187,10 @@ struct session {
 	size_t nr_on_exec;
 };
 
-/* Analysis options every command takes (main.c sets them). */
-extern int session_unwinder;	/* enum unwind_backend */
-extern int session_inline;	/* show inlined functions as frames */
-
-/* Open a trace and read its META. Returns 0, or -1 with a one-line reason
- * in err. A cut-short trace opens; s->r.stop says where it ends. */
-int session_open(struct session *s, const char *path, char *err, size_t errlen);
+/* Open a trace and read its META, analyzing it as opts say (NULL: the
+ * defaults; copied). Returns 0, or -1 with a one-line reason in err. A
+ * cut-short trace opens; s->r.stop says where it ends. */
+int session_open(struct session *s, const char *path, const struct analyze_opts *opts, char *err, size_t errlen);
 void session_release(struct session *s);
 
 /* Callback for every sample in time order. Return 0 to go on. */

@@ -30,6 +30,7 @@ enum dso_state {
 };
 
 struct dso {
+	struct symbols *owner;
 	char *path;		 /* as the recording saw it */
 	const char *short_name;	 /* basename of path */
 	unsigned char build_id[20];
@@ -83,11 +84,27 @@ struct ksym {
 	char *module;
 };
 
+/* Where objects are looked for, and how: the analyzer's options. */
+struct symbols_opts {
+	const char *const *debug_dirs; /* --debug-dir, searched in order before ~/.debug */
+	size_t nr_debug_dirs;
+	const char *sysroot;	 /* --sysroot: objects under it as under / */
+	const char *debuginfod_urls; /* --debuginfod: these servers are asked; NULL: never */
+	const char *home;	 /* whose ~/.debug; NULL: /root's */
+	int hermetic;		 /* only the trace's objects and the directories given */
+	int check;		 /* ask libdwfl for every address too, and count differences */
+};
+
 struct symbols {
+	struct symbols_opts o;
 	struct hashmap dsos;	 /* "b:<hex>" or "p:<path>" -> struct dso * */
 	struct dso_loader *loader; /* started by the first symbols_prefetch */
 	struct ksym *ksyms;
 	size_t nr_ksyms;
+	struct embedded **embedded; /* the trace's objects (symbols_embedded_ref) */
+	size_t nr_embedded;
+	void *dbgd;		 /* debuginfod_client *, with debuginfod_urls */
+	uint64_t checked, differ; /* with check */
 };
 
 struct sym_hit {
@@ -102,14 +119,15 @@ struct sym_hit {
 	} *inl;			 /* innermost first */
 };
 
-void symbols_init(struct symbols *s);
-/* Also look for objects as DIR/.build-id/xx/rest.debug (for every session). */
-int symbols_debug_dir_add(const char *dir);
+/* Start with the options o (copied; the strings they point to must last).
+ * Returns 0, -EINVAL when debuginfod_urls is empty, -ENOENT when the
+ * debuginfod client library is missing, or -ENOMEM. */
+int symbols_init(struct symbols *s, const struct symbols_opts *o);
 /* An object embedded in the trace: TRACE_META_OBJECT chunk number chunk of
  * r, which must stay open while symbols are looked up. Only its header is
  * read now; its ELF bytes are decompressed when a lookup first needs them.
  * Returns 0, -EINVAL for a payload that does not parse, or -ENOMEM. */
-int symbols_embedded_ref(const struct trace_reader *r, size_t chunk);
+int symbols_embedded_ref(struct symbols *s, const struct trace_reader *r, size_t chunk);
 /* The mode byte of an embedded object (FORMAT.md): its unwind and symbol
  * tables, the whole file, or the debug information that names inlined
  * functions and gives lines. */
@@ -126,22 +144,8 @@ struct embedded_info {
 	int mode;		/* enum embedded_mode */
 	uint64_t size, original_size;
 };
-/* Forget every embedded object (their trace is being closed), after
- * symbols_release. */
-void symbols_embedded_release(void);
 /* The i-th embedded object; 0, or -1 past the last. */
-int symbols_embedded_get(size_t i, struct embedded_info *out);
-/* Look for objects under DIR as under / (their recorded paths). */
-int symbols_sysroot_set(const char *dir);
-/* From now on look only in the trace's embedded objects and the
- * directories given (--debug-dir, --sysroot): never ~/.debug,
- * /usr/lib/debug or the recorded paths. What a fuzzer wants: the
- * input decides everything read. */
-void symbols_hermetic(void);
-/* Ask debuginfod servers (urls as in DEBUGINFOD_URLS, space-separated) by
- * build-id for what no local file has. Returns 0, -EINVAL when no server
- * is named, or -ENOMEM. */
-int symbols_debuginfod_set(const char *urls);
+int symbols_embedded_get(const struct symbols *s, size_t i, struct embedded_info *out);
 /* A build-id of len bytes (at most 20) as hex into out (41 bytes). */
 void symbols_build_id_hex(const unsigned char *bid, int len, char *out);
 /* The section of elf called name that holds bytes, or NULL. */

@@ -71,7 +71,7 @@ const char *unwind_backend_name(enum unwind_backend b)
 	return b == UNWIND_LIBUNWIND ? "libunwind" : "libdw";
 }
 
-struct unwinder *unwind_new(enum unwind_backend b, struct machine *m)
+struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 
@@ -79,6 +79,7 @@ struct unwinder *unwind_new(enum unwind_backend b, struct machine *m)
 		return NULL;
 	u->ops = b == UNWIND_LIBUNWIND ? &unwind_libunwind_ops : &unwind_libdw_ops;
 	u->m = m;
+	u->check = check;
 	m->unwind_free = holder_free;
 	return u;
 }

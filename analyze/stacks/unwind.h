@@ -61,7 +61,9 @@ struct unwind_stats {
 struct unwinder;
 
 /* Returns NULL when out of memory or the backend cannot start. */
-struct unwinder *unwind_new(enum unwind_backend b, struct machine *m);
+/* check: every stack the libdw backend steps with its cached rules is
+ * walked by libdw too, and the differences counted. */
+struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check);
 void unwind_free(struct unwinder *u);
 /* Parse "libdw" or "libunwind"; -1 for anything else. */
 int unwind_backend_parse(const char *name);

@@ -32,6 +32,7 @@ void unwind_libdw_fast_stats(uint64_t *checked, uint64_t *differ);
 struct unwinder {
 	const struct unwind_backend_ops *ops;
 	struct machine *m;
+	int check;		/* see unwind_new */
 	struct unwind_stats st;
 	uint64_t used;		/* dump bytes read by the stack being unwound */
 	uint64_t sp;		/* its stack pointer: where its dump starts */

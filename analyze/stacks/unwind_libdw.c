@@ -409,14 +409,7 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 		  enum unwind_stop *stop)
 {
 	struct dw_space *sp = space;
-	int r, n;
-	static int check = -1;
-
-	if (check < 0) {
-		const char *e = getenv("MEMSIGHT_UNWIND_CHECK");
-
-		check = e && *e == '1';
-	}
+	int r, n, check = u->check;
 	sp->in = in;
 	/* The fast path's rules ask libdw for .debug_frame too, which may
 	 * load the separate debug file; libdw keeps a failure for good. */

@@ -2,7 +2,6 @@
  * tests/fuzz/fuzz.c: what the fuzz targets share; see fuzz.h.
  */
 #include "fuzz.h"
-#include "../../analyze/stacks/symbols.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -15,8 +14,6 @@ void fuzz_env(void)
 {
 	unsetenv("DEBUGINFOD_URLS");
 	setenv("MEMSIGHT_CACHE_DIR", "", 1);
-	/* Only the input's own objects are read, never this machine's: */
-	symbols_hermetic();
 }
 
 int fuzz_memfd(const void *data, size_t size, char *path, size_t len)
@@ -40,8 +37,9 @@ int fuzz_memfd(const void *data, size_t size, char *path, size_t len)
 	return fd;
 }
 
-int fuzz_command(int (*fn)(int argc, char **argv), const char *const *args, const char *path)
+int fuzz_command(int (*fn)(int argc, char **argv, struct analyze_opts *a), const char *const *args, const char *path)
 {
+	struct analyze_opts a = { .sym.hermetic = 1 };
 	char *argv[16];
 	int argc = 0;
 
@@ -49,7 +47,5 @@ int fuzz_command(int (*fn)(int argc, char **argv), const char *const *args, cons
 		argv[argc] = (char *)args[argc];
 	argv[argc++] = (char *)path;
 	argv[argc] = NULL;
-	/* getopt's state, as for a program starting afresh. */
-	optind = 0;
-	return fn(argc, argv);
+	return fn(argc, argv, &a);
 }

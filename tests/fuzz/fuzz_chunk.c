@@ -26,7 +26,7 @@ static unsigned char *prefix;
 static size_t prefix_len;
 
 static const struct {
-	int (*fn)(int argc, char **argv);
+	int (*fn)(int argc, char **argv, struct analyze_opts *a);
 	const char *args[6];
 } runs[] = {
 	{ cmd_info, { "info", "--dump" } },

@@ -28,7 +28,7 @@
 static const unsigned char bid[20] = { 0xf0, 0x22, 0x5e, 0x11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 
 static const struct {
-	int (*fn)(int argc, char **argv);
+	int (*fn)(int argc, char **argv, struct analyze_opts *a);
 	const char *args[6];
 } runs[] = {
 	{ cmd_info, { "info" } },

@@ -18,7 +18,7 @@
 #include "fuzz.h"
 
 static const struct {
-	int (*fn)(int argc, char **argv);
+	int (*fn)(int argc, char **argv, struct analyze_opts *a);
 	const char *args[6];
 } runs[] = {
 	{ cmd_info, { "info", "--dump" } },

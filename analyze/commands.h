@@ -1,0 +1,39 @@
+/*
+ * analyze/commands.h: every memsight command, once. memsight.c builds its
+ * dispatch and its -h from this table, the analyzer its dispatch, its -h
+ * and its commands' declarations, and `memsight --list-commands` (which the
+ * help test reads) prints it.
+ *
+ * MEMSIGHT_COMMANDS(X) calls X(name, program, summary) for each, in the
+ * order -h lists them. program is RECORD (memsight-record), ANALYZE
+ * (memsight-analyze, whose function is cmd_NAME) or FLAMEGRAPH
+ * (memsight-flamegraph). A summary's lines are separated by \n.
+ */
+#ifndef MEMSIGHT_COMMANDS_H
+#define MEMSIGHT_COMMANDS_H
+
+#define MEMSIGHT_COMMANDS(X)                                                                                   \
+	X(record, RECORD, "record memory events of a command, running processes or the system")                  \
+	X(info, ANALYZE, "what a trace holds: host, events, counts, losses, chunks")                               \
+	X(events, ANALYZE, "every event of a trace, one per line, with its stack")                                 \
+	X(report, ANALYZE, "per event type and process: counts, bytes, heap growth, faults, top stacks")         \
+	X(folded, ANALYZE, "folded stacks (comm;outer;...;inner COUNT) for flame graphs")                        \
+	X(leaks, ANALYZE,                                                                                          \
+	  "allocations still outstanding when recording ended, by stack;\n--kernel for kernel memory (kmalloc, "   \
+	  "slab, pages, percpu)")                                                                                  \
+	X(mmaps, ANALYZE, "every mapping made: size, protection, flags, file, stack (mmapsnoop)")                \
+	X(brk, ANALYZE, "heap growth by stack (brkstack)")                                                        \
+	X(shm, ANALYZE, "System V shared memory calls with arguments and results (shmsnoop)")                    \
+	X(faults, ANALYZE, "page faults by stack and by backing file; swap-ins (faults, ffaults)")                \
+	X(reclaim, ANALYZE, "direct and memcg reclaim latency, kswapd, shrinkers (vmscan, drsnoop)")             \
+	X(compaction, ANALYZE, "page migrations and compaction runs, summarised")                                 \
+	X(oom, ANALYZE, "OOM kills: victim, its memory, trigger stack, system state (oomkill)")                   \
+	X(rss, ANALYZE, "resident memory over time per process, as text or an SVG chart")                        \
+	X(flamegraph, FLAMEGRAPH, "draw an interactive SVG flame graph from a trace or folded stacks")            \
+	X(archive, RECORD, "embed in a trace the objects its stacks need, for analysis elsewhere")
+
+/* A -h list: two spaces, the name in this width, a space, the summary
+ * (its later lines under its first). */
+#define COMMANDS_NAME_WIDTH 11
+
+#endif

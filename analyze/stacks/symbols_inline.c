@@ -1,0 +1,210 @@
+/*
+ * analyze/stacks/symbols_inline.c: inlined functions and source lines, from the DWARF of an
+ * object's debug file: each address descends only into the top-level
+ * function of its CU that holds it, through a per-CU index of their
+ * ranges.
+ */
+#include "symbols_int.h"
+
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *die_function_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+	const char *name = NULL;
+	char *dm;
+	int status = -1;
+
+	/* An inlined instance names its function through abstract_origin;
+	 * prefer the linkage name so C++ shows with its signature. */
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		name = dwarf_formstring(&a);
+	if (!name)
+		name = dwarf_diename(die);
+	if (!name && dwarf_attr(die, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
+		name = dwarf_diename(&origin);
+	if (!name)
+		return strdup("[inlined]");
+	if (name[0] == '_' && name[1] == 'Z' && (dm = __cxa_demangle(name, NULL, NULL, &status)) && !status)
+		return dm;
+	return strdup(name);
+}
+
+int symbols_inline(struct dso *d, uint64_t off, int ret, const struct sym_inline **out)
+{
+	uint64_t vaddr, look;
+	struct hm_slot *slot;
+	struct sym_hit *hit;
+
+	/* Callers name the frame first: its cache entry is there. */
+	*out = NULL;
+	dso_settle(d);
+	if (dso_addr(d, off, ret, &vaddr, &look))
+		return 0;
+	slot = hashmap_u64_find(&d->cache, look);
+	hit = slot ? slot->ptr : NULL;
+	if (!hit || !hit->name)
+		return 0;
+	hit_inline(d, hit, look);
+	*out = hit->inl;
+	return hit->nr_inline;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static struct cu_scopes *cu_scopes_of(struct dso *d, Dwarf_Die *cu)
+{
+	struct hm_slot *slot;
+	struct cu_scopes *c;
+	Dwarf_Die die;
+	size_t alloc = 0;
+	uint32_t order = 0;
+	int created;
+
+	slot = hashmap_u64(&d->cus, dwarf_dieoffset(cu), &created);
+	if (!slot)
+		return NULL;
+	if (!created)
+		return slot->ptr;
+	c = slot->ptr = calloc(1, sizeof(*c));
+	if (!c || dwarf_child(cu, &die) != 0)
+		return c;
+	do {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+
+		while ((off = dwarf_ranges(&die, off, &base, &lo, &hi)) > 0) {
+			if (c->n == alloc) {
+				struct cu_range *v = realloc(c->v, (alloc = alloc ? 2 * alloc : 64) * sizeof(*v));
+
+				if (!v)
+					return c;
+				c->v = v;
+			}
+			c->v[c->n++] = (struct cu_range){ lo, hi, order, die };
+			if (hi - lo > c->longest)
+				c->longest = hi - lo;
+		}
+		order++;
+	} while (dwarf_siblingof(&die, &die) == 0);
+	if (c->n > 1)
+		qsort(c->v, c->n, sizeof(*c->v), range_cmp);
+	return c;
+}
+
+/*
+ * The DIEs that hold pc, outermost first, as dwarf_getscopes finds them
+ * (innermost first there): the first top-level DIE whose ranges hold it,
+ * then at each level the first child that does. Returns how many, at most
+ * max.
+ */
+static int cu_scopes_find(struct dso *d, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *path, int max)
+{
+	struct cu_scopes *c = cu_scopes_of(d, cu);
+	const struct cu_range *best = NULL;
+	size_t lo = 0, hi;
+	int n = 0;
+
+	if (!c || !c->n || max < 1)
+		return 0;
+	/* The last range starting at or below pc, then back over those that
+	 * could still reach it. */
+	for (hi = c->n; lo < hi;) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->v[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && pc - c->v[i].lo < c->longest;)
+		if (pc < c->v[i].hi && (!best || c->v[i].order < best->order))
+			best = &c->v[i];
+	if (!best)
+		return 0;
+	path[n++] = best->die;
+	while (n < max) {
+		Dwarf_Die child;
+		int found = 0;
+
+		if (dwarf_child(&path[n - 1], &child) != 0)
+			break;
+		do {
+			if (dwarf_haspc(&child, pc) > 0) {
+				path[n++] = child;
+				found = 1;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+	}
+	return n;
+}
+
+void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
+{
+	Dwarf_Die *cu, scopes[64];
+	Dwarf_Addr bias;
+	int n;
+
+	if (hit->nr_inline >= 0)
+		return;
+	hit->nr_inline = 0;
+	cu = dwfl_module_addrdie(d->mod, look, &bias);
+	n = cu ? cu_scopes_find(d, cu, look - bias, scopes, 64) : 0;
+	/* Innermost first. */
+	for (int i = 0; i < n / 2; i++) {
+		Dwarf_Die t = scopes[i];
+
+		scopes[i] = scopes[n - 1 - i];
+		scopes[n - 1 - i] = t;
+	}
+	if (n > 0) {
+		hit->inl = calloc(n, sizeof(*hit->inl));
+		for (int i = 0; hit->inl && i < n; i++) {
+			Dwarf_Files *files;
+			Dwarf_Word v;
+			Dwarf_Attribute a;
+			struct sym_inline *si;
+
+			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+				continue;
+			si = &hit->inl[hit->nr_inline++];
+			si->name = die_function_name(&scopes[i]);
+			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &v) == 0)
+				si->call_line = v;
+			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &v) == 0 &&
+			    dwarf_getsrcfiles(cu, &files, NULL) == 0)
+				si->call_file = dwarf_filesrc(files, v, NULL, NULL);
+		}
+	}
+}
+
+int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int *line)
+{
+	uint64_t vaddr, look;
+	Dwfl_Line *l;
+
+	dso_settle(d);
+	if (d->state == DSO_UNLOADED)
+		dso_load(d);
+	if (dso_addr(d, off, ret, &vaddr, &look))
+		return -1;
+	l = dwfl_module_getsrc(d->mod, look);
+	if (!l)
+		return -1;
+	*file = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
+	return *file ? 0 : -1;
+}
+
