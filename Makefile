@@ -59,14 +59,20 @@ FORMATS_SRC := \
 
 RECORD_SRC := \
 	record/archive.c \
+	record/command.c \
+	record/drain.c \
 	record/embed.c \
 	record/events.c \
 	record/ksyms.c \
 	record/leakcheck.c \
+	record/options.c \
+	record/output.c \
 	record/procsnap.c \
 	record/reach.c \
 	record/record.c \
 	record/scrub.c \
+	record/setup.c \
+	record/tracemeta.c \
 	record/uprobes.c \
 	record/writeq.c
 
@@ -95,6 +101,8 @@ ANALYZE_SRC := \
 	analyze/model/reach.c \
 	analyze/model/stacktab.c \
 	analyze/model/suppress.c \
+	analyze/replay/fields.c \
+	analyze/replay/frames.c \
 	analyze/replay/machine.c \
 	analyze/replay/session.c \
 	analyze/stacks/symbols.c \

@@ -20,7 +20,7 @@
 
 static int is_option(const struct opt *o)
 {
-	return o->type != OPT_GROUP_;
+	return o->type != OPT_GROUP_ && o->type != OPT_COMMAND_;
 }
 
 static void usage_line(FILE *f, const struct opt *o)
@@ -64,7 +64,7 @@ void opts_usage(FILE *f, const struct opt *opts, const char *usage)
 			break;
 		if (o->type == OPT_GROUP_)
 			fprintf(f, "\n%s\n", o->help);
-		else if (o->help)
+		else if (o->help && is_option(o))
 			usage_line(f, o);
 	}
 }
@@ -123,6 +123,10 @@ int opts_parse(int argc, char **argv, const struct opt *opts, const char *usage,
 	char shortopts[2 * MAX_OPTS + 4] = ":";
 	size_t nl = 0, ns = 1;
 	int c;
+
+	for (size_t i = 0; opts[i].type != OPT_END_; i++)
+		if (opts[i].type == OPT_COMMAND_)
+			memcpy(shortopts, "+:", 3), ns = 2;
 
 	for (size_t i = 0; opts[i].type != OPT_END_ && nl < MAX_OPTS; i++) {
 		const struct opt *o = &opts[i];

@@ -31,6 +31,7 @@ enum opt_type {
 	OPT_STRING_,	/* const char **value = the argument */
 	OPT_U64_,	/* uint64_t *value = the argument, a non-negative number */
 	OPT_CALLBACK_,	/* parse(o, arg, ctx): 0, or -1 after reporting */
+	OPT_COMMAND_,	/* the first operand ends the options: it starts a command line */
 };
 
 struct opt {
@@ -53,6 +54,8 @@ struct opt {
 #define OPT_U64(s, l, v, a, h) { s, l, OPT_U64_, v, a, h, NULL, 0, 0 }
 #define OPT_CALLBACK(s, l, v, a, h, fn) { s, l, OPT_CALLBACK_, v, a, h, fn, 0, 0 }
 #define OPT_CALLBACK_OPTARG(s, l, v, a, h, fn) { s, l, OPT_CALLBACK_, v, a, h, fn, 0, 1 }
+/* In a table whose operands are a command to run: options stop at its name. */
+#define OPT_COMMAND() { 0, NULL, OPT_COMMAND_, NULL, NULL, NULL, NULL, 0, 0 }
 
 /* Parse argv by the table; -h and --help are always there; callbacks get
  * ctx. Returns -1 to go on (optind is the first operand), or the exit

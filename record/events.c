@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../formats/catalog.h"
+
 #ifndef TRACEFS_MAGIC
 #define TRACEFS_MAGIC 0x74726163
 #endif
@@ -27,9 +29,9 @@
 #define SAMPLE_BASE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU)
 
-const char *const events_group_names[] = { "brk",  "mmap",    "faults",	"malloc",     "kmem", "reclaim",
-					    "oom",  "shm",     "rss",	"migrate",    "compaction", "swap",
-					    NULL };
+#define GROUP_NAME(name, help) name,
+const char *const events_group_names[] = { CATALOG_GROUPS(GROUP_NAME) NULL };
+#undef GROUP_NAME
 
 struct ev_spec {
 	const char *group;
@@ -40,73 +42,11 @@ struct ev_spec {
 	int addr;	  /* PERF_SAMPLE_ADDR */
 };
 
-#define TP PERF_TYPE_TRACEPOINT
-
-/* Stacks go on the events that start something (an allocation, a reclaim,
- * a kill); the events that end or free it are matched by pointer, pfn or
- * thread and need none, which keeps a busy kmem recording half the size. */
-static const struct ev_spec specs[] = {
-	{ "brk", "syscalls:sys_enter_brk", TP, 0, 1, 0 },
-	{ "brk", "syscalls:sys_exit_brk", TP, 0, 0, 0 },
-	{ "mmap", "syscalls:sys_enter_mmap", TP, 0, 1, 0 },
-	{ "mmap", "syscalls:sys_exit_mmap", TP, 0, 0, 0 },
-	{ "mmap", "syscalls:sys_enter_munmap", TP, 0, 1, 0 },
-	{ "mmap", "syscalls:sys_exit_munmap", TP, 0, 0, 0 },
-	{ "mmap", "syscalls:sys_enter_mremap", TP, 0, 1, 0 },
-	{ "mmap", "syscalls:sys_exit_mremap", TP, 0, 0, 0 },
-	{ "faults", "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 1, 1 },
-	{ "faults", "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 0, 1 },
-	{ "kmem", "kmem:kmalloc", TP, 0, 1, 0 },
-	{ "kmem", "kmem:kfree", TP, 0, 0, 0 },
-	{ "kmem", "kmem:kmem_cache_alloc", TP, 0, 1, 0 },
-	{ "kmem", "kmem:kmem_cache_free", TP, 0, 0, 0 },
-	{ "kmem", "kmem:mm_page_alloc", TP, 0, 1, 0 },
-	{ "kmem", "kmem:mm_page_free", TP, 0, 0, 0 },
-	{ "kmem", "kmem:mm_page_free_batched", TP, 0, 0, 0 },
-	{ "kmem", "percpu:percpu_alloc_percpu", TP, 0, 1, 0 },
-	{ "kmem", "percpu:percpu_free_percpu", TP, 0, 0, 0 },
-	{ "reclaim", "vmscan:mm_vmscan_direct_reclaim_begin", TP, 0, 1, 0 },
-	{ "reclaim", "vmscan:mm_vmscan_direct_reclaim_end", TP, 0, 0, 0 },
-	{ "reclaim", "vmscan:mm_vmscan_memcg_reclaim_begin", TP, 0, 1, 0 },
-	{ "reclaim", "vmscan:mm_vmscan_memcg_reclaim_end", TP, 0, 0, 0 },
-	{ "reclaim", "vmscan:mm_vmscan_kswapd_wake", TP, 0, 0, 0 },
-	{ "reclaim", "vmscan:mm_vmscan_kswapd_sleep", TP, 0, 0, 0 },
-	{ "reclaim", "vmscan:mm_vmscan_wakeup_kswapd", TP, 0, 0, 0 },
-	{ "reclaim", "vmscan:mm_shrink_slab_start", TP, 0, 0, 0 },
-	{ "reclaim", "vmscan:mm_shrink_slab_end", TP, 0, 0, 0 },
-	{ "oom", "oom:mark_victim", TP, 0, 1, 0 },
-	{ "oom", "oom:wake_reaper", TP, 0, 0, 0 },
-	{ "oom", "oom:start_task_reaping", TP, 0, 0, 0 },
-	{ "oom", "oom:finish_task_reaping", TP, 0, 0, 0 },
-	{ "oom", "oom:skip_task_reaping", TP, 0, 0, 0 },
-	{ "oom", "oom:reclaim_retry_zone", TP, 0, 0, 0 },
-	{ "oom", "oom:compact_retry", TP, 0, 0, 0 },
-	{ "oom", "oom:oom_score_adj_update", TP, 0, 0, 0 },
-	{ "shm", "syscalls:sys_enter_shmget", TP, 0, 1, 0 },
-	{ "shm", "syscalls:sys_exit_shmget", TP, 0, 0, 0 },
-	{ "shm", "syscalls:sys_enter_shmat", TP, 0, 1, 0 },
-	{ "shm", "syscalls:sys_exit_shmat", TP, 0, 0, 0 },
-	{ "shm", "syscalls:sys_enter_shmdt", TP, 0, 1, 0 },
-	{ "shm", "syscalls:sys_exit_shmdt", TP, 0, 0, 0 },
-	{ "shm", "syscalls:sys_enter_shmctl", TP, 0, 1, 0 },
-	{ "shm", "syscalls:sys_exit_shmctl", TP, 0, 0, 0 },
-	{ "rss", "kmem:rss_stat", TP, 0, 0, 0 },
-	{ "migrate", "migrate:mm_migrate_pages_start", TP, 0, 1, 0 },
-	{ "migrate", "migrate:mm_migrate_pages", TP, 0, 0, 0 },
-	{ "compaction", "compaction:mm_compaction_try_to_compact_pages", TP, 0, 1, 0 },
-	{ "compaction", "compaction:mm_compaction_begin", TP, 0, 0, 0 },
-	{ "compaction", "compaction:mm_compaction_end", TP, 0, 0, 0 },
-	{ "compaction", "compaction:mm_compaction_migratepages", TP, 0, 0, 0 },
-	{ "compaction", "compaction:mm_compaction_defer_compaction", TP, 0, 0, 0 },
-	{ "compaction", "compaction:mm_compaction_kcompactd_wake", TP, 0, 0, 0 },
-	{ "compaction", "compaction:mm_compaction_kcompactd_sleep", TP, 0, 0, 0 },
-	/* No kernel has a swap-in tracepoint and kprobes are not always
-	 * there: a major fault on anonymous memory is a swap-in, so the
-	 * group is major faults with their stacks and addresses. */
-	{ "swap", "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, 1 },
-};
-
-#undef TP
+#define TYPE_TP PERF_TYPE_TRACEPOINT
+#define TYPE_SW PERF_TYPE_SOFTWARE
+#define SPEC(group, event, type, config, stack, addr, kind, ...) { group, event, TYPE_##type, config, stack, addr },
+static const struct ev_spec specs[] = { CATALOG_EVENTS(SPEC) };
+#undef SPEC
 
 static char tracefs_path[256];
 
@@ -400,7 +340,7 @@ int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs,
 	struct rec_event e;
 
 	memset(&e, 0, sizeof(e));
-	snprintf(e.name, sizeof(e.name), "dummy");
+	snprintf(e.name, sizeof(e.name), "%s", CATALOG_TRACKING_EVENT);
 	e.group = "";
 	events_attr_common(&e.attr, o);
 	e.attr.type = PERF_TYPE_SOFTWARE;

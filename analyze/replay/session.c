@@ -1,5 +1,6 @@
 /*
- * analyze/replay/session.c: META reading, record decoding and replay.
+ * analyze/replay/session.c: META reading, record decoding and replay;
+ * fields.c reads a sample's tracepoint fields and frames.c its stack.
  *
  * Sample fields are decoded from each event's own sample_type as the
  * recorder gave it to the kernel (stored in the trace), so traces made with
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <traceevent/event-parse.h>
 
+#include "../../formats/catalog.h"
 #include "../../formats/msg.h"
 #include "../stacks/unwind.h"
 
@@ -59,65 +61,16 @@ static void classify(struct sess_event *e)
 		classify_alloc(e);
 		return;
 	}
+#define KIND(group, event, type, config, stack, addr, kind, ...) { event, EVK_##kind, { __VA_ARGS__ } },
 	static const struct {
 		const char *name;
 		enum ev_kind kind;
 		const char *fields[SESS_MAX_FIELDS];
 	} kinds[] = {
-		{ "syscalls:sys_enter_brk", EVK_BRK_ENTER, { "brk" } },
-		{ "syscalls:sys_exit_brk", EVK_BRK_EXIT, { "ret" } },
-		{ "syscalls:sys_enter_mmap", EVK_MMAP_ENTER, { "addr", "len", "prot", "flags", "fd", "off" } },
-		{ "syscalls:sys_exit_mmap", EVK_MMAP_EXIT, { "ret" } },
-		{ "syscalls:sys_enter_munmap", EVK_MUNMAP_ENTER, { "addr", "len" } },
-		{ "syscalls:sys_exit_munmap", EVK_MUNMAP_EXIT, { "ret" } },
-		{ "syscalls:sys_enter_mremap", EVK_MREMAP_ENTER,
-		  { "addr", "old_len", "new_len", "flags", "new_addr" } },
-		{ "syscalls:sys_exit_mremap", EVK_MREMAP_EXIT, { "ret" } },
-		{ "page-faults", EVK_FAULT, { NULL } },
-		{ "major-faults", EVK_FAULT_MAJ, { NULL } },
-		{ "dummy", EVK_TRACKING, { NULL } },
-		{ "kmem:kmalloc", EVK_KMALLOC, { NULL } },
-		{ "kmem:kmem_cache_alloc", EVK_KMEM_CACHE_ALLOC, { NULL } },
-		{ "kmem:kfree", EVK_KFREE, { NULL } },
-		{ "kmem:kmem_cache_free", EVK_KMEM_CACHE_FREE, { NULL } },
-		{ "kmem:mm_page_alloc", EVK_PAGE_ALLOC, { NULL } },
-		{ "kmem:mm_page_free", EVK_PAGE_FREE, { NULL } },
-		{ "kmem:mm_page_free_batched", EVK_PAGE_FREE_BATCHED, { NULL } },
-		{ "percpu:percpu_alloc_percpu", EVK_PERCPU_ALLOC, { NULL } },
-		{ "percpu:percpu_free_percpu", EVK_PERCPU_FREE, { NULL } },
-		{ "vmscan:mm_vmscan_direct_reclaim_begin", EVK_DIRECT_RECLAIM_BEGIN, { NULL } },
-		{ "vmscan:mm_vmscan_direct_reclaim_end", EVK_DIRECT_RECLAIM_END, { NULL } },
-		{ "vmscan:mm_vmscan_memcg_reclaim_begin", EVK_MEMCG_RECLAIM_BEGIN, { NULL } },
-		{ "vmscan:mm_vmscan_memcg_reclaim_end", EVK_MEMCG_RECLAIM_END, { NULL } },
-		{ "vmscan:mm_vmscan_kswapd_wake", EVK_KSWAPD_WAKE, { NULL } },
-		{ "vmscan:mm_vmscan_kswapd_sleep", EVK_KSWAPD_SLEEP, { NULL } },
-		{ "vmscan:mm_vmscan_wakeup_kswapd", EVK_WAKEUP_KSWAPD, { NULL } },
-		{ "vmscan:mm_shrink_slab_start", EVK_SHRINK_SLAB_START, { NULL } },
-		{ "vmscan:mm_shrink_slab_end", EVK_SHRINK_SLAB_END, { NULL } },
-		{ "oom:mark_victim", EVK_OOM_VICTIM, { NULL } },
-		{ "oom:wake_reaper", EVK_OOM_REAP, { NULL } },
-		{ "oom:start_task_reaping", EVK_OOM_REAP, { NULL } },
-		{ "oom:finish_task_reaping", EVK_OOM_REAP, { NULL } },
-		{ "oom:skip_task_reaping", EVK_OOM_REAP, { NULL } },
-		{ "syscalls:sys_enter_shmget", EVK_SHM_ENTER, { NULL } },
-		{ "syscalls:sys_enter_shmat", EVK_SHM_ENTER, { NULL } },
-		{ "syscalls:sys_enter_shmdt", EVK_SHM_ENTER, { NULL } },
-		{ "syscalls:sys_enter_shmctl", EVK_SHM_ENTER, { NULL } },
-		{ "syscalls:sys_exit_shmget", EVK_SHM_EXIT, { "ret" } },
-		{ "syscalls:sys_exit_shmat", EVK_SHM_EXIT, { "ret" } },
-		{ "syscalls:sys_exit_shmdt", EVK_SHM_EXIT, { "ret" } },
-		{ "syscalls:sys_exit_shmctl", EVK_SHM_EXIT, { "ret" } },
-		{ "kmem:rss_stat", EVK_RSS_STAT, { NULL } },
-		{ "migrate:mm_migrate_pages_start", EVK_MIGRATE_START, { NULL } },
-		{ "migrate:mm_migrate_pages", EVK_MIGRATE, { NULL } },
-		{ "compaction:mm_compaction_try_to_compact_pages", EVK_COMPACT_TRY, { NULL } },
-		{ "compaction:mm_compaction_begin", EVK_COMPACT_BEGIN, { NULL } },
-		{ "compaction:mm_compaction_end", EVK_COMPACT_END, { NULL } },
-		{ "compaction:mm_compaction_migratepages", EVK_COMPACT_MIGRATEPAGES, { NULL } },
-		{ "compaction:mm_compaction_defer_compaction", EVK_COMPACT_DEFER, { NULL } },
-		{ "compaction:mm_compaction_kcompactd_wake", EVK_KCOMPACTD_WAKE, { NULL } },
-		{ "compaction:mm_compaction_kcompactd_sleep", EVK_KCOMPACTD_SLEEP, { NULL } },
+		CATALOG_EVENTS(KIND)
+		{ CATALOG_TRACKING_EVENT, EVK_TRACKING, { NULL } },
 	};
+#undef KIND
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		if (strcmp(e->d.name, kinds[i].name))
@@ -391,72 +344,6 @@ void session_warn_incomplete(struct session *s)
 			s->r.stop);
 }
 
-static struct tep_format_field *named_field(const struct sample *smp, const char *field)
-{
-	struct sess_event *e = smp->ev;
-	struct tep_format_field *f;
-
-	if (!e->tp || !smp->raw)
-		return NULL;
-	/* Callers pass literals: the pointer usually matches. */
-	for (int i = 0; i < e->nr_named; i++)
-		if (e->named[i].name == field || !strcmp(e->named[i].name, field))
-			return e->named[i].f;
-	f = tep_find_field(e->tp, field);
-	if (e->nr_named < SESS_NAMED_FIELDS)
-		e->named[e->nr_named++] = (typeof(e->named[0])){ field, f };
-	return f;
-}
-
-uint64_t sample_num(const struct sample *smp, const char *field)
-{
-	struct tep_format_field *f = named_field(smp, field);
-	unsigned long long v = 0;
-
-	if (!f || f->offset + f->size > (int)smp->raw_size)
-		return 0;
-	tep_read_number_field(f, smp->raw, &v);
-	return v;
-}
-
-int64_t sample_snum(const struct sample *smp, const char *field)
-{
-	struct tep_format_field *f = named_field(smp, field);
-	uint64_t v = sample_num(smp, field);
-
-	/* Sign-extend what libtraceevent read as unsigned. */
-	if (f && (f->flags & TEP_FIELD_IS_SIGNED) && f->size < 8 && (v >> (f->size * 8 - 1)) & 1)
-		v |= ~0ull << (f->size * 8);
-	return (int64_t)v;
-}
-
-const char *sample_str(const struct sample *smp, const char *field, char *buf, size_t len)
-{
-	struct tep_format_field *f = named_field(smp, field);
-	unsigned off, n;
-
-	buf[0] = 0;
-	if (!f || f->offset + f->size > (int)smp->raw_size)
-		return buf;
-	off = f->offset;
-	n = f->size;
-	if (f->flags & TEP_FIELD_IS_DYNAMIC) {
-		uint32_t loc;
-
-		memcpy(&loc, (const char *)smp->raw + f->offset, 4);
-		off = loc & 0xffff;
-		n = loc >> 16;
-		if (f->flags & TEP_FIELD_IS_RELATIVE)
-			off += f->offset + f->size;
-	}
-	if (off + n > smp->raw_size)
-		return buf;
-	n = n < len - 1 ? n : len - 1;
-	memcpy(buf, (const char *)smp->raw + off, n);
-	buf[n] = 0;
-	return buf;
-}
-
 int session_incomplete(const struct session *s)
 {
 	return s->lost || s->lost_records || s->r.stop[0];
@@ -483,18 +370,6 @@ uint64_t session_group_period(struct session *s, const char *group)
 		if (!strcmp(s->evs[i].d.group, group) && s->evs[i].attr.sample_period > 1)
 			return s->evs[i].attr.sample_period;
 	return 1;
-}
-
-uint64_t session_field(struct session *s, const struct sample *smp, int idx)
-{
-	struct tep_format_field *f = smp->ev->fields[idx];
-	unsigned long long v = 0;
-
-	(void)s;
-	if (!f || !smp->raw || f->offset + f->size > (int)smp->raw_size)
-		return 0;
-	tep_read_number_field(f, smp->raw, &v);
-	return v;
 }
 
 static struct sess_event *event_of(struct session *s, uint64_t id)
@@ -908,151 +783,4 @@ int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg)
 	}
 	s->at_end[s->nr_at_end++] = (struct replay_hook){ fn, arg };
 	return 0;
-}
-
-int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
-		       int user)
-{
-	int n = 0, ctx = 0, first = 1;
-
-	/* The recorder embedded the objects the stacks touch: with the first
-	 * stack kept they all start loading, before samples name them. */
-	if (user && !s->prefetched) {
-		struct embedded_info ei;
-
-		s->prefetched = 1;
-		/* Debug entries belong to the object of the same build-id. */
-		for (size_t i = 0; !symbols_embedded_get(&s->syms, i, &ei); i++)
-			if (ei.bid_len && ei.mode != EMBED_DEBUG)
-				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
-						 !s->o.no_inline);
-	}
-	for (uint64_t i = 0; i < smp->nr_ips && n < max; i++) {
-		uint64_t ip = smp->ips[i];
-		struct frame *f;
-
-		if (ip >= PERF_CONTEXT_MAX) {
-			ctx = ip == PERF_CONTEXT_KERNEL ? 1 : ip == PERF_CONTEXT_USER ? 2 : 0;
-			first = 1;
-			continue;
-		}
-		if (!ctx || (ctx == 1 && !kernel) || (ctx == 2 && !user)) {
-			first = 0;
-			continue;
-		}
-		f = &out[n++];
-		memset(f, 0, sizeof(*f));
-		f->ip = ip;
-		f->off = ip;
-		if (ctx == 1) {
-			f->kernel = 1;
-		} else {
-			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
-
-			if (m) {
-				f->obj = m->name;
-				f->off = ip - m->start + m->pgoff;
-				f->dso = m->dso;
-				f->file_off = f->off;
-				f->ret = !first;
-				symbols_prefetch(&s->syms, m->dso, !s->o.no_inline);
-				symbols_prefetch_name(m->dso, f->file_off, f->ret);
-			}
-		}
-		first = 0;
-	}
-	return n;
-}
-
-int session_frames_name(struct session *s, const struct frame *raw, int nr, struct frame *out, int max)
-{
-	int n = 0;
-
-	for (int i = 0; i < nr && n < max; i++) {
-		struct frame *f = &out[n++];
-
-		*f = raw[i];
-		if (f->kernel) {
-			f->sym = symbols_ksym(&s->syms, f->ip, &f->off);
-			continue;
-		}
-		if (!f->dso)
-			continue;
-		f->sym = symbols_lookup(f->dso, f->file_off, f->ret, &f->off);
-		if (f->sym && !s->o.no_inline) {
-			const struct sym_inline *inl;
-			int k = symbols_inline(f->dso, f->file_off, f->ret, &inl);
-
-			/* The inlined functions go first, innermost first;
-			 * each one's caller shows the line that called it. */
-			if (k > 0 && n + k <= max) {
-				struct frame outer = *f;
-
-				for (int j = 0; j < k; j++) {
-					f = &out[n - 1 + j];
-					*f = outer;
-					f->sym = inl[j].name;
-					f->off = 0;
-					f->inlined = 1;
-					if (j > 0) {
-						f->call_file = inl[j - 1].call_file;
-						f->call_line = inl[j - 1].call_line;
-					}
-				}
-				out[n - 1 + k] = outer;
-				out[n - 1 + k].call_file = inl[k - 1].call_file;
-				out[n - 1 + k].call_line = inl[k - 1].call_line;
-				n += k;
-			}
-		}
-	}
-	return n;
-}
-
-int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
-		   int user)
-{
-	struct frame raw[SESS_MAX_CHAIN];
-	int n = session_frames_raw(s, smp, raw, max < SESS_MAX_CHAIN ? max : SESS_MAX_CHAIN, kernel, user);
-
-	return session_frames_name(s, raw, n, out, max);
-}
-
-int frame_srcline(const struct frame *f, const char **file, int *line)
-{
-	if (f->call_file && f->call_line) {
-		*file = f->call_file;
-		*line = f->call_line;
-		return 0;
-	}
-	if (!f->dso)
-		return -1;
-	return symbols_srcline(f->dso, f->file_off, f->ret, file, line);
-}
-
-const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset)
-{
-	if (f->sym && f->inlined) {
-		snprintf(buf, len, with_offset ? "%s (inlined)" : "%s", f->sym);
-	} else if (f->sym) {
-		if (with_offset)
-			snprintf(buf, len, "%s+0x%llx", f->sym, (unsigned long long)f->off);
-		else
-			snprintf(buf, len, "%s", f->sym);
-	} else if (f->obj) {
-		const char *base = strrchr(f->obj, '/');
-
-		base = base ? base + 1 : f->obj;
-		if (f->obj[0] == '[' || f->obj[0] == '/')
-			base = f->obj[0] == '[' ? f->obj : base;
-		if (f->obj[0] == '/' && f->obj[1] == '/')
-			base = "anon";
-		if (base[0] == '[')
-			snprintf(buf, len, with_offset ? "%s+0x%llx" : "%s", base, (unsigned long long)f->off);
-		else
-			snprintf(buf, len, with_offset ? "[%s]+0x%llx" : "[%s]", base, (unsigned long long)f->off);
-	} else {
-		snprintf(buf, len, f->kernel ? "[kernel]" : "[unknown]");
-	}
-	return buf;
 }

@@ -1,0 +1,158 @@
+/*
+ * analyze/replay/frames.c: a sample's stack as frames: the kernel
+ * callchain, then the user stack (unwound from its dump, or the
+ * frame-pointer chain), each frame named with its inlined callers, and the
+ * text forms every command prints.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "session.h"
+#include "../stacks/unwind.h"
+
+int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		       int user)
+{
+	int n = 0, ctx = 0, first = 1;
+
+	/* The recorder embedded the objects the stacks touch: with the first
+	 * stack kept they all start loading, before samples name them. */
+	if (user && !s->prefetched) {
+		struct embedded_info ei;
+
+		s->prefetched = 1;
+		/* Debug entries belong to the object of the same build-id. */
+		for (size_t i = 0; !symbols_embedded_get(&s->syms, i, &ei); i++)
+			if (ei.bid_len && ei.mode != EMBED_DEBUG)
+				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
+						 !s->o.no_inline);
+	}
+	for (uint64_t i = 0; i < smp->nr_ips && n < max; i++) {
+		uint64_t ip = smp->ips[i];
+		struct frame *f;
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			ctx = ip == PERF_CONTEXT_KERNEL ? 1 : ip == PERF_CONTEXT_USER ? 2 : 0;
+			first = 1;
+			continue;
+		}
+		if (!ctx || (ctx == 1 && !kernel) || (ctx == 2 && !user)) {
+			first = 0;
+			continue;
+		}
+		f = &out[n++];
+		memset(f, 0, sizeof(*f));
+		f->ip = ip;
+		f->off = ip;
+		if (ctx == 1) {
+			f->kernel = 1;
+		} else {
+			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
+
+			if (m) {
+				f->obj = m->name;
+				f->off = ip - m->start + m->pgoff;
+				f->dso = m->dso;
+				f->file_off = f->off;
+				f->ret = !first;
+				symbols_prefetch(&s->syms, m->dso, !s->o.no_inline);
+				symbols_prefetch_name(m->dso, f->file_off, f->ret);
+			}
+		}
+		first = 0;
+	}
+	return n;
+}
+
+int session_frames_name(struct session *s, const struct frame *raw, int nr, struct frame *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < nr && n < max; i++) {
+		struct frame *f = &out[n++];
+
+		*f = raw[i];
+		if (f->kernel) {
+			f->sym = symbols_ksym(&s->syms, f->ip, &f->off);
+			continue;
+		}
+		if (!f->dso)
+			continue;
+		f->sym = symbols_lookup(f->dso, f->file_off, f->ret, &f->off);
+		if (f->sym && !s->o.no_inline) {
+			const struct sym_inline *inl;
+			int k = symbols_inline(f->dso, f->file_off, f->ret, &inl);
+
+			/* The inlined functions go first, innermost first;
+			 * each one's caller shows the line that called it. */
+			if (k > 0 && n + k <= max) {
+				struct frame outer = *f;
+
+				for (int j = 0; j < k; j++) {
+					f = &out[n - 1 + j];
+					*f = outer;
+					f->sym = inl[j].name;
+					f->off = 0;
+					f->inlined = 1;
+					if (j > 0) {
+						f->call_file = inl[j - 1].call_file;
+						f->call_line = inl[j - 1].call_line;
+					}
+				}
+				out[n - 1 + k] = outer;
+				out[n - 1 + k].call_file = inl[k - 1].call_file;
+				out[n - 1 + k].call_line = inl[k - 1].call_line;
+				n += k;
+			}
+		}
+	}
+	return n;
+}
+
+int session_frames(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
+		   int user)
+{
+	struct frame raw[SESS_MAX_CHAIN];
+	int n = session_frames_raw(s, smp, raw, max < SESS_MAX_CHAIN ? max : SESS_MAX_CHAIN, kernel, user);
+
+	return session_frames_name(s, raw, n, out, max);
+}
+
+int frame_srcline(const struct frame *f, const char **file, int *line)
+{
+	if (f->call_file && f->call_line) {
+		*file = f->call_file;
+		*line = f->call_line;
+		return 0;
+	}
+	if (!f->dso)
+		return -1;
+	return symbols_srcline(f->dso, f->file_off, f->ret, file, line);
+}
+
+const char *frame_name(const struct frame *f, char *buf, size_t len, int with_offset)
+{
+	if (f->sym && f->inlined) {
+		snprintf(buf, len, with_offset ? "%s (inlined)" : "%s", f->sym);
+	} else if (f->sym) {
+		if (with_offset)
+			snprintf(buf, len, "%s+0x%llx", f->sym, (unsigned long long)f->off);
+		else
+			snprintf(buf, len, "%s", f->sym);
+	} else if (f->obj) {
+		const char *base = strrchr(f->obj, '/');
+
+		base = base ? base + 1 : f->obj;
+		if (f->obj[0] == '[' || f->obj[0] == '/')
+			base = f->obj[0] == '[' ? f->obj : base;
+		if (f->obj[0] == '/' && f->obj[1] == '/')
+			base = "anon";
+		if (base[0] == '[')
+			snprintf(buf, len, with_offset ? "%s+0x%llx" : "%s", base, (unsigned long long)f->off);
+		else
+			snprintf(buf, len, with_offset ? "[%s]+0x%llx" : "[%s]", base, (unsigned long long)f->off);
+	} else {
+		snprintf(buf, len, f->kernel ? "[kernel]" : "[unknown]");
+	}
+	return buf;
+}

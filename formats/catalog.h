@@ -1,0 +1,111 @@
+/*
+ * formats/catalog.h: every event memsight records, listed once. The
+ * recorder opens the events of the groups asked for from this list (its -h
+ * names the groups from it); the analyzer files each recorded event by it.
+ * The names are part of the trace's contract: a trace names its events, and
+ * an analyzer files them by these names.
+ *
+ * CATALOG_GROUPS(X) calls X(name, help) for each -e group, in -h order;
+ * help's lines are separated by \n. The malloc group's events are uprobes,
+ * made per allocator from allocfns.h, not listed here.
+ *
+ * CATALOG_EVENTS(X) calls X(group, event, type, config, stack, addr, kind,
+ * fields...) for each event:
+ *   group   the -e group that records it (an event in two groups is
+ *           recorded once, with the most either asks)
+ *   event   "system:name" for a tracepoint, perf's name for a software event
+ *   type    TP, a tracepoint (config unused), or SW, a software event whose
+ *           config is its PERF_COUNT_SW_ id
+ *   stack   1: take a stack (the events that start something: an
+ *           allocation, a reclaim, a kill); the events that end or free it
+ *           are matched by pointer, pfn or thread and need none
+ *   addr    1: sample the address (page faults)
+ *   kind    how the analyzer files it: EVK_<kind> in analyze/replay/session.h
+ *           (a kind that does not exist there fails the build); OTHER for an
+ *           event only `memsight events` shows
+ *   fields  the tracepoint fields the analyzer reads by position, for the
+ *           syscalls; NULL for none
+ */
+#ifndef MEMSIGHT_CATALOG_H
+#define MEMSIGHT_CATALOG_H
+
+#define CATALOG_GROUPS(X)                                                                              \
+	X("brk", "brk() calls with the new break")                                                     \
+	X("mmap", "mmap, munmap, mremap with sizes and results")                                       \
+	X("faults", "every page fault (period 1) with its address")                                    \
+	X("malloc", "malloc, calloc, realloc, free, ... through uprobes")                              \
+	X("kmem", "kmalloc, kmem_cache, page and percpu allocations\nand frees")                       \
+	X("reclaim", "direct and memcg reclaim, kswapd, slab shrinking")                               \
+	X("oom", "OOM kills (with the system's state then) and reaping")                               \
+	X("shm", "shmget, shmat, shmdt, shmctl with results")                                          \
+	X("rss", "RSS counter changes (kmem:rss_stat)")                                                \
+	X("migrate", "page migrations")                                                                \
+	X("compaction", "compaction runs, kcompactd")                                                  \
+	X("swap", "major faults with stacks (swap-ins on anonymous\nmemory; no kernel has a swap-in tracepoint)")
+
+#define CATALOG_EVENTS(X)                                                                                       \
+	X("brk", "syscalls:sys_enter_brk", TP, 0, 1, 0, BRK_ENTER, "brk")                                        \
+	X("brk", "syscalls:sys_exit_brk", TP, 0, 0, 0, BRK_EXIT, "ret")                                          \
+	X("mmap", "syscalls:sys_enter_mmap", TP, 0, 1, 0, MMAP_ENTER, "addr", "len", "prot", "flags", "fd", "off") \
+	X("mmap", "syscalls:sys_exit_mmap", TP, 0, 0, 0, MMAP_EXIT, "ret")                                       \
+	X("mmap", "syscalls:sys_enter_munmap", TP, 0, 1, 0, MUNMAP_ENTER, "addr", "len")                         \
+	X("mmap", "syscalls:sys_exit_munmap", TP, 0, 0, 0, MUNMAP_EXIT, "ret")                                   \
+	X("mmap", "syscalls:sys_enter_mremap", TP, 0, 1, 0, MREMAP_ENTER, "addr", "old_len", "new_len", "flags",  \
+	  "new_addr")                                                                                             \
+	X("mmap", "syscalls:sys_exit_mremap", TP, 0, 0, 0, MREMAP_EXIT, "ret")                                   \
+	X("faults", "page-faults", SW, PERF_COUNT_SW_PAGE_FAULTS, 1, 1, FAULT, NULL)                              \
+	X("faults", "major-faults", SW, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 0, 1, FAULT_MAJ, NULL)                     \
+	X("kmem", "kmem:kmalloc", TP, 0, 1, 0, KMALLOC, NULL)                                                     \
+	X("kmem", "kmem:kfree", TP, 0, 0, 0, KFREE, NULL)                                                         \
+	X("kmem", "kmem:kmem_cache_alloc", TP, 0, 1, 0, KMEM_CACHE_ALLOC, NULL)                                   \
+	X("kmem", "kmem:kmem_cache_free", TP, 0, 0, 0, KMEM_CACHE_FREE, NULL)                                     \
+	X("kmem", "kmem:mm_page_alloc", TP, 0, 1, 0, PAGE_ALLOC, NULL)                                            \
+	X("kmem", "kmem:mm_page_free", TP, 0, 0, 0, PAGE_FREE, NULL)                                              \
+	X("kmem", "kmem:mm_page_free_batched", TP, 0, 0, 0, PAGE_FREE_BATCHED, NULL)                              \
+	X("kmem", "percpu:percpu_alloc_percpu", TP, 0, 1, 0, PERCPU_ALLOC, NULL)                                  \
+	X("kmem", "percpu:percpu_free_percpu", TP, 0, 0, 0, PERCPU_FREE, NULL)                                    \
+	X("reclaim", "vmscan:mm_vmscan_direct_reclaim_begin", TP, 0, 1, 0, DIRECT_RECLAIM_BEGIN, NULL)           \
+	X("reclaim", "vmscan:mm_vmscan_direct_reclaim_end", TP, 0, 0, 0, DIRECT_RECLAIM_END, NULL)               \
+	X("reclaim", "vmscan:mm_vmscan_memcg_reclaim_begin", TP, 0, 1, 0, MEMCG_RECLAIM_BEGIN, NULL)             \
+	X("reclaim", "vmscan:mm_vmscan_memcg_reclaim_end", TP, 0, 0, 0, MEMCG_RECLAIM_END, NULL)                 \
+	X("reclaim", "vmscan:mm_vmscan_kswapd_wake", TP, 0, 0, 0, KSWAPD_WAKE, NULL)                              \
+	X("reclaim", "vmscan:mm_vmscan_kswapd_sleep", TP, 0, 0, 0, KSWAPD_SLEEP, NULL)                            \
+	X("reclaim", "vmscan:mm_vmscan_wakeup_kswapd", TP, 0, 0, 0, WAKEUP_KSWAPD, NULL)                          \
+	X("reclaim", "vmscan:mm_shrink_slab_start", TP, 0, 0, 0, SHRINK_SLAB_START, NULL)                         \
+	X("reclaim", "vmscan:mm_shrink_slab_end", TP, 0, 0, 0, SHRINK_SLAB_END, NULL)                             \
+	X("oom", "oom:mark_victim", TP, 0, 1, 0, OOM_VICTIM, NULL)                                                \
+	X("oom", "oom:wake_reaper", TP, 0, 0, 0, OOM_REAP, NULL)                                                  \
+	X("oom", "oom:start_task_reaping", TP, 0, 0, 0, OOM_REAP, NULL)                                           \
+	X("oom", "oom:finish_task_reaping", TP, 0, 0, 0, OOM_REAP, NULL)                                          \
+	X("oom", "oom:skip_task_reaping", TP, 0, 0, 0, OOM_REAP, NULL)                                            \
+	X("oom", "oom:reclaim_retry_zone", TP, 0, 0, 0, OTHER, NULL)                                              \
+	X("oom", "oom:compact_retry", TP, 0, 0, 0, OTHER, NULL)                                                   \
+	X("oom", "oom:oom_score_adj_update", TP, 0, 0, 0, OTHER, NULL)                                            \
+	X("shm", "syscalls:sys_enter_shmget", TP, 0, 1, 0, SHM_ENTER, NULL)                                       \
+	X("shm", "syscalls:sys_exit_shmget", TP, 0, 0, 0, SHM_EXIT, "ret")                                        \
+	X("shm", "syscalls:sys_enter_shmat", TP, 0, 1, 0, SHM_ENTER, NULL)                                        \
+	X("shm", "syscalls:sys_exit_shmat", TP, 0, 0, 0, SHM_EXIT, "ret")                                         \
+	X("shm", "syscalls:sys_enter_shmdt", TP, 0, 1, 0, SHM_ENTER, NULL)                                        \
+	X("shm", "syscalls:sys_exit_shmdt", TP, 0, 0, 0, SHM_EXIT, "ret")                                         \
+	X("shm", "syscalls:sys_enter_shmctl", TP, 0, 1, 0, SHM_ENTER, NULL)                                       \
+	X("shm", "syscalls:sys_exit_shmctl", TP, 0, 0, 0, SHM_EXIT, "ret")                                        \
+	X("rss", "kmem:rss_stat", TP, 0, 0, 0, RSS_STAT, NULL)                                                    \
+	X("migrate", "migrate:mm_migrate_pages_start", TP, 0, 1, 0, MIGRATE_START, NULL)                          \
+	X("migrate", "migrate:mm_migrate_pages", TP, 0, 0, 0, MIGRATE, NULL)                                      \
+	X("compaction", "compaction:mm_compaction_try_to_compact_pages", TP, 0, 1, 0, COMPACT_TRY, NULL)          \
+	X("compaction", "compaction:mm_compaction_begin", TP, 0, 0, 0, COMPACT_BEGIN, NULL)                       \
+	X("compaction", "compaction:mm_compaction_end", TP, 0, 0, 0, COMPACT_END, NULL)                           \
+	X("compaction", "compaction:mm_compaction_migratepages", TP, 0, 0, 0, COMPACT_MIGRATEPAGES, NULL)         \
+	X("compaction", "compaction:mm_compaction_defer_compaction", TP, 0, 0, 0, COMPACT_DEFER, NULL)            \
+	X("compaction", "compaction:mm_compaction_kcompactd_wake", TP, 0, 0, 0, KCOMPACTD_WAKE, NULL)             \
+	X("compaction", "compaction:mm_compaction_kcompactd_sleep", TP, 0, 0, 0, KCOMPACTD_SLEEP, NULL)           \
+	/* No kernel has a swap-in tracepoint and kprobes are not always there: a   \
+	 * major fault on anonymous memory is a swap-in, so the group is major      \
+	 * faults with their stacks and addresses. */                                \
+	X("swap", "major-faults", SW, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, 1, FAULT_MAJ, NULL)
+
+/* The tracking event: no samples, it carries the MMAP2, COMM, FORK and
+ * EXIT records; the analyzer files it as EVK_TRACKING. */
+#define CATALOG_TRACKING_EVENT "dummy"
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * record/command.c: the command the recorder runs: started stopped at a pipe
+ * until the events are open, released into exec, reaped, and ended when
+ * the recording ends first.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "recorder.h"
+
+int rec_child_start(struct recorder *rc, const sigset_t *oldmask)
+{
+	int go[2], err[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return msg_error("cannot create a pipe: %s", strerror(errno));
+	rc->child = fork();
+	if (rc->child < 0)
+		return msg_error("cannot fork: %s", strerror(errno));
+	if (!rc->child) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		/* Wait until the events are open; EOF means the recorder gave up. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(rc->command[0], rc->command);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	rc->go_fd = go[1];
+	rc->err_fd = err[0];
+	if (rc->leak_check) {
+		int r = leakcheck_follow(rc->child);
+
+		if (r)
+			return msg_error("--leak-check cannot follow the command (ptrace: %s)%s", strerror(-r),
+				     r == -EPERM ? ": it needs root or CAP_SYS_PTRACE, and kernel.yama.ptrace_scope at most 2"
+						 : "");
+	}
+	return 0;
+}
+
+int rec_child_release(struct recorder *rc)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(rc->go_fd, "g", 1) != 1)
+		return msg_error("cannot start '%s': %s", rc->command[0], strerror(errno));
+	close(rc->go_fd);
+	rc->go_fd = -1;
+	/* The error pipe closes on a successful exec. */
+	do
+		n = read(rc->err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(rc->err_fd);
+	rc->err_fd = -1;
+	if (n == sizeof(e)) {
+		waitpid(rc->child, NULL, 0);
+		rc->child = 0;
+		if (e == ENOENT)
+			return msg_error("command not found: '%s': check the name or give its path", rc->command[0]);
+		return msg_error("cannot run '%s': %s", rc->command[0], strerror(e));
+	}
+	return 0;
+}
+
+void rec_child_stop(struct recorder *rc)
+{
+	/* -d ran out, or we were told to stop: end the command like timeout(1).
+	 * Not when the disk filled: the command is the user's to finish, and
+	 * it does so unrecorded. */
+	if (rc->command && rc->child > 0 && !rc->child_done) {
+		if (rc->disk_full)
+			msg_note("waiting for the command to end, unrecorded");
+		else {
+			rc->child_stopped = 1;
+			kill(rc->child, SIGTERM);
+		}
+		/* Followed for --leak-check: stops come before the end. */
+		while (wait4(rc->child, &rc->child_status, 0, &rc->child_ru) == rc->child)
+			if (!rc->leak_check || !leakcheck_status(&rc->lc, rc->child, rc->child_status)) {
+				rc->child_done = 1;
+				break;
+			}
+	}
+}
+
+int rec_child_reap(struct recorder *rc)
+{
+	pid_t p;
+	int st;
+	struct rusage ru;
+
+	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		/* A stop of the command --leak-check follows, not its end. */
+		if (p == rc->child && rc->leak_check && leakcheck_status(&rc->lc, p, st))
+			continue;
+		if (p == rc->child) {
+			rc->child_status = st;
+			rc->child_ru = ru;
+			rc->child_done = 1;
+		}
+	}
+	return rc->child_done;
+}
+

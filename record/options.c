@@ -1,0 +1,385 @@
+/*
+ * record/options.c: the recorder's command line, as a table (formats/opts.h)
+ * whose -e help lists the groups of formats/catalog.h; then the defaults
+ * that depend on more than one option.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../formats/catalog.h"
+#include "../formats/opts.h"
+#include "recorder.h"
+
+static const char usage_text[] =
+	"usage: memsight record [options] -- COMMAND [ARGS...]\n"
+	"   or: memsight record [options] -p PID[,PID...]\n"
+	"   or: memsight record [options] -a [-- COMMAND [ARGS...]]\n";
+
+/* What the options say that the defaults after them depend on. */
+struct options_seen {
+	struct recorder *rc;
+	int embed_given, cg_given;
+};
+
+static int opt_groups(const struct opt *o, const char *arg, void *ctx)
+{
+	struct recorder *rc = ((struct options_seen *)ctx)->rc;
+
+	(void)o;
+	free(rc->groups);
+	rc->groups = strdup(arg);
+	return rc->groups ? 0 : msg_error("out of memory");
+}
+
+static int opt_pids(const struct opt *o, const char *arg, void *ctx)
+{
+	struct recorder *rc = ((struct options_seen *)ctx)->rc;
+	char *copy = strdup(arg), *save = NULL, *tok;
+
+	(void)o;
+	if (!copy)
+		return msg_error("out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v = strtol(tok, &end, 10);
+		pid_t *p;
+
+		if (*end || v <= 0 || v > INT_MAX) {
+			msg_error("invalid pid '%s' in -p: give numbers separated by commas, e.g. -p 123,456", tok);
+			free(copy);
+			return -1;
+		}
+		p = realloc(rc->pids, (rc->nr_pids + 1) * sizeof(*p));
+		if (!p) {
+			free(copy);
+			return msg_error("out of memory");
+		}
+		rc->pids = p;
+		rc->pids[rc->nr_pids++] = v;
+	}
+	free(copy);
+	if (!rc->nr_pids)
+		return msg_error("-p needs at least one pid");
+	return 0;
+}
+
+static int opt_duration(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	(void)ctx;
+	if (*end || !(v > 0))
+		return msg_error("invalid duration '%s': give seconds, e.g. -d 10 or -d 0.5", arg);
+	*(double *)o->value = v;
+	return 0;
+}
+
+static int opt_call_graph(const struct opt *o, const char *arg, void *ctx)
+{
+	struct options_seen *seen = ctx;
+	struct recorder *rc = seen->rc;
+
+	(void)o;
+	seen->cg_given = 1;
+	if (!strcmp(arg, "fp")) {
+		rc->callchain = REC_CG_FP;
+	} else if (!strcmp(arg, "none")) {
+		rc->callchain = REC_CG_NONE;
+	} else if (!strncmp(arg, "dwarf", 5) && (!arg[5] || arg[5] == ',')) {
+		unsigned long v = REC_DWARF_STACK_DEFAULT;
+		char *end;
+
+		rc->callchain = REC_CG_DWARF;
+		if (arg[5]) {
+			v = strtoul(arg + 6, &end, 0);
+			/* The kernel takes multiples of 8 that keep a sample
+			 * under 64 KiB. */
+			if (*end || !arg[6] || v < 64 || v > 65000 || v % 8)
+				return msg_error("invalid stack size in '%s': give a multiple of 8 from 64 to 65000, "
+						 "e.g. dwarf,8192",
+						 arg);
+		}
+		rc->stack_size = v;
+	} else {
+		return msg_error("unknown call-graph mode '%s': use fp, dwarf[,SIZE] or none", arg);
+	}
+	return 0;
+}
+
+static int opt_mmap_pages(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	(void)ctx;
+	if (*end || !v || (v & (v - 1)) || v > (1ul << 20))
+		return msg_error("invalid --mmap-pages '%s': give a power of two, e.g. 1024", arg);
+	*(unsigned *)o->value = v;
+	return 0;
+}
+
+static int opt_compression(const struct opt *o, const char *arg, void *ctx)
+{
+	struct recorder *rc = ((struct options_seen *)ctx)->rc;
+	const char *colon = strchr(arg, ':');
+	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+	char name[16], *end;
+
+	(void)o;
+	snprintf(name, sizeof(name), "%.*s", (int)(n < 15 ? n : 15), arg);
+	if (!strcmp(name, "zstd"))
+		rc->codec = TRACE_CODEC_ZSTD;
+	else if (!strcmp(name, "zlib"))
+		rc->codec = TRACE_CODEC_ZLIB;
+	else if (!strcmp(name, "none"))
+		rc->codec = TRACE_CODEC_NONE;
+	else
+		return msg_error("unknown compression '%s': use zstd, zlib or none", arg);
+	if (colon) {
+		rc->level = strtol(colon + 1, &end, 10);
+		if (*end || rc->level < 1 || rc->level > 19)
+			return msg_error("invalid compression level in '%s': use 1 to 19", arg);
+	}
+	return 0;
+}
+
+static int opt_filter(const struct opt *o, const char *arg, void *ctx)
+{
+	struct recorder *rc = ((struct options_seen *)ctx)->rc;
+	char **p = realloc(rc->filters, (rc->nr_filters + 1) * sizeof(*p));
+
+	(void)o;
+	if (!p)
+		return msg_error("out of memory");
+	rc->filters = p;
+	p[rc->nr_filters++] = (char *)arg;
+	return 0;
+}
+
+static int opt_stack_dump(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)ctx;
+	if (!strcmp(arg, "pointers"))
+		*(enum scrub_mode *)o->value = SCRUB_POINTERS;
+	else if (!strcmp(arg, "raw"))
+		*(enum scrub_mode *)o->value = SCRUB_RAW;
+	else
+		return msg_error("unknown --stack-dump mode '%s': use pointers or raw", arg);
+	return 0;
+}
+
+static int opt_embed(const struct opt *o, const char *arg, void *ctx)
+{
+	struct options_seen *seen = ctx;
+	int m = embed_mode_parse(arg);
+
+	(void)o;
+	if (m < 0)
+		return msg_error("unknown --embed mode '%s': use minimal, full or none", arg);
+	seen->rc->embed.mode = m;
+	seen->embed_given = 1;
+	return 0;
+}
+
+static int opt_size(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	unsigned long long v = strtoull(arg, &end, 0);
+
+	(void)ctx;
+	if (*end || arg[0] == '-' || !arg[0])
+		return msg_error("invalid size '%s' for -%c: give bytes, e.g. -%c 4096", arg, o->short_name,
+				 o->short_name);
+	*(unsigned long long *)o->value = v;
+	return 0;
+}
+
+static int opt_sample(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	(void)ctx;
+	if (*end || !v || v > 1000000000)
+		return msg_error("invalid sampling '%s' for -s: give N to keep one stack in N, e.g. -s 10", arg);
+	*(unsigned *)o->value = v;
+	return 0;
+}
+
+/* One group's lines in -e's help: its name beside the first. */
+static size_t group_help_add(char *buf, size_t size, size_t n, const char *name, const char *help)
+{
+	for (const char *h = help, *nl; n < size; h = nl + 1) {
+		nl = strchr(h, '\n');
+		n += snprintf(buf + n, size - n, "\n  %-10s %.*s", h == help ? name : "",
+			      nl ? (int)(nl - h) : (int)strlen(h), h);
+		if (!nl)
+			break;
+	}
+	return n;
+}
+
+/* -e's help: what it takes, then the groups of the catalogue. */
+static const char *groups_help(void)
+{
+	static char buf[2048];
+	size_t n = snprintf(buf, sizeof(buf), "event groups, comma-separated (default: brk,mmap,faults);\n"
+					      "GROUP/N keeps one event in N (kmem/100) on a busy box");
+
+#define GROUP_LINE(name, help) n = group_help_add(buf, sizeof(buf), n, name, help);
+	CATALOG_GROUPS(GROUP_LINE)
+#undef GROUP_LINE
+	return buf;
+}
+
+/* Whether -e names group (alone or as GROUP/N). */
+static int groups_has(const char *groups, const char *group)
+{
+	size_t l = strlen(group);
+
+	for (const char *p = groups; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n >= l && !strncmp(p, group, l) && (n == l || p[l] == '/'))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/* The defaults that depend on more than one option, and the options that
+ * cannot go together. */
+static int options_finish(struct recorder *rc, const struct options_seen *seen)
+{
+	/* -a with a command records the whole system while it runs, as
+	 * perf record -a does. */
+	if (!!rc->command + !!rc->nr_pids + (rc->system_wide && !rc->command) != 1)
+		return msg_error(rc->command || rc->nr_pids || rc->system_wide
+					 ? "give only one target: -p PID, -a [-- COMMAND], or -- COMMAND"
+					 : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
+	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
+		return msg_error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
+	if (rc->system_wide && !seen->embed_given)
+		rc->embed.mode = EMBED_NONE;
+	/* A whole busy box in DWARF mode writes ten times the bytes of
+	 * frame-pointer stacks (124 against 13 a sample over a parallel
+	 * build) and can outrun the compressor: -a keeps fp unless asked. */
+	if (rc->system_wide && !seen->cg_given)
+		rc->callchain = REC_CG_FP;
+	/* A DWARF sample is about 8 KiB: faults in a tight loop come at
+	 * over a GB/s, so the rings must bridge the moments the drain loop
+	 * is off the CPU (16 MiB a CPU is about 10 ms of such a burst). The
+	 * rings are pinned kernel memory, one per CPU: on a big box the
+	 * default shrinks to keep them within RINGS_DEFAULT_MAX in all. */
+	if (!rc->mmap_pages) {
+		long ncpus = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+
+		rc->mmap_pages = rc->callchain == REC_CG_DWARF ? 4096 : 1024;
+		while (rc->mmap_pages > 256 &&
+		       (uint64_t)rc->mmap_pages * page * (ncpus > 0 ? ncpus : 1) > RINGS_DEFAULT_MAX)
+			rc->mmap_pages /= 2;
+	}
+	/* Stack dumps compress as well at zstd level 1 as at 3 (4.11x against
+	 * 4.13x on the XOR sample's) at 1.6 times the speed, and the
+	 * compressor shares a CPU with the drain loop. */
+	if (!rc->level && rc->codec == TRACE_CODEC_ZSTD && rc->callchain == REC_CG_DWARF)
+		rc->level = 1;
+	if (!rc->groups)
+		rc->groups = strdup("brk,mmap,faults");
+	if (!rc->groups)
+		return msg_error("out of memory");
+	if (rc->leak_check && rc->system_wide)
+		return msg_error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
+	if (rc->leak_check && !groups_has(rc->groups, "malloc"))
+		return msg_error("--leak-check tells which allocations are lost: record them too, with -e malloc");
+	return 0;
+}
+
+int rec_options_parse(struct recorder *rc, int argc, char **argv)
+{
+	struct options_seen seen = { rc, 0, 0 };
+	const struct opt options[] = {
+		OPT_CALLBACK('e', "event", NULL, "GROUPS", groups_help(), opt_groups),
+		OPT_CALLBACK(0, "filter", NULL, "EVENT:EXPR",
+			     "a kernel filter on a tracepoint (kmem:kmalloc:bytes_req > 4096)\n"
+			     "or on every tracepoint of a group (kmem:common_pid == 42);\nrepeatable",
+			     opt_filter),
+		OPT_CALLBACK('p', "pid", NULL, "PID[,PID...]", "record running processes, their new threads and children",
+			     opt_pids),
+		OPT_BOOL('a', "all-cpus", &rc->system_wide, "record the whole system (while COMMAND runs, when given)"),
+		OPT_STRING('o', "output", &rc->output, "FILE", "trace file to write (default: memsight.trace)"),
+		OPT_CALLBACK('d', "duration", &rc->duration, "SECONDS", "stop after SECONDS", opt_duration),
+		OPT_CALLBACK('g', "call-graph", NULL, "MODE",
+			     "dwarf[,SIZE] (default, but with -a): kernel callchain,\n"
+			     "  user registers and SIZE bytes of user stack (default\n"
+			     "  8192), unwound offline through code without frame\n"
+			     "  pointers (libc, libstdc++, optimised builds)\n"
+			     "fp (default with -a): kernel and user frame-pointer\n"
+			     "  callchains, a tenth of the bytes, broken by code\n"
+			     "  without frame pointers\n"
+			     "none: no stacks",
+			     opt_call_graph),
+		OPT_CALLBACK(0, "stack-dump", &rc->stack_dump, "MODE",
+			     "pointers (default): of each stack dump and user register,\n"
+			     "keep only the words that could be user addresses (all\n"
+			     "that unwinding reads), zero the rest; raw: every byte",
+			     opt_stack_dump),
+		OPT_CALLBACK('m', "mmap-pages", &rc->mmap_pages, "N",
+			     "ring buffer pages per CPU, a power of two (default 1024,\n"
+			     "4096 with dwarf; less where that would pass 256 MiB\nover all CPUs)",
+			     opt_mmap_pages),
+		OPT_STRING('O', "object", &rc->object, "OBJ",
+			   "malloc: probe the allocator in OBJ, a path or a soname the\n"
+			   "target maps (default: its libc, and jemalloc, tcmalloc or\nmimalloc where it maps them)"),
+		OPT_CALLBACK('z', "min-size", &rc->min_size, "BYTES", "malloc: only allocations of at least BYTES",
+			     opt_size),
+		OPT_CALLBACK('Z', "max-size", &rc->max_size, "BYTES", "malloc: only allocations of at most BYTES",
+			     opt_size),
+		OPT_CALLBACK('s', "sample", &rc->sample, "N", "malloc: keep one allocation's stack in N (estimates)",
+			     opt_sample),
+		OPT_BOOL(0, "leak-check", &rc->leak_check,
+			 "malloc: when the command exits (or, with -p, when the\n"
+			 "recording ends) pause it and scan its memory for\n"
+			 "pointers to the blocks still allocated, so leaks tells\n"
+			 "lost from still reachable (as valgrind does)"),
+		OPT_CALLBACK(0, "embed", NULL, "MODE",
+			     "minimal (default; none with -a): put the unwind and symbol\n"
+			     "tables of every executable object mapped into the trace,\n"
+			     "so it can be analyzed where the binaries are not; full:\n"
+			     "the whole files; either adds the debug information that\n"
+			     "names inlined functions and lines, where this machine has\n"
+			     "it, and the kernel's vDSO image; none",
+			     opt_embed),
+		OPT_CALLBACK(0, "compression", NULL, "C[:L]",
+			     "zstd (default; level 1 with -g dwarf, else 3), zlib or none,\nwith an optional level",
+			     opt_compression),
+		OPT_BOOL('q', "quiet", &rc->quiet, "no summary on stderr"),
+		OPT_COMMAND(),
+		OPT_END(),
+	};
+	int r;
+
+	rc->output = "memsight.trace";
+	rc->callchain = REC_CG_DWARF;
+	rc->embed.mode = EMBED_MINIMAL;
+	rc->stack_size = REC_DWARF_STACK_DEFAULT;
+	rc->mmap_pages = 0; /* by call-graph mode, after the options */
+	rc->codec = TRACE_CODEC_ZSTD;
+	r = opts_parse(argc, argv, options, usage_text, &seen);
+	if (r >= 0)
+		return r ? -1 : 1;
+	if (optind < argc)
+		rc->command = argv + optind;
+	return options_finish(rc, &seen);
+}
+
+void rec_options_release(struct recorder *rc)
+{
+	free(rc->groups);
+	free(rc->filters);
+	free(rc->pids);
+}

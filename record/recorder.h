@@ -1,0 +1,182 @@
+/*
+ * record/recorder.h: the recorder's state, shared by its parts and nothing
+ * else: options.c (the command line), setup.c (events and rings),
+ * drain.c (the drain loop), tracemeta.c (the META chunks and the summary),
+ * command.c (the command it runs), output.c (the trace file's name) and
+ * record.c (main and the event loop).
+ */
+#ifndef MEMSIGHT_RECORDER_H
+#define MEMSIGHT_RECORDER_H
+
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "../formats/meta.h"
+#include "../formats/msg.h"
+#include "../formats/trace.h"
+#include "embed.h"
+#include "events.h"
+#include "ksyms.h"
+#include "leakcheck.h"
+#include "scrub.h"
+#include "uprobes.h"
+#include "writeq.h"
+
+#define CHUNK_TARGET (1u << 20)
+/* A chunk's buffer: the target and room for the record that crosses it. */
+#define CHUNK_BUF (CHUNK_TARGET + 65536)
+#define FLUSH_AGE_NS (2ull * 1000000000ull)
+/* Bytes of uncompressed chunks the compression thread may have queued
+ * before the drain loop waits for it. */
+#define WRITEQ_MAX (256u << 20)
+/* The drain loop's poll interval while records flow: a 16 MiB ring
+ * fills in about 10 ms at the 1.5 GB/s of dwarf stacks on page faults. */
+#define POLL_ACTIVE_MS 2
+#define POLL_IDLE_MS 500
+/* Chunk buffers faulted in before the command starts: dwarf samples
+ * arrive at up to 1.5 GB/s here, and the queue holds what the
+ * compressor has not caught up with. Raw dumps queued up to 34 MiB on
+ * the XOR benchmark; scrubbed ones, mostly zeros, compress at memory
+ * speed and queued 4 MiB, and faulting in memory costs 2 ms per MiB in
+ * this VM before the command can start. */
+#define PREFAULT_DWARF_RAW (96u << 20)
+#define PREFAULT_DWARF (16u << 20)
+#define PREFAULT_OTHER (4u << 20)
+/* What stays allocated past the end of the trace, for the chunks that
+ * close it when the disk fills: statistics, losses, kernel symbols. */
+#define WRITE_RESERVE (1u << 20)
+/* What the default rings may pin in all (-m sets it per CPU). */
+#define RINGS_DEFAULT_MAX (256ull << 20)
+
+struct ring {
+	int cpu;
+	int fd;			 /* the fd whose mmap this is; others SET_OUTPUT to it */
+	void *base;
+	struct perf_event_mmap_page *pc;
+	unsigned char *data;
+	uint64_t size, mask;
+	unsigned char *chunk;	 /* records copied out, waiting to be written */
+	size_t len, alloc;
+	uint64_t nrec, first_time, flushed_at;
+	uint64_t lost;
+};
+
+struct id_map {
+	uint64_t id;
+	struct rec_event *ev;
+};
+
+struct recorder {
+	/* options */
+	const char *output;
+	char *groups;
+	char **filters;		/* --filter EVENT:EXPR, as given */
+	size_t nr_filters;
+	pid_t *pids;
+	size_t nr_pids;
+	int system_wide;
+	char **command;
+	double duration;
+	enum rec_callchain callchain;
+	unsigned stack_size;
+	enum scrub_mode stack_dump;
+	unsigned mmap_pages;
+	enum trace_codec codec;
+	int level;
+	int quiet;
+	const char *object;
+	unsigned long long min_size, max_size;
+	unsigned sample;
+	int leak_check;
+	struct leakcheck lc;
+	char allocator[UPROBES_MAX_OBJECTS * (PATH_MAX + 1)];
+	int argc;
+	char **argv;
+
+	/* state */
+	struct rec_event *evs;
+	size_t nr_evs;
+	int ncpus;
+	struct ring *rings;
+	int *fds;
+	size_t nr_fds, fds_alloc;
+	struct id_map *ids;
+	size_t nr_ids;
+	struct trace_writer w;
+	struct writeq q;
+	struct scrub scrub;
+	int out_fd;
+	char tmp_path[PATH_MAX];
+	int renamed;
+	int old_fd;		/* the trace the new one replaces, held open until the end */
+	struct ksyms_set ksyms;
+	struct ksyms_table kallsyms;
+	struct embed_set embed;
+	char **nobid;		/* MMAP2 file names seen without a build-id */
+	size_t nr_nobid, nobid_alloc;
+	pid_t child;
+	int go_fd, err_fd;
+	int child_status;
+	struct rusage child_ru;
+	int child_done;
+	int child_stopped;	/* the recorder ended the command (-d ran out, a signal) */
+	int disk_full;		/* recording stopped because the trace could not grow */
+	int realtime;		/* the drain loop runs SCHED_FIFO */
+	uint64_t start_ns, stop_ns;
+	uint64_t records;
+	uint64_t drained; /* bytes taken from the rings, to tell a busy loop from an idle one */
+	uint64_t lost_unreported; /* lost per the event counters, beyond the LOST records */
+	uint64_t oom_kills;	/* OOM contexts written */
+	int build_id;
+	int format_lost;	/* the kernel counts each event's lost samples */
+};
+
+static inline uint64_t rec_now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* options.c: 0 to record, 1 when -h was shown, -1 after a bad option was
+ * reported. */
+int rec_options_parse(struct recorder *rc, int argc, char **argv);
+void rec_options_release(struct recorder *rc);
+
+/* setup.c */
+int rec_probe_build_id(void);
+int rec_probe_format_lost(void);
+int rec_events_setup(struct recorder *rc);
+int rec_events_open(struct recorder *rc);
+struct rec_event *rec_event_of(struct recorder *rc, uint64_t id);
+void rec_events_release(struct recorder *rc);
+
+/* drain.c */
+size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len);
+void rec_ring_flush(struct recorder *rc, struct ring *r);
+int rec_ring_drain(struct recorder *rc, struct ring *r);
+int rec_drain_all(struct recorder *rc, int flush_old);
+
+/* tracemeta.c */
+int rec_meta_start(struct recorder *rc);
+void rec_meta_end(struct recorder *rc);
+int rec_reach_emit(void *arg, const void *payload, size_t len);
+void rec_summary(struct recorder *rc);
+
+/* command.c */
+int rec_child_start(struct recorder *rc, const sigset_t *oldmask);
+int rec_child_release(struct recorder *rc);
+void rec_child_stop(struct recorder *rc);
+int rec_child_reap(struct recorder *rc);
+
+/* output.c */
+int rec_output_check(const char *path);
+int rec_output_create(struct recorder *rc);
+
+#endif
