@@ -55,7 +55,10 @@ FORMATS_SRC := \
 	formats/msg.c \
 	formats/opts.c \
 	formats/stackdump.c \
-	formats/trace.c
+	formats/trace.c \
+	formats/trace_merge.c \
+	formats/trace_read.c \
+	formats/trace_write.c
 
 RECORD_SRC := \
 	record/archive.c \

@@ -1,0 +1,402 @@
+/*
+ * formats/trace_merge.c: visiting a trace's records. Meta and loss chunks
+ * come first in file order; then the DATA streams (one per CPU ring) merge
+ * by timestamp, holding one decompressed chunk per stream at a time, so
+ * memory stays bounded by the number of CPUs, not by the size of the file.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zstd.h>
+
+#include "trace_int.h"
+
+/*
+ * Read-ahead: a second thread decompresses DATA chunks before the merge
+ * asks for them, so decompression overlaps whatever the caller does with
+ * the records (decoding, unwinding). It works through the chunks in the
+ * order of their first timestamps, which is the order the merge needs them
+ * in, into a few buffers. Whichever thread reaches a chunk first decodes
+ * it: the merge never waits for a chunk the other thread has not started,
+ * and the other thread never waits for anything but a free buffer.
+ */
+#define AHEAD_SLOTS 4
+/* Fewer DATA chunks than this are not worth a thread. */
+#define AHEAD_MIN_CHUNKS 8
+
+enum { CH_IDLE, CH_DECODING, CH_READY, CH_TAKEN };
+
+struct ahead_slot {
+	size_t chunk;
+	int used;
+	unsigned char *buf;
+	size_t alloc;
+	long n;
+	char err[256];
+};
+
+struct ahead {
+	struct trace_reader *r;
+	pthread_t thread;
+	int running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned char *state; /* per chunk of r */
+	size_t *order, nr_order, next;
+	struct ahead_slot slots[AHEAD_SLOTS];
+	int quit;
+	void *dctx;
+};
+
+static void *ahead_run(void *arg)
+{
+	struct ahead *a = arg;
+
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		struct ahead_slot *sl = NULL;
+		size_t ci;
+
+		while (a->next < a->nr_order && a->state[a->order[a->next]] != CH_IDLE)
+			a->next++;
+		for (int k = 0; k < AHEAD_SLOTS && !sl; k++)
+			if (!a->slots[k].used)
+				sl = &a->slots[k];
+		if (a->quit || a->next == a->nr_order)
+			break;
+		if (!sl) {
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		ci = a->order[a->next++];
+		a->state[ci] = CH_DECODING;
+		sl->used = 1;
+		sl->chunk = ci;
+		pthread_mutex_unlock(&a->mu);
+		sl->n = trace_chunk_decode(a->r, &a->dctx, ci, &sl->buf, &sl->alloc, sl->err, sizeof(sl->err));
+		trace_chunk_drop(a->r, ci);
+		pthread_mutex_lock(&a->mu);
+		a->state[ci] = CH_READY;
+		pthread_cond_broadcast(&a->cv);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+static int order_cmp(const void *x, const void *y, void *arg)
+{
+	const struct trace_reader *r = arg;
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+
+	if (r->chunks[a].time != r->chunks[b].time)
+		return r->chunks[a].time < r->chunks[b].time ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/* Start the thread when the file is worth it; without it every chunk is
+ * decoded by the caller, as it would be anyway. */
+static void ahead_start(struct ahead *a, struct trace_reader *r)
+{
+	memset(a, 0, sizeof(*a));
+	a->r = r;
+	for (size_t i = 0; i < r->nr_chunks; i++)
+		a->nr_order += r->chunks[i].type == TRACE_CHUNK_DATA;
+	if (a->nr_order < AHEAD_MIN_CHUNKS)
+		return;
+	a->state = calloc(r->nr_chunks, 1);
+	a->order = malloc(a->nr_order * sizeof(*a->order));
+	if (!a->state || !a->order)
+		goto none;
+	a->nr_order = 0;
+	for (size_t i = 0; i < r->nr_chunks; i++)
+		if (r->chunks[i].type == TRACE_CHUNK_DATA)
+			a->order[a->nr_order++] = i;
+	qsort_r(a->order, a->nr_order, sizeof(*a->order), order_cmp, r);
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	if (pthread_create(&a->thread, NULL, ahead_run, a)) {
+		pthread_mutex_destroy(&a->mu);
+		pthread_cond_destroy(&a->cv);
+		goto none;
+	}
+	a->running = 1;
+	return;
+none:
+	free(a->state);
+	free(a->order);
+	a->state = NULL;
+	a->order = NULL;
+}
+
+static void ahead_stop(struct ahead *a)
+{
+	if (a->running) {
+		pthread_mutex_lock(&a->mu);
+		a->quit = 1;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(a->thread, NULL);
+		pthread_mutex_destroy(&a->mu);
+		pthread_cond_destroy(&a->cv);
+	}
+	for (int k = 0; k < AHEAD_SLOTS; k++)
+		free(a->slots[k].buf);
+	ZSTD_freeDCtx(a->dctx);
+	free(a->state);
+	free(a->order);
+}
+
+/* Chunk ci's payload into *buf: the read-ahead's copy when it has one (the
+ * buffers are swapped, not copied), else decoded here. */
+static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *alloc, char *err,
+		      size_t errlen)
+{
+	struct trace_reader *r = a->r;
+	long n;
+
+	if (a->running) {
+		pthread_mutex_lock(&a->mu);
+		while (a->state[ci] == CH_DECODING)
+			pthread_cond_wait(&a->cv, &a->mu);
+		if (a->state[ci] == CH_READY) {
+			n = trace_error_set(err, errlen, "chunk %zu: the read-ahead lost it", ci);
+			for (int k = 0; k < AHEAD_SLOTS; k++) {
+				struct ahead_slot *sl = &a->slots[k];
+				unsigned char *b = *buf;
+				size_t al = *alloc;
+
+				if (!sl->used || sl->chunk != ci)
+					continue;
+				*buf = sl->buf;
+				*alloc = sl->alloc;
+				sl->buf = b;
+				sl->alloc = al;
+				sl->used = 0;
+				n = sl->n;
+				if (n < 0)
+					snprintf(err, errlen, "%s", sl->err);
+				break;
+			}
+			a->state[ci] = CH_TAKEN;
+			pthread_cond_broadcast(&a->cv);
+			pthread_mutex_unlock(&a->mu);
+			return n;
+		}
+		a->state[ci] = CH_TAKEN;
+		pthread_mutex_unlock(&a->mu);
+	}
+	n = trace_chunk_decode(r, &r->dctx, ci, buf, alloc, err, errlen);
+	trace_chunk_drop(r, ci);
+	return n;
+}
+
+/* One DATA stream being merged: its chunks and the decoded current one. */
+struct stream {
+	uint32_t id;
+	size_t *chunks; /* indices into r->chunks */
+	size_t nr, alloc, next;
+	unsigned char *buf;
+	size_t buf_alloc;
+	struct rec_pos { uint64_t time; uint32_t off, len; } *pos;
+	size_t nr_pos, pos_alloc, cur;
+};
+
+static int pos_cmp(const void *a, const void *b)
+{
+	const struct rec_pos *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Load the stream's next chunk; returns 1 when one is loaded, 0 at the end,
+ * -1 on error. Records inside a chunk are put in time order: a ring can hold
+ * a few records out of order when an event nests inside another's output. */
+static int stream_load(struct ahead *a, struct stream *s, char *err, size_t errlen)
+{
+	struct trace_reader *r = a->r;
+
+	while (s->next < s->nr) {
+		size_t ci = s->chunks[s->next++];
+		long n = ahead_get(a, ci, &s->buf, &s->buf_alloc, err, errlen);
+		size_t off = 0;
+
+		if (n < 0)
+			return -1;
+		s->nr_pos = s->cur = 0;
+		while (off < (size_t)n) {
+			uint32_t sz;
+
+			/* The kernel's records are 8-byte multiples: the next
+			 * header stays aligned for whoever reads it. */
+			if ((size_t)n - off < 8 || (sz = get16(s->buf + off + 6)) < 8 || sz % 8 || sz > (size_t)n - off)
+				return trace_error_set(err, errlen, "chunk %zu at byte %llu: perf record at %zu is malformed",
+						    ci, (unsigned long long)r->chunks[ci].offset, off);
+			if (s->nr_pos == s->pos_alloc) {
+				size_t a = s->pos_alloc ? s->pos_alloc * 2 : 1024;
+				struct rec_pos *p = realloc(s->pos, a * sizeof(*p));
+
+				if (!p)
+					return trace_error_set(err, errlen, "out of memory");
+				s->pos = p;
+				s->pos_alloc = a;
+			}
+			s->pos[s->nr_pos++] = (struct rec_pos){ trace_record_time(s->buf + off, sz), off, sz };
+			off += sz;
+		}
+		if (s->nr_pos > 1)
+			qsort(s->pos, s->nr_pos, sizeof(*s->pos), pos_cmp);
+		if (s->nr_pos)
+			return 1;
+	}
+	return 0;
+}
+
+static int stream_before(const struct stream *a, const struct stream *b)
+{
+	uint64_t ta = a->pos[a->cur].time, tb = b->pos[b->cur].time;
+
+	return ta != tb ? ta < tb : a->id < b->id;
+}
+
+static void heap_down(struct stream **h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < n && stream_before(h[l], h[m]))
+			m = l;
+		if (l + 1 < n && stream_before(h[l + 1], h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		struct stream *t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/* Streaming decoders, so a caller can skip the start of a payload and have
+ * the rest land where it wants it, with no whole-payload buffer. */
+int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,
+	       size_t errlen)
+{
+	struct stream *streams = NULL, **heap = NULL;
+	struct ahead ahead = { .r = r };
+	size_t nr_streams = 0, nr_heap = 0;
+	unsigned char *buf = NULL;
+	size_t alloc = 0;
+	int ret = 0;
+
+	/* Meta and loss first, in file order. */
+	for (size_t i = 0; i < r->nr_chunks && !ret; i++) {
+		const struct trace_chunk *c = &r->chunks[i];
+		long n;
+
+		if (c->type == TRACE_CHUNK_META && h->meta_ref && c->stream < 32 && (h->meta_by_ref & 1u << c->stream)) {
+			ret = h->meta_ref(c->stream, i, arg);
+		} else if (c->type == TRACE_CHUNK_META && h->meta) {
+			n = trace_chunk_payload(r, i, &buf, &alloc, err, errlen);
+			ret = n < 0 ? -1 : h->meta(c->stream, buf, n, arg);
+		} else if (c->type == TRACE_CHUNK_LOSS && h->loss) {
+			n = trace_chunk_payload(r, i, &buf, &alloc, err, errlen);
+			for (long o = 0; n >= 0 && o + LOSS_ENTRY_SIZE <= n && !ret; o += LOSS_ENTRY_SIZE) {
+				struct trace_loss l = { get32(buf + o), 0, get64(buf + o + 8) };
+
+				ret = h->loss(&l, arg);
+			}
+			if (n < 0)
+				ret = -1;
+		}
+	}
+	free(buf);
+	if (ret || !h->record)
+		return ret;
+
+	for (size_t i = 0; i < r->nr_chunks; i++) {
+		const struct trace_chunk *c = &r->chunks[i];
+		struct stream *s = NULL;
+
+		if (c->type != TRACE_CHUNK_DATA)
+			continue;
+		for (size_t k = 0; k < nr_streams; k++)
+			if (streams[k].id == c->stream)
+				s = &streams[k];
+		if (!s) {
+			struct stream *p = realloc(streams, (nr_streams + 1) * sizeof(*p));
+
+			if (!p) {
+				ret = trace_error_set(err, errlen, "out of memory");
+				goto out;
+			}
+			streams = p;
+			s = &streams[nr_streams++];
+			memset(s, 0, sizeof(*s));
+			s->id = c->stream;
+		}
+		if (s->nr == s->alloc) {
+			size_t a = s->alloc ? s->alloc * 2 : 64;
+			size_t *p = realloc(s->chunks, a * sizeof(*p));
+
+			if (!p) {
+				ret = trace_error_set(err, errlen, "out of memory");
+				goto out;
+			}
+			s->chunks = p;
+			s->alloc = a;
+		}
+		s->chunks[s->nr++] = i;
+	}
+	heap = calloc(nr_streams ? nr_streams : 1, sizeof(*heap));
+	if (!heap) {
+		ret = trace_error_set(err, errlen, "out of memory");
+		goto out;
+	}
+	ahead_start(&ahead, r);
+	for (size_t k = 0; k < nr_streams; k++) {
+		int l = stream_load(&ahead, &streams[k], err, errlen);
+
+		if (l < 0) {
+			ret = -1;
+			goto out;
+		}
+		if (l)
+			heap[nr_heap++] = &streams[k];
+	}
+	for (size_t k = nr_heap; k-- > 0;)
+		heap_down(heap, nr_heap, k);
+	while (nr_heap) {
+		struct stream *s = heap[0];
+		struct rec_pos *p = &s->pos[s->cur++];
+
+		ret = h->record(s->buf + p->off, p->len, s->id, p->time, arg);
+		if (ret)
+			goto out;
+		if (s->cur == s->nr_pos) {
+			int l = stream_load(&ahead, s, err, errlen);
+
+			if (l < 0) {
+				ret = -1;
+				goto out;
+			}
+			if (!l)
+				heap[0] = heap[--nr_heap];
+		}
+		heap_down(heap, nr_heap, 0);
+	}
+out:
+	ahead_stop(&ahead);
+	for (size_t k = 0; k < nr_streams; k++) {
+		free(streams[k].chunks);
+		free(streams[k].buf);
+		free(streams[k].pos);
+	}
+	free(streams);
+	free(heap);
+	return ret;
+}
+

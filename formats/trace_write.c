@@ -1,0 +1,392 @@
+/*
+ * formats/trace_write.c: the writer of the trace file.
+ *
+ * It appends self-describing chunks; each one is complete on disk after a
+ * single write, so a recorder killed at any moment leaves a file whose every
+ * earlier chunk reads back. The first error sticks: later calls do nothing
+ * and trace_writer_finish() reports it.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "trace_int.h"
+
+static int writer_fail(struct trace_writer *w, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (w->err)
+		return w->err;
+	w->err = err;
+	va_start(ap, fmt);
+	vsnprintf(w->errmsg, sizeof(w->errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* Blocks held past the end of the file, its size unchanged: the chunks
+ * that close a trace still find room once the disk fills. When they
+ * cannot be had the writer is full; a file system without fallocate gets
+ * no reserve. */
+static void writer_keep_reserve(struct trace_writer *w)
+{
+	if (!fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)w->reserve))
+		return;
+	if (errno == ENOSPC || errno == EDQUOT)
+		w->full = 1;
+	else if (errno != EINTR)
+		w->reserve = 0;
+}
+
+static int writer_out(struct trace_writer *w, const void *a, size_t alen, const void *b, size_t blen)
+{
+	if (w->err)
+		return w->err;
+	if (w->fd < 0) {
+		size_t need = w->mem_len + alen + blen;
+
+		if (need > w->mem_alloc) {
+			size_t n = w->mem_alloc ? w->mem_alloc : 4096;
+			unsigned char *p;
+
+			while (n < need)
+				n *= 2;
+			p = realloc(w->mem, n);
+			if (!p)
+				return writer_fail(w, -ENOMEM, "out of memory");
+			w->mem = p;
+			w->mem_alloc = n;
+		}
+		memcpy(w->mem + w->mem_len, a, alen);
+		if (blen)
+			memcpy(w->mem + w->mem_len + alen, b, blen);
+		w->mem_len = need;
+	} else {
+		struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
+		size_t left = alen + blen;
+		int n = blen ? 2 : 1, i = 0;
+
+		while (left) {
+			ssize_t r = writev(w->fd, iov + i, n - i);
+
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				return writer_fail(w, -errno, "write failed: %s", strerror(errno));
+			}
+			left -= r;
+			while (r > 0 && i < n) {
+				if ((size_t)r >= iov[i].iov_len) {
+					r -= iov[i].iov_len;
+					i++;
+				} else {
+					iov[i].iov_base = (char *)iov[i].iov_base + r;
+					iov[i].iov_len -= r;
+					r = 0;
+				}
+			}
+		}
+	}
+	w->offset += alen + blen;
+	if (w->fd >= 0 && w->reserve && !w->full)
+		writer_keep_reserve(w);
+	return 0;
+}
+
+static int writer_init(struct trace_writer *w, int fd, const struct trace_writer_opts *o)
+{
+	unsigned char h[TRACE_FILE_HEADER_SIZE] = { 0 };
+	struct timespec ts;
+	uint64_t created = o ? o->created_ns : 0;
+
+	memset(w, 0, sizeof(*w));
+	w->fd = fd;
+	w->codec = o ? o->codec : TRACE_CODEC_ZSTD;
+	w->level = o ? o->level : 0;
+	if (!w->level)
+		w->level = w->codec == TRACE_CODEC_ZLIB ? 6 : w->codec == TRACE_CODEC_ZSTD ? 3 : 0;
+	if (w->codec > TRACE_CODEC_ZLIB)
+		return writer_fail(w, -EINVAL, "unknown codec %d", w->codec);
+	if (w->codec == TRACE_CODEC_ZSTD) {
+		w->zctx = ZSTD_createCCtx();
+		if (!w->zctx)
+			return writer_fail(w, -ENOMEM, "cannot create a zstd context");
+	}
+	if (!created) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		created = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	}
+	memcpy(h, TRACE_MAGIC, 8);
+	put32(h + 8, TRACE_VERSION);
+	put32(h + 12, TRACE_FILE_HEADER_SIZE);
+	put32(h + 16, TRACE_CHUNK_HEADER_SIZE);
+	put32(h + 20, o ? o->file_flags : 0);
+	put64(h + 24, created);
+	put32(h + 60, (uint32_t)crc32(crc32(0, NULL, 0), h, 60));
+	return writer_out(w, h, sizeof(h), NULL, 0);
+}
+
+int trace_writer_init_fd(struct trace_writer *w, int fd, const struct trace_writer_opts *o)
+{
+	return writer_init(w, fd, o);
+}
+
+int trace_writer_init_mem(struct trace_writer *w, const struct trace_writer_opts *o)
+{
+	return writer_init(w, -1, o);
+}
+
+static int writer_compress(struct trace_writer *w, const void *data, size_t len,
+			   const void **out, size_t *outlen)
+{
+	size_t bound;
+
+	*out = data;
+	*outlen = len;
+	if (w->codec == TRACE_CODEC_NONE || len == 0)
+		return TRACE_CODEC_NONE;
+	bound = w->codec == TRACE_CODEC_ZSTD ? ZSTD_compressBound(len) : compressBound(len);
+	if (bound > w->cbuf_alloc) {
+		unsigned char *p = realloc(w->cbuf, bound);
+
+		if (!p)
+			return writer_fail(w, -ENOMEM, "out of memory");
+		w->cbuf = p;
+		w->cbuf_alloc = bound;
+	}
+	if (w->codec == TRACE_CODEC_ZSTD) {
+		size_t r = ZSTD_compressCCtx(w->zctx, w->cbuf, bound, data, len,
+					     w->level);
+
+		if (ZSTD_isError(r))
+			return writer_fail(w, -EIO, "zstd: %s", ZSTD_getErrorName(r));
+		*outlen = r;
+	} else {
+		uLongf dl = bound;
+		int r = compress2(w->cbuf, &dl, data, len, w->level);
+
+		if (r != Z_OK)
+			return writer_fail(w, -EIO, "zlib: error %d", r);
+		*outlen = dl;
+	}
+	/* Incompressible payloads are stored as they are. */
+	if (*outlen >= len) {
+		*outlen = len;
+		return TRACE_CODEC_NONE;
+	}
+	*out = w->cbuf;
+	return w->codec;
+}
+
+/* One chunk whose payload is stored as plen bytes of codec, len once
+ * decoded. */
+static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+				uint64_t time, int codec, const void *payload, size_t plen, size_t len)
+{
+	unsigned char h[TRACE_CHUNK_HEADER_SIZE];
+	uint64_t at = w->offset;
+
+	if (w->err)
+		return w->err;
+	if (len > TRACE_CHUNK_MAX || plen > TRACE_CHUNK_MAX)
+		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len > plen ? len : plen,
+				   TRACE_CHUNK_MAX);
+	put32(h, TRACE_CHUNK_MAGIC);
+	put16(h + 4, type);
+	put16(h + 6, codec);
+	put32(h + 8, stream);
+	put32(h + 12, plen);
+	put32(h + 16, len);
+	put64(h + 24, time);
+	put32(h + 20, trace_chunk_crc(h, payload, plen));
+	if (writer_out(w, h, sizeof(h), payload, plen))
+		return w->err;
+	w->nr_chunks++;
+	if (type == TRACE_CHUNK_INDEX || type == TRACE_CHUNK_TRAILER)
+		return 0;
+	if (w->nr_index == w->index_alloc) {
+		size_t n = w->index_alloc ? w->index_alloc * 2 : 64;
+		struct trace_index_entry *p = realloc(w->index, n * sizeof(*p));
+
+		if (!p)
+			return writer_fail(w, -ENOMEM, "out of memory");
+		w->index = p;
+		w->index_alloc = n;
+	}
+	w->index[w->nr_index++] = (struct trace_index_entry){ at, type, codec, stream, time };
+	return 0;
+}
+
+static int writer_chunk(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+			uint64_t time, const void *data, size_t len, int compress)
+{
+	const void *payload = data;
+	size_t plen = len;
+	int codec = TRACE_CODEC_NONE;
+
+	if (w->err)
+		return w->err;
+	if (len > TRACE_CHUNK_MAX)
+		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len,
+				   TRACE_CHUNK_MAX);
+	if (compress) {
+		codec = writer_compress(w, data, len, &payload, &plen);
+		if (codec < 0)
+			return codec;
+	}
+	return writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len);
+}
+
+static int writer_flush_index(struct trace_writer *w)
+{
+	unsigned char *buf;
+	uint64_t at = w->offset;
+
+	if (!w->nr_index || w->err)
+		return w->err;
+	buf = malloc(w->nr_index * INDEX_ENTRY_SIZE);
+	if (!buf)
+		return writer_fail(w, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < w->nr_index; i++) {
+		unsigned char *p = buf + i * INDEX_ENTRY_SIZE;
+
+		put64(p, w->index[i].offset);
+		put16(p + 8, w->index[i].type);
+		put16(p + 10, w->index[i].codec);
+		put32(p + 12, w->index[i].stream);
+		put64(p + 16, w->index[i].time);
+	}
+	writer_chunk(w, TRACE_CHUNK_INDEX, 0, 0, buf, w->nr_index * INDEX_ENTRY_SIZE, 0);
+	free(buf);
+	if (!w->err) {
+		w->last_index_offset = at;
+		w->nr_index = 0;
+	}
+	return w->err;
+}
+
+int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+		     uint64_t time, const void *data, size_t len, uint64_t nr)
+{
+	int compress = type == TRACE_CHUNK_META || type == TRACE_CHUNK_DATA;
+
+	if (writer_chunk(w, type, stream, time, data, len, compress))
+		return w->err;
+	if (type == TRACE_CHUNK_DATA) {
+		w->nr_records += nr;
+		if (time && (!w->first_time || time < w->first_time))
+			w->first_time = time;
+		if (time > w->last_time)
+			w->last_time = time;
+	}
+	if (w->nr_index >= INDEX_EVERY)
+		writer_flush_index(w);
+	return w->err;
+}
+
+void trace_writer_reserve(struct trace_writer *w, size_t bytes)
+{
+	w->reserve = bytes;
+	if (w->fd >= 0 && bytes && !w->full)
+		writer_keep_reserve(w);
+}
+
+int trace_writer_full(const struct trace_writer *w)
+{
+	return __atomic_load_n(&w->full, __ATOMIC_RELAXED) || __atomic_load_n(&w->err, __ATOMIC_RELAXED);
+}
+
+int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, const void **out, size_t *outlen)
+{
+	if (w->err)
+		return w->err;
+	if (len > TRACE_CHUNK_MAX)
+		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len,
+				   TRACE_CHUNK_MAX);
+	return writer_compress(w, data, len, out, outlen);
+}
+
+int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+			     enum trace_codec codec, const void *payload, size_t plen, size_t len)
+{
+	if (type != TRACE_CHUNK_META || codec > TRACE_CODEC_ZLIB || (codec == TRACE_CODEC_NONE && plen != len))
+		return writer_fail(w, -EINVAL, "an encoded chunk must be META with a known codec");
+	writer_chunk_encoded(w, type, stream, 0, codec, payload, plen, len);
+	if (w->nr_index >= INDEX_EVERY)
+		writer_flush_index(w);
+	return w->err;
+}
+
+int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, size_t n)
+{
+	unsigned char *buf;
+
+	if (w->err || !n)
+		return w->err;
+	buf = calloc(n, LOSS_ENTRY_SIZE);
+	if (!buf)
+		return writer_fail(w, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		put32(buf + i * LOSS_ENTRY_SIZE, l[i].cpu);
+		put64(buf + i * LOSS_ENTRY_SIZE + 8, l[i].lost);
+		w->lost += l[i].lost;
+	}
+	writer_chunk(w, TRACE_CHUNK_LOSS, 0, 0, buf, n * LOSS_ENTRY_SIZE, 0);
+	free(buf);
+	return w->err;
+}
+
+int trace_writer_finish(struct trace_writer *w)
+{
+	unsigned char t[TRAILER_SIZE];
+
+	if (writer_flush_index(w))
+		return w->err;
+	put64(t, w->last_index_offset);
+	put64(t + 8, w->nr_chunks);
+	put64(t + 16, w->nr_records);
+	put64(t + 24, w->lost);
+	put64(t + 32, w->first_time);
+	put64(t + 40, w->last_time);
+	if (writer_chunk(w, TRACE_CHUNK_TRAILER, 0, w->last_time, t, sizeof(t), 0))
+		return w->err;
+	if (w->fd >= 0 && fdatasync(w->fd) && errno != EINVAL && errno != EROFS)
+		return writer_fail(w, -errno, "sync failed: %s", strerror(errno));
+	return 0;
+}
+
+const char *trace_writer_strerror(const struct trace_writer *w)
+{
+	return w->err ? w->errmsg : "no error";
+}
+
+unsigned char *trace_writer_steal_mem(struct trace_writer *w, size_t *len)
+{
+	unsigned char *p = w->mem;
+
+	*len = w->mem_len;
+	w->mem = NULL;
+	w->mem_len = w->mem_alloc = 0;
+	return p;
+}
+
+void trace_writer_release(struct trace_writer *w)
+{
+	ZSTD_freeCCtx(w->zctx);
+	free(w->cbuf);
+	free(w->index);
+	free(w->mem);
+	w->zctx = NULL;
+	w->cbuf = NULL;
+	w->index = NULL;
+	w->mem = NULL;
+}
+
