@@ -40,7 +40,7 @@
 	X("shm", "shmget, shmat, shmdt, shmctl with results")                                          \
 	X("rss", "RSS counter changes (kmem:rss_stat)")                                                \
 	X("migrate", "page migrations")                                                                \
-	X("compaction", "compaction runs, kcompactd")                                                  \
+	X("compaction", "compaction runs, kcompactd, khugepaged's THP collapses")                      \
 	X("swap", "major faults with stacks (swap-ins on anonymous\nmemory; no kernel has a swap-in tracepoint)")
 
 #define CATALOG_EVENTS(X)                                                                                       \
@@ -99,6 +99,7 @@
 	X("compaction", "compaction:mm_compaction_defer_compaction", TP, 0, 0, 0, COMPACT_DEFER, NULL)            \
 	X("compaction", "compaction:mm_compaction_kcompactd_wake", TP, 0, 0, 0, KCOMPACTD_WAKE, NULL)             \
 	X("compaction", "compaction:mm_compaction_kcompactd_sleep", TP, 0, 0, 0, KCOMPACTD_SLEEP, NULL)           \
+	X("compaction", "huge_memory:mm_collapse_huge_page", TP, 0, 0, 0, OTHER, NULL)                            \
 	/* No kernel has a swap-in tracepoint and kprobes are not always there: a   \
 	 * major fault on anonymous memory is a swap-in, so the group is major      \
 	 * faults with their stacks and addresses. */                                \
