@@ -242,9 +242,10 @@ static const char *interval_sym(struct dso *d, uint64_t look, uint64_t *start)
 			hi = mid;
 	}
 	/* A bound itself is an interval of its own: an absolute symbol
-	 * names only the address equal to its value. */
+	 * names only the address equal to its value. The rest of the
+	 * interval is asked about at the address after the bound. */
 	rep = look == d->bounds[lo] ? look : d->bounds[lo] + 1;
-	slot = hashmap_u64(&d->intervals, 2 * lo + 1 + (rep != look), &created);
+	slot = hashmap_u64(&d->intervals, 2 * lo + 1 + (look != d->bounds[lo]), &created);
 	if (!slot)
 		goto direct;
 	if (created) {
