@@ -12,18 +12,54 @@ void json_init(struct json *j, FILE *f)
 	j->empty[0] = 1;
 }
 
-static void escaped(FILE *f, const char *s)
+/* The length of the well-formed UTF-8 sequence at s, or 0: no overlong
+ * forms, no surrogates, nothing past U+10FFFF. */
+static int utf8_len(const unsigned char *s)
 {
+	unsigned c = s[0], min, cp;
+	int n;
+
+	if (c >= 0xf0 && c <= 0xf4)
+		n = 4, min = 0x10000, cp = c & 7;
+	else if (c >= 0xe0)
+		n = 3, min = 0x800, cp = c & 15;
+	else if (c >= 0xc2 && c < 0xe0)
+		n = 2, min = 0x80, cp = c & 31;
+	else
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 63);
+	}
+	return cp >= min && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff) ? n : 0;
+}
+
+/* A string with JSON's escapes. Names come from the objects a trace
+ * points at, which can be anything: a byte that does not start valid UTF-8
+ * becomes U+FFFD, so the document always parses. */
+static void escaped(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
 	putc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	while (s && *s) {
+		unsigned char c = *s;
+		int n;
 
 		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
 		else if (c < 0x20)
 			fprintf(f, "\\u%04x", c);
-		else
+		else if (c < 0x80)
 			putc(c, f);
+		else if ((n = utf8_len(s))) {
+			fwrite(s, 1, (size_t)n, f);
+			s += n;
+			continue;
+		} else
+			fputs("\\ufffd", f);
+		s++;
 	}
 	putc('"', f);
 }
