@@ -127,7 +127,8 @@ FLAMEGRAPH_SRC := \
 	formats/opts.c
 
 TOOL_SRC := \
-	tests/helper/test-tool.c
+	tests/helper/test-tool.c \
+	tests/helper/test-unit.c
 
 SAMPLES := \
 	alloc_zoo \
@@ -194,9 +195,10 @@ $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
-$(B)/test-tool: $(call obj,$(TOOL_SRC) $(FORMATS_SRC))
+# The unit tests link the analyzer's internals: all of it but its main.
+$(B)/test-tool: $(call obj,$(TOOL_SRC) $(filter-out analyze/main.c,$(ANALYZE_SRC)) $(FORMATS_SRC))
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ -lzstd -lz
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(ANALYZE_LIBS) -lm
 
 # Samples keep frame pointers: the frame-pointer stacks of issue 2 need them.
 SAMPLE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Wextra

@@ -29,6 +29,8 @@
  *       (DATA cut into pieces of at most 4 KiB at record boundaries, and
  *       the other chunks whole), DIR/object-N in fuzz_embedded's (each
  *       embedded ELF of at most 256 KiB, then its mode byte)
+ *   test-tool hashmap|suppress|json|symcheck|catalog
+ *       unit tests of the analyzer's internals (test-unit.c)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +42,7 @@
 
 #include "../../formats/stackdump.h"
 #include "../../formats/trace.h"
+#include "test-unit.h"
 
 static const char host[] = "memsight_version test\nhostname test\npage_size 4096\n";
 
@@ -729,6 +732,8 @@ static int cmd_stackdump(void)
 
 int main(int argc, char **argv)
 {
+	int ret;
+
 	if (argc >= 3 && !strcmp(argv[1], "write"))
 		return cmd_write(argc, argv);
 	if (argc == 3 && !strcmp(argv[1], "read"))
@@ -745,6 +750,9 @@ int main(int argc, char **argv)
 		return cmd_stackdump();
 	if (argc == 4 && !strcmp(argv[1], "seeds"))
 		return cmd_seeds(argv[2], argv[3]);
-	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep|restack|stackdump|seeds ...\n");
+	if ((ret = unit_main(argc, argv)) >= 0)
+		return ret;
+	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep|restack|stackdump|seeds|\n"
+			"                 hashmap|suppress|json|symcheck|catalog ...\n");
 	return 2;
 }
