@@ -200,7 +200,7 @@ $(B)/test-tool: $(call obj,$(TOOL_SRC) $(filter-out analyze/main.c,$(ANALYZE_SRC
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(ANALYZE_LIBS) -lm
 
-# Samples keep frame pointers: the frame-pointer stacks of issue 2 need them.
+# Samples keep frame pointers: the frame-pointer stack tests need them.
 SAMPLE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Wextra
 NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra
 $(B)/samples/nofp/%: samples/%.c

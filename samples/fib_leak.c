@@ -1,5 +1,5 @@
 /*
- * samples/fib_leak.c: the fibonacci leak of the memory chapter. A thread
+ * samples/fib_leak.c: a fibonacci leak. A thread
  * computes fibonacci numbers; every step calloc()s 1024 long longs (8192
  * bytes) in fibonacci() and never frees them.
  *

@@ -1,5 +1,5 @@
 /*
- * samples/loop_leak.c: the leak() loop of the seeds' article: every
+ * samples/loop_leak.c: a leak() loop: every
  * iteration malloc()s an int in leak() and drops the pointer.
  *
  * usage: loop_leak [ITERATIONS [DELAY_MS]]   (default 100, no delay)

@@ -1,5 +1,5 @@
 /*
- * samples/xor_encoder.c: the XOR encoder of the seeds' article, in C, with
+ * samples/xor_encoder.c: an XOR encoder, in C, with
  * its two growth bugs kept on purpose:
  *   1. read_in_chunks() allocates a buffer the size of the whole input
  *      (glibc serves it with one mmap), where a 4 KiB one would do;

@@ -9,7 +9,7 @@ out=$top/demo
 mkdir -p "$out"
 cd "$out" || exit 1
 
-echo "== memsight demo: the XOR encoder of the seeds' article, 64 MiB input =="
+echo "== memsight demo: the XOR encoder sample, 64 MiB input =="
 head -c $((64 << 20)) /dev/urandom >"$out/input.bin"
 if "$b/memsight" record -o "$out/xor.trace" -- "$b/samples/xor_encoder" "$out/input.bin"; then
 	trace=$out/xor.trace
@@ -22,7 +22,7 @@ fi
 rm -f "$out/input.bin"
 echo
 "$b/memsight" report -T 3 $dbg "$trace"
-# The article's finding, by name: which function's memory the faults were.
+# The finding, by name: which function's memory the faults were.
 echo
 echo "== page faults by the function they were for (memsight folded -e faults) =="
 "$b/memsight" folded $dbg -e faults "$trace" 2>/dev/null | awk '

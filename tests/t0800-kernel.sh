@@ -1,5 +1,5 @@
 #!/bin/sh
-# Kernel memory and the memory chapter's tools from one recording: event
+# Kernel memory and the BCC-style memory views from one recording: event
 # groups, filters and sampling, OOM kills in a memory-limited cgroup with
 # their reclaim, shm calls, pipes' kernel memory, faults by file, RSS.
 . "$(dirname "$0")/test-lib.sh"
