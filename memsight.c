@@ -29,14 +29,8 @@ static const struct command {
 static void usage(FILE *f)
 {
 	fputs("usage: memsight COMMAND [ARGS...]\n\n", f);
-	for (size_t i = 0; i < NR_COMMANDS; i++) {
-		const char *s = commands[i].summary;
-
-		fprintf(f, "  %-*s ", COMMANDS_NAME_WIDTH, commands[i].name);
-		for (const char *nl; (nl = strchr(s, '\n')); s = nl + 1)
-			fprintf(f, "%.*s\n  %-*s ", (int)(nl - s), s, COMMANDS_NAME_WIDTH, "");
-		fprintf(f, "%s\n", s);
-	}
+	for (size_t i = 0; i < NR_COMMANDS; i++)
+		commands_print(f, commands[i].name, commands[i].summary);
 	fputs("\n'memsight COMMAND -h' shows a command's options.\n", f);
 }
 

@@ -12,6 +12,9 @@
 #ifndef MEMSIGHT_COMMANDS_H
 #define MEMSIGHT_COMMANDS_H
 
+#include <stdio.h>
+#include <string.h>
+
 #define MEMSIGHT_COMMANDS(X)                                                                                   \
 	X(record, RECORD, "record memory events of a command, running processes or the system")                  \
 	X(info, ANALYZE, "what a trace holds: host, events, counts, losses, chunks")                               \
@@ -35,5 +38,15 @@
 /* A -h list: two spaces, the name in this width, a space, the summary
  * (its later lines under its first). */
 #define COMMANDS_NAME_WIDTH 11
+
+/* One command's line in a command list: its name, then its summary,
+ * whose further lines are indented under the first. */
+static inline void commands_print(FILE *f, const char *name, const char *summary)
+{
+	fprintf(f, "  %-*s ", COMMANDS_NAME_WIDTH, name);
+	for (const char *nl; (nl = strchr(summary, '\n')); summary = nl + 1)
+		fprintf(f, "%.*s\n  %-*s ", (int)(nl - summary), summary, COMMANDS_NAME_WIDTH, "");
+	fprintf(f, "%s\n", summary);
+}
 
 #endif

@@ -167,3 +167,14 @@ void hashmap_u64_remove(struct hashmap *m, uint64_t key)
 		}
 	}
 }
+
+void *hashmap_u64_obj(struct hashmap *m, uint64_t key, size_t size)
+{
+	struct hm_slot *slot = hashmap_u64(m, key, NULL);
+
+	if (!slot)
+		return NULL;
+	if (!slot->ptr)
+		slot->ptr = calloc(1, size);
+	return slot->ptr;
+}

@@ -27,14 +27,8 @@ static const struct {
 static void usage(FILE *f)
 {
 	fputs("usage: memsight-analyze COMMAND [options] FILE\n\n", f);
-	for (size_t i = 0; i < NR_COMMANDS; i++) {
-		const char *s = commands[i].summary;
-
-		fprintf(f, "  %-*s ", COMMANDS_NAME_WIDTH, commands[i].name);
-		for (const char *nl; (nl = strchr(s, '\n')); s = nl + 1)
-			fprintf(f, "%.*s\n  %-*s ", (int)(nl - s), s, COMMANDS_NAME_WIDTH, "");
-		fprintf(f, "%s\n", s);
-	}
+	for (size_t i = 0; i < NR_COMMANDS; i++)
+		commands_print(f, commands[i].name, commands[i].summary);
 	fputs("\n'memsight-analyze COMMAND -h' shows a command's options.\n", f);
 }
 

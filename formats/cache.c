@@ -40,7 +40,7 @@ int cache_dir(char *buf, size_t len)
 	return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+int cache_write_all(int fd, const void *buf, size_t n)
 {
 	const unsigned char *p = buf;
 
@@ -68,7 +68,7 @@ int cache_store(const char *path, const void *a, size_t alen, const void *b, siz
 	if (fd < 0)
 		return -1;
 	/* A full disk leaves no half file under the real name. */
-	if (write_all(fd, a, alen) || (b && write_all(fd, b, blen))) {
+	if (cache_write_all(fd, a, alen) || (b && cache_write_all(fd, b, blen))) {
 		close(fd);
 		unlink(tmp);
 		return -1;

@@ -23,4 +23,7 @@ int cache_dir(char *buf, size_t len);
  * behind). */
 int cache_store(const char *path, const void *a, size_t alen, const void *b, size_t blen);
 
+/* Write all n bytes to fd, through short writes and EINTR; 0 or -1. */
+int cache_write_all(int fd, const void *buf, size_t n);
+
 #endif

@@ -71,17 +71,6 @@ struct reclaim {
 	size_t nsh;
 };
 
-static void *slot_obj(struct hashmap *m, uint64_t key, size_t size)
-{
-	struct hm_slot *slot = hashmap_u64(m, key, NULL);
-
-	if (!slot)
-		return NULL;
-	if (!slot->ptr)
-		slot->ptr = calloc(1, size);
-	return slot->ptr;
-}
-
 /* BCC's log2 slots: 0 holds 0..1 us, slot i holds 2^i..2^(i+1)-1 us. */
 static int hist_slot(uint64_t ns)
 {
@@ -103,7 +92,7 @@ static int on_reclaim(struct session *s, struct sample *smp, void *arg)
 
 	if (k == EVK_KSWAPD_WAKE || k == EVK_KSWAPD_SLEEP) {
 		int nid = (int)sample_snum(smp, "nid");
-		struct kswapd_node *n = slot_obj(&r->nodes, (uint32_t)nid, sizeof(*n));
+		struct kswapd_node *n = hashmap_u64_obj(&r->nodes, (uint32_t)nid, sizeof(*n));
 
 		if (!n)
 			return -1;
@@ -136,7 +125,7 @@ static int on_reclaim(struct session *s, struct sample *smp, void *arg)
 		return 0;
 	}
 	if (k == EVK_SHRINK_SLAB_END) {
-		struct shrinker *sh = slot_obj(&r->shrinkers, sample_num(smp, "shrink"), sizeof(*sh));
+		struct shrinker *sh = hashmap_u64_obj(&r->shrinkers, sample_num(smp, "shrink"), sizeof(*sh));
 
 		if (!sh)
 			return -1;
@@ -155,7 +144,7 @@ static int on_reclaim(struct session *s, struct sample *smp, void *arg)
 
 		if (r->pid >= 0 && smp->pid != (uint32_t)r->pid)
 			return 0;
-		b = slot_obj(&r->begins, smp->tid, sizeof(*b));
+		b = hashmap_u64_obj(&r->begins, smp->tid, sizeof(*b));
 		if (!b)
 			return -1;
 		b->time = smp->time;
@@ -195,7 +184,7 @@ static int on_reclaim(struct session *s, struct sample *smp, void *arg)
 		e->kind = kind;
 		e->stack = b->stack;
 		b->time = 0;
-		p = slot_obj(&r->procs, smp->pid, sizeof(*p));
+		p = hashmap_u64_obj(&r->procs, smp->pid, sizeof(*p));
 		if (!p)
 			return -1;
 		p->pid = smp->pid;

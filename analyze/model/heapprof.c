@@ -24,17 +24,6 @@ void heapprof_release(struct heapprof *h)
 	hashmap_release(&h->last);
 }
 
-static void *slot_alloc(struct hashmap *m, uint64_t key, size_t size)
-{
-	struct hm_slot *slot = hashmap_u64(m, key, NULL);
-
-	if (!slot)
-		return NULL;
-	if (!slot->ptr)
-		slot->ptr = calloc(1, size);
-	return slot->ptr;
-}
-
 /* Every stack's bytes now are its bytes at the peak. */
 static void peak_take(struct heapprof *h)
 {
@@ -49,8 +38,8 @@ static void peak_take(struct heapprof *h)
 int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_event *ev)
 {
 	const struct alloc_rec *r = ev->rec;
-	struct heap_proc *p = slot_alloc(&h->procs, (uint32_t)r->pid, sizeof(*p));
-	struct heap_site *site = r->stack ? slot_alloc(&h->sites, (uintptr_t)r->stack, sizeof(*site)) : NULL;
+	struct heap_proc *p = hashmap_u64_obj(&h->procs, (uint32_t)r->pid, sizeof(*p));
+	struct heap_site *site = r->stack ? hashmap_u64_obj(&h->sites, (uintptr_t)r->stack, sizeof(*site)) : NULL;
 	struct hm_slot *last = hashmap_u64(&h->last, (uint32_t)ev->tid, NULL);
 
 	if (!p || (r->stack && !site) || !last)

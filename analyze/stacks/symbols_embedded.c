@@ -64,20 +64,7 @@ int symbols_embedded_ref(struct symbols *s, const struct trace_reader *r, size_t
 
 static int fd_write_all(void *arg, const void *buf, size_t n)
 {
-	const unsigned char *p = buf;
-	int fd = *(int *)arg;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return cache_write_all(*(int *)arg, buf, n);
 }
 
 /* e's file in the cache, named by what makes its bytes: build-id, mode,
