@@ -55,7 +55,7 @@ test_expect_success 'bad sizes and sampling' '
 '
 
 test_expect_success 'a target that exits during the recording leaves a complete trace and no probe' '
-	"$S/alloc_zoo" wait 3 50 >truth &
+	"$S/alloc_zoo" wait 6 50 >truth &
 	pid=$! &&
 	probes_back_to 0 && before=0 &&
 	while ! grep -q waiting truth; do sleep 0.05; done &&

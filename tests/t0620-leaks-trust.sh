@@ -174,7 +174,7 @@ if [ -n "$JEMALLOC" ]; then
 	'
 
 	test_expect_success '-O takes the soname of an allocator a running process maps' '
-		LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" wait 3 30 >truth &
+		LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" wait 6 30 >truth &
 		pid=$! &&
 		while ! grep -q waiting truth; do sleep 0.05; done &&
 		"$MEMSIGHT" record -q -e malloc -O libjemalloc.so.2 -o jep.trace -p $pid -d 10 &&
