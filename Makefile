@@ -295,6 +295,7 @@ bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/bench-record.sh && sh tests/bench/bench-default.sh
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
+	sh tests/bench/bench-wholebox.sh
 
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR)

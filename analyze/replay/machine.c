@@ -140,8 +140,15 @@ void machine_exit(struct machine *m, int pid, int tid)
 	if (pid == tid) {
 		struct process *p = machine_process(m, pid);
 
-		if (p)
-			p->exited = 1;
+		if (!p)
+			return;
+		p->exited = 1;
+		/* Its unwinding state is remade if a thread still running
+		 * brings a sample; until then it holds nothing. */
+		if (m->unwind_free && p->unwind) {
+			m->unwind_free(p->unwind);
+			p->unwind = NULL;
+		}
 	}
 }
 

@@ -653,6 +653,11 @@ void session_report_unwind(struct session *s)
 			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,
 			(unsigned long long)unwind_stats(s->uw)->max_stack_used);
 	if (s->uw && s->o.unwind_stats)
+		fprintf(stderr, "unwind: %llu address spaces, %llu objects opened, %llu spaces needing libdw's whole unwinder\n",
+			(unsigned long long)unwind_stats(s->uw)->spaces,
+			(unsigned long long)unwind_stats(s->uw)->objects_opened,
+			(unsigned long long)unwind_stats(s->uw)->spaces_whole);
+	if (s->uw && s->o.unwind_stats)
 		for (int i = 0; i < 16; i++)
 			fprintf(stderr, "unwind: complete stacks needing < %d KiB: %llu\n", i + 1,
 				(unsigned long long)unwind_stats(s->uw)->need_kib[i]);

@@ -86,6 +86,8 @@ struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check)
 
 void unwind_free(struct unwinder *u)
 {
+	if (u && u->ops->release)
+		u->ops->release(u);
 	free(u);
 }
 
@@ -156,6 +158,7 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		h->ops = u->ops;
 		objs = unwind_objects(p, &nr_objs);
 		if (objs) {
+			u->st.spaces++;
 			h->space = u->ops->space_new(u, p, objs, nr_objs);
 			holder_entries(h, objs, nr_objs);
 		}
@@ -201,13 +204,13 @@ const struct unwind_stats *unwind_stats(const struct unwinder *u)
 
 void unwind_report(const struct unwinder *u, FILE *f)
 {
-	uint64_t checked, differ;
+	uint64_t checked, differ, further;
 
-	unwind_libdw_fast_stats(&checked, &differ);
+	unwind_libdw_fast_stats(&checked, &differ, &further);
 	if (checked)
 		fprintf(f, "memsight: unwinding check: %llu of %llu stacks stepped with cached rules differ from "
-			   "libdw's own walk\n",
-			(unsigned long long)differ, (unsigned long long)checked);
+			   "libdw's own walk, and %llu went on where libdw's ended at a PLT entry\n",
+			(unsigned long long)differ, (unsigned long long)checked, (unsigned long long)further);
 	for (int i = 1; i < UNWIND_STOP_NR; i++)
 		if (u->st.stopped[i])
 			fprintf(f, "memsight: %llu of %llu stacks stopped early (%s unwinder): %s\n",

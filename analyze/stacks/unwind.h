@@ -56,6 +56,11 @@ struct unwind_stats {
 	 * (the last counts 15 KiB and more): what --call-graph dwarf,SIZE
 	 * would have been enough. */
 	uint64_t need_kib[16];
+	/* The cost of scale: address spaces made (one per process and code
+	 * generation), objects opened for unwinding (once each, whatever
+	 * the number of processes that map them), and address spaces that
+	 * needed libdw's whole unwinder and so opened their objects again. */
+	uint64_t spaces, objects_opened, spaces_whole;
 };
 
 struct unwinder;

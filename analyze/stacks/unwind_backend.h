@@ -25,9 +25,12 @@ struct unwind_backend_ops {
 	void (*space_free)(void *space);
 	int (*run)(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, int max,
 		   enum unwind_stop *stop);
+	/* What the backend keeps across address spaces (u->priv), freed
+	 * with the unwinder; NULL when it keeps nothing. */
+	void (*release)(struct unwinder *u);
 };
 extern const struct unwind_backend_ops unwind_libdw_ops, unwind_libunwind_ops;
-void unwind_libdw_fast_stats(uint64_t *checked, uint64_t *differ);
+void unwind_libdw_fast_stats(uint64_t *checked, uint64_t *differ, uint64_t *further);
 
 struct unwinder {
 	const struct unwind_backend_ops *ops;
@@ -37,6 +40,7 @@ struct unwinder {
 	uint64_t used;		/* dump bytes read by the stack being unwound */
 	uint64_t sp;		/* its stack pointer: where its dump starts */
 	struct stackdump_rank rank; /* of the dump being unwound */
+	void *priv;		/* the backend's state shared by every space */
 };
 
 /* The space of a process's address space: its map for an address. */

@@ -1,11 +1,14 @@
 /*
  * analyze/stacks/unwind_libdw.c: the libdw unwinding backend.
  *
- * One Dwfl per process and code generation: every executable file mapping
- * is reported once, at its load bias, and the Dwfl is attached to a
- * "thread" whose registers and memory are those of the sample being
- * unwound. libdw caches each module's CFI (.eh_frame, then .debug_frame
- * from the debug file found by symbols.c) across samples.
+ * What is known of an object's code is kept once, whatever the number of
+ * processes that map it: its own Dwfl, with the object at its ELF
+ * addresses (libdw caches the CFI there: .eh_frame, then .debug_frame
+ * from the debug file symbols.c found), and the fast path's rules by ELF
+ * address. A process holds only its objects and their load biases. Only a
+ * stack the fast path cannot step gets a Dwfl of the process's own, made
+ * then, with every object at its load bias, attached to a "thread" whose
+ * registers and memory are the sample's, for libdw's whole unwinder.
  */
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
@@ -17,23 +20,27 @@
 #include "../hashmap.h"
 #include "unwind_backend.h"
 
-struct dw_space {
+/* An object's unwinding state, shared by every address space. */
+struct dw_obj {
 	Dwfl *dwfl;
+	Dwfl_Module *mod;	/* the object at its ELF addresses */
+	struct hashmap rules;	/* ELF address -> struct dw_rule *, for the fast path */
+};
+
+struct dw_space {
+	Dwfl *dwfl;		/* libdw's whole unwinder: made when a stack first needs it */
+	int dwfl_failed;
 	struct unwinder *u;
 	int pid;
-	struct hashmap rules;	/* lookup address -> struct dw_rule *, for the fast path */
-	struct dw_mod { Dwfl_Module *mod; struct dso *dso; } *mods;
-	size_t nr_mods;
+	struct dw_mod { struct dso *dso; uint64_t bias; struct dw_obj *obj; } *mods;
+	size_t nr_mods, last;
 	/* The sample being unwound. */
 	const struct unwind_input *in;
 	uint64_t *ips;
 	int n, max;
 	int beyond_dump;
+	int fast_nocfi;		/* the fast path ended where libdw would have failed */
 };
-
-/* libdw asks for separate debug files (for .debug_frame) without a way to
- * pass our state: the space being unwound is the only one. */
-static struct dw_space *current;
 
 /* Does the ELF file at path have a .debug_frame with bytes? */
 static int has_debug_frame(const char *path)
@@ -49,34 +56,33 @@ static int has_debug_frame(const char *path)
 	return found;
 }
 
+/* libdw asks for a module's separate debug file (for .debug_frame); the
+ * module's userdata is its struct dso (report_object). */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
 			  char **debuginfo_file_name)
 {
-	(void)userdata;
+	struct dso *d = userdata ? *userdata : NULL;
+	const char *dbg;
+	int fd;
+
+	(void)mod;
 	(void)modname;
 	(void)base;
 	(void)file_name;
 	(void)debuglink_file;
 	(void)debuglink_crc;
-	for (size_t i = 0; current && i < current->nr_mods; i++) {
-		const char *dbg;
-		int fd;
-
-		if (current->mods[i].mod != mod)
-			continue;
-		dbg = symbols_debug_file(current->mods[i].dso);
-		/* libdw asks for unwinding only: a debug file without
-		 * .debug_frame (Debian's -dbg ones) would be loaded, once per
-		 * address space, for nothing. */
-		if (!dbg || !strcmp(dbg, current->mods[i].dso->obj_path) || !has_debug_frame(dbg))
-			return -1;
-		fd = open(dbg, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
-			*debuginfo_file_name = strdup(dbg);
-		return fd;
-	}
-	return -1;
+	if (!d)
+		return -1;
+	dbg = symbols_debug_file(d);
+	/* libdw asks for unwinding only: a debug file without .debug_frame
+	 * (Debian's -dbg ones) would be loaded for nothing. */
+	if (!dbg || !strcmp(dbg, d->obj_path) || !has_debug_frame(dbg))
+		return -1;
+	fd = open(dbg, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		*debuginfo_file_name = strdup(dbg);
+	return fd;
 }
 
 static char *no_debuginfo_path;
@@ -147,15 +153,85 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
+/* Report d's object file to dwfl at load bias base, with d as the
+ * module's userdata for find_debuginfo. */
+static Dwfl_Module *report_object(Dwfl *dwfl, struct dso *d, uint64_t base)
+{
+	/* With add_p_vaddr the base is the bias itself. */
+	Dwfl_Module *mod = dwfl_report_elf(dwfl, d->short_name, d->obj_path, -1, base, true);
+	void **ud = NULL;
+
+	if (mod && dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && ud)
+		*ud = d;
+	return mod;
+}
+
+static void dw_obj_free(struct dw_obj *o)
+{
+	if (!o)
+		return;
+	hashmap_for_each(&o->rules, slot)
+		free(slot->ptr);
+	hashmap_release(&o->rules);
+	if (o->dwfl)
+		dwfl_end(o->dwfl);
+	free(o);
+}
+
+/* d's shared state, made on first use: NULL when out of memory or when
+ * libdw cannot read the object. */
+static struct dw_obj *dw_obj_of(struct unwinder *u, struct dso *d)
+{
+	struct hashmap *objs = u->priv;
+	struct hm_slot *slot;
+	struct dw_obj *o;
+	int created;
+
+	if (!objs) {
+		objs = u->priv = calloc(1, sizeof(*objs));
+		if (!objs)
+			return NULL;
+		hashmap_init(objs, 0);
+	}
+	slot = hashmap_u64(objs, (uintptr_t)d, &created);
+	if (!slot || !created)
+		return slot ? slot->ptr : NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	hashmap_init(&o->rules, 0);
+	o->dwfl = dwfl_begin(&callbacks);
+	if (o->dwfl) {
+		dwfl_report_begin(o->dwfl);
+		o->mod = report_object(o->dwfl, d, 0);
+		dwfl_report_end(o->dwfl, NULL, NULL);
+	}
+	if (!o->mod) {
+		dw_obj_free(o);
+		return NULL;
+	}
+	u->st.objects_opened++;
+	slot->ptr = o;
+	return o;
+}
+
+static void dw_release(struct unwinder *u)
+{
+	struct hashmap *objs = u->priv;
+
+	if (!objs)
+		return;
+	hashmap_for_each(objs, slot)
+		dw_obj_free(slot->ptr);
+	hashmap_release(objs);
+	free(objs);
+	u->priv = NULL;
+}
+
 static void dw_space_free(void *p)
 {
 	struct dw_space *sp = p;
 
-	if (current == sp)
-		current = NULL;
-	hashmap_for_each(&sp->rules, slot)
-		free(slot->ptr);
-	hashmap_release(&sp->rules);
 	if (sp->dwfl)
 		dwfl_end(sp->dwfl);
 	free(sp->mods);
@@ -164,33 +240,49 @@ static void dw_space_free(void *p)
 
 static void *dw_space_new(struct unwinder *u, struct process *p, const struct unwind_object *objs, size_t n)
 {
-	struct dw_space *sp = calloc(1, sizeof(*sp));
+	struct dw_space *sp;
 
+	if (!n)
+		return NULL;
+	sp = calloc(1, sizeof(*sp));
 	if (!sp)
 		return NULL;
 	sp->u = u;
 	sp->pid = p->pid;
-	hashmap_init(&sp->rules, 0);
-	sp->dwfl = dwfl_begin(&callbacks);
-	sp->mods = calloc(n ? n : 1, sizeof(*sp->mods));
-	if (!sp->dwfl || !sp->mods)
-		goto fail;
-	dwfl_report_begin(sp->dwfl);
-	for (size_t i = 0; i < n; i++) {
-		/* With add_p_vaddr the base is the bias itself. */
-		Dwfl_Module *mod = dwfl_report_elf(sp->dwfl, objs[i].dso->short_name, objs[i].dso->obj_path, -1,
-						   objs[i].bias, true);
-
-		if (mod)
-			sp->mods[sp->nr_mods++] = (struct dw_mod){ mod, objs[i].dso };
+	sp->mods = calloc(n, sizeof(*sp->mods));
+	if (!sp->mods) {
+		free(sp);
+		return NULL;
 	}
-	dwfl_report_end(sp->dwfl, NULL, NULL);
-	if (!sp->nr_mods || !dwfl_attach_state(sp->dwfl, NULL, p->pid, &thread_callbacks, sp))
-		goto fail;
+	for (size_t i = 0; i < n; i++)
+		sp->mods[sp->nr_mods++] = (struct dw_mod){ objs[i].dso, objs[i].bias, NULL };
 	return sp;
-fail:
-	dw_space_free(sp);
-	return NULL;
+}
+
+/* The process's own Dwfl for libdw's whole unwinder, made on first use:
+ * every object at its load bias. */
+static Dwfl *space_dwfl(struct dw_space *sp)
+{
+	size_t reported = 0;
+
+	if (sp->dwfl || sp->dwfl_failed)
+		return sp->dwfl;
+	sp->dwfl_failed = 1;
+	sp->dwfl = dwfl_begin(&callbacks);
+	if (!sp->dwfl)
+		return NULL;
+	sp->u->st.spaces_whole++;
+	dwfl_report_begin(sp->dwfl);
+	for (size_t i = 0; i < sp->nr_mods; i++)
+		reported += report_object(sp->dwfl, sp->mods[i].dso, sp->mods[i].bias) != NULL;
+	dwfl_report_end(sp->dwfl, NULL, NULL);
+	if (!reported || !dwfl_attach_state(sp->dwfl, NULL, sp->pid, &thread_callbacks, sp)) {
+		dwfl_end(sp->dwfl);
+		sp->dwfl = NULL;
+		return NULL;
+	}
+	sp->dwfl_failed = 0;
+	return sp->dwfl;
 }
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
@@ -210,28 +302,42 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 /* ---- the fast path ------------------------------------------------------
  *
  * dwfl_getthread_frames builds every frame's whole register state and runs
- * the CFI program from its FDE's start, for every frame of every sample.
- * Almost all x86-64 frames need much less: the CFA is rsp or rbp plus a
- * constant, the return address is saved at the CFA plus a constant, and
- * rbp is kept, saved or lost. Such a rule is taken from libdw once per
- * lookup address and kept; a stack made only of such frames is stepped
- * with rsp, rbp and the pc alone. Anything else (another CFA register, an
- * expression, a signal frame, no CFI, a read outside the dump, the frame
- * limit) hands the whole sample to libdw, so the frames are libdw's own.
- * MEMSIGHT_UNWIND_CHECK=1 unwinds every fast stack the slow way as well
- * and counts those that differ. */
+ * the CFI program from its FDE's start, for every frame of every sample,
+ * and needs a Dwfl of the process's own. Almost all x86-64 frames need
+ * much less: the CFA is a register plus a constant (or the PLT's short
+ * expression), and each register is kept, saved at the CFA plus a
+ * constant, the CFA plus a constant, or lost. Such a rule is taken from
+ * libdw once per object and ELF address and kept; a stack made only of
+ * such frames is stepped here, register by register. Anything else (a
+ * register rule that is an expression, a signal frame, no CFI, a read
+ * outside the dump, the frame limit) hands the whole sample to libdw, so
+ * the frames are libdw's own. MEMSIGHT_UNWIND_CHECK=1 unwinds every fast
+ * stack the slow way as well and counts those that differ. */
 
-enum { RULE_SLOW, RULE_STEP, RULE_END };
+/* RULE_FP: no table covers the address; libdw then tries the frame
+ * pointer chain (its x86-64 backend's unwind hook), and so does the fast
+ * path where every version of that hook agrees. */
+enum { RULE_SLOW, RULE_STEP, RULE_END, RULE_FP };
 enum { REG_SAME, REG_AT, REG_VAL, REG_UNDEF };
+/* DWARF x86-64 registers: 0-15 the general ones, 16 the return address. */
+#define NR_REGS 17
+#define REG_RA 16
+#define REG_RSP 7
+#define REG_RBP 6
+/* A CFA expression longer than this goes to libdw. */
+#define EXPR_MAX 12
 
 struct dw_rule {
-	uint8_t kind;	/* RULE_*: END when the caller's pc is undefined (outermost) */
-	uint8_t cfa_reg;	/* DWARF 6 (rbp) or 7 (rsp) */
-	uint8_t rbp, rsp;	/* REG_*: how the caller's rbp and rsp are found */
-	int64_t cfa_off, ra_off, rbp_off, rsp_off;
+	uint8_t kind;		/* RULE_*: END when the caller's pc is undefined (outermost) */
+	uint8_t cfa_reg;	/* the CFA is this register plus cfa_off, or with nr_expr the expression */
+	uint8_t nr_expr;
+	uint8_t how[NR_REGS];	/* REG_*: how each of the caller's registers is found */
+	int64_t cfa_off;
+	int64_t off[NR_REGS];
+	struct { uint8_t atom; uint64_t number; } expr[EXPR_MAX];
 };
 
-static uint64_t fast_checked, fast_differ;
+static uint64_t fast_checked, fast_differ, fast_further;
 
 /* A register's rule as REG_* and an offset from the CFA; -1 when it is
  * not one of those simple forms. */
@@ -269,23 +375,127 @@ static int rule_reg(Dwarf_Frame *f, int regno, uint8_t *how, int64_t *off)
 	return -1;
 }
 
-/* libdw's own choice of table: .eh_frame when it covers addr, else
- * .debug_frame. */
-static void rule_make(struct dw_space *sp, uint64_t addr, struct dw_rule *r)
+/* Is op one the expression evaluator below knows? */
+static int expr_known(uint8_t atom)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(sp->dwfl, addr);
+	switch (atom) {
+	case DW_OP_breg0 ... DW_OP_breg16:
+	case DW_OP_lit0 ... DW_OP_lit31:
+	case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+	case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+	case DW_OP_constu: case DW_OP_consts: case DW_OP_plus_uconst:
+	case DW_OP_and: case DW_OP_or: case DW_OP_xor: case DW_OP_plus: case DW_OP_minus:
+	case DW_OP_shl: case DW_OP_shr: case DW_OP_ge: case DW_OP_gt: case DW_OP_le: case DW_OP_lt:
+	case DW_OP_eq: case DW_OP_ne:
+		return 1;
+	}
+	return 0;
+}
+
+/* The rule's CFA from the frame's registers; 0, or -1 when a register it
+ * needs is not known. */
+static int rule_cfa(const struct dw_rule *r, const uint64_t *regs, unsigned valid, uint64_t *cfa)
+{
+	uint64_t st[EXPR_MAX];
+	int top = 0;
+
+	if (!r->nr_expr) {
+		if (!(valid >> r->cfa_reg & 1))
+			return -1;
+		*cfa = regs[r->cfa_reg] + (uint64_t)r->cfa_off;
+		return 0;
+	}
+	for (int i = 0; i < r->nr_expr; i++) {
+		uint8_t a = r->expr[i].atom;
+		uint64_t v = r->expr[i].number, x, y;
+
+		if (a >= DW_OP_breg0 && a <= DW_OP_breg16) {
+			if (!(valid >> (a - DW_OP_breg0) & 1))
+				return -1;
+			st[top++] = regs[a - DW_OP_breg0] + v;
+		} else if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+			st[top++] = a - DW_OP_lit0;
+		} else if (a == DW_OP_plus_uconst) {
+			if (top < 1)
+				return -1;
+			st[top - 1] += v;
+		} else if (a < DW_OP_and || (a >= DW_OP_const1u && a <= DW_OP_consts)) {
+			st[top++] = v; /* the constants: libdw has decoded them */
+		} else {
+			if (top < 2)
+				return -1;
+			y = st[--top];
+			x = st[top - 1];
+			switch (a) {
+			case DW_OP_and: x &= y; break;
+			case DW_OP_or: x |= y; break;
+			case DW_OP_xor: x ^= y; break;
+			case DW_OP_plus: x += y; break;
+			case DW_OP_minus: x -= y; break;
+			case DW_OP_shl: x = y < 64 ? x << y : 0; break;
+			case DW_OP_shr: x = y < 64 ? x >> y : 0; break;
+			case DW_OP_ge: x = (int64_t)x >= (int64_t)y; break;
+			case DW_OP_gt: x = (int64_t)x > (int64_t)y; break;
+			case DW_OP_le: x = (int64_t)x <= (int64_t)y; break;
+			case DW_OP_lt: x = (int64_t)x < (int64_t)y; break;
+			case DW_OP_eq: x = x == y; break;
+			case DW_OP_ne: x = x != y; break;
+			default: return -1;
+			}
+			st[top - 1] = x;
+		}
+		if (top >= EXPR_MAX)
+			return -1;
+	}
+	if (top != 1)
+		return -1;
+	*cfa = st[0];
+	return 0;
+}
+
+/* The CFA rule of f into r: a register plus an offset, or a short
+ * expression; -1 for anything else. */
+static int rule_make_cfa(Dwarf_Frame *f, struct dw_rule *r)
+{
+	Dwarf_Op *ops;
+	size_t n;
+
+	if (dwarf_frame_cfa(f, &ops, &n) || !n)
+		return -1;
+	if (n == 1 && ops[0].atom == DW_OP_bregx && ops[0].number < NR_REGS) {
+		/* libdw's form for "register plus offset" */
+		r->cfa_reg = ops[0].number;
+		r->cfa_off = (int64_t)ops[0].number2;
+		return 0;
+	}
+	if (n == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg16) {
+		r->cfa_reg = ops[0].atom - DW_OP_breg0;
+		r->cfa_off = (int64_t)ops[0].number;
+		return 0;
+	}
+	if (n > EXPR_MAX)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!expr_known(ops[i].atom))
+			return -1;
+		r->expr[i].atom = ops[i].atom;
+		r->expr[i].number = ops[i].number;
+	}
+	r->nr_expr = (uint8_t)n;
+	return 0;
+}
+
+/* The rule at ELF address addr of o, in libdw's own choice of table:
+ * .eh_frame when it covers addr, else .debug_frame. */
+static void rule_make(struct dw_obj *o, uint64_t addr, struct dw_rule *r)
+{
+	Dwfl_Module *mod = o->mod;
 	Dwarf_Frame *f = NULL;
 	Dwarf_CFI *cfi;
 	Dwarf_Addr bias;
-	Dwarf_Op *ops;
-	size_t n;
 	bool signal = false;
-	uint8_t ra;
-	int64_t ra_off;
 
-	r->kind = RULE_SLOW;
-	if (!mod)
-		return;
+	r->kind = RULE_FP;
 	cfi = dwfl_module_eh_cfi(mod, &bias);
 	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f)) {
 		f = NULL;
@@ -293,67 +503,90 @@ static void rule_make(struct dw_space *sp, uint64_t addr, struct dw_rule *r)
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f))
 			return;
 	}
-	if (dwarf_frame_info(f, NULL, NULL, &signal) != 16 || signal)
+	r->kind = RULE_SLOW;
+	if (dwarf_frame_info(f, NULL, NULL, &signal) != REG_RA || signal || rule_make_cfa(f, r))
 		goto out;
-	if (dwarf_frame_cfa(f, &ops, &n) || n != 1)
-		goto out;
-	if (ops[0].atom == DW_OP_bregx && ops[0].number < 32) {
-		/* libdw's form for "register plus offset" */
-		r->cfa_reg = ops[0].number;
-		r->cfa_off = (int64_t)ops[0].number2;
-	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
-		r->cfa_reg = ops[0].atom - DW_OP_breg0;
-		r->cfa_off = (int64_t)ops[0].number;
-	} else {
-		goto out;
-	}
-	if ((r->cfa_reg != 6 && r->cfa_reg != 7) || rule_reg(f, 16, &ra, &ra_off) ||
-	    rule_reg(f, 6, &r->rbp, &r->rbp_off) || rule_reg(f, 7, &r->rsp, &r->rsp_off))
-		goto out;
-	if (ra == REG_UNDEF)
+	for (int reg = 0; reg < NR_REGS; reg++)
+		if (rule_reg(f, reg, &r->how[reg], &r->off[reg]))
+			goto out;
+	if (r->how[REG_RA] == REG_UNDEF)
 		r->kind = RULE_END;
-	else if (ra == REG_AT && r->rsp != REG_UNDEF)
+	else if (r->how[REG_RA] == REG_AT)
 		r->kind = RULE_STEP;
-	r->ra_off = ra_off;
 out:
 	free(f);
 }
 
+/* The object of the space that maps runtime address addr, or NULL. */
+static struct dw_mod *mod_of(struct dw_space *sp, uint64_t addr)
+{
+	const struct map *mp = unwind_find_map(sp->u, sp->in->pid, addr);
+
+	if (!mp || !mp->dso)
+		return NULL;
+	if (sp->last < sp->nr_mods && sp->mods[sp->last].dso == mp->dso)
+		return &sp->mods[sp->last];
+	for (size_t i = 0; i < sp->nr_mods; i++)
+		if (sp->mods[i].dso == mp->dso) {
+			sp->last = i;
+			return &sp->mods[i];
+		}
+	return NULL;
+}
+
 static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 {
+	struct dw_mod *m = mod_of(sp, addr);
+	struct hm_slot *slot;
 	int created;
-	struct hm_slot *slot = hashmap_u64(&sp->rules, addr, &created);
 
+	if (!m)
+		return NULL;
+	if (!m->obj)
+		m->obj = dw_obj_of(sp->u, m->dso);
+	if (!m->obj)
+		return NULL;
+	slot = hashmap_u64(&m->obj->rules, addr - m->bias, &created);
 	if (!slot)
 		return NULL;
 	if (created) {
 		struct dw_rule *r = calloc(1, sizeof(*r));
 
 		if (r)
-			rule_make(sp, addr, r);
+			rule_make(m->obj, addr - m->bias, r);
 		slot->ptr = r;
 	}
 	return slot->ptr;
 }
 
+/* A word of the sample's memory; a read past the dump's bytes is noted,
+ * as libdw's memory callback notes it. */
 static int word_at(struct dw_space *sp, uint64_t addr, uint64_t *v)
 {
-	return unwind_read_word(sp->u, sp->in, addr, v);
+	if (!unwind_read_word(sp->u, sp->in, addr, v))
+		return 0;
+	sp->beyond_dump |= unwind_beyond_dump(sp->in, addr);
+	return -1;
 }
 
 /* The frames of a stack made only of simple rules, or -1 to hand the
  * sample to libdw. */
 static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, int max)
 {
-	uint64_t pc, rsp, rbp = 0;
-	int have_rbp, n = 0;
+	uint64_t regs[NR_REGS], pc;
+	unsigned valid = 0;
+	int n = 0;
 
-	if (!unwind_reg(in, 16, &pc) || !unwind_reg(in, 7, &rsp))
+	for (int reg = 0; reg < NR_REGS; reg++)
+		if (unwind_reg(in, reg, &regs[reg]))
+			valid |= 1u << reg;
+	if (!(valid >> REG_RA & 1) || !(valid >> REG_RSP & 1))
 		return -1;
-	have_rbp = unwind_reg(in, 6, &rbp);
+	pc = regs[REG_RA];
 	for (;;) {
 		const struct dw_rule *r;
-		uint64_t cfa, ra, v;
+		uint64_t cfa, next[NR_REGS];
+		unsigned next_valid = 0;
 
 		if (n >= max)
 			return -1;
@@ -364,34 +597,57 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 			return -1;
 		if (r->kind == RULE_END)
 			return n;
-		if (r->cfa_reg == 6 && !have_rbp)
-			return -1;
-		cfa = (r->cfa_reg == 7 ? rsp : rbp) + r->cfa_off;
-		if (word_at(sp, cfa + r->ra_off, &ra) || ra == 0)
-			return -1;
-		switch (r->rbp) {
-		case REG_AT:
-			have_rbp = !word_at(sp, cfa + r->rbp_off, &v);
-			rbp = v;
-			break;
-		case REG_VAL:
-			rbp = cfa + r->rbp_off;
-			have_rbp = 1;
-			break;
-		case REG_UNDEF:
-			have_rbp = 0;
-			break;
-		}
-		switch (r->rsp) {
-		case REG_AT:
-			if (word_at(sp, cfa + r->rsp_off, &rsp))
+		if (r->kind == RULE_FP) {
+			uint64_t fp = regs[REG_RBP], prev, ra;
+
+			/* libdw's hook gives up on a zero frame pointer: the
+			 * stack ends here, unfinished. */
+			if ((valid >> REG_RBP & 1) && fp == 0) {
+				sp->fast_nocfi = 1;
+				return n;
+			}
+			if (!(valid >> REG_RBP & 1) || word_at(sp, fp, &prev) || word_at(sp, fp + 8, &ra) ||
+			    regs[REG_RSP] >= fp + 16 || !ra)
 				return -1;
-			break;
-		case REG_VAL:
-			rsp = cfa + r->rsp_off;
-			break;
+			regs[REG_RBP] = prev;
+			regs[REG_RSP] = fp + 16;
+			valid = 1u << REG_RBP | 1u << REG_RSP;
+			pc = ra;
+			continue;
 		}
-		pc = ra;
+		/* The PLT's expression reads the pc as register 16. */
+		regs[REG_RA] = pc;
+		valid |= 1u << REG_RA;
+		if (rule_cfa(r, regs, valid, &cfa))
+			return -1;
+		for (int reg = 0; reg < NR_REGS; reg++) {
+			switch (r->how[reg]) {
+			case REG_SAME:
+				next[reg] = regs[reg];
+				next_valid |= valid & (1u << reg);
+				break;
+			case REG_AT:
+				if (!word_at(sp, cfa + (uint64_t)r->off[reg], &next[reg]))
+					next_valid |= 1u << reg;
+				else if (reg == REG_RSP)
+					return -1;
+				break;
+			case REG_VAL:
+				next[reg] = cfa + (uint64_t)r->off[reg];
+				next_valid |= 1u << reg;
+				break;
+			}
+		}
+		/* A return address that cannot be read leaves libdw's next pc
+		 * undefined: the stack ends there, complete unless the read
+		 * went past the dump. */
+		if (!(next_valid >> REG_RA & 1))
+			return n;
+		if (!next[REG_RA])
+			return -1;
+		memcpy(regs, next, sizeof(regs));
+		valid = next_valid;
+		pc = regs[REG_RA];
 	}
 }
 
@@ -401,8 +657,34 @@ static int dw_slow(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 	sp->n = 0;
 	sp->max = max;
 	sp->beyond_dump = 0;
-	current = sp;
+	if (!space_dwfl(sp))
+		return -1;
 	return dwfl_getthread_frames(sp->dwfl, in->tid, frame_cb, sp);
+}
+
+/* Why a stack of n frames ended without its outermost frame: past the
+ * dump, at the frame limit, or at a frame with no object or no CFI. */
+static enum unwind_stop stop_of(struct dw_space *sp, const struct unwind_input *in, const uint64_t *ips, int n,
+				int max)
+{
+	uint64_t at = 0;
+	const struct map *mp;
+
+	if (n >= max)
+		return UNWIND_STOP_DEPTH;
+	if (sp->beyond_dump)
+		return UNWIND_STOP_STACK_END;
+	/* The frame that could not be stepped from: the last one found, or
+	 * the sampled ip itself. */
+	if (n > 0)
+		at = ips[n - 1];
+	else
+		unwind_reg(in, 16, &at);
+	mp = unwind_find_map(sp->u, in->pid, at);
+	if (!mp || !mp->dso || !symbols_object(mp->dso))
+		return UNWIND_STOP_NO_OBJECT;
+	mp->dso->unwind_failed++;
+	return UNWIND_STOP_NO_CFI;
 }
 
 static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, int max,
@@ -410,57 +692,44 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 {
 	struct dw_space *sp = space;
 	int r, n, check = u->check;
+
 	sp->in = in;
-	/* The fast path's rules ask libdw for .debug_frame too, which may
-	 * load the separate debug file; libdw keeps a failure for good. */
-	current = sp;
+	sp->fast_nocfi = 0;
+	sp->beyond_dump = 0;
 	n = dw_fast(sp, in, ips, max);
 	if (n > 0) {
+		int beyond = sp->beyond_dump;
+
 		if (check) {
 			uint64_t *slow = malloc(max * sizeof(*slow));
+			int fast_nocfi = sp->fast_nocfi;
 
 			fast_checked++;
-			if (!slow || dw_slow(sp, in, slow, max) != 0 || sp->n != n ||
-			    memcmp(slow, ips, n * sizeof(*ips)))
+			r = slow ? dw_slow(sp, in, slow, max) : -1;
+			/* libdw ends a stack at a PLT entry, as if it were the
+			 * outermost frame: it cannot read the pc as register 16,
+			 * which the PLT's CFA expression needs. */
+			if (slow && r == 0 && sp->n < n && !memcmp(slow, ips, sp->n * sizeof(*ips)))
+				fast_further++;
+			else if (!slow || (r != 0) != fast_nocfi || sp->n != n || memcmp(slow, ips, n * sizeof(*ips)))
 				fast_differ++;
-			current = NULL;
+			else if (!fast_nocfi && beyond != sp->beyond_dump)
+				fast_differ++;
+			sp->fast_nocfi = fast_nocfi;
+			sp->beyond_dump = beyond;
 			free(slow);
 		}
-		*stop = UNWIND_STOP_NONE;
+		if (sp->fast_nocfi)
+			*stop = stop_of(sp, in, ips, n, max);
+		else
+			*stop = beyond ? UNWIND_STOP_STACK_END : UNWIND_STOP_NONE;
 		sp->in = NULL;
-		current = NULL;
 		return n;
 	}
 	r = dw_slow(sp, in, ips, max);
-
-	current = NULL;
 	/* libdw takes a return address it cannot read for the end of the
 	 * stack: one past the dump means the dump was too short. */
-	if (r == 0 && !sp->beyond_dump) {
-		*stop = UNWIND_STOP_NONE;
-	} else if (sp->n >= max) {
-		*stop = UNWIND_STOP_DEPTH;
-	} else if (sp->beyond_dump) {
-		*stop = UNWIND_STOP_STACK_END;
-	} else {
-		/* The frame that could not be stepped from: the last one found,
-		 * or the sampled ip itself. */
-		uint64_t at = 0;
-		const struct map *mp;
-
-		if (sp->n > 0)
-			at = sp->ips[sp->n - 1];
-		else
-			unwind_reg(in, 16, &at);
-		mp = unwind_find_map(u, in->pid, at);
-
-		if (!mp || !mp->dso || !symbols_object(mp->dso)) {
-			*stop = UNWIND_STOP_NO_OBJECT;
-		} else {
-			*stop = UNWIND_STOP_NO_CFI;
-			mp->dso->unwind_failed++;
-		}
-	}
+	*stop = r == 0 && !sp->beyond_dump ? UNWIND_STOP_NONE : stop_of(sp, in, ips, sp->n, max);
 	sp->in = NULL;
 	return sp->n;
 }
@@ -470,12 +739,15 @@ const struct unwind_backend_ops unwind_libdw_ops = {
 	.space_new = dw_space_new,
 	.space_free = dw_space_free,
 	.run = dw_run,
+	.release = dw_release,
 };
 
 /* With MEMSIGHT_UNWIND_CHECK=1: how many fast stacks were walked by libdw
- * as well, and how many of those came out otherwise. */
-void unwind_libdw_fast_stats(uint64_t *checked, uint64_t *differ)
+ * as well, how many of those came out otherwise, and how many went on
+ * where libdw's ended at a PLT entry. */
+void unwind_libdw_fast_stats(uint64_t *checked, uint64_t *differ, uint64_t *further)
 {
 	*checked = fast_checked;
 	*differ = fast_differ;
+	*further = fast_further;
 }

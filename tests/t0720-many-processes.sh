@@ -1,0 +1,50 @@
+#!/bin/sh
+# Many short-lived processes of one program: what the analyzer knows of an
+# object's code is opened and parsed once, whatever the number of processes
+# that map it, and the stacks come out named as in a recording of one.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+N=200
+P=$SAMPLES/nofp/loop_leak
+
+test_expect_success "one run and $N runs of a program without frame pointers" '
+	"$MEMSIGHT" record -q -o one.trace -- "$P" 3 >/dev/null &&
+	"$MEMSIGHT" record -q -o many.trace -- sh -c "for i in \$(seq $N); do \"$P\" 3 >/dev/null; done"
+'
+
+# "unwind: S address spaces, O objects opened, W spaces needing libdw's
+# whole unwinder": the objects (sh, the program, libc, ld.so, the vDSO) are
+# opened once for all the processes' address spaces; a rare stack the
+# cached rules cannot step (a return address of 0, a stack pointer that
+# cannot be read) costs its process a Dwfl of its own.
+test_expect_success 'each object is opened for unwinding once, not once per process' '
+	MEMSIGHT_UNWIND_STATS=1 "$MEMSIGHT" folded many.trace 2>stats >/dev/null &&
+	set -- $(sed -n "s/^unwind: \([0-9]*\) address spaces, \([0-9]*\) objects opened, \([0-9]*\) spaces needing.*/\1 \2 \3/p" stats) &&
+	echo "spaces $1, objects $2, whole unwinder $3" &&
+	test "$1" -ge $N &&
+	test "$2" -ge 3 && test "$2" -le 8 &&
+	test "$3" -le $((N / 20))
+'
+
+# brk and mmap stacks are the same in every run of the program: the set
+# of named stacks of the one and of the many must be equal, and whole
+# (main calls leak, which mallocs; the loader maps the program's libraries).
+for e in brk:main\;someFunc\;leak\;__libc_malloc mmap:_dl_map_object_from_fd\;_dl_map_segments; do
+	want=${e#*:}
+	e=${e%%:*}
+	test_expect_success "the $e stacks of $N processes are those of one, named alike" '
+		"$MEMSIGHT" folded -e '$e' one.trace | sed -n "s/^\(loop_leak;.*\) [0-9]*\$/\1/p" | sort -u >one.'$e' &&
+		"$MEMSIGHT" folded -e '$e' many.trace | sed -n "s/^\(loop_leak;.*\) [0-9]*\$/\1/p" | sort -u >many.'$e' &&
+		test -s one.'$e' &&
+		grep -q ";_start;.*'"$want"'" one.'$e' &&
+		test_cmp one.'$e' many.'$e'
+	'
+done
+
+test_expect_success 'libdw agrees with every stack the cached rules stepped' '
+	MEMSIGHT_UNWIND_CHECK=1 "$MEMSIGHT" folded many.trace 2>check >/dev/null &&
+	grep "^memsight: unwinding check: 0 of [1-9][0-9]* stacks stepped with cached rules differ" check
+'
+
+test_done
