@@ -134,6 +134,7 @@ SAMPLES := \
 	alloc_zoo \
 	cxx_leak \
 	cxx_threads \
+	fault_kinds \
 	fib_leak \
 	file_touch \
 	inline_alloc \
@@ -295,7 +296,7 @@ bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/bench-record.sh && sh tests/bench/bench-default.sh
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
-	sh tests/bench/bench-wholebox.sh
+	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh
 
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR)

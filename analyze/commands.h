@@ -27,7 +27,7 @@
 	X(mmaps, ANALYZE, "every mapping made: size, protection, flags, file, stack (mmapsnoop)")                \
 	X(brk, ANALYZE, "heap growth by stack (brkstack)")                                                        \
 	X(shm, ANALYZE, "System V shared memory calls with arguments and results (shmsnoop)")                    \
-	X(faults, ANALYZE, "page faults by stack and by backing file; swap-ins (faults, ffaults)")                \
+	X(faults, ANALYZE, "page faults by kind, stack, process and file; swap-ins (faults, ffaults)")            \
 	X(reclaim, ANALYZE, "direct and memcg reclaim latency, kswapd, shrinkers (vmscan, drsnoop)")             \
 	X(compaction, ANALYZE, "page migrations and compaction runs, summarised")                                 \
 	X(oom, ANALYZE, "OOM kills: victim, its memory, trigger stack, system state (oomkill)")                   \

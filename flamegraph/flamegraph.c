@@ -38,7 +38,7 @@ struct flamegraph {
 	int nr_forward;
 };
 
-/* An option of stacks and symbols, as given, for the analyzer. */
+/* An option for the analyzer (of stacks and symbols, or --fault-type), as given. */
 static int opt_forward(const struct opt *o, const char *arg, void *ctx)
 {
 	struct flamegraph *fg = ctx;
@@ -237,6 +237,9 @@ int main(int argc, char **argv)
 			   "kmem also leaked (bytes still outstanding when recording\n"
 			   "ended), for malloc peak (bytes held when the heap was\n"
 			   "largest); for reclaim latency (microseconds)"),
+		{ 0, "fault-type", OPT_CALLBACK_, NULL, "KIND",
+		  "for a trace's faults: only these kinds (repeatable): read, write,\n"
+		  "exec, cow, kernel", opt_forward, 0, 0 },
 		OPT_STRING('o', "output", &fg.output, "FILE", "write the SVG to FILE"),
 		OPT_STRING(0, "title", &fg.o.title, "TEXT", "title (default: Flame Graph, or one for the trace's event)"),
 		OPT_STRING(0, "subtitle", &fg.o.subtitle, "TEXT", "second line under the title"),

@@ -14,8 +14,10 @@
  *   group   the -e group that records it (an event in two groups is
  *           recorded once, with the most either asks)
  *   event   "system:name" for a tracepoint, perf's name for a software event
- *   type    TP, a tracepoint (config unused), or SW, a software event whose
- *           config is its PERF_COUNT_SW_ id
+ *   type    TP, a tracepoint (config unused); SW, a software event whose
+ *           config is its PERF_COUNT_SW_ id; or SW_ELSE, a software event
+ *           recorded only where none of the group's tracepoints of the same
+ *           kind exists on the kernel (the recorder says so once)
  *   stack   1: take a stack (the events that start something: an
  *           allocation, a reclaim, a kill); the events that end or free it
  *           are matched by pointer, pfn or thread and need none
@@ -32,7 +34,7 @@
 #define CATALOG_GROUPS(X)                                                                              \
 	X("brk", "brk() calls with the new break")                                                     \
 	X("mmap", "mmap, munmap, mremap with sizes and results")                                       \
-	X("faults", "every page fault (period 1) with its address")                                    \
+	X("faults", "every page fault (period 1) with its address and kind")                           \
 	X("malloc", "malloc, calloc, realloc, free, ... through uprobes")                              \
 	X("kmem", "kmalloc, kmem_cache, page and percpu allocations\nand frees")                       \
 	X("reclaim", "direct and memcg reclaim, kswapd, slab shrinking")                               \
@@ -53,7 +55,11 @@
 	X("mmap", "syscalls:sys_enter_mremap", TP, 0, 1, 0, MREMAP_ENTER, "addr", "old_len", "new_len", "flags",  \
 	  "new_addr")                                                                                             \
 	X("mmap", "syscalls:sys_exit_mremap", TP, 0, 0, 0, MREMAP_EXIT, "ret")                                   \
-	X("faults", "page-faults", SW, PERF_COUNT_SW_PAGE_FAULTS, 1, 1, FAULT, NULL)                              \
+	/* The exceptions tracepoints carry the fault's error code, which the   \
+	 * software event lacks; each fault is recorded once, by whichever.    */ \
+	X("faults", "exceptions:page_fault_user", TP, 0, 1, 0, FAULT, NULL)                                       \
+	X("faults", "exceptions:page_fault_kernel", TP, 0, 1, 0, FAULT, NULL)                                     \
+	X("faults", "page-faults", SW_ELSE, PERF_COUNT_SW_PAGE_FAULTS, 1, 1, FAULT, NULL)                         \
 	X("faults", "major-faults", SW, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 0, 1, FAULT_MAJ, NULL)                     \
 	X("kmem", "kmem:kmalloc", TP, 0, 1, 0, KMALLOC, NULL)                                                     \
 	X("kmem", "kmem:kfree", TP, 0, 0, 0, KFREE, NULL)                                                         \

@@ -40,11 +40,18 @@ struct ev_spec {
 	uint64_t config;  /* software event id */
 	int stack;	  /* take a callchain */
 	int addr;	  /* PERF_SAMPLE_ADDR */
+	const char *kind; /* the analyzer's kind: SW_ELSE events stand in for tracepoints of theirs */
+	int fallback;	  /* SW_ELSE */
 };
 
 #define TYPE_TP PERF_TYPE_TRACEPOINT
 #define TYPE_SW PERF_TYPE_SOFTWARE
-#define SPEC(group, event, type, config, stack, addr, kind, ...) { group, event, TYPE_##type, config, stack, addr },
+#define TYPE_SW_ELSE PERF_TYPE_SOFTWARE
+#define ELSE_TP 0
+#define ELSE_SW 0
+#define ELSE_SW_ELSE 1
+#define SPEC(group, event, type, config, stack, addr, kind, ...) \
+	{ group, event, TYPE_##type, config, stack, addr, #kind, ELSE_##type },
 static const struct ev_spec specs[] = { CATALOG_EVENTS(SPEC) };
 #undef SPEC
 
@@ -261,13 +268,35 @@ static void missing_add(char *missing, size_t len, const char *name)
 	snprintf(missing + n, len - n, "%s%s", n ? ", " : "", name);
 }
 
+/* Does the group have a software event standing in for tracepoints of s's
+ * kind? */
+static const struct ev_spec *spec_fallback(const struct ev_spec *s)
+{
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		if (specs[i].fallback && !strcmp(specs[i].group, s->group) && !strcmp(specs[i].kind, s->kind))
+			return &specs[i];
+	return NULL;
+}
+
+/* Has an event of the group and of s's kind been added? */
+static int kind_added(const struct ev_spec *s, const struct rec_event *evs, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++)
+			if (!strcmp(specs[k].name, evs[i].name) && !strcmp(specs[k].group, s->group) &&
+			    !strcmp(specs[k].kind, s->kind) && !specs[k].fallback)
+				return 1;
+	return 0;
+}
+
 int events_group_add(const char *name, uint64_t period, const struct rec_opts_events *o, struct rec_event **evs,
-		     size_t *nr, char *missing, size_t missing_len)
+		     size_t *nr, char *missing, size_t missing_len, const char **fallback)
 {
 	size_t found = 0, added = 0;
 	int denied = 0;
 
 	missing[0] = 0;
+	*fallback = NULL;
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		const struct ev_spec *s = &specs[i];
 		struct rec_event e, *dup;
@@ -276,6 +305,15 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 		if (strcmp(s->group, name))
 			continue;
 		found++;
+		if (s->fallback) {
+			if (kind_added(s, *evs, *nr))
+				continue;
+			/* Said once; but not where tracefs may not be read,
+			 * which only root may: the software event is then what
+			 * is allowed, as documented. */
+			if (!denied)
+				*fallback = s->name;
+		}
 		/* Two groups may share an event (faults and swap both want
 		 * major faults): record it once, with the most either asks. */
 		if ((dup = event_find(*evs, *nr, s->name))) {
@@ -302,7 +340,8 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 				/* A kernel without one tracepoint still has the
 				 * others: name it and go on. */
 				denied |= r == -EACCES;
-				missing_add(missing, missing_len, s->name);
+				if (!spec_fallback(s))
+					missing_add(missing, missing_len, s->name);
 				continue;
 			}
 			e.attr.sample_type |= PERF_SAMPLE_RAW;

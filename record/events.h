@@ -67,12 +67,13 @@ char *events_tracefs_read(const char *rel, size_t *len);
  * Append the events of group `name` to *evs, each taking one sample in
  * `period` firings (0 or 1: every one). An event another group already
  * added is not added twice. Returns 0, with the events this kernel lacks
- * listed in `missing` ("" when none); -ENOENT for an unknown group name;
- * -ENODEV when the kernel has none of its events; -EACCES when tracefs
- * may not be read.
+ * listed in `missing` ("" when none) and in *fallback the software event
+ * recorded in place of tracepoints the kernel lacks (NULL when none);
+ * -ENOENT for an unknown group name; -ENODEV when the kernel has none of
+ * its events; -EACCES when tracefs may not be read.
  */
 int events_group_add(const char *name, uint64_t period, const struct rec_opts_events *o, struct rec_event **evs,
-		     size_t *nr, char *missing, size_t missing_len);
+		     size_t *nr, char *missing, size_t missing_len, const char **fallback);
 
 /* The tracking event (dummy software event carrying MMAP2, COMM, FORK, EXIT). */
 int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr);

@@ -264,6 +264,7 @@ int rec_events_setup(struct recorder *rc)
 	}
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char missing[1024] = "";
+		const char *fallback = NULL;
 		uint64_t period;
 		int r;
 
@@ -275,7 +276,7 @@ int rec_events_setup(struct recorder *rc)
 			groups_ok++;
 			continue;
 		}
-		r = events_group_add(tok, period, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing));
+		r = events_group_add(tok, period, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing), &fallback);
 		if (r == -ENOENT) {
 			char known[256] = "";
 
@@ -304,6 +305,9 @@ int rec_events_setup(struct recorder *rc)
 		if (missing[0])
 			msg_note("group '%s' without %s: this kernel lacks them; recording the rest",
 				tok, missing);
+		if (fallback)
+			msg_note("group '%s': this kernel has no exceptions tracepoints; recording the %s software "
+				 "event instead, so faults have no kinds (read, write, exec, cow, kernel)", tok, fallback);
 		groups_ok++;
 	}
 	if (!groups_ok) {

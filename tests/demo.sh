@@ -39,6 +39,12 @@ for e in faults brk mmap; do
 done
 
 echo
+echo "== page faults by kind: first touches, copy-on-write in a forked child, the kernel filling a buffer =="
+if "$b/memsight" record -q -o "$out/kinds.trace" -- "$b/samples/fault_kinds" 256 >/dev/null; then
+	"$b/memsight" faults -T 3 "$out/kinds.trace" 2>/dev/null | sed -n "/PID COMM/,/^$/p"
+fi
+
+echo
 echo "== the fibonacci leak and the leak() loop: malloc through uprobes, leaks by stack =="
 for s in "fib_leak 200" "loop_leak 10000"; do
 	set -- $s

@@ -21,7 +21,7 @@ test_expect_success 'the trace file is private to its owner (mode 0600)' '
 
 test_expect_success 'fault samples agree with the faults the kernel counted (within 1%)' '
 	truth=$(sed -n "s/^xor_encoder: page faults \([0-9]*\) .*/\1/p" truth) &&
-	got=$(awk "\$1 == \"page-faults\" { print \$3 }" info) &&
+	got=$(awk "\$1 ~ /^(page-faults|exceptions:page_fault_(user|kernel))\$/ { s += \$3 } END { print s }" info) &&
 	echo "sample counted $truth, trace has $got" &&
 	test "$truth" -gt 16384 &&
 	diff=$((truth > got ? truth - got : got - truth)) &&
@@ -34,7 +34,7 @@ test_expect_success 'the faults of the input buffer are all in read_in_chunks' '
 	"$MEMSIGHT" events -e page-faults xor.trace >events &&
 	awk -v lo=$lo -v hi=$hi "
 		function hex(s,  i, v) { v = 0; sub(/^0x/, \"\", s); for (i = 1; i <= length(s); i++) v = v * 16 + index(\"0123456789abcdef\", substr(s, i, 1)) - 1; return v }
-		/ page-faults: addr / { a = hex(\$(NF-2)); inbuf = a >= lo && a < hi; n += inbuf; hit = 0; next }
+		/ (page-faults|exceptions:page_fault_[a-z]+): .*addr / { a = hex(\$(NF-2)); inbuf = a >= lo && a < hi; n += inbuf; hit = 0; next }
 		/^\t/ && inbuf && /read_in_chunks/ { hit = 1 }
 		/^$/ { if (inbuf) { named += hit }; inbuf = 0 }
 		END { print n, named; if (n < 16383 || named != n) exit 1 }
@@ -60,7 +60,7 @@ test_expect_success 'report: faults of read_in_chunks top the stacks, heap grew 
 test_expect_success 'folded fault stacks add up to the fault samples' '
 	"$MEMSIGHT" folded -e faults xor.trace >folded &&
 	sum=$(awk "{ s += \$NF } END { print s }" folded) &&
-	got=$(awk "\$1 == \"page-faults\" { print \$3 }" info) &&
+	got=$(awk "\$1 ~ /^(page-faults|exceptions:page_fault_(user|kernel))\$/ { s += \$3 } END { print s }" info) &&
 	test "$sum" = "$got" &&
 	grep "^xor_encoder;.*main;read_in_chunks [0-9]*$" folded
 '

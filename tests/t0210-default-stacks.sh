@@ -17,7 +17,7 @@ attribute() {
 	awk -v blo=$(printf %d $1) -v bhi=$(printf %d $2) -v clo=$(printf %d $3) -v chi=$(printf %d $4) '
 		function hex(s,  i, v) { v = 0; sub(/^0x/, "", s); for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
 		function done() { if (kind == 1) { nb++; hb += hit } else if (kind == 2) { nc++; hc += hit }; kind = 0 }
-		/ page-faults: addr / { done(); a = hex($(NF-2)); kind = a >= blo && a < bhi ? 1 : a >= clo && a < chi ? 2 : 0; hit = 0; next }
+		/ (page-faults|exceptions:page_fault_[a-z]+): .*addr / { done(); a = hex($(NF-2)); kind = a >= blo && a < bhi ? 1 : a >= clo && a < chi ? 2 : 0; hit = 0; next }
 		/^\t/ && kind == 1 && /read_in_chunks/ { hit = 1 }
 		/^\t/ && kind == 2 && /process_chunk/ { hit = 1 }
 		END { done(); print nb + 0, hb + 0, nc + 0, hc + 0 }

@@ -88,7 +88,7 @@ test_expect_success 'the vDSO travels in the trace: its frames are named or show
 	done &&
 	test_cmp vdso.libdw vdso.libunwind &&
 	awk "
-		/ page-faults: addr / { check(); invdso = 0; bad = 0; tomain = 0; next }
+		/ (page-faults|exceptions:page_fault_[a-z]+): .*addr / { check(); invdso = 0; bad = 0; tomain = 0; next }
 		/^\t.* \(\[vdso\]\)\$/ { invdso = 1; if (\$2 !~ /^(__vdso_[a-z_]+|\[vdso\])\+0x[0-9a-f]+\$/) bad = 1; next }
 		/^\t/ && invdso && / main\+0x/ { tomain = 1 }
 		function check() { if (!invdso) return; n++; if (bad || !tomain) { print \"bad vDSO stack before line \" NR; fail = 1 } }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../model/memops.h"
 #include "../stacks/unwind.h"
 
 int cmd_opt_pid(const struct opt *o, const char *arg, void *ctx)
@@ -169,4 +170,16 @@ void print_frames(const struct frame *fr, int n, int lines, const char *indent)
 	}
 	if (!n)
 		printf("%s(no stack recorded)\n", indent);
+}
+
+/* --fault-type KIND, repeatable: faults of any of the kinds given. */
+int cmd_opt_fault_type(const struct opt *o, const char *arg, void *ctx)
+{
+	int k = fault_kind_parse(arg);
+
+	(void)ctx;
+	if (k < 0)
+		return msg_error("unknown fault type '%s': use read, write, exec, cow or kernel", arg);
+	*(unsigned *)o->value |= 1u << k;
+	return 0;
 }

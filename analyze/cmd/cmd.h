@@ -35,6 +35,13 @@ int cmd_opt_pid(const struct opt *o, const char *arg, void *ctx);
 int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx);
 
 #define OPT_PID(v) OPT_CALLBACK(0, "pid", v, "PID", "only this process", cmd_opt_pid)
+/* --fault-type KIND, repeatable, into an unsigned of enum fault_kind bits. */
+#define OPT_FAULT_TYPE(v)                                                                               \
+	OPT_CALLBACK(0, "fault-type", v, "KIND",                                                        \
+		     "faults only of these kinds (repeatable): read, write, exec; cow, a\n"             \
+		     "write to a present page; kernel, a kernel-mode fault on a user address",         \
+		     cmd_opt_fault_type)
+int cmd_opt_fault_type(const struct opt *o, const char *arg, void *ctx);
 #define OPT_LINES(v) OPT_BOOL(0, "lines", v, "add file:line to each frame")
 #define OPT_NO_STACKS(v) OPT_SET('G', "no-stacks", v, 0, "leave the stacks out")
 #define CMD_STACK_OPT(id, name, argh, optional, help) \

@@ -9,6 +9,7 @@
 #include <traceevent/event-parse.h>
 
 #include "cmd.h"
+#include "../model/memops.h"
 
 static const char usage_text[] =
 	"usage: memsight events [options] FILE\n"
@@ -34,12 +35,29 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 		return 0;
 	if (smp->ev->kind == EVK_TRACKING)
 		return 0;
-	if (o->event && strcmp(o->event, smp->ev->d.name) && strcmp(o->event, smp->ev->d.group))
+	/* page-faults names the page faults whichever event recorded them:
+	 * the software event or the exceptions tracepoints. */
+	if (o->event && strcmp(o->event, smp->ev->d.name) && strcmp(o->event, smp->ev->d.group) &&
+	    !(smp->ev->kind == EVK_FAULT && !strcmp(o->event, "page-faults")))
 		return 0;
 	printf("%16s %6u/%-6u [%03u] %llu.%06llu: %s:", machine_comm(&s->m, smp->pid, smp->tid), smp->pid, smp->tid,
 	       smp->cpu, (unsigned long long)(smp->time / 1000000000ull),
 	       (unsigned long long)(smp->time % 1000000000ull / 1000), smp->ev->d.name);
-	if (smp->ev->tp && smp->raw) {
+	if (smp->ev->kind == EVK_FAULT && smp->ev->tp && smp->raw) {
+		/* A fault as the software event's are shown, with its kinds
+		 * and error code first. */
+		uint64_t code = sample_num(smp, "error_code");
+		unsigned kinds = fault_kinds(code);
+		const char *sep = " ";
+
+		for (int k = 0; k < FAULT_KINDS; k++)
+			if (kinds >> k & 1) {
+				printf("%s%s", sep, fault_kind_names[k]);
+				sep = ",";
+			}
+		printf(" error_code 0x%llx addr 0x%llx ip 0x%llx\n", (unsigned long long)code,
+		       (unsigned long long)sample_num(smp, "address"), (unsigned long long)sample_num(smp, "ip"));
+	} else if (smp->ev->tp && smp->raw) {
 		struct tep_record rec = { .ts = smp->time, .cpu = smp->cpu, .size = smp->raw_size,
 					  .data = (void *)smp->raw };
 

@@ -4,6 +4,7 @@
  * them, and by stack, as faults does; major faults on anonymous memory are
  * the swap-ins.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +16,22 @@
 static const char usage_text[] =
 	"usage: memsight faults [options] FILE\n"
 	"\n"
-	"Page faults by backing file (file-backed against anonymous memory) and by\n"
-	"stack; major faults on anonymous memory are swap-ins.\n";
+	"Page faults by backing file (file-backed against anonymous memory), by\n"
+	"process and by stack, each split by kind (read, write, exec; cow, a write\n"
+	"to a present page; kernel, a kernel-mode fault on a user address) where\n"
+	"the exceptions tracepoints recorded them; major faults on anonymous\n"
+	"memory are swap-ins.\n";
 
+_Static_assert(FAULT_KINDS <= sizeof(((struct stack_entry *)0)->by_kind) / sizeof(uint64_t),
+	       "a stack's split has room for every fault kind");
+
+/* Faults on one mapping, or of one process (name is then its comm). */
 struct fault_file {
 	const char *name;
 	int file_backed;
+	int pid;
 	uint64_t faults, major;
+	uint64_t by_kind[FAULT_KINDS];
 };
 
 struct faults {
@@ -29,9 +39,18 @@ struct faults {
 	uint64_t top;
 	int json, lines, kernel;
 	struct hashmap files;	/* interned name -> struct fault_file * */
+	struct hashmap procs;	/* pid -> struct fault_file * */
 	struct stacktab minor, swapin;
 	uint64_t total, major, file, anon, unknown, major_anon, major_file;
+	uint64_t by_kind[FAULT_KINDS];
+	int kinds;		/* the trace's faults carry their kind */
 };
+
+static void kinds_add(uint64_t *by_kind, unsigned kinds)
+{
+	for (int k = 0; k < FAULT_KINDS; k++)
+		by_kind[k] += kinds >> k & 1;
+}
 
 static int file_backed(const struct map *m)
 {
@@ -70,15 +89,31 @@ static int on_fault(struct session *s, const struct memop *op, void *arg)
 		return 0;
 	}
 	ff->faults++;
+	kinds_add(ff->by_kind, op->fault_kinds);
 	f->total++;
+	kinds_add(f->by_kind, op->fault_kinds);
+	f->kinds |= op->fault_kinds != 0;
 	if (!op->map)
 		f->unknown++;
 	else if (fb)
 		f->file++;
 	else
 		f->anon++;
-	if (op->stack->nr_ips && !stacktab_add(&f->minor, s, op->stack, 1))
+	slot = hashmap_u64(&f->procs, (uint32_t)op->pid, NULL);
+	if (!slot || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*ff)))))
 		return -1;
+	ff = slot->ptr;
+	ff->pid = op->pid;
+	ff->name = machine_comm(&s->m, op->pid, op->pid);
+	ff->faults++;
+	kinds_add(ff->by_kind, op->fault_kinds);
+	if (op->stack->nr_ips) {
+		struct stack_entry *e = stacktab_add(&f->minor, s, op->stack, 1);
+
+		if (!e)
+			return -1;
+		kinds_add(e->by_kind, op->fault_kinds);
+	}
 	return 0;
 }
 
@@ -91,35 +126,58 @@ static int file_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* The faults, sorted: by file, by stack, swap-ins by stack. */
+/* The faults, sorted: by file, by process, by stack, swap-ins by stack. */
 struct faults_sorted {
-	struct fault_file **files;
+	struct fault_file **files, **procs;
 	struct stack_entry **minor, **swapin;
-	size_t nf, nm, ns;
+	size_t nf, np, nm, ns;
 };
+
+static struct fault_file **files_sorted(const struct hashmap *m, size_t *n)
+{
+	struct fault_file **v = malloc((m->nr ? m->nr : 1) * sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	hashmap_for_each(m, slot) v[(*n)++] = slot->ptr;
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), file_cmp);
+	return v;
+}
 
 static int faults_sort(struct faults *f, struct faults_sorted *o)
 {
-	o->files = malloc((f->files.nr ? f->files.nr : 1) * sizeof(*o->files));
-	if (!o->files)
+	o->files = files_sorted(&f->files, &o->nf);
+	o->procs = files_sorted(&f->procs, &o->np);
+	if (!o->files || !o->procs)
 		return -1;
-	hashmap_for_each(&f->files, slot) o->files[o->nf++] = slot->ptr;
-	if (o->nf > 1)
-		qsort(o->files, o->nf, sizeof(*o->files), file_cmp);
 	o->minor = stacktab_sorted(&f->minor, 0, &o->nm);
 	o->swapin = stacktab_sorted(&f->swapin, 0, &o->ns);
 	return 0;
 }
 
-static void stacks_json(struct json *j, const char *key, struct stack_entry **v, size_t n, uint64_t top, int lines)
+/* "kinds": { "read": N, ... } where the trace has them. */
+static void kinds_json(struct json *j, const struct faults *f, const uint64_t *by_kind)
+{
+	if (!f->kinds)
+		return;
+	json_begin(j, "kinds");
+	for (int k = 0; k < FAULT_KINDS; k++)
+		json_u64(j, fault_kind_names[k], by_kind[k]);
+	json_end(j);
+}
+
+static void stacks_json(struct json *j, const struct faults *f, const char *key, struct stack_entry **v, size_t n)
 {
 	json_begin_array(j, key);
-	for (size_t i = 0; v && i < n && i < top; i++) {
+	for (size_t i = 0; v && i < n && i < f->top; i++) {
 		json_begin(j, NULL);
 		json_i64(j, "pid", v[i]->pid);
 		json_str(j, "comm", v[i]->comm);
 		json_u64(j, "faults", v[i]->weight);
-		cmd_json_frames(j, "frames", v[i]->frames, v[i]->nr_frames, lines);
+		kinds_json(j, f, v[i]->by_kind);
+		cmd_json_frames(j, "frames", v[i]->frames, v[i]->nr_frames, f->lines);
 		json_end(j);
 	}
 	json_end(j);
@@ -139,6 +197,7 @@ static void print_json(const struct session *s, const struct faults *f, const st
 	json_u64(&j, "major", f->major);
 	json_u64(&j, "major_file", f->major_file);
 	json_u64(&j, "swapins", f->major_anon);
+	kinds_json(&j, f, f->by_kind);
 	json_begin_array(&j, "files");
 	for (size_t i = 0; i < o->nf && i < f->top; i++) {
 		json_begin(&j, NULL);
@@ -146,20 +205,55 @@ static void print_json(const struct session *s, const struct faults *f, const st
 		json_bool(&j, "file_backed", o->files[i]->file_backed);
 		json_u64(&j, "faults", o->files[i]->faults);
 		json_u64(&j, "major", o->files[i]->major);
+		kinds_json(&j, f, o->files[i]->by_kind);
 		json_end(&j);
 	}
 	json_end(&j);
-	stacks_json(&j, "stacks", o->minor, o->nm, f->top, f->lines);
-	stacks_json(&j, "swapin_stacks", o->swapin, o->ns, f->top, f->lines);
+	json_begin_array(&j, "processes");
+	for (size_t i = 0; i < o->np && i < f->top; i++) {
+		json_begin(&j, NULL);
+		json_i64(&j, "pid", o->procs[i]->pid);
+		json_str(&j, "comm", o->procs[i]->name);
+		json_u64(&j, "faults", o->procs[i]->faults);
+		kinds_json(&j, f, o->procs[i]->by_kind);
+		json_end(&j);
+	}
+	json_end(&j);
+	stacks_json(&j, f, "stacks", o->minor, o->nm);
+	stacks_json(&j, f, "swapin_stacks", o->swapin, o->ns);
 	json_end(&j);
 }
 
-static void stacks_text(const char *title, struct stack_entry **v, size_t n, uint64_t top, int lines)
+/* The kind columns: their heading, or one row's counts. */
+static void kinds_text(const struct faults *f, const uint64_t *by_kind)
 {
-	for (size_t i = 0; v && i < n && i < top; i++) {
-		printf("\n%llu %s from stack (pid %d %s)\n", (unsigned long long)v[i]->weight, title, v[i]->pid,
+	for (int k = 0; f->kinds && k < FAULT_KINDS; k++) {
+		char up[16];
+
+		for (size_t c = 0; c < sizeof(up); c++)
+			if (!(up[c] = (char)toupper((unsigned char)fault_kind_names[k][c])))
+				break;
+		if (by_kind)
+			printf(" %8llu", (unsigned long long)by_kind[k]);
+		else
+			printf(" %8s", up);
+	}
+}
+
+static void stacks_text(const struct faults *f, const char *title, struct stack_entry **v, size_t n)
+{
+	for (size_t i = 0; v && i < n && i < f->top; i++) {
+		printf("\n%llu %s from stack (pid %d %s)", (unsigned long long)v[i]->weight, title, v[i]->pid,
 		       v[i]->comm);
-		print_frames(v[i]->frames, v[i]->nr_frames, lines, "\t\t");
+		const char *sep = ":";
+
+		for (int k = 0; f->kinds && k < FAULT_KINDS; k++)
+			if (v[i]->by_kind[k]) {
+				printf("%s %llu %s", sep, (unsigned long long)v[i]->by_kind[k], fault_kind_names[k]);
+				sep = ",";
+			}
+		printf("\n");
+		print_frames(v[i]->frames, v[i]->nr_frames, f->lines, "\t\t");
 	}
 }
 
@@ -170,15 +264,28 @@ static void print_text(const struct session *s, const struct faults *f, const st
 	       s->path, (unsigned long long)f->total, (unsigned long long)f->file, (unsigned long long)f->anon,
 	       f->unknown ? ", some outside any known mapping" : "", (unsigned long long)f->major,
 	       (unsigned long long)f->major_file, (unsigned long long)f->major_anon);
-	printf("\n%10s %8s  %-6s %s\n", "FAULTS", "MAJOR", "TYPE", "MAPPING");
-	for (size_t i = 0; i < o->nf && i < f->top; i++)
-		printf("%10llu %8llu  %-6s %s\n", (unsigned long long)o->files[i]->faults,
-		       (unsigned long long)o->files[i]->major, o->files[i]->file_backed ? "file" : "anon",
-		       o->files[i]->name);
-	stacks_text("faults", o->minor, o->nm, f->top, f->lines);
+	if (!f->kinds && f->total)
+		printf("# no fault kinds: recorded with the page-faults software event\n");
+	printf("\n%10s %8s", "FAULTS", "MAJOR");
+	kinds_text(f, NULL);
+	printf("  %-6s %s\n", "TYPE", "MAPPING");
+	for (size_t i = 0; i < o->nf && i < f->top; i++) {
+		printf("%10llu %8llu", (unsigned long long)o->files[i]->faults, (unsigned long long)o->files[i]->major);
+		kinds_text(f, o->files[i]->by_kind);
+		printf("  %-6s %s\n", o->files[i]->file_backed ? "file" : "anon", o->files[i]->name);
+	}
+	printf("\n%10s", "FAULTS");
+	kinds_text(f, NULL);
+	printf("  %7s %s\n", "PID", "COMM");
+	for (size_t i = 0; i < o->np && i < f->top; i++) {
+		printf("%10llu", (unsigned long long)o->procs[i]->faults);
+		kinds_text(f, o->procs[i]->by_kind);
+		printf("  %7d %s\n", o->procs[i]->pid, o->procs[i]->name);
+	}
+	stacks_text(f, "faults", o->minor, o->nm);
 	if (o->ns)
 		printf("\n# swap-ins (major faults on anonymous memory) by stack\n");
-	stacks_text("swap-ins", o->swapin, o->ns, f->top, f->lines);
+	stacks_text(f, "swap-ins", o->swapin, o->ns);
 }
 
 int cmd_faults(int argc, char **argv, struct analyze_opts *a)
@@ -203,6 +310,7 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 	if (cmd_open_group(&s, argv[optind], a, "page fault", "faults", "swap"))
 		return 1;
 	hashmap_init(&f.files, 0);
+	hashmap_init(&f.procs, 0);
 	stacktab_init(&f.minor, f.kernel, 1);
 	stacktab_init(&f.swapin, f.kernel, 1);
 	if (memops_replay(&s, on_fault, &f, err, sizeof(err))) {
@@ -214,10 +322,13 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 		ret = 0;
 	}
 	free(o.files);
+	free(o.procs);
 	free(o.minor);
 	free(o.swapin);
 	hashmap_for_each(&f.files, slot) free(slot->ptr);
 	hashmap_release(&f.files);
+	hashmap_for_each(&f.procs, slot) free(slot->ptr);
+	hashmap_release(&f.procs);
 	stacktab_release(&f.minor);
 	stacktab_release(&f.swapin);
 	return cmd_close(&s, ret);

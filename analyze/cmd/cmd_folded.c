@@ -30,6 +30,7 @@ struct folded {
 	enum memop_kind kind;
 	enum weight weight;
 	long pid;
+	unsigned fault_types;	/* --fault-type: bits of enum fault_kind; 0 for all */
 	struct stacktab tab;
 };
 
@@ -52,6 +53,8 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 	if (op->failed)
 		return 0;
 	if (f->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP && !op->grow)
+		return 0;
+	if (op->kind == MEMOP_FAULT && f->fault_types && !(op->fault_kinds & f->fault_types))
 		return 0;
 	switch (f->weight) {
 	case W_COUNT:
@@ -338,6 +341,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 			     "largest); for reclaim: latency (microseconds) or count",
 			     opt_weight),
 		OPT_PID(&f.pid),
+		OPT_FAULT_TYPE(&f.fault_types),
 		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"),
 		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),
 		OPT_STACKS,
@@ -353,6 +357,10 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		 * the kernel's own memory it is the point. */
 		kernel = (f.kind == MEMOP_FAULT && f.src == FS_MEMOPS) || f.src == FS_KMEM || f.src == FS_RECLAIM ||
 			 f.src == FS_SWAP;
+	if (f.fault_types && (f.src != FS_MEMOPS || f.kind != MEMOP_FAULT)) {
+		msg_error("--fault-type is for faults: give -e faults");
+		return 2;
+	}
 	if (!weight_applies(&f)) {
 		msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
 			  "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
@@ -360,6 +368,11 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 	}
 	if (cmd_open(&s, argv[optind], a))
 		return 1;
+	if (f.fault_types && !session_fault_kinds(&s)) {
+		msg_error("'%s' has no fault kinds: it was recorded with the page-faults software event (a kernel "
+			  "without the exceptions tracepoints); drop --fault-type", s.path);
+		return cmd_close(&s, 1);
+	}
 	stacktab_init(&f.tab, kernel, 1);
 	hashmap_init(&f.begins, 0);
 	ret = fold(&f, &s);

@@ -51,6 +51,8 @@ struct report {
 	size_t nr_big;
 	struct hashmap fmaps;	/* (pid, start) -> struct fault_map * */
 	int have_brk, have_mmap, have_faults, have_malloc;
+	uint64_t fault_kinds[FAULT_KINDS];
+	int fault_kinds_known;
 	struct memops_state *mo;
 	struct allocs a;	/* with have_malloc */
 	struct heapprof heap;
@@ -148,6 +150,9 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 
 		r->have_faults = 1;
 		p->faults++;
+		r->fault_kinds_known |= op->fault_kinds != 0;
+		for (int k = 0; k < FAULT_KINDS; k++)
+			r->fault_kinds[k] += op->fault_kinds >> k & 1;
 		/* "//anon" is anonymous memory, whatever its leading slash. */
 		if (op->map && op->map->name[0] == '/' && op->map->name[1] != '/')
 			p->file++;
@@ -395,6 +400,20 @@ static void print_report(struct report *r, struct session *s)
 				       (unsigned long long)procs[i]->faults, (unsigned long long)procs[i]->major,
 				       (unsigned long long)procs[i]->anon, (unsigned long long)procs[i]->file,
 				       fmt_bytes(procs[i]->faults * s->page_size, a, sizeof(a)));
+		if (r->fault_kinds_known) {
+			static const char *const what[FAULT_KINDS] = {
+				[FAULT_READ] = "reads",
+				[FAULT_WRITE] = "writes",
+				[FAULT_EXEC] = "instruction fetches",
+				[FAULT_COW] = "writes to present pages: copy-on-write after fork, or read-only memory",
+				[FAULT_KERNEL] = "by the kernel on user memory: read(), recv(), copy_to_user",
+			};
+
+			printf("\nby kind:\n");
+			for (int k = 0; k < FAULT_KINDS; k++)
+				printf("  %10llu %-7s %s\n", (unsigned long long)r->fault_kinds[k], fault_kind_names[k],
+				       what[k]);
+		}
 		printf("\ntop stacks by faults:\n");
 		stacktab_print(&r->faults, stdout, r->top, 1, "faults", "  ");
 		if (fm) {

@@ -28,6 +28,30 @@ struct memops_state {
 	struct hashmap brk;	/* pid -> current break */
 };
 
+const char *const fault_kind_names[FAULT_KINDS] = {
+	[FAULT_READ] = "read", [FAULT_WRITE] = "write", [FAULT_EXEC] = "exec",
+	[FAULT_COW] = "cow", [FAULT_KERNEL] = "kernel",
+};
+
+unsigned fault_kinds(uint64_t code)
+{
+	unsigned k = code & 16 ? 1u << FAULT_EXEC : code & 2 ? 1u << FAULT_WRITE : 1u << FAULT_READ;
+
+	if ((code & 3) == 3)
+		k |= 1u << FAULT_COW;
+	if (!(code & 4))
+		k |= 1u << FAULT_KERNEL;
+	return k;
+}
+
+int fault_kind_parse(const char *name)
+{
+	for (int i = 0; i < FAULT_KINDS; i++)
+		if (!strcmp(name, fault_kind_names[i]))
+			return i;
+	return -1;
+}
+
 static int on_sample(struct session *s, struct sample *smp, void *arg)
 {
 	struct memops_state *st = arg;
@@ -45,8 +69,29 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	case EVK_FAULT_MAJ:
 		op.kind = k == EVK_FAULT ? MEMOP_FAULT : MEMOP_FAULT_MAJ;
 		op.addr = smp->addr;
+		if (smp->ev->tp) {
+			/* The exceptions tracepoints: the address and the error
+			 * code are fields. A fault on a kernel address (the top
+			 * half) is the kernel's own, which the software event
+			 * never counts. */
+			op.addr = sample_num(smp, "address");
+			if (op.addr >> 63)
+				return 0;
+			op.fault_kinds = fault_kinds(sample_num(smp, "error_code"));
+			/* A fault in user mode has for its kernel stack the
+			 * exception's entry, always the same: leave it out, as
+			 * the software event's stacks do (its kernel callchain
+			 * is empty for a user-mode fault). */
+			if (!(op.fault_kinds >> FAULT_KERNEL & 1))
+				for (uint64_t i = 0; i < smp->nr_ips; i++)
+					if (smp->ips[i] == PERF_CONTEXT_USER) {
+						smp->ips += i;
+						smp->nr_ips -= i;
+						break;
+					}
+		}
 		op.len = op.grow = s->page_size;
-		op.map = machine_find_map(&s->m, smp->pid, smp->addr);
+		op.map = machine_find_map(&s->m, smp->pid, op.addr);
 		op.stack = smp;
 		return st->fn(s, &op, st->arg);
 	case EVK_BRK_ENTER:

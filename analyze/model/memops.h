@@ -20,6 +20,34 @@ enum memop_kind {
 	MEMOP_FAULT_MAJ, /* the major-fault twin of a MEMOP_FAULT: counts only */
 };
 
+/*
+ * What a page fault was, from the x86 error code the exceptions
+ * tracepoints carry (the page-faults software event has none):
+ *   bit 0  P     the page was present: a protection fault (else not present)
+ *   bit 1  W     a write (else a read)
+ *   bit 2  U     in user mode (else the kernel, on a user address: copying
+ *                to or from a user buffer, as read() and recv() do)
+ *   bit 4  I     an instruction fetch
+ * The kinds, as --fault-type names them: the access is exactly one of
+ * read, write and exec; cow is a write to a present page (copy-on-write
+ * after fork, or a write to read-only memory); kernel is a kernel-mode
+ * fault. A fault has several kinds: a kernel-mode write is write and
+ * kernel.
+ */
+enum fault_kind {
+	FAULT_READ,
+	FAULT_WRITE,
+	FAULT_EXEC,
+	FAULT_COW,
+	FAULT_KERNEL,
+	FAULT_KINDS,
+};
+extern const char *const fault_kind_names[FAULT_KINDS];
+/* The kinds of an error code, one bit per enum fault_kind. */
+unsigned fault_kinds(uint64_t error_code);
+/* A kind by name; -1 for none. */
+int fault_kind_parse(const char *name);
+
 struct memop {
 	enum memop_kind kind;
 	int pid, tid;
@@ -34,6 +62,7 @@ struct memop {
 	uint64_t grow;		/* bytes the operation added: brk growth, mmap length,
 				 * mremap growth, a page for a fault */
 	const struct map *map;	/* fault: the mapping hit, NULL if none known */
+	unsigned fault_kinds;	/* fault: bits of enum fault_kind; 0 when the event has no error code */
 	const struct sample *stack; /* the sample whose callchain caused it */
 };
 

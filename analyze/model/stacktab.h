@@ -20,6 +20,7 @@ struct stack_entry {
 	int pid;
 	const char *comm;
 	uint64_t count, weight;
+	uint64_t by_kind[5];	/* the command's own split of count (memsight faults: by fault kind) */
 	int nr_frames;
 	struct frame *frames;	/* named when the replay ends (see named) */
 	int named;

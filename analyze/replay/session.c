@@ -364,6 +364,14 @@ int session_group_recorded(struct session *s, const char *group)
 	return 0;
 }
 
+int session_fault_kinds(const struct session *s)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		if (s->evs[i].kind == EVK_FAULT && s->evs[i].tp)
+			return 1;
+	return 0;
+}
+
 uint64_t session_group_period(struct session *s, const char *group)
 {
 	for (size_t i = 0; i < s->nr_evs; i++)

@@ -212,6 +212,9 @@ int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, 
 
 /* Whether any event of a group ("kmem") was recorded. */
 int session_group_recorded(struct session *s, const char *group);
+/* Were page faults recorded with their kinds (the exceptions tracepoints,
+ * not the page-faults software event)? */
+int session_fault_kinds(const struct session *s);
 /* The sampling period of a group's events (GROUP/N), 1 when every event
  * was kept. */
 uint64_t session_group_period(struct session *s, const char *group);

@@ -406,13 +406,15 @@ static const char *const catalog_groups[] = {
 
 #define TP 0
 #define SW 1
+#define SW_ELSE 2
 static const struct {
 	const char *group, *event;
 	int type;
 	unsigned long long config;
 	int stack, addr;
+	const char *kind;
 } catalog_events[] = {
-#define EVENT_ROW(group, event, type, config, stack, addr, kind, ...) { group, event, type, config, stack, addr },
+#define EVENT_ROW(group, event, type, config, stack, addr, kind, ...) { group, event, type, config, stack, addr, #kind },
 	CATALOG_EVENTS(EVENT_ROW)
 #undef EVENT_ROW
 };
@@ -435,6 +437,17 @@ static int unit_catalog(void)
 	for (size_t i = 0; i < ne; i++) {
 		const char *e = catalog_events[i].event;
 		int tp = catalog_events[i].type == TP;
+		int stands_in = 0;
+
+		/* A software event that stands in for tracepoints needs some
+		 * of its group and kind. */
+		for (size_t k = 0; catalog_events[i].type == SW_ELSE && k < ne; k++)
+			stands_in |= catalog_events[k].type == TP && !strcmp(catalog_events[k].group, catalog_events[i].group) &&
+				     !strcmp(catalog_events[k].kind, catalog_events[i].kind);
+		if (catalog_events[i].type == SW_ELSE && !stands_in) {
+			form = 0;
+			snprintf(why, sizeof(why), "%s stands in for no tracepoint of its group and kind", e);
+		}
 
 		if (group_index(catalog_events[i].group) < 0) {
 			listed = 0;
@@ -450,7 +463,8 @@ static int unit_catalog(void)
 				 !strcmp(catalog_events[k].event, e);
 	}
 	tap(listed, "every event is in a group -e lists", why);
-	tap(form, "every tracepoint is system:name, every software event a perf id", "one is not");
+	tap(form, "every tracepoint is system:name, every software event a perf id, every stand-in stands in",
+	    why[0] ? why : "one is not");
 	tap(!twice, "no event is listed twice in one group", "one is");
 	for (size_t g = 0; g < ng; g++) {
 		int n = 0;
