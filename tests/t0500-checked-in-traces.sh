@@ -70,4 +70,28 @@ test_expect_success 'a cut copy still analyzes, and says where it stopped' '
 	grep "read_in_chunks" cut.report
 '
 
+# Faults of every kind (samples/fault_kinds 64), frame-pointer stacks.
+FK=$TOP/samples/traces/fault-kinds.trace
+FKTRUTH=$TOP/samples/traces/fault-kinds.truth
+
+test_expect_success 'fault kinds: copy-on-write in the child writer, first touches, exactly 64 each' '
+	"$MEMSIGHT" info "$FK" | grep "^  exceptions:page_fault_user  *faults  *[1-9][0-9]* samples  with stacks$" &&
+	"$MEMSIGHT" folded $D -e faults --fault-type cow "$FK" 2>/dev/null >cow &&
+	test "$(awk "/;cow_writer( |;)/ { s += \$NF } END { print s }" cow)" = 64 &&
+	"$MEMSIGHT" folded $D -e faults --fault-type write "$FK" 2>/dev/null >write &&
+	test "$(awk "/;first_touch( |;)/ { s += \$NF } END { print s }" write)" = 64 &&
+	! grep -q first_touch cow
+'
+
+test_expect_success 'fault kinds: the 64 pages read() filled, each a kernel-mode write fault' '
+	addr=$(sed -n "s/^fault_kinds: read_zero 64 pages at \(0x[0-9a-f]*\)$/\1/p" "$FKTRUTH") &&
+	"$MEMSIGHT" events --no-stacks -e page-faults "$FK" >ev &&
+	awk -v lo=$(printf %d $addr) -v hi=$(($(printf %d $addr) + 64 * 4096)) "
+		function hex(s,  i, v) { v = 0; sub(/^0x/, \"\", s); for (i = 1; i <= length(s); i++) v = v * 16 + index(\"0123456789abcdef\", substr(s, i, 1)) - 1; return v }
+		/: write,kernel error_code / { a = hex(\$(NF-2)); if (a >= lo && a < hi) n++ }
+		/: [a-z,]* error_code / { a = hex(\$(NF-2)); if (a >= lo && a < hi) all++ }
+		END { print n + 0, all + 0; exit !(n == 64 && all == 64) }
+	" ev
+'
+
 test_done
