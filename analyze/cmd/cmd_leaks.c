@@ -134,7 +134,7 @@ static int kgroup_cmp(const void *a, const void *b)
 {
 	const struct kgroup *x = *(struct kgroup *const *)a, *y = *(struct kgroup *const *)b;
 
-	return x->bytes != y->bytes ? (x->bytes > y->bytes ? -1 : 1) : x->pid - y->pid;
+	return x->bytes != y->bytes ? (x->bytes > y->bytes ? -1 : 1) : (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 /* What the kmem group left allocated, grouped by the stack that

@@ -209,7 +209,7 @@ static int hproc_cmp(const void *a, const void *b)
 {
 	const struct heap_proc *x = *(struct heap_proc *const *)a, *y = *(struct heap_proc *const *)b;
 
-	return x->pid - y->pid;
+	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 static int site_cmp(const void *a, const void *b)
@@ -274,7 +274,7 @@ static int proc_cmp(const void *a, const void *b)
 {
 	const struct proc_stats *x = *(struct proc_stats *const *)a, *y = *(struct proc_stats *const *)b;
 
-	return x->pid - y->pid;
+	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 static int fmap_cmp(const void *a, const void *b)
@@ -289,7 +289,7 @@ static int fmap_addr_cmp(const void *a, const void *b)
 	const struct fault_map *x = *(struct fault_map *const *)a, *y = *(struct fault_map *const *)b;
 
 	if (x->pid != y->pid)
-		return x->pid - y->pid;
+		return (x->pid > y->pid) - (x->pid < y->pid);
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 

@@ -100,7 +100,7 @@ static int series_cmp(const void *a, const void *b)
 {
 	const struct series *x = *(struct series *const *)a, *y = *(struct series *const *)b;
 
-	return x->peak != y->peak ? (x->peak > y->peak ? -1 : 1) : x->pid - y->pid;
+	return x->peak != y->peak ? (x->peak > y->peak ? -1 : 1) : (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 /* The point in effect at time t: the last one at or before it. */
