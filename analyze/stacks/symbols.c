@@ -45,6 +45,8 @@ static void dso_free(struct dso *d)
 	hashmap_for_each(&d->intervals, slot) free(slot->ptr);
 	hashmap_release(&d->intervals);
 	free(d->bounds);
+	free(d->sized);
+	free(d->sects);
 	hashmap_release(&d->asked);
 	hashmap_for_each(&d->cus, slot) {
 		struct cu_scopes *c = slot->ptr;
@@ -174,34 +176,125 @@ static void bounds_push(struct dso *d, size_t *alloc, uint64_t v)
 	d->bounds[d->nr_bounds++] = v;
 }
 
+/* A symbol with a size that libdwfl's address lookup considers. */
+struct sym_sized {
+	uint64_t value, size, max_end;	/* max_end: the largest end up to it in value order */
+	const char *name;
+	int ndx;			/* its index in libdwfl's table: the scan order */
+	int global;			/* found in the first pass, over the global symbols */
+	int bind;			/* libdwfl's preference: global 3, weak 2, local 1 */
+};
+
+static int sized_cmp(const void *a, const void *b)
+{
+	const struct sym_sized *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return (x->ndx > y->ndx) - (x->ndx < y->ndx);
+}
+
+static int bind_value(const GElf_Sym *sym)
+{
+	switch (GELF_ST_BIND(sym->st_info)) {
+	case STB_GLOBAL: return 3;
+	case STB_WEAK: return 2;
+	case STB_LOCAL: return 1;
+	}
+	return 0;
+}
+
+static void sized_push(struct dso *d, size_t *alloc, const struct sym_sized *v)
+{
+	if (d->nr_sized == *alloc) {
+		size_t n = *alloc ? 2 * *alloc : 1024;
+		struct sym_sized *p = realloc(d->sized, n * sizeof(*p));
+
+		if (!p) {
+			free(d->sized);
+			d->sized = NULL;
+			d->nr_sized = *alloc = 0;
+			return;
+		}
+		d->sized = p;
+		*alloc = n;
+	}
+	d->sized[d->nr_sized++] = *v;
+}
+
+/* The allocated section that holds addr, or NULL. */
+static struct sym_section *section_of(struct dso *d, uint64_t addr)
+{
+	for (size_t i = 0; i < d->nr_sects; i++)
+		if (addr >= d->sects[i].lo && addr < d->sects[i].hi)
+			return &d->sects[i];
+	return NULL;
+}
+
 /* libdwfl picks the symbol for an address by comparing it with symbol
  * starts, symbol ends and the bounds of the section that holds it, and
- * nothing else: so every such address, in libdwfl's own coordinates. */
+ * nothing else: so every such address, in libdwfl's own coordinates. The
+ * symbols with a size are kept too, for sized_find. */
 static void bounds_make(struct dso *d)
 {
-	int n = dwfl_module_getsymtab(d->mod);
-	size_t alloc = 0, k = 0;
+	int n = dwfl_module_getsymtab(d->mod), first_global = dwfl_module_getsymtab_first_global(d->mod);
+	size_t alloc = 0, k = 0, sized_alloc = 0;
 	GElf_Addr bias;
 	Elf *elf = dwfl_module_getelf(d->mod, &bias);
 	Elf_Scn *scn = NULL;
 
 	d->bounds_state = 1;
-	for (int i = 0; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr a;
-
-		if (dwfl_module_getsym_info(d->mod, i, &sym, &a, NULL, NULL, NULL)) {
-			bounds_push(d, &alloc, a);
-			bounds_push(d, &alloc, a + sym.st_size);
-		}
-	}
 	while (elf && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC)) {
+			struct sym_section *v = realloc(d->sects, (d->nr_sects + 1) * sizeof(*v));
+
 			bounds_push(d, &alloc, sh.sh_addr + bias);
 			bounds_push(d, &alloc, sh.sh_addr + sh.sh_size + bias);
+			if (!v) {
+				d->bounds_state = -1;
+				break;
+			}
+			d->sects = v;
+			v[d->nr_sects++] = (struct sym_section){ sh.sh_addr + bias, sh.sh_addr + sh.sh_size + bias,
+								 UINT64_MAX };
 		}
+	}
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr a;
+		const char *name = dwfl_module_getsym_info(d->mod, i, &sym, &a, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		struct sym_section *sc;
+
+		if (!name)
+			continue;
+		bounds_push(d, &alloc, a);
+		bounds_push(d, &alloc, a + sym.st_size);
+		/* What libdwfl's scan looks at; index 0 is no symbol. */
+		if (i == 0 || !name[0] || sym.st_shndx == SHN_UNDEF || type == STT_SECTION || type == STT_FILE ||
+		    type == STT_TLS || first_global < 0)
+			continue;
+		if (sym.st_size) {
+			sized_push(d, &sized_alloc, &(struct sym_sized){ a, sym.st_size, 0, name, i,
+									 first_global == 0 || i >= first_global,
+									 bind_value(&sym) });
+		} else if (sym.st_shndx < SHN_LORESERVE) {
+			/* A label: it names addresses of its section above it
+			 * that no sized symbol holds. */
+			if ((sc = section_of(d, a)))
+				sc->min_sizeless = a < sc->min_sizeless ? a : sc->min_sizeless;
+			else
+				d->sects_unsure = 1;
+		}
+	}
+	if (d->nr_sized > 1)
+		qsort(d->sized, d->nr_sized, sizeof(*d->sized), sized_cmp);
+	for (size_t i = 0; i < d->nr_sized; i++) {
+		uint64_t end = d->sized[i].value + d->sized[i].size;
+
+		d->sized[i].max_end = i && d->sized[i - 1].max_end > end ? d->sized[i - 1].max_end : end;
 	}
 	if (n <= 0 || d->bounds_state < 0 || d->nr_bounds < 2) {
 		free(d->bounds);
@@ -216,6 +309,72 @@ static void bounds_make(struct dso *d)
 		if (d->bounds[i] != d->bounds[k])
 			d->bounds[++k] = d->bounds[i];
 	d->nr_bounds = k + 1;
+}
+
+/* libdwfl's choice between the current best and another sized symbol
+ * that holds the address, as its scan makes it (dwfl_module_addrsym.c):
+ * closer, or of a preferred binding, or at the same value smaller without
+ * a worse binding. */
+static int sized_better(const struct sym_sized *best, const struct sym_sized *s)
+{
+	if (!best || best->value < s->value || best->bind < s->bind)
+		return 1;
+	return best->value == s->value &&
+	       ((best->size > s->size && best->bind <= s->bind) || (best->size >= s->size && best->bind < s->bind));
+}
+
+/* The name libdwfl gives addr, from the sized symbols that hold it, or
+ * NULL when none does (libdwfl then looks at symbols without a size,
+ * which only its own scan answers). addr must not be a symbol's value:
+ * there libdwfl may stop before its second pass. */
+static const char *sized_find(const struct dso *d, uint64_t addr, uint64_t *start)
+{
+	const struct sym_sized *best = NULL, *hold[64];
+	size_t lo = 0, hi = d->nr_sized, nh = 0;
+
+	/* The symbols with value <= addr, then back while an end can
+	 * still pass addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->sized[mid].value <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && d->sized[i].max_end > addr;)
+		if (d->sized[i].value + d->sized[i].size > addr) {
+			if (nh == sizeof(hold) / sizeof(hold[0]))
+				return NULL;
+			hold[nh++] = &d->sized[i];
+		}
+	/* The globals in scan order, then, if none holds addr, the locals. */
+	for (int pass = 1; pass >= 0 && !best; pass--)
+		for (int ndx = -1;;) {
+			const struct sym_sized *next = NULL;
+
+			for (size_t i = 0; i < nh; i++)
+				if (hold[i]->global == pass && hold[i]->ndx > ndx && (!next || hold[i]->ndx < next->ndx))
+					next = hold[i];
+			if (!next)
+				break;
+			if (sized_better(best, next))
+				best = next;
+			ndx = next->ndx;
+		}
+	if (best)
+		*start = best->value;
+	return best ? best->name : NULL;
+}
+
+/* Does libdwfl find no name for addr, which no sized symbol holds? Only
+ * a label (a symbol without a size) of its section at or below it could
+ * name it. */
+static int nameless(struct dso *d, uint64_t addr)
+{
+	const struct sym_section *sc = section_of(d, addr);
+
+	return !d->sects_unsure && (!sc || sc->min_sizeless > addr);
 }
 
 /* libdwfl's symbol for look, asked once per interval between bounds. */
@@ -256,8 +415,18 @@ static const char *interval_sym(struct dso *d, uint64_t look, uint64_t *start)
 		slot->ptr = iv;
 		if (!iv)
 			goto direct;
-		iv->name = dwfl_module_addrinfo(d->mod, rep, &o, &sym, NULL, NULL, NULL);
-		iv->start = rep - o;
+		/* Inside a sized symbol, or in a section with no label below
+		 * it, the choice is made here; libdwfl scans its whole table
+		 * for each question. */
+		if (rep == look || !(iv->name = sized_find(d, rep, &iv->start))) {
+			if (rep == look || !nameless(d, rep)) {
+				iv->name = dwfl_module_addrinfo(d->mod, rep, &o, &sym, NULL, NULL, NULL);
+				iv->start = rep - o;
+			} else {
+				iv->name = NULL;
+				iv->start = 0;
+			}
+		}
 	}
 	iv = slot->ptr;
 	if (!iv)

@@ -48,6 +48,17 @@ struct dso {
 	uint64_t *bounds;
 	size_t nr_bounds;
 	int bounds_state;	 /* 0 not made yet, 1 made, -1 none (look up each address) */
+	/* The symbols with a size that libdwfl would consider, by value,
+	 * each with the largest end of those before it (sym_sized_find):
+	 * an interval inside one is named without libdwfl's whole scan. */
+	struct sym_sized *sized;
+	size_t nr_sized;
+	/* The allocated sections, each with its lowest symbol without a
+	 * size: where there is none below an address, libdwfl finds no name
+	 * for an address no sized symbol holds. */
+	struct sym_section { uint64_t lo, hi, min_sizeless; } *sects;
+	size_t nr_sects;
+	int sects_unsure;	 /* a label outside every section: ask libdwfl */
 	struct hashmap intervals; /* interval number + 1 -> struct sym_interval * */
 	struct hashmap cus;	 /* CU offset -> its functions' ranges, for inlined frames */
 	uint64_t unresolved;	 /* lookups that found no name */
