@@ -325,9 +325,10 @@ static int sized_better(const struct sym_sized *best, const struct sym_sized *s)
 
 /* The name libdwfl gives addr, from the sized symbols that hold it, or
  * NULL when none does (libdwfl then looks at symbols without a size,
- * which only its own scan answers). addr must not be a symbol's value:
- * there libdwfl may stop before its second pass. */
-static const char *sized_find(const struct dso *d, uint64_t addr, uint64_t *start)
+ * which only its own scan answers). At a bound (a symbol's value) a label
+ * there can keep libdwfl from its second pass, over the locals: only a
+ * global then decides here. */
+static const char *sized_find(const struct dso *d, uint64_t addr, int at_bound, uint64_t *start)
 {
 	const struct sym_sized *best = NULL, *hold[64];
 	size_t lo = 0, hi = d->nr_sized, nh = 0;
@@ -349,7 +350,7 @@ static const char *sized_find(const struct dso *d, uint64_t addr, uint64_t *star
 			hold[nh++] = &d->sized[i];
 		}
 	/* The globals in scan order, then, if none holds addr, the locals. */
-	for (int pass = 1; pass >= 0 && !best; pass--)
+	for (int pass = 1; pass >= !!at_bound && !best; pass--)
 		for (int ndx = -1;;) {
 			const struct sym_sized *next = NULL;
 
@@ -418,7 +419,7 @@ static const char *interval_sym(struct dso *d, uint64_t look, uint64_t *start)
 		/* Inside a sized symbol, or in a section with no label below
 		 * it, the choice is made here; libdwfl scans its whole table
 		 * for each question. */
-		if (rep == look || !(iv->name = sized_find(d, rep, &iv->start))) {
+		if (!(iv->name = sized_find(d, rep, rep == look, &iv->start))) {
 			if (rep == look || !nameless(d, rep)) {
 				iv->name = dwfl_module_addrinfo(d->mod, rep, &o, &sym, NULL, NULL, NULL);
 				iv->start = rep - o;
