@@ -11,12 +11,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 b=$top/build
 RUNS=${RUNS:-8}
 MB=${MB:-64}
-w=$(mktemp -d)
-trap 'rm -rf "$w"' EXIT
-cd "$w" || exit 1
-MEMSIGHT_CACHE_DIR=$w/cache
-export MEMSIGHT_CACHE_DIR
 . "$top/tests/bench/bench-lib.sh"
+bench_workdir
 
 tracefs=/sys/kernel/tracing
 [ -d $tracefs/events ] || tracefs=/sys/kernel/debug/tracing

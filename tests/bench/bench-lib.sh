@@ -1,6 +1,16 @@
 # tests/bench/bench-lib.sh: what the benchmarks share. Sourced after $b
 # (the build directory) is set; works in the current directory.
 
+# A scratch directory for the run, removed at exit, made the current one;
+# the analyzer's cache of decoded objects starts empty there ($w).
+bench_workdir() {
+	w=$(mktemp -d)
+	trap 'rm -rf "$w"' EXIT
+	cd "$w" || exit 1
+	MEMSIGHT_CACHE_DIR=$w/cache
+	export MEMSIGHT_CACHE_DIR
+}
+
 # The median of the numbers on standard input.
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 

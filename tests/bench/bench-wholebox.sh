@@ -10,13 +10,9 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 b=$top/build
 ROUNDS=${ROUNDS:-10}
-w=$(mktemp -d)
-trap 'rm -rf "$w"' EXIT
-cd "$w" || exit 1
-MEMSIGHT_CACHE_DIR=$w/cache
-export MEMSIGHT_CACHE_DIR
 command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; exit 1; }
 . "$top/tests/bench/bench-lib.sh"
+bench_workdir
 
 cat >work.sh <<WORK
 for r in \$(seq $ROUNDS); do
