@@ -83,6 +83,7 @@ ANALYZE_SRC := \
 	analyze/cmd/cmd.c \
 	analyze/cmd/cmd_brk.c \
 	analyze/cmd/cmd_compaction.c \
+	analyze/cmd/cmd_diff.c \
 	analyze/cmd/cmd_events.c \
 	analyze/cmd/cmd_faults.c \
 	analyze/cmd/cmd_folded.c \

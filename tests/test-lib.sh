@@ -6,6 +6,7 @@
 #   test_must_fail CMD...     CMD must exit non-zero, and not by a signal (a crash)
 #   test_cmp EXPECTED ACTUAL  files must be equal (a diff is shown when not)
 #   test_skip_unless_recording   skip the whole script when perf_event_open is refused
+#   recording_allowed         true when it is not (for a script whose other tests always run)
 #   skip_all REASON           the whole script is skipped, with the reason
 #   test_done                 prints the plan; exit status for prove
 #
@@ -79,11 +80,17 @@ skip_all() {
 	exit 0
 }
 
+# Can this machine record (perf_event_open allowed)? The reason it cannot
+# is left in $TRASH/.probe.err.
+recording_allowed() {
+	"$BUILD/memsight-record" -q -e faults -o "$TRASH/.probe.trace" -- true 2>"$TRASH/.probe.err" &&
+		rm -f "$TRASH/.probe.trace"
+}
+
 test_skip_unless_recording() {
-	if ! "$BUILD/memsight-record" -q -e faults -o "$TRASH/.probe.trace" -- true 2>"$TRASH/.probe.err"; then
+	if ! recording_allowed; then
 		skip_all "recording is not possible here: $(head -1 "$TRASH/.probe.err")"
 	fi
-	rm -f "$TRASH/.probe.trace"
 }
 
 test_done() {

@@ -1,0 +1,293 @@
+/*
+ * analyze/cmd/cmd_diff.c: memsight diff, what changed between two
+ * recordings, by stack: each side folded as `memsight folded` folds it (a
+ * trace) or read as folded stacks (any other file), then the per-stack
+ * deltas, largest growth first, stacks that are new or gone marked, and a
+ * gate for CI.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "../hashmap.h"
+
+static const char usage_text[] =
+	"usage: memsight diff [options] BASE NEW\n"
+	"\n"
+	"Per-stack differences between two recordings of the same program: BASE and\n"
+	"NEW are traces (folded here as memsight folded folds them, with -e and -w)\n"
+	"or folded stacks (comm;outer;...;inner WEIGHT). Largest growth first; a\n"
+	"stack only NEW has is new, one only BASE has is gone.\n";
+
+struct diff_stack {
+	const char *stack;	/* the map's key */
+	long double base, new;
+};
+
+struct diff {
+	const char *event, *weight;
+	uint64_t top;
+	int json;
+	struct hashmap stacks;	/* folded stack -> struct diff_stack * */
+	long double base_total, new_total;
+	char forward[16][256];	/* the stack and symbol options, for folded */
+	int nr_forward;
+};
+
+/* Is path a memsight trace (its magic), rather than folded text? */
+static int is_trace(const char *path)
+{
+	char magic[8];
+	FILE *f = fopen(path, "rb");
+	int yes = f && fread(magic, 1, sizeof(magic), f) == sizeof(magic) && !memcmp(magic, "MEMSIGHT", 8);
+
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+/* One folded line into the side's column: "stack WEIGHT". */
+static int add_line(struct diff *d, char *line, int side, const char *path, long n)
+{
+	char *sp = strrchr(line, ' '), *end;
+	long double w;
+	struct hm_slot *slot;
+	struct diff_stack *ds;
+
+	line[strcspn(line, "\r\n")] = 0;
+	if (!*line)
+		return 0;
+	sp = strrchr(line, ' ');
+	if (!sp || sp == line)
+		return msg_error("%s:%ld: expected 'comm;frames WEIGHT', got '%.60s'", path, n, line);
+	errno = 0;
+	w = strtold(sp + 1, &end);
+	if (*end || errno || w != w || w < 0 || w > 1e30L)
+		return msg_error("%s:%ld: the weight '%s' is not a number", path, n, sp + 1);
+	*sp = 0;
+	slot = hashmap_str(&d->stacks, line, NULL);
+	if (!slot || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*ds)))))
+		return msg_error("out of memory");
+	ds = slot->ptr;
+	ds->stack = slot->skey;
+	if (side)
+		ds->new += w, d->new_total += w;
+	else
+		ds->base += w, d->base_total += w;
+	return 0;
+}
+
+static int read_folded(struct diff *d, FILE *f, int side, const char *path)
+{
+	char *line = NULL;
+	size_t alloc = 0;
+	long n = 0;
+	int ret = 0;
+
+	while (!ret && getline(&line, &alloc, f) > 0)
+		ret = add_line(d, line, side, path, ++n);
+	free(line);
+	return ret;
+}
+
+/* A trace folded by memsight folded, into a temporary file, as that
+ * command prints it; returns its exit status. */
+static int fold_trace(struct diff *d, const char *path, struct analyze_opts *a, FILE *tmp)
+{
+	char *argv[32] = { "folded" };
+	int argc = 1, saved, r;
+
+	if (d->event) {
+		argv[argc++] = "--event";
+		argv[argc++] = (char *)d->event;
+	}
+	if (d->weight) {
+		argv[argc++] = "--weight";
+		argv[argc++] = (char *)d->weight;
+	}
+	for (int i = 0; i < d->nr_forward; i++)
+		argv[argc++] = d->forward[i];
+	argv[argc++] = (char *)path;
+	argv[argc] = NULL;
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	if (saved < 0 || dup2(fileno(tmp), STDOUT_FILENO) < 0)
+		return msg_error("cannot fold '%s': %s", path, strerror(errno)), 1;
+	r = cmd_folded(argc, argv, a);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	return r;
+}
+
+static int read_side(struct diff *d, const char *path, int side, struct analyze_opts *a)
+{
+	FILE *f;
+	int r;
+
+	if (!is_trace(path)) {
+		f = fopen(path, "r");
+		if (!f)
+			return msg_error("cannot open '%s': %s", path, strerror(errno)), 1;
+		r = read_folded(d, f, side, path) ? 1 : 0;
+		fclose(f);
+		return r;
+	}
+	f = tmpfile();
+	if (!f)
+		return msg_error("cannot make a temporary file: %s", strerror(errno)), 1;
+	r = fold_trace(d, path, a, f);
+	if (!r) {
+		rewind(f);
+		r = read_folded(d, f, side, path) ? 1 : 0;
+	}
+	fclose(f);
+	return r;
+}
+
+static int delta_cmp(const void *a, const void *b)
+{
+	const struct diff_stack *x = *(struct diff_stack *const *)a, *y = *(struct diff_stack *const *)b;
+	long double dx = x->new - x->base, dy = y->new - y->base;
+
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	return strcmp(x->stack, y->stack);
+}
+
+static const char *status_of(const struct diff_stack *s)
+{
+	return !s->base ? "new" : !s->new ? "gone" : s->new > s->base ? "grew" : s->new < s->base ? "shrank" : "same";
+}
+
+static void print_text(const struct diff *d, struct diff_stack **v, size_t n, const char *base, const char *new)
+{
+	printf("# memsight diff of '%s' and '%s'%s%s%s%s: %.0Lf then %.0Lf, %+.0Lf\n", base, new,
+	       d->event ? ", " : "", d->event ? d->event : "", d->weight ? " by " : "", d->weight ? d->weight : "",
+	       d->base_total, d->new_total, d->new_total - d->base_total);
+	printf("\n%12s %12s %12s  %-6s %s\n", "DELTA", "BASE", "NEW", "", "STACK");
+	for (size_t i = 0; i < n && i < d->top; i++) {
+		if (v[i]->new == v[i]->base)
+			continue;
+		printf("%+12.0Lf %12.0Lf %12.0Lf  %-6s %s\n", v[i]->new - v[i]->base, v[i]->base, v[i]->new,
+		       status_of(v[i]), v[i]->stack);
+	}
+}
+
+static void print_json(const struct diff *d, struct diff_stack **v, size_t n, const char *base, const char *new)
+{
+	struct json j;
+
+	json_init(&j, stdout);
+	json_begin(&j, NULL);
+	json_str(&j, "base", base);
+	json_str(&j, "new", new);
+	if (d->event)
+		json_str(&j, "event", d->event);
+	if (d->weight)
+		json_str(&j, "weight", d->weight);
+	json_double(&j, "base_total", "%.0f", (double)d->base_total);
+	json_double(&j, "new_total", "%.0f", (double)d->new_total);
+	json_double(&j, "delta", "%.0f", (double)(d->new_total - d->base_total));
+	json_begin_array(&j, "stacks");
+	for (size_t i = 0; i < n && i < d->top; i++) {
+		if (v[i]->new == v[i]->base)
+			continue;
+		json_begin(&j, NULL);
+		json_str(&j, "stack", v[i]->stack);
+		json_double(&j, "base", "%.0f", (double)v[i]->base);
+		json_double(&j, "new", "%.0f", (double)v[i]->new);
+		json_double(&j, "delta", "%.0f", (double)(v[i]->new - v[i]->base));
+		json_str(&j, "status", status_of(v[i]));
+		json_end(&j);
+	}
+	json_end(&j);
+	json_end(&j);
+}
+
+/* The stack and symbol options go on to folded as they were given. */
+static int opt_forward(const struct opt *o, const char *arg, void *ctx)
+{
+	struct diff *d = o->value;
+
+	(void)ctx;
+	if (d->nr_forward == (int)(sizeof(d->forward) / sizeof(d->forward[0])))
+		return msg_error("too many options for the traces' folding");
+	snprintf(d->forward[d->nr_forward++], sizeof(d->forward[0]), "--%s%s%s", o->long_name, arg ? "=" : "",
+		 arg ? arg : "");
+	return 0;
+}
+
+int cmd_diff(int argc, char **argv, struct analyze_opts *a)
+{
+	struct diff d = { .top = 20 };
+	uint64_t limit = UINT64_MAX;
+#define DIFF_FORWARD(id, name, argh, optional, help) \
+	, { 0, name, OPT_CALLBACK_, &d, argh, help, opt_forward, 0, optional }
+	const struct opt options[] = {
+		OPT_STRING('e', "event", &d.event, "EVENT",
+			   "for traces: the event, as folded takes it (default: malloc where\n"
+			   "both recorded it, else faults)"),
+		OPT_STRING('w', "weight", &d.weight, "WEIGHT",
+			   "for traces: the weight, as folded takes it (default: leaked for\n"
+			   "malloc, count for faults, bytes for brk and mmap)"),
+		OPT_U64('T', "top", &d.top, "N", "stacks shown (default 20)"),
+		OPT_U64(0, "fail-over", &limit, "N",
+			"exit with status 3 when the total grew by more than N (in the\n"
+			"weight's unit: bytes, faults, pages)"),
+		OPT_BOOL(0, "json", &d.json, "one JSON object instead of text"),
+		OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(DIFF_FORWARD),
+		OPT_END(),
+	};
+#undef DIFF_FORWARD
+	struct diff_stack **v = NULL;
+	size_t n = 0;
+	int r = opts_parse(argc, argv, options, usage_text, a), ret = 1;
+	const char *base, *new;
+
+	if (r >= 0)
+		return r;
+	if (optind != argc - 2) {
+		msg_error("give two files, BASE and NEW (see memsight diff -h)");
+		return 2;
+	}
+	base = argv[optind];
+	new = argv[optind + 1];
+	if (!d.event && is_trace(base) && is_trace(new)) {
+		/* What memsight diff is mostly for: leak growth. */
+		struct session s;
+		int malloc_both = 0;
+
+		for (int i = 0; i < 2; i++) {
+			if (cmd_open(&s, argv[optind + i], a))
+				return 1;
+			malloc_both += session_group_recorded(&s, "malloc");
+			cmd_close(&s, 0);
+		}
+		d.event = malloc_both == 2 ? "malloc" : "faults";
+	}
+	if (d.event && !d.weight && !strcmp(d.event, "malloc"))
+		d.weight = "leaked";
+	else if (d.event && !d.weight && (!strcmp(d.event, "brk") || !strcmp(d.event, "mmap")))
+		d.weight = "bytes";
+	hashmap_init(&d.stacks, 1);
+	if (read_side(&d, base, 0, a) || read_side(&d, new, 1, a))
+		goto out;
+	v = malloc((d.stacks.nr ? d.stacks.nr : 1) * sizeof(*v));
+	if (!v) {
+		msg_error("out of memory");
+		goto out;
+	}
+	hashmap_for_each(&d.stacks, slot) v[n++] = slot->ptr;
+	if (n > 1)
+		qsort(v, n, sizeof(*v), delta_cmp);
+	(d.json ? print_json : print_text)(&d, v, n, base, new);
+	ret = limit != UINT64_MAX && d.new_total - d.base_total > (long double)limit ? 3 : 0;
+out:
+	free(v);
+	hashmap_for_each(&d.stacks, slot) free(slot->ptr);
+	hashmap_release(&d.stacks);
+	return ret;
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# memsight diff: per-stack growth between two recordings, exact, largest
+# first, new and gone stacks marked, and a gate for CI.
+. "$(dirname "$0")/test-lib.sh"
+
+printf 'app;main;load 100\napp;main;parse 50\napp;main;old 30\n' >base.folded
+printf 'app;main;load 100\napp;main;parse 250\napp;main;cache 70\n' >new.folded
+
+test_expect_success 'folded stacks: deltas largest growth first, new and gone marked, totals' '
+	"$MEMSIGHT" diff base.folded new.folded >out &&
+	cat out &&
+	grep -x "# memsight diff of .base.folded. and .new.folded.: 180 then 420, +240" out &&
+	sed -n 4p out | grep -E "^ +\+200 +50 +250  grew   app;main;parse$" &&
+	sed -n 5p out | grep -E "^ +\+70 +0 +70  new    app;main;cache$" &&
+	sed -n 6p out | grep -E "^ +-30 +30 +0  gone   app;main;old$" &&
+	! grep "app;main;load" out
+'
+
+test_expect_success 'the gate: exit 3 past --fail-over, 0 within it; --json carries the same' '
+	test_expect_code() { want=$1; shift; "$@"; test $? = $want; } &&
+	test_expect_code 3 "$MEMSIGHT" diff --fail-over 239 base.folded new.folded >/dev/null &&
+	test_expect_code 0 "$MEMSIGHT" diff --fail-over 240 base.folded new.folded >/dev/null &&
+	"$MEMSIGHT" diff --json base.folded new.folded >out.json &&
+	perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>);
+		die unless \$d->{delta} == 240 && \$d->{stacks}[0]{status} eq q{grew} && \$d->{stacks}[0]{delta} == 200
+			&& \$d->{stacks}[2]{status} eq q{gone}" <out.json
+'
+
+test_expect_success 'bad input: one line each, non-zero exit' '
+	test_must_fail "$MEMSIGHT" diff base.folded 2>err &&
+	test_one_line err && grep "give two files, BASE and NEW" err &&
+	printf "app;main nan\n" >bad.folded &&
+	test_must_fail "$MEMSIGHT" diff base.folded bad.folded 2>err &&
+	test_one_line err && grep "bad.folded:1: the weight .nan. is not a number" err &&
+	test_must_fail "$MEMSIGHT" diff base.folded nosuch 2>err &&
+	test_one_line err && grep "cannot open .nosuch." err
+'
+
+if recording_allowed; then
+	test_expect_success 'two recordings of a leak, 1000 and 3000 iterations: exactly 8000 bytes more at leak()' '
+		"$MEMSIGHT" record -q -e malloc -o l1.trace -- "$SAMPLES/loop_leak" 1000 >t1 &&
+		"$MEMSIGHT" record -q -e malloc -o l3.trace -- "$SAMPLES/loop_leak" 3000 >t3 &&
+		grep "4000 bytes leaked" t1 && grep "12000 bytes leaked" t3 &&
+		"$MEMSIGHT" diff l1.trace l3.trace >out 2>/dev/null &&
+		cat out &&
+		grep ", malloc by leaked: .*, +8000$" out &&
+		sed -n 4p out | grep -E "^ +\+8000 +4000 +12000  grew   loop_leak;.*;leak;malloc$" &&
+		"$MEMSIGHT" diff --fail-over 7999 l1.trace l3.trace >/dev/null 2>&1; test $? = 3
+	'
+fi
+
+test_done
