@@ -22,6 +22,7 @@
 
 static const char usage_text[] =
 	"usage: memsight flamegraph [options] [FILE]\n"
+	"   or: memsight flamegraph --diff [options] BASE NEW\n"
 	"\n"
 	"FILE is a memsight trace or folded stacks (comm;outer;...;inner COUNT);\n"
 	"standard input when it is absent or '-'. The SVG goes to standard output.\n"
@@ -208,12 +209,61 @@ out:
 	return ret;
 }
 
+/* A tree from path: a trace (through the analyzer), folded text, or
+ * standard input for "-". Returns it, or NULL after reporting. */
+static struct flame_node *load(struct flamegraph *fg, const char *path)
+{
+	struct flame_node *root;
+	pid_t child = 0;
+	FILE *in;
+	long added;
+
+	if (!strcmp(path, "-")) {
+		in = stdin;
+	} else if (is_trace(path)) {
+		trace_titles(fg);
+		in = open_trace(path, fg, &child);
+		if (!in)
+			return msg_error("cannot run the analyzer on '%s': %s", path, strerror(errno)), NULL;
+	} else if (!(in = fopen(path, "r"))) {
+		return msg_error("cannot open '%s': %s", path, strerror(errno)), NULL;
+	}
+	root = flame_tree_new();
+	if (!root) {
+		msg_error("out of memory");
+		added = -1;
+	} else {
+		added = read_folded(in, root);
+	}
+	if (in != stdin)
+		fclose(in);
+	if (child) {
+		/* The analyzer's failure is its own to tell. */
+		int st;
+
+		waitpid(child, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			added = -1;
+	}
+	if (!added)
+		msg_error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
+			  !strcmp(path, "-") ? "standard input" : path);
+	if (added <= 0) {
+		flame_tree_free(root);
+		return NULL;
+	}
+	if (flame_tree_sort(root)) {
+		msg_error("out of memory");
+		flame_tree_free(root);
+		return NULL;
+	}
+	return root;
+}
+
 static int write_svg(const struct flamegraph *fg, struct flame_node *root)
 {
 	FILE *out = stdout;
 
-	if (flame_tree_sort(root))
-		return msg_error("out of memory");
 	if (fg->output && !(out = fopen(fg->output, "w")))
 		return msg_error("cannot create '%s': %s", fg->output, strerror(errno));
 	if (flame_svg_write(out, root, &fg->o) || (out != stdout && fclose(out))) {
@@ -252,59 +302,46 @@ int main(int argc, char **argv)
 			     "mem (default), hot, io, red, green, blue, aqua, yellow, purple, orange", opt_color),
 		OPT_CALLBACK(0, "colors", &fg.o.palette, "PALETTE", NULL, opt_color),
 		OPT_BOOL(0, "inverted", &fg.o.inverted, "icicle graph: roots at the top, stacks grow down"),
+		OPT_BOOL(0, "diff", &fg.o.diff,
+			 "a differential graph of two inputs, BASE NEW: widths from NEW,\n"
+			 "red where a stack grew since BASE, blue where it shrank, the\n"
+			 "change in each tooltip"),
 		OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(FORWARD),
 		OPT_END(),
 	};
-	struct flame_node *root;
+	struct flame_node *root = NULL, *base = NULL;
 	const char *path;
-	FILE *in;
-	pid_t child = 0;
-	long added;
 	int ret = 1, r;
 
 	msg_init("memsight flamegraph");
 	r = opts_parse(argc, argv, options, usage_text, &fg);
 	if (r >= 0)
 		return r;
-	if (optind < argc - 1) {
-		msg_error("give at most one input file (see memsight flamegraph -h)");
+	if (fg.o.diff ? optind != argc - 2 : optind < argc - 1) {
+		msg_error(fg.o.diff ? "--diff takes two inputs, BASE and NEW (see memsight flamegraph -h)"
+				    : "give at most one input file (see memsight flamegraph -h)");
 		return 2;
 	}
 	path = optind < argc ? argv[optind] : "-";
-	if (!strcmp(path, "-")) {
-		in = stdin;
-	} else if (is_trace(path)) {
-		trace_titles(&fg);
-		in = open_trace(path, &fg, &child);
-		if (!in)
-			return msg_error("cannot run the analyzer on '%s': %s", path, strerror(errno)), 1;
-	} else if (!(in = fopen(path, "r"))) {
-		return msg_error("cannot open '%s': %s", path, strerror(errno)), 1;
-	}
+	if (fg.o.diff && !(base = load(&fg, path)))
+		goto out;
+	if (fg.o.diff)
+		path = argv[optind + 1];
+	if (!(root = load(&fg, path)))
+		goto out;
 	if (!fg.o.title)
 		fg.o.title = "Flame Graph";
 	if (!fg.o.countname)
 		fg.o.countname = "samples";
-	root = flame_tree_new();
-	if (!root)
-		return msg_error("out of memory"), 1;
-	added = read_folded(in, root);
-	if (in != stdin)
-		fclose(in);
-	if (child) {
-		/* The analyzer's failure is its own to tell. */
-		int st;
-
-		waitpid(child, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st))
-			added = -1;
-	}
-	if (!added)
-		msg_error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
-			  !strcmp(path, "-") ? "standard input" : path);
-	if (added > 0)
+	if (fg.o.diff && !fg.o.subtitle)
+		fg.o.subtitle = "widths from NEW; red grew since BASE, blue shrank";
+	if (base && flame_tree_diff(root, base))
+		msg_error("out of memory");
+	else
 		ret = write_svg(&fg, root) ? 1 : 0;
+out:
 	flame_tree_free(root);
+	flame_tree_free(base);
 	for (int i = 0; i < fg.nr_forward; i++)
 		free((char *)fg.forward[i]);
 	return ret;

@@ -121,6 +121,43 @@ int flame_tree_sort(struct flame_node *root)
 	return 0;
 }
 
+int flame_tree_diff(struct flame_node *root, const struct flame_node *base)
+{
+	struct pair { struct flame_node *n; const struct flame_node *b; } *st = NULL, *v;
+	size_t nr = 0, alloc = 0;
+
+	root->base = base->value;
+	st = malloc((alloc = 256) * sizeof(*st));
+	if (!st)
+		return -1;
+	st[nr++] = (struct pair){ root, base };
+	while (nr) {
+		struct pair p = st[--nr];
+		size_t j = 0;
+
+		/* Both sorted by name: a merge, kid by kid. */
+		for (size_t i = 0; i < p.n->nr_kids; i++) {
+			struct flame_node *k = p.n->kids[i];
+			int c = 1;
+
+			while (p.b && j < p.b->nr_kids && (c = strcmp(p.b->kids[j]->name, k->name)) < 0)
+				j++;
+			k->base = p.b && j < p.b->nr_kids && !c ? p.b->kids[j]->value : 0;
+			if (nr == alloc) {
+				v = realloc(st, (alloc *= 2) * sizeof(*st));
+				if (!v) {
+					free(st);
+					return -1;
+				}
+				st = v;
+			}
+			st[nr++] = (struct pair){ k, p.b && j < p.b->nr_kids && !c ? p.b->kids[j] : NULL };
+		}
+	}
+	free(st);
+	return 0;
+}
+
 int flame_tree_add(struct flame_node *root, char *line)
 {
 	size_t len = strcspn(line, "\r\n");

@@ -245,7 +245,18 @@ static void frame_out(struct layout *L, const struct flame_node *n, const char *
 	double pct = L->total > 0 ? 100.0 * n->value / L->total : 0;
 	int chars = (int)((w - 6) / (FONT_SIZE * 0.59));
 
-	if (depth == 0) {
+	if (L->o->diff) {
+		/* Red where the frame grew since the base, blue where it
+		 * shrank, deeper the larger the change against its size. */
+		double d = n->value - n->base, m = n->value > n->base ? n->value : n->base;
+		int shade = m > 0 ? (int)(210 * fabs(d) / m) : 0;
+
+		r = g = b = 245 - shade / 4;
+		if (d > 0)
+			r = 255, g = b = 235 - shade;
+		else if (d < 0)
+			b = 255, r = g = 235 - shade;
+	} else if (depth == 0) {
 		r = 200, g = 200, b = 200;
 		if (!strcmp(L->o->palette, "mem"))
 			r = 170, g = 210, b = 170;
@@ -254,9 +265,12 @@ static void frame_out(struct layout *L, const struct flame_node *n, const char *
 	}
 	fprintf(L->f, "<g class=\"f\" data-v=\"%.17g\" data-x=\"%.17g\" data-d=\"%d\"><title>", n->value, x_units, depth);
 	xml_escape(L->f, label);
-	fprintf(L->f, " (%.15g %s, %.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+	fprintf(L->f, " (%.15g %s, %.2f%%", n->value, L->o->countname, pct);
+	if (L->o->diff)
+		fprintf(L->f, ", %+.15g since the base", n->value - n->base);
+	fprintf(L->f, ")</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
 		      "fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"%.2f\" y=\"%d\">",
-		n->value, L->o->countname, pct, x, y, w, FRAME_H - 1, r, g, b, x + 3, y + FRAME_H - 4);
+		x, y, w, FRAME_H - 1, r, g, b, x + 3, y + FRAME_H - 4);
 	if (chars >= 3) {
 		/* Cut between characters, never inside one. */
 		if ((size_t)chars >= utf8_chars(label)) {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # memsight diff: per-stack growth between two recordings, exact, largest
-# first, new and gone stacks marked, and a gate for CI.
+# first, new and gone stacks marked, and a gate for CI; and the
+# differential flame graph of the same two.
 . "$(dirname "$0")/test-lib.sh"
 
 printf 'app;main;load 100\napp;main;parse 50\napp;main;old 30\n' >base.folded
@@ -26,6 +27,19 @@ test_expect_success 'the gate: exit 3 past --fail-over, 0 within it; --json carr
 			&& \$d->{stacks}[2]{status} eq q{gone}" <out.json
 '
 
+test_expect_success 'a differential flame graph of folded stacks: well-formed, red grew, blue shrank, the change in tooltips' '
+	"$MEMSIGHT" flamegraph --diff base.folded new.folded >d.svg &&
+	xmllint --noout d.svg &&
+	grep -q "<title>parse (250 samples, [0-9.]*%, +200 since the base)</title><rect [^>]*fill=\"rgb(255," d.svg &&
+	grep -q "<title>cache (70 samples, [0-9.]*%, +70 since the base)</title>" d.svg &&
+	grep -q "<title>load (100 samples, [0-9.]*%, +0 since the base)</title><rect [^>]*fill=\"rgb(245,245,245)\"" d.svg &&
+	printf "app;main;load 100\napp;main;parse 10\n" >shrunk.folded &&
+	"$MEMSIGHT" flamegraph --diff base.folded shrunk.folded >s.svg &&
+	grep -q "<title>parse (10 samples, [0-9.]*%, -40 since the base)</title><rect [^>]*fill=\"rgb([0-9]*,[0-9]*,255)\"" s.svg &&
+	test_must_fail "$MEMSIGHT" flamegraph --diff base.folded 2>err &&
+	test_one_line err && grep "diff takes two inputs, BASE and NEW" err
+'
+
 test_expect_success 'bad input: one line each, non-zero exit' '
 	test_must_fail "$MEMSIGHT" diff base.folded 2>err &&
 	test_one_line err && grep "give two files, BASE and NEW" err &&
@@ -46,6 +60,12 @@ if recording_allowed; then
 		grep ", malloc by leaked: .*, +8000$" out &&
 		sed -n 4p out | grep -E "^ +\+8000 +4000 +12000  grew   loop_leak;.*;leak;malloc$" &&
 		"$MEMSIGHT" diff --fail-over 7999 l1.trace l3.trace >/dev/null 2>&1; test $? = 3
+	'
+
+	test_expect_success 'the differential flame graph of the two: well-formed, +8000 bytes at leak()' '
+		"$MEMSIGHT" flamegraph --diff -e malloc -w leaked l1.trace l3.trace >leak.svg 2>/dev/null &&
+		xmllint --noout leak.svg &&
+		grep -q "<title>leak (12000 bytes, [0-9.]*%, +8000 since the base)</title>" leak.svg
 	'
 fi
 
