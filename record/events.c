@@ -57,6 +57,11 @@ static const struct ev_spec specs[] = { CATALOG_EVENTS(SPEC) };
 
 static char tracefs_path[256];
 
+void events_tracefs_use(const char *path)
+{
+	snprintf(tracefs_path, sizeof(tracefs_path), "%s", path);
+}
+
 const char *events_tracefs(void)
 {
 	static const char *const cands[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
@@ -64,12 +69,6 @@ const char *events_tracefs(void)
 
 	if (tracefs_path[0])
 		return tracefs_path;
-	/* Tests point this at a copy that lacks some events, to show what
-	 * a kernel without them does. */
-	if (getenv("MEMSIGHT_TRACEFS")) {
-		snprintf(tracefs_path, sizeof(tracefs_path), "%s", getenv("MEMSIGHT_TRACEFS"));
-		return tracefs_path;
-	}
 	for (size_t i = 0; i < 2; i++) {
 		if (!statfs(cands[i], &sfs) && (unsigned long)sfs.f_type == TRACEFS_MAGIC) {
 			snprintf(tracefs_path, sizeof(tracefs_path), "%s", cands[i]);

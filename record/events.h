@@ -59,6 +59,8 @@ extern const char *const events_group_names[];
 /* Path of the tracefs mount, mounting it at /sys/kernel/tracing when no
  * tracefs is mounted. NULL with errno set when there is none. */
 const char *events_tracefs(void);
+/* Use path as tracefs instead of looking for the mount. */
+void events_tracefs_use(const char *path);
 
 /* Read a tracefs file into a malloc'd NUL-terminated string. */
 char *events_tracefs_read(const char *rel, size_t *len);

@@ -302,6 +302,10 @@ static int options_finish(struct recorder *rc, const struct options_seen *seen)
 int rec_options_parse(struct recorder *rc, int argc, char **argv)
 {
 	struct options_seen seen = { rc, 0, 0 };
+	/* The recorder's one environment knob: tests point it at a copy of
+	 * tracefs that lacks some events, to show what a kernel without
+	 * them does. */
+	const char *tracefs = getenv("MEMSIGHT_TRACEFS");
 	const struct opt options[] = {
 		OPT_CALLBACK('e', "event", NULL, "GROUPS", groups_help(), opt_groups),
 		OPT_CALLBACK(0, "filter", NULL, "EVENT:EXPR",
@@ -369,6 +373,8 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 	rc->stack_size = REC_DWARF_STACK_DEFAULT;
 	rc->mmap_pages = 0; /* by call-graph mode, after the options */
 	rc->codec = TRACE_CODEC_ZSTD;
+	if (tracefs && *tracefs)
+		events_tracefs_use(tracefs);
 	r = opts_parse(argc, argv, options, usage_text, &seen);
 	if (r >= 0)
 		return r ? -1 : 1;
