@@ -27,6 +27,7 @@ static const struct {
 	{ cmd_folded, { "folded" } },
 	{ cmd_folded, { "folded", "-e", "malloc", "-w", "peak" } },
 	{ cmd_folded, { "folded", "-e", "reclaim", "-w", "latency" } },
+	{ cmd_folded, { "folded", "--fault-type", "cow", "--fault-type", "kernel" } },
 	{ cmd_leaks, { "leaks", "--json" } },
 	{ cmd_leaks, { "leaks", "--kernel" } },
 	{ cmd_mmaps, { "mmaps" } },

@@ -21,6 +21,7 @@ rec -e malloc --leak-check -g fp -o "$raw/trace/malloc-reach" -- "$S/alloc_zoo" 
 rec -e malloc -g fp -o "$raw/trace/malloc-nested" -- "$S/alloc_zoo" nested 30
 rec -e malloc -g dwarf,512 -o "$raw/trace/malloc-dwarf" -- "$S/fib_leak" 3
 rec -e brk,mmap,faults -g fp -o "$raw/trace/faults" -- "$S/loop_leak" 2
+rec -e faults -g fp -o "$raw/trace/fault-kinds" -- "$S/fault_kinds" 8
 "$M" record -q --embed none --compression zlib -e shm,rss -g fp -o "$raw/trace/shm" -- "$S/shm_cycle" >/dev/null 2>&1
 # Busy: compressed, or it would be the biggest seed by far.
 "$M" record -q --embed none -a -e kmem/50,reclaim,oom,compaction,migrate -g none -d 0.3 -o "$raw/trace/kmem" >/dev/null 2>&1
