@@ -534,6 +534,10 @@ static struct dw_mod *mod_of(struct dw_space *sp, uint64_t addr)
 	return NULL;
 }
 
+/* An address in no object libdw could read: libdw finds no module there
+ * and takes its frame-pointer step, as where no table covers an address. */
+static const struct dw_rule no_object_rule = { .kind = RULE_FP };
+
 static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 {
 	struct dw_mod *m = mod_of(sp, addr);
@@ -541,11 +545,11 @@ static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 	int created;
 
 	if (!m)
-		return NULL;
+		return &no_object_rule;
 	if (!m->obj)
 		m->obj = dw_obj_of(sp->u, m->dso);
 	if (!m->obj)
-		return NULL;
+		return &no_object_rule;
 	slot = hashmap_u64(&m->obj->rules, addr - m->bias, &created);
 	if (!slot)
 		return NULL;
@@ -600,14 +604,16 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 		if (r->kind == RULE_FP) {
 			uint64_t fp = regs[REG_RBP], prev, ra;
 
-			/* libdw's hook gives up on a zero frame pointer: the
-			 * stack ends here, unfinished. */
-			if ((valid >> REG_RBP & 1) && fp == 0) {
+			/* libdw's hook gives up without a frame pointer, on a
+			 * zero one, or where the return address above it cannot
+			 * be read: the stack ends there, unfinished. Where its
+			 * versions differ (the saved frame pointer unreadable, a
+			 * stack pointer above the frame) libdw decides. */
+			if (!(valid >> REG_RBP & 1) || fp == 0 || word_at(sp, fp + 8, &ra)) {
 				sp->fast_nocfi = 1;
 				return n;
 			}
-			if (!(valid >> REG_RBP & 1) || word_at(sp, fp, &prev) || word_at(sp, fp + 8, &ra) ||
-			    regs[REG_RSP] >= fp + 16 || !ra)
+			if (word_at(sp, fp, &prev) || regs[REG_RSP] >= fp + 16 || !ra)
 				return -1;
 			regs[REG_RBP] = prev;
 			regs[REG_RSP] = fp + 16;
