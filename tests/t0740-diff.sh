@@ -47,7 +47,12 @@ test_expect_success 'bad input: one line each, non-zero exit' '
 	test_must_fail "$MEMSIGHT" diff base.folded bad.folded 2>err &&
 	test_one_line err && grep "bad.folded:1: the weight .nan. is not a number" err &&
 	test_must_fail "$MEMSIGHT" diff base.folded nosuch 2>err &&
-	test_one_line err && grep "cannot open .nosuch." err
+	test_one_line err && grep "cannot open .nosuch." err &&
+	mkdir adir && mkfifo afifo &&
+	for odd in adir afifo /dev/zero; do
+		test_must_fail timeout 10 "$MEMSIGHT" diff base.folded $odd 2>err &&
+		test_one_line err && grep "is not a regular file" err || return 1
+	done
 '
 
 if recording_allowed; then

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd.h"
 #include "../hashmap.h"
@@ -88,6 +89,8 @@ static int read_folded(struct diff *d, FILE *f, int side, const char *path)
 
 	while (!ret && getline(&line, &alloc, f) > 0)
 		ret = add_line(d, line, side, path, ++n);
+	if (!ret && ferror(f))
+		ret = msg_error("cannot read '%s': %s", path, strerror(errno));
 	free(line);
 	return ret;
 }
@@ -124,9 +127,16 @@ static int fold_trace(struct diff *d, const char *path, struct analyze_opts *a, 
 
 static int read_side(struct diff *d, const char *path, int side, struct analyze_opts *a)
 {
+	struct stat st;
 	FILE *f;
 	int r;
 
+	/* A FIFO would block, a device never end, a directory read as
+	 * nothing: only a file is a recording. */
+	if (stat(path, &st))
+		return msg_error("cannot open '%s': %s", path, strerror(errno)), 1;
+	if (!S_ISREG(st.st_mode))
+		return msg_error("'%s' is not a regular file: give a trace or a file of folded stacks", path), 1;
 	if (!is_trace(path)) {
 		f = fopen(path, "r");
 		if (!f)
