@@ -58,6 +58,7 @@ FORMATS_SRC := \
 	formats/trace.c \
 	formats/trace_merge.c \
 	formats/trace_read.c \
+	formats/trace_window.c \
 	formats/trace_write.c
 
 RECORD_SRC := \
@@ -66,10 +67,12 @@ RECORD_SRC := \
 	record/drain.c \
 	record/embed.c \
 	record/events.c \
+	record/flight.c \
 	record/ksyms.c \
 	record/leakcheck.c \
 	record/options.c \
 	record/output.c \
+	record/proctrack.c \
 	record/procsnap.c \
 	record/reach.c \
 	record/record.c \
@@ -141,6 +144,7 @@ SAMPLES := \
 	inline_alloc \
 	loop_leak \
 	mem_hog \
+	phases \
 	pipe_hold \
 	rss_grow \
 	shm_cycle \
@@ -297,7 +301,7 @@ bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/bench-record.sh && sh tests/bench/bench-default.sh
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
-	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh
+	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh && sh tests/bench/bench-flight.sh
 
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR)

@@ -14,15 +14,26 @@
 #include "stackdump.h"
 #include "trace_int.h"
 
-uint32_t trace_chunk_crc(const unsigned char *hdr, const unsigned char *payload, size_t len)
+uint32_t trace_chunk_crc(uint32_t seed, const unsigned char *hdr, const unsigned char *payload, size_t len)
 {
-	uLong c = crc32(0, NULL, 0);
+	uLong c = seed;
 
 	c = crc32(c, hdr, 20);
 	c = crc32(c, hdr + 24, 8);
 	/* zlib's crc32 takes a uInt length; payloads are capped well below it. */
 	c = crc32(c, payload, (uInt)len);
 	return (uint32_t)c;
+}
+
+/* A segment's chunks are checked against its sequence number: what an
+ * older pass of the ring left behind in it fails, so a reader stops where
+ * the current pass's writing did. */
+uint32_t trace_segment_seed(uint64_t seq)
+{
+	unsigned char b[8];
+
+	put64(b, seq);
+	return (uint32_t)crc32(crc32(0, NULL, 0), b, 8);
 }
 
 const char *trace_chunk_type_name(unsigned type)
@@ -33,6 +44,8 @@ const char *trace_chunk_type_name(unsigned type)
 	case TRACE_CHUNK_LOSS: return "LOSS";
 	case TRACE_CHUNK_INDEX: return "INDEX";
 	case TRACE_CHUNK_TRAILER: return "TRAILER";
+	case TRACE_CHUNK_SEGMENT: return "SEGMENT";
+	case TRACE_CHUNK_STATE: return "STATE";
 	}
 	return "unknown";
 }
@@ -60,6 +73,7 @@ const char *trace_meta_kind_name(unsigned kind)
 	case TRACE_META_OBJECT: return "object";
 	case TRACE_META_OOM: return "oom";
 	case TRACE_META_REACH: return "reach";
+	case TRACE_META_SNAPSHOT: return "snapshot";
 	}
 	return "unknown";
 }

@@ -19,8 +19,11 @@
 #include <stdint.h>
 
 #define TRACE_MAGIC "MEMSIGHT"
-/* 2: DATA may hold packed samples (stackdump.h); 1 had none. */
-#define TRACE_VERSION 2
+/* 3: the ring layout (flight recorder, FORMAT.md); only ring files carry
+ * it, so a linear file stays readable by version 2 readers.
+ * 2: DATA may hold packed samples (stackdump.h); 1 had none. */
+#define TRACE_VERSION 3
+#define TRACE_VERSION_LINEAR 2
 #define TRACE_FILE_HEADER_SIZE 64
 #define TRACE_CHUNK_HEADER_SIZE 32
 #define TRACE_CHUNK_MAGIC 0x4b43534du /* "MSCK" read as a little-endian u32 */
@@ -36,6 +39,8 @@ enum trace_chunk_type {
 	TRACE_CHUNK_LOSS = 3,
 	TRACE_CHUNK_INDEX = 4,
 	TRACE_CHUNK_TRAILER = 5,
+	TRACE_CHUNK_SEGMENT = 6, /* ring: starts a segment, says its place in the ring */
+	TRACE_CHUNK_STATE = 7,	 /* ring: a META payload restating the state a segment starts from */
 };
 
 enum trace_codec {
@@ -56,6 +61,7 @@ enum trace_meta_kind {
 	TRACE_META_OBJECT = 8,	    /* an object embedded for unwinding and symbols */
 	TRACE_META_OOM = 9,	    /* the system's state when an OOM kill was recorded */
 	TRACE_META_REACH = 10,	    /* a scan of a stopped process's memory for pointers (--leak-check) */
+	TRACE_META_SNAPSHOT = 11,   /* "key value\n" text: the trigger that cut this window from a ring */
 };
 
 /* The path of an OBJECT entry holding the kernel's vDSO image, which has
@@ -63,7 +69,28 @@ enum trace_meta_kind {
 #define TRACE_OBJECT_VDSO "[vdso]"
 
 enum trace_file_flags {
-	TRACE_FILE_RING = 1 << 0, /* flight recorder: older chunks were dropped */
+	TRACE_FILE_RING = 1 << 0,   /* flight recorder: segments overwritten oldest first */
+	TRACE_FILE_WINDOW = 1 << 1, /* a linear copy of a ring's window: what came before was overwritten */
+};
+
+/* A ring is cut into at most this many segments, each at least
+ * TRACE_RING_SEGMENT_MIN bytes: the oldest segment goes as a whole, so
+ * more of them keep the window closer to the ring's size. */
+#define TRACE_RING_SEGMENTS 16
+#define TRACE_RING_SEGMENT_MIN (2u << 20)
+#define TRACE_SEGMENT_SIZE 32 /* a SEGMENT chunk's payload */
+
+/* What a reader learns of a ring: where its window starts in the life of
+ * the recording. */
+struct trace_ring_info {
+	uint64_t start;		  /* offset of the first segment */
+	uint64_t segment_size;
+	uint32_t nr_segments;	  /* in the file */
+	uint32_t segments;	  /* in the window: good ones, oldest first */
+	uint64_t first_seq, last_seq;
+	uint64_t overwritten_bytes;   /* chunk bytes written before the window */
+	uint64_t overwritten_records; /* perf records in them */
+	uint64_t first_time;	      /* when the window's oldest segment began */
 };
 
 /* A LOSS entry for events the kernel's counters show were lost but no
@@ -98,9 +125,18 @@ struct trace_index_entry {
 struct trace_writer_opts {
 	enum trace_codec codec;
 	int level;	      /* compression level; 0 picks the codec's default */
-	uint32_t file_flags;  /* enum trace_file_flags */
+	uint32_t file_flags;  /* enum trace_file_flags; TRACE_FILE_RING is set by ring_size */
 	uint64_t created_ns;  /* CLOCK_REALTIME at creation, 0 for now() */
+	uint64_t ring_size;   /* a ring of at most this many bytes (fd backend), 0 for a linear file */
+	uint32_t ring_segment; /* segments of exactly this many bytes (a multiple of 4096, for tests
+				* and tools); 0 picks them from ring_size */
 };
+
+struct trace_writer;
+/* Called as each ring segment begins, to restate what a reader of the
+ * window needs from before it (trace_writer_add_state, META). Returns 0,
+ * or a negative errno that ends the writing. */
+typedef int (*trace_carry_fn)(void *arg, struct trace_writer *w);
 
 struct trace_writer {
 	int fd;			/* -1 for the memory backend */
@@ -121,6 +157,17 @@ struct trace_writer {
 	uint64_t first_time, last_time;
 	size_t reserve;		/* bytes kept allocated past the end (trace_writer_reserve) */
 	int full;		/* the reserve could not be kept: the disk is full */
+	/* ring: once trace_writer_ring_begin ran, chunks go into segments */
+	uint64_t ring_size, ring_start, seg_size, seg_used, ring_segment;
+	uint32_t nr_segs, seg;
+	uint64_t seq;		/* of the current segment, from 1 */
+	uint64_t ring_bytes;	/* chunk bytes written into segments so far */
+	uint32_t crc_seed;	/* the current segment's, for its chunks' CRCs */
+	trace_carry_fn carry;
+	void *carry_arg;
+	int in_carry;
+	uint32_t file_flags;
+	uint64_t created_ns;
 };
 
 /* Start a trace on an open file descriptor (positioned at 0) or in memory.
@@ -152,6 +199,19 @@ int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, co
 int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
 			     enum trace_codec codec, const void *payload, size_t plen, size_t len);
 
+/* Ring writers: end the head (host, events: what never changes) and start
+ * the segments. The file is allocated to its full size now, so a full
+ * disk shows at the start; carry runs as each segment begins, the first
+ * one included. Returns 0 or the sticky negative errno (too small a ring:
+ * -EINVAL with the size needed in the message). */
+int trace_writer_ring_begin(struct trace_writer *w, trace_carry_fn carry, void *arg);
+/* From a carry callback: a STATE chunk of META kind `kind`. */
+int trace_writer_add_state(struct trace_writer *w, uint32_t kind, const void *data, size_t len);
+/* A chunk copied from another trace as it is stored (codec, plen bytes,
+ * len decoded); DATA with its record count. */
+int trace_writer_add_copy(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream, uint64_t time,
+			  enum trace_codec codec, const void *payload, size_t plen, size_t len, uint64_t nr);
+
 /* Write the last INDEX and the TRAILER, then sync. Returns the sticky error. */
 int trace_writer_finish(struct trace_writer *w);
 const char *trace_writer_strerror(const struct trace_writer *w);
@@ -171,6 +231,8 @@ struct trace_chunk {
 	uint32_t raw_len;
 	uint32_t crc;
 	uint64_t time;
+	uint32_t crc_seed;	/* 0, or the ring segment's (FORMAT.md) */
+	uint32_t segment;	/* 0 in a linear file and a ring's head, else 1.. in window order */
 };
 
 struct trace_reader {
@@ -186,6 +248,7 @@ struct trace_reader {
 	struct trace_trailer trailer;
 	char stop[256];		    /* why reading stopped early, "" if it did not */
 	void *dctx;		    /* ZSTD_DCtx */
+	struct trace_ring_info ring; /* a ring's (TRACE_FILE_RING); zero otherwise */
 };
 
 /* Open and validate a trace. Returns 0 when the header is good (a bad tail
@@ -194,6 +257,8 @@ struct trace_reader {
 int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen);
 int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, char *err,
 			  size_t errlen);
+/* The same on an open file (kept open by the caller). */
+int trace_reader_open_fd(struct trace_reader *r, int fd, const char *name, char *err, size_t errlen);
 void trace_reader_release(struct trace_reader *r);
 
 /* Decompress chunk i into *buf (grown as needed; *alloc is its size).
@@ -238,6 +303,12 @@ struct trace_handler {
  * or the value a callback stopped with. */
 int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,
 	       size_t errlen);
+
+/* Copy what reader r holds into the linear writer w (made with
+ * TRACE_FILE_WINDOW when r is a ring): META (a ring's window state as
+ * META), DATA and LOSS as they are stored; no INDEX or TRAILER, which w
+ * writes itself. Returns 0, or -1 with the reason in err. */
+int trace_copy_window(struct trace_reader *r, struct trace_writer *w, char *err, size_t errlen);
 
 /* The time of a perf record, by the rule FORMAT.md gives; 0 if it has none. */
 uint64_t trace_record_time(const void *rec, size_t len);

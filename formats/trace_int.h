@@ -58,7 +58,10 @@ static inline uint64_t get64(const unsigned char *p)
 }
 
 
-uint32_t trace_chunk_crc(const unsigned char *hdr, const unsigned char *payload, size_t len);
+/* seed 0 for a linear file's chunks; a ring segment's chunks start from
+ * trace_segment_seed(seq). */
+uint32_t trace_chunk_crc(uint32_t seed, const unsigned char *hdr, const unsigned char *payload, size_t len);
+uint32_t trace_segment_seed(uint64_t seq);
 /* Formats into err (when given) and returns -1. */
 int trace_error_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Decompresses chunk i with the zstd context *dctx, made on first use. */

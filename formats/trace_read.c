@@ -79,8 +79,11 @@ static void *crc_run(void *arg)
 		const struct trace_chunk *c = &j->r->chunks[i];
 		const unsigned char *h = j->r->base + c->offset;
 
-		j->bad[i] = trace_chunk_crc(h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
-		if (c->offset - dropped >= DROP_STEP) {
+		j->bad[i] = trace_chunk_crc(c->crc_seed, h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
+		/* A ring's segments come in window order, not file order. */
+		if (c->offset < dropped) {
+			dropped = c->offset;
+		} else if (c->offset - dropped >= DROP_STEP) {
 			reader_drop(j->r, dropped, c->offset - dropped);
 			dropped = c->offset;
 		}
@@ -88,7 +91,8 @@ static void *crc_run(void *arg)
 	if (j->from < j->to) {
 		const struct trace_chunk *c = &j->r->chunks[j->to - 1];
 
-		reader_drop(j->r, dropped, c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len - dropped);
+		if (c->offset >= dropped)
+			reader_drop(j->r, dropped, c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len - dropped);
 	}
 	return NULL;
 }
@@ -120,12 +124,166 @@ static void reader_check_crcs(const struct trace_reader *r, unsigned char *bad)
 	pthread_join(t, NULL);
 }
 
+/* Walk the chunk headers from off up to end, each with the CRC seed and
+ * segment given, pushing where each chunk is: a header whose magic or
+ * lengths are wrong ends the walk, since nothing after it can be found.
+ * quiet: running out of room or into garbage is how a ring's segment
+ * ends, not news. Returns the offset where the walk ended, or 0 when out
+ * of memory. */
+static uint64_t reader_walk(struct trace_reader *r, uint64_t off, uint64_t end, uint32_t seed, uint32_t segment,
+			    int quiet, size_t *alloc)
+{
+	const unsigned char *b = r->base;
+	uint64_t dropped = off;
+
+	for (;;) {
+		struct trace_chunk c;
+		const unsigned char *h = b + off;
+
+		if (off == end) {
+			if (!quiet)
+				reader_stop(r, "ends at byte %llu without a trailer: the recording did not finish "
+					       "(recorder killed or disk full?)",
+					    (unsigned long long)off);
+			break;
+		}
+		if (end - off < TRACE_CHUNK_HEADER_SIZE) {
+			if (!quiet)
+				reader_stop(r, "cut short at byte %llu: %llu bytes of a chunk header",
+					    (unsigned long long)off, (unsigned long long)(end - off));
+			break;
+		}
+		if (get32(h) != TRACE_CHUNK_MAGIC) {
+			if (!quiet)
+				reader_stop(r, "chunk %zu at byte %llu is corrupt (bad chunk magic)", r->nr_chunks,
+					    (unsigned long long)off);
+			break;
+		}
+		c.offset = off;
+		c.type = get16(h + 4);
+		c.codec = get16(h + 6);
+		c.stream = get32(h + 8);
+		c.payload_len = get32(h + 12);
+		c.raw_len = get32(h + 16);
+		c.crc = get32(h + 20);
+		c.time = get64(h + 24);
+		c.crc_seed = seed;
+		c.segment = segment;
+		if (c.payload_len > TRACE_CHUNK_MAX || c.raw_len > TRACE_CHUNK_MAX) {
+			if (!quiet)
+				reader_stop(r, "chunk %zu at byte %llu is corrupt (length %u over the limit)",
+					    r->nr_chunks, (unsigned long long)off,
+					    c.payload_len > c.raw_len ? c.payload_len : c.raw_len);
+			break;
+		}
+		if (end - off - TRACE_CHUNK_HEADER_SIZE < c.payload_len) {
+			if (!quiet)
+				reader_stop(r, "cut short at byte %llu: chunk %zu needs %u payload bytes, %llu remain",
+					    (unsigned long long)off, r->nr_chunks, c.payload_len,
+					    (unsigned long long)(end - off - TRACE_CHUNK_HEADER_SIZE));
+			break;
+		}
+		if (reader_push(r, &c, alloc))
+			return 0;
+		off += TRACE_CHUNK_HEADER_SIZE + c.payload_len;
+		if (c.type == TRACE_CHUNK_TRAILER)
+			break;
+		/* Reading a header maps the page cache around it, a large folio
+		 * at a time: drop as we go, or the walk alone maps most of the
+		 * file. */
+		if (off - dropped >= DROP_STEP) {
+			reader_drop(r, dropped, off - dropped);
+			dropped = off;
+		}
+	}
+	reader_drop(r, dropped, off - dropped);
+	return off;
+}
+
+struct seg_found {
+	uint64_t offset, seq, time, bytes_before, records_before;
+};
+
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct seg_found *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A ring: the head, then each segment that starts with a good SEGMENT
+ * chunk, oldest first, as long as its sequence number says it belongs
+ * to the last pass over the ring. */
+static int reader_walk_ring(struct trace_reader *r, uint64_t hsize, size_t *alloc, char *err, size_t errlen)
+{
+	const unsigned char *b = r->base;
+	struct trace_ring_info *ri = &r->ring;
+	uint64_t start = get64(b + 32), seg = get32(b + 40), nr = get32(b + 44), head_end;
+	struct seg_found *found;
+	size_t nf = 0;
+
+	if (start && (start < hsize || seg < 4096 || !nr || start > r->size || nr > (UINT64_MAX - start) / seg))
+		return trace_error_set(err, errlen, "ring header is corrupt (segments of %llu bytes x %llu from byte %llu)",
+				       (unsigned long long)seg, (unsigned long long)nr, (unsigned long long)start);
+	head_end = start ? start : r->size;
+	if (!reader_walk(r, hsize, head_end, 0, 0, 1, alloc))
+		return trace_error_set(err, errlen, "out of memory");
+	if (!start)
+		return 0;
+	ri->start = start;
+	ri->segment_size = seg;
+	ri->nr_segments = (uint32_t)nr;
+	/* Segments past the end of the file (a copy cut short) hold nothing. */
+	found = calloc(nr < (r->size - start) / seg + 1 ? nr : (r->size - start) / seg + 1, sizeof(*found));
+	if (!found)
+		return trace_error_set(err, errlen, "out of memory");
+	for (uint64_t i = 0; i < nr && start + i * seg < r->size; i++) {
+		uint64_t off = start + i * seg;
+		const unsigned char *h = b + off;
+
+		if (off > r->size || r->size - off < TRACE_CHUNK_HEADER_SIZE + TRACE_SEGMENT_SIZE)
+			break;
+		if (get32(h) != TRACE_CHUNK_MAGIC || get16(h + 4) != TRACE_CHUNK_SEGMENT || get16(h + 6) != 0 ||
+		    get32(h + 12) != TRACE_SEGMENT_SIZE || get32(h + 16) != TRACE_SEGMENT_SIZE ||
+		    trace_chunk_crc(0, h, h + TRACE_CHUNK_HEADER_SIZE, TRACE_SEGMENT_SIZE) != get32(h + 20))
+			continue;
+		h += TRACE_CHUNK_HEADER_SIZE;
+		found[nf++] = (struct seg_found){ off, get64(h), get64(h + 8), get64(h + 16), get64(h + 24) };
+	}
+	qsort(found, nf, sizeof(*found), seg_cmp);
+	for (size_t i = 0; i < nf; i++) {
+		uint64_t off = found[i].offset, end = off + seg > r->size ? r->size : off + seg;
+
+		/* Only the last pass: a segment the writer has since gone past
+		 * twice cannot be part of the window. */
+		if (found[i].seq + nr <= found[nf - 1].seq || (i && found[i].seq == found[i - 1].seq))
+			continue;
+		if (!ri->segments) {
+			ri->first_seq = found[i].seq;
+			ri->first_time = found[i].time;
+			ri->overwritten_bytes = found[i].bytes_before;
+			ri->overwritten_records = found[i].records_before;
+		}
+		ri->last_seq = found[i].seq;
+		ri->segments++;
+		if (!reader_walk(r, off + TRACE_CHUNK_HEADER_SIZE + TRACE_SEGMENT_SIZE, end,
+				 trace_segment_seed(found[i].seq), ri->segments, 1, alloc)) {
+			free(found);
+			return trace_error_set(err, errlen, "out of memory");
+		}
+	}
+	free(found);
+	return 0;
+}
+
 static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 {
 	const unsigned char *b = r->base;
-	uint64_t off, hsize, csize, dropped = 0;
+	uint64_t hsize, csize;
 	size_t alloc = 0, walked;
 	unsigned char *bad;
+	int ring;
+	uint32_t cut = UINT32_MAX; /* the segment a bad chunk ended */
 
 	if (r->size < 16 || memcmp(b, TRACE_MAGIC, 8))
 		return trace_error_set(err, errlen, "not a memsight trace (no MEMSIGHT magic at the start)");
@@ -149,69 +307,22 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		return trace_error_set(err, errlen, "trace header is corrupt (crc mismatch)");
 	r->file_flags = get32(b + 20);
 	r->created_ns = get64(b + 24);
+	ring = r->version >= 3 && (r->file_flags & TRACE_FILE_RING);
 
-	/* First the headers alone, for where each chunk is: a header whose
-	 * magic or lengths are wrong ends the walk, since nothing after it can
-	 * be found. */
-	for (off = hsize;;) {
-		struct trace_chunk c;
-		const unsigned char *h = b + off;
-
-		if (off == r->size) {
-			reader_stop(r, "ends at byte %llu without a trailer: the recording did not finish "
-				       "(recorder killed or disk full?)",
-				    (unsigned long long)off);
-			break;
-		}
-		if (r->size - off < TRACE_CHUNK_HEADER_SIZE) {
-			reader_stop(r, "cut short at byte %llu: %llu bytes of a chunk header",
-				    (unsigned long long)off, (unsigned long long)(r->size - off));
-			break;
-		}
-		if (get32(h) != TRACE_CHUNK_MAGIC) {
-			reader_stop(r, "chunk %zu at byte %llu is corrupt (bad chunk magic)", r->nr_chunks,
-				    (unsigned long long)off);
-			break;
-		}
-		c.offset = off;
-		c.type = get16(h + 4);
-		c.codec = get16(h + 6);
-		c.stream = get32(h + 8);
-		c.payload_len = get32(h + 12);
-		c.raw_len = get32(h + 16);
-		c.crc = get32(h + 20);
-		c.time = get64(h + 24);
-		if (c.payload_len > TRACE_CHUNK_MAX || c.raw_len > TRACE_CHUNK_MAX) {
-			reader_stop(r, "chunk %zu at byte %llu is corrupt (length %u over the limit)",
-				    r->nr_chunks, (unsigned long long)off,
-				    c.payload_len > c.raw_len ? c.payload_len : c.raw_len);
-			break;
-		}
-		if (r->size - off - TRACE_CHUNK_HEADER_SIZE < c.payload_len) {
-			reader_stop(r, "cut short at byte %llu: chunk %zu needs %u payload bytes, %llu remain",
-				    (unsigned long long)off, r->nr_chunks, c.payload_len,
-				    (unsigned long long)(r->size - off - TRACE_CHUNK_HEADER_SIZE));
-			break;
-		}
-		if (reader_push(r, &c, &alloc))
-			return trace_error_set(err, errlen, "out of memory");
-		off += TRACE_CHUNK_HEADER_SIZE + c.payload_len;
-		if (c.type == TRACE_CHUNK_TRAILER)
-			break;
-		/* Reading a header maps the page cache around it, a large folio
-		 * at a time: drop as we go, or the walk alone maps most of the
-		 * file. */
-		if (off - dropped >= DROP_STEP) {
-			reader_drop(r, dropped, off - dropped);
-			dropped = off;
-		}
+	if (ring) {
+		if (reader_walk_ring(r, hsize, &alloc, err, errlen))
+			return -1;
+	} else if (!reader_walk(r, hsize, r->size, 0, 0, 0, &alloc)) {
+		return trace_error_set(err, errlen, "out of memory");
 	}
 
 	/* Then the payloads, in the order a single pass would have met them:
 	 * the first chunk that fails its CRC, has an unknown codec or is a
-	 * short trailer ends the good part of the file, and its reason
-	 * replaces the walk's, which lies further on. */
-	reader_drop(r, dropped, off - dropped);
+	 * short trailer ends the good part of its segment (of the file, when
+	 * it is linear), and its reason replaces the walk's, which lies
+	 * further on. In a ring's segment that is where the last pass's
+	 * writing stopped, and no news. Only the oldest segment's STATE is
+	 * the window's: it becomes META; the other segments' is dropped. */
 	walked = r->nr_chunks;
 	bad = calloc(walked ? walked : 1, 1);
 	if (!bad)
@@ -220,27 +331,42 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 	r->nr_chunks = 0;
 	r->valid_end = hsize;
 	for (size_t i = 0; i < walked; i++) {
-		const struct trace_chunk *c = &r->chunks[i];
-		const unsigned char *t = b + c->offset + TRACE_CHUNK_HEADER_SIZE;
+		struct trace_chunk c = r->chunks[i];
+		const unsigned char *t = b + c.offset + TRACE_CHUNK_HEADER_SIZE;
 
-		if (bad[i]) {
-			reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", i,
-				    (unsigned long long)c->offset);
-			break;
-		}
-		if (c->codec > TRACE_CODEC_ZLIB) {
-			reader_stop(r, "chunk %zu at byte %llu uses unknown codec %u", i,
-				    (unsigned long long)c->offset, c->codec);
-			break;
-		}
-		r->nr_chunks++;
-		r->valid_end = c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len;
-		if (c->type != TRACE_CHUNK_TRAILER)
+		if (c.segment == cut)
 			continue;
-		if (c->payload_len < TRAILER_SIZE) {
-			reader_stop(r, "trailer at byte %llu is too short", (unsigned long long)c->offset);
+		if (bad[i] || c.codec > TRACE_CODEC_ZLIB) {
+			if (!c.segment && bad[i])
+				reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", i,
+					    (unsigned long long)c.offset);
+			else if (!c.segment)
+				reader_stop(r, "chunk %zu at byte %llu uses unknown codec %u", i,
+					    (unsigned long long)c.offset, c.codec);
+			cut = c.segment;
+			if (!ring)
+				break;
+			continue;
+		}
+		if (c.type == TRACE_CHUNK_SEGMENT)
+			continue;
+		if (c.type == TRACE_CHUNK_STATE) {
+			if (c.segment != 1)
+				continue;
+			c.type = TRACE_CHUNK_META;
+		}
+		r->chunks[r->nr_chunks++] = c;
+		if (c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len > r->valid_end)
+			r->valid_end = c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len;
+		if (c.type != TRACE_CHUNK_TRAILER)
+			continue;
+		if (c.payload_len < TRAILER_SIZE) {
+			reader_stop(r, "trailer at byte %llu is too short", (unsigned long long)c.offset);
 			break;
 		}
+		/* A ring's trailer counts only in its newest segment. */
+		if (ring && c.segment != r->ring.segments)
+			continue;
 		r->trailer.index_offset = get64(t);
 		r->trailer.nr_chunks = get64(t + 8);
 		r->trailer.nr_records = get64(t + 16);
@@ -248,11 +374,14 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		r->trailer.first_time = get64(t + 32);
 		r->trailer.last_time = get64(t + 40);
 		r->complete = 1;
-		if (r->valid_end != r->size)
+		if (!ring && r->valid_end != r->size)
 			reader_stop(r, "%llu bytes after the trailer at byte %llu were ignored",
-				    (unsigned long long)(r->size - r->valid_end), (unsigned long long)c->offset);
+				    (unsigned long long)(r->size - r->valid_end), (unsigned long long)c.offset);
 	}
 	free(bad);
+	if (ring && !r->complete && !r->stop[0])
+		reader_stop(r, "has no trailer: a ring still being written, or whose recorder was killed; read up to "
+			       "its last good chunk");
 	return 0;
 }
 
@@ -269,29 +398,19 @@ int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, 
 	return 0;
 }
 
-int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen)
+int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 	void *map;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	memset(r, 0, sizeof(*r));
-	if (fd < 0)
-		return trace_error_set(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st)) {
-		close(fd);
+	if (fstat(fd, &st))
 		return trace_error_set(err, errlen, "cannot stat '%s': %s", path, strerror(errno));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
+	if (!S_ISREG(st.st_mode))
 		return trace_error_set(err, errlen, "'%s' is not a regular file", path);
-	}
-	if (st.st_size == 0) {
-		close(fd);
+	if (st.st_size == 0)
 		return trace_error_set(err, errlen, "'%s' is empty, not a memsight trace", path);
-	}
 	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
 	if (map == MAP_FAILED)
 		return trace_error_set(err, errlen, "cannot map '%s': %s", path, strerror(errno));
 	r->base = map;
@@ -306,6 +425,18 @@ int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_
 		return -1;
 	}
 	return 0;
+}
+
+int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	memset(r, 0, sizeof(*r));
+	if (fd < 0)
+		return trace_error_set(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+	ret = trace_reader_open_fd(r, fd, path, err, errlen);
+	close(fd);
+	return ret;
 }
 
 void trace_reader_release(struct trace_reader *r)

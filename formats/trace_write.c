@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -74,8 +75,11 @@ static int writer_out(struct trace_writer *w, const void *a, size_t alen, const 
 		size_t left = alen + blen;
 		int n = blen ? 2 : 1, i = 0;
 
+		uint64_t at = w->offset;
+
 		while (left) {
-			ssize_t r = writev(w->fd, iov + i, n - i);
+			/* A ring writes where its segment is, not at the end. */
+			ssize_t r = w->ring_start ? pwritev(w->fd, iov + i, n - i, (off_t)at) : writev(w->fd, iov + i, n - i);
 
 			if (r < 0) {
 				if (errno == EINTR)
@@ -83,6 +87,7 @@ static int writer_out(struct trace_writer *w, const void *a, size_t alen, const 
 				return writer_fail(w, -errno, "write failed: %s", strerror(errno));
 			}
 			left -= r;
+			at += r;
 			while (r > 0 && i < n) {
 				if ((size_t)r >= iov[i].iov_len) {
 					r -= iov[i].iov_len;
@@ -96,16 +101,34 @@ static int writer_out(struct trace_writer *w, const void *a, size_t alen, const 
 		}
 	}
 	w->offset += alen + blen;
-	if (w->fd >= 0 && w->reserve && !w->full)
+	if (w->fd >= 0 && w->reserve && !w->full && !w->ring_start)
 		writer_keep_reserve(w);
 	return 0;
 }
 
+/* The file header; a ring's names its segments once they are laid out
+ * (ring_start 0 until then: a reader takes the head alone). */
+static void writer_header(const struct trace_writer *w, unsigned char *h, uint32_t flags, uint64_t created)
+{
+	memset(h, 0, TRACE_FILE_HEADER_SIZE);
+	memcpy(h, TRACE_MAGIC, 8);
+	put32(h + 8, flags & TRACE_FILE_RING ? TRACE_VERSION : TRACE_VERSION_LINEAR);
+	put32(h + 12, TRACE_FILE_HEADER_SIZE);
+	put32(h + 16, TRACE_CHUNK_HEADER_SIZE);
+	put32(h + 20, flags);
+	put64(h + 24, created);
+	put64(h + 32, w->ring_start);
+	put32(h + 40, (uint32_t)w->seg_size);
+	put32(h + 44, w->nr_segs);
+	put32(h + 60, (uint32_t)crc32(crc32(0, NULL, 0), h, 60));
+}
+
 static int writer_init(struct trace_writer *w, int fd, const struct trace_writer_opts *o)
 {
-	unsigned char h[TRACE_FILE_HEADER_SIZE] = { 0 };
+	unsigned char h[TRACE_FILE_HEADER_SIZE];
 	struct timespec ts;
 	uint64_t created = o ? o->created_ns : 0;
+	uint32_t flags = o ? o->file_flags & ~TRACE_FILE_RING : 0;
 
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
@@ -124,13 +147,16 @@ static int writer_init(struct trace_writer *w, int fd, const struct trace_writer
 		clock_gettime(CLOCK_REALTIME, &ts);
 		created = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	}
-	memcpy(h, TRACE_MAGIC, 8);
-	put32(h + 8, TRACE_VERSION);
-	put32(h + 12, TRACE_FILE_HEADER_SIZE);
-	put32(h + 16, TRACE_CHUNK_HEADER_SIZE);
-	put32(h + 20, o ? o->file_flags : 0);
-	put64(h + 24, created);
-	put32(h + 60, (uint32_t)crc32(crc32(0, NULL, 0), h, 60));
+	w->created_ns = created;
+	if (o && o->ring_size) {
+		if (fd < 0)
+			return writer_fail(w, -EINVAL, "a ring needs a file");
+		w->ring_size = o->ring_size;
+		w->ring_segment = o->ring_segment;
+		flags |= TRACE_FILE_RING;
+	}
+	w->file_flags = flags;
+	writer_header(w, h, flags, created);
 	return writer_out(w, h, sizeof(h), NULL, 0);
 }
 
@@ -188,17 +214,47 @@ static int writer_compress(struct trace_writer *w, const void *data, size_t len,
 
 /* One chunk whose payload is stored as plen bytes of codec, len once
  * decoded. */
+static int ring_next(struct trace_writer *w, uint64_t time);
+
 static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
 				uint64_t time, int codec, const void *payload, size_t plen, size_t len)
 {
 	unsigned char h[TRACE_CHUNK_HEADER_SIZE];
-	uint64_t at = w->offset;
+	uint64_t at;
 
 	if (w->err)
 		return w->err;
 	if (len > TRACE_CHUNK_MAX || plen > TRACE_CHUNK_MAX)
 		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len > plen ? len : plen,
 				   TRACE_CHUNK_MAX);
+	if (w->ring_start && type != TRACE_CHUNK_SEGMENT && w->seg_used + TRACE_CHUNK_HEADER_SIZE + plen > w->seg_size) {
+		if (w->in_carry)
+			return writer_fail(w, -ENOSPC,
+					   "the ring's segments of %llu KiB cannot hold the state each one restates: give a larger ring",
+					   (unsigned long long)(w->seg_size >> 10));
+		/* The carry compresses into cbuf too: keep this chunk's payload
+		 * out of its way. */
+		unsigned char *held = payload == w->cbuf ? w->cbuf : NULL;
+		size_t held_alloc = w->cbuf_alloc;
+
+		if (held) {
+			w->cbuf = NULL;
+			w->cbuf_alloc = 0;
+		}
+		ring_next(w, time);
+		if (held) {
+			free(w->cbuf);
+			w->cbuf = held;
+			w->cbuf_alloc = held_alloc;
+		}
+		if (w->err)
+			return w->err;
+		if (w->seg_used + TRACE_CHUNK_HEADER_SIZE + plen > w->seg_size)
+			return writer_fail(w, -ENOSPC,
+					   "a chunk of %zu bytes does not fit in the ring's segments of %llu KiB: give a larger ring",
+					   plen, (unsigned long long)(w->seg_size >> 10));
+	}
+	at = w->offset;
 	put32(h, TRACE_CHUNK_MAGIC);
 	put16(h + 4, type);
 	put16(h + 6, codec);
@@ -206,11 +262,16 @@ static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type ty
 	put32(h + 12, plen);
 	put32(h + 16, len);
 	put64(h + 24, time);
-	put32(h + 20, trace_chunk_crc(h, payload, plen));
+	put32(h + 20, trace_chunk_crc(type == TRACE_CHUNK_SEGMENT ? 0 : w->crc_seed, h, payload, plen));
 	if (writer_out(w, h, sizeof(h), payload, plen))
 		return w->err;
 	w->nr_chunks++;
-	if (type == TRACE_CHUNK_INDEX || type == TRACE_CHUNK_TRAILER)
+	if (w->ring_start) {
+		w->seg_used += sizeof(h) + plen;
+		w->ring_bytes += sizeof(h) + plen;
+	}
+	/* A ring keeps no index: the chunks it would point at are overwritten. */
+	if (type == TRACE_CHUNK_INDEX || type == TRACE_CHUNK_TRAILER || w->ring_start)
 		return 0;
 	if (w->nr_index == w->index_alloc) {
 		size_t n = w->index_alloc ? w->index_alloc * 2 : 64;
@@ -250,7 +311,7 @@ static int writer_flush_index(struct trace_writer *w)
 	unsigned char *buf;
 	uint64_t at = w->offset;
 
-	if (!w->nr_index || w->err)
+	if (!w->nr_index || w->err || w->ring_start)
 		return w->err;
 	buf = malloc(w->nr_index * INDEX_ENTRY_SIZE);
 	if (!buf)
@@ -323,6 +384,103 @@ int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type,
 	if (w->nr_index >= INDEX_EVERY)
 		writer_flush_index(w);
 	return w->err;
+}
+
+int trace_writer_add_copy(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream, uint64_t time,
+			  enum trace_codec codec, const void *payload, size_t plen, size_t len, uint64_t nr)
+{
+	if ((type != TRACE_CHUNK_META && type != TRACE_CHUNK_DATA && type != TRACE_CHUNK_LOSS) || codec > TRACE_CODEC_ZLIB ||
+	    (codec == TRACE_CODEC_NONE && plen != len))
+		return writer_fail(w, -EINVAL, "only META, DATA and LOSS chunks of a known codec are copied");
+	if (writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len))
+		return w->err;
+	if (type == TRACE_CHUNK_DATA) {
+		w->nr_records += nr;
+		if (time && (!w->first_time || time < w->first_time))
+			w->first_time = time;
+		if (time > w->last_time)
+			w->last_time = time;
+	}
+	if (w->nr_index >= INDEX_EVERY)
+		writer_flush_index(w);
+	return w->err;
+}
+
+/* The next segment, oldest first once all are used: its SEGMENT chunk,
+ * then what the carry callback restates. What the segment held before
+ * now fails its CRCs against the new sequence number. */
+static int ring_next(struct trace_writer *w, uint64_t time)
+{
+	unsigned char p[TRACE_SEGMENT_SIZE];
+
+	w->seg = w->seq ? (w->seg + 1) % w->nr_segs : 0;
+	w->seq++;
+	w->offset = w->ring_start + (uint64_t)w->seg * w->seg_size;
+	w->seg_used = 0;
+	put64(p, w->seq);
+	put64(p + 8, time ? time : w->last_time);
+	put64(p + 16, w->ring_bytes);
+	put64(p + 24, w->nr_records);
+	if (writer_chunk_encoded(w, TRACE_CHUNK_SEGMENT, 0, 0, TRACE_CODEC_NONE, p, sizeof(p), sizeof(p)))
+		return w->err;
+	w->crc_seed = trace_segment_seed(w->seq);
+	if (w->carry) {
+		int r;
+
+		w->in_carry = 1;
+		r = w->carry(w->carry_arg, w);
+		w->in_carry = 0;
+		if (r && !w->err)
+			writer_fail(w, r, "restating the state for a new segment failed: %s", strerror(-r));
+	}
+	return w->err;
+}
+
+int trace_writer_ring_begin(struct trace_writer *w, trace_carry_fn carry, void *arg)
+{
+	unsigned char h[TRACE_FILE_HEADER_SIZE];
+	uint64_t start = (w->offset + 4095) & ~4095ull, space, seg, nr;
+
+	if (w->err)
+		return w->err;
+	if (!w->ring_size || w->fd < 0 || w->ring_start)
+		return writer_fail(w, -EINVAL, "not a ring writer");
+	space = w->ring_size > start ? w->ring_size - start : 0;
+	/* As many segments as fit, up to TRACE_RING_SEGMENTS, sharing all
+	 * the room. */
+	nr = space / (w->ring_segment ? w->ring_segment : TRACE_RING_SEGMENT_MIN);
+	if (nr > TRACE_RING_SEGMENTS && !w->ring_segment)
+		nr = TRACE_RING_SEGMENTS;
+	if (nr < 2 || (w->ring_segment && (w->ring_segment < 4096 || w->ring_segment % 4096)))
+		return writer_fail(w, -EINVAL,
+				   "a ring of %llu KiB is too small: its head takes %llu KiB and it needs two segments of "
+				   "at least %u KiB; give at least %llu KiB",
+				   (unsigned long long)(w->ring_size >> 10), (unsigned long long)(start >> 10),
+				   TRACE_RING_SEGMENT_MIN >> 10,
+				   (unsigned long long)((start + 2ull * TRACE_RING_SEGMENT_MIN + 1023) >> 10));
+	seg = w->ring_segment ? w->ring_segment : space / nr;
+	seg = seg > 0xfffff000ull ? 0xfffff000ull : seg & ~4095ull;
+	w->nr_segs = (uint32_t)nr;
+	w->seg_size = seg;
+	/* All the disk the ring will take, now: a full disk shows at the
+	 * start, not at 3 a.m. */
+	if (fallocate(w->fd, 0, 0, (off_t)(start + w->nr_segs * seg)) && errno != EOPNOTSUPP && errno != EINTR)
+		return writer_fail(w, -errno, "cannot allocate the ring's %llu KiB: %s",
+				   (unsigned long long)((start + w->nr_segs * seg) >> 10), strerror(errno));
+	w->ring_start = start;
+	writer_header(w, h, w->file_flags, w->created_ns);
+	if (pwrite(w->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		w->ring_start = 0;
+		return writer_fail(w, -errno, "write failed: %s", strerror(errno));
+	}
+	w->carry = carry;
+	w->carry_arg = arg;
+	return ring_next(w, 0);
+}
+
+int trace_writer_add_state(struct trace_writer *w, uint32_t kind, const void *data, size_t len)
+{
+	return writer_chunk(w, TRACE_CHUNK_STATE, kind, 0, data, len, 1);
 }
 
 int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, size_t n)

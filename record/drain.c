@@ -1,8 +1,9 @@
 /*
  * record/drain.c: the drain loop's work: copying records out of the rings into
- * chunk buffers, looking at each on the way (counting, noting kernel
- * addresses and files without build-id, snapshotting the system at an OOM
- * kill), and handing full or old chunks to the compression thread.
+ * chunk buffers, looking at each on the way (counting, snapshotting the
+ * system at an OOM kill, firing triggers), and handing full or old chunks
+ * to the compression thread, which notes what the end needs (kernel
+ * addresses, files without build-id, mappings) before compressing them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,26 +51,30 @@ static void oom_seen(struct recorder *rc, const struct rec_event *e, const unsig
 	/* IDENTIFIER, IP, TID (pid, tid), TIME: fixed for every event. */
 	memcpy(tid, rec + 24, 8);
 	memcpy(&time, rec + 32, 8);
-	if (procsnap_oom_context(victim, tid[0], time, &text, &len))
-		return;
-	writeq_push_meta(&rc->q, TRACE_META_OOM, text, len);
-	rc->oom_kills++;
-	free(text);
+	if (!procsnap_oom_context(victim, tid[0], time, &text, &len)) {
+		writeq_push_meta(&rc->q, TRACE_META_OOM, text, len);
+		rc->oom_kills++;
+		free(text);
+	}
+	if (rc->fl.nr_trig) {
+		char detail[64];
+
+		snprintf(detail, sizeof(detail), "victim pid %d", (int)victim);
+		flight_fire(rc, FLIGHT_OOM, detail);
+	}
 }
 
-/* Look at one record copied out of a ring: count it, collect what the end
- * of the recording needs (kernel addresses, files without build-id). */
+/* Drain loop: look at one record copied out of a ring: count it, and
+ * what cannot wait for the compression thread (an OOM kill's state while
+ * the victim is still there, the triggers). */
 static void inspect(struct recorder *rc, struct ring *r, const unsigned char *rec, size_t size)
 {
 	const struct perf_event_header *h = (const void *)rec;
 
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE: {
+	if (h->type == PERF_RECORD_SAMPLE && size >= 16) {
 		uint64_t id;
 		struct rec_event *e;
 
-		if (size < 16)
-			return;
 		memcpy(&id, rec + 8, 8);
 		e = rec_event_of(rc, id);
 		if (!e)
@@ -77,7 +82,33 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 		e->samples++;
 		if (e->victim_pid_off > 0)
 			oom_seen(rc, e, rec, size);
-		if (e->callchain_off && e->callchain_off + 8 <= size) {
+		if (e->watch)
+			flight_inspect(rc, e, rec, size);
+	} else if (h->type == PERF_RECORD_LOST && size >= 24) {
+		uint64_t lost;
+
+		memcpy(&lost, rec + 16, 8);
+		r->lost += lost;
+	}
+}
+
+/* Compression thread: what the end of the recording (and a ring's next
+ * segment) needs from a record: kernel addresses, objects to embed, files
+ * without build-id, the processes' mappings. */
+static void note(struct recorder *rc, const unsigned char *rec, size_t size)
+{
+	const struct perf_event_header *h = (const void *)rec;
+
+	if (rc->fl.ring_size && h->type != PERF_RECORD_SAMPLE)
+		proctrack_record(&rc->fl.pt, rec, size);
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE: {
+		uint64_t id;
+		struct rec_event *e;
+
+		memcpy(&id, rec + 8, 8);
+		e = rec_event_of(rc, id);
+		if (e && e->callchain_off && e->callchain_off + 8 <= size) {
 			uint64_t nr, ip;
 			int kernel = 0;
 
@@ -93,15 +124,6 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 				if (kernel)
 					ksyms_set_add(&rc->ksyms, ip);
 			}
-		}
-		break;
-	}
-	case PERF_RECORD_LOST: {
-		uint64_t lost;
-
-		if (size >= 24) {
-			memcpy(&lost, rec + 16, 8);
-			r->lost += lost;
 		}
 		break;
 	}
@@ -129,10 +151,11 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 	}
 }
 
-/* On the compression thread, before a DATA chunk is compressed: what of
- * each stack dump is kept, and how (scrub.h). Samples that shrink move the
- * records after them up. Reads only the id table, which is fixed before
- * the thread starts. Returns the chunk's new length. */
+/* On the compression thread, before a DATA chunk is compressed: each
+ * record noted, then what of each stack dump is kept, and how (scrub.h).
+ * Samples that shrink move the records after them up. Reads only the id
+ * table, which is fixed before the thread starts. Returns the chunk's new
+ * length. */
 size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len)
 {
 	struct recorder *rc = arg;
@@ -148,6 +171,7 @@ size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len)
 		if (h.size < sizeof(h) || h.size > len - off)
 			break;
 		size = h.size;
+		note(rc, buf + off, size);
 		if (h.type == PERF_RECORD_SAMPLE && h.size >= 16) {
 			memcpy(&id, buf + off + 8, 8);
 			e = rec_event_of(rc, id);
@@ -241,7 +265,7 @@ int rec_drain_all(struct recorder *rc, int flush_old)
 		if (rec_ring_drain(rc, r))
 			return -1;
 		/* Bound what a crash could lose on a quiet CPU. */
-		if (flush_old && r->len && now - r->flushed_at > FLUSH_AGE_NS)
+		if (flush_old && r->len && now - r->flushed_at > (rc->fl.ring_size ? FLUSH_AGE_RING_NS : FLUSH_AGE_NS))
 			rec_ring_flush(rc, r);
 	}
 	return 0;

@@ -507,7 +507,7 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 {
 	struct trace_reader r;
 	struct trace_writer w;
-	struct trace_writer_opts o = { TRACE_CODEC_ZSTD, 0, 0, 0 };
+	struct trace_writer_opts o = { .codec = TRACE_CODEC_ZSTD };
 	struct embed_set e = { .mode = mode };
 	unsigned char *buf = NULL;
 	size_t alloc = 0;
@@ -516,12 +516,13 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 
 	if (trace_reader_open(&r, path, err, errlen))
 		return -1;
-	if (!r.complete) {
+	/* A ring is archived as the window it holds now, running or not. */
+	if (!r.complete && !(r.file_flags & TRACE_FILE_RING)) {
 		snprintf(err, errlen, "'%s' is not complete (%s); archive only finished recordings", path, r.stop);
 		trace_reader_release(&r);
 		return -1;
 	}
-	o.file_flags = r.file_flags;
+	o.file_flags = r.file_flags & TRACE_FILE_RING ? TRACE_FILE_WINDOW : r.file_flags;
 	o.created_ns = r.created_ns;
 	snprintf(tmp, sizeof(tmp), "%s.archive-XXXXXX", path);
 	fd = mkstemp(tmp);
@@ -532,6 +533,14 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 	}
 	fchmod(fd, 0600);
 	trace_writer_init_fd(&w, fd, &o);
+	if (r.file_flags & TRACE_FILE_RING) {
+		char text[128];
+		int n = snprintf(text, sizeof(text), "overwritten_bytes %llu\noverwritten_records %llu\n",
+				 (unsigned long long)r.ring.overwritten_bytes, (unsigned long long)r.ring.overwritten_records);
+
+		/* What the window no longer holds, said as a snapshot says it. */
+		trace_writer_add(&w, TRACE_CHUNK_META, TRACE_META_SNAPSHOT, 0, text, n, 0);
+	}
 	for (size_t i = 0; i < r.nr_chunks; i++) {
 		const struct trace_chunk *c = &r.chunks[i];
 		long n;

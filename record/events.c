@@ -149,7 +149,7 @@ static int tracepoint_load(const char *name, uint64_t *id, char **format)
 
 /* The offset of a tracepoint field from its format text, -1 if absent:
  * "field:int pid;\toffset:8;\tsize:4;...". */
-static int format_field_offset(const char *format, const char *field)
+int events_field_offset(const char *format, const char *field)
 {
 	size_t fl = strlen(field);
 
@@ -356,7 +356,7 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 			/* The recorder snapshots the system when it sees a
 			 * kill, so it must see it at once, while the victim
 			 * is still there: wake the drain loop for each one. */
-			e.victim_pid_off = format_field_offset(e.format, "pid");
+			e.victim_pid_off = events_field_offset(e.format, "pid");
 			e.attr.watermark = 0;
 			e.attr.wakeup_events = 1;
 		}

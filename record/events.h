@@ -28,6 +28,7 @@ struct rec_event {
 	int dropped;		 /* the kernel refused its filter: not recorded */
 	int victim_pid_off;	 /* oom:mark_victim: offset of "pid" in its raw data; 0 for
 				  * other events (the common fields hold offset 0) */
+	int watch;		 /* what a flight recorder trigger reads from it (flight.h), 0 for nothing */
 };
 
 enum rec_callchain {
@@ -94,6 +95,9 @@ void events_stack_attr(struct perf_event_attr *a, const struct rec_opts_events *
  * when the event has none or the record is cut short. */
 const unsigned char *events_sample_raw(const struct rec_event *e, const unsigned char *rec, size_t size,
 				       uint32_t *raw_len);
+/* The offset of a tracepoint field in its raw data, from the format text;
+ * -1 when it has none. */
+int events_field_offset(const char *format, const char *field);
 void events_free(struct rec_event *evs, size_t nr);
 
 #endif

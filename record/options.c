@@ -198,6 +198,56 @@ static int opt_size(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+static int opt_ring(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	double mul = 1;
+
+	(void)ctx;
+	switch (*end) {
+	case 'k': case 'K': mul = 1024.0; end++; break;
+	case 'm': case 'M': mul = 1048576.0; end++; break;
+	case 'g': case 'G': mul = 1073741824.0; end++; break;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	if (end == arg || *end || !(v > 0) || v * mul > 1e15)
+		return msg_error("invalid ring size '%s': give bytes with K, M or G, e.g. --ring 256M", arg);
+	*(uint64_t *)o->value = (uint64_t)(v * mul);
+	return 0;
+}
+
+static int opt_trigger(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)o;
+	return flight_trigger_add(&((struct options_seen *)ctx)->rc->fl, arg);
+}
+
+static int opt_after(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	(void)ctx;
+	if (end == arg || *end || !(v >= 0) || v > 3600)
+		return msg_error("invalid --after '%s': give seconds from 0 to 3600, e.g. --after 5", arg);
+	*(double *)o->value = v;
+	return 0;
+}
+
+static int opt_max_snapshots(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	(void)ctx;
+	if (end == arg || *end || !v || v > 100000)
+		return msg_error("invalid --max-snapshots '%s': give how many to keep, e.g. 16", arg);
+	*(unsigned *)o->value = v;
+	return 0;
+}
+
 static int opt_sample(const struct opt *o, const char *arg, void *ctx)
 {
 	char *end;
@@ -296,7 +346,9 @@ static int options_finish(struct recorder *rc, const struct options_seen *seen)
 		return msg_error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
 	if (rc->leak_check && !groups_has(rc->groups, "malloc"))
 		return msg_error("--leak-check tells which allocations are lost: record them too, with -e malloc");
-	return 0;
+	if (rc->leak_check && rc->fl.ring_size)
+		return msg_error("--leak-check scans at the end, which a ring's window may not reach: record it without --ring");
+	return flight_options_check(rc, groups_has);
 }
 
 int rec_options_parse(struct recorder *rc, int argc, char **argv)
@@ -361,6 +413,22 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		OPT_CALLBACK(0, "compression", NULL, "C[:L]",
 			     "zstd (default; level 1 with -g dwarf, else 3), zlib or none,\nwith an optional level",
 			     opt_compression),
+		OPT_CALLBACK(0, "ring", &rc->fl.ring_size, "SIZE",
+			     "flight recorder: a trace file that never grows past SIZE\n"
+			     "(e.g. 256M); the oldest events give way to new ones",
+			     opt_ring),
+		OPT_CALLBACK(0, "trigger", NULL, "KIND[:ARG]",
+			     "with --ring: save a snapshot of the ring, beside it, when\n"
+			     "oom: an OOM kill (-e oom); rss:PID_OR_COMM>SIZE: a\n"
+			     "process's RSS passes SIZE (-e rss); psi:some|full>PCT:\n"
+			     "memory pressure passes PCT% of a second; reclaim>MS: a\n"
+			     "reclaim stall passes MS (-e reclaim); signal: SIGUSR1;\n"
+			     "repeatable",
+			     opt_trigger),
+		OPT_CALLBACK(0, "after", &rc->fl.after, "SECONDS",
+			     "a snapshot also keeps what follows its trigger (default 2)", opt_after),
+		OPT_CALLBACK(0, "max-snapshots", &rc->fl.max_snapshots, "N",
+			     "keep the newest N snapshots of this ring (default 16)", opt_max_snapshots),
 		OPT_BOOL('q', "quiet", &rc->quiet, "no summary on stderr"),
 		OPT_COMMAND(),
 		OPT_END(),
@@ -373,6 +441,7 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 	rc->stack_size = REC_DWARF_STACK_DEFAULT;
 	rc->mmap_pages = 0; /* by call-graph mode, after the options */
 	rc->codec = TRACE_CODEC_ZSTD;
+	rc->fl.after = -1; /* by --ring, after the options */
 	if (tracefs && *tracefs)
 		events_tracefs_use(tracefs);
 	r = opts_parse(argc, argv, options, usage_text, &seen);

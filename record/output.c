@@ -82,7 +82,7 @@ static void remove_stale_temps(const char *dir, const char *base)
 int rec_output_create(struct recorder *rc)
 {
 	char dir[PATH_MAX], base[PATH_MAX];
-	struct trace_writer_opts o = { .codec = rc->codec, .level = rc->level };
+	struct trace_writer_opts o = { .codec = rc->codec, .level = rc->level, .ring_size = rc->fl.ring_size };
 	const char *dn, *bn;
 
 	if (strlen(rc->output) >= sizeof(dir) - 16)
@@ -102,7 +102,9 @@ int rec_output_create(struct recorder *rc)
 	flock(rc->out_fd, LOCK_EX | LOCK_NB);
 	if (trace_writer_init_fd(&rc->w, rc->out_fd, &o))
 		return msg_error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w));
-	trace_writer_reserve(&rc->w, WRITE_RESERVE);
+	/* A ring takes all its room at once instead (trace_writer_ring_begin). */
+	if (!rc->fl.ring_size)
+		trace_writer_reserve(&rc->w, WRITE_RESERVE);
 	if (rc->w.full)
 		return msg_error("no room for '%s': the disk is full", rc->output);
 	return 0;

@@ -118,12 +118,20 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		if (!live)
 			stop = 1;
 	}
+	for (size_t i = 0; i < rc->fl.nr_trig; i++) {
+		if (rc->fl.trig[i].fd < 0)
+			continue;
+		/* A PSI trigger's file signals with POLLPRI. */
+		ev.events = EPOLLPRI;
+		ev.data.u64 = (4ull << 32) | i;
+		epoll_ctl(ep, EPOLL_CTL_ADD, rc->fl.trig[i].fd, &ev);
+	}
 	if (!rc->command)
 		for (size_t i = 0; i < rc->nr_fds; i++)
 			ioctl(rc->fds[i], PERF_EVENT_IOC_ENABLE, 0);
 
 	while (!stop) {
-		int n = epoll_wait(ep, evs, 64, timeout);
+		int n = epoll_wait(ep, evs, 64, flight_timeout(rc, timeout));
 
 		if (n < 0 && errno != EINTR) {
 			msg_error("epoll_wait: %s", strerror(errno));
@@ -144,6 +152,11 @@ static int run(struct recorder *rc, const sigset_t *mask)
 					if (si.ssi_signo == SIGCHLD) {
 						if (rc->command && rec_child_reap(rc))
 							stop = 1;
+					} else if (si.ssi_signo == SIGUSR1) {
+						char detail[64];
+
+						snprintf(detail, sizeof(detail), "SIGUSR1 from pid %u", si.ssi_pid);
+						flight_fire(rc, FLIGHT_SIGNAL, detail);
 					} else {
 						stop = 1;
 					}
@@ -154,11 +167,14 @@ static int run(struct recorder *rc, const sigset_t *mask)
 				epoll_ctl(ep, EPOLL_CTL_DEL, pidfds[idx], NULL);
 				if (--live == 0)
 					stop = 1;
+			} else if (kind == 4) {
+				flight_psi_event(rc, idx);
 			}
 		}
 		before = rc->drained;
 		if (rec_drain_all(rc, 1))
 			goto out;
+		flight_poll(rc, 0);
 		/* A full disk (or a failed write) ends the recording at once:
 		 * nothing more could be kept, and a -p recording would go on
 		 * for ever. */
@@ -187,6 +203,8 @@ out:
 	rec_child_stop(rc);
 	if (rec_drain_all(rc, 0))
 		ret = -1;
+	/* A snapshot still waiting for its --after is taken as things are. */
+	flight_poll(rc, 1);
 	for (int c = 0; c < rc->ncpus; c++)
 		rec_ring_flush(rc, &rc->rings[c]);
 	writeq_stop(&rc->q);
@@ -229,6 +247,7 @@ static void cleanup(struct recorder *rc)
 	ksyms_table_release(&rc->kallsyms);
 	trace_writer_release(&rc->w);
 	embed_set_release(&rc->embed);
+	flight_release(&rc->fl);
 	rec_options_release(rc);
 }
 
@@ -291,13 +310,17 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	rc->lc.arg = rc;
 	if (scrub_init(&rc->scrub, rc->stack_dump))
 		return msg_error("out of memory for packing stack dumps");
-	if (rec_output_check(rc->output) || rec_events_setup(rc) || rec_output_create(rc))
+	if (rec_output_check(rc->output) || rec_events_setup(rc) || flight_setup(rc) || rec_output_create(rc))
 		return -1;
 	sigemptyset(mask);
 	sigaddset(mask, SIGINT);
 	sigaddset(mask, SIGTERM);
 	sigaddset(mask, SIGHUP);
 	sigaddset(mask, SIGCHLD);
+	/* A ring is left running: SIGUSR1 must not end it without its
+	 * trailer, asked for a snapshot or not. */
+	if (rc->fl.ring_size)
+		sigaddset(mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, mask, oldmask);
 	if (rc->command && rec_child_start(rc, oldmask))
 		return -1;
@@ -323,6 +346,10 @@ static int record_start(struct recorder *rc)
 	rc->old_fd = open(rc->output, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (rc->command && rec_child_release(rc))
 		return -1;
+	/* A ring replaced by a restarted recorder may hold what went wrong
+	 * before the restart: keep it, once. */
+	if (rc->fl.ring_size && rc->old_fd >= 0 && rename(rc->output, rc->fl.previous) && errno != ENOENT)
+		msg_warn("cannot keep the old ring as '%s': %s", rc->fl.previous, strerror(errno));
 	if (rename(rc->tmp_path, rc->output))
 		return msg_error("cannot create '%s': %s", rc->output, strerror(errno));
 	rc->renamed = 1;

@@ -2,8 +2,9 @@
  * record/recorder.h: the recorder's state, shared by its parts and nothing
  * else: options.c (the command line), setup.c (events and rings),
  * drain.c (the drain loop), tracemeta.c (the META chunks and the summary),
- * command.c (the command it runs), output.c (the trace file's name) and
- * record.c (main and the event loop).
+ * command.c (the command it runs), output.c (the trace file's name),
+ * flight.c (the ring's triggers and snapshots) and record.c (main and the
+ * event loop).
  */
 #ifndef MEMSIGHT_RECORDER_H
 #define MEMSIGHT_RECORDER_H
@@ -21,6 +22,7 @@
 #include "../formats/trace.h"
 #include "embed.h"
 #include "events.h"
+#include "flight.h"
 #include "ksyms.h"
 #include "leakcheck.h"
 #include "scrub.h"
@@ -31,6 +33,9 @@
 /* A chunk's buffer: the target and room for the record that crosses it. */
 #define CHUNK_BUF (CHUNK_TARGET + 65536)
 #define FLUSH_AGE_NS (2ull * 1000000000ull)
+/* A ring's window is the chunks written last: a quiet CPU's chunk must
+ * not carry records from long before it into the newest segment. */
+#define FLUSH_AGE_RING_NS (200ull * 1000000ull)
 /* Bytes of uncompressed chunks the compression thread may have queued
  * before the drain loop waits for it. */
 #define WRITEQ_MAX (256u << 20)
@@ -134,6 +139,7 @@ struct recorder {
 	uint64_t oom_kills;	/* OOM contexts written */
 	int build_id;
 	int format_lost;	/* the kernel counts each event's lost samples */
+	struct flight fl;	/* --ring, --trigger: the flight recorder */
 };
 
 static inline uint64_t rec_now_ns(clockid_t c)

@@ -115,7 +115,11 @@ int rec_meta_start(struct recorder *rc)
 			/* A process may exit while we look: skip it. */
 			if (procsnap_process(pids[i], &text, &len))
 				continue;
-			meta_add(rc, TRACE_META_PROCESS, text, len);
+			/* A ring restates them as each segment begins. */
+			if (rc->fl.ring_size)
+				proctrack_load(&rc->fl.pt, text, len);
+			else
+				meta_add(rc, TRACE_META_PROCESS, text, len);
 			if (rc->embed.mode != EMBED_NONE)
 				embed_set_add_maps(&rc->embed, text, len);
 			free(text);
@@ -123,6 +127,8 @@ int rec_meta_start(struct recorder *rc)
 		if (pids != rc->pids)
 			free(pids);
 	}
+	if (rc->fl.ring_size && !rc->w.err && flight_ring_begin(rc))
+		return -1;
 	return rc->w.err ? msg_error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w)) : 0;
 }
 
@@ -132,8 +138,10 @@ void rec_meta_end(struct recorder *rc)
 	size_t len = 0, alloc = 0;
 
 	/* The objects first: the kallsyms thread may still be reading. Not
-	 * on a full disk: the reserve is for what follows. */
-	if (!trace_writer_full(&rc->w))
+	 * on a full disk: the reserve is for what follows. Not into a ring,
+	 * where they would push out the window: its snapshots and memsight
+	 * archive carry them. */
+	if (!trace_writer_full(&rc->w) && !rc->fl.ring_size)
 		embed_set_write(&rc->embed, &rc->w);
 	if (!ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
 		meta_add(rc, TRACE_META_KSYMS, text, len);
@@ -187,6 +195,10 @@ void rec_meta_end(struct recorder *rc)
 		ADD("writer_fast_chunks %llu\nwriter_raw_chunks %llu\n", (unsigned long long)rc->q.fast_chunks,
 		    (unsigned long long)rc->q.raw_chunks);
 		ADD("writer_boosts %llu\ndrain_realtime %d\n", (unsigned long long)rc->q.boosts, rc->realtime);
+		if (rc->fl.ring_size)
+			ADD("ring_size %llu\nring_bytes %llu\nsnapshots %u\nsnapshots_failed %u\n",
+			    (unsigned long long)rc->fl.ring_size, (unsigned long long)rc->w.ring_bytes, rc->fl.taken,
+			    rc->fl.failed);
 		for (size_t i = 0; i < rc->nr_evs; i++)
 			if (rc->evs[i].group[0])
 				ADD("samples %s %llu\n", rc->evs[i].name, (unsigned long long)rc->evs[i].samples);
@@ -222,7 +234,8 @@ int rec_reach_emit(void *arg, const void *payload, size_t len)
 
 void rec_summary(struct recorder *rc)
 {
-	uint64_t lost = rc->lost_unreported, bytes = rc->w.offset, written = rc->w.nr_records;
+	uint64_t lost = rc->lost_unreported, written = rc->w.nr_records;
+	uint64_t bytes = rc->w.ring_start ? rc->w.ring_start + rc->w.ring_bytes : rc->w.offset;
 	uint64_t unwritten = rc->records > written ? rc->records - written : 0;
 	double secs = (rc->stop_ns - rc->start_ns) / 1e9;
 
@@ -267,6 +280,13 @@ void rec_summary(struct recorder *rc)
 	else if (rc->leak_check && !rc->quiet)
 		msg_note("--leak-check scanned %d process%s, pausing %s %.1f ms", rc->lc.scans,
 			rc->lc.scans == 1 ? "" : "es", rc->lc.scans == 1 ? "it" : "them", rc->lc.scan_ns / 1e6);
+	if (rc->w.ring_start && !rc->quiet)
+		msg_note("ring of %.1f MiB in %u segments: %.1f MiB went through it, %s", rc->fl.ring_size / 1048576.0,
+			 rc->w.nr_segs, rc->w.ring_bytes / 1048576.0,
+			 rc->w.seq > rc->w.nr_segs ? "the oldest overwritten" : "none of it overwritten");
+	if (rc->fl.nr_trig && !rc->quiet)
+		msg_note("%u snapshot%s saved%s", rc->fl.taken, rc->fl.taken == 1 ? "" : "s",
+			 rc->fl.failed ? " (some failed: see above)" : "");
 	if (rc->oom_kills && !rc->quiet)
 		msg_note("%llu OOM kill%s recorded with the system's state; see memsight oom",
 			(unsigned long long)rc->oom_kills, rc->oom_kills == 1 ? "" : "s");

@@ -26,6 +26,8 @@
 
 struct writeq_job {
 	struct writeq_job *next;
+	void (*call)(void *arg, void *data); /* a call job (type 0): call(call_arg, buf) */
+	void *call_arg;
 	uint32_t type, stream;
 	uint64_t time, nr;
 	void *buf;
@@ -41,6 +43,10 @@ static void writeq_write(struct writeq *q, struct writeq_job *j, size_t backlog)
 	int level = w->level;
 	size_t len = j->len;
 
+	if (j->call) {
+		j->call(j->call_arg, j->buf);
+		return;
+	}
 	if (j->type != TRACE_CHUNK_DATA) {
 		trace_writer_add(w, j->type, j->stream, j->time, j->buf, j->len, j->nr);
 		return;
@@ -225,12 +231,14 @@ int writeq_start(struct writeq *q, struct trace_writer *w, size_t max_pending, s
 	return 0;
 }
 
+static void writeq_push_job(struct writeq *q, struct writeq_job *j);
+
 static void writeq_push_chunk(struct writeq *q, uint32_t type, uint32_t stream, uint64_t time, void *buf,
 			      size_t len, size_t size, uint64_t nr)
 {
 	struct writeq_job *j;
 
-	if (!q->running || !(j = malloc(sizeof(*j)))) {
+	if (!q->running || !(j = calloc(1, sizeof(*j)))) {
 		if (type == TRACE_CHUNK_DATA && trace_writer_full(q->w)) {
 			q->dropped_records += nr;
 		} else {
@@ -241,7 +249,14 @@ static void writeq_push_chunk(struct writeq *q, uint32_t type, uint32_t stream, 
 		writeq_free(q, buf);
 		return;
 	}
-	*j = (struct writeq_job){ NULL, type, stream, time, nr, buf, len, size };
+	*j = (struct writeq_job){ .type = type, .stream = stream, .time = time, .nr = nr, .buf = buf, .len = len, .size = size };
+	writeq_push_job(q, j);
+}
+
+static void writeq_push_job(struct writeq *q, struct writeq_job *j)
+{
+	size_t len = j->len;
+
 	pthread_mutex_lock(&q->lock);
 	if (q->pending && q->pending + len > q->max_pending) {
 		q->waits++;
@@ -264,6 +279,19 @@ void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, si
 		 uint64_t nr)
 {
 	writeq_push_chunk(q, TRACE_CHUNK_DATA, stream, time, buf, len, size, nr);
+}
+
+void writeq_push_call(struct writeq *q, void (*fn)(void *arg, void *data), void *arg, void *data)
+{
+	struct writeq_job *j;
+
+	if (!q->running || !(j = calloc(1, sizeof(*j)))) {
+		fn(arg, data);
+		free(data);
+		return;
+	}
+	*j = (struct writeq_job){ .call = fn, .call_arg = arg, .buf = data };
+	writeq_push_job(q, j);
 }
 
 void writeq_push_meta(struct writeq *q, uint32_t kind, const void *data, size_t len)

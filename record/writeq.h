@@ -63,6 +63,10 @@ void writeq_push(struct writeq *q, uint32_t stream, uint64_t time, void *buf, si
 /* Queue a META chunk (a copy of data) in order with the DATA chunks: for
  * what the recorder learns mid-recording and must survive a crash. */
 void writeq_push_meta(struct writeq *q, uint32_t kind, const void *data, size_t len);
+/* Run fn(arg, data) on the compression thread, in order with the chunks
+ * queued before it (at once when the thread is not running); data, from
+ * malloc, is freed after. For work that needs the trace still. */
+void writeq_push_call(struct writeq *q, void (*fn)(void *arg, void *data), void *arg, void *data);
 /* Write what is queued and end the thread. */
 void writeq_stop(struct writeq *q);
 

@@ -108,7 +108,38 @@ test_expect_success 'a future version is refused with the way out' '
 	"$BUILD/test-tool" write t.trace &&
 	printf "\\011" | dd of=t.trace bs=1 seek=8 conv=notrunc 2>/dev/null &&
 	test_must_fail "$MEMSIGHT" info t.trace 2>err &&
-	test_one_line err && grep "version 9 is newer than this memsight reads (2); use a newer memsight" err
+	test_one_line err && grep "version 9 is newer than this memsight reads (3); use a newer memsight" err
+'
+
+# A ring of 6 segments of 128 KiB; each holds two chunks of 1000 records
+# (uncompressed), so 50,000 records went through 25 segments.
+test_expect_success 'a ring keeps its last six segments, in order, with the oldest one'"'"'s state' '
+	"$BUILD/test-tool" write r.trace --codec none --records 50000 --ring 6 131072 &&
+	test $(stat -c %s r.trace) = $((4096 + 6 * 131072)) &&
+	"$BUILD/test-tool" read r.trace >out &&
+	cat out &&
+	grep "^records 12000$" out && grep "^first 38000$" out && grep "^last 49999$" out &&
+	grep "^ordered yes$" out && grep "^complete yes$" out && ! grep "^stop" out &&
+	grep "^meta 2$" out && grep "^state pid 20$" out &&
+	grep "^segments 6 of 6$" out && grep "^seq 20..25$" out && grep "^overwritten 38000 records$" out
+'
+
+test_expect_success 'a ring: what an earlier pass left in the newest segment is not read' '
+	"$BUILD/test-tool" write r.trace --codec none --records 49000 --ring 6 131072 &&
+	"$BUILD/test-tool" read r.trace >out &&
+	cat out &&
+	grep "^records 11000$" out && grep "^first 38000$" out && grep "^last 48999$" out && grep "^ordered yes$" out
+'
+
+test_expect_success 'a ring: damage ends its segment only, and a ring without trailer reads' '
+	"$BUILD/test-tool" write r.trace --codec none --records 50000 --ring 6 131072 &&
+	"$BUILD/test-tool" flip r.trace $((4096 + 3 * 131072 + 300)) &&
+	"$BUILD/test-tool" read r.trace >out &&
+	grep "^records 10000$" out && grep "^last 49999$" out && grep "^ordered yes$" out &&
+	"$BUILD/test-tool" write r.trace --codec zstd --records 50000 --ring 6 131072 --no-trailer &&
+	"$BUILD/test-tool" read r.trace >out &&
+	grep "^records 50000$" out && grep "^complete no$" out &&
+	grep "^stop has no trailer: a ring still being written, or whose recorder was killed" out
 '
 
 test_expect_success 'an empty file and a directory are refused in one line' '

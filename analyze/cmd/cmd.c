@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../model/memops.h"
 #include "../stacks/unwind.h"
@@ -77,6 +78,9 @@ int cmd_open(struct session *s, const char *path, const struct analyze_opts *a)
 		return -1;
 	}
 	session_warn_incomplete(s);
+	/* Results of a ring or a snapshot cover its window alone: say so. */
+	if (cmd_window(s, err, sizeof(err))[0])
+		msg_note("'%s' is %s", s->path, err);
 	return 0;
 }
 
@@ -182,4 +186,44 @@ int cmd_opt_fault_type(const struct opt *o, const char *arg, void *ctx)
 		return msg_error("unknown fault type '%s': use read, write, exec, cow or kernel", arg);
 	*(unsigned *)o->value |= 1u << k;
 	return 0;
+}
+
+/* One line on what part of a flight recording the file holds, or "" for
+ * a trace that holds all of its recording. */
+const char *cmd_window(struct session *s, char *buf, size_t len)
+{
+	char v[256], detail[128] = "?", when[64] = "?", sz[32];
+	uint64_t bytes = s->r.ring.overwritten_bytes, records = s->r.ring.overwritten_records;
+	const char *snap = s->snapshot;
+	size_t sl = s->snapshot_len;
+
+	buf[0] = 0;
+	if (snap && !trace_kv_get(snap, sl, "overwritten_bytes", v, sizeof(v)))
+		bytes = strtoull(v, NULL, 10);
+	if (snap && !trace_kv_get(snap, sl, "overwritten_records", v, sizeof(v)))
+		records = strtoull(v, NULL, 10);
+	fmt_bytes(bytes, sz, sizeof(sz));
+	if (snap && !trace_kv_get(snap, sl, "trigger", v, sizeof(v))) {
+		char t[64];
+		time_t secs;
+
+		trace_kv_get(snap, sl, "detail", detail, sizeof(detail));
+		if (!trace_kv_get(snap, sl, "trigger_realtime_ns", t, sizeof(t))) {
+			secs = (time_t)(strtoull(t, NULL, 10) / 1000000000ull);
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime(&secs));
+		}
+		snprintf(buf, len, "a snapshot of a ring, saved by trigger %s (%s) at %s; %s (%llu records) had been "
+			 "overwritten before its window", v, detail, when, sz, (unsigned long long)records);
+	} else if (s->r.file_flags & TRACE_FILE_RING) {
+		if (!s->r.ring.segments)
+			snprintf(buf, len, "a ring whose segments have not begun");
+		else
+			snprintf(buf, len, "a ring of %u segments of %s; %s (%llu records) overwritten before its window",
+				 s->r.ring.nr_segments, fmt_bytes(s->r.ring.segment_size, when, sizeof(when)), sz,
+				 (unsigned long long)records);
+	} else if (s->r.file_flags & TRACE_FILE_WINDOW) {
+		snprintf(buf, len, "the window of a ring; %s (%llu records) had been overwritten before it", sz,
+			 (unsigned long long)records);
+	}
+	return buf;
 }

@@ -75,6 +75,10 @@ int cmd_close(struct session *s, int ret);
 
 /* v as "N B" or with a binary unit ("1.5 MiB") in buf; returns buf. */
 const char *fmt_bytes(uint64_t v, char *buf, size_t len);
+/* What part of a flight recording the file holds (a ring, or a snapshot
+ * of one: its trigger, what was overwritten before its window), "" for a
+ * trace that holds all of its recording. */
+const char *cmd_window(struct session *s, char *buf, size_t len);
 /* Frames as an array of {function, offset, object, kernel, inlined[,
  * file, line]}: the one frame schema of every command's JSON. */
 void cmd_json_frames(struct json *j, const char *key, const struct frame *fr, int n, int lines);

@@ -34,6 +34,8 @@ static void print_recording(struct session *s)
 	printf("file:        %s (%s, format version %u)\n", s->path, fmt_bytes(s->r.size, sz, sizeof(sz)),
 	       s->r.version);
 	printf("status:      %s\n", s->r.complete && !s->r.stop[0] ? "complete" : s->r.stop[0] ? s->r.stop : "complete");
+	if (cmd_window(s, buf, sizeof(buf))[0])
+		printf("flight:      %s\n", buf);
 	printf("created:     %s\n", when);
 	printf("host:        %s", session_host(s, "hostname", buf, sizeof(buf), "?"));
 	printf(", %s", session_host(s, "sysname", buf, sizeof(buf), "?"));
@@ -50,7 +52,8 @@ static void print_recording(struct session *s)
 						? "raw process memory, may hold secrets"
 						: "pointers only, other words zeroed when recorded");
 	if (s->last_time > s->first_time)
-		printf("duration:    %.3f s of samples\n", (s->last_time - s->first_time) / 1e9);
+		printf("duration:    %.3f s of samples%s\n", (s->last_time - s->first_time) / 1e9,
+		       s->r.file_flags & (TRACE_FILE_RING | TRACE_FILE_WINDOW) ? ", the window" : "");
 	printf("samples:     %llu\n", (unsigned long long)s->nr_samples);
 	printf("lost:        %llu%s", (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records),
 	       s->r.complete ? "" : " (as far as the trace goes)");

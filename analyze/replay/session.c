@@ -200,9 +200,12 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		break;
 	}
 	case TRACE_META_BUILDIDS:
+	case TRACE_META_SNAPSHOT:
 	case TRACE_META_STATS: {
-		char **dst = kind == TRACE_META_STATS ? &s->stats : &s->buildids;
-		size_t *dlen = kind == TRACE_META_STATS ? &s->stats_len : &s->buildids_len;
+		char **dst = kind == TRACE_META_STATS ? &s->stats : kind == TRACE_META_SNAPSHOT ? &s->snapshot : &s->buildids;
+		size_t *dlen = kind == TRACE_META_STATS	     ? &s->stats_len
+			       : kind == TRACE_META_SNAPSHOT ? &s->snapshot_len
+							     : &s->buildids_len;
 		char *p = realloc(*dst, *dlen + len + 1);
 
 		if (!p)
@@ -307,6 +310,7 @@ void session_release(struct session *s)
 	free(s->ooms);
 	free(s->host);
 	free(s->stats);
+	free(s->snapshot);
 	free(s->buildids);
 	free(s->at_end);
 	free(s->on_exec);

@@ -151,6 +151,8 @@ struct session {
 	size_t stats_len;
 	char *buildids;
 	size_t buildids_len;
+	char *snapshot;		/* TRACE_META_SNAPSHOT: the trigger that cut this window */
+	size_t snapshot_len;
 	int vdso_looked;	 /* vdso: the embedded vDSO image, once looked for */
 	struct dso *vdso;
 	uint64_t vdso_size;
@@ -229,6 +231,7 @@ uint64_t session_field(struct session *s, const struct sample *smp, int idx);
 void session_report_unwind(struct session *s);
 /* Warn once on stderr about an incomplete trace. */
 void session_warn_incomplete(struct session *s);
+
 /* Whether events are missing: lost by the kernel, or the trace cut short. */
 int session_incomplete(const struct session *s);
 /* After a replay: the time before which events may be missing (the last

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/fuzz/make-corpus.sh: remake the seed corpora in tests/fuzz/corpus (as
 # root, after `make` and `make fuzz-targets`). Small recordings of the
-# samples, stored uncompressed so mutations reach the records; the chunks
+# samples, stored uncompressed so mutations reach the records, one of them
+# as a ring that wrapped; the chunks
 # of the checked-in XOR trace; the objects a recording embeds; folded
 # output. Each target's libFuzzer then keeps only the seeds that add
 # coverage (-merge=1).
@@ -23,6 +24,9 @@ rec -e malloc -g dwarf,512 -o "$raw/trace/malloc-dwarf" -- "$S/fib_leak" 3
 rec -e brk,mmap,faults -g fp -o "$raw/trace/faults" -- "$S/loop_leak" 2
 rec -e faults -g fp -o "$raw/trace/fault-kinds" -- "$S/fault_kinds" 8
 "$M" record -q --embed none --compression zlib -e shm,rss -g fp -o "$raw/trace/shm" -- "$S/shm_cycle" >/dev/null 2>&1
+# A ring that wrapped: three segments of 8 KiB.
+rec -e faults -g fp -o "$raw/phases.trace" -- "$S/phases" 16 8 16
+"$T" ringify "$raw/phases.trace" "$raw/trace/ring" 3 8192
 # Busy: compressed, or it would be the biggest seed by far.
 "$M" record -q --embed none -a -e kmem/50,reclaim,oom,compaction,migrate -g none -d 0.3 -o "$raw/trace/kmem" >/dev/null 2>&1
 

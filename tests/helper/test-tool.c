@@ -2,12 +2,19 @@
  * tests/helper/test-tool.c: exposes formats/ to the shell tests.
  *
  *   test-tool write FILE [--codec none|zstd|zlib] [--records N] [--no-trailer]
+ *                   [--ring SEGMENTS BYTES]
  *       a synthetic trace: host META, N SAMPLE records spread over two
- *       streams with interleaved times, LOSS, INDEX, TRAILER
+ *       streams with interleaved times, LOSS, INDEX, TRAILER; or a ring of
+ *       SEGMENTS segments of BYTES, each restating "pid SEQ" as its state
+ *   test-tool ringify IN OUT SEGMENTS BYTES
+ *       IN as a ring (uncompressed): its host, header_page and events in the
+ *       head, its processes and kernel symbols restated in each segment,
+ *       then its other META, DATA and LOSS; no embedded objects
  *   test-tool read FILE
  *       reads it back; prints records, meta, loss, whether time order held
  *       and every record came right after the one before it (sequence),
- *       completeness and where reading stopped; exit 1 when unreadable
+ *       completeness and where reading stopped, and for a ring its window;
+ *       exit 1 when unreadable
  *   test-tool roundtrip
  *       in-memory write/read of every codec, payloads compared byte for byte (TAP)
  *   test-tool flip FILE OFFSET
@@ -68,7 +75,25 @@ static size_t make_sample(unsigned char *p, uint64_t time, uint32_t cpu, uint64_
 	return size;
 }
 
-static int build(struct trace_writer *w, unsigned long n, int trailer)
+/* A ring's state as each segment begins: one process entry naming the
+ * segment, so a reader shows which segment's state it took. */
+static int tool_carry(void *arg, struct trace_writer *w)
+{
+	char text[64];
+	int n = snprintf(text, sizeof(text), "pid %llu\ncomm seg\n", (unsigned long long)w->seq);
+
+	(void)arg;
+	return trace_writer_add_state(w, TRACE_META_PROCESS, text, n);
+}
+
+/* A ring of nr_segs segments of seg bytes after the head written so far. */
+static int ring_begin(struct trace_writer *w, uint32_t nr_segs, uint32_t seg)
+{
+	w->ring_size = ((w->offset + 4095) & ~4095ull) + (uint64_t)nr_segs * seg;
+	return trace_writer_ring_begin(w, tool_carry, NULL);
+}
+
+static int build(struct trace_writer *w, unsigned long n, int trailer, uint32_t nr_segs, uint32_t seg)
 {
 	unsigned char *buf[2];
 	size_t len[2] = { 0, 0 };
@@ -76,6 +101,8 @@ static int build(struct trace_writer *w, unsigned long n, int trailer)
 	struct trace_loss loss[2] = { { 0, 0, 0 }, { 1, 0, 3 } };
 
 	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_HOST, 0, host, strlen(host), 0);
+	if (nr_segs && ring_begin(w, nr_segs, seg))
+		return w->err;
 	buf[0] = malloc(48 * 1024);
 	buf[1] = malloc(48 * 1024);
 	for (unsigned long i = 0; i < n; i++) {
@@ -108,15 +135,17 @@ static enum trace_codec codec_of(const char *s)
 
 struct counts {
 	unsigned long records, meta, loss, disorder, skips;
-	uint64_t last, lost;
+	uint64_t last, lost, first_ip, last_ip;
+	char state[64];
 };
 
 static int on_meta(uint32_t kind, const void *d, size_t l, void *arg)
 {
-	(void)kind;
-	(void)d;
-	(void)l;
-	((struct counts *)arg)->meta++;
+	struct counts *c = arg;
+
+	if (kind == TRACE_META_PROCESS)
+		snprintf(c->state, sizeof(c->state), "%.*s", (int)(memchr(d, '\n', l) ? (const char *)memchr(d, '\n', l) - (const char *)d : (long)l), (const char *)d);
+	c->meta++;
 	return 0;
 }
 
@@ -138,6 +167,9 @@ static int on_record(const void *rec, size_t len, uint32_t stream, uint64_t time
 	 * each must come right after the one before it. */
 	if (len >= 24) {
 		memcpy(&ip, (const unsigned char *)rec + 16, 8);
+		if (!c->records)
+			c->first_ip = ip;
+		c->last_ip = ip;
 		c->skips += ip != 0x400000 + c->records;
 	}
 	if (time < c->last)
@@ -168,6 +200,12 @@ static int cmd_read(const char *path)
 	       r.complete ? "yes" : "no");
 	if (r.stop[0])
 		printf("stop %s\n", r.stop);
+	/* A ring's window: which records, and whose state it starts from. */
+	if (r.file_flags & TRACE_FILE_RING)
+		printf("first %llu\nlast %llu\nstate %s\nsegments %u of %u\nseq %llu..%llu\noverwritten %llu records\n",
+		       (unsigned long long)(c.first_ip - 0x400000), (unsigned long long)(c.last_ip - 0x400000), c.state,
+		       r.ring.segments, r.ring.nr_segments, (unsigned long long)r.ring.first_seq,
+		       (unsigned long long)r.ring.last_seq, (unsigned long long)r.ring.overwritten_records);
 	trace_reader_release(&r);
 	return 0;
 }
@@ -179,7 +217,7 @@ static int cmd_roundtrip(void)
 
 	for (int k = 0; k < 3; k++) {
 		struct trace_writer w;
-		struct trace_writer_opts o = { codec_of(names[k]), 0, 0, 1 };
+		struct trace_writer_opts o = { .codec = codec_of(names[k]), .created_ns = 1 };
 		struct trace_reader r;
 		unsigned char *file, *payload = NULL, expect[48];
 		size_t flen, alloc = 0;
@@ -188,7 +226,7 @@ static int cmd_roundtrip(void)
 		unsigned long seen = 0;
 
 		trace_writer_init_mem(&w, &o);
-		build(&w, 5000, 1);
+		build(&w, 5000, 1, 0, 0);
 		file = trace_writer_steal_mem(&w, &flen);
 		trace_writer_release(&w);
 		if (trace_reader_open_mem(&r, file, flen, err, sizeof(err))) {
@@ -245,13 +283,21 @@ static int cmd_roundtrip(void)
 static int cmd_write(int argc, char **argv)
 {
 	struct trace_writer w;
-	struct trace_writer_opts o = { TRACE_CODEC_ZSTD, 0, 0, 0 };
+	struct trace_writer_opts o = { .codec = TRACE_CODEC_ZSTD };
 	unsigned long n = 5000;
 	int trailer = 1, fd, r;
+	uint32_t nr_segs = 0, seg = 4096;
 
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--codec") && i + 1 < argc)
 			o.codec = codec_of(argv[++i]);
+		else if (!strcmp(argv[i], "--ring") && i + 2 < argc) {
+			/* --ring SEGMENTS SEGMENT_BYTES */
+			nr_segs = strtoul(argv[++i], NULL, 10);
+			seg = strtoul(argv[++i], NULL, 10);
+			o.ring_size = 1;
+			o.ring_segment = seg;
+		}
 		else if (!strcmp(argv[i], "--records") && i + 1 < argc)
 			n = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--no-trailer"))
@@ -263,12 +309,116 @@ static int cmd_write(int argc, char **argv)
 		return 1;
 	}
 	trace_writer_init_fd(&w, fd, &o);
-	r = build(&w, n, trailer);
+	r = build(&w, n, trailer, nr_segs, seg);
 	if (r)
 		fprintf(stderr, "test-tool: %s\n", trace_writer_strerror(&w));
 	trace_writer_release(&w);
 	close(fd);
 	return r ? 1 : 0;
+}
+
+/* ringify's state: IN's process and kernel symbol entries. */
+struct ringify {
+	struct trace_reader *r;
+	unsigned char *buf;
+	size_t alloc;
+};
+
+static int ringify_carry(void *arg, struct trace_writer *w)
+{
+	struct ringify *rf = arg;
+	char err[256];
+
+	for (size_t i = 0; i < rf->r->nr_chunks; i++) {
+		const struct trace_chunk *c = &rf->r->chunks[i];
+		long n;
+
+		if (c->type != TRACE_CHUNK_META || (c->stream != TRACE_META_PROCESS && c->stream != TRACE_META_KSYMS))
+			continue;
+		n = trace_chunk_payload(rf->r, i, &rf->buf, &rf->alloc, err, sizeof(err));
+		if (n < 0)
+			return -EIO;
+		if (c->stream == TRACE_META_PROCESS)
+			trace_writer_add_state(w, TRACE_META_PROCESS, rf->buf, n);
+		else
+			trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_KSYMS, 0, rf->buf, n, 0);
+	}
+	return w->err;
+}
+
+static int cmd_ringify(const char *in, const char *out, uint32_t nr_segs, uint32_t seg)
+{
+	struct trace_reader r;
+	struct trace_writer w;
+	struct trace_writer_opts o = { .codec = TRACE_CODEC_NONE, .ring_size = 1, .ring_segment = seg };
+	struct ringify rf = { &r, NULL, 0 };
+	char err[512];
+	int fd, ret = 1;
+
+	if (trace_reader_open(&r, in, err, sizeof(err))) {
+		fprintf(stderr, "test-tool: %s\n", err);
+		return 1;
+	}
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0) {
+		perror(out);
+		trace_reader_release(&r);
+		return 1;
+	}
+	trace_writer_init_fd(&w, fd, &o);
+	for (int pass = 0; pass < 2 && !w.err; pass++) {
+		for (size_t i = 0; i < r.nr_chunks && !w.err; i++) {
+			const struct trace_chunk *c = &r.chunks[i];
+			int head = c->type == TRACE_CHUNK_META && (c->stream == TRACE_META_HOST ||
+								   c->stream == TRACE_META_HEADER_PAGE ||
+								   c->stream == TRACE_META_EVENT);
+			long n;
+
+			if (head != !pass || c->type == TRACE_CHUNK_INDEX || c->type == TRACE_CHUNK_TRAILER ||
+			    (c->type == TRACE_CHUNK_META && (c->stream == TRACE_META_PROCESS || c->stream == TRACE_META_KSYMS ||
+							     c->stream == TRACE_META_OBJECT)))
+				continue;
+			n = trace_chunk_payload(&r, i, &rf.buf, &rf.alloc, err, sizeof(err));
+			if (n < 0) {
+				fprintf(stderr, "test-tool: %s\n", err);
+				goto out;
+			}
+			if (c->type != TRACE_CHUNK_DATA) {
+				trace_writer_add_copy(&w, c->type, c->stream, c->time, TRACE_CODEC_NONE, rf.buf, n, n, 0);
+				continue;
+			}
+			/* DATA in pieces that fit a quarter of a segment, at record
+			 * boundaries, each with its first record's time. */
+			for (long at = 0, end; at < n && !w.err; at = end) {
+				uint64_t nr = 0;
+				uint16_t size;
+
+				for (end = at; end + 8 <= n; end += size, nr++) {
+					memcpy(&size, rf.buf + end + 6, 2);
+					if (size < 8 || size > n - end || (nr && end + size - at > (long)seg / 4))
+						break;
+				}
+				if (end == at)
+					break;
+				trace_writer_add_copy(&w, TRACE_CHUNK_DATA, c->stream, trace_record_time(rf.buf + at, n - at),
+						      TRACE_CODEC_NONE, rf.buf + at, end - at, end - at, nr);
+			}
+		}
+		if (!pass && !w.err) {
+			w.ring_size = ((w.offset + 4095) & ~4095ull) + (uint64_t)nr_segs * seg;
+			trace_writer_ring_begin(&w, ringify_carry, &rf);
+		}
+	}
+	if (trace_writer_finish(&w))
+		fprintf(stderr, "test-tool: %s\n", trace_writer_strerror(&w));
+	else
+		ret = 0;
+out:
+	trace_writer_release(&w);
+	close(fd);
+	free(rf.buf);
+	trace_reader_release(&r);
+	return ret;
 }
 
 static int cmd_flip(const char *path, long off)
@@ -549,7 +699,7 @@ static int cmd_restack(const char *in, const char *outp, const char *how)
 		trace_reader_release(&r);
 		return 1;
 	}
-	trace_writer_init_fd(&w, fd, &(struct trace_writer_opts){ TRACE_CODEC_ZSTD, 1, r.file_flags, r.created_ns });
+	trace_writer_init_fd(&w, fd, &(struct trace_writer_opts){ .codec = TRACE_CODEC_ZSTD, .level = 1, .file_flags = r.file_flags, .created_ns = r.created_ns });
 	for (size_t i = 0; i < r.nr_chunks; i++) {
 		const struct trace_chunk *c = &r.chunks[i];
 		long n;
@@ -738,6 +888,8 @@ int main(int argc, char **argv)
 		return cmd_write(argc, argv);
 	if (argc == 3 && !strcmp(argv[1], "read"))
 		return cmd_read(argv[2]);
+	if (argc == 6 && !strcmp(argv[1], "ringify"))
+		return cmd_ringify(argv[2], argv[3], strtoul(argv[4], NULL, 10), strtoul(argv[5], NULL, 10));
 	if (argc == 2 && !strcmp(argv[1], "roundtrip"))
 		return cmd_roundtrip();
 	if (argc == 4 && !strcmp(argv[1], "flip"))
@@ -752,7 +904,7 @@ int main(int argc, char **argv)
 		return cmd_seeds(argv[2], argv[3]);
 	if ((ret = unit_main(argc, argv)) >= 0)
 		return ret;
-	fprintf(stderr, "usage: test-tool write|read|roundtrip|flip|grep|restack|stackdump|seeds|\n"
+	fprintf(stderr, "usage: test-tool write|read|ringify|roundtrip|flip|grep|restack|stackdump|seeds|\n"
 			"                 hashmap|suppress|json|symcheck|catalog ...\n");
 	return 2;
 }

@@ -1,0 +1,70 @@
+#!/bin/sh
+# tests/bench/bench-flight.sh: the flight recorder left running. A busy,
+# build-like workload (gcc over the samples, ROUNDS times: many short
+# processes) runs alone, then under the documented always-on recording (-a,
+# fp stacks, faults, brk, mmap, oom, reclaim and rss into a 256 MiB ring,
+# with triggers, one snapshot taken by SIGUSR1 near the end), then under
+# perf record --overwrite (perf's flight-recorder mode) of the same events
+# with a ring of the same size in memory. Prints the workload's slowdown and
+# each recorder's CPU time and peak memory; asserts nothing.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+b=$top/build
+ROUNDS=${ROUNDS:-60}
+command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; exit 1; }
+. "$top/tests/bench/bench-lib.sh"
+bench_workdir
+
+cat >work.sh <<WORK
+for r in \$(seq $ROUNDS); do
+	for f in "$top"/samples/*.c; do gcc -O1 -c -o /dev/null "\$f" || exit 1; done
+done
+WORK
+ncpu=$(nproc)
+events=syscalls:sys_enter_brk,syscalls:sys_exit_brk,syscalls:sys_enter_mmap,syscalls:sys_exit_mmap,syscalls:sys_enter_munmap,syscalls:sys_exit_munmap
+events=$events,exceptions:page_fault_user,exceptions:page_fault_kernel,oom:mark_victim,kmem:rss_stat
+events=$events,vmscan:mm_vmscan_direct_reclaim_begin,vmscan:mm_vmscan_direct_reclaim_end
+
+wall() { /usr/bin/time -f %e -o w.time sh work.sh >/dev/null 2>&1; cat w.time; }
+# "cpu_s peak_rss_kb" of a process still running.
+usage() {
+	awk -v hz=$(getconf CLK_TCK) '{ print ($14 + $15) / hz }' /proc/$1/stat | tr '\n' ' '
+	sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' /proc/$1/status
+}
+
+alone=$(wall)
+echo "workload: gcc -O1 -c over the samples, $ROUNDS rounds, alone: ${alone} s"
+
+"$b/memsight" record -q -a -e faults,brk,mmap,oom,reclaim,rss --ring 256M --trigger oom --trigger 'psi:some>20' \
+	--trigger signal --after 1 -o ring.trace 2>ms.err &
+ms=$!
+sleep 1
+ms_wall=$(wall)
+kill -USR1 $ms
+sleep 3
+set -- $(usage $ms)
+ms_cpu=$1 ms_kb=$2
+kill -INT $ms
+wait $ms
+"$b/memsight" info ring.trace >ms.info
+ms_lost=$(sed -n 's/^lost: *\([0-9]*\).*/\1/p' ms.info)
+ms_went=$(sed -n 's/^ring_bytes //p' ms.info)
+snap=$(ls ring.*.signal.trace 2>/dev/null | head -1)
+
+perf record -q -a -g --overwrite -m $((256 / ncpu))M -e $events -c 1 -o perf.data 2>pf.err &
+pf=$!
+sleep 1
+pf_wall=$(wall)
+set -- $(usage $pf)
+pf_cpu=$1 pf_kb=$2
+kill -INT $pf
+wait $pf
+
+awk -v a="$alone" -v mw="$ms_wall" -v mc="$ms_cpu" -v mk="$ms_kb" -v ml="$ms_lost" \
+    -v ring=$(stat -c %s ring.trace) -v snap="$snap" -v sb=$( [ -n "$snap" ] && stat -c %s "$snap" || echo 0) \
+    -v pw="$pf_wall" -v pc="$pf_cpu" -v pk="$pf_kb" -v pb=$(stat -c %s perf.data) 'BEGIN {
+	printf "memsight --ring 256M: workload %.2f s (%.3fx alone), recorder CPU %.2f s (%.1f%% of the run), peak RSS %.0f MB, " \
+	       "%d lost, ring file %.0f MB, snapshot %s %.1f MB\n", mw, mw / a, mc, 100 * mc / mw, mk / 1024, ml, ring / 1048576, snap ? "saved," : "MISSING,", sb / 1048576
+	printf "perf record --overwrite (256 MB of rings): workload %.2f s (%.3fx alone), recorder CPU %.2f s (%.1f%% of the run), peak RSS %.0f MB, " \
+	       "perf.data %.0f MB\n", pw, pw / a, pc, 100 * pc / pw, pk / 1024, pb / 1048576
+	printf "slowdown memsight / perf: %.3f; recorder CPU memsight / perf: %.2f\n", (mw / a) / (pw / a), mc / pc }'

@@ -1,0 +1,167 @@
+#!/bin/sh
+# The flight recorder: a ring file that stays within its size and keeps
+# the newest events with named stacks, survives kill -9 while it wraps,
+# and saves snapshots when a trigger fires (a signal, a process's RSS, an
+# OOM kill in a small memory cgroup).
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+RING=8M
+RING_BYTES=$((8 << 20))
+
+# The faults whose stack holds function F, in trace T.
+under() {
+	"$MEMSIGHT" folded -e faults "$2" 2>/dev/null | awk -v f="$1" '
+		{ n = split($0, a, ";"); w = a[n]; sub(/.* /, "", w); sub(/ [0-9]+$/, "", a[n]) }
+		{ for (i = 1; i <= n; i++) if (a[i] == f) { s += w; break } }
+		END { print s + 0 }'
+}
+
+# Uncompressed, so that the 256 MiB of the middle phase make about ten
+# times the ring's size of trace.
+test_expect_success 'a ring of 8 MiB over a run that writes ten times as much' '
+	"$MEMSIGHT" record --ring $RING --compression none -e faults -o ring.trace -- \
+		"$SAMPLES/phases" 256 256 64 >truth 2>rec &&
+	cat truth rec &&
+	grep "^phase_last pages 64$" truth &&
+	went=$(sed -n "s/.*ring of 8.0 MiB in [0-9]* segments: \([0-9.]*\) MiB went through it, the oldest overwritten$/\1/p" rec) &&
+	test -n "$went" && test "${went%.*}" -ge 60
+'
+
+test_expect_success 'the file stays within its size' '
+	size=$(stat -c %s ring.trace) &&
+	echo "$size bytes" &&
+	test "$size" -le $RING_BYTES
+'
+
+test_expect_success 'the last phase is all there, the first is gone' '
+	test "$(under phase_last ring.trace)" = 64 &&
+	test "$(under phase_first ring.trace)" = 0 &&
+	test "$(under phase_middle ring.trace)" -gt 0
+'
+
+test_expect_success 'stacks are named though the process mapped its objects before the window' '
+	"$MEMSIGHT" folded -e faults ring.trace >f &&
+	grep -q "^phases;_start;.*;main;phase_last[; ]" f &&
+	! grep -q "phase_first" f
+'
+
+test_expect_success 'info says what the window is and what was overwritten before it' '
+	"$MEMSIGHT" info ring.trace >info &&
+	cat info &&
+	grep "^status:      complete$" info &&
+	grep "^flight:      a ring of [0-9]* segments of .*; [0-9.]* MiB ([1-9][0-9]* records) overwritten before its window$" info &&
+	grep "^file:        ring.trace (.*, format version 3)$" info
+'
+
+test_expect_success 'archive of a copy: a linear trace of the window, with its objects' '
+	cp ring.trace copy.trace &&
+	"$MEMSIGHT" archive copy.trace &&
+	"$MEMSIGHT" info copy.trace >info &&
+	grep "^flight:      the window of a ring; [0-9.]* MiB ([1-9][0-9]* records) had been overwritten before it$" info &&
+	grep "^file:        copy.trace (.*, format version 2)$" info &&
+	grep "^embedded:    [1-9]" info &&
+	test "$(under phase_last copy.trace)" = 64
+'
+
+test_expect_success 'kill -9 while the ring wraps leaves a file that reads up to its last good chunk' '
+	"$MEMSIGHT" record --ring $RING --compression none -e faults -o killed.trace -- \
+		"$SAMPLES/phases" 16 100000 16 >/dev/null 2>&1 &
+	rec=$! &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info killed.trace 2>/dev/null | grep -q "MiB ([1-9][0-9]* records) overwritten"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	kill -9 $rec && wait $rec ; pkill -9 -x phases ;
+	size=$(stat -c %s killed.trace) && test "$size" -le $RING_BYTES &&
+	"$MEMSIGHT" info killed.trace >info &&
+	cat info &&
+	grep "^status:      has no trailer: a ring still being written, or whose recorder was killed" info &&
+	grep "MiB ([1-9][0-9]* records) overwritten before its window$" info &&
+	test "$(under phase_middle killed.trace)" -gt 0
+'
+
+test_expect_success 'SIGUSR1 saves one snapshot, beside the ring, that holds what came before it' '
+	rm -f ring.*.trace &&
+	{ "$MEMSIGHT" record --ring $RING --trigger signal --after 0.3 --compression none -e faults -o ring.trace -- \
+		"$SAMPLES/phases" 256 256 64 3000 >truth 2>rec & } &&
+	rec=$! &&
+	i=0 && while [ $i -lt 100 ] && ! grep -q "^phase_last" truth; do sleep 0.1; i=$((i + 1)); done &&
+	kill -USR1 $rec && wait $rec &&
+	cat rec &&
+	ls ring.*.signal.trace >snaps && test $(wc -l <snaps) = 1 &&
+	snap=$(cat snaps) &&
+	grep "^memsight record: snapshot .\./$snap.: trigger signal (SIGUSR1 from pid [0-9]*)" rec &&
+	"$MEMSIGHT" info $snap >info &&
+	cat info &&
+	grep "^flight:      a snapshot of a ring, saved by trigger signal (SIGUSR1 from pid [0-9]*) at " info &&
+	grep "^file:        .*format version 2)$" info &&
+	test "$(under phase_last $snap)" = 64 &&
+	test "$(under phase_first $snap)" = 0
+'
+
+test_expect_success 'the RSS trigger fires once, when the process passes the size' '
+	rm -f ring.*.trace &&
+	"$MEMSIGHT" record --ring $RING --trigger "rss:rss_grow>32M" --after 0.2 -e rss,faults -o ring.trace -- \
+		"$SAMPLES/rss_grow" 64 100 500 >truth 2>rec &&
+	cat truth rec &&
+	pid=$(sed -n "1s/^rss_grow: pid \([0-9]*\) .*/\1/p" truth) &&
+	ls ring.*.rss.trace >snaps && test $(wc -l <snaps) = 1 &&
+	"$MEMSIGHT" info $(cat snaps) >info &&
+	rss=$(sed -n "s/^flight:      a snapshot of a ring, saved by trigger rss (pid $pid (rss_grow) RSS \([0-9]*\) bytes, over 33554432) at .*/\1/p" info) &&
+	echo "fired at $rss" &&
+	test "$rss" -gt $((32 << 20)) && test "$rss" -lt $((33 << 20))
+'
+
+# A memory cgroup of 32 MiB with no swap: cgroup v2 or v1's memory hierarchy.
+CG=
+if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+	CG=/sys/fs/cgroup/memsight-flight-$$
+	mkdir $CG && echo $((32 << 20)) >$CG/memory.max && { echo 0 >$CG/memory.swap.max 2>/dev/null || :; } || CG=
+elif [ -d /sys/fs/cgroup/memory ]; then
+	CG=/sys/fs/cgroup/memory/memsight-flight-$$
+	mkdir $CG && echo $((32 << 20)) >$CG/memory.limit_in_bytes || CG=
+fi
+if [ -n "$CG" ]; then
+	test_expect_success 'an OOM kill in a 32 MiB cgroup, a system-wide ring: the snapshot holds the kill and the growth' '
+		rm -f sys.*.trace &&
+		{ "$MEMSIGHT" record -a --ring 16M --trigger oom --after 0.5 -e oom,faults -o sys.trace 2>rec & } &&
+		rec=$! && sleep 1 &&
+		{ sh -c "echo \$\$ >$CG/cgroup.procs && exec $SAMPLES/mem_hog" >truth 2>&1; test $? = 137; } &&
+		i=0 && while [ $i -lt 100 ] && ! grep -q "snapshot .*trigger oom" rec; do sleep 0.1; i=$((i + 1)); done &&
+		kill -INT $rec && wait $rec &&
+		cat truth rec &&
+		pid=$(sed -n "s/^mem_hog: pid \([0-9]*\) comm mem_hog$/\1/p" truth) && test -n "$pid" &&
+		ls sys.*.oom.trace >snaps && test $(wc -l <snaps) = 1 &&
+		snap=$(cat snaps) &&
+		"$MEMSIGHT" info $snap | grep "^flight:      a snapshot of a ring, saved by trigger oom (victim pid $pid) at " &&
+		"$MEMSIGHT" oom $snap >oom.txt &&
+		grep "^OOM kill at .*: victim pid $pid (mem_hog)" oom.txt &&
+		"$MEMSIGHT" folded -e faults --pid $pid $snap >f &&
+		grep "^mem_hog;.*main;grow [0-9]*$" f
+	'
+	rmdir $CG 2>/dev/null
+fi
+
+test_expect_success 'a ring too small for two segments: one clear line' '
+	test_must_fail "$MEMSIGHT" record --ring 1M -o small.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "a ring of 1024 KiB is too small: .* give at least [0-9]* KiB" err &&
+	! test -e small.trace
+'
+
+test_expect_success 'an unknown trigger, or one whose events are not recorded: one clear line' '
+	test_must_fail "$MEMSIGHT" record --ring 8M --trigger swapstorm -o t.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "unknown trigger .swapstorm.: use oom, rss:PID_OR_COMM>SIZE, psi:some|full>PCT, reclaim>MS or signal" err &&
+	test_must_fail "$MEMSIGHT" record --ring 8M --trigger oom -e faults -o t.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "trigger oom watches the oom events, which are not recorded: add oom to -e" err &&
+	test_must_fail "$MEMSIGHT" record --ring 8M --trigger "rss:x>lots" -e rss -o t.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "invalid trigger .rss:x>lots.: give rss:PID>SIZE or rss:COMM>SIZE" err &&
+	test_must_fail "$MEMSIGHT" record --trigger signal -o t.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "trigger saves snapshots of a ring: give --ring SIZE too" err &&
+	! test -e t.trace
+'
+
+test_done
