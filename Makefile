@@ -45,7 +45,7 @@ BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev lib
 	libzstd-dev zlib1g-dev
 # debuginfod: a local server for the --debuginfod test.
 # clang and its runtimes: libFuzzer and the sanitizers.
-TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind clang libclang-rt-dev
+TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind clang libclang-rt-dev golang-go
 BENCH_PKGS := linux-perf heaptrack bpftrace time
 
 FORMATS_SRC := \
@@ -93,6 +93,7 @@ ANALYZE_SRC := \
 	analyze/cmd/cmd_info.c \
 	analyze/cmd/cmd_leaks.c \
 	analyze/cmd/cmd_mmaps.c \
+	analyze/cmd/cmd_pprof.c \
 	analyze/cmd/cmd_oom.c \
 	analyze/cmd/cmd_reclaim.c \
 	analyze/cmd/cmd_report.c \

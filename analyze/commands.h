@@ -22,6 +22,7 @@
 	X(report, ANALYZE, "per event type and process: counts, bytes, heap growth, faults, top stacks")         \
 	X(folded, ANALYZE, "folded stacks (comm;outer;...;inner COUNT) for flame graphs")                        \
 	X(diff, ANALYZE, "per-stack growth between two recordings, largest first; a gate for CI")                \
+	X(pprof, ANALYZE, "a gzipped profile.proto for go tool pprof, Pyroscope and Parca")                       \
 	X(leaks, ANALYZE,                                                                                          \
 	  "allocations still outstanding when recording ended, by stack;\n--kernel for kernel memory (kmalloc, "   \
 	  "slab, pages, percpu)")                                                                                  \

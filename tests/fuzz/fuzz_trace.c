@@ -38,6 +38,7 @@ static const struct {
 	{ cmd_compaction, { "compaction" } },
 	{ cmd_oom, { "oom" } },
 	{ cmd_rss, { "rss" } },
+	{ cmd_pprof, { "pprof", "-o", "/dev/null" } },
 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
