@@ -15,6 +15,8 @@
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+# Where the allocation sampler (libmemsight-sample.so) is installed.
+LIBDIR ?= $(PREFIX)/lib/memsight
 B := build
 VERSION := 0.1
 
@@ -27,7 +29,8 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 endif
-ALL_CFLAGS = $(CFLAGS) -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -DMEMSIGHT_VERSION='"$(VERSION)"' -MMD -MP
+ALL_CFLAGS = $(CFLAGS) -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -DMEMSIGHT_VERSION='"$(VERSION)"' \
+	-DMEMSIGHT_LIBDIR='"$(LIBDIR)"' -MMD -MP
 ifeq ($(DEVELOPER),1)
 ALL_CFLAGS += -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
 endif
@@ -137,6 +140,7 @@ TOOL_SRC := \
 
 SAMPLES := \
 	alloc_zoo \
+	churn_leak \
 	cxx_leak \
 	cxx_threads \
 	fault_kinds \
@@ -159,7 +163,7 @@ NOUNWIND_SAMPLES := loop_leak
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-ANALYZE_LIBS := -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++
+ANALYZE_LIBS := -ltraceevent -ldw -lunwind-x86_64 -lunwind -lelf -lzstd -lz -lstdc++ -lm
 
 # libFuzzer targets (tests/fuzz), with AddressSanitizer and UBSan: the
 # trace reader and every analyzer command, one chunk behind real META, the
@@ -176,10 +180,11 @@ fuzzobj = $(patsubst %.c,$(FUZZ)/obj/%.o,$(1))
 FUZZ_ANALYZE := $(filter-out analyze/main.c,$(ANALYZE_SRC)) $(FORMATS_SRC) tests/fuzz/fuzz.c
 
 PROGRAMS := $(B)/memsight $(B)/memsight-record $(B)/memsight-analyze $(B)/memsight-flamegraph
+SAMPLER := $(B)/libmemsight-sample.so
 SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES)) $(addprefix $(B)/samples/nofp/,$(NOFP_SAMPLES)) \
 	$(addprefix $(B)/samples/nounwind/,$(NOUNWIND_SAMPLES))
 
-all: $(PROGRAMS) $(B)/test-tool $(SAMPLE_BINS)
+all: $(PROGRAMS) $(SAMPLER) $(B)/test-tool $(SAMPLE_BINS)
 
 $(B)/obj/%.o: %.c
 	$(call say,CC,$<)
@@ -193,6 +198,14 @@ $(B)/memsight: $(call obj,memsight.c)
 $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ -lelf -lzstd -lz
+
+# The sampler is preloaded into other programs: position independent,
+# with frame pointers (a frame-pointer walk passes through it), and never
+# sanitized (the sanitizers' runtimes cannot be preloaded into anything).
+$(SAMPLER): record/sampler.c
+	$(call say,LINK,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -fPIC -shared -fno-omit-frame-pointer -o $@ $< -lm -pthread
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)
@@ -304,9 +317,10 @@ bench: bench-deps
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
 	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh && sh tests/bench/bench-flight.sh
 
-install: $(PROGRAMS)
-	install -d $(DESTDIR)$(BINDIR)
+install: $(PROGRAMS) $(SAMPLER)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(SAMPLER) $(DESTDIR)$(LIBDIR)/
 
 clean:
 	rm -rf build build-san $(FUZZ) demo

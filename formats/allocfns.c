@@ -68,6 +68,9 @@ const struct alloc_fn_desc alloc_fns[AF_NR] = {
 	[AF_RALLOCX] = { "rallocx", "rallocx", ALLOC_OP_REALLOC, "ptr=%di:u64 size=%si:u64", EV },
 	[AF_DALLOCX] = { "dallocx", "dallocx", ALLOC_OP_FREE, PTR, 0 },
 	[AF_SDALLOCX] = { "sdallocx", "sdallocx", ALLOC_OP_FREE, PTR, 0 },
+	[AF_SAMPLED_ALLOC] = { "memsight_sampled_alloc", "memsight_sampled_alloc", ALLOC_OP_ALLOC_AT,
+			       "ptr=%di:u64 size=%si:u64 rate=%dx:u64", 0 },
+	[AF_SAMPLED_FREE] = { "memsight_sampled_free", "memsight_sampled_free", ALLOC_OP_FREE, PTR, 0 },
 };
 
 int alloc_fn_lookup(const char *event, size_t len, int *ret)

@@ -53,8 +53,15 @@ enum alloc_fn {
 	AF_RALLOCX,
 	AF_DALLOCX,
 	AF_SDALLOCX,
+	/* libmemsight-sample.so's probe points: a kept allocation (its
+	 * pointer, size and the sampling rate, at entry) and its free. */
+	AF_SAMPLED_ALLOC,
+	AF_SAMPLED_FREE,
 	AF_NR,
 };
+
+/* The sampler's probe points come after every function an allocator has. */
+#define AF_SAMPLED_FIRST AF_SAMPLED_ALLOC
 
 /* What pairing does with a call. */
 enum alloc_op {
@@ -64,6 +71,8 @@ enum alloc_op {
 	ALLOC_OP_REALLOC_N,	/* `ptr` freed, `nmemb` * `size` bytes returned */
 	ALLOC_OP_FREE,		/* `ptr` freed; no return probe */
 	ALLOC_OP_ALLOC_OUT,	/* `size` bytes, the result stored at `memptr`, 0 returned */
+	ALLOC_OP_ALLOC_AT,	/* `ptr`, a block of `size` bytes, kept with probability 1 - exp(-size/`rate`);
+				 * all given at entry, no return probe */
 };
 
 enum alloc_fn_flags {

@@ -16,6 +16,20 @@
 
 #include "recorder.h"
 
+/* The command runs with the allocation sampler preloaded, at the rate
+ * asked, and hands it on to what it runs: it is all recorded. */
+static int sampler_env(struct recorder *rc)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char rate[32], *v;
+
+	if (asprintf(&v, "%s%s%s", rc->sampler, old && *old ? ":" : "", old ? old : "") < 0)
+		return -1;
+	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)rc->sample_bytes);
+	return setenv("LD_PRELOAD", v, 1) || setenv("MEMSIGHT_SAMPLE_BYTES", rate, 1) ||
+	       setenv("MEMSIGHT_SAMPLE_INHERIT", "1", 1);
+}
+
 int rec_child_start(struct recorder *rc, const sigset_t *oldmask)
 {
 	int go[2], err[2];
@@ -34,6 +48,8 @@ int rec_child_start(struct recorder *rc, const sigset_t *oldmask)
 		sigprocmask(SIG_SETMASK, oldmask, NULL);
 		/* Wait until the events are open; EOF means the recorder gave up. */
 		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		if (rc->sampler[0] && sampler_env(rc))
 			_exit(127);
 		execvp(rc->command[0], rc->command);
 		e = errno;

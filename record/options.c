@@ -198,13 +198,13 @@ static int opt_size(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
-static int opt_ring(const struct opt *o, const char *arg, void *ctx)
+/* "256M", "1.5G", "4096": bytes, with binary suffixes; -1 when not. */
+static int size_parse(const char *arg, uint64_t *out)
 {
 	char *end;
 	double v = strtod(arg, &end);
 	double mul = 1;
 
-	(void)ctx;
 	switch (*end) {
 	case 'k': case 'K': mul = 1024.0; end++; break;
 	case 'm': case 'M': mul = 1048576.0; end++; break;
@@ -213,8 +213,24 @@ static int opt_ring(const struct opt *o, const char *arg, void *ctx)
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
 	if (end == arg || *end || !(v > 0) || v * mul > 1e15)
+		return -1;
+	*out = (uint64_t)(v * mul);
+	return 0;
+}
+
+static int opt_ring(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)ctx;
+	if (size_parse(arg, o->value))
 		return msg_error("invalid ring size '%s': give bytes with K, M or G, e.g. --ring 256M", arg);
-	*(uint64_t *)o->value = (uint64_t)(v * mul);
+	return 0;
+}
+
+static int opt_sample_bytes(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)ctx;
+	if (size_parse(arg, o->value) || !*(uint64_t *)o->value)
+		return msg_error("invalid --sample-bytes '%s': give bytes with K or M, e.g. --sample-bytes 512K", arg);
 	return 0;
 }
 
@@ -346,6 +362,14 @@ static int options_finish(struct recorder *rc, const struct options_seen *seen)
 		return msg_error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
 	if (rc->leak_check && !groups_has(rc->groups, "malloc"))
 		return msg_error("--leak-check tells which allocations are lost: record them too, with -e malloc");
+	if (rc->sample_bytes && !groups_has(rc->groups, "malloc"))
+		return msg_error("--sample-bytes samples allocations: record them, with -e malloc");
+	if (rc->sample_bytes && rc->system_wide)
+		return msg_error("--sample-bytes starts a command with the sampler, or uses the one -p processes run with: "
+				 "not with -a");
+	if (rc->sample_bytes && (rc->sample || rc->object || rc->min_size || rc->max_size || rc->leak_check))
+		return msg_error("--sample-bytes chooses which allocations to keep by itself: drop -s, -O, -z, -Z and "
+				 "--leak-check");
 	if (rc->leak_check && rc->fl.ring_size)
 		return msg_error("--leak-check scans at the end, which a ring's window may not reach: record it without --ring");
 	return flight_options_check(rc, groups_has);
@@ -397,6 +421,12 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     opt_size),
 		OPT_CALLBACK('s', "sample", &rc->sample, "N", "malloc: keep one allocation's stack in N (estimates)",
 			     opt_sample),
+		OPT_CALLBACK(0, "sample-bytes", &rc->sample_bytes, "SIZE",
+			     "malloc: run the command with memsight's sampler preloaded,\n"
+			     "which keeps one allocation every SIZE bytes on average\n"
+			     "(512K for always-on use; estimates): the uprobes fire\n"
+			     "only for those; -p uses the sampler a process runs with",
+			     opt_sample_bytes),
 		OPT_BOOL(0, "leak-check", &rc->leak_check,
 			 "malloc: when the command exits (or, with -p, when the\n"
 			 "recording ends) pause it and scan its memory for\n"

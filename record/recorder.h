@@ -97,6 +97,8 @@ struct recorder {
 	const char *object;
 	unsigned long long min_size, max_size;
 	unsigned sample;
+	uint64_t sample_bytes;	/* --sample-bytes: the sampler's rate for a command */
+	char sampler[PATH_MAX];	/* the sampler library probed, "" when the malloc family is */
 	int leak_check;
 	struct leakcheck lc;
 	char allocator[UPROBES_MAX_OBJECTS * (PATH_MAX + 1)];

@@ -95,6 +95,40 @@ int rec_probe_format_lost(void)
 /* Which allocators the target's calls go through: libc, and jemalloc,
  * tcmalloc or mimalloc where the target maps them (preloaded or linked),
  * all probed; -O names one instead. */
+/* Whether the allocations come through the sampler: a command started
+ * with it (--sample-bytes), or processes that run with it already (-p),
+ * whose probe points then stand for the malloc family. Fills rc->sampler;
+ * returns 0, or -1 after an error. */
+static int sampler_choose(struct recorder *rc)
+{
+	char path[PATH_MAX + 64];
+	size_t have = 0;
+
+	if (rc->command && rc->sample_bytes) {
+		if (uprobes_sampler_library(path, sizeof(path)))
+			return msg_error("--sample-bytes: cannot find " UPROBES_SAMPLER " (looked in %s): build it with make, "
+					 "or make install",
+					 path);
+		snprintf(rc->sampler, sizeof(rc->sampler), "%.4095s", path);
+		return 0;
+	}
+	for (size_t i = 0; i < rc->nr_pids; i++)
+		have += !uprobes_find_sampler(rc->pids[i], path, sizeof(path));
+	if (rc->nr_pids && have == rc->nr_pids) {
+		snprintf(rc->sampler, sizeof(rc->sampler), "%.4095s", path);
+		if (!rc->quiet)
+			msg_note("malloc: %s with the allocation sampler (%s): recording its samples, estimates at the rate "
+				 "%s started with",
+				 rc->nr_pids > 1 ? "the processes run" : "the process runs", path,
+				 rc->nr_pids > 1 ? "they were" : "it was");
+	} else if (rc->nr_pids && (rc->sample_bytes || have)) {
+		msg_note("malloc: %s not started with the allocation sampler (LD_PRELOAD=%s): recording every call instead",
+			 have ? "some processes were" : rc->nr_pids > 1 ? "the processes were" : "the process was",
+			 UPROBES_SAMPLER);
+	}
+	return 0;
+}
+
 static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 {
 	struct uprobe_opts u = { .min_size = rc->min_size, .max_size = rc->max_size, .sample = rc->sample,
@@ -104,6 +138,15 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 	size_t n = 0;
 	int r = -ENOENT;
 
+	if (sampler_choose(rc))
+		return -1;
+	if (rc->sampler[0]) {
+		u.sampled = 1;
+		u.objects.nr = 1;
+		snprintf(u.objects.paths[0], sizeof(u.objects.paths[0]), "%s", rc->sampler);
+		snprintf(rc->allocator, sizeof(rc->allocator), "%s", rc->sampler);
+		goto define;
+	}
 	if (rc->nr_pids) {
 		for (size_t i = 0; i < rc->nr_pids; i++) {
 			struct uprobe_objects one;
@@ -165,6 +208,7 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 		msg_note("malloc: probing the malloc family of %s%s%s; -O OBJECT picks one", names,
 			 why[0] ? ", " : " (what the target maps)", why);
 	}
+define:
 	if (!events_tracefs())
 		return msg_error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
 	uprobes_remove_stale();

@@ -57,6 +57,9 @@ static void write_host(struct recorder *rc)
 		ADD("allocator %s\n", rc->allocator);
 		ADD("alloc_sample %u\n", rc->sample ? rc->sample : 1);
 		ADD("alloc_min_size %llu\nalloc_max_size %llu\n", rc->min_size, rc->max_size);
+		if (rc->sampler[0])
+			ADD("alloc_sampler %s\nalloc_sample_bytes %llu\n", rc->sampler,
+			    (unsigned long long)rc->sample_bytes);
 		if (uprobes_aliases()[0])
 			ADD("alloc_aliases %s\n", uprobes_aliases());
 		if (rc->leak_check)

@@ -340,7 +340,53 @@ int uprobes_find_libc(pid_t pid, char *path, size_t len)
 }
 
 /* File offsets of the allocation functions in obj (0 when absent). */
-static int find_offsets(const char *obj, unsigned long long *off, char *err, size_t errlen)
+int uprobes_find_sampler(pid_t pid, char *path, size_t len)
+{
+	char file[64], line[PATH_MAX + 256];
+	FILE *f;
+	int r = -ENOENT;
+
+	snprintf(file, sizeof(file), "/proc/%d/maps", (int)pid);
+	f = fopen(file, "re");
+	if (!f)
+		return -errno;
+	while (r && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/'), *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = 0;
+		if (p && strstr(p, "/" UPROBES_SAMPLER) && strlen(p) < len) {
+			snprintf(path, len, "%s", p);
+			r = 0;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+int uprobes_sampler_library(char *path, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n > 0) {
+		exe[n] = 0;
+		if ((slash = strrchr(exe, '/'))) {
+			*slash = 0;
+			snprintf(path, len, "%s/" UPROBES_SAMPLER, exe);
+			if (!access(path, R_OK))
+				return 0;
+		}
+	}
+	snprintf(path, len, "%s/" UPROBES_SAMPLER, MEMSIGHT_LIBDIR);
+	if (!access(path, R_OK))
+		return 0;
+	snprintf(path, len, "%s and %s", n > 0 ? exe : "the recorder's directory", MEMSIGHT_LIBDIR);
+	return -ENOENT;
+}
+
+static int find_offsets(const char *obj, unsigned long long *off, int sampled, char *err, size_t errlen)
 {
 	int fd = open(obj, O_RDONLY | O_CLOEXEC), found = 0;
 	Elf *elf;
@@ -377,7 +423,9 @@ static int find_offsets(const char *obj, unsigned long long *off, char *err, siz
 				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			for (size_t k = 0; name && k < AF_NR; k++) {
-				if (off[k] || strcmp(name, alloc_fns[k].symbol))
+				/* The sampler wraps the malloc family: of it, only its
+				 * probe points; of an allocator, never those. */
+				if (off[k] || (k >= AF_SAMPLED_FIRST) != !!sampled || strcmp(name, alloc_fns[k].symbol))
 					continue;
 				/* A probe goes at a file offset: find the segment. */
 				for (size_t p = 0; p < nph; p++) {
@@ -394,7 +442,13 @@ static int find_offsets(const char *obj, unsigned long long *off, char *err, siz
 	}
 	elf_end(elf);
 	close(fd);
-	if (!off[AF_MALLOC] || !off[AF_FREE]) {
+	if (sampled && (!off[AF_SAMPLED_ALLOC] || !off[AF_SAMPLED_FREE])) {
+		snprintf(err, errlen, "'%s' has no memsight_sampled_alloc and memsight_sampled_free: it is not "
+				      "memsight's sampler, or another version of it",
+			 obj);
+		return -1;
+	}
+	if (!sampled && (!off[AF_MALLOC] || !off[AF_FREE])) {
 		snprintf(err, errlen, "'%s' has no %s function: give the allocator's object to -O "
 				      "(its libc, libjemalloc.so.2, or a static executable)",
 			 obj, off[AF_MALLOC] ? "free" : "malloc");
@@ -493,7 +547,7 @@ static int add_object(const char *object, const char *group, const struct uprobe
 {
 	unsigned long long off[AF_NR] = { 0 };
 
-	if (find_offsets(object, off, err, errlen) < 0)
+	if (find_offsets(object, off, u->sampled, err, errlen) < 0)
 		return -1;
 	for (size_t k = 0; k < AF_NR; k++) {
 		char line[1024], name[64], also[256] = "";
@@ -522,7 +576,7 @@ static int add_object(const char *object, const char *group, const struct uprobe
 			 off[k], alloc_fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
 		if (define(line, group, name, err, errlen) || load_event(group, name, k, 1, u, o, evs, nr))
 			return -1;
-		if (alloc_fns[k].op == ALLOC_OP_FREE)
+		if (alloc_fns[k].op == ALLOC_OP_FREE || alloc_fns[k].op == ALLOC_OP_ALLOC_AT)
 			continue;
 		snprintf(name, sizeof(name), "%s_ret", alloc_fns[k].symbol);
 		snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64\n", group, name, object, off[k]);

@@ -32,7 +32,18 @@ struct uprobe_opts {
 	unsigned long long min_size, max_size; /* -z/-Z, 0 for none */
 	unsigned sample;	/* -s N: one entry (with its stack) in N, 1 for all */
 	pid_t exclude_pid;	/* -a: the recorder itself, 0 for none */
+	int sampled;		/* objects are libmemsight-sample.so: probe its two probe points alone */
 };
+
+/* The file name of the allocation sampler, as a process's maps show it. */
+#define UPROBES_SAMPLER "libmemsight-sample.so"
+
+/* The sampler pid maps (its path into path), or -ENOENT. */
+int uprobes_find_sampler(pid_t pid, char *path, size_t len);
+/* The sampler this memsight came with: beside memsight-record (a build
+ * tree), else where make install put it. 0, or -ENOENT (where it looked
+ * in path). */
+int uprobes_sampler_library(char *path, size_t len);
 
 /* The allocators pid maps (pid 0: this process): its libc, then any of
  * jemalloc, tcmalloc or mimalloc. Returns 0, or -ENOENT when it maps none. */

@@ -168,7 +168,7 @@ static int fold_allocs(struct folded *f, struct session *s)
 			struct alloc_rec *rec = r->ptr;
 
 			if (rec->stack)
-				rec->stack->weight += rec->size * a.sample;
+				rec->stack->weight += alloc_rec_bytes(rec) * a.sample;
 		}
 	}
 	/* Print from the allocation stacks: swap the table in. */
@@ -178,6 +178,9 @@ static int fold_allocs(struct folded *f, struct session *s)
 	if (a.sample > 1)
 		msg_note("sampled recording (-s %u): weights are estimates, scaled by %u",
 			a.sample, a.sample);
+	if (a.rate)
+		msg_note("sampled recording (the sampler kept one allocation in about %llu bytes): weights are estimates",
+			 (unsigned long long)a.rate);
 	ret = print_folded(f) ? 1 : 0;
 out:
 	heapprof_release(&h);

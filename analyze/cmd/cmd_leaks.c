@@ -319,18 +319,18 @@ static int leaks_group(struct leaks *l, struct session *s)
 			g = group_of(l, s, r);
 			if (!g)
 				return -1;
-			g->bytes += r->size;
-			g->count++;
+			g->bytes += alloc_rec_bytes(r);
+			g->count += alloc_rec_count(r);
 			if (r->time < g->first)
 				g->first = r->time;
 			if (r->time > g->last)
 				g->last = r->time;
 			if (r->time >= l->start + (l->end - l->start) / 2)
-				g->late_bytes += r->size;
+				g->late_bytes += alloc_rec_bytes(r);
 			/* A free lost with the events would look like this. */
 			if (r->time < l->horizon) {
-				g->uncertain++;
-				g->uncertain_bytes += r->size;
+				g->uncertain += alloc_rec_count(r);
+				g->uncertain_bytes += alloc_rec_bytes(r);
 			}
 		}
 	}
@@ -418,8 +418,9 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
-	json_bool(&j, "estimate", a->sample > 1);
+	json_bool(&j, "estimate", a->sample > 1 || a->rate);
 	json_u64(&j, "sample", a->sample);
+	json_u64(&j, "sample_bytes", a->rate);
 	json_double(&j, "duration_s", "%.6f", l->dur);
 	json_bool(&j, "incomplete", session_incomplete(s));
 	json_u64(&j, "lost", l->lost);
@@ -470,9 +471,13 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 	printf("# memsight leaks of '%s': %llu bytes in %llu allocations %s from %zu stacks%s\n", s->path,
 	       (unsigned long long)l->leak_bytes, (unsigned long long)l->leak_count * a->sample,
 	       rst->processes ? "lost" : "outstanding", rst->processes ? lost_stacks : l->nv,
-	       a->sample > 1 ? " (ESTIMATE)" : "");
+	       a->sample > 1 || a->rate ? " (ESTIMATE)" : "");
 	if (a->sample > 1)
 		printf("# sampled recording (-s %u): bytes and counts are estimates, scaled by %u\n", a->sample, a->sample);
+	if (a->rate)
+		printf("# sampled recording (the sampler kept one allocation in about %s): bytes and counts are "
+		       "estimates, each sample weighed by the inverse of its odds of being kept\n",
+		       fmt_bytes(a->rate, sz, sizeof(sz)));
 	if (rst->processes)
 		printf("# leak check of %d process%s (paused %.1f ms to scan %s): definitely lost %llu bytes in "
 		       "%llu allocations, indirectly lost %llu in %llu, still reachable %llu in %llu\n",
@@ -531,7 +536,7 @@ static void leaks_text_group(const struct leaks *l, const struct group *g)
 	unsigned sample = l->a.sample;
 	char sz[32];
 
-	printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)%s%s\n", sample > 1 ? "~" : "",
+	printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)%s%s\n", sample > 1 || l->a.rate ? "~" : "",
 	       (unsigned long long)g->bytes, (unsigned long long)g->count * sample, g->pid, g->comm,
 	       g->reach ? ": " : "", g->reach ? reach_kind_names[g->reach] : "");
 	if (l->dur >= LEAKS_GROWTH_MIN_S)

@@ -385,8 +385,8 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 				continue;
 			if (!(v = hashmap_u64_obj(&inuse, (uintptr_t)rec->stack, 2 * sizeof(*v))))
 				goto oom;
-			v[0]++;
-			v[1] += rec->size;
+			v[0] += alloc_rec_count(rec);
+			v[1] += alloc_rec_bytes(rec);
 		}
 		break;
 	case SRC_KMEM:

@@ -228,7 +228,7 @@ static void print_malloc(struct report *r, struct session *s)
 	struct heap_proc **pv = malloc((h->procs.nr ? h->procs.nr : 1) * sizeof(*pv));
 	struct heap_site **sv = malloc((h->sites.nr ? h->sites.nr : 1) * sizeof(*sv));
 	uint64_t k = r->a.sample;
-	const char *est = k > 1 ? "~" : "";
+	const char *est = k > 1 || r->a.rate ? "~" : "";
 	size_t np = 0, ns = 0;
 	char a[32], b[32];
 
@@ -238,6 +238,9 @@ static void print_malloc(struct report *r, struct session *s)
 	if (k > 1)
 		printf("(sampled recording, -s %llu: figures are estimates, scaled by %llu)\n\n", (unsigned long long)k,
 		       (unsigned long long)k);
+	if (r->a.rate)
+		printf("(sampled recording: the sampler kept one allocation in about %s; figures are estimates)\n\n",
+		       fmt_bytes(r->a.rate, a, sizeof(a)));
 	printf("%8s %-16s %9s %14s %9s %10s %12s %10s %12s\n", "PID", "COMM", "CALLS", "ALLOCATED", "FREES", "TEMPORARY",
 	       "PEAK HEAP", "AT", "AT END");
 	hashmap_for_each(&h->procs, slot) pv[np++] = slot->ptr;

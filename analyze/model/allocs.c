@@ -228,6 +228,21 @@ static void repair_stack(struct session *s, struct pending_stack *ps, struct pen
 	p->smp.nr_ips = n;
 }
 
+/* A sampler's probe point is its own innermost frame: drop it, so the
+ * stack starts at the wrapper the program called (malloc, calloc, ...). */
+static void drop_probe_frame(struct pending *p)
+{
+	for (uint64_t i = 0; i < p->smp.nr_ips; i++) {
+		if (p->ips[i] >= PERF_CONTEXT_MAX)
+			continue;
+		if (i + 1 < p->smp.nr_ips) {
+			memmove(p->ips + i, p->ips + i + 1, (p->smp.nr_ips - i - 1) * sizeof(*p->ips));
+			p->smp.nr_ips--;
+		}
+		return;
+	}
+}
+
 static int out_of_range(struct allocs *a, uint64_t size)
 {
 	return (a->min_size && size < a->min_size) || (a->max_size && size > a->max_size);
@@ -332,8 +347,8 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 		hashmap_u64(freed, ptr, NULL);
 	r = slot->ptr;
 	hashmap_u64_remove(m, ptr);
-	a->nr_frees++;
-	a->free_bytes += r->size;
+	a->nr_frees += alloc_rec_count(r);
+	a->free_bytes += alloc_rec_bytes(r);
 	if (cb) {
 		struct alloc_event ev = { ALLOC_FREED, r, time, a->tid };
 
@@ -344,7 +359,7 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 }
 
 static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, uint64_t size, int sized,
-		    enum alloc_fn fn, uint64_t time, const struct sample *stack, alloc_cb cb, void *arg)
+		    enum alloc_fn fn, uint64_t time, const struct sample *stack, uint64_t rate, alloc_cb cb, void *arg)
 {
 	struct hashmap *m = proc_table(a, pid);
 	struct hm_slot *slot;
@@ -380,19 +395,22 @@ static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, 
 	r->pid = pid;
 	r->fn = fn;
 	r->sized = sized;
+	r->rate = sized ? rate : 0;
 	if (!sized)
 		a->unsized++;
 	if (stack && sized) {
-		r->stack = stacktab_add(&a->stacks, s, stack, size);
+		r->stack = stacktab_add_n(&a->stacks, s, stack, alloc_rec_count(r), alloc_rec_bytes(r));
 		if (!r->stack)
 			return -1;
 		/* The innermost frame is the probed function's first byte:
 		 * call it by the name that was probed, not by whichever alias
-		 * (__libc_malloc, je_malloc) the symbol table lists first. */
-		stacktab_name_top(r->stack, alloc_fns[fn].name);
+		 * (__libc_malloc, je_malloc) the symbol table lists first. A
+		 * sampler's is the wrapper the program called, named as it is. */
+		if (fn != AF_SAMPLED_ALLOC)
+			stacktab_name_top(r->stack, alloc_fns[fn].name);
 	}
-	a->nr_allocs++;
-	a->alloc_bytes += r->size;
+	a->nr_allocs += alloc_rec_count(r);
+	a->alloc_bytes += alloc_rec_bytes(r);
 	if (cb) {
 		struct alloc_event ev = { ALLOC_NEW, r, time, a->tid };
 
@@ -444,6 +462,18 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		}
 		return do_free(a, s, smp->pid, ptr, smp->time, caller_in_allocator(s, smp, caller), rp->cb, rp->arg);
 	}
+	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_ALLOC_AT) {
+		/* A sampler's sample: pointer, size and rate at once. */
+		struct pending one;
+		uint64_t rate = session_field(s, smp, AF_RATE);
+
+		repair_stack(s, ps, &one, smp);
+		drop_probe_frame(&one);
+		if (rate)
+			a->rate = rate;
+		return do_alloc(a, s, smp->pid, session_field(s, smp, AF_PTR), session_field(s, smp, AF_SIZE), 1, e->fn,
+				smp->time, smp->nr_ips ? &one.smp : NULL, rate, rp->cb, rp->arg);
+	}
 	if (e->kind == EVK_ALLOC_ENTRY) {
 		if (ps->nr == ps->alloc) {
 			size_t n = ps->alloc ? ps->alloc * 2 : 4;
@@ -487,7 +517,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		 * so its free will match. */
 		if (!ret || alloc_fns[e->fn].op != ALLOC_OP_ALLOC)
 			return 0;
-		return do_alloc(a, s, smp->pid, ret, 0, 0, e->fn, smp->time, NULL, rp->cb, rp->arg);
+		return do_alloc(a, s, smp->pid, ret, 0, 0, e->fn, smp->time, NULL, 0, rp->cb, rp->arg);
 	}
 	p = &ps->v[--ps->nr];
 	if (p->nested)
@@ -522,7 +552,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		a->failed++;
 		return 0;
 	}
-	return do_alloc(a, s, smp->pid, ret, size, 1, p->named, p->time, p->have_stack ? &p->smp : NULL, rp->cb,
+	return do_alloc(a, s, smp->pid, ret, size, 1, p->named, p->time, p->have_stack ? &p->smp : NULL, 0, rp->cb,
 			rp->arg);
 }
 

@@ -13,17 +13,44 @@
 #ifndef MEMSIGHT_ALLOCS_H
 #define MEMSIGHT_ALLOCS_H
 
+#include <math.h>
+#include <stdint.h>
+
 #include "../replay/session.h"
 #include "stacktab.h"
 
 struct alloc_rec {
 	uint64_t ptr, size, time;
+	uint64_t rate;		   /* a sampler's sample: one in every rate bytes on average; 0 when exact */
 	struct stack_entry *stack; /* NULL when the entry was not sampled */
 	int pid;
 	uint8_t fn;
 	uint8_t sized;		   /* the size is known (the entry was seen) */
 	uint8_t reach;		   /* enum reach_kind, once reach_classify has run */
 };
+
+/* What a block stands for. Exact, itself. A sampler's sample was kept
+ * with probability 1 - exp(-size / rate): it stands for 1 / that many
+ * allocations of its size, which makes sums of these unbiased estimates
+ * (as Go's heap profiles scale theirs). Counts round up or down with the
+ * odds of the fraction, by the block's address, so they stay unbiased. */
+static inline double alloc_rec_weight(const struct alloc_rec *r)
+{
+	return r->rate && r->size ? 1.0 / -expm1(-(double)r->size / (double)r->rate) : 1.0;
+}
+
+static inline uint64_t alloc_rec_bytes(const struct alloc_rec *r)
+{
+	return r->rate ? (uint64_t)((double)r->size * alloc_rec_weight(r) + 0.5) : r->size;
+}
+
+static inline uint64_t alloc_rec_count(const struct alloc_rec *r)
+{
+	double w = alloc_rec_weight(r), whole = floor(w);
+	uint64_t h = (r->ptr >> 4) * 0x9e3779b97f4a7c15ull;
+
+	return r->rate ? (uint64_t)whole + ((double)(h >> 11) * (1.0 / 9007199254740992.0) < w - whole) : 1;
+}
 
 enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED };
 
@@ -42,6 +69,7 @@ struct allocs {
 	struct hashmap freed;	  /* pid -> struct hashmap * of blocks freed and not allocated again */
 	struct hashmap threads;	  /* tid -> struct pending_stack * */
 	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
+	uint64_t rate;		  /* the sampler's rate, when its samples were seen (0: none) */
 	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
 	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
 	int tid;		  /* the thread of the sample being paired */

@@ -41,6 +41,7 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	struct heap_proc *p = hashmap_u64_obj(&h->procs, (uint32_t)r->pid, sizeof(*p));
 	struct heap_site *site = r->stack ? hashmap_u64_obj(&h->sites, (uintptr_t)r->stack, sizeof(*site)) : NULL;
 	struct hm_slot *last = hashmap_u64(&h->last, (uint32_t)ev->tid, NULL);
+	uint64_t bytes = alloc_rec_bytes(r); /* a sampler's sample: its estimate */
 
 	if (!p || (r->stack && !site) || !last)
 		return -ENOMEM;
@@ -49,12 +50,12 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	if (site)
 		site->stack = r->stack;
 	if (ev->kind == ALLOC_NEW) {
-		p->calls++;
-		p->bytes += r->size;
-		p->cur += r->size;
-		h->cur += r->size;
+		p->calls += alloc_rec_count(r);
+		p->bytes += bytes;
+		p->cur += bytes;
+		h->cur += bytes;
 		if (site)
-			site->cur += r->size;
+			site->cur += bytes;
 		last->val = r->ptr;
 		if (p->cur > p->peak) {
 			p->peak = p->cur;
@@ -71,12 +72,12 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	 * peak, that was the peak's moment. */
 	if (h->peak_pending)
 		peak_take(h);
-	p->frees++;
-	p->freed_bytes += r->size;
-	p->cur -= r->size;
-	h->cur -= r->size;
+	p->frees += alloc_rec_count(r);
+	p->freed_bytes += bytes;
+	p->cur -= bytes;
+	h->cur -= bytes;
 	if (site)
-		site->cur -= r->size;
+		site->cur -= bytes;
 	if (last->val == r->ptr) {
 		p->temporary++;
 		if (site)

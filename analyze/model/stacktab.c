@@ -77,6 +77,12 @@ static void name_all_hook(void *arg)
 struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp,
 				 uint64_t weight)
 {
+	return stacktab_add_n(t, s, smp, 1, weight);
+}
+
+struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const struct sample *smp, uint64_t count,
+				   uint64_t weight)
+{
 	uint64_t h = hash_words(smp->ips, smp->nr_ips) ^ (uint64_t)smp->pid * 0x9e3779b97f4a7c15ull;
 	struct hm_slot *slot = hashmap_u64(&t->map, h, NULL);
 	struct stack_entry *e;
@@ -120,7 +126,7 @@ struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const st
 				t->pending = 1;
 		}
 	}
-	e->count++;
+	e->count += count;
 	e->weight += weight;
 	return e;
 }

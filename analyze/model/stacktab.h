@@ -45,6 +45,9 @@ void stacktab_release(struct stacktab *t);
  * out-of-memory. */
 struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const struct sample *smp,
 				 uint64_t weight);
+/* The same, standing for count events (a sampled one's estimate). */
+struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const struct sample *smp, uint64_t count,
+				   uint64_t weight);
 /* Call the innermost frame name (when it is a function's first byte): a
  * probed function by the name it was probed under, not the first alias
  * the symbol table lists. Applies when the stack is named. */

@@ -33,7 +33,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 static void classify_alloc(struct sess_event *e)
 {
-	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller", "insn" };
+	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller", "insn", "rate" };
 	const char *fn = strchr(e->d.name, ':');
 	int ret, k;
 

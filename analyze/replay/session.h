@@ -76,10 +76,10 @@ enum ev_kind {
 };
 
 /* Field slots of allocation events in sess_event.fields. */
-enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN };
+enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN, AF_RATE };
 enum { AF_RET, AF_RET_IP };
 
-#define SESS_MAX_FIELDS 7
+#define SESS_MAX_FIELDS 8
 #define SESS_NAMED_FIELDS 12
 #define SESS_MAX_CHAIN 512
 #define SESS_MAX_USER_FRAMES 256
