@@ -48,7 +48,7 @@ BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev lib
 	libzstd-dev zlib1g-dev
 # debuginfod: a local server for the --debuginfod test.
 # clang and its runtimes: libFuzzer and the sanitizers.
-TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind clang libclang-rt-dev golang-go
+TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind clang libclang-rt-dev golang-go chromium
 BENCH_PKGS := linux-perf heaptrack bpftrace time
 
 FORMATS_SRC := \
@@ -102,6 +102,7 @@ ANALYZE_SRC := \
 	analyze/cmd/cmd_report.c \
 	analyze/cmd/cmd_rss.c \
 	analyze/cmd/cmd_shm.c \
+	analyze/cmd/report_html.c \
 	analyze/cmd/json.c \
 	analyze/hashmap.c \
 	analyze/main.c \
@@ -315,7 +316,7 @@ bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/bench-record.sh && sh tests/bench/bench-default.sh
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
-	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh && sh tests/bench/bench-flight.sh
+	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh && sh tests/bench/bench-flight.sh && sh tests/bench/bench-outputs.sh
 
 install: $(PROGRAMS) $(SAMPLER)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)

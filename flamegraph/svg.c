@@ -234,7 +234,18 @@ struct layout {
 	int height;
 	unsigned long frames;
 	unsigned long cut;	/* frames at MAX_DEPTH whose callees were left out */
+	unsigned long narrow;	/* frames left out for minwidth, with everything above them */
 };
+
+/* A frame and every frame above it. */
+static unsigned long subtree_frames(const struct flame_node *n)
+{
+	unsigned long c = 1;
+
+	for (size_t i = 0; i < n->nr_kids; i++)
+		c += subtree_frames(n->kids[i]);
+	return c;
+}
 
 static void frame_out(struct layout *L, const struct flame_node *n, const char *label, double x_units,
 		      int depth)
@@ -295,8 +306,10 @@ static int walk(struct layout *L, const struct flame_node *root)
 		struct visit v = st.v[--st.nr];
 		double x = v.x;
 
-		if (v.n->value * L->scale < L->o->minwidth)
+		if (v.n->value * L->scale < L->o->minwidth) {
+			L->narrow += subtree_frames(v.n);
 			continue;
+		}
 		frame_out(L, v.n, v.depth ? v.n->name : "all", v.x, v.depth);
 		if (v.depth == MAX_DEPTH) {
 			L->cut += v.n->nr_kids > 0;
@@ -345,6 +358,9 @@ static const char script[] =
 	"    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); search(); }\n"
 	"    if (e.key === 'Escape') { zoom(null); clearSearch(); }\n"
 	"  });\n"
+	"  /* A search in the address (graph.svg?s=REGEX), as a link can carry it. */\n"
+	"  var q = /[?#&]s=([^&#]*)/.exec(location.href);\n"
+	"  if (q) searchFor(decodeURIComponent(q[1]));\n"
 	"}\n"
 	"function fit(f, w) {\n"
 	"  var n = Math.floor((w - 6) / (" "12" " * 0.59));\n"
@@ -369,7 +385,9 @@ static const char script[] =
 	"}\n"
 	"function search() {\n"
 	"  var term = prompt('Search (regular expression)' + (matchRe ? ', empty to clear' : ''), '');\n"
-	"  if (term === null) return;\n"
+	"  if (term !== null) searchFor(term);\n"
+	"}\n"
+	"function searchFor(term) {\n"
 	"  if (term === '') { clearSearch(); return; }\n"
 	"  try { matchRe = new RegExp(term); } catch (e) { alert('not a regular expression: ' + e.message); return; }\n"
 	"  var spans = [];\n"
@@ -392,7 +410,7 @@ static const char script[] =
 
 int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_opts *o)
 {
-	struct layout L = { f, o, 0, root->value, 0, 0, 0 };
+	struct layout L = { f, o, 0, root->value, 0, 0, 0, 0 };
 	int mem = !strcmp(o->palette, "mem"), depth;
 
 	L.scale = root->value > 0 ? (o->width - 2 * PAD_SIDE) / root->value : 0;
@@ -438,7 +456,13 @@ int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_o
 	fprintf(f, "<g id=\"frames\">\n");
 	if (root->value > 0 && walk(&L, root))
 		return -1;
-	fprintf(f, "</g>\n</svg>\n");
+	fprintf(f, "</g>\n");
+	/* What minwidth merged away, said where the reader looks. */
+	if (L.narrow)
+		fprintf(f, "<text id=\"narrow\" x=\"%d\" y=\"42\" font-size=\"11\" fill=\"#777\">%lu frame%s narrower "
+			   "than %g px merged into %s callers</text>\n",
+			PAD_SIDE, L.narrow, L.narrow == 1 ? "" : "s", o->minwidth, L.narrow == 1 ? "its" : "their");
+	fprintf(f, "</svg>\n");
 	if (L.cut)
 		msg_note("stacks deeper than %d frames are drawn to that depth; their "
 				"deeper frames are left out",

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../model/memops.h"
 #include "../stacks/unwind.h"
@@ -226,4 +227,36 @@ const char *cmd_window(struct session *s, char *buf, size_t len)
 			 (unsigned long long)records);
 	}
 	return buf;
+}
+
+int cmd_stdout_to(FILE *f)
+{
+	int saved;
+
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	if (saved < 0 || dup2(fileno(f), STDOUT_FILENO) < 0) {
+		if (saved >= 0)
+			close(saved);
+		return msg_error("cannot redirect standard output: %s", strerror(errno));
+	}
+	return saved;
+}
+
+void cmd_stdout_restore(int saved)
+{
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+}
+
+int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int argc, char **argv, struct analyze_opts *a)
+{
+	int saved = cmd_stdout_to(f), r;
+
+	if (saved < 0)
+		return 1;
+	r = fn(argc, argv, a);
+	cmd_stdout_restore(saved);
+	return r;
 }

@@ -100,7 +100,7 @@ static int read_folded(struct diff *d, FILE *f, int side, const char *path)
 static int fold_trace(struct diff *d, const char *path, struct analyze_opts *a, FILE *tmp)
 {
 	char *argv[32] = { "folded" };
-	int argc = 1, saved, r;
+	int argc = 1;
 
 	if (d->event) {
 		argv[argc++] = "--event";
@@ -114,15 +114,7 @@ static int fold_trace(struct diff *d, const char *path, struct analyze_opts *a, 
 		argv[argc++] = d->forward[i];
 	argv[argc++] = (char *)path;
 	argv[argc] = NULL;
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	if (saved < 0 || dup2(fileno(tmp), STDOUT_FILENO) < 0)
-		return msg_error("cannot fold '%s': %s", path, strerror(errno)), 1;
-	r = cmd_folded(argc, argv, a);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	return r;
+	return cmd_capture(tmp, cmd_folded, argc, argv, a);
 }
 
 static int read_side(struct diff *d, const char *path, int side, struct analyze_opts *a)

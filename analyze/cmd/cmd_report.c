@@ -3,6 +3,7 @@
  * process counts and bytes, then the heaviest stacks; for mmap the largest
  * single mappings, for faults the mappings that took them.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -443,8 +444,14 @@ static void print_report(struct report *r, struct session *s)
 int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
 	struct report r = { .pid = -1, .top = 5 };
+	const char *html = NULL;
+	FILE *page = NULL;
 	const struct opt options[] = {
 		OPT_U64('T', "top", &r.top, "N", "stacks and mappings shown per section (default 5)"),
+		OPT_STRING(0, "html", &html, "FILE",
+			   "write one self-contained HTML page instead: this report, the\n"
+			   "leak table linked to its stacks, a flame graph (and icicle)\n"
+			   "for every recorded event and weight, the RSS chart"),
 		OPT_PID(&r.pid),
 		OPT_STACKS,
 		OPT_END(),
@@ -455,8 +462,17 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 
 	if (c >= 0)
 		return c;
-	if (cmd_open(&s, argv[optind], a))
+	/* The page's file first: a path that cannot be written fails now, not
+	 * after the replay. */
+	if (html && !(page = fopen(html, "w"))) {
+		msg_error("cannot create '%s': %s", html, strerror(errno));
 		return 1;
+	}
+	if (cmd_open(&s, argv[optind], a)) {
+		if (page)
+			fclose(page);
+		return 1;
+	}
 	hashmap_init(&r.procs, 0);
 	hashmap_init(&r.fmaps, 0);
 	stacktab_init(&r.brk, 0, 1);
@@ -474,8 +490,33 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	} else {
 		allocs_end(&r.a);
 		heapprof_finish(&r.heap);
-		print_report(&r, &s);
 		ret = 0;
+		if (html) {
+			FILE *t = tmpfile();
+			int saved = t ? cmd_stdout_to(t) : -1;
+			char *text = NULL;
+			long n;
+
+			if (saved < 0) {
+				ret = 1;
+			} else {
+				print_report(&r, &s);
+				cmd_stdout_restore(saved);
+				n = ftell(t);
+				text = n >= 0 ? malloc(n + 1) : NULL;
+				rewind(t);
+				if (!text || fread(text, 1, n, t) != (size_t)n) {
+					msg_error("out of memory");
+					ret = 1;
+				} else
+					ret = report_html(page, html, argv[optind], text, n, &s, a) ? 1 : 0;
+			}
+			free(text);
+			if (t)
+				fclose(t);
+		} else {
+			print_report(&r, &s);
+		}
 	}
 	memops_free(r.mo);
 	heapprof_release(&r.heap);
@@ -488,5 +529,9 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	stacktab_release(&r.faults);
 	allocs_release(&r.a);
 	free(r.big);
+	if (page && fclose(page) && !ret) {
+		msg_error("cannot write '%s': %s", html, strerror(errno));
+		ret = 1;
+	}
 	return cmd_close(&s, ret);
 }

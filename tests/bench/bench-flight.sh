@@ -14,6 +14,9 @@ ROUNDS=${ROUNDS:-60}
 command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; exit 1; }
 . "$top/tests/bench/bench-lib.sh"
 bench_workdir
+ms= pf=
+# Never leave a recorder running behind a failed run.
+trap 'kill -INT $ms $pf 2>/dev/null; rm -rf "$w"' EXIT
 
 cat >work.sh <<WORK
 for r in \$(seq $ROUNDS); do
@@ -29,7 +32,7 @@ wall() { /usr/bin/time -f %e -o w.time sh work.sh >/dev/null 2>&1; cat w.time; }
 # "cpu_s peak_rss_kb" of a process still running.
 usage() {
 	awk -v hz=$(getconf CLK_TCK) '{ print ($14 + $15) / hz }' /proc/$1/stat | tr '\n' ' '
-	sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' /proc/$1/status
+	sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$1/status
 }
 
 alone=$(wall)
@@ -40,6 +43,7 @@ echo "workload: gcc -O1 -c over the samples, $ROUNDS rounds, alone: ${alone} s"
 ms=$!
 sleep 1
 ms_wall=$(wall)
+grep -q VmHWM /proc/$ms/status 2>/dev/null || { echo "the recorder ended early:"; cat ms.err; exit 1; }
 kill -USR1 $ms
 sleep 3
 set -- $(usage $ms)

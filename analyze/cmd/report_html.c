@@ -1,0 +1,364 @@
+/*
+ * analyze/cmd/report_html.c: memsight report --html, one self-contained
+ * page to open in a browser and attach to a ticket.
+ *
+ * Owns putting the other commands' results on one page: the report's
+ * tables, the leak table with a link to each stack, a flame graph (and its
+ * icicle) for every event and weight the trace recorded, and the RSS chart.
+ * It runs those commands in this process with their output captured
+ * (folded, leaks, rss) and memsight-flamegraph beside this program for the
+ * SVGs, which go into the page as data: URIs, so the page needs no network
+ * and no other file, and each graph's own script (zoom, search) runs in its
+ * own document.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "../model/allocs.h"
+
+/* Frames narrower than this many pixels are merged into their callers
+ * (flamegraph.pl's minwidth): a large trace stays a page a browser opens. */
+#define HTML_MINWIDTH "0.5"
+
+struct graph {
+	const char *group, *event, *weight, *title, *unit;
+};
+
+/* Every graph the page may hold, drawn when its group was recorded and it
+ * has stacks. */
+static const struct graph graphs[] = {
+	{ "faults", "faults", "count", "Page faults by stack", "faults" },
+	{ "brk", "brk", "bytes", "Heap growth (brk) by stack", "bytes" },
+	{ "mmap", "mmap", "bytes", "Bytes mapped (mmap) by stack", "bytes" },
+	{ "malloc", "malloc", "leaked", "Leaked bytes by stack (outstanding at the end)", "bytes" },
+	{ "malloc", "malloc", "peak", "Bytes held when the heap was largest", "bytes" },
+	{ "malloc", "malloc", "bytes", "Bytes allocated by stack", "bytes" },
+	{ "malloc", "malloc", "count", "Allocations by stack", "allocations" },
+	{ "kmem", "kmem", "bytes", "Kernel allocations (bytes) by stack", "bytes" },
+	{ "kmem", "kmem", "leaked", "Kernel memory still allocated at the end", "bytes" },
+	{ "reclaim", "reclaim", "latency", "Reclaim stalls by stack (microseconds)", "microseconds" },
+};
+
+static void html_escape(FILE *out, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (s[i]) {
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '&': fputs("&amp;", out); break;
+		case '"': fputs("&quot;", out); break;
+		default: fputc(s[i], out);
+		}
+	}
+}
+
+static void base64_out(FILE *out, const unsigned char *p, size_t n)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+
+		fputc(tab[v >> 18 & 63], out);
+		fputc(tab[v >> 12 & 63], out);
+		fputc(i + 1 < n ? tab[v >> 6 & 63] : '=', out);
+		fputc(i + 2 < n ? tab[v & 63] : '=', out);
+	}
+}
+
+/* All of f, from its start, into a malloc'd buffer (*len bytes). */
+static char *slurp(FILE *f, size_t *len)
+{
+	long n;
+	char *buf;
+
+	fflush(f);
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+		return NULL;
+	buf = malloc(n + 1);
+	if (!buf)
+		return NULL;
+	*len = fread(buf, 1, n, f);
+	buf[*len] = 0;
+	return buf;
+}
+
+/* memsight-flamegraph, beside this program (a build tree, or where make
+ * install put both), else on PATH. */
+static void flamegraph_prog(char *prog, size_t len)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	snprintf(prog, len, "memsight-flamegraph");
+	if (n > 0) {
+		self[n] = 0;
+		if ((slash = strrchr(self, '/'))) {
+			*slash = 0;
+			snprintf(prog, len, "%.3900s/memsight-flamegraph", self);
+			if (access(prog, X_OK))
+				snprintf(prog, len, "memsight-flamegraph");
+		}
+	}
+}
+
+/* The SVG of folded stacks in `folded`, into `svg`. */
+static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g, int inverted)
+{
+	char prog[4096], in[64], out[64], count[64];
+	char *argv[16];
+	int argc = 0, st;
+	pid_t pid;
+
+	flamegraph_prog(prog, sizeof(prog));
+	fflush(folded);
+	fflush(svg);
+	snprintf(in, sizeof(in), "/proc/self/fd/%d", fileno(folded));
+	snprintf(out, sizeof(out), "/proc/self/fd/%d", fileno(svg));
+	snprintf(count, sizeof(count), "%s", g->unit);
+	argv[argc++] = prog;
+	argv[argc++] = "--title";
+	argv[argc++] = (char *)g->title;
+	argv[argc++] = "--countname";
+	argv[argc++] = count;
+	argv[argc++] = "--minwidth";
+	argv[argc++] = HTML_MINWIDTH;
+	if (inverted)
+		argv[argc++] = "--inverted";
+	argv[argc++] = "-o";
+	argv[argc++] = out;
+	argv[argc++] = in;
+	argv[argc] = NULL;
+	pid = fork();
+	if (pid < 0)
+		return msg_error("cannot start %s: %s", prog, strerror(errno));
+	if (!pid) {
+		/* Each file from its start, in the child's own offsets. */
+		lseek(fileno(folded), 0, SEEK_SET);
+		execvp(prog, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return msg_error("%s failed for '%s'%s", prog, g->title,
+				 WIFEXITED(st) && WEXITSTATUS(st) == 127 ? ": is memsight installed completely?" : "");
+	return 0;
+}
+
+static void svg_object(FILE *out, FILE *svg, const char *id, const char *style)
+{
+	size_t n = 0;
+	char *p = slurp(svg, &n);
+
+	fprintf(out, "<object id=\"%s\" type=\"image/svg+xml\" style=\"%s\" data=\"data:image/svg+xml;base64,", id, style);
+	if (p)
+		base64_out(out, (const unsigned char *)p, n);
+	fputs("\"></object>\n", out);
+	free(p);
+}
+
+/* The leaks text with an anchor at each stack, and a table of them first. */
+static void leaks_section(FILE *out, const char *text)
+{
+	const char *p = text;
+	int k = 0;
+
+	fputs("<table class=\"leaks\"><tr><th>bytes</th><th>allocations</th><th>process</th><th>allocated in</th></tr>\n",
+	      out);
+	while ((p = strstr(p, " allocations from stack (pid "))) {
+		const char *ls = p, *le, *fr, *fe;
+		char bytes[32] = "", allocs[32] = "";
+
+		while (ls > text && ls[-1] != '\n')
+			ls--;
+		le = strchr(p, '\n');
+		if (!le)
+			break;
+		sscanf(ls, "%31s bytes in %31s", bytes, allocs);
+		/* The first frames under the allocator: the second and third
+		 * tab-indented lines of the stack. */
+		fr = le + 1;
+		for (int skip = 0; skip < 2 && *fr; skip++) {
+			while (*fr && strncmp(fr, "\t\t", 2))
+				fr = strchr(fr, '\n') ? strchr(fr, '\n') + 1 : fr + strlen(fr);
+			if (skip == 0 && *fr)
+				fr = strchr(fr, '\n') ? strchr(fr, '\n') + 1 : fr + strlen(fr);
+		}
+		fe = *fr ? strchr(fr, '\n') : NULL;
+		fprintf(out, "<tr><td><a href=\"#leak-%d\">%s</a></td><td>%s</td><td>", k, bytes, allocs);
+		html_escape(out, p + 25, (size_t)(strchr(p, ')') ? strchr(p, ')') - (p + 25) : 0));
+		fputs("</td><td>", out);
+		if (fe)
+			html_escape(out, fr + 2, (size_t)(fe - fr - 2));
+		fputs("</td></tr>\n", out);
+		k++;
+		p = le;
+	}
+	fputs("</table>\n<pre>", out);
+	k = 0;
+	for (p = text; *p;) {
+		const char *le = strchr(p, '\n');
+		size_t n = le ? (size_t)(le - p + 1) : strlen(p);
+
+		if (memmem(p, n, " allocations from stack (pid ", 29))
+			fprintf(out, "<span id=\"leak-%d\"></span>", k++);
+		html_escape(out, p, n);
+		p += n;
+	}
+	fputs("</pre>\n", out);
+}
+
+/* Run one command with its standard output into a fresh temporary file. */
+static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **argv, struct analyze_opts *a, int *ret)
+{
+	FILE *f = tmpfile();
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	if (!f) {
+		*ret = msg_error("cannot make a temporary file: %s", strerror(errno));
+		return NULL;
+	}
+	*ret = cmd_capture(f, fn, argc, argv, a);
+	return f;
+}
+
+int report_html(FILE *out, const char *path, const char *trace, const char *text, size_t text_len, struct session *s,
+		struct analyze_opts *a)
+{
+	int ret = 0, r, shown = 0;
+	char buf[256];
+
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>memsight report: ", out);
+	html_escape(out, trace, strlen(trace));
+	fputs("</title>\n<style>\n"
+	      "body { font-family: sans-serif; margin: 1em 2em; color: #222; }\n"
+	      "pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 12px; }\n"
+	      "nav a { margin-right: 1em; }\n"
+	      "table.leaks { border-collapse: collapse; font-size: 13px; }\n"
+	      "table.leaks td, table.leaks th { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }\n"
+	      "object { width: 100%; display: block; }\n"
+	      "button { margin: 0.3em 0; }\n"
+	      "</style>\n"
+	      "<script>\n"
+	      "function flip(id) {\n"
+	      "  var f = document.getElementById(id + '-flame'), i = document.getElementById(id + '-icicle');\n"
+	      "  var icicle = f.style.display !== 'none';\n"
+	      "  f.style.display = icicle ? 'none' : 'block'; i.style.display = icicle ? 'block' : 'none';\n"
+	      "}\n"
+	      "</script>\n</head>\n<body>\n<h1>memsight report of ",
+	      out);
+	html_escape(out, trace, strlen(trace));
+	fputs("</h1>\n<p>", out);
+	if (cmd_window(s, buf, sizeof(buf))[0]) {
+		fputs("This file is ", out);
+		html_escape(out, buf, strlen(buf));
+		fputs(". ", out);
+	}
+	fputs("Each flame graph zooms on a click and searches with its Search button (or Ctrl-F); the button "
+	      "above it turns it into an icicle graph (roots on top). Frames narrower than " HTML_MINWIDTH
+	      " pixel are merged into their callers; each graph says how many.</p>\n<nav><a href=\"#report\">report</a>",
+	      out);
+	if (allocs_recorded(s))
+		fputs("<a href=\"#leaks\">leaks</a>", out);
+	for (size_t i = 0; i < sizeof(graphs) / sizeof(graphs[0]); i++)
+		if (session_group_recorded(s, graphs[i].group))
+			fprintf(out, "<a href=\"#g%zu\">%s %s</a>", i, graphs[i].event, graphs[i].weight);
+	if (session_group_recorded(s, "rss"))
+		fputs("<a href=\"#rss\">RSS</a>", out);
+	fputs("</nav>\n<h2 id=\"report\">Report</h2>\n<pre>", out);
+	html_escape(out, text, text_len);
+	fputs("</pre>\n", out);
+
+	if (allocs_recorded(s)) {
+		char *argv[] = { "leaks", "--top", "50", (char *)trace, NULL };
+		FILE *f = captured(cmd_leaks, argv, a, &r);
+		size_t n = 0;
+		char *t = f ? slurp(f, &n) : NULL;
+
+		fputs("<h2 id=\"leaks\">Leaks</h2>\n", out);
+		if (t)
+			leaks_section(out, t);
+		free(t);
+		if (f)
+			fclose(f);
+		ret |= r > 1;
+	}
+	for (size_t i = 0; i < sizeof(graphs) / sizeof(graphs[0]); i++) {
+		const struct graph *g = &graphs[i];
+		char *argv[] = { "folded", "-e", (char *)g->event, "-w", (char *)g->weight, (char *)trace, NULL };
+		FILE *folded, *svg = NULL;
+		char id[32];
+
+		if (!session_group_recorded(s, g->group))
+			continue;
+		folded = captured(cmd_folded, argv, a, &r);
+		if (!folded)
+			return 1;
+		fprintf(out, "<h2 id=\"g%zu\">", i);
+		html_escape(out, g->title, strlen(g->title));
+		fputs("</h2>\n", out);
+		fflush(folded);
+		if (r || ftell(folded) == 0) {
+			fputs("<p>No stacks.</p>\n", out);
+			fclose(folded);
+			continue;
+		}
+		snprintf(id, sizeof(id), "g%zu", i);
+		fprintf(out, "<button onclick=\"flip('%s')\">flame graph / icicle</button>\n", id);
+		for (int inv = 0; inv < 2; inv++) {
+			char oid[48];
+
+			svg = tmpfile();
+			if (!svg || flamegraph_run(folded, svg, g, inv)) {
+				if (svg)
+					fclose(svg);
+				fclose(folded);
+				return 1;
+			}
+			snprintf(oid, sizeof(oid), "%s-%s", id, inv ? "icicle" : "flame");
+			svg_object(out, svg, oid, inv ? "display:none" : "display:block");
+			fclose(svg);
+		}
+		fclose(folded);
+		shown++;
+	}
+	if (session_group_recorded(s, "rss")) {
+		char tmp[] = "/tmp/memsight-rss-XXXXXX";
+		int fd = mkstemp(tmp);
+
+		fputs("<h2 id=\"rss\">RSS over time</h2>\n", out);
+		if (fd >= 0) {
+			char *argv[] = { "rss", "--svg", tmp, (char *)trace, NULL };
+			FILE *f = captured(cmd_rss, argv, a, &r), *svg = fdopen(fd, "r");
+
+			if (!r && svg)
+				svg_object(out, svg, "rss-chart", "display:block");
+			else
+				fputs("<p>No RSS samples.</p>\n", out);
+			if (svg)
+				fclose(svg);
+			else
+				close(fd);
+			if (f)
+				fclose(f);
+			unlink(tmp);
+		}
+	}
+	fputs("</body>\n</html>\n", out);
+	if (fflush(out) || ferror(out))
+		return msg_error("cannot write '%s': %s", path, strerror(errno));
+	msg_note("wrote '%s': the report%s and %d flame graph%s", path, allocs_recorded(s) ? ", the leaks" : "",
+			 shown, shown == 1 ? "" : "s");
+	return ret;
+}

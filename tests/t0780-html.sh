@@ -1,0 +1,87 @@
+#!/bin/sh
+# report --html: one self-contained page, with no network reference, whose
+# flame graphs are valid SVG that a real browser (headless Chromium) loads
+# and draws; the leak table links to its stacks.
+. "$(dirname "$0")/test-lib.sh"
+
+XOR=$TOP/samples/traces/xor-8m.trace
+DEBUG=$TOP/samples/traces/debug
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+# A browser run as root needs --no-sandbox; its profile in the scratch
+# directory; what the pages log on their consoles, on stderr (browser.err).
+browse() {
+	"$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$TRASH/chromium" --enable-logging=stderr --v=0 \
+		--virtual-time-budget=3000 "$@" 2>>browser.err
+}
+# Console errors, in the page or in a graph: none wanted.
+no_js_errors() { ! grep -E "CONSOLE.*(Uncaught|Error)|Uncaught " browser.err; }
+
+test_expect_success 'a trace recorded elsewhere: one page with the report and a flame graph per event' '
+	"$MEMSIGHT" report --debug-dir "$DEBUG" --html r.html "$XOR" 2>err &&
+	cat err &&
+	grep "wrote .r.html.: the report and 3 flame graphs" err &&
+	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 4 &&
+	grep -q "<h2 id=\"g0\">Page faults by stack</h2>" r.html &&
+	grep -q "^== faults: page faults ==" r.html &&
+	test $(grep -o "<object id=\"g[0-9]*-\(flame\|icicle\)\"" r.html | wc -l) = 6
+'
+
+test_expect_success 'self-contained: no network, no other file' '
+	! grep -Eq "(src|href|data)=\"(https?:|//)" r.html &&
+	! grep -qi "<link\|<script src\|<img src\|@import\|url(" r.html
+'
+
+test_expect_success 'each embedded graph is valid SVG, and says how many narrow frames it merged' '
+	grep -o "data:image/svg+xml;base64,[A-Za-z0-9+/=]*" r.html | sed "s/^data:image\/svg+xml;base64,//" >b64 &&
+	test $(wc -l <b64) = 6 &&
+	i=0 && while read -r b; do
+		i=$((i + 1)); printf "%s" "$b" | base64 -d >g$i.svg && xmllint --noout g$i.svg || exit 1
+	done <b64 &&
+	grep -q "read_in_chunks" g1.svg &&
+	grep -q "narrower than 0.5 px merged into" g1.svg
+'
+
+if [ -z "$CHROMIUM" ]; then
+	echo "# chromium is not installed (make test-deps installs it): the page is not loaded in a browser"
+else
+	test_expect_success 'headless Chromium loads the page, with no script error, every section there' '
+		: >browser.err &&
+		browse --dump-dom "file://$TRASH/r.html" >dom &&
+		grep -q "<nav>" dom &&
+		for id in report g0 g1 g2 g0-flame g0-icicle g1-flame g2-flame; do grep -q "id=\"$id\"" dom || exit 1; done &&
+		no_js_errors
+	'
+
+	test_expect_success 'a screenshot of the page is not blank' '
+		browse --window-size=1300,2400 --screenshot="$TRASH/shot.png" "file://$TRASH/r.html" >/dev/null &&
+		test -s shot.png &&
+		echo "$(stat -c %s shot.png) bytes" && test $(stat -c %s shot.png) -gt 30000 &&
+		no_js_errors
+	'
+
+	test_expect_success 'search highlights a frame: a graph searched for read_in_chunks' '
+		: >browser.err &&
+		browse --dump-dom "file://$TRASH/g1.svg?s=read_in_chunks" >svgdom &&
+		grep -q "<g id=\"frames\">" svgdom &&
+		grep -q "fill: rgb(230, 0, 230)" svgdom &&
+		grep -q "Matched: [1-9][0-9.]*%" svgdom &&
+		no_js_errors
+	'
+fi
+
+if recording_allowed; then
+	test_expect_success 'a leak: the table links to its stack' '
+		"$MEMSIGHT" record -q -e malloc -o leak.trace -- "$SAMPLES/loop_leak" 1000 >truth &&
+		"$MEMSIGHT" report --html l.html leak.trace 2>err &&
+		grep "wrote .l.html.: the report, the leaks and 4 flame graphs" err &&
+		grep -q "<tr><td><a href=\"#leak-0\">4000</a></td><td>1000</td><td>pid [0-9]* loop_leak</td><td>leak+0x[0-9a-f]* \[loop_leak\]</td></tr>" l.html &&
+		grep -q "<span id=\"leak-0\"></span>4000 bytes in 1000 allocations from stack" l.html
+	'
+fi
+
+test_expect_success 'bad input: an output that cannot be written, in one line' '
+	test_must_fail "$MEMSIGHT" report --html /nonexistent/dir/r.html "$XOR" 2>err &&
+	test_one_line err && grep "cannot create ./nonexistent/dir/r.html." err
+'
+
+test_done
