@@ -50,6 +50,12 @@ extern void *__libc_memalign(size_t, size_t);
 extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 
+/* A counting filter in front of the table: how many kept blocks hash to
+ * each of its cells. Small enough to stay in the cache, so most frees
+ * learn from one load that their block was not kept. */
+#define FILTER_CELLS (1u << 13)
+
+static uint16_t filter[FILTER_CELLS];
 static uint64_t rate = SAMPLE_BYTES_DEFAULT;
 static int rate_read;		/* MEMSIGHT_SAMPLE_BYTES was looked at */
 static uintptr_t *table;
@@ -147,6 +153,11 @@ static size_t slot_of(uintptr_t p)
 	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 46) & (TABLE_SLOTS - 1);
 }
 
+static size_t cell_of(uintptr_t p)
+{
+	return (size_t)((p >> 4) * 0xc2b2ae3d27d4eb4full >> 51) & (FILTER_CELLS - 1);
+}
+
 static uintptr_t *table_get(void)
 {
 	uintptr_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
@@ -179,6 +190,7 @@ static int table_put(uintptr_t p)
 
 		if ((cur == SLOT_EMPTY || cur == SLOT_GONE) &&
 		    __atomic_compare_exchange_n(&t[i], &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&filter[cell_of(p)], 1, __ATOMIC_RELEASE);
 			__atomic_add_fetch(&live, 1, __ATOMIC_RELEASE);
 			return 1;
 		}
@@ -192,7 +204,7 @@ static int table_take(uintptr_t p)
 	uintptr_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
 	size_t i;
 
-	if (!t)
+	if (!t || !__atomic_load_n(&filter[cell_of(p)], __ATOMIC_ACQUIRE))
 		return 0;
 	i = slot_of(p);
 	for (int n = 0; n < TABLE_PROBES; n++, i = (i + 1) & (TABLE_SLOTS - 1)) {
@@ -201,6 +213,7 @@ static int table_take(uintptr_t p)
 		if (cur == SLOT_EMPTY)
 			return 0;
 		if (cur == p && __atomic_compare_exchange_n(&t[i], &cur, SLOT_GONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_sub_fetch(&filter[cell_of(p)], 1, __ATOMIC_RELEASE);
 			__atomic_sub_fetch(&live, 1, __ATOMIC_RELEASE);
 			return 1;
 		}
