@@ -7,11 +7,21 @@ test_skip_unless_recording
 
 S=$SAMPLES
 
+# Fifty threads on a machine of two CPUs: now and then (one run in five
+# or so on this kind of machine, with this recorder and older ones alike)
+# the kernel drops a burst of dwarf samples. What is tested here is the
+# pairing of a complete recording, so a recording that lost events is made
+# again, up to five times; the next test covers what a lossy one says.
 for g in dwarf fp none; do
 	test_expect_success "C++ new in many threads, delete in another (-g $g): nothing lost, nothing leaked" '
-		"$MEMSIGHT" record -q -e malloc -g '$g' -o cx.trace -- "$S/cxx_threads" 200 1000 50 >truth &&
+		n=0 &&
+		while :; do
+			"$MEMSIGHT" record -q -e malloc -g '$g' -o cx.trace -- "$S/cxx_threads" 200 1000 50 >truth 2>rec.err &&
+			"$MEMSIGHT" info cx.trace >info || exit 1
+			grep -q "^lost: *0$" info && break
+			n=$((n + 1)) && echo "attempt $n lost events: $(sed -n "s/^lost: *//p" info)" && test $n -lt 5 || exit 1
+		done &&
 		grep "^cxx_threads: leaked 0 bytes in 0 allocations$" truth &&
-		"$MEMSIGHT" info cx.trace >info &&
 		grep "^lost: *0$" info &&
 		"$MEMSIGHT" leaks --json --fail-over 0 cx.trace >leaks.json &&
 		grep "\"incomplete\":false,\"lost\":0,\"leaked_bytes\":0," leaks.json &&
