@@ -306,7 +306,7 @@ check: test-deps
 	$(MAKE) fuzz-targets
 	prove -f tests/t[0-9]*.sh
 
-sanitized: $(PROGRAMS) $(B)/test-tool
+sanitized: $(PROGRAMS) $(SAMPLER) $(B)/test-tool
 
 demo: deps
 	$(MAKE) all

@@ -408,6 +408,7 @@ int main(int argc, char **argv)
 	msg_init("memsight record");
 	r = rec_options_parse(&rc, argc, argv);
 	if (r) {
+		flight_release(&rc.fl);
 		rec_options_release(&rc);
 		return r > 0 ? 0 : 2;
 	}
