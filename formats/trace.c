@@ -90,6 +90,22 @@ int trace_error_set(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+uint64_t trace_records_count(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t nr = 0;
+
+	for (size_t off = 0; off + 8 <= len;) {
+		uint16_t size = get16(p + off + 6);
+
+		if (size < 8 || size > len - off)
+			break;
+		off += size;
+		nr++;
+	}
+	return nr;
+}
+
 uint64_t trace_record_time(const void *rec, size_t len)
 {
 	const unsigned char *p = rec;

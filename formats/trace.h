@@ -310,6 +310,9 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
  * writes itself. Returns 0, or -1 with the reason in err. */
 int trace_copy_window(struct trace_reader *r, struct trace_writer *w, char *err, size_t errlen);
 
+/* The perf records framed in a DATA payload, up to the first that is not. */
+uint64_t trace_records_count(const void *data, size_t len);
+
 /* The time of a perf record, by the rule FORMAT.md gives; 0 if it has none. */
 uint64_t trace_record_time(const void *rec, size_t len);
 

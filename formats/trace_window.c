@@ -13,22 +13,6 @@
 
 #include "trace_int.h"
 
-/* Records in a DATA payload: perf headers, each with its size. */
-static uint64_t count_records(const unsigned char *p, long n)
-{
-	uint64_t nr = 0;
-
-	for (long off = 0; off + 8 <= n;) {
-		uint16_t size = get16(p + off + 6);
-
-		if (size < 8 || size > n - off)
-			break;
-		off += size;
-		nr++;
-	}
-	return nr;
-}
-
 int trace_copy_window(struct trace_reader *r, struct trace_writer *w, char *err, size_t errlen)
 {
 	unsigned char *buf = NULL;
@@ -49,7 +33,7 @@ int trace_copy_window(struct trace_reader *r, struct trace_writer *w, char *err,
 				ret = -1;
 				break;
 			}
-			nr = count_records(buf, n);
+			nr = trace_records_count(buf, n);
 		}
 		if (trace_writer_add_copy(w, c->type, c->stream, c->time, c->codec, payload, c->payload_len, c->raw_len,
 					  nr))

@@ -334,13 +334,10 @@ static int writer_flush_index(struct trace_writer *w)
 	return w->err;
 }
 
-int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
-		     uint64_t time, const void *data, size_t len, uint64_t nr)
+/* After a chunk was written: the trailer's counts, and the index when
+ * it is due. */
+static int writer_added(struct trace_writer *w, enum trace_chunk_type type, uint64_t time, uint64_t nr)
 {
-	int compress = type == TRACE_CHUNK_META || type == TRACE_CHUNK_DATA;
-
-	if (writer_chunk(w, type, stream, time, data, len, compress))
-		return w->err;
 	if (type == TRACE_CHUNK_DATA) {
 		w->nr_records += nr;
 		if (time && (!w->first_time || time < w->first_time))
@@ -351,6 +348,16 @@ int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_
 	if (w->nr_index >= INDEX_EVERY)
 		writer_flush_index(w);
 	return w->err;
+}
+
+int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
+		     uint64_t time, const void *data, size_t len, uint64_t nr)
+{
+	int compress = type == TRACE_CHUNK_META || type == TRACE_CHUNK_DATA;
+
+	if (writer_chunk(w, type, stream, time, data, len, compress))
+		return w->err;
+	return writer_added(w, type, time, nr);
 }
 
 void trace_writer_reserve(struct trace_writer *w, size_t bytes)
@@ -378,12 +385,9 @@ int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, co
 int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
 			     enum trace_codec codec, const void *payload, size_t plen, size_t len)
 {
-	if (type != TRACE_CHUNK_META || codec > TRACE_CODEC_ZLIB || (codec == TRACE_CODEC_NONE && plen != len))
+	if (type != TRACE_CHUNK_META)
 		return writer_fail(w, -EINVAL, "an encoded chunk must be META with a known codec");
-	writer_chunk_encoded(w, type, stream, 0, codec, payload, plen, len);
-	if (w->nr_index >= INDEX_EVERY)
-		writer_flush_index(w);
-	return w->err;
+	return trace_writer_add_copy(w, type, stream, 0, codec, payload, plen, len, 0);
 }
 
 int trace_writer_add_copy(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream, uint64_t time,
@@ -394,16 +398,7 @@ int trace_writer_add_copy(struct trace_writer *w, enum trace_chunk_type type, ui
 		return writer_fail(w, -EINVAL, "only META, DATA and LOSS chunks of a known codec are copied");
 	if (writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len))
 		return w->err;
-	if (type == TRACE_CHUNK_DATA) {
-		w->nr_records += nr;
-		if (time && (!w->first_time || time < w->first_time))
-			w->first_time = time;
-		if (time > w->last_time)
-			w->last_time = time;
-	}
-	if (w->nr_index >= INDEX_EVERY)
-		writer_flush_index(w);
-	return w->err;
+	return writer_added(w, type, time, nr);
 }
 
 /* The next segment, oldest first once all are used: its SEGMENT chunk,

@@ -559,17 +559,8 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 				embed_set_add_maps(&e, (const char *)buf, n);
 			trace_writer_add(&w, TRACE_CHUNK_META, c->stream, 0, buf, n, 0);
 		} else if (c->type == TRACE_CHUNK_DATA) {
-			uint64_t nr = 0;
-			uint16_t size;
-
-			for (long off = 0; off + 8 <= n; off += size) {
-				memcpy(&size, buf + off + 6, 2);
-				if (!size || size % 8)
-					break;
-				nr++;
-			}
 			objects_from_records(&e, buf, n);
-			trace_writer_add(&w, TRACE_CHUNK_DATA, c->stream, c->time, buf, n, nr);
+			trace_writer_add(&w, TRACE_CHUNK_DATA, c->stream, c->time, buf, n, trace_records_count(buf, n));
 		} else if (c->type == TRACE_CHUNK_LOSS) {
 			trace_writer_add_loss(&w, (const struct trace_loss *)buf, n / sizeof(struct trace_loss));
 		}
