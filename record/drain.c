@@ -95,7 +95,7 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 /* Compression thread: what the end of the recording (and a ring's next
  * segment) needs from a record: kernel addresses, objects to embed, files
  * without build-id, the processes' mappings. */
-static void note(struct recorder *rc, const unsigned char *rec, size_t size)
+static void note(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
 {
 	const struct perf_event_header *h = (const void *)rec;
 
@@ -103,11 +103,6 @@ static void note(struct recorder *rc, const unsigned char *rec, size_t size)
 		proctrack_record(&rc->fl.pt, rec, size);
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE: {
-		uint64_t id;
-		struct rec_event *e;
-
-		memcpy(&id, rec + 8, 8);
-		e = rec_event_of(rc, id);
 		if (e && e->callchain_off && e->callchain_off + 8 <= size) {
 			uint64_t nr, ip;
 			int kernel = 0;
@@ -171,14 +166,14 @@ size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len)
 		if (h.size < sizeof(h) || h.size > len - off)
 			break;
 		size = h.size;
-		note(rc, buf + off, size);
+		e = NULL;
 		if (h.type == PERF_RECORD_SAMPLE && h.size >= 16) {
 			memcpy(&id, buf + off + 8, 8);
 			e = rec_event_of(rc, id);
-			if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
-				size = scrub_sample(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user,
-						    buf + off, h.size);
 		}
+		note(rc, e, buf + off, size);
+		if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
+			size = scrub_sample(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, buf + off, h.size);
 		if (out != off)
 			memmove(buf + out, buf + off, size);
 		out += size;

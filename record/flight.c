@@ -30,30 +30,6 @@ static const char *const kind_names[] = {
 	[FLIGHT_PSI] = "psi",	    [FLIGHT_RECLAIM] = "reclaim",
 };
 
-/* "64M", "1.5G", "4096": bytes, with binary suffixes. */
-static int size_parse(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	double mul = 1;
-
-	if (end == s || !(v >= 0))
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': mul = 1024.0; end++; break;
-	case 'm': case 'M': mul = 1048576.0; end++; break;
-	case 'g': case 'G': mul = 1073741824.0; end++; break;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B')
-		end++;
-	if (*end || v * mul > 1e18)
-		return -1;
-	*out = (uint64_t)(v * mul);
-	return 0;
-}
-
 int flight_trigger_add(struct flight *f, const char *spec)
 {
 	struct flight_trigger t = { .fd = -1 };
@@ -71,7 +47,7 @@ int flight_trigger_add(struct flight *f, const char *spec)
 		char who[64], *end;
 		long pid;
 
-		if (!gt || gt == arg + 1 || (size_t)(gt - arg - 1) >= sizeof(who) || size_parse(gt + 1, &t.bytes) || !t.bytes)
+		if (!gt || gt == arg + 1 || (size_t)(gt - arg - 1) >= sizeof(who) || rec_size_parse(gt + 1, &t.bytes))
 			return msg_error("invalid trigger '%s': give rss:PID>SIZE or rss:COMM>SIZE, e.g. rss:nginx>2G", spec);
 		snprintf(who, sizeof(who), "%.*s", (int)(gt - arg - 1), arg + 1);
 		pid = strtol(who, &end, 10);

@@ -198,8 +198,7 @@ static int opt_size(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
-/* "256M", "1.5G", "4096": bytes, with binary suffixes; -1 when not. */
-static int size_parse(const char *arg, uint64_t *out)
+int rec_size_parse(const char *arg, uint64_t *out)
 {
 	char *end;
 	double v = strtod(arg, &end);
@@ -212,6 +211,8 @@ static int size_parse(const char *arg, uint64_t *out)
 	}
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
+	else if (*end == 'B')
+		end++;
 	if (end == arg || *end || !(v > 0) || v * mul > 1e15)
 		return -1;
 	*out = (uint64_t)(v * mul);
@@ -221,7 +222,7 @@ static int size_parse(const char *arg, uint64_t *out)
 static int opt_ring(const struct opt *o, const char *arg, void *ctx)
 {
 	(void)ctx;
-	if (size_parse(arg, o->value))
+	if (rec_size_parse(arg, o->value))
 		return msg_error("invalid ring size '%s': give bytes with K, M or G, e.g. --ring 256M", arg);
 	return 0;
 }
@@ -229,7 +230,7 @@ static int opt_ring(const struct opt *o, const char *arg, void *ctx)
 static int opt_sample_bytes(const struct opt *o, const char *arg, void *ctx)
 {
 	(void)ctx;
-	if (size_parse(arg, o->value) || !*(uint64_t *)o->value)
+	if (rec_size_parse(arg, o->value) || !*(uint64_t *)o->value)
 		return msg_error("invalid --sample-bytes '%s': give bytes with K or M, e.g. --sample-bytes 512K", arg);
 	return 0;
 }

@@ -152,6 +152,9 @@ static inline uint64_t rec_now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* options.c: "256M", "1.5GiB", "4096": a size above 0 in bytes, with
+ * binary suffixes; -1 when it is not one. */
+int rec_size_parse(const char *arg, uint64_t *out);
 /* options.c: 0 to record, 1 when -h was shown, -1 after a bad option was
  * reported. */
 int rec_options_parse(struct recorder *rc, int argc, char **argv);
