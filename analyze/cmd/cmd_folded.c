@@ -48,11 +48,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 			return 0;
 		return stacktab_add(&f->tab, s, op->stack, 1) ? 0 : -1;
 	}
-	if (op->kind != f->kind && !(f->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP))
-		return 0;
-	if (op->failed)
-		return 0;
-	if (f->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP && !op->grow)
+	if (!memop_is(op, f->kind))
 		return 0;
 	if (op->kind == MEMOP_FAULT && f->fault_types && !(op->fault_kinds & f->fault_types))
 		return 0;

@@ -170,27 +170,40 @@ static void value_type(struct profile *p, unsigned field, const char *type, cons
 	pb_msg(&p->out, field, &p->tmp);
 }
 
+/* The id key has in m, made from *next when it is new (*fresh then set);
+ * 0 when out of memory. */
+static uint64_t intern(struct profile *p, struct hashmap *m, const char *key, uint64_t *next, int *fresh)
+{
+	int created = 0;
+	struct hm_slot *slot = hashmap_str(m, key, &created);
+
+	*fresh = 0;
+	if (!slot) {
+		p->out.oom = 1;
+		return 0;
+	}
+	if (created)
+		slot->val = ++*next;
+	*fresh = created;
+	return slot->val;
+}
+
 /* One mapping per object (or the kernel, or what has no object): the
  * addresses of its locations are offsets in the object's file. */
 static uint64_t mapping_id(struct profile *p, const struct frame *f)
 {
 	char key[4096], bid[41] = "";
 	const char *path = f->kernel ? "[kernel.kallsyms]" : f->obj ? f->obj : "[unknown]";
-	struct hm_slot *slot;
-	int created;
+	uint64_t id;
+	int fresh;
 
 	if (f->dso && f->dso->bid_len)
 		symbols_build_id_hex(f->dso->build_id, f->dso->bid_len, bid);
 	snprintf(key, sizeof(key), "%s\t%s", path, bid);
-	slot = hashmap_str(&p->mappings, key, &created);
-	if (!slot) {
-		p->out.oom = 1;
-		return 0;
-	}
-	if (!created)
-		return slot->val;
-	slot->val = ++p->next_mapping;
-	pb_int(&p->tmp, 1, slot->val);
+	id = intern(p, &p->mappings, key, &p->next_mapping, &fresh);
+	if (!fresh)
+		return id;
+	pb_int(&p->tmp, 1, id);
 	pb_int(&p->tmp, 3, UINT64_MAX); /* memory_limit: every offset */
 	pb_int(&p->tmp, 5, str_id(p, path));
 	pb_int(&p->tmp, 6, str_id(p, bid));
@@ -199,54 +212,43 @@ static uint64_t mapping_id(struct profile *p, const struct frame *f)
 	pb_int(&p->tmp, 9, 1); /* has_line_numbers */
 	pb_int(&p->tmp, 10, 1); /* has_inline_frames */
 	pb_msg(&p->out, PF_MAPPING, &p->tmp);
-	return slot->val;
+	return id;
 }
 
 static uint64_t function_id(struct profile *p, const struct frame *f, const char *file)
 {
 	char key[4096], name[512];
 	const char *fn = f->sym ? f->sym : frame_name(f, name, sizeof(name), 1);
-	struct hm_slot *slot;
-	int created;
+	uint64_t id;
+	int fresh;
 
 	snprintf(key, sizeof(key), "%s\t%s", fn, file ? file : "");
-	slot = hashmap_str(&p->functions, key, &created);
-	if (!slot) {
-		p->out.oom = 1;
-		return 0;
-	}
-	if (!created)
-		return slot->val;
-	slot->val = ++p->next_function;
-	pb_int(&p->tmp2, 1, slot->val);
+	id = intern(p, &p->functions, key, &p->next_function, &fresh);
+	if (!fresh)
+		return id;
+	pb_int(&p->tmp2, 1, id);
 	pb_int(&p->tmp2, 2, str_id(p, fn));
 	pb_int(&p->tmp2, 3, str_id(p, fn));
 	pb_int(&p->tmp2, 4, str_id(p, file));
 	pb_msg(&p->out, PF_FUNCTION, &p->tmp2);
-	return slot->val;
+	return id;
 }
 
 /* The location of fr[0..n): frames at one address, the inlined ones
  * first, the function they were inlined into last (pprof's Line order). */
 static uint64_t location_id(struct profile *p, const struct frame *fr, int n)
 {
-	uint64_t map = mapping_id(p, &fr[n - 1]), addr;
+	uint64_t map = mapping_id(p, &fr[n - 1]), addr, id;
 	char key[128];
-	struct hm_slot *slot;
-	int created;
+	int fresh;
 
 	addr = fr[n - 1].kernel || !fr[n - 1].dso ? fr[n - 1].ip : fr[n - 1].file_off;
 	/* A return address is one past its call: name the call. */
 	snprintf(key, sizeof(key), "%llu:%llx:%d", (unsigned long long)map, (unsigned long long)addr, fr[n - 1].ret);
-	slot = hashmap_str(&p->locations, key, &created);
-	if (!slot) {
-		p->out.oom = 1;
-		return 0;
-	}
-	if (!created)
-		return slot->val;
-	slot->val = ++p->next_location;
-	pb_int(&p->tmp, 1, slot->val);
+	id = intern(p, &p->locations, key, &p->next_location, &fresh);
+	if (!fresh)
+		return id;
+	pb_int(&p->tmp, 1, id);
 	pb_int(&p->tmp, 2, map);
 	pb_int(&p->tmp, 3, addr);
 	for (int i = 0; i < n; i++) {
@@ -263,7 +265,7 @@ static uint64_t location_id(struct profile *p, const struct frame *fr, int n)
 		free(l.p);
 	}
 	pb_msg(&p->out, PF_LOCATION, &p->tmp);
-	return slot->val;
+	return id;
 }
 
 static void label(struct profile *p, struct pb *sample, const char *key, const char *str, uint64_t num)
@@ -342,9 +344,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 	(void)s;
 	if (c->pid >= 0 && op->pid != c->pid)
 		return 0;
-	if (op->failed || (op->kind != c->kind && !(c->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP)))
-		return 0;
-	if (c->kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP && !op->grow)
+	if (!memop_is(op, c->kind))
 		return 0;
 	return stacktab_add(c->tab, s, op->stack, c->kind == MEMOP_FAULT ? 1 : op->grow) ? 0 : -1;
 }

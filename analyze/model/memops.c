@@ -259,3 +259,12 @@ int memops_replay(struct session *s, memop_fn fn, void *arg, char *err, size_t e
 	memops_free(st);
 	return r;
 }
+
+int memop_is(const struct memop *op, enum memop_kind kind)
+{
+	if (op->failed)
+		return 0;
+	if (kind == MEMOP_MMAP && op->kind == MEMOP_MREMAP)
+		return op->grow > 0;
+	return op->kind == kind;
+}

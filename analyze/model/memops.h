@@ -71,6 +71,9 @@ typedef int (*memop_fn)(struct session *s, const struct memop *op, void *arg);
 /* Replay the session, calling fn for every operation. Same returns as
  * session_replay(). */
 int memops_replay(struct session *s, memop_fn fn, void *arg, char *err, size_t errlen);
+/* Whether op counts as a call of kind, as stacks of kind weigh them: one
+ * that succeeded, and for MEMOP_MMAP an mremap that grew too. */
+int memop_is(const struct memop *op, enum memop_kind kind);
 
 /* The same a sample at a time, for a command that feeds one replay to
  * several consumers: memops_sample returns fn's value (0 to go on). */
