@@ -111,15 +111,7 @@ test_expect_success 'the RSS trigger fires once, when the process passes the siz
 	test "$rss" -gt $((32 << 20)) && test "$rss" -lt $((33 << 20))
 '
 
-# A memory cgroup of 32 MiB with no swap: cgroup v2 or v1's memory hierarchy.
-CG=
-if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-	CG=/sys/fs/cgroup/memsight-flight-$$
-	mkdir $CG && echo $((32 << 20)) >$CG/memory.max && { echo 0 >$CG/memory.swap.max 2>/dev/null || :; } || CG=
-elif [ -d /sys/fs/cgroup/memory ]; then
-	CG=/sys/fs/cgroup/memory/memsight-flight-$$
-	mkdir $CG && echo $((32 << 20)) >$CG/memory.limit_in_bytes || CG=
-fi
+memcg_32mib memsight-flight
 if [ -n "$CG" ]; then
 	test_expect_success 'an OOM kill in a 32 MiB cgroup, a system-wide ring: the snapshot holds the kill and the growth' '
 		rm -f sys.*.trace &&

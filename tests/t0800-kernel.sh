@@ -113,15 +113,7 @@ if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null &&
 	'
 fi
 
-# A memory cgroup of 32 MiB with no swap: cgroup v2 or v1's memory hierarchy.
-CG=
-if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-	CG=/sys/fs/cgroup/memsight-test-$$
-	mkdir $CG && echo $((32 << 20)) >$CG/memory.max && { echo 0 >$CG/memory.swap.max 2>/dev/null || :; } || CG=
-elif [ -d /sys/fs/cgroup/memory ]; then
-	CG=/sys/fs/cgroup/memory/memsight-test-$$
-	mkdir $CG && echo $((32 << 20)) >$CG/memory.limit_in_bytes || CG=
-fi
+memcg_32mib memsight-test
 if [ -n "$CG" ]; then
 	test_expect_success 'a hog in a 32 MiB cgroup: the OOM kill with the right victim, reclaim before it' '
 		{ "$MEMSIGHT" record -e oom,reclaim -o oom.trace -- \

@@ -8,6 +8,7 @@
 #   test_skip_unless_recording   skip the whole script when perf_event_open is refused
 #   recording_allowed         true when it is not (for a script whose other tests always run)
 #   skip_all REASON           the whole script is skipped, with the reason
+#   memcg_32mib NAME          a 32 MiB memory cgroup without swap, in $CG (empty: none here)
 #   test_done                 prints the plan; exit status for prove
 #
 # Variables: $TOP (the source tree), $BUILD (binaries: build/, or what
@@ -31,6 +32,19 @@ cd "$TRASH" || exit 1
 # The analyzer's cache of decoded objects: the test's own, never ~/.cache.
 MEMSIGHT_CACHE_DIR=$TRASH/.cache
 export MEMSIGHT_CACHE_DIR
+
+# memcg_32mib NAME: a memory cgroup of 32 MiB with no swap (cgroup v2, or
+# v1's memory hierarchy), its directory in $CG; CG empty where there is none.
+memcg_32mib() {
+	CG=
+	if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+		CG=/sys/fs/cgroup/$1-$$
+		mkdir $CG && echo $((32 << 20)) >$CG/memory.max && { echo 0 >$CG/memory.swap.max 2>/dev/null || :; } || CG=
+	elif [ -d /sys/fs/cgroup/memory ]; then
+		CG=/sys/fs/cgroup/memory/$1-$$
+		mkdir $CG && echo $((32 << 20)) >$CG/memory.limit_in_bytes || CG=
+	fi
+}
 
 test_count=0
 test_failed=0
