@@ -57,6 +57,7 @@ FORMATS_SRC := \
 	formats/meta.c \
 	formats/msg.c \
 	formats/opts.c \
+	formats/sibling.c \
 	formats/stackdump.c \
 	formats/trace.c \
 	formats/trace_merge.c \
@@ -133,7 +134,8 @@ FLAMEGRAPH_SRC := \
 	flamegraph/folded.c \
 	flamegraph/svg.c \
 	formats/msg.c \
-	formats/opts.c
+	formats/opts.c \
+	formats/sibling.c
 
 TOOL_SRC := \
 	tests/helper/test-tool.c \
@@ -192,7 +194,7 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/memsight: $(call obj,memsight.c)
+$(B)/memsight: $(call obj,memsight.c formats/sibling.c)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 

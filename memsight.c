@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analyze/commands.h"
+#include "formats/sibling.h"
 
 static const struct command {
 	const char *name, *program, *summary;
@@ -36,22 +37,11 @@ static void usage(FILE *f)
 
 static void run(const char *prog, char **argv)
 {
-	char self[PATH_MAX], path[PATH_MAX + 64];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char path[PATH_MAX + 64];
 
-	if (n > 0) {
-		char *slash;
-
-		self[n] = 0;
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = 0;
-			snprintf(path, sizeof(path), "%s/%s", self, prog);
-			if (!access(path, X_OK)) {
-				argv[0] = path;
-				execv(path, argv);
-			}
-		}
+	if (!sibling_path(prog, X_OK, path, sizeof(path))) {
+		argv[0] = path;
+		execv(path, argv);
 	}
 	argv[0] = (char *)prog;
 	execvp(prog, argv);

@@ -18,6 +18,7 @@
 
 #include "../formats/msg.h"
 #include "../formats/opts.h"
+#include "../formats/sibling.h"
 #include "flame.h"
 
 static const char usage_text[] =
@@ -92,20 +93,11 @@ static int opt_color(const struct opt *o, const char *arg, void *ctx)
 /* Run the analyzer on a trace and hand back its standard output. */
 static FILE *open_trace(const char *path, const struct flamegraph *fg, pid_t *child)
 {
-	char self[PATH_MAX], prog[PATH_MAX + 32];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char prog[PATH_MAX + 32];
 	int fd[2];
 
-	snprintf(prog, sizeof(prog), "memsight-analyze");
-	if (n > 0) {
-		self[n] = 0;
-		if (strrchr(self, '/')) {
-			*strrchr(self, '/') = 0;
-			snprintf(prog, sizeof(prog), "%s/memsight-analyze", self);
-			if (access(prog, X_OK))
-				snprintf(prog, sizeof(prog), "memsight-analyze");
-		}
-	}
+	if (sibling_path("memsight-analyze", X_OK, prog, sizeof(prog)))
+		snprintf(prog, sizeof(prog), "memsight-analyze");
 	if (pipe(fd))
 		return NULL;
 	*child = fork();

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../formats/allocfns.h"
+#include "../formats/sibling.h"
 
 /* perf_regs.h numbering for x86_64: the stack pointer. */
 #define X86_REG_SP 7
@@ -366,23 +367,15 @@ int uprobes_find_sampler(pid_t pid, char *path, size_t len)
 
 int uprobes_sampler_library(char *path, size_t len)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
+	char dir[PATH_MAX];
 
-	if (n > 0) {
-		exe[n] = 0;
-		if ((slash = strrchr(exe, '/'))) {
-			*slash = 0;
-			snprintf(path, len, "%s/" UPROBES_SAMPLER, exe);
-			if (!access(path, R_OK))
-				return 0;
-		}
-	}
+	if (!sibling_path(UPROBES_SAMPLER, R_OK, path, len))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", path);
 	snprintf(path, len, "%s/" UPROBES_SAMPLER, MEMSIGHT_LIBDIR);
 	if (!access(path, R_OK))
 		return 0;
-	snprintf(path, len, "%s and %s", n > 0 ? exe : "the recorder's directory", MEMSIGHT_LIBDIR);
+	snprintf(path, len, "%s and %s", dir, MEMSIGHT_LIBDIR);
 	return -ENOENT;
 }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "../../formats/sibling.h"
 #include "../model/allocs.h"
 
 /* Frames narrower than this many pixels are merged into their callers
@@ -90,26 +91,6 @@ static char *slurp(FILE *f, size_t *len)
 	return buf;
 }
 
-/* memsight-flamegraph, beside this program (a build tree, or where make
- * install put both), else on PATH. */
-static void flamegraph_prog(char *prog, size_t len)
-{
-	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	snprintf(prog, len, "memsight-flamegraph");
-	if (n > 0) {
-		self[n] = 0;
-		if ((slash = strrchr(self, '/'))) {
-			*slash = 0;
-			snprintf(prog, len, "%.3900s/memsight-flamegraph", self);
-			if (access(prog, X_OK))
-				snprintf(prog, len, "memsight-flamegraph");
-		}
-	}
-}
-
 /* The SVG of folded stacks in `folded`, into `svg`. */
 static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g, int inverted)
 {
@@ -118,7 +99,10 @@ static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g, int in
 	int argc = 0, st;
 	pid_t pid;
 
-	flamegraph_prog(prog, sizeof(prog));
+	/* Beside this program (a build tree, or where make install put
+	 * both), else on PATH. */
+	if (sibling_path("memsight-flamegraph", X_OK, prog, sizeof(prog)))
+		snprintf(prog, sizeof(prog), "memsight-flamegraph");
 	fflush(folded);
 	fflush(svg);
 	snprintf(in, sizeof(in), "/proc/self/fd/%d", fileno(folded));
