@@ -453,8 +453,11 @@ int trace_writer_ring_begin(struct trace_writer *w, trace_carry_fn carry, void *
 				   (unsigned long long)(w->ring_size >> 10), (unsigned long long)(start >> 10),
 				   TRACE_RING_SEGMENT_MIN >> 10,
 				   (unsigned long long)((start + 2ull * TRACE_RING_SEGMENT_MIN + 1023) >> 10));
-	seg = w->ring_segment ? w->ring_segment : space / nr;
-	seg = seg > 0xfffff000ull ? 0xfffff000ull : seg & ~4095ull;
+	seg = (w->ring_segment ? w->ring_segment : space / nr) & ~4095ull;
+	/* The header keeps a segment's size in 32 bits. */
+	if (seg > 0xfffff000ull)
+		return writer_fail(w, -EINVAL, "a ring of %llu KiB is too large: at most %u segments of %llu KiB",
+				   (unsigned long long)(w->ring_size >> 10), TRACE_RING_SEGMENTS, 0xfffff000ull >> 10);
 	w->nr_segs = (uint32_t)nr;
 	w->seg_size = seg;
 	/* All the disk the ring will take, now: a full disk shows at the

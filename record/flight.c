@@ -79,8 +79,8 @@ int flight_trigger_add(struct flight *f, const char *spec)
 		char *end;
 		double ms = strtod(spec + 8, &end);
 
-		if (end == spec + 8 || (*end && strcmp(end, "ms")) || !(ms > 0))
-			return msg_error("invalid trigger '%s': give reclaim>MS, a stall in milliseconds, e.g. reclaim>100", spec);
+		if (end == spec + 8 || (*end && strcmp(end, "ms")) || !(ms > 0) || ms > 3600e3)
+			return msg_error("invalid trigger '%s': give reclaim>MS, a stall in milliseconds up to an hour, e.g. reclaim>100", spec);
 		t.ns = (uint64_t)(ms * 1e6);
 		t.kind = FLIGHT_RECLAIM;
 	} else {

@@ -133,11 +133,15 @@ if [ -n "$CG" ]; then
 	rmdir $CG 2>/dev/null
 fi
 
-test_expect_success 'a ring too small for two segments: one clear line' '
+test_expect_success 'a ring too small for two segments, or too large: one clear line' '
 	test_must_fail "$MEMSIGHT" record --ring 1M -o small.trace -- true 2>err &&
 	cat err && test_one_line err &&
 	grep "a ring of 1024 KiB is too small: .* give at least [0-9]* KiB" err &&
-	! test -e small.trace
+	! test -e small.trace &&
+	test_must_fail "$MEMSIGHT" record --ring 900000G -o big.trace -- true 2>err &&
+	cat err && test_one_line err &&
+	grep "a ring of [0-9]* KiB is too large: at most 16 segments of 4194300 KiB" err &&
+	! test -e big.trace
 '
 
 test_expect_success 'an unknown trigger, or one whose events are not recorded: one clear line' '
