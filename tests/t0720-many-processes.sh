@@ -27,6 +27,18 @@ test_expect_success 'each object is opened for unwinding once, not once per proc
 	test "$3" -le $((N / 20))
 '
 
+# "stacks: E (command, path) entries over C code paths": a code path is a
+# stack's frames as objects and offsets, the same in any process, so it is
+# made and named once; folded keeps one entry per command and path. The
+# many add only the shell's own brk paths to those of the one.
+test_expect_success 'a stack every process runs is one code path, named once' '
+	MEMSIGHT_UNWIND_STATS=1 "$MEMSIGHT" folded -e brk one.trace 2>stats.one >/dev/null &&
+	MEMSIGHT_UNWIND_STATS=1 "$MEMSIGHT" folded -e brk many.trace 2>stats.many >/dev/null &&
+	set -- $(sed -n "s/^stacks: \([0-9]*\) .* over \([0-9]*\) code paths.*/\1 \2/p" stats.one stats.many) &&
+	echo "one: $1 entries over $2 paths; many: $3 entries over $4 paths" &&
+	test "$2" -ge 2 && test "$4" -ge "$2" && test "$4" -le $(($2 + 8)) && test "$3" -le $(($4 * 2))
+'
+
 # brk and mmap stacks are the same in every run of the program: the set
 # of named stacks of the one and of the many must be equal, and whole
 # (main calls leak, which mallocs; the loader maps the program's libraries).

@@ -372,7 +372,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 			  "without the exceptions tracepoints); drop --fault-type", s.path);
 		return cmd_close(&s, 1);
 	}
-	stacktab_init(&f.tab, kernel, 1);
+	stacktab_init_by_comm(&f.tab, kernel, 1);
 	hashmap_init(&f.begins, 0);
 	ret = fold(&f, &s);
 	hashmap_for_each(&f.begins, slot) free(slot->ptr);

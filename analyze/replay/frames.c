@@ -64,6 +64,44 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 	return n;
 }
 
+int session_frames_key(struct session *s, const struct sample *smp, uint64_t *key, int max, int kernel, int user)
+{
+	const struct process *p = NULL;
+	const struct map *hint = NULL;
+	int n = 0, ctx = 0, first = 1, looked = 0;
+
+	/* The walk of session_frames_raw, keeping what names a frame. */
+	for (uint64_t i = 0; i < smp->nr_ips && n + FRAME_KEY_WORDS <= max; i++) {
+		uint64_t ip = smp->ips[i];
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			ctx = ip == PERF_CONTEXT_KERNEL ? 1 : ip == PERF_CONTEXT_USER ? 2 : 0;
+			first = 1;
+			continue;
+		}
+		if (!ctx || (ctx == 1 && !kernel) || (ctx == 2 && !user)) {
+			first = 0;
+			continue;
+		}
+		if (ctx == 1) {
+			key[n++] = 1;
+			key[n++] = 0;
+			key[n++] = ip;
+		} else {
+			if (!looked) {
+				p = machine_process_find(&s->m, smp->pid);
+				looked = 1;
+			}
+			hint = p ? process_find_map(p, ip, hint) : NULL;
+			key[n++] = hint ? (uintptr_t)hint->name : 0;
+			key[n++] = hint ? (uintptr_t)hint->dso : 0;
+			key[n++] = hint ? (ip - hint->start + hint->pgoff) << 1 | !first : ip << 1;
+		}
+		first = 0;
+	}
+	return n;
+}
+
 int session_frames_name(struct session *s, const struct frame *raw, int nr, struct frame *out, int max)
 {
 	int n = 0;

@@ -237,15 +237,27 @@ void machine_unmap(struct machine *m, int pid, uint64_t start, uint64_t end)
 		unmap_range(p, start, end);
 }
 
-const struct map *machine_find_map(struct machine *m, int pid, uint64_t addr)
+struct process *machine_process_find(struct machine *m, int pid)
 {
 	struct hm_slot *s = hashmap_u64_find(&m->procs, (uint32_t)pid);
-	struct process *p = s ? s->ptr : NULL;
-	size_t lo = 0, hi;
 
-	if (!p)
-		return NULL;
-	hi = p->nr_maps;
+	return s ? s->ptr : NULL;
+}
+
+const struct map *machine_find_map(struct machine *m, int pid, uint64_t addr)
+{
+	struct process *p = machine_process_find(m, pid);
+
+	return p ? process_find_map(p, addr, NULL) : NULL;
+}
+
+const struct map *process_find_map(const struct process *p, uint64_t addr, const struct map *hint)
+{
+	size_t lo = 0, hi = p->nr_maps;
+
+	/* A stack's frames run in few objects, one after another. */
+	if (hint && addr >= hint->start && addr < hint->end)
+		return hint;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 

@@ -56,6 +56,11 @@ void machine_exit(struct machine *m, int pid, int tid);
 int machine_map(struct machine *m, int pid, const struct map *map);
 void machine_unmap(struct machine *m, int pid, uint64_t start, uint64_t end);
 const struct map *machine_find_map(struct machine *m, int pid, uint64_t addr);
+/* The process of pid, NULL when the replay has not seen it. */
+struct process *machine_process_find(struct machine *m, int pid);
+/* The map of p holding addr, NULL if none; hint (NULL or one of p's maps)
+ * is tried first. */
+const struct map *process_find_map(const struct process *p, uint64_t addr, const struct map *hint);
 const char *machine_intern(struct machine *m, const char *name);
 /* Apply a TRACE_META_PROCESS snapshot. */
 int machine_load_snapshot(struct machine *m, const char *text, size_t len);

@@ -266,6 +266,13 @@ int session_frames(struct session *s, const struct sample *smp, struct frame *ou
 int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
 		       int user);
 int session_frames_name(struct session *s, const struct frame *raw, int n, struct frame *out, int max);
+/* What session_frames_raw's frames are made of, without making them: for
+ * each frame FRAME_KEY_WORDS words (its object's name and dso, and its
+ * offset there; a kernel frame's address), at most max words in all.
+ * Equal keys are the same code path in any process, and give equal raw
+ * frames. Returns the number of words. */
+#define FRAME_KEY_WORDS 3
+int session_frames_key(struct session *s, const struct sample *smp, uint64_t *key, int max, int kernel, int user);
 /* Source file and line of a frame (the call site for a function that
  * inlined the frame below it); 0, or -1 when unknown. */
 int frame_srcline(const struct frame *f, const char **file, int *line);
