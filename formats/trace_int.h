@@ -69,5 +69,8 @@ long trace_chunk_decode(const struct trace_reader *r, void **dctx, size_t i, uns
 			size_t *alloc, char *err, size_t errlen);
 /* Chunk i's bytes, once read, out of this process's memory. */
 void trace_chunk_drop(const struct trace_reader *r, size_t i);
+/* The file's bytes [off, off + len) out of this process's memory: a
+ * read-only mapping refaults them if they are read again. */
+void trace_range_drop(const struct trace_reader *r, uint64_t off, uint64_t len);
 
 #endif

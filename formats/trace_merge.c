@@ -48,7 +48,38 @@ struct ahead {
 	struct ahead_slot slots[AHEAD_SLOTS];
 	int quit;
 	void *dctx;
+	uint64_t drop_lo, drop_hi; /* file bytes decoded and not yet dropped */
 };
+
+/* Chunk ci is decoded: its file pages can go, a few MiB at a time. Each
+ * madvise costs a TLB shootdown on every CPU the threads run on, which
+ * one per chunk made a tenth of an analysis. Chunks are taken in time
+ * order, not quite in file order: one far from the range flushes it, and
+ * the few inside it not yet taken refault if they are read. Called under
+ * a->mu when the thread runs. */
+static void ahead_drop(struct ahead *a, size_t ci, int flush)
+{
+	const struct trace_chunk *c = &a->r->chunks[ci];
+	uint64_t lo = c->offset, hi = lo + TRACE_CHUNK_HEADER_SIZE + c->payload_len;
+
+	if (a->drop_hi > a->drop_lo && (flush || hi + DROP_STEP < a->drop_lo || lo > a->drop_hi + DROP_STEP)) {
+		trace_range_drop(a->r, a->drop_lo, a->drop_hi - a->drop_lo);
+		a->drop_lo = a->drop_hi = 0;
+	}
+	if (flush)
+		return;
+	if (a->drop_hi == a->drop_lo) {
+		a->drop_lo = lo;
+		a->drop_hi = hi;
+	} else {
+		a->drop_lo = lo < a->drop_lo ? lo : a->drop_lo;
+		a->drop_hi = hi > a->drop_hi ? hi : a->drop_hi;
+	}
+	if (a->drop_hi - a->drop_lo >= DROP_STEP) {
+		trace_range_drop(a->r, a->drop_lo, a->drop_hi - a->drop_lo);
+		a->drop_lo = a->drop_hi = 0;
+	}
+}
 
 static void *ahead_run(void *arg)
 {
@@ -76,8 +107,8 @@ static void *ahead_run(void *arg)
 		sl->chunk = ci;
 		pthread_mutex_unlock(&a->mu);
 		sl->n = trace_chunk_decode(a->r, &a->dctx, ci, &sl->buf, &sl->alloc, sl->err, sizeof(sl->err));
-		trace_chunk_drop(a->r, ci);
 		pthread_mutex_lock(&a->mu);
+		ahead_drop(a, ci, 0);
 		a->state[ci] = CH_READY;
 		pthread_cond_broadcast(&a->cv);
 	}
@@ -141,6 +172,8 @@ static void ahead_stop(struct ahead *a)
 		pthread_mutex_destroy(&a->mu);
 		pthread_cond_destroy(&a->cv);
 	}
+	if (a->r->nr_chunks)
+		ahead_drop(a, 0, 1);
 	for (int k = 0; k < AHEAD_SLOTS; k++)
 		free(a->slots[k].buf);
 	ZSTD_freeDCtx(a->dctx);
@@ -188,7 +221,11 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 		pthread_mutex_unlock(&a->mu);
 	}
 	n = trace_chunk_decode(r, &r->dctx, ci, buf, alloc, err, errlen);
-	trace_chunk_drop(r, ci);
+	if (a->running)
+		pthread_mutex_lock(&a->mu);
+	ahead_drop(a, ci, 0);
+	if (a->running)
+		pthread_mutex_unlock(&a->mu);
 	return n;
 }
 

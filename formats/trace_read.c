@@ -49,7 +49,7 @@ static int reader_push(struct trace_reader *r, const struct trace_chunk *c, size
 /* Drop the mapping's pages in [off, off + len) from this process (not
  * from the page cache): a read-only file mapping refaults them if they are
  * needed again, so the analyzer's memory does not grow with the file. */
-static void reader_drop(const struct trace_reader *r, uint64_t off, uint64_t len)
+void trace_range_drop(const struct trace_reader *r, uint64_t off, uint64_t len)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = (off + page - 1) & ~(page - 1);
 	uint64_t end = (off + len) & ~(page - 1);
@@ -60,7 +60,7 @@ static void reader_drop(const struct trace_reader *r, uint64_t off, uint64_t len
 
 void trace_chunk_drop(const struct trace_reader *r, size_t i)
 {
-	reader_drop(r, r->chunks[i].offset, TRACE_CHUNK_HEADER_SIZE + r->chunks[i].payload_len);
+	trace_range_drop(r, r->chunks[i].offset, TRACE_CHUNK_HEADER_SIZE + r->chunks[i].payload_len);
 }
 
 /* The CRCs of chunks [from, to), one flag per chunk in bad[]. */
@@ -84,7 +84,7 @@ static void *crc_run(void *arg)
 		if (c->offset < dropped) {
 			dropped = c->offset;
 		} else if (c->offset - dropped >= DROP_STEP) {
-			reader_drop(j->r, dropped, c->offset - dropped);
+			trace_range_drop(j->r, dropped, c->offset - dropped);
 			dropped = c->offset;
 		}
 	}
@@ -92,7 +92,7 @@ static void *crc_run(void *arg)
 		const struct trace_chunk *c = &j->r->chunks[j->to - 1];
 
 		if (c->offset >= dropped)
-			reader_drop(j->r, dropped, c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len - dropped);
+			trace_range_drop(j->r, dropped, c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len - dropped);
 	}
 	return NULL;
 }
@@ -192,11 +192,11 @@ static uint64_t reader_walk(struct trace_reader *r, uint64_t off, uint64_t end, 
 		 * at a time: drop as we go, or the walk alone maps most of the
 		 * file. */
 		if (off - dropped >= DROP_STEP) {
-			reader_drop(r, dropped, off - dropped);
+			trace_range_drop(r, dropped, off - dropped);
 			dropped = off;
 		}
 	}
-	reader_drop(r, dropped, off - dropped);
+	trace_range_drop(r, dropped, off - dropped);
 	return off;
 }
 
