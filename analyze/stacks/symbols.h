@@ -68,6 +68,7 @@ struct dso {
 	struct dso_loader *loader;
 	int dwarf;		 /* the loader loads debug information too */
 	struct hashmap asked;	 /* addresses given to the loader to name */
+	int loaded;		 /* the loader has loaded it (state and used are set) */
 
 	/* The object itself, for unwinding: the first candidate with the
 	 * recorded build-id whose unwind tables hold bytes (a separate debug

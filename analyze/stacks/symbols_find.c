@@ -426,6 +426,10 @@ const char *symbols_object(struct dso *d)
 
 const char *symbols_debug_file(struct dso *d)
 {
+	/* The unwinder asks while the replay runs: the loader keeps d to
+	 * name its addresses ahead. */
+	if (dso_wait_loaded(d))
+		return d->state == DSO_OK ? d->used : NULL;
 	dso_settle(d);
 	if (d->state == DSO_UNLOADED)
 		dso_load(d);

@@ -69,6 +69,11 @@ void symbols_debuginfod_end(struct symbols *s);
 /* Make d this thread's: wait while the loader works on it, or take it
  * back when the loader has not started it yet. */
 void dso_settle(struct dso *d);
+/* Wait for the loader thread to have loaded d (its state and the file
+ * used), leaving d the loader's to name ahead: 1 when it has, 0 when d is
+ * not the loader's (or its load job was dropped), for the caller to load
+ * it itself. */
+int dso_wait_loaded(struct dso *d);
 void loader_stop(struct dso_loader *l);
 
 /* symbols.c: the loader thread's share of naming. */

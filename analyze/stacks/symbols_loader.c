@@ -29,7 +29,10 @@ static void *loader_run(void *arg)
 		if (j.name) {
 			dso_name_ahead(j.d, j.off, j.ret);
 		} else {
-			dso_load(j.d);
+			/* The unwinder may have loaded it already, for its
+			 * debug file. */
+			if (j.d->state == DSO_UNLOADED)
+				dso_load(j.d);
 			if (j.d->state == DSO_OK) {
 				Dwarf_Addr bias;
 
@@ -39,6 +42,7 @@ static void *loader_run(void *arg)
 			}
 		}
 		pthread_mutex_lock(&l->mu);
+		j.d->loaded = 1;
 		j.d->load = LOAD_READY;
 		pthread_cond_broadcast(&l->cv);
 	}
@@ -74,7 +78,7 @@ void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf)
 
 	/* Queued ones have a loader until they are settled; this thread alone
 	 * writes that field, so it is read without the lock. */
-	if (!d || d->loader || d->load != LOAD_IDLE || d->state != DSO_UNLOADED)
+	if (!d || d->loader || d->load != LOAD_IDLE || (d->state != DSO_UNLOADED && d->state != DSO_OK))
 		return;
 	if (!l) {
 		l = calloc(1, sizeof(*l));
@@ -109,6 +113,21 @@ void symbols_prefetch_name(struct dso *d, uint64_t off, int ret)
 		return;
 	slot->ptr = d;
 	loader_push(d->loader, (struct load_job){ .d = d, .off = off, .name = 1, .ret = !!ret });
+}
+
+int dso_wait_loaded(struct dso *d)
+{
+	struct dso_loader *l = d->loader;
+	int ready;
+
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->mu);
+	while (d->load == LOAD_QUEUED || (d->load == LOAD_BUSY && !d->loaded))
+		pthread_cond_wait(&l->cv, &l->mu);
+	ready = d->loaded;
+	pthread_mutex_unlock(&l->mu);
+	return ready;
 }
 
 void dso_settle(struct dso *d)
