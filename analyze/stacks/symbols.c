@@ -231,6 +231,14 @@ static struct sym_section *section_of(struct dso *d, uint64_t addr)
 	return NULL;
 }
 
+static struct sym_section *section_ndx(struct dso *d, size_t ndx)
+{
+	for (size_t i = 0; i < d->nr_sects; i++)
+		if (d->sects[i].ndx == ndx)
+			return &d->sects[i];
+	return NULL;
+}
+
 /* libdwfl picks the symbol for an address by comparing it with symbol
  * starts, symbol ends and the bounds of the section that holds it, and
  * nothing else: so every such address, in libdwfl's own coordinates. The
@@ -258,13 +266,14 @@ static void bounds_make(struct dso *d)
 			}
 			d->sects = v;
 			v[d->nr_sects++] = (struct sym_section){ sh.sh_addr + bias, sh.sh_addr + sh.sh_size + bias,
-								 UINT64_MAX };
+								 UINT64_MAX, elf_ndxscn(scn) };
 		}
 	}
 	for (int i = 0; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr a;
-		const char *name = dwfl_module_getsym_info(d->mod, i, &sym, &a, NULL, NULL, NULL);
+		Elf *symelf = NULL;
+		const char *name = dwfl_module_getsym_info(d->mod, i, &sym, &a, NULL, &symelf, NULL);
 		int type = GELF_ST_TYPE(sym.st_info);
 		struct sym_section *sc;
 
@@ -282,8 +291,13 @@ static void bounds_make(struct dso *d)
 									 bind_value(&sym) });
 		} else if (sym.st_shndx < SHN_LORESERVE) {
 			/* A label: it names addresses of its section above it
-			 * that no sized symbol holds. */
-			if ((sc = section_of(d, a)))
+			 * that no sized symbol holds. libdwfl takes its
+			 * section by index, so one at a section's end (_end)
+			 * names nothing; from another file than the sections
+			 * were read from, by address. */
+			if (symelf == elf && (sc = section_ndx(d, sym.st_shndx)))
+				sc->min_sizeless = a < sc->min_sizeless ? a : sc->min_sizeless;
+			else if ((sc = section_of(d, a)))
 				sc->min_sizeless = a < sc->min_sizeless ? a : sc->min_sizeless;
 			else
 				d->sects_unsure = 1;

@@ -56,7 +56,7 @@ struct dso {
 	/* The allocated sections, each with its lowest symbol without a
 	 * size: where there is none below an address, libdwfl finds no name
 	 * for an address no sized symbol holds. */
-	struct sym_section { uint64_t lo, hi, min_sizeless; } *sects;
+	struct sym_section { uint64_t lo, hi, min_sizeless; size_t ndx; } *sects;
 	size_t nr_sects;
 	int sects_unsure;	 /* a label outside every section: ask libdwfl */
 	struct hashmap intervals; /* interval number + 1 -> struct sym_interval * */
