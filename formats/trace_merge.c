@@ -284,8 +284,12 @@ static int stream_load(struct ahead *a, struct stream *s, char *err, size_t errl
 			s->pos[s->nr_pos++] = (struct rec_pos){ trace_record_time(s->buf + off, sz), off, sz };
 			off += sz;
 		}
-		if (s->nr_pos > 1)
-			qsort(s->pos, s->nr_pos, sizeof(*s->pos), pos_cmp);
+		/* Nearly always in order already: a pass instead of a sort. */
+		for (size_t i = 1; i < s->nr_pos; i++)
+			if (pos_cmp(&s->pos[i - 1], &s->pos[i]) > 0) {
+				qsort(s->pos, s->nr_pos, sizeof(*s->pos), pos_cmp);
+				break;
+			}
 		if (s->nr_pos)
 			return 1;
 	}
