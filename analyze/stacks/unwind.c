@@ -174,7 +174,10 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	u->used = 0;
 	u->sp = sp;
 	stackdump_rank(&in->stack, &u->rank);
+	u->proc = p;
+	u->hint = NULL;
 	n = u->ops->run(u, h->space, in, ips, max, stop);
+	u->proc = NULL;
 	if (u->used > u->st.max_stack_used)
 		u->st.max_stack_used = u->used;
 	if (n == 0 && max > 0) {

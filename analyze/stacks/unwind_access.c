@@ -27,6 +27,9 @@ int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val)
 
 const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr)
 {
+	/* A stack's frames and reads run in few maps, one after another. */
+	if (u->proc && u->proc->pid == pid)
+		return u->hint = process_find_map(u->proc, addr, u->hint);
 	return machine_find_map(u->m, pid, addr);
 }
 

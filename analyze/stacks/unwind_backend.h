@@ -40,6 +40,8 @@ struct unwinder {
 	uint64_t used;		/* dump bytes read by the stack being unwound */
 	uint64_t sp;		/* its stack pointer: where its dump starts */
 	struct stackdump_rank rank; /* of the dump being unwound */
+	const struct process *proc; /* its process, while it is unwound */
+	const struct map *hint;	/* the map its last lookup found */
 	void *priv;		/* the backend's state shared by every space */
 };
 
