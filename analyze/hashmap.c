@@ -64,6 +64,14 @@ void hashmap_release(struct hashmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* A hash's first slot in a table of n. Its lowest bit is always set (0
+ * marks an empty slot), so it is left out: with it only every other slot
+ * could be a first one, and a table half full would probe as one full. */
+static size_t home(uint64_t hash, size_t n)
+{
+	return (hash >> 1) & (n - 1);
+}
+
 static int grow(struct hashmap *m)
 {
 	size_t n = m->alloc ? m->alloc * 2 : 64;
@@ -77,7 +85,7 @@ static int grow(struct hashmap *m)
 
 		if (!o->hash)
 			continue;
-		for (j = o->hash & (n - 1); s[j].hash; j = (j + 1) & (n - 1))
+		for (j = home(o->hash, n); s[j].hash; j = (j + 1) & (n - 1))
 			;
 		s[j] = *o;
 	}
@@ -91,7 +99,7 @@ static struct hm_slot *lookup(const struct hashmap *m, uint64_t h, uint64_t key,
 {
 	if (!m->alloc)
 		return NULL;
-	for (size_t j = h & (m->alloc - 1);; j = (j + 1) & (m->alloc - 1)) {
+	for (size_t j = home(h, m->alloc);; j = (j + 1) & (m->alloc - 1)) {
 		struct hm_slot *s = &m->slots[j];
 
 		if (!s->hash)
@@ -158,9 +166,9 @@ void hashmap_u64_remove(struct hashmap *m, uint64_t key)
 	m->nr--;
 	/* Shift back every entry that would no longer be reachable. */
 	for (j = (i + 1) & (n - 1); m->slots[j].hash; j = (j + 1) & (n - 1)) {
-		size_t home = m->slots[j].hash & (n - 1);
+		size_t home_j = home(m->slots[j].hash, n);
 
-		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+		if ((j > i && (home_j <= i || home_j > j)) || (j < i && (home_j <= i && home_j > j))) {
 			m->slots[i] = m->slots[j];
 			m->slots[j].hash = 0;
 			i = j;
