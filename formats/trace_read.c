@@ -457,12 +457,18 @@ long trace_chunk_decode(const struct trace_reader *r, void **dctx, size_t i, uns
 	const unsigned char *src = r->base + c->offset + TRACE_CHUNK_HEADER_SIZE;
 
 	if (c->raw_len > *alloc || !*buf) {
-		size_t n = c->raw_len ? c->raw_len : 1;
-		unsigned char *p = realloc(*buf, n);
+		/* Nothing in it is kept: a fresh buffer, not a copy, and a
+		 * power of two, so that the buffers the readers pass around
+		 * stop growing after the first few chunks. */
+		size_t n = 64 << 10;
+		unsigned char *p;
 
-		if (!p)
+		while (n < c->raw_len)
+			n *= 2;
+		free(*buf);
+		*alloc = 0;
+		if (!(*buf = p = malloc(n)))
 			return trace_error_set(err, errlen, "out of memory");
-		*buf = p;
 		*alloc = n;
 	}
 	switch (c->codec) {
