@@ -140,6 +140,13 @@ int stackdump_read(const struct stackdump *d, const struct stackdump_rank *rank,
 		memcpy(dst, d->bytes + off, len);
 		return 0;
 	}
+	/* An aligned word, as unwinders read nearly always. */
+	if (len == 8 && off % 8 == 0) {
+		uint64_t v = packed_word(d, rank, off / 8);
+
+		memcpy(dst, &v, 8);
+		return 0;
+	}
 	/* Bytes of the last partial word are zero, and not in the bitmap. */
 	w = off / 8;
 	memset(buf, 0, sizeof(buf));

@@ -20,11 +20,17 @@
 #include "../hashmap.h"
 #include "unwind_backend.h"
 
+#define RECENT_RULES 1024
+
 /* An object's unwinding state, shared by every address space. */
 struct dw_obj {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;	/* the object at its ELF addresses */
 	struct hashmap rules;	/* ELF address -> struct dw_rule *, for the fast path */
+	/* The rules last looked up, by address: a stack's frames are mostly
+	 * the few hot call sites, and this is a load where the map is a hash
+	 * and a probe. */
+	struct { uint64_t addr; const struct dw_rule *r; } recent[RECENT_RULES];
 };
 
 struct dw_space {
@@ -543,6 +549,8 @@ static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 	struct dw_mod *m = mod_of(sp, addr);
 	struct hm_slot *slot;
 	int created;
+	uint64_t at;
+	__typeof__(m->obj->recent[0]) *hit;
 
 	if (!m)
 		return &no_object_rule;
@@ -550,16 +558,22 @@ static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 		m->obj = dw_obj_of(sp->u, m->dso);
 	if (!m->obj)
 		return &no_object_rule;
-	slot = hashmap_u64(&m->obj->rules, addr - m->bias, &created);
+	at = addr - m->bias;
+	hit = &m->obj->recent[(at ^ at >> 10) % RECENT_RULES];
+	if (hit->r && hit->addr == at)
+		return hit->r;
+	slot = hashmap_u64(&m->obj->rules, at, &created);
 	if (!slot)
 		return NULL;
 	if (created) {
 		struct dw_rule *r = calloc(1, sizeof(*r));
 
 		if (r)
-			rule_make(m->obj, addr - m->bias, r);
+			rule_make(m->obj, at, r);
 		slot->ptr = r;
 	}
+	hit->addr = at;
+	hit->r = slot->ptr;
 	return slot->ptr;
 }
 
