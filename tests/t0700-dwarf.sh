@@ -34,6 +34,16 @@ test_expect_success 'the leak() loop: the same attribution with either build' '
 	test "$(weight_of dw.folded ";main;someFunc;leak;malloc")" = 4000
 '
 
+# A DWARF recording of a uprobe has no callchain (its kernel part is left
+# out), only the stack dump: info says it has stacks all the same, on the
+# entries, and not on returns and frees.
+test_expect_success 'info: the allocation entries of a DWARF recording have stacks; returns and frees none' '
+	"$MEMSIGHT" info dw.trace >info &&
+	grep "^  memsight_[0-9]*:malloc  *malloc  *[1-9][0-9]* samples  with stacks$" info &&
+	grep "^  memsight_[0-9]*:malloc_ret  *malloc  *[1-9][0-9]* samples$" info &&
+	grep "^  memsight_[0-9]*:free  *malloc  *[0-9]* samples$" info
+'
+
 test_expect_success 'inlined allocation helpers, two levels deep, are frames of their own under their caller (and gone with --no-inline)' '
 	"$MEMSIGHT" record -q -e malloc -g dwarf -o inl.trace -- "$N/inline_alloc" 200 >truth &&
 	grep "^inline_alloc: 200 allocations of 48 bytes from new_node inlined in push_front inlined in build_list, 9600 bytes leaked$" truth &&

@@ -66,8 +66,14 @@ static void print_recording(struct session *s)
 
 		if (e->kind == EVK_TRACKING)
 			continue;
+		/* A DWARF stack may have no callchain at all (a uprobe's kernel
+		 * part is left out); an allocation's return dumps a few words
+		 * of stack only for its out-pointer. */
+		int stacks = (e->attr.sample_type & PERF_SAMPLE_CALLCHAIN) ||
+			     ((e->attr.sample_type & PERF_SAMPLE_STACK_USER) && e->kind != EVK_ALLOC_RET);
+
 		printf("  %-28s %-8s %10llu samples%s\n", e->d.name, e->d.group, (unsigned long long)e->nr_samples,
-		       e->attr.sample_type & PERF_SAMPLE_CALLCHAIN ? "  with stacks" : "");
+		       stacks ? "  with stacks" : "");
 	}
 }
 
