@@ -54,6 +54,7 @@ BENCH_PKGS := linux-perf heaptrack bpftrace time
 FORMATS_SRC := \
 	formats/allocfns.c \
 	formats/cache.c \
+	formats/elfcut.c \
 	formats/meta.c \
 	formats/msg.c \
 	formats/opts.c \

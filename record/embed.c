@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "../formats/cache.h"
+#include "../formats/elfcut.h"
 #include "../formats/meta.h"
 #include "../formats/msg.h"
 #include "procsnap.h"
@@ -70,110 +71,21 @@ void embed_set_release(struct embed_set *e)
 	e->nr = e->alloc = 0;
 }
 
-static int keep_listed(const char *name, const GElf_Shdr *sh, const char *const *keep)
-{
-	if (sh->sh_type == SHT_NOTE)
-		return 1;
-	for (int i = 0; keep[i]; i++)
-		if (!strcmp(name, keep[i]))
-			return 1;
-	return 0;
-}
-
-/* What unwinding and the symbol tables read, and what names a call
- * through the PLT: its entries and the relocations of their slots. */
-static const char *const keep_minimal_list[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame", ".symtab", ".strtab",
-						 ".dynsym", ".dynstr", ".gnu_debugdata", ".shstrtab", ".plt",
-						 ".plt.sec", ".plt.got", ".rela.plt", ".rela.dyn", NULL };
-
-/* What names inlined functions and gives source lines: the DIE tree and
- * what it refers to, the line tables, the address lookups; not variable
- * locations or macros. And .debug_frame: the only CFI of code built
- * without unwind tables, once its object is stripped. */
-static const char *const keep_debug_list[] = { ".debug_info", ".debug_abbrev", ".debug_str", ".debug_line",
-					       ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
-					       ".debug_addr", ".debug_str_offsets", ".debug_frame", ".symtab", ".strtab",
-					       ".shstrtab", NULL };
-
-static int keep_minimal(const char *name, const GElf_Shdr *sh)
-{
-	return keep_listed(name, sh, keep_minimal_list);
-}
-
-static int keep_debug(const char *name, const GElf_Shdr *sh)
-{
-	return keep_listed(name, sh, keep_debug_list);
-}
-
-/* An object cut down: same ELF, program and section headers; bytes only in
- * the sections keep names, and those stored uncompressed (a debug file's
- * are often zlib: the trace's zstd chunk does better, and the analyzer
- * then reads them without inflating). */
-static int cut_elf(Elf *in, int (*keep)(const char *, const GElf_Shdr *), unsigned char **out, size_t *len)
+/* An object cut down (formats/elfcut.h), in memory: a debug file's
+ * sections are often zlib; the trace's zstd chunk does better, and the
+ * analyzer then reads them without inflating. */
+static int cut_elf(Elf *in, enum elfcut_keep keep, unsigned char **out, size_t *len)
 {
 	int fd = memfd_create("memsight-embed", MFD_CLOEXEC), ret = -1;
-	size_t nph, shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Ehdr eh;
 	struct stat st;
-	Elf *o;
 
 	if (fd < 0)
 		return -1;
-	o = elf_begin(fd, ELF_C_WRITE, NULL);
-	if (!o || !gelf_getehdr(in, &eh) || elf_getphdrnum(in, &nph) || elf_getshdrstrndx(in, &shstrndx) ||
-	    !gelf_newehdr(o, gelf_getclass(in)))
-		goto out;
-	if (nph && !gelf_newphdr(o, nph))
-		goto out;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		/* The offsets stay those of the original file: the analyzer
-		 * maps runtime addresses through them. */
-		if (!gelf_getphdr(in, i, &ph) || !gelf_update_phdr(o, i, &ph))
-			goto out;
+	if (!elfcut_write(in, keep, fd) && !fstat(fd, &st) && (*out = malloc(st.st_size ? st.st_size : 1)) &&
+	    pread(fd, *out, st.st_size, 0) == st.st_size) {
+		*len = st.st_size;
+		ret = 0;
 	}
-	while ((scn = elf_nextscn(in, scn))) {
-		Elf_Scn *ns = elf_newscn(o);
-		Elf_Data *d, *nd;
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!ns || !gelf_getshdr(scn, &sh))
-			goto out;
-		name = elf_strptr(in, shstrndx, sh.sh_name);
-		nd = elf_newdata(ns);
-		if (!nd)
-			goto out;
-		if (sh.sh_type != SHT_NOBITS && name && keep(name, &sh) &&
-		    (!(sh.sh_flags & SHF_COMPRESSED) || elf_compress(scn, 0, 0) == 1) && gelf_getshdr(scn, &sh) &&
-		    (d = elf_getdata(scn, NULL))) {
-			*nd = *d;
-		} else {
-			sh.sh_type = SHT_NOBITS;
-			sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;
-			nd->d_buf = NULL;
-			nd->d_size = sh.sh_size;
-			nd->d_type = ELF_T_BYTE;
-			nd->d_align = sh.sh_addralign ? sh.sh_addralign : 1;
-		}
-		if (!gelf_update_shdr(ns, &sh))
-			goto out;
-	}
-	eh.e_phoff = 0;
-	eh.e_shoff = 0;
-	if (!gelf_update_ehdr(o, &eh) || elf_update(o, ELF_C_WRITE) < 0)
-		goto out;
-	elf_end(o);
-	o = NULL;
-	if (fstat(fd, &st) || !(*out = malloc(st.st_size)) || pread(fd, *out, st.st_size, 0) != st.st_size)
-		goto out;
-	*len = st.st_size;
-	ret = 0;
-out:
-	if (o)
-		elf_end(o);
 	close(fd);
 	return ret;
 }
@@ -228,7 +140,7 @@ static unsigned char *pack(const char *path, enum embed_mode mode, const unsigne
 	} else {
 		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 		if (!elf || elf_kind(elf) != ELF_K_ELF ||
-		    cut_elf(elf, mode == EMBED_DEBUG ? keep_debug : keep_minimal, &elf_bytes, &elf_len))
+		    cut_elf(elf, mode == EMBED_DEBUG ? ELFCUT_DEBUG : ELFCUT_MINIMAL, &elf_bytes, &elf_len))
 			goto out;
 		if (elf_len > EMBED_MAX) {
 			msg_note("not embedding %s of '%s': %zu bytes is over a chunk's limit",
@@ -296,7 +208,7 @@ static int debug_source(const char *path, const unsigned char *bid, int bl, char
 static int embed_cache_name(const char *path, enum embed_mode mode, const unsigned char *bid, int bl,
 			    enum trace_codec codec, char *out, size_t len)
 {
-	const char *const *keep = mode == EMBED_DEBUG ? keep_debug_list : keep_minimal_list;
+	const char *const *keep = elfcut_sections(mode == EMBED_DEBUG ? ELFCUT_DEBUG : ELFCUT_MINIMAL);
 	char dir[PATH_MAX], hex[2 * BUILD_ID_MAX + 1];
 	uint32_t h = 2166136261u;
 	int n;
