@@ -246,6 +246,28 @@ test_expect_success 'the .debug_frame in a separate debug file, found by build-i
 	done
 '
 
+# A separate debug file with compressed DWARF (as Debian ships them) is cut
+# into the cache, uncompressed, and read from there on the next run: so
+# the inlined frames are still named once the file itself is gone.
+test_expect_success 'a compressed debug file is read through its uncompressed cut in the cache' '
+	mkdir -p zstrip &&
+	cp "$N/inline_alloc" zstrip/inline_alloc &&
+	objcopy --only-keep-debug --compress-debug-sections=zlib zstrip/inline_alloc zstrip/ia.debug &&
+	readelf -SW zstrip/ia.debug | grep " \.debug_info .* C " &&
+	strip --strip-debug zstrip/inline_alloc &&
+	bid=$(readelf -n zstrip/inline_alloc | sed -n "s/.*Build ID: //p") &&
+	mkdir -p zdbg/.build-id/$(echo $bid | cut -c1-2) &&
+	mv zstrip/ia.debug zdbg/.build-id/$(echo $bid | cut -c1-2)/$(echo $bid | cut -c3-).debug &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o z.trace -- zstrip/inline_alloc 200 >truth &&
+	"$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.1 &&
+	grep -A4 "^9600 bytes in 200 allocations from stack" leaks.1 | sed -n 4p | grep "^		new_node (inlined) \[inline_alloc\]$" &&
+	test -s "$MEMSIGHT_CACHE_DIR/$bid.debugcut" &&
+	! readelf -SW "$MEMSIGHT_CACHE_DIR/$bid.debugcut" | grep " \.debug_info .* C " &&
+	rm -r zdbg &&
+	"$MEMSIGHT" leaks z.trace >leaks.2 &&
+	test_cmp leaks.1 leaks.2
+'
+
 test_expect_success 'a corrupt .debug_frame: its stacks stop and are counted by both unwinders, the analysis goes on' '
 	mkdir -p dfbad &&
 	cp "$U/loop_leak" dfbad/loop_leak &&

@@ -23,11 +23,91 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../formats/cache.h"
+#include "../../formats/elfcut.h"
+
 static char *debuginfo_path;
+
+/*
+ * A separate debug file whose DWARF is compressed (Debian's are) is
+ * inflated whole by libdw each time it is opened: 0.11 s for libc's. Its
+ * debug cut (formats/elfcut.h), uncompressed and with the same notes, is
+ * kept in the cache directory, named by build-id, and read in its place
+ * from the next run on.
+ */
+
+/* The cut's name for build-id bid into buf; 0, or -1 without a cache. */
+static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len)
+{
+	char dir[PATH_MAX], hex[41];
+	int n;
+
+	if (bid_len <= 0 || cache_dir(dir, sizeof(dir)))
+		return -1;
+	symbols_build_id_hex(bid, bid_len, hex);
+	n = snprintf(buf, len, "%s/%s.debugcut", dir, hex);
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* The file to open for the debug file at path: its cut when there is one
+ * or one can be made, else path itself. */
+static const char *debug_plain(const unsigned char *bid, int bid_len, const char *path, char *buf, size_t len)
+{
+	char tmp[PATH_MAX + 16];
+	int fd, src, ok;
+	Elf *elf;
+
+	if (cut_name(bid, bid_len, buf, len))
+		return path;
+	if (!access(buf, R_OK))
+		return buf;
+	if (!elfcut_debug_compressed(path))
+		return path;
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", buf);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return path;
+	src = open(path, O_RDONLY | O_CLOEXEC);
+	elf = src < 0 ? NULL : elf_begin(src, ELF_C_READ_MMAP, NULL);
+	ok = elf && !elfcut_write(elf, ELFCUT_DEBUG, fd);
+	if (elf)
+		elf_end(elf);
+	if (src >= 0)
+		close(src);
+	/* Complete (a full disk fails the write): only now under its name. */
+	if (!close(fd) && ok && !rename(tmp, buf))
+		return buf;
+	unlink(tmp);
+	return path;
+}
+
+/* libdwfl's own search for a module's debug file (by build-id, then
+ * .gnu_debuglink), after the cut of one found before. The search opens
+ * what it finds itself, so a cut made now serves the next run. */
+static int find_debuginfo_plain(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+				const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+				char **debuginfo_file_name)
+{
+	const unsigned char *bid;
+	GElf_Addr vaddr;
+	char buf[PATH_MAX];
+	int n = dwfl_module_build_id(mod, &bid, &vaddr), fd;
+
+	if (n > 0 && !cut_name(bid, n, buf, sizeof(buf)) && (fd = open(buf, O_RDONLY | O_CLOEXEC)) >= 0) {
+		if ((*debuginfo_file_name = strdup(buf)))
+			return fd;
+		close(fd);
+	}
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+					  debuginfo_file_name);
+	if (n > 0 && *debuginfo_file_name)
+		debug_plain(bid, n, *debuginfo_file_name, buf, sizeof(buf));
+	return fd;
+}
 
 static const Dwfl_Callbacks offline_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo_plain,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };
@@ -277,9 +357,13 @@ void dso_load(struct dso *d)
 
 	d->state = DSO_MISSING;
 	for (int i = 0; i < n; i++) {
+		char plain[PATH_MAX];
+
 		if (!is_file(cands[i]))
 			continue;
-		st = dso_try(d, cands[i]);
+		/* A separate debug file found here, through its cut. */
+		st = dso_try(d, strcmp(cands[i], d->path) ? debug_plain(d->build_id, d->bid_len, cands[i], plain,
+									   sizeof(plain)) : cands[i]);
 		if (st == DSO_OK) {
 			d->state = st;
 			return;
