@@ -88,10 +88,14 @@ void symbols_release(struct symbols *s)
 
 void symbols_build_id_hex(const unsigned char *bid, int len, char *out)
 {
+	static const char digits[] = "0123456789abcdef";
 	int i;
 
-	for (i = 0; i < len && i < 20; i++)
-		sprintf(out + 2 * i, "%02x", bid[i]);
+	/* Every file mapping of a replay comes here: no sprintf per byte. */
+	for (i = 0; i < len && i < 20; i++) {
+		out[2 * i] = digits[bid[i] >> 4];
+		out[2 * i + 1] = digits[bid[i] & 15];
+	}
 	out[2 * i] = 0;
 }
 
