@@ -10,10 +10,42 @@
 #include "session.h"
 #include "../stacks/unwind.h"
 
+/* A walk of a sample's callchain, over the frames of the parts kept:
+ * kernel (context 1) and user (2). */
+struct chain_walk {
+	const struct sample *smp;
+	uint64_t i;
+	int ctx, first, kernel, user;
+};
+
+/* The next frame kept: its context (0 at the end) and address, and
+ * whether it is its part's first (the sampled ip, not a return address). */
+static int chain_next(struct chain_walk *w, uint64_t *ip, int *first)
+{
+	while (w->i < w->smp->nr_ips) {
+		uint64_t v = w->smp->ips[w->i++];
+
+		if (v >= PERF_CONTEXT_MAX) {
+			w->ctx = v == PERF_CONTEXT_KERNEL ? 1 : v == PERF_CONTEXT_USER ? 2 : 0;
+			w->first = 1;
+			continue;
+		}
+		*first = w->first;
+		w->first = 0;
+		if (!w->ctx || (w->ctx == 1 && !w->kernel) || (w->ctx == 2 && !w->user))
+			continue;
+		*ip = v;
+		return w->ctx;
+	}
+	return 0;
+}
+
 int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
 		       int user)
 {
-	int n = 0, ctx = 0, first = 1;
+	struct chain_walk w = { smp, 0, 0, 1, kernel, user };
+	uint64_t ip;
+	int n = 0, ctx, first;
 
 	/* The recorder embedded the objects the stacks touch: with the first
 	 * stack kept they all start loading, before samples name them. */
@@ -27,20 +59,9 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
 						 !s->o.no_inline);
 	}
-	for (uint64_t i = 0; i < smp->nr_ips && n < max; i++) {
-		uint64_t ip = smp->ips[i];
-		struct frame *f;
+	while (n < max && (ctx = chain_next(&w, &ip, &first))) {
+		struct frame *f = &out[n++];
 
-		if (ip >= PERF_CONTEXT_MAX) {
-			ctx = ip == PERF_CONTEXT_KERNEL ? 1 : ip == PERF_CONTEXT_USER ? 2 : 0;
-			first = 1;
-			continue;
-		}
-		if (!ctx || (ctx == 1 && !kernel) || (ctx == 2 && !user)) {
-			first = 0;
-			continue;
-		}
-		f = &out[n++];
 		memset(f, 0, sizeof(*f));
 		f->ip = ip;
 		f->off = ip;
@@ -59,45 +80,34 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 				symbols_prefetch_name(m->dso, f->file_off, f->ret);
 			}
 		}
-		first = 0;
 	}
 	return n;
 }
 
 int session_frames_key(struct session *s, const struct sample *smp, uint64_t *key, int max, int kernel, int user)
 {
+	struct chain_walk w = { smp, 0, 0, 1, kernel, user };
 	const struct process *p = NULL;
 	const struct map *hint = NULL;
-	int n = 0, ctx = 0, first = 1, looked = 0;
+	uint64_t ip;
+	int n = 0, ctx, first, looked = 0;
 
-	/* The walk of session_frames_raw, keeping what names a frame. */
-	for (uint64_t i = 0; i < smp->nr_ips && n + FRAME_KEY_WORDS <= max; i++) {
-		uint64_t ip = smp->ips[i];
-
-		if (ip >= PERF_CONTEXT_MAX) {
-			ctx = ip == PERF_CONTEXT_KERNEL ? 1 : ip == PERF_CONTEXT_USER ? 2 : 0;
-			first = 1;
-			continue;
-		}
-		if (!ctx || (ctx == 1 && !kernel) || (ctx == 2 && !user)) {
-			first = 0;
-			continue;
-		}
+	/* What session_frames_raw makes a frame of, in words. */
+	while (n + FRAME_KEY_WORDS <= max && (ctx = chain_next(&w, &ip, &first))) {
 		if (ctx == 1) {
 			key[n++] = 1;
 			key[n++] = 0;
 			key[n++] = ip;
-		} else {
-			if (!looked) {
-				p = machine_process_find(&s->m, smp->pid);
-				looked = 1;
-			}
-			hint = p ? process_find_map(p, ip, hint) : NULL;
-			key[n++] = hint ? (uintptr_t)hint->name : 0;
-			key[n++] = hint ? (uintptr_t)hint->dso : 0;
-			key[n++] = hint ? (ip - hint->start + hint->pgoff) << 1 | !first : ip << 1;
+			continue;
 		}
-		first = 0;
+		if (!looked) {
+			p = machine_process_find(&s->m, smp->pid);
+			looked = 1;
+		}
+		hint = p ? process_find_map(p, ip, hint) : NULL;
+		key[n++] = hint ? (uintptr_t)hint->name : 0;
+		key[n++] = hint ? (uintptr_t)hint->dso : 0;
+		key[n++] = hint ? (ip - hint->start + hint->pgoff) << 1 | !first : ip << 1;
 	}
 	return n;
 }
