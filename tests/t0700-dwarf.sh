@@ -248,7 +248,8 @@ test_expect_success 'the .debug_frame in a separate debug file, found by build-i
 
 # A separate debug file with compressed DWARF (as Debian ships them) is cut
 # into the cache, uncompressed, and read from there on the next run: so
-# the inlined frames are still named once the file itself is gone.
+# the inlined frames are still named once the file itself is gone. A cut
+# that is no ELF (a crash before it reached the disk) is made again.
 test_expect_success 'a compressed debug file is read through its uncompressed cut in the cache' '
 	mkdir -p zstrip &&
 	cp "$N/inline_alloc" zstrip/inline_alloc &&
@@ -263,6 +264,10 @@ test_expect_success 'a compressed debug file is read through its uncompressed cu
 	grep -A4 "^9600 bytes in 200 allocations from stack" leaks.1 | sed -n 4p | grep "^		new_node (inlined) \[inline_alloc\]$" &&
 	test -s "$MEMSIGHT_CACHE_DIR/$bid.debugcut" &&
 	! readelf -SW "$MEMSIGHT_CACHE_DIR/$bid.debugcut" | grep " \.debug_info .* C " &&
+	: >"$MEMSIGHT_CACHE_DIR/$bid.debugcut" &&
+	"$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.0 &&
+	test_cmp leaks.1 leaks.0 &&
+	test -s "$MEMSIGHT_CACHE_DIR/$bid.debugcut" &&
 	rm -r zdbg &&
 	"$MEMSIGHT" leaks z.trace >leaks.2 &&
 	test_cmp leaks.1 leaks.2

@@ -49,6 +49,30 @@ static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+/* The cut of build-id bid open, or -1. One that is not an ELF file with
+ * that build-id (a crash before its blocks reached the disk, say) is
+ * removed, to be made again: otherwise its frames would go unnamed on
+ * every run, without a word. */
+static int cut_open(const unsigned char *bid, int bid_len, char *buf, size_t len)
+{
+	int fd, ok = 0;
+	Elf *elf;
+	const void *got;
+
+	if (cut_name(bid, bid_len, buf, len) || (fd = open(buf, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		ok = dwelf_elf_gnu_build_id(elf, &got) == bid_len && !memcmp(got, bid, bid_len);
+	if (elf)
+		elf_end(elf);
+	if (ok)
+		return fd;
+	close(fd);
+	unlink(buf);
+	return -1;
+}
+
 /* The file to open for the debug file at path: its cut when there is one
  * or one can be made, else path itself. */
 static const char *debug_plain(const unsigned char *bid, int bid_len, const char *path, char *buf, size_t len)
@@ -57,11 +81,11 @@ static const char *debug_plain(const unsigned char *bid, int bid_len, const char
 	int fd, src, ok;
 	Elf *elf;
 
-	if (cut_name(bid, bid_len, buf, len))
-		return path;
-	if (!access(buf, R_OK))
+	if ((fd = cut_open(bid, bid_len, buf, len)) >= 0) {
+		close(fd);
 		return buf;
-	if (!elfcut_debug_compressed(path))
+	}
+	if (cut_name(bid, bid_len, buf, len) || !elfcut_debug_compressed(path))
 		return path;
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", buf);
 	fd = mkstemp(tmp);
@@ -93,7 +117,7 @@ static int find_debuginfo_plain(Dwfl_Module *mod, void **userdata, const char *m
 	char buf[PATH_MAX];
 	int n = dwfl_module_build_id(mod, &bid, &vaddr), fd;
 
-	if (n > 0 && !cut_name(bid, n, buf, sizeof(buf)) && (fd = open(buf, O_RDONLY | O_CLOEXEC)) >= 0) {
+	if (n > 0 && (fd = cut_open(bid, n, buf, sizeof(buf))) >= 0) {
 		if ((*debuginfo_file_name = strdup(buf)))
 			return fd;
 		close(fd);
