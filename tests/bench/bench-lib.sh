@@ -11,6 +11,9 @@ bench_workdir() {
 	export MEMSIGHT_CACHE_DIR
 }
 
+# "wall_s max_rss_kb" of a command, its output dropped.
+measure() { /usr/bin/time -f "%e %M" -o m.time "$@" >/dev/null 2>m.err; cat m.time; }
+
 # The median of the numbers on standard input.
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 

@@ -14,9 +14,6 @@ command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; e
 . "$top/tests/bench/bench-lib.sh"
 bench_workdir
 
-# "wall_s max_rss_kb" of a command, its output dropped.
-measure() { /usr/bin/time -f "%e %M" -o m.time "$@" >/dev/null 2>m.err; cat m.time; }
-
 "$b/memsight" record -q -g fp -e faults -o ms.trace -- "$b/samples/phases" 16 "$MIB" 16 >/dev/null
 n=$("$b/memsight" info ms.trace | sed -n 's/^samples: *//p')
 "$b/memsight" folded ms.trace >/dev/null 2>&1 # the objects' cache, as perf's ~/.debug

@@ -23,9 +23,6 @@ events=syscalls:sys_enter_brk,syscalls:sys_exit_brk,syscalls:sys_enter_mmap,sysc
 procs=$(( $(ls "$top"/samples/*.c | wc -l) * ROUNDS * 4 ))
 echo "workload: gcc -O1 -c over the samples, $ROUNDS rounds (about $procs processes); recorded system-wide"
 
-# "wall_s max_rss_kb" of a command, its output dropped.
-measure() { /usr/bin/time -f "%e %M" -o m.time "$@" >/dev/null 2>m.err; cat m.time; }
-
 for g in fp dwarf; do
 	"$b/memsight" record -q -a -g $g -e brk,mmap,faults -o $g.trace -- sh work.sh
 	"$b/memsight" info $g.trace >$g.info
