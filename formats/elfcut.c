@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What unwinding and the symbol tables read, and what names a call
@@ -98,8 +99,9 @@ out:
 
 int elfcut_debug_compressed(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
-	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), found = 0;
+	struct stat st;
+	Elf *elf = fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 

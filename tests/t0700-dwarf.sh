@@ -249,7 +249,8 @@ test_expect_success 'the .debug_frame in a separate debug file, found by build-i
 # A separate debug file with compressed DWARF (as Debian ships them) is cut
 # into the cache, uncompressed, and read from there on the next run: so
 # the inlined frames are still named once the file itself is gone. A cut
-# that is no ELF (a crash before it reached the disk) is made again.
+# that is no ELF (a crash before it reached the disk) is made again, and
+# a FIFO under its name neither blocks the analyzer nor stays.
 test_expect_success 'a compressed debug file is read through its uncompressed cut in the cache' '
 	mkdir -p zstrip &&
 	cp "$N/inline_alloc" zstrip/inline_alloc &&
@@ -268,10 +269,38 @@ test_expect_success 'a compressed debug file is read through its uncompressed cu
 	"$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.0 &&
 	test_cmp leaks.1 leaks.0 &&
 	test -s "$MEMSIGHT_CACHE_DIR/$bid.debugcut" &&
+	rm "$MEMSIGHT_CACHE_DIR/$bid.debugcut" && mkfifo "$MEMSIGHT_CACHE_DIR/$bid.debugcut" &&
+	timeout 60 "$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.0 &&
+	test_cmp leaks.1 leaks.0 &&
+	test -f "$MEMSIGHT_CACHE_DIR/$bid.debugcut" &&
 	rm -r zdbg &&
 	"$MEMSIGHT" leaks z.trace >leaks.2 &&
 	test_cmp leaks.1 leaks.2
 '
+
+# A full disk under the cache: the cut is not made, nothing half made is
+# left, and the debug file itself names the frames.
+if mkdir zfull && mount -t tmpfs -o size=4k tmpfs zfull 2>/dev/null; then
+	test_expect_success 'a full cache disk: no cut, no stray file, the same names from the debug file' '
+		mkdir -p zstrip2 &&
+		cp "$N/inline_alloc" zstrip2/inline_alloc &&
+		objcopy --only-keep-debug --compress-debug-sections=zlib zstrip2/inline_alloc zstrip2/ia.debug &&
+		strip --strip-debug zstrip2/inline_alloc &&
+		bid=$(readelf -n zstrip2/inline_alloc | sed -n "s/.*Build ID: //p") &&
+		mkdir -p zdbg2/.build-id/$(echo $bid | cut -c1-2) &&
+		mv zstrip2/ia.debug zdbg2/.build-id/$(echo $bid | cut -c1-2)/$(echo $bid | cut -c3-).debug &&
+		"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o z2.trace -- zstrip2/inline_alloc 200 >truth &&
+		"$MEMSIGHT" leaks --debug-dir zdbg2 z2.trace >leaks.want &&
+		head -c 4096 /dev/zero >zfull/filler 2>/dev/null; df zfull &&
+		MEMSIGHT_CACHE_DIR=$PWD/zfull "$MEMSIGHT" leaks --debug-dir zdbg2 z2.trace >leaks.full &&
+		test_cmp leaks.want leaks.full &&
+		grep -A4 "^9600 bytes in 200 allocations from stack" leaks.full | sed -n 4p | grep "new_node (inlined)" &&
+		test "$(ls zfull)" = filler
+	'
+	umount zfull
+else
+	echo "# cannot mount a small tmpfs here: skipping the full cache disk test"
+fi
 
 test_expect_success 'a corrupt .debug_frame: its stacks stop and are counted by both unwinders, the analysis goes on' '
 	mkdir -p dfbad &&

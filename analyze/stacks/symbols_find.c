@@ -51,17 +51,20 @@ static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len
 
 /* The cut of build-id bid open, or -1. One that is not an ELF file with
  * that build-id (a crash before its blocks reached the disk, say) is
- * removed, to be made again: otherwise its frames would go unnamed on
- * every run, without a word. */
+ * removed (not a directory) to be made again: otherwise its frames would
+ * go unnamed on every run, without a word. */
 static int cut_open(const unsigned char *bid, int bid_len, char *buf, size_t len)
 {
 	int fd, ok = 0;
-	Elf *elf;
+	Elf *elf = NULL;
 	const void *got;
+	struct stat st;
 
-	if (cut_name(bid, bid_len, buf, len) || (fd = open(buf, O_RDONLY | O_CLOEXEC)) < 0)
+	/* Never blocking on a FIFO someone left under the name. */
+	if (cut_name(bid, bid_len, buf, len) || (fd = open(buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return -1;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) == ELF_K_ELF)
 		ok = dwelf_elf_gnu_build_id(elf, &got) == bid_len && !memcmp(got, bid, bid_len);
 	if (elf)
