@@ -51,23 +51,27 @@ struct ahead {
 	uint64_t drop_lo, drop_hi; /* file bytes decoded and not yet dropped */
 };
 
+/* The decoded chunks' file pages not yet dropped: dropped now. */
+static void ahead_flush(struct ahead *a)
+{
+	if (a->drop_hi > a->drop_lo)
+		trace_range_drop(a->r, a->drop_lo, a->drop_hi - a->drop_lo);
+	a->drop_lo = a->drop_hi = 0;
+}
+
 /* Chunk ci is decoded: its file pages can go, a few MiB at a time. Each
  * madvise costs a TLB shootdown on every CPU the threads run on, which
  * one per chunk made a tenth of an analysis. Chunks are taken in time
  * order, not quite in file order: one far from the range flushes it, and
  * the few inside it not yet taken refault if they are read. Called under
  * a->mu when the thread runs. */
-static void ahead_drop(struct ahead *a, size_t ci, int flush)
+static void ahead_drop(struct ahead *a, size_t ci)
 {
 	const struct trace_chunk *c = &a->r->chunks[ci];
 	uint64_t lo = c->offset, hi = lo + TRACE_CHUNK_HEADER_SIZE + c->payload_len;
 
-	if (a->drop_hi > a->drop_lo && (flush || hi + DROP_STEP < a->drop_lo || lo > a->drop_hi + DROP_STEP)) {
-		trace_range_drop(a->r, a->drop_lo, a->drop_hi - a->drop_lo);
-		a->drop_lo = a->drop_hi = 0;
-	}
-	if (flush)
-		return;
+	if (a->drop_hi > a->drop_lo && (hi + DROP_STEP < a->drop_lo || lo > a->drop_hi + DROP_STEP))
+		ahead_flush(a);
 	if (a->drop_hi == a->drop_lo) {
 		a->drop_lo = lo;
 		a->drop_hi = hi;
@@ -75,10 +79,8 @@ static void ahead_drop(struct ahead *a, size_t ci, int flush)
 		a->drop_lo = lo < a->drop_lo ? lo : a->drop_lo;
 		a->drop_hi = hi > a->drop_hi ? hi : a->drop_hi;
 	}
-	if (a->drop_hi - a->drop_lo >= DROP_STEP) {
-		trace_range_drop(a->r, a->drop_lo, a->drop_hi - a->drop_lo);
-		a->drop_lo = a->drop_hi = 0;
-	}
+	if (a->drop_hi - a->drop_lo >= DROP_STEP)
+		ahead_flush(a);
 }
 
 static void *ahead_run(void *arg)
@@ -108,7 +110,7 @@ static void *ahead_run(void *arg)
 		pthread_mutex_unlock(&a->mu);
 		sl->n = trace_chunk_decode(a->r, &a->dctx, ci, &sl->buf, &sl->alloc, sl->err, sizeof(sl->err));
 		pthread_mutex_lock(&a->mu);
-		ahead_drop(a, ci, 0);
+		ahead_drop(a, ci);
 		a->state[ci] = CH_READY;
 		pthread_cond_broadcast(&a->cv);
 	}
@@ -172,8 +174,7 @@ static void ahead_stop(struct ahead *a)
 		pthread_mutex_destroy(&a->mu);
 		pthread_cond_destroy(&a->cv);
 	}
-	if (a->r->nr_chunks)
-		ahead_drop(a, 0, 1);
+	ahead_flush(a);
 	for (int k = 0; k < AHEAD_SLOTS; k++)
 		free(a->slots[k].buf);
 	ZSTD_freeDCtx(a->dctx);
@@ -223,7 +224,7 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 	n = trace_chunk_decode(r, &r->dctx, ci, buf, alloc, err, errlen);
 	if (a->running)
 		pthread_mutex_lock(&a->mu);
-	ahead_drop(a, ci, 0);
+	ahead_drop(a, ci);
 	if (a->running)
 		pthread_mutex_unlock(&a->mu);
 	return n;
