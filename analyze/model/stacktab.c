@@ -158,7 +158,6 @@ static struct stack_code *code_get(struct stacktab *t, struct session *s, const 
 		return NULL;
 	memset(c, 0, sizeof(*c));
 	memcpy(k, key, n * sizeof(*k));
-	c->hash = h;
 	c->key = k;
 	c->nr_key = n;
 	c->nr_frames = session_frames_raw(s, smp, fr, MAX_FRAMES, t->kernel, t->user);
@@ -188,7 +187,7 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 	if (!slot)
 		return NULL;
 	for (e = slot->ptr; e; e = e->next)
-		if (e->hash == h && (t->by_comm ? e->comm == comm : e->pid == (int)smp->pid) &&
+		if ((t->by_comm ? e->comm == comm : e->pid == (int)smp->pid) &&
 		    e->code->nr_key == n && !memcmp(e->code->key, key, n * sizeof(*key)))
 			break;
 	if (!e) {
@@ -200,7 +199,6 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 		memset(e, 0, sizeof(*e));
 		e->pid = t->by_comm ? -1 : (int)smp->pid;
 		e->comm = comm ? comm : machine_comm(&s->m, smp->pid, smp->tid);
-		e->hash = h;
 		e->code = c;
 		e->frames = c->frames;
 		e->nr_frames = c->nr_frames;

@@ -20,7 +20,6 @@
 
 /* One code path, shared by the entries that ran it. */
 struct stack_code {
-	uint64_t hash;
 	int nr_key;
 	const uint64_t *key;	/* session_frames_key's words */
 	int nr_frames;
@@ -38,7 +37,6 @@ struct stack_entry {
 	int nr_frames;		/* the code path's frames, named once the replay ends */
 	struct frame *frames;
 	struct stack_code *code;
-	uint64_t hash;
 	struct stack_entry *next; /* same hash bucket */
 };
 
