@@ -49,11 +49,11 @@ static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-/* The cut of build-id bid open, or -1. One that is not an ELF file with
- * that build-id (a crash before its blocks reached the disk, say) is
- * removed (not a directory) to be made again: otherwise its frames would
- * go unnamed on every run, without a word. */
-static int cut_open(const unsigned char *bid, int bid_len, char *buf, size_t len)
+/* The cut of build-id bid at name open, or -1. One that is not an ELF
+ * file with that build-id (a crash before its blocks reached the disk,
+ * say) is removed (not a directory) to be made again: otherwise its
+ * frames would go unnamed on every run, without a word. */
+static int cut_open(const char *name, const unsigned char *bid, int bid_len)
 {
 	int fd, ok = 0;
 	Elf *elf = NULL;
@@ -61,7 +61,7 @@ static int cut_open(const unsigned char *bid, int bid_len, char *buf, size_t len
 	struct stat st;
 
 	/* Never blocking on a FIFO someone left under the name. */
-	if (cut_name(bid, bid_len, buf, len) || (fd = open(buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+	if ((fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return -1;
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
 		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -72,7 +72,7 @@ static int cut_open(const unsigned char *bid, int bid_len, char *buf, size_t len
 	if (ok)
 		return fd;
 	close(fd);
-	unlink(buf);
+	unlink(name);
 	return -1;
 }
 
@@ -84,11 +84,13 @@ static const char *debug_plain(const unsigned char *bid, int bid_len, const char
 	int fd, src, ok;
 	Elf *elf;
 
-	if ((fd = cut_open(bid, bid_len, buf, len)) >= 0) {
+	if (cut_name(bid, bid_len, buf, len))
+		return path;
+	if ((fd = cut_open(buf, bid, bid_len)) >= 0) {
 		close(fd);
 		return buf;
 	}
-	if (cut_name(bid, bid_len, buf, len) || !elfcut_debug_compressed(path))
+	if (!elfcut_debug_compressed(path))
 		return path;
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", buf);
 	fd = mkstemp(tmp);
@@ -120,7 +122,7 @@ static int find_debuginfo_plain(Dwfl_Module *mod, void **userdata, const char *m
 	char buf[PATH_MAX];
 	int n = dwfl_module_build_id(mod, &bid, &vaddr), fd;
 
-	if (n > 0 && (fd = cut_open(bid, n, buf, sizeof(buf))) >= 0) {
+	if (n > 0 && !cut_name(bid, n, buf, sizeof(buf)) && (fd = cut_open(buf, bid, n)) >= 0) {
 		if ((*debuginfo_file_name = strdup(buf)))
 			return fd;
 		close(fd);
