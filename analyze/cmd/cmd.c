@@ -2,6 +2,7 @@
  * analyze/cmd/cmd.c: what the commands share; see cmd.h.
  */
 #include "cmd.h"
+#include "../model/stacktab.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -175,6 +176,20 @@ void print_frames(const struct frame *fr, int n, int lines, const char *indent)
 	}
 	if (!n)
 		printf("%s(no stack recorded)\n", indent);
+}
+
+void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e, int lines)
+{
+	struct frame fr[STACK_MAX_FRAMES];
+
+	cmd_json_frames(j, key, fr, e ? stack_entry_frames(e, fr, STACK_MAX_FRAMES) : 0, lines);
+}
+
+void print_stack(const struct stack_entry *e, int lines, const char *indent)
+{
+	struct frame fr[STACK_MAX_FRAMES];
+
+	print_frames(fr, e ? stack_entry_frames(e, fr, STACK_MAX_FRAMES) : 0, lines, indent);
 }
 
 /* --fault-type KIND, repeatable: faults of any of the kinds given. */

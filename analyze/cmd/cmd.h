@@ -94,6 +94,10 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 void cmd_json_frames(struct json *j, const char *key, const struct frame *fr, int n, int lines);
 /* Frames one per line, "indent name+off [object][ file:line]". */
 void print_frames(const struct frame *fr, int n, int lines, const char *indent);
+/* The same two for a stack table's entry (NULL: no stack recorded). */
+struct stack_entry;
+void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e, int lines);
+void print_stack(const struct stack_entry *e, int lines, const char *indent);
 /* The file name of a frame's object, "kernel.kallsyms" for the kernel. */
 const char *frame_obj_base(const struct frame *f);
 

@@ -61,7 +61,7 @@ static void print_json(const struct session *s, const struct brk_state *b, struc
 		json_str(&j, "comm", v[i]->comm);
 		json_u64(&j, "bytes", v[i]->weight);
 		json_u64(&j, "calls", v[i]->count);
-		cmd_json_frames(&j, "frames", v[i]->frames, v[i]->nr_frames, b->o->lines);
+		cmd_json_stack(&j, "frames", v[i], b->o->lines);
 		json_end(&j);
 	}
 	json_end(&j);
@@ -77,7 +77,7 @@ static void print_text(const struct session *s, const struct brk_state *b, struc
 	for (size_t i = 0; v && i < n && i < b->o->top; i++) {
 		printf("\n%llu bytes in %llu brk calls from stack (pid %d %s)\n", (unsigned long long)v[i]->weight,
 		       (unsigned long long)v[i]->count, v[i]->pid, v[i]->comm);
-		print_frames(v[i]->frames, v[i]->nr_frames, b->o->lines, "\t\t");
+		print_stack(v[i], b->o->lines, "\t\t");
 	}
 }
 

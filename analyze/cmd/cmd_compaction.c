@@ -168,7 +168,7 @@ static void print_text(const struct compaction *c, const struct session *s, stru
 	for (size_t i = 0; i < nst && i < top; i++) {
 		printf("\n%llu direct compactions from stack (pid %d %s)\n", (unsigned long long)st[i]->weight,
 		       st[i]->pid, st[i]->comm);
-		print_frames(st[i]->frames, st[i]->nr_frames, 0, "\t\t");
+		print_stack(st[i], 0, "\t\t");
 	}
 }
 

@@ -177,7 +177,7 @@ static void stacks_json(struct json *j, const struct faults *f, const char *key,
 		json_str(j, "comm", v[i]->comm);
 		json_u64(j, "faults", v[i]->weight);
 		kinds_json(j, f, v[i]->by_kind);
-		cmd_json_frames(j, "frames", v[i]->frames, v[i]->nr_frames, f->lines);
+		cmd_json_stack(j, "frames", v[i], f->lines);
 		json_end(j);
 	}
 	json_end(j);
@@ -253,7 +253,7 @@ static void stacks_text(const struct faults *f, const char *title, struct stack_
 				sep = ",";
 			}
 		printf("\n");
-		print_frames(v[i]->frames, v[i]->nr_frames, f->lines, "\t\t");
+		print_stack(v[i], f->lines, "\t\t");
 	}
 }
 

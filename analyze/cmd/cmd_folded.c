@@ -94,29 +94,26 @@ static int print_folded(struct folded *f)
 	struct line *v;
 	size_t n = 0;
 	char buf[65536], name[512];
+	struct frame fr[STACK_MAX_FRAMES];
 
 	hashmap_init(&lines, 1);
-	hashmap_for_each(&f->tab.map, slot) {
-		for (struct stack_entry *e = slot->ptr; e; e = e->next) {
-			if (!e->weight)
-				continue;
-			size_t at = put_frame(buf, 0, sizeof(buf), e->comm, "");
-			struct hm_slot *l;
+	stacktab_for_each(&f->tab, e) {
+		if (!e->weight)
+			continue;
+		size_t at = put_frame(buf, 0, sizeof(buf), e->comm, "");
+		struct hm_slot *l;
 
-			for (int i = e->nr_frames - 1; i >= 0; i--) {
-				const struct frame *fr = &e->frames[i];
-
-				buf[at++] = ';';
-				at = put_frame(buf, at, sizeof(buf) - 64, frame_name(fr, name, sizeof(name), 0),
-					       fr->kernel ? "_[k]" : "");
-			}
-			l = hashmap_str(&lines, buf, NULL);
-			if (!l) {
-				hashmap_release(&lines);
-				return msg_error("out of memory");
-			}
-			l->val += e->weight;
+		for (int i = stack_entry_frames(e, fr, STACK_MAX_FRAMES) - 1; i >= 0; i--) {
+			buf[at++] = ';';
+			at = put_frame(buf, at, sizeof(buf) - 64, frame_name(&fr[i], name, sizeof(name), 0),
+				       fr[i].kernel ? "_[k]" : "");
 		}
+		l = hashmap_str(&lines, buf, NULL);
+		if (!l) {
+			hashmap_release(&lines);
+			return msg_error("out of memory");
+		}
+		l->val += e->weight;
 	}
 	v = malloc((lines.nr ? lines.nr : 1) * sizeof(*v));
 	if (!v) {
@@ -150,7 +147,7 @@ static int fold_allocs(struct folded *f, struct session *s)
 		goto out;
 	}
 	heapprof_finish(&h);
-	hashmap_for_each(&a.stacks.map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) {
+	stacktab_for_each(&a.stacks, e) {
 		e->weight = f->weight == W_COUNT ? e->count * a.sample : f->weight == W_BYTES ? e->weight * a.sample : 0;
 	}
 	if (f->weight == W_PEAK)
@@ -198,7 +195,7 @@ static int fold_kmem(struct folded *f, struct session *s)
 		msg_error("%s", err);
 		goto out;
 	}
-	hashmap_for_each(&k.stacks.map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) {
+	stacktab_for_each(&k.stacks, e) {
 		e->weight = f->weight == W_COUNT ? e->count * k.period
 			    : f->weight == W_BYTES ? e->weight * k.period
 			    : f->weight == W_PAGES ? (e->weight * k.period + s->page_size - 1) / s->page_size : 0;

@@ -208,7 +208,7 @@ static void kleaks_json(const struct kleaks *l, const struct session *s)
 		json_u64(&j, "bytes", l->v[i]->bytes);
 		for (int c = 0; c < KA_NR; c++)
 			json_u64(&j, kalloc_class_names[c], l->v[i]->count[c]);
-		cmd_json_frames(&j, "frames", l->v[i]->stack->frames, l->v[i]->stack->nr_frames, l->o->lines);
+		cmd_json_stack(&j, "frames", l->v[i]->stack, l->o->lines);
 		json_end(&j);
 	}
 	json_end(&j);
@@ -251,7 +251,7 @@ static void kleaks_text(const struct kleaks *l, const struct session *s)
 			sep = ", ";
 		}
 		printf(" from stack (pid %d %s)\n", g->pid, g->stack->comm);
-		print_frames(g->stack->frames, g->stack->nr_frames, l->o->lines, "\t\t");
+		print_stack(g->stack, l->o->lines, "\t\t");
 	}
 }
 
@@ -341,6 +341,7 @@ static int leaks_group(struct leaks *l, struct session *s)
 static int leaks_select(struct leaks *l, const struct suppress *sup)
 {
 	unsigned sample = l->a.sample;
+	struct frame fr[STACK_MAX_FRAMES];
 
 	l->v = malloc((l->groups.nr ? l->groups.nr : 1) * sizeof(*l->v));
 	if (!l->v)
@@ -358,7 +359,7 @@ static int leaks_select(struct leaks *l, const struct suppress *sup)
 			l->nogroup_count += g->count;
 			continue;
 		}
-		g->suppressed_by = suppress_match(sup, g->stack->frames, g->stack->nr_frames);
+		g->suppressed_by = suppress_match(sup, fr, stack_entry_frames(g->stack, fr, STACK_MAX_FRAMES));
 		if (g->suppressed_by) {
 			l->sup_bytes += g->bytes;
 			l->sup_count += g->count;
@@ -406,7 +407,7 @@ static void leaks_json_group(struct json *j, const struct leaks *l, const struct
 		json_double(j, "growth_bytes_per_s", "%.0f", g->growth);
 	else
 		json_null(j, "growth_bytes_per_s");
-	cmd_json_frames(j, "frames", g->stack->frames, g->stack->nr_frames, l->o->lines);
+	cmd_json_stack(j, "frames", g->stack, l->o->lines);
 	json_end(j);
 }
 
@@ -550,7 +551,7 @@ static void leaks_text_group(const struct leaks *l, const struct group *g)
 		printf("\tUNCERTAIN: %llu of these allocations (%llu bytes) were made before events "
 		       "were lost; their frees may have been lost\n",
 		       (unsigned long long)g->uncertain * sample, (unsigned long long)g->uncertain_bytes);
-	print_frames(g->stack->frames, g->stack->nr_frames, l->o->lines, "\t\t");
+	print_stack(g->stack, l->o->lines, "\t\t");
 }
 
 static void leaks_text(const struct leaks *l, struct session *s)

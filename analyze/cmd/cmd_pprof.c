@@ -242,7 +242,7 @@ static uint64_t location_id(struct profile *p, const struct frame *fr, int n)
 	char key[128];
 	int fresh;
 
-	addr = fr[n - 1].kernel || !fr[n - 1].dso ? fr[n - 1].ip : fr[n - 1].file_off;
+	addr = fr[n - 1].kernel || !fr[n - 1].obj ? fr[n - 1].ip : fr[n - 1].file_off;
 	/* A return address is one past its call: name the call. */
 	snprintf(key, sizeof(key), "%llu:%llx:%d", (unsigned long long)map, (unsigned long long)addr, fr[n - 1].ret);
 	id = intern(p, &p->locations, key, &p->next_location, &fresh);
@@ -290,13 +290,16 @@ static void sample_add(struct profile *p, const struct stack_entry *e, const int
 		any |= (vals[t] = (uint64_t)values[t]) != 0;
 	if (!any)
 		return;
-	for (int i = 0; i < e->nr_frames && nl < MAX_FRAMES;) {
+	struct frame fr[STACK_MAX_FRAMES];
+	int nr = stack_entry_frames(e, fr, STACK_MAX_FRAMES);
+
+	for (int i = 0; i < nr && nl < MAX_FRAMES;) {
 		int j = i;
 
 		/* Inlined frames share the address of the frame they are in. */
-		while (j < e->nr_frames - 1 && e->frames[j].inlined)
+		while (j < nr - 1 && fr[j].inlined)
 			j++;
-		locs[nl++] = location_id(p, &e->frames[i], j - i + 1);
+		locs[nl++] = location_id(p, &fr[i], j - i + 1);
 		i = j + 1;
 	}
 	pb_packed(&s, 1, locs, nl, &tmp);
@@ -439,7 +442,7 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 	}
 	if (s->last_time > s->first_time)
 		p->duration += s->last_time - s->first_time;
-	hashmap_for_each(&t->map, slot) for (struct stack_entry *e = slot->ptr; e; e = e->next) {
+	stacktab_for_each(t, e) {
 		int64_t v[MAX_TYPES] = { 0 };
 		struct hm_slot *in = hashmap_u64_find(&inuse, (uintptr_t)e);
 		const int64_t *live = in ? in->ptr : NULL;

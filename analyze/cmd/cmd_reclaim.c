@@ -311,7 +311,7 @@ static void print_json(const struct reclaim *r, struct session *s)
 		json_str(&j, "kind", rk_names[e->kind]);
 		json_u64(&j, "latency_ns", e->latency);
 		json_u64(&j, "nr_reclaimed", e->nr_reclaimed);
-		cmd_json_frames(&j, "frames", e->stack ? e->stack->frames : NULL, e->stack ? e->stack->nr_frames : 0,
+		cmd_json_stack(&j, "frames", e->stack,
 				r->lines);
 		json_end(&j);
 	}
@@ -371,7 +371,7 @@ static void print_text(const struct reclaim *r, struct session *s)
 		       rk_names[e->kind], (e->time - s->first_time) / 1e9, (unsigned long long)e->nr_reclaimed, e->pid,
 		       e->tid, machine_comm(&s->m, e->pid, e->tid));
 		if (e->stack)
-			print_frames(e->stack->frames, e->stack->nr_frames, r->lines, "\t\t");
+			print_stack(e->stack, r->lines, "\t\t");
 	}
 	printf("\n# kswapd: %llu wakeup requests\n", (unsigned long long)r->wakeup_kswapd);
 	hashmap_for_each(&r->nodes, slot) {

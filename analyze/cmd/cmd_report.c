@@ -267,7 +267,7 @@ static void print_malloc(struct report *r, struct session *s)
 	for (size_t i = 0; i < ns && i < r->top; i++) {
 		printf("  %s%llu bytes from stack (pid %d %s)\n", est, (unsigned long long)(sv[i]->at_peak * k),
 		       sv[i]->stack->pid, sv[i]->stack->comm);
-		print_frames(sv[i]->stack->frames, sv[i]->stack->nr_frames, 0, "      ");
+		print_stack(sv[i]->stack, 0, "      ");
 	}
 out:
 	free(pv);

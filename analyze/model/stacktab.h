@@ -5,11 +5,14 @@
  * memleak-like form "N unit in M calls from stack" with symbolized frames.
  * A stack is interned as its code path: each frame's object and offset
  * there, looked up in the maps of the moment it is seen, so the same code
- * run by a thousand processes is one path, its frames made and named once.
- * An entry counts one path for one process (or, for a table that merges
- * processes, for one command name). The names come when the replay ends,
- * once for all paths, so that the objects' symbols and debug information
- * load on another thread while the trace is read.
+ * run by a thousand processes is one path. A path points to its frames'
+ * sites, each distinct object and offset once, named once: frame-pointer
+ * stacks through frameless code carry garbage frames, and make hundreds of
+ * thousands of paths over far fewer sites. An entry counts one path for one
+ * process (or, for a table that merges processes, for one command name).
+ * The names come when the replay ends, once for all sites, so that the
+ * objects' symbols and debug information load on another thread while the
+ * trace is read.
  */
 #ifndef MEMSIGHT_STACKTAB_H
 #define MEMSIGHT_STACKTAB_H
@@ -18,41 +21,62 @@
 
 #include "../replay/session.h"
 
+#define STACK_MAX_FRAMES 256
+
+/* A table's chains: an array of buckets, as many as the table holds, so a
+ * node costs one pointer besides itself. Every node starts with its link. */
+struct stack_link {
+	struct stack_link *next;	/* same bucket */
+	uint32_t hash;
+};
+
+struct stack_chains {
+	struct stack_link **b;
+	size_t n, nr;		/* buckets (a power of two), nodes */
+};
+
+/* One frame's code (session_frames_key's words for it), shared by every
+ * path through it; named once, with the functions inlined there. */
+struct stack_site {
+	struct stack_link link;
+	int nr;			/* named frames, 0 until named */
+	uint64_t key[FRAME_KEY_WORDS];
+	struct frame *named;
+};
+
 /* One code path, shared by the entries that ran it. */
 struct stack_code {
-	int nr_key;
-	const uint64_t *key;	/* session_frames_key's words */
-	int nr_frames;
-	struct frame *frames;	/* raw, then named (see named) */
-	int named;
-	const char *top_name;	/* stacktab_name_top's, until named */
-	struct stack_code *next; /* same hash bucket */
+	struct stack_link link;
+	int nr;			/* sites */
+	const char *top_name;	/* stacktab_name_top's */
+	struct stack_site *sites[]; /* innermost first */
 };
 
 struct stack_entry {
+	struct stack_link link;
 	int pid;		/* -1 in a table that merges processes */
+	uint32_t seq;		/* order of first use, for ties */
 	const char *comm;
 	uint64_t count, weight;
 	uint64_t by_kind[5];	/* the command's own split of count (memsight faults: by fault kind) */
-	int nr_frames;		/* the code path's frames, named once the replay ends */
-	struct frame *frames;
 	struct stack_code *code;
-	struct stack_entry *next; /* same hash bucket */
 };
 
 struct stacktab_block;
 
 struct stacktab {
-	struct hashmap map;	/* hash -> struct stack_entry * chain */
-	struct hashmap codes;	/* hash -> struct stack_code * chain */
-	size_t nr, nr_codes;
+	struct stack_chains entries, codes, sites;
 	int kernel, user;	/* which frames to keep */
 	int by_comm;		/* one entry per command name and path, not per process */
 	struct session *s;	/* of the stacks not yet named */
 	int pending;		/* naming is due when the replay ends */
-	struct stacktab_block *blocks; /* where codes and entries live */
-	size_t block_left;
+	struct stacktab_block *blocks; /* where sites, codes and entries live */
 };
+
+#define stacktab_for_each(t, e) \
+	for (size_t e##_b = 0; e##_b < (t)->entries.n; e##_b++) \
+		for (struct stack_entry *e = (struct stack_entry *)(t)->entries.b[e##_b]; e; \
+		     e = (struct stack_entry *)e->link.next)
 
 void stacktab_init(struct stacktab *t, int kernel, int user);
 /* The same, for a table whose readers need no pid (folded stacks): the
@@ -70,6 +94,9 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
  * probed function by the name it was probed under, not the first alias
  * the symbol table lists. Applies when the stack is named. */
 void stacktab_name_top(struct stack_entry *e, const char *name);
+/* The entry's frames, innermost first, named once the replay has ended:
+ * at most max into out. Returns the number of frames. */
+int stack_entry_frames(const struct stack_entry *e, struct frame *out, int max);
 /* Name every stack not yet named (the end of a replay does it). */
 void stacktab_name_all(struct stacktab *t);
 /* Every entry, heaviest first (most counted first when count_order), in a

@@ -40,6 +40,22 @@ static int chain_next(struct chain_walk *w, uint64_t *ip, int *first)
 	return 0;
 }
 
+/* The recorder embedded the objects the stacks touch: with the first user
+ * stack kept they all start loading, before samples name them. */
+static void prefetch_embedded(struct session *s)
+{
+	struct embedded_info ei;
+
+	if (s->prefetched)
+		return;
+	s->prefetched = 1;
+	/* Debug entries belong to the object of the same build-id. */
+	for (size_t i = 0; !symbols_embedded_get(&s->syms, i, &ei); i++)
+		if (ei.bid_len && ei.mode != EMBED_DEBUG)
+			symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
+					 !s->o.no_inline);
+}
+
 int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
 		       int user)
 {
@@ -47,18 +63,8 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 	uint64_t ip;
 	int n = 0, ctx, first;
 
-	/* The recorder embedded the objects the stacks touch: with the first
-	 * stack kept they all start loading, before samples name them. */
-	if (user && !s->prefetched) {
-		struct embedded_info ei;
-
-		s->prefetched = 1;
-		/* Debug entries belong to the object of the same build-id. */
-		for (size_t i = 0; !symbols_embedded_get(&s->syms, i, &ei); i++)
-			if (ei.bid_len && ei.mode != EMBED_DEBUG)
-				symbols_prefetch(&s->syms, symbols_dso(&s->syms, ei.path, ei.build_id, ei.bid_len),
-						 !s->o.no_inline);
-	}
+	if (user)
+		prefetch_embedded(s);
 	while (n < max && (ctx = chain_next(&w, &ip, &first))) {
 		struct frame *f = &out[n++];
 
@@ -110,6 +116,35 @@ int session_frames_key(struct session *s, const struct sample *smp, uint64_t *ke
 		key[n++] = hint ? (ip - hint->start + hint->pgoff) << 1 | !first : ip << 1;
 	}
 	return n;
+}
+
+void frame_of_key(const uint64_t *key, struct frame *f)
+{
+	memset(f, 0, sizeof(*f));
+	if (key[0] == 1) {
+		f->kernel = 1;
+		f->ip = f->off = key[2];
+	} else if (!key[0]) {
+		f->ip = f->off = key[2] >> 1;
+	} else {
+		/* The address in a process is not part of the key: the offset
+		 * stands for it, as it does for every process running the path. */
+		f->obj = (const char *)(uintptr_t)key[0];
+		f->dso = (struct dso *)(uintptr_t)key[1];
+		f->ip = f->off = f->file_off = key[2] >> 1;
+		f->ret = key[2] & 1;
+	}
+}
+
+void session_frame_prefetch(struct session *s, const struct frame *f)
+{
+	if (f->kernel)
+		return;
+	prefetch_embedded(s);
+	if (f->obj) {
+		symbols_prefetch(&s->syms, f->dso, !s->o.no_inline);
+		symbols_prefetch_name(f->dso, f->file_off, f->ret);
+	}
 }
 
 int session_frames_name(struct session *s, const struct frame *raw, int nr, struct frame *out, int max)

@@ -273,6 +273,11 @@ int session_frames_name(struct session *s, const struct frame *raw, int n, struc
  * frames. Returns the number of words. */
 #define FRAME_KEY_WORDS 3
 int session_frames_key(struct session *s, const struct sample *smp, uint64_t *key, int max, int kernel, int user);
+/* The raw frame of one frame's key words. A user frame in an object has
+ * its offset there for an address: the key is the same in every process. */
+void frame_of_key(const uint64_t *key, struct frame *f);
+/* Start loading what naming the raw frame f will need, on another thread. */
+void session_frame_prefetch(struct session *s, const struct frame *f);
 /* Source file and line of a frame (the call site for a function that
  * inlined the frame below it); 0, or -1 when unknown. */
 int frame_srcline(const struct frame *f, const char **file, int *line);
