@@ -88,32 +88,38 @@ static size_t put_frame(char *buf, size_t at, size_t cap, const char *name, cons
 	return at;
 }
 
+/* One group of entries that print alike, added to the lines by text (two
+ * groups can still make one text, the way put_frame cuts and replaces). */
+static int add_line(const struct stack_entry *e, uint64_t weight, void *arg)
+{
+	struct hashmap *lines = arg;
+	char buf[65536], name[512];
+	struct frame fr[STACK_MAX_FRAMES];
+	size_t at = put_frame(buf, 0, sizeof(buf), e->comm, "");
+	struct hm_slot *l;
+
+	for (int i = stack_entry_frames(e, fr, STACK_MAX_FRAMES) - 1; i >= 0; i--) {
+		buf[at++] = ';';
+		at = put_frame(buf, at, sizeof(buf) - 64, frame_name(&fr[i], name, sizeof(name), 0),
+			       fr[i].kernel ? "_[k]" : "");
+	}
+	l = hashmap_str(lines, buf, NULL);
+	if (!l)
+		return -1;
+	l->val += weight;
+	return 0;
+}
+
 static int print_folded(struct folded *f)
 {
 	struct hashmap lines;
 	struct line *v;
 	size_t n = 0;
-	char buf[65536], name[512];
-	struct frame fr[STACK_MAX_FRAMES];
 
 	hashmap_init(&lines, 1);
-	stacktab_for_each(&f->tab, e) {
-		if (!e->weight)
-			continue;
-		size_t at = put_frame(buf, 0, sizeof(buf), e->comm, "");
-		struct hm_slot *l;
-
-		for (int i = stack_entry_frames(e, fr, STACK_MAX_FRAMES) - 1; i >= 0; i--) {
-			buf[at++] = ';';
-			at = put_frame(buf, at, sizeof(buf) - 64, frame_name(&fr[i], name, sizeof(name), 0),
-				       fr[i].kernel ? "_[k]" : "");
-		}
-		l = hashmap_str(&lines, buf, NULL);
-		if (!l) {
-			hashmap_release(&lines);
-			return msg_error("out of memory");
-		}
-		l->val += e->weight;
+	if (stacktab_by_names(&f->tab, add_line, &lines)) {
+		hashmap_release(&lines);
+		return msg_error("out of memory");
 	}
 	v = malloc((lines.nr ? lines.nr : 1) * sizeof(*v));
 	if (!v) {

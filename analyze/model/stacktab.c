@@ -8,18 +8,9 @@
 
 #define BLOCK_SIZE (256 << 10)
 
-/* Codes, entries and their arrays are carved from blocks freed together:
- * a system-wide trace makes hundreds of thousands of entries, and one
- * malloc and free each cost more than the rest of their bookkeeping. */
-struct stacktab_block {
-	struct stacktab_block *next;
-	size_t used, size;
-	_Alignas(16) unsigned char data[];
-};
-
-static void *carve(struct stacktab *t, size_t size)
+static void *carve(struct stacktab_pool *p, size_t size)
 {
-	struct stacktab_block *b = t->blocks;
+	struct stacktab_block *b = p->last;
 
 	size = (size + 15) & ~(size_t)15;
 	if (!b || b->size - b->used < size) {
@@ -30,17 +21,24 @@ static void *carve(struct stacktab *t, size_t size)
 			return NULL;
 		b->size = want;
 		b->used = 0;
-		/* A block of its own for a big request keeps the current one. */
-		if (want == size && t->blocks) {
-			b->next = t->blocks->next;
-			t->blocks->next = b;
-		} else {
-			b->next = t->blocks;
-			t->blocks = b;
-		}
+		b->next = NULL;
+		if (p->last)
+			p->last->next = b;
+		else
+			p->first = b;
+		p->last = b;
 	}
 	b->used += size;
 	return b->data + b->used - size;
+}
+
+static void pool_release(struct stacktab_pool *p)
+{
+	for (struct stacktab_block *b = p->first, *n; b; b = n) {
+		n = b->next;
+		free(b);
+	}
+	memset(p, 0, sizeof(*p));
 }
 
 /* Find the node of hash h for which same(node, arg) holds; NULL if none. */
@@ -55,28 +53,34 @@ static struct stack_link *chains_find(const struct stack_chains *c, uint32_t h,
 	return NULL;
 }
 
-static int chains_add(struct stack_chains *c, struct stack_link *l)
+/* Room for one more node, so that adding it cannot fail. */
+static int chains_reserve(struct stack_chains *c)
 {
-	if (c->nr >= c->n) {
-		size_t n = c->n ? c->n * 2 : 1024;
-		struct stack_link **b = calloc(n, sizeof(*b));
+	size_t n = c->n ? c->n * 2 : 1024;
+	struct stack_link **b;
 
-		if (!b)
-			return -1;
-		for (size_t i = 0; i < c->n; i++)
-			for (struct stack_link *x = c->b[i], *next; x; x = next) {
-				next = x->next;
-				x->next = b[x->hash & (n - 1)];
-				b[x->hash & (n - 1)] = x;
-			}
-		free(c->b);
-		c->b = b;
-		c->n = n;
-	}
+	if (c->nr < c->n)
+		return 0;
+	b = calloc(n, sizeof(*b));
+	if (!b)
+		return -1;
+	for (size_t i = 0; i < c->n; i++)
+		for (struct stack_link *x = c->b[i], *next; x; x = next) {
+			next = x->next;
+			x->next = b[x->hash & (n - 1)];
+			b[x->hash & (n - 1)] = x;
+		}
+	free(c->b);
+	c->b = b;
+	c->n = n;
+	return 0;
+}
+
+static void chains_add(struct stack_chains *c, struct stack_link *l)
+{
 	l->next = c->b[l->hash & (c->n - 1)];
 	c->b[l->hash & (c->n - 1)] = l;
 	c->nr++;
-	return 0;
 }
 
 static void chains_release(struct stack_chains *c)
@@ -105,11 +109,9 @@ void stacktab_init_by_comm(struct stacktab *t, int kernel, int user)
 
 void stacktab_release(struct stacktab *t)
 {
-	for (struct stacktab_block *b = t->blocks, *n; b; b = n) {
-		n = b->next;
-		free(b);
-	}
-	t->blocks = NULL;
+	pool_release(&t->entry_pool);
+	pool_release(&t->code_pool);
+	pool_release(&t->site_pool);
 	chains_release(&t->entries);
 	chains_release(&t->codes);
 	chains_release(&t->sites);
@@ -130,7 +132,7 @@ static void site_name(struct stacktab *t, struct stack_site *st)
 	frame_of_key(st->key, &raw);
 	n = session_frames_name(t->s, &raw, 1, fr, STACK_MAX_FRAMES);
 	/* Out of memory: the site stays unnamed rather than lost. */
-	st->named = carve(t, n * sizeof(*fr));
+	st->named = carve(&t->site_pool, n * sizeof(*fr));
 	if (st->named) {
 		memcpy(st->named, fr, n * sizeof(*fr));
 		st->nr = n;
@@ -206,14 +208,14 @@ static struct stack_site *site_get(struct stacktab *t, struct session *s, const 
 
 	if (st)
 		return st;
-	st = carve(t, sizeof(*st));
+	st = chains_reserve(&t->sites) ? NULL : carve(&t->site_pool, sizeof(*st));
 	if (!st)
 		return NULL;
 	memset(st, 0, sizeof(*st));
 	memcpy(st->key, key, sizeof(st->key));
 	st->link.hash = h;
-	if (chains_add(&t->sites, &st->link))
-		return NULL;
+	st->idx = (uint32_t)t->sites.nr;
+	chains_add(&t->sites, &st->link);
 	frame_of_key(key, &raw);
 	session_frame_prefetch(s, &raw);
 	return st;
@@ -245,7 +247,7 @@ static struct stack_code *code_get(struct stacktab *t, struct session *s, const 
 
 	if (c)
 		return c;
-	c = carve(t, sizeof(*c) + nr * sizeof(c->sites[0]));
+	c = chains_reserve(&t->codes) ? NULL : carve(&t->code_pool, sizeof(*c) + nr * sizeof(c->sites[0]));
 	if (!c)
 		return NULL;
 	memset(c, 0, sizeof(*c));
@@ -254,8 +256,7 @@ static struct stack_code *code_get(struct stacktab *t, struct session *s, const 
 		if (!(c->sites[i] = site_get(t, s, k->key + i * FRAME_KEY_WORDS)))
 			return NULL;
 	c->nr = nr;
-	if (chains_add(&t->codes, &c->link))
-		return NULL;
+	chains_add(&t->codes, &c->link);
 	return c;
 }
 
@@ -293,7 +294,8 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 	if (!e) {
 		struct stack_code *c = code_get(t, s, &r.k, (uint32_t)hc);
 
-		e = c ? carve(t, sizeof(*e)) : NULL;
+		/* The table makes room first: an entry carved is one iterated. */
+		e = c && !chains_reserve(&t->entries) ? carve(&t->entry_pool, sizeof(*e)) : NULL;
 		if (!e)
 			return NULL;
 		memset(e, 0, sizeof(*e));
@@ -302,8 +304,7 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 		e->comm = r.comm ? r.comm : machine_comm(&s->m, smp->pid, smp->tid);
 		e->code = c;
 		e->seq = (uint32_t)t->entries.nr;
-		if (chains_add(&t->entries, &e->link))
-			return NULL;
+		chains_add(&t->entries, &e->link);
 		if (!t->pending) {
 			t->s = s;
 			/* No room to wait: name it now. */
@@ -316,6 +317,153 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 	e->count += count;
 	e->weight += weight;
 	return e;
+}
+
+/* A frame as a folded line shows it: by name alone, and whether kernel. */
+static uint64_t frame_name_word(const struct frame *f)
+{
+	return (uintptr_t)(f->sym ? f->sym : f->obj) << 1 | !!f->kernel;
+}
+
+/* Sequences of name words interned, in a pool of their own. */
+struct name_run {
+	struct stack_link link;
+	uint32_t id;
+	int n;
+	uint64_t weight;	/* a line's: its entries' summed */
+	const struct stack_entry *rep; /* a line's first entry */
+	uint64_t w[];
+};
+
+struct name_runs {
+	struct stack_chains chains;
+	struct stacktab_pool pool;
+};
+
+struct run_ref {
+	const uint64_t *w;
+	int n;
+};
+
+static size_t run_size(int n)
+{
+	return (sizeof(struct name_run) + n * sizeof(uint64_t) + 15) & ~(size_t)15;
+}
+
+static int run_same(const struct stack_link *l, const void *arg)
+{
+	const struct name_run *r = (const struct name_run *)l;
+	const struct run_ref *k = arg;
+
+	return r->n == k->n && !memcmp(r->w, k->w, k->n * sizeof(*k->w));
+}
+
+/* The run of w, interned if new (its id counts from 1); NULL on
+ * out-of-memory. */
+static struct name_run *run_get(struct name_runs *rs, const uint64_t *w, int n)
+{
+	struct run_ref k = { w, n };
+	uint32_t h = (uint32_t)hash_words(w, n);
+	struct name_run *r = (struct name_run *)chains_find(&rs->chains, h, run_same, &k);
+
+	if (r)
+		return r;
+	r = chains_reserve(&rs->chains) ? NULL : carve(&rs->pool, run_size(n));
+	if (!r)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	r->link.hash = h;
+	r->n = n;
+	memcpy(r->w, w, n * sizeof(*w));
+	chains_add(&rs->chains, &r->link);
+	r->id = (uint32_t)rs->chains.nr;
+	return r;
+}
+
+static void runs_release(struct name_runs *rs)
+{
+	chains_release(&rs->chains);
+	pool_release(&rs->pool);
+}
+
+/* The id of the names of the i-th site's frames; with the probed name on
+ * top when top. 0 on out-of-memory. */
+static uint32_t site_names(struct name_runs *rs, uint32_t *ids, const struct stack_code *c, int i, int top)
+{
+	const struct stack_site *st = c->sites[i];
+	uint64_t w[STACK_MAX_FRAMES];
+	struct name_run *r;
+	int n = 0;
+
+	if (!top && ids[st->idx])
+		return ids[st->idx];
+	if (!st->nr) {
+		struct frame raw;
+
+		frame_of_key(st->key, &raw);
+		w[n++] = frame_name_word(&raw);
+	}
+	for (int j = 0; j < st->nr; j++)
+		w[n++] = frame_name_word(&st->named[j]);
+	if (top)
+		w[0] = (uintptr_t)c->top_name << 1;
+	r = run_get(rs, w, n);
+	if (!r)
+		return 0;
+	if (!top)
+		ids[st->idx] = r->id;
+	return r->id;
+}
+
+int stacktab_by_names(struct stacktab *t, int (*fn)(const struct stack_entry *e, uint64_t weight, void *arg),
+		      void *arg)
+{
+	struct name_runs sites = { 0 }, lines = { 0 };
+	uint32_t *ids;
+	int ret = -1;
+
+	stacktab_name_all(t);
+	ids = calloc(t->sites.nr ? t->sites.nr : 1, sizeof(*ids));
+	if (!ids)
+		return -1;
+	stacktab_for_each(t, e) {
+		const struct stack_code *c = e->code;
+		uint64_t w[STACK_MAX_FRAMES + 1];
+		struct name_run *line;
+		int n = 0;
+
+		if (!e->weight)
+			continue;
+		/* Paths that differ only in offsets, or in sites whose frames
+		 * have the same names, print alike. */
+		w[n++] = (uintptr_t)e->comm;
+		for (int i = 0; i < c->nr && n <= STACK_MAX_FRAMES; i++) {
+			const struct frame *f0 = c->sites[0]->named;
+			int top = !i && c->top_name && c->sites[0]->nr && !f0->kernel && f0->off == 0;
+
+			if (!(w[n++] = site_names(&sites, ids, c, i, top)))
+				goto out;
+		}
+		line = run_get(&lines, w, n);
+		if (!line)
+			goto out;
+		if (!line->rep)
+			line->rep = e;
+		line->weight += e->weight;
+	}
+	ret = 0;
+	for (struct stacktab_block *b = lines.pool.first; b && !ret; b = b->next)
+		for (size_t at = 0; at < b->used && !ret;) {
+			const struct name_run *line = (const struct name_run *)(b->data + at);
+
+			ret = fn(line->rep, line->weight, arg);
+			at += run_size(line->n);
+		}
+out:
+	free(ids);
+	runs_release(&sites);
+	runs_release(&lines);
+	return ret;
 }
 
 static int by_weight(const void *a, const void *b)

@@ -40,6 +40,7 @@ struct stack_chains {
 struct stack_site {
 	struct stack_link link;
 	int nr;			/* named frames, 0 until named */
+	uint32_t idx;		/* order made, from 0 */
 	uint64_t key[FRAME_KEY_WORDS];
 	struct frame *named;
 };
@@ -61,8 +62,22 @@ struct stack_entry {
 	uint64_t by_kind[5];	/* the command's own split of count (memsight faults: by fault kind) */
 	struct stack_code *code;
 };
+/* Entries lie back to back in their blocks, which carve 16-byte steps. */
+_Static_assert(sizeof(struct stack_entry) % 16 == 0, "stack_entry is carved whole");
 
-struct stacktab_block;
+/* Sites, codes and entries are carved from blocks, each kind in its own,
+ * in the order they are made, and freed together: a system-wide trace
+ * makes hundreds of thousands of them, and one malloc and free each cost
+ * more than the rest of their bookkeeping. */
+struct stacktab_block {
+	struct stacktab_block *next;
+	size_t used, size;
+	_Alignas(16) unsigned char data[];
+};
+
+struct stacktab_pool {
+	struct stacktab_block *first, *last;
+};
 
 struct stacktab {
 	struct stack_chains entries, codes, sites;
@@ -70,13 +85,14 @@ struct stacktab {
 	int by_comm;		/* one entry per command name and path, not per process */
 	struct session *s;	/* of the stacks not yet named */
 	int pending;		/* naming is due when the replay ends */
-	struct stacktab_block *blocks; /* where sites, codes and entries live */
+	struct stacktab_pool entry_pool, code_pool, site_pool;
 };
 
+/* Every entry, in the order first counted. */
 #define stacktab_for_each(t, e) \
-	for (size_t e##_b = 0; e##_b < (t)->entries.n; e##_b++) \
-		for (struct stack_entry *e = (struct stack_entry *)(t)->entries.b[e##_b]; e; \
-		     e = (struct stack_entry *)e->link.next)
+	for (struct stacktab_block *e##_b = (t)->entry_pool.first; e##_b; e##_b = e##_b->next) \
+		for (struct stack_entry *e = (struct stack_entry *)e##_b->data; \
+		     (unsigned char *)e < e##_b->data + e##_b->used; e++)
 
 void stacktab_init(struct stacktab *t, int kernel, int user);
 /* The same, for a table whose readers need no pid (folded stacks): the
@@ -97,6 +113,12 @@ void stacktab_name_top(struct stack_entry *e, const char *name);
 /* The entry's frames, innermost first, named once the replay has ended:
  * at most max into out. Returns the number of frames. */
 int stack_entry_frames(const struct stack_entry *e, struct frame *out, int max);
+/* Entries that print alike in a table by name (the same command name, and
+ * the same frame names with no offsets): fn once for each such group, with
+ * its first entry and its summed weight; entries of weight 0 are left out.
+ * Returns -1 on out-of-memory, else the first non-zero return of fn, or 0. */
+int stacktab_by_names(struct stacktab *t, int (*fn)(const struct stack_entry *e, uint64_t weight, void *arg),
+		      void *arg);
 /* Name every stack not yet named (the end of a replay does it). */
 void stacktab_name_all(struct stacktab *t);
 /* Every entry, heaviest first (most counted first when count_order), in a
