@@ -17,6 +17,12 @@ static void *carve(struct stacktab_pool *p, size_t size)
 		size_t want = size > BLOCK_SIZE / 4 ? size : BLOCK_SIZE;
 
 		b = malloc(sizeof(*b) + want);
+		/* A slot holds a node's address in 48 bits: all that x86-64
+		 * and arm64 give user space unless asked for more. */
+		if (b && ((uintptr_t)b + sizeof(*b) + want) >> 48) {
+			free(b);
+			b = NULL;
+		}
 		if (!b)
 			return NULL;
 		b->size = want;
@@ -41,53 +47,78 @@ static void pool_release(struct stacktab_pool *p)
 	memset(p, 0, sizeof(*p));
 }
 
+#define SLOT_PTR ((1ull << 48) - 1)
+
+static uint64_t slot_tag(uint32_t h)
+{
+	return (uint64_t)(h >> 16) << 48;
+}
+
 /* Find the node of hash h for which same(node, arg) holds; NULL if none. */
 static struct stack_link *chains_find(const struct stack_chains *c, uint32_t h,
 				      int (*same)(const struct stack_link *, const void *), const void *arg)
 {
+	uint64_t tag = slot_tag(h);
+
 	if (!c->n)
 		return NULL;
-	for (struct stack_link *l = c->b[h & (c->n - 1)]; l; l = l->next)
-		if (l->hash == h && same(l, arg))
+	for (size_t i = h & (c->n - 1);; i = (i + 1) & (c->n - 1)) {
+		uint64_t v = c->slot[i];
+		struct stack_link *l = (struct stack_link *)(uintptr_t)(v & SLOT_PTR);
+
+		if (!v)
+			return NULL;
+		if ((v & ~SLOT_PTR) == tag && l->hash == h && same(l, arg))
 			return l;
-	return NULL;
+	}
 }
 
-/* Room for one more node, so that adding it cannot fail. */
+static void slot_put(uint64_t *slot, size_t n, struct stack_link *l)
+{
+	size_t i = l->hash & (n - 1);
+
+	while (slot[i])
+		i = (i + 1) & (n - 1);
+	slot[i] = slot_tag(l->hash) | (uintptr_t)l;
+}
+
+/* Room for one more node (the table at most 3/4 full), so that adding it
+ * cannot fail. */
 static int chains_reserve(struct stack_chains *c)
 {
 	size_t n = c->n ? c->n * 2 : 1024;
-	struct stack_link **b;
+	uint64_t *slot;
 
-	if (c->nr < c->n)
+	if (4 * (c->nr + 1) <= 3 * c->n)
 		return 0;
-	b = calloc(n, sizeof(*b));
-	if (!b)
+	slot = calloc(n, sizeof(*slot));
+	if (!slot)
 		return -1;
 	for (size_t i = 0; i < c->n; i++)
-		for (struct stack_link *x = c->b[i], *next; x; x = next) {
-			next = x->next;
-			x->next = b[x->hash & (n - 1)];
-			b[x->hash & (n - 1)] = x;
-		}
-	free(c->b);
-	c->b = b;
+		if (c->slot[i])
+			slot_put(slot, n, (struct stack_link *)(uintptr_t)(c->slot[i] & SLOT_PTR));
+	free(c->slot);
+	c->slot = slot;
 	c->n = n;
 	return 0;
 }
 
+/* Add node l, after chains_reserve. */
 static void chains_add(struct stack_chains *c, struct stack_link *l)
 {
-	l->next = c->b[l->hash & (c->n - 1)];
-	c->b[l->hash & (c->n - 1)] = l;
+	slot_put(c->slot, c->n, l);
 	c->nr++;
 }
 
 static void chains_release(struct stack_chains *c)
 {
-	free(c->b);
+	free(c->slot);
 	memset(c, 0, sizeof(*c));
 }
+
+#define chains_for_each(c, type, x) \
+	for (size_t x##_i = 0; x##_i < (c)->n; x##_i++) \
+		for (type *x = (type *)(uintptr_t)((c)->slot[x##_i] & SLOT_PTR); x; x = NULL)
 
 static void init(struct stacktab *t, int kernel, int user, int by_comm)
 {
@@ -173,10 +204,9 @@ void stacktab_name_all(struct stacktab *t)
 	if (!t->pending)
 		return;
 	t->pending = 0;
-	for (size_t i = 0; i < t->sites.n; i++)
-		for (struct stack_link *l = t->sites.b[i]; l; l = l->next)
-			if (!((struct stack_site *)l)->nr)
-				site_name(t, (struct stack_site *)l);
+	chains_for_each(&t->sites, struct stack_site, st)
+		if (!st->nr)
+			site_name(t, st);
 	if (t->s->o.unwind_stats)
 		fprintf(stderr, "stacks: %zu %s over %zu code paths through %zu frame sites, each named once\n",
 			t->entries.nr, t->by_comm ? "(command, path) entries" : "(process, path) entries",

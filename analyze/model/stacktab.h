@@ -23,16 +23,16 @@
 
 #define STACK_MAX_FRAMES 256
 
-/* A table's chains: an array of buckets, as many as the table holds, so a
- * node costs one pointer besides itself. Every node starts with its link. */
+/* A table's index: open addressing over one word a slot, which holds the
+ * node's address and 16 bits of its hash, so that a probe meets only the
+ * nodes it looks for. Every node starts with its hash. */
 struct stack_link {
-	struct stack_link *next;	/* same bucket */
 	uint32_t hash;
 };
 
 struct stack_chains {
-	struct stack_link **b;
-	size_t n, nr;		/* buckets (a power of two), nodes */
+	uint64_t *slot;		/* 0: empty */
+	size_t n, nr;		/* slots (a power of two), nodes */
 };
 
 /* One frame's code (session_frames_key's words for it), shared by every
@@ -62,8 +62,8 @@ struct stack_entry {
 	uint64_t by_kind[5];	/* the command's own split of count (memsight faults: by fault kind) */
 	struct stack_code *code;
 };
-/* Entries lie back to back in their blocks, which carve 16-byte steps. */
-_Static_assert(sizeof(struct stack_entry) % 16 == 0, "stack_entry is carved whole");
+/* Entries lie back to back in their blocks, carved in 16-byte steps. */
+#define STACK_ENTRY_STEP ((sizeof(struct stack_entry) + 15) & ~(size_t)15)
 
 /* Sites, codes and entries are carved from blocks, each kind in its own,
  * in the order they are made, and freed together: a system-wide trace
@@ -91,8 +91,9 @@ struct stacktab {
 /* Every entry, in the order first counted. */
 #define stacktab_for_each(t, e) \
 	for (struct stacktab_block *e##_b = (t)->entry_pool.first; e##_b; e##_b = e##_b->next) \
-		for (struct stack_entry *e = (struct stack_entry *)e##_b->data; \
-		     (unsigned char *)e < e##_b->data + e##_b->used; e++)
+		for (unsigned char *e##_p = e##_b->data; e##_p < e##_b->data + e##_b->used; \
+		     e##_p += STACK_ENTRY_STEP) \
+			for (struct stack_entry *e = (struct stack_entry *)e##_p; e; e = NULL)
 
 void stacktab_init(struct stacktab *t, int kernel, int user);
 /* The same, for a table whose readers need no pid (folded stacks): the
