@@ -22,9 +22,6 @@ static const char usage_text[] =
 	"the exceptions tracepoints recorded them; major faults on anonymous\n"
 	"memory are swap-ins.\n";
 
-_Static_assert(FAULT_KINDS <= sizeof(((struct stack_entry *)0)->by_kind) / sizeof(uint64_t),
-	       "a stack's split has room for every fault kind");
-
 /* Faults on one mapping, or of one process (name is then its comm). */
 struct fault_file {
 	const char *name;
@@ -112,7 +109,7 @@ static int on_fault(struct session *s, const struct memop *op, void *arg)
 
 		if (!e)
 			return -1;
-		kinds_add(e->by_kind, op->fault_kinds);
+		kinds_add(stack_entry_extra(e), op->fault_kinds);
 	}
 	return 0;
 }
@@ -176,7 +173,7 @@ static void stacks_json(struct json *j, const struct faults *f, const char *key,
 		json_i64(j, "pid", v[i]->pid);
 		json_str(j, "comm", v[i]->comm);
 		json_u64(j, "faults", v[i]->weight);
-		kinds_json(j, f, v[i]->by_kind);
+		kinds_json(j, f, stack_entry_extra(v[i]));
 		cmd_json_stack(j, "frames", v[i], f->lines);
 		json_end(j);
 	}
@@ -246,10 +243,11 @@ static void stacks_text(const struct faults *f, const char *title, struct stack_
 		printf("\n%llu %s from stack (pid %d %s)", (unsigned long long)v[i]->weight, title, v[i]->pid,
 		       v[i]->comm);
 		const char *sep = ":";
+		const uint64_t *by_kind = stack_entry_extra(v[i]);
 
 		for (int k = 0; f->kinds && k < FAULT_KINDS; k++)
-			if (v[i]->by_kind[k]) {
-				printf("%s %llu %s", sep, (unsigned long long)v[i]->by_kind[k], fault_kind_names[k]);
+			if (by_kind[k]) {
+				printf("%s %llu %s", sep, (unsigned long long)by_kind[k], fault_kind_names[k]);
 				sep = ",";
 			}
 		printf("\n");
@@ -313,6 +311,9 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 	hashmap_init(&f.procs, 0);
 	stacktab_init(&f.minor, f.kernel, 1);
 	stacktab_init(&f.swapin, f.kernel, 1);
+	/* A stack's faults split by kind. */
+	stacktab_set_extra(&f.minor, FAULT_KINDS * sizeof(uint64_t));
+	stacktab_set_extra(&f.swapin, FAULT_KINDS * sizeof(uint64_t));
 	if (memops_replay(&s, on_fault, &f, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
 	} else if (faults_sort(&f, &o)) {

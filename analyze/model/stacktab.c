@@ -126,6 +126,18 @@ static void init(struct stacktab *t, int kernel, int user, int by_comm)
 	t->kernel = kernel;
 	t->user = user;
 	t->by_comm = by_comm;
+	t->entry_step = (sizeof(struct stack_entry) + 15) & ~(size_t)15;
+}
+
+void stacktab_set_extra(struct stacktab *t, size_t size)
+{
+	t->entry_step = (sizeof(struct stack_entry) + size + 15) & ~(size_t)15;
+}
+
+void *stack_entry_extra(const struct stack_entry *e)
+{
+	_Static_assert(sizeof(struct stack_entry) % 8 == 0, "extra bytes aligned for uint64_t");
+	return (void *)(e + 1);
 }
 
 void stacktab_init(struct stacktab *t, int kernel, int user)
@@ -163,11 +175,13 @@ static void site_name(struct stacktab *t, struct stack_site *st)
 	frame_of_key(st->key, &raw);
 	n = session_frames_name(t->s, &raw, 1, fr, STACK_MAX_FRAMES);
 	/* Out of memory: the site stays unnamed rather than lost. */
-	st->named = carve(&t->site_pool, n * sizeof(*fr));
-	if (st->named) {
-		memcpy(st->named, fr, n * sizeof(*fr));
-		st->nr = n;
-	}
+	st->named = carve(&t->site_pool, n * sizeof(*st->named));
+	if (!st->named)
+		return;
+	for (int i = 0; i < n; i++)
+		st->named[i] = (struct stack_name){ fr[i].sym, fr[i].off, fr[i].call_file, fr[i].call_line,
+						    fr[i].inlined };
+	st->nr = n;
 }
 
 static void code_name(struct stacktab *t, struct stack_code *c)
@@ -184,13 +198,21 @@ int stack_entry_frames(const struct stack_entry *e, struct frame *out, int max)
 
 	for (int i = 0; i < c->nr && n < max; i++) {
 		const struct stack_site *st = c->sites[i];
+		struct frame raw;
 
-		if (!st->nr) {
-			frame_of_key(st->key, &out[n++]);
-			continue;
+		frame_of_key(st->key, &raw);
+		if (!st->nr)
+			out[n++] = raw;
+		for (int j = 0; j < st->nr && n < max; j++) {
+			struct frame *f = &out[n++];
+
+			*f = raw;
+			f->sym = st->named[j].sym;
+			f->off = st->named[j].off;
+			f->call_file = st->named[j].call_file;
+			f->call_line = st->named[j].call_line;
+			f->inlined = st->named[j].inlined;
 		}
-		for (int j = 0; j < st->nr && n < max; j++)
-			out[n++] = st->named[j];
 	}
 	/* The probed function is named so only when the path's innermost
 	 * frame is its first byte. */
@@ -325,10 +347,10 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 		struct stack_code *c = code_get(t, s, &r.k, (uint32_t)hc);
 
 		/* The table makes room first: an entry carved is one iterated. */
-		e = c && !chains_reserve(&t->entries) ? carve(&t->entry_pool, sizeof(*e)) : NULL;
+		e = c && !chains_reserve(&t->entries) ? carve(&t->entry_pool, t->entry_step) : NULL;
 		if (!e)
 			return NULL;
-		memset(e, 0, sizeof(*e));
+		memset(e, 0, t->entry_step);
 		e->link.hash = h;
 		e->pid = t->by_comm ? -1 : (int)smp->pid;
 		e->comm = r.comm ? r.comm : machine_comm(&s->m, smp->pid, smp->tid);
@@ -425,16 +447,17 @@ static uint32_t site_names(struct name_runs *rs, uint32_t *ids, const struct sta
 	struct name_run *r;
 	int n = 0;
 
+	struct frame raw;
+
 	if (!top && ids[st->idx])
 		return ids[st->idx];
-	if (!st->nr) {
-		struct frame raw;
-
-		frame_of_key(st->key, &raw);
+	frame_of_key(st->key, &raw);
+	if (!st->nr)
+		w[n++] = frame_name_word(&raw);
+	for (int j = 0; j < st->nr; j++) {
+		raw.sym = st->named[j].sym;
 		w[n++] = frame_name_word(&raw);
 	}
-	for (int j = 0; j < st->nr; j++)
-		w[n++] = frame_name_word(&st->named[j]);
 	if (top)
 		w[0] = (uintptr_t)c->top_name << 1;
 	r = run_get(rs, w, n);
@@ -468,8 +491,8 @@ int stacktab_by_names(struct stacktab *t, int (*fn)(const struct stack_entry *e,
 		 * have the same names, print alike. */
 		w[n++] = (uintptr_t)e->comm;
 		for (int i = 0; i < c->nr && n <= STACK_MAX_FRAMES; i++) {
-			const struct frame *f0 = c->sites[0]->named;
-			int top = !i && c->top_name && c->sites[0]->nr && !f0->kernel && f0->off == 0;
+			const struct stack_site *s0 = c->sites[0];
+			int top = !i && c->top_name && s0->nr && s0->key[0] != 1 && s0->named[0].off == 0;
 
 			if (!(w[n++] = site_names(&sites, ids, c, i, top)))
 				goto out;

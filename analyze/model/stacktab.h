@@ -35,6 +35,15 @@ struct stack_chains {
 	size_t n, nr;		/* slots (a power of two), nodes */
 };
 
+/* What naming adds to a site's raw frame: one of these for the frame, and
+ * one before it for each function inlined there (see struct frame). */
+struct stack_name {
+	const char *sym;
+	uint64_t off;
+	const char *call_file;
+	int call_line, inlined;
+};
+
 /* One frame's code (session_frames_key's words for it), shared by every
  * path through it; named once, with the functions inlined there. */
 struct stack_site {
@@ -42,7 +51,7 @@ struct stack_site {
 	int nr;			/* named frames, 0 until named */
 	uint32_t idx;		/* order made, from 0 */
 	uint64_t key[FRAME_KEY_WORDS];
-	struct frame *named;
+	struct stack_name *named;
 };
 
 /* One code path, shared by the entries that ran it. */
@@ -59,11 +68,9 @@ struct stack_entry {
 	uint32_t seq;		/* order of first use, for ties */
 	const char *comm;
 	uint64_t count, weight;
-	uint64_t by_kind[5];	/* the command's own split of count (memsight faults: by fault kind) */
 	struct stack_code *code;
+	/* then stacktab_set_extra's bytes */
 };
-/* Entries lie back to back in their blocks, carved in 16-byte steps. */
-#define STACK_ENTRY_STEP ((sizeof(struct stack_entry) + 15) & ~(size_t)15)
 
 /* Sites, codes and entries are carved from blocks, each kind in its own,
  * in the order they are made, and freed together: a system-wide trace
@@ -86,19 +93,24 @@ struct stacktab {
 	struct session *s;	/* of the stacks not yet named */
 	int pending;		/* naming is due when the replay ends */
 	struct stacktab_pool entry_pool, code_pool, site_pool;
+	size_t entry_step;	/* an entry with its extra bytes, as carved */
 };
 
 /* Every entry, in the order first counted. */
 #define stacktab_for_each(t, e) \
 	for (struct stacktab_block *e##_b = (t)->entry_pool.first; e##_b; e##_b = e##_b->next) \
 		for (unsigned char *e##_p = e##_b->data; e##_p < e##_b->data + e##_b->used; \
-		     e##_p += STACK_ENTRY_STEP) \
+		     e##_p += (t)->entry_step) \
 			for (struct stack_entry *e = (struct stack_entry *)e##_p; e; e = NULL)
 
 void stacktab_init(struct stacktab *t, int kernel, int user);
 /* The same, for a table whose readers need no pid (folded stacks): the
  * processes of one command name share their entries. */
 void stacktab_init_by_comm(struct stacktab *t, int kernel, int user);
+/* Give each entry size bytes of the command's own, zeroed, before the
+ * first is added; stack_entry_extra finds them. */
+void stacktab_set_extra(struct stacktab *t, size_t size);
+void *stack_entry_extra(const struct stack_entry *e);
 void stacktab_release(struct stacktab *t);
 /* Count the sample's stack with weight; returns its entry, NULL on
  * out-of-memory. */
