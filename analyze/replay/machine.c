@@ -71,9 +71,16 @@ int machine_pid_of(struct machine *m, int tid)
 
 const char *machine_comm(struct machine *m, int pid, int tid)
 {
-	struct hm_slot *s = hashmap_u64_find(&m->comms, (uint32_t)tid);
+	struct hm_slot *s;
 	struct process *p;
 
+	if (m->last_comm && m->last_tid == tid)
+		return m->last_comm;
+	s = hashmap_u64_find(&m->comms, (uint32_t)tid);
+	if (s && s->ptr) {
+		m->last_tid = tid;
+		m->last_comm = s->ptr;
+	}
 	if (s)
 		return s->ptr;
 	p = machine_process(m, pid);
@@ -97,6 +104,7 @@ void machine_set_comm(struct machine *m, int pid, int tid, const char *comm, int
 	s = hashmap_u64(&m->threads, (uint32_t)tid, NULL);
 	if (s)
 		s->val = pid;
+	m->last_comm = NULL;
 	s = hashmap_u64(&m->comms, (uint32_t)tid, NULL);
 	if (s)
 		s->ptr = (void *)machine_intern(m, comm);
@@ -109,6 +117,7 @@ void machine_fork(struct machine *m, int ppid, int ptid, int pid, int tid)
 
 	if (s)
 		s->val = pid;
+	m->last_comm = NULL;
 	s = hashmap_u64(&m->comms, (uint32_t)tid, NULL);
 	if (s)
 		s->ptr = (void *)machine_intern(m, comm);
@@ -239,8 +248,14 @@ void machine_unmap(struct machine *m, int pid, uint64_t start, uint64_t end)
 
 struct process *machine_process_find(struct machine *m, int pid)
 {
-	struct hm_slot *s = hashmap_u64_find(&m->procs, (uint32_t)pid);
+	struct hm_slot *s;
 
+	/* A process lives as long as the machine, so the pointer stays good. */
+	if (m->last && m->last->pid == pid)
+		return m->last;
+	s = hashmap_u64_find(&m->procs, (uint32_t)pid);
+	if (s && s->ptr)
+		m->last = s->ptr;
 	return s ? s->ptr : NULL;
 }
 

@@ -39,6 +39,9 @@ struct machine {
 	struct hashmap threads; /* tid -> pid */
 	struct hashmap comms;	/* tid -> interned comm of the thread */
 	struct hashmap names;	/* interned map names */
+	struct process *last;	/* the last one looked up: samples come in runs of one process */
+	int last_tid;		/* and the last thread's comm, while comms is unchanged */
+	const char *last_comm;
 	struct symbols *syms;
 	void (*priv_free)(void *);
 	void (*unwind_free)(void *);
