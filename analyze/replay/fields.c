@@ -15,9 +15,13 @@ static struct tep_format_field *named_field(const struct sample *smp, const char
 
 	if (!e->tp || !smp->raw)
 		return NULL;
-	/* Callers pass literals: the pointer usually matches. */
+	/* Callers pass literals: the pointer usually matches, so every
+	 * pointer is tried before any name is compared. */
 	for (int i = 0; i < e->nr_named; i++)
-		if (e->named[i].name == field || !strcmp(e->named[i].name, field))
+		if (e->named[i].name == field)
+			return e->named[i].f;
+	for (int i = 0; i < e->nr_named; i++)
+		if (!strcmp(e->named[i].name, field))
 			return e->named[i].f;
 	f = tep_find_field(e->tp, field);
 	if (e->nr_named < SESS_NAMED_FIELDS)
