@@ -27,6 +27,16 @@ test_expect_success 'each object is opened for unwinding once, not once per proc
 	test "$3" -le $((N / 20))
 '
 
+# "processes: P seen, H holding maps at the end": a process's maps go with
+# its last thread, so a replay of many short processes ends holding none of
+# theirs, however many ran.
+test_expect_success 'the maps of exited processes are released' '
+	MEMSIGHT_UNWIND_STATS=1 "$MEMSIGHT" folded many.trace 2>stats >/dev/null &&
+	set -- $(sed -n "s/^processes: \([0-9]*\) seen, \([0-9]*\) holding maps.*/\1 \2/p" stats) &&
+	echo "seen $1, holding maps $2" &&
+	test "$1" -ge $N && test "$2" -le 2
+'
+
 # "stacks: E (command, path) entries over C code paths": a code path is a
 # stack's frames as objects and offsets, the same in any process, so it is
 # made and named once; folded keeps one entry per command and path. The

@@ -55,8 +55,8 @@ static uint64_t slot_tag(uint32_t h)
 }
 
 /* Find the node of hash h for which same(node, arg) holds; NULL if none. */
-static struct stack_link *chains_find(const struct stack_chains *c, uint32_t h,
-				      int (*same)(const struct stack_link *, const void *), const void *arg)
+static struct stack_node *index_find(const struct stack_index *c, uint32_t h,
+				      int (*same)(const struct stack_node *, const void *), const void *arg)
 {
 	uint64_t tag = slot_tag(h);
 
@@ -64,7 +64,7 @@ static struct stack_link *chains_find(const struct stack_chains *c, uint32_t h,
 		return NULL;
 	for (size_t i = h & (c->n - 1);; i = (i + 1) & (c->n - 1)) {
 		uint64_t v = c->slot[i];
-		struct stack_link *l = (struct stack_link *)(uintptr_t)(v & SLOT_PTR);
+		struct stack_node *l = (struct stack_node *)(uintptr_t)(v & SLOT_PTR);
 
 		if (!v)
 			return NULL;
@@ -73,7 +73,7 @@ static struct stack_link *chains_find(const struct stack_chains *c, uint32_t h,
 	}
 }
 
-static void slot_put(uint64_t *slot, size_t n, struct stack_link *l)
+static void slot_put(uint64_t *slot, size_t n, struct stack_node *l)
 {
 	size_t i = l->hash & (n - 1);
 
@@ -84,7 +84,7 @@ static void slot_put(uint64_t *slot, size_t n, struct stack_link *l)
 
 /* Room for one more node (the table at most 3/4 full), so that adding it
  * cannot fail. */
-static int chains_reserve(struct stack_chains *c)
+static int index_reserve(struct stack_index *c)
 {
 	size_t n = c->n ? c->n * 2 : 1024;
 	uint64_t *slot;
@@ -96,27 +96,27 @@ static int chains_reserve(struct stack_chains *c)
 		return -1;
 	for (size_t i = 0; i < c->n; i++)
 		if (c->slot[i])
-			slot_put(slot, n, (struct stack_link *)(uintptr_t)(c->slot[i] & SLOT_PTR));
+			slot_put(slot, n, (struct stack_node *)(uintptr_t)(c->slot[i] & SLOT_PTR));
 	free(c->slot);
 	c->slot = slot;
 	c->n = n;
 	return 0;
 }
 
-/* Add node l, after chains_reserve. */
-static void chains_add(struct stack_chains *c, struct stack_link *l)
+/* Add node l, after index_reserve. */
+static void index_add(struct stack_index *c, struct stack_node *l)
 {
 	slot_put(c->slot, c->n, l);
 	c->nr++;
 }
 
-static void chains_release(struct stack_chains *c)
+static void index_release(struct stack_index *c)
 {
 	free(c->slot);
 	memset(c, 0, sizeof(*c));
 }
 
-#define chains_for_each(c, type, x) \
+#define index_for_each(c, type, x) \
 	for (size_t x##_i = 0; x##_i < (c)->n; x##_i++) \
 		for (type *x = (type *)(uintptr_t)((c)->slot[x##_i] & SLOT_PTR); x; x = NULL)
 
@@ -155,9 +155,9 @@ void stacktab_release(struct stacktab *t)
 	pool_release(&t->entry_pool);
 	pool_release(&t->code_pool);
 	pool_release(&t->site_pool);
-	chains_release(&t->entries);
-	chains_release(&t->codes);
-	chains_release(&t->sites);
+	index_release(&t->entries);
+	index_release(&t->codes);
+	index_release(&t->sites);
 }
 
 void stacktab_name_top(struct stack_entry *e, const char *name)
@@ -226,7 +226,7 @@ void stacktab_name_all(struct stacktab *t)
 	if (!t->pending)
 		return;
 	t->pending = 0;
-	chains_for_each(&t->sites, struct stack_site, st)
+	index_for_each(&t->sites, struct stack_site, st)
 		if (!st->nr)
 			site_name(t, st);
 	if (t->s->o.unwind_stats)
@@ -246,7 +246,7 @@ struct stack_entry *stacktab_add(struct stacktab *t, struct session *s, const st
 	return stacktab_add_n(t, s, smp, 1, weight);
 }
 
-static int site_same(const struct stack_link *l, const void *key)
+static int site_same(const struct stack_node *l, const void *key)
 {
 	return !memcmp(((const struct stack_site *)l)->key, key, sizeof(((struct stack_site *)0)->key));
 }
@@ -255,19 +255,19 @@ static int site_same(const struct stack_link *l, const void *key)
 static struct stack_site *site_get(struct stacktab *t, struct session *s, const uint64_t *key)
 {
 	uint32_t h = (uint32_t)hash_words(key, FRAME_KEY_WORDS);
-	struct stack_site *st = (struct stack_site *)chains_find(&t->sites, h, site_same, key);
+	struct stack_site *st = (struct stack_site *)index_find(&t->sites, h, site_same, key);
 	struct frame raw;
 
 	if (st)
 		return st;
-	st = chains_reserve(&t->sites) ? NULL : carve(&t->site_pool, sizeof(*st));
+	st = index_reserve(&t->sites) ? NULL : carve(&t->site_pool, sizeof(*st));
 	if (!st)
 		return NULL;
 	memset(st, 0, sizeof(*st));
 	memcpy(st->key, key, sizeof(st->key));
-	st->link.hash = h;
+	st->node.hash = h;
 	st->idx = (uint32_t)t->sites.nr;
-	chains_add(&t->sites, &st->link);
+	index_add(&t->sites, &st->node);
 	frame_of_key(key, &raw);
 	session_frame_prefetch(s, &raw);
 	return st;
@@ -278,7 +278,7 @@ struct key_ref {
 	int n;			/* words */
 };
 
-static int code_same(const struct stack_link *l, const void *arg)
+static int code_same(const struct stack_node *l, const void *arg)
 {
 	const struct stack_code *c = (const struct stack_code *)l;
 	const struct key_ref *k = arg;
@@ -294,21 +294,21 @@ static int code_same(const struct stack_link *l, const void *arg)
 /* The code path of key, made if new. */
 static struct stack_code *code_get(struct stacktab *t, struct session *s, const struct key_ref *k, uint32_t h)
 {
-	struct stack_code *c = (struct stack_code *)chains_find(&t->codes, h, code_same, k);
+	struct stack_code *c = (struct stack_code *)index_find(&t->codes, h, code_same, k);
 	int nr = k->n / FRAME_KEY_WORDS;
 
 	if (c)
 		return c;
-	c = chains_reserve(&t->codes) ? NULL : carve(&t->code_pool, sizeof(*c) + nr * sizeof(c->sites[0]));
+	c = index_reserve(&t->codes) ? NULL : carve(&t->code_pool, sizeof(*c) + nr * sizeof(c->sites[0]));
 	if (!c)
 		return NULL;
 	memset(c, 0, sizeof(*c));
-	c->link.hash = h;
+	c->node.hash = h;
 	for (int i = 0; i < nr; i++)
 		if (!(c->sites[i] = site_get(t, s, k->key + i * FRAME_KEY_WORDS)))
 			return NULL;
 	c->nr = nr;
-	chains_add(&t->codes, &c->link);
+	index_add(&t->codes, &c->node);
 	return c;
 }
 
@@ -318,12 +318,12 @@ struct entry_ref {
 	const char *comm;	/* in a table by command name */
 };
 
-static int entry_same(const struct stack_link *l, const void *arg)
+static int entry_same(const struct stack_node *l, const void *arg)
 {
 	const struct stack_entry *e = (const struct stack_entry *)l;
 	const struct entry_ref *r = arg;
 
-	return (r->comm ? e->comm == r->comm : e->pid == r->pid) && code_same(&e->code->link, &r->k);
+	return (r->comm ? e->comm == r->comm : e->pid == r->pid) && code_same(&e->code->node, &r->k);
 }
 
 struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const struct sample *smp, uint64_t count,
@@ -342,21 +342,21 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 	hc = hash_words(key, r.k.n);
 	who = t->by_comm ? (uintptr_t)r.comm : (uint32_t)smp->pid;
 	h = (uint32_t)(hc ^ (who + 1) * 0x9e3779b97f4a7c15ull);
-	e = (struct stack_entry *)chains_find(&t->entries, h, entry_same, &r);
+	e = (struct stack_entry *)index_find(&t->entries, h, entry_same, &r);
 	if (!e) {
 		struct stack_code *c = code_get(t, s, &r.k, (uint32_t)hc);
 
 		/* The table makes room first: an entry carved is one iterated. */
-		e = c && !chains_reserve(&t->entries) ? carve(&t->entry_pool, t->entry_step) : NULL;
+		e = c && !index_reserve(&t->entries) ? carve(&t->entry_pool, t->entry_step) : NULL;
 		if (!e)
 			return NULL;
 		memset(e, 0, t->entry_step);
-		e->link.hash = h;
+		e->node.hash = h;
 		e->pid = t->by_comm ? -1 : (int)smp->pid;
 		e->comm = r.comm ? r.comm : machine_comm(&s->m, smp->pid, smp->tid);
 		e->code = c;
 		e->seq = (uint32_t)t->entries.nr;
-		chains_add(&t->entries, &e->link);
+		index_add(&t->entries, &e->node);
 		if (!t->pending) {
 			t->s = s;
 			/* No room to wait: name it now. */
@@ -379,7 +379,7 @@ static uint64_t frame_name_word(const struct frame *f)
 
 /* Sequences of name words interned, in a pool of their own. */
 struct name_run {
-	struct stack_link link;
+	struct stack_node node;
 	uint32_t id;
 	int n;
 	uint64_t weight;	/* a line's: its entries' summed */
@@ -388,7 +388,7 @@ struct name_run {
 };
 
 struct name_runs {
-	struct stack_chains chains;
+	struct stack_index index;
 	struct stacktab_pool pool;
 };
 
@@ -402,7 +402,7 @@ static size_t run_size(int n)
 	return (sizeof(struct name_run) + n * sizeof(uint64_t) + 15) & ~(size_t)15;
 }
 
-static int run_same(const struct stack_link *l, const void *arg)
+static int run_same(const struct stack_node *l, const void *arg)
 {
 	const struct name_run *r = (const struct name_run *)l;
 	const struct run_ref *k = arg;
@@ -416,25 +416,25 @@ static struct name_run *run_get(struct name_runs *rs, const uint64_t *w, int n)
 {
 	struct run_ref k = { w, n };
 	uint32_t h = (uint32_t)hash_words(w, n);
-	struct name_run *r = (struct name_run *)chains_find(&rs->chains, h, run_same, &k);
+	struct name_run *r = (struct name_run *)index_find(&rs->index, h, run_same, &k);
 
 	if (r)
 		return r;
-	r = chains_reserve(&rs->chains) ? NULL : carve(&rs->pool, run_size(n));
+	r = index_reserve(&rs->index) ? NULL : carve(&rs->pool, run_size(n));
 	if (!r)
 		return NULL;
 	memset(r, 0, sizeof(*r));
-	r->link.hash = h;
+	r->node.hash = h;
 	r->n = n;
 	memcpy(r->w, w, n * sizeof(*w));
-	chains_add(&rs->chains, &r->link);
-	r->id = (uint32_t)rs->chains.nr;
+	index_add(&rs->index, &r->node);
+	r->id = (uint32_t)rs->index.nr;
 	return r;
 }
 
 static void runs_release(struct name_runs *rs)
 {
-	chains_release(&rs->chains);
+	index_release(&rs->index);
 	pool_release(&rs->pool);
 }
 

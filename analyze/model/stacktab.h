@@ -26,11 +26,11 @@
 /* A table's index: open addressing over one word a slot, which holds the
  * node's address and 16 bits of its hash, so that a probe meets only the
  * nodes it looks for. Every node starts with its hash. */
-struct stack_link {
+struct stack_node {
 	uint32_t hash;
 };
 
-struct stack_chains {
+struct stack_index {
 	uint64_t *slot;		/* 0: empty */
 	size_t n, nr;		/* slots (a power of two), nodes */
 };
@@ -47,7 +47,7 @@ struct stack_name {
 /* One frame's code (session_frames_key's words for it), shared by every
  * path through it; named once, with the functions inlined there. */
 struct stack_site {
-	struct stack_link link;
+	struct stack_node node;
 	int nr;			/* named frames, 0 until named */
 	uint32_t idx;		/* order made, from 0 */
 	uint64_t key[FRAME_KEY_WORDS];
@@ -56,14 +56,14 @@ struct stack_site {
 
 /* One code path, shared by the entries that ran it. */
 struct stack_code {
-	struct stack_link link;
+	struct stack_node node;
 	int nr;			/* sites */
 	const char *top_name;	/* stacktab_name_top's */
 	struct stack_site *sites[]; /* innermost first */
 };
 
 struct stack_entry {
-	struct stack_link link;
+	struct stack_node node;
 	int pid;		/* -1 in a table that merges processes */
 	uint32_t seq;		/* order of first use, for ties */
 	const char *comm;
@@ -87,7 +87,7 @@ struct stacktab_pool {
 };
 
 struct stacktab {
-	struct stack_chains entries, codes, sites;
+	struct stack_index entries, codes, sites;
 	int kernel, user;	/* which frames to keep */
 	int by_comm;		/* one entry per command name and path, not per process */
 	struct session *s;	/* of the stacks not yet named */

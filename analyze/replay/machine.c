@@ -130,6 +130,7 @@ void machine_fork(struct machine *m, int ppid, int ptid, int pid, int tid)
 			return;
 		snprintf(child->comm, sizeof(child->comm), "%s", comm);
 		child->exited = 0;
+		child->threads = 1;
 		child->code_gen++;
 		free(child->maps);
 		child->maps = NULL;
@@ -141,16 +142,23 @@ void machine_fork(struct machine *m, int ppid, int ptid, int pid, int tid)
 				child->nr_maps = child->maps_alloc = parent->nr_maps;
 			}
 		}
+	} else {
+		struct process *p = machine_process(m, pid);
+
+		if (p)
+			p->threads++;
 	}
 }
 
 void machine_exit(struct machine *m, int pid, int tid)
 {
-	if (pid == tid) {
-		struct process *p = machine_process(m, pid);
+	struct process *p = machine_process_find(m, pid);
 
-		if (!p)
-			return;
+	if (!p)
+		return;
+	if (p->threads > 0)
+		p->threads--;
+	if (pid == tid) {
 		p->exited = 1;
 		/* Its unwinding state is remade if a thread still running
 		 * brings a sample; until then it holds nothing. */
@@ -159,6 +167,26 @@ void machine_exit(struct machine *m, int pid, int tid)
 			p->unwind = NULL;
 		}
 	}
+	/* No thread left to bring a sample: a box that ran thousands of
+	 * processes keeps the maps of those still running only. A process
+	 * already running when recording began has threads it never saw
+	 * start, and keeps its maps until its leader exits. */
+	if (p->exited && p->threads <= 0 && p->maps) {
+		free(p->maps);
+		p->maps = NULL;
+		p->nr_maps = p->maps_alloc = 0;
+		p->code_gen++;
+	}
+}
+
+size_t machine_processes_with_maps(const struct machine *m, size_t *seen)
+{
+	size_t n = 0;
+
+	*seen = m->procs.nr;
+	hashmap_for_each(&m->procs, s)
+		n += ((struct process *)s->ptr)->nr_maps > 0;
+	return n;
 }
 
 static int maps_reserve(struct process *p, size_t extra)

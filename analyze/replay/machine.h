@@ -28,7 +28,8 @@ struct process {
 	char comm[16];
 	struct map *maps;	/* sorted by start, never overlapping */
 	size_t nr_maps, maps_alloc;
-	int exited;
+	int exited;		/* its leader thread has */
+	int threads;		/* started while recorded, not exited: the maps go with the last */
 	void *priv;		/* the command's per-process state */
 	unsigned code_gen;	/* bumped when a file mapping comes or goes */
 	void *unwind;		/* the unwinder's address space, for one code_gen */
@@ -56,6 +57,8 @@ const char *machine_comm(struct machine *m, int pid, int tid);
 void machine_set_comm(struct machine *m, int pid, int tid, const char *comm, int exec);
 void machine_fork(struct machine *m, int ppid, int ptid, int pid, int tid);
 void machine_exit(struct machine *m, int pid, int tid);
+/* How many processes hold maps now, of the *seen ever. */
+size_t machine_processes_with_maps(const struct machine *m, size_t *seen);
 int machine_map(struct machine *m, int pid, const struct map *map);
 void machine_unmap(struct machine *m, int pid, uint64_t start, uint64_t end);
 const struct map *machine_find_map(struct machine *m, int pid, uint64_t addr);

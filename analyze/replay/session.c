@@ -669,6 +669,11 @@ void session_report_unwind(struct session *s)
 			(unsigned long long)unwind_stats(s->uw)->spaces,
 			(unsigned long long)unwind_stats(s->uw)->objects_opened,
 			(unsigned long long)unwind_stats(s->uw)->spaces_whole);
+	if (s->o.unwind_stats) {
+		size_t seen, held = machine_processes_with_maps(&s->m, &seen);
+
+		fprintf(stderr, "processes: %zu seen, %zu holding maps at the end\n", seen, held);
+	}
 	if (s->uw && s->o.unwind_stats)
 		for (int i = 0; i < 16; i++)
 			fprintf(stderr, "unwind: complete stacks needing < %d KiB: %llu\n", i + 1,
