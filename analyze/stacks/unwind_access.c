@@ -11,6 +11,30 @@
  * x86-64 registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
 static const int perf_reg_of_dwarf[17] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8 };
 
+/* Its inverse: the DWARF number of each perf_regs register, -1 for those
+ * DWARF's 0-16 leave out (flags, segments). */
+static const signed char dwarf_of_perf_reg[24] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, -1, -1, -1, -1, -1, -1, -1,
+						   8, 9, 10, 11, 12, 13, 14, 15 };
+
+unsigned unwind_regs(const struct unwind_input *in, uint64_t regs[17])
+{
+	unsigned valid = 0;
+	int idx = 0;
+
+	if (!in->regs)
+		return 0;
+	/* The sample holds the registers of its mask in perf_regs order. */
+	for (uint64_t m = in->regs_mask; m; m &= m - 1, idx++) {
+		int reg = __builtin_ctzll(m), d = reg < 24 ? dwarf_of_perf_reg[reg] : -1;
+
+		if (d >= 0) {
+			memcpy(&regs[d], &in->regs[idx], 8);
+			valid |= 1u << d;
+		}
+	}
+	return valid;
+}
+
 int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val)
 {
 	int reg, idx;

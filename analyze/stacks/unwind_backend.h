@@ -49,6 +49,9 @@ struct unwinder {
 const struct map *unwind_find_map(struct unwinder *u, int pid, uint64_t addr);
 /* A register of the input by DWARF x86-64 number (0-16); 0 when absent. */
 int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val);
+/* All of DWARF's registers 0-16 the sample holds, into regs; returns the
+ * bits of those it held. */
+unsigned unwind_regs(const struct unwind_input *in, uint64_t regs[17]);
 /* Read 8 bytes at addr from the dump, or else from the object file mapped
  * there; 0 or -1. Records how deep into the dump reads went. */
 int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val);

@@ -592,12 +592,9 @@ static int word_at(struct dw_space *sp, uint64_t addr, uint64_t *v)
 static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, int max)
 {
 	uint64_t regs[NR_REGS], pc;
-	unsigned valid = 0;
+	unsigned valid = unwind_regs(in, regs);
 	int n = 0;
 
-	for (int reg = 0; reg < NR_REGS; reg++)
-		if (unwind_reg(in, reg, &regs[reg]))
-			valid |= 1u << reg;
 	if (!(valid >> REG_RA & 1) || !(valid >> REG_RSP & 1))
 		return -1;
 	pc = regs[REG_RA];
