@@ -91,6 +91,11 @@ void stackdump_rank(const struct stackdump *d, struct stackdump_rank *rank)
 {
 	unsigned n = 0;
 
+	/* An unwinder reads a word, learns from it where the next frame is,
+	 * and reads there: each cache miss would wait for the one before.
+	 * Asked for now, the dump's lines arrive together. */
+	for (uint64_t at = 0; at < (d->bits ? 8 * d->nr_words : d->size); at += 64)
+		__builtin_prefetch(d->bytes + at);
 	if (!d->bits)
 		return;
 	for (size_t b = 0; b < (d->size / 8 + 63) / 64; b++) {
