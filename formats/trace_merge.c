@@ -14,15 +14,74 @@
 #include "trace_int.h"
 
 /*
- * Read-ahead: a second thread decompresses DATA chunks before the merge
- * asks for them, so decompression overlaps whatever the caller does with
- * the records (decoding, unwinding). It works through the chunks in the
+ * Read-ahead: a second thread decompresses DATA chunks, and indexes their
+ * records, before the merge asks for them, so that work overlaps whatever
+ * the caller does with the records (decoding, unwinding). It works through the chunks in the
  * order of their first timestamps, which is the order the merge needs them
  * in, into a few buffers. Whichever thread reaches a chunk first decodes
  * it: the merge never waits for a chunk the other thread has not started,
  * and the other thread never waits for anything but a free buffer.
  */
 #define AHEAD_SLOTS 4
+
+/* A decoded chunk's records in time order: each one's time, offset and
+ * length in the payload. */
+struct rec_pos {
+	uint64_t time;
+	uint32_t off, len;
+};
+
+struct chunk_recs {
+	struct rec_pos *pos;
+	size_t nr, alloc;
+};
+
+static int pos_cmp(const void *a, const void *b)
+{
+	const struct rec_pos *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Index chunk ci's n decoded bytes at buf into c. Records inside a chunk
+ * are put in time order: a ring can hold a few records out of order when
+ * an event nests inside another's output. Returns 0, or -1 with err set. */
+static int chunk_index(const struct trace_reader *r, size_t ci, const unsigned char *buf, size_t n,
+		       struct chunk_recs *c, char *err, size_t errlen)
+{
+	size_t off = 0;
+
+	c->nr = 0;
+	while (off < n) {
+		uint32_t sz;
+
+		/* The kernel's records are 8-byte multiples: the next header
+		 * stays aligned for whoever reads it. */
+		if (n - off < 8 || (sz = get16(buf + off + 6)) < 8 || sz % 8 || sz > n - off)
+			return trace_error_set(err, errlen, "chunk %zu at byte %llu: perf record at %zu is malformed", ci,
+					       (unsigned long long)r->chunks[ci].offset, off);
+		if (c->nr == c->alloc) {
+			size_t a = c->alloc ? c->alloc * 2 : 1024;
+			struct rec_pos *p = realloc(c->pos, a * sizeof(*p));
+
+			if (!p)
+				return trace_error_set(err, errlen, "out of memory");
+			c->pos = p;
+			c->alloc = a;
+		}
+		c->pos[c->nr++] = (struct rec_pos){ trace_record_time(buf + off, sz), off, sz };
+		off += sz;
+	}
+	/* Nearly always in order already: a pass instead of a sort. */
+	for (size_t i = 1; i < c->nr; i++)
+		if (pos_cmp(&c->pos[i - 1], &c->pos[i]) > 0) {
+			qsort(c->pos, c->nr, sizeof(*c->pos), pos_cmp);
+			break;
+		}
+	return 0;
+}
 /* Fewer DATA chunks than this are not worth a thread. */
 #define AHEAD_MIN_CHUNKS 8
 
@@ -34,6 +93,7 @@ struct ahead_slot {
 	unsigned char *buf;
 	size_t alloc;
 	long n;
+	struct chunk_recs recs;
 	char err[256];
 };
 
@@ -109,6 +169,10 @@ static void *ahead_run(void *arg)
 		sl->chunk = ci;
 		pthread_mutex_unlock(&a->mu);
 		sl->n = trace_chunk_decode(a->r, &a->dctx, ci, &sl->buf, &sl->alloc, sl->err, sizeof(sl->err));
+		/* Indexed here while the bytes are in this CPU's cache: read
+		 * first by the merge, each record's header would be a miss. */
+		if (sl->n >= 0 && chunk_index(a->r, ci, sl->buf, sl->n, &sl->recs, sl->err, sizeof(sl->err)))
+			sl->n = -1;
 		pthread_mutex_lock(&a->mu);
 		ahead_drop(a, ci);
 		a->state[ci] = CH_READY;
@@ -175,17 +239,20 @@ static void ahead_stop(struct ahead *a)
 		pthread_cond_destroy(&a->cv);
 	}
 	ahead_flush(a);
-	for (int k = 0; k < AHEAD_SLOTS; k++)
+	for (int k = 0; k < AHEAD_SLOTS; k++) {
 		free(a->slots[k].buf);
+		free(a->slots[k].recs.pos);
+	}
 	ZSTD_freeDCtx(a->dctx);
 	free(a->state);
 	free(a->order);
 }
 
-/* Chunk ci's payload into *buf: the read-ahead's copy when it has one (the
- * buffers are swapped, not copied), else decoded here. */
-static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *alloc, char *err,
-		      size_t errlen)
+/* Chunk ci's payload into *buf and its records into *recs: the
+ * read-ahead's when it has them (the buffers are swapped, not copied), else
+ * decoded and indexed here. */
+static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *alloc, struct chunk_recs *recs,
+		      char *err, size_t errlen)
 {
 	struct trace_reader *r = a->r;
 	long n;
@@ -200,13 +267,16 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 				struct ahead_slot *sl = &a->slots[k];
 				unsigned char *b = *buf;
 				size_t al = *alloc;
+				struct chunk_recs rc = *recs;
 
 				if (!sl->used || sl->chunk != ci)
 					continue;
 				*buf = sl->buf;
 				*alloc = sl->alloc;
+				*recs = sl->recs;
 				sl->buf = b;
 				sl->alloc = al;
+				sl->recs = rc;
 				sl->used = 0;
 				n = sl->n;
 				if (n < 0)
@@ -227,6 +297,8 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 	ahead_drop(a, ci);
 	if (a->running)
 		pthread_mutex_unlock(&a->mu);
+	if (n >= 0 && chunk_index(r, ci, *buf, n, recs, err, errlen))
+		n = -1;
 	return n;
 }
 
@@ -237,61 +309,21 @@ struct stream {
 	size_t nr, alloc, next;
 	unsigned char *buf;
 	size_t buf_alloc;
-	struct rec_pos { uint64_t time; uint32_t off, len; } *pos;
-	size_t nr_pos, pos_alloc, cur;
+	struct chunk_recs recs;
+	size_t cur;
 };
 
-static int pos_cmp(const void *a, const void *b)
-{
-	const struct rec_pos *x = a, *y = b;
-
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
 /* Load the stream's next chunk; returns 1 when one is loaded, 0 at the end,
- * -1 on error. Records inside a chunk are put in time order: a ring can hold
- * a few records out of order when an event nests inside another's output. */
+ * -1 on error. */
 static int stream_load(struct ahead *a, struct stream *s, char *err, size_t errlen)
 {
-	struct trace_reader *r = a->r;
-
 	while (s->next < s->nr) {
 		size_t ci = s->chunks[s->next++];
-		long n = ahead_get(a, ci, &s->buf, &s->buf_alloc, err, errlen);
-		size_t off = 0;
 
-		if (n < 0)
+		s->cur = 0;
+		if (ahead_get(a, ci, &s->buf, &s->buf_alloc, &s->recs, err, errlen) < 0)
 			return -1;
-		s->nr_pos = s->cur = 0;
-		while (off < (size_t)n) {
-			uint32_t sz;
-
-			/* The kernel's records are 8-byte multiples: the next
-			 * header stays aligned for whoever reads it. */
-			if ((size_t)n - off < 8 || (sz = get16(s->buf + off + 6)) < 8 || sz % 8 || sz > (size_t)n - off)
-				return trace_error_set(err, errlen, "chunk %zu at byte %llu: perf record at %zu is malformed",
-						    ci, (unsigned long long)r->chunks[ci].offset, off);
-			if (s->nr_pos == s->pos_alloc) {
-				size_t a = s->pos_alloc ? s->pos_alloc * 2 : 1024;
-				struct rec_pos *p = realloc(s->pos, a * sizeof(*p));
-
-				if (!p)
-					return trace_error_set(err, errlen, "out of memory");
-				s->pos = p;
-				s->pos_alloc = a;
-			}
-			s->pos[s->nr_pos++] = (struct rec_pos){ trace_record_time(s->buf + off, sz), off, sz };
-			off += sz;
-		}
-		/* Nearly always in order already: a pass instead of a sort. */
-		for (size_t i = 1; i < s->nr_pos; i++)
-			if (pos_cmp(&s->pos[i - 1], &s->pos[i]) > 0) {
-				qsort(s->pos, s->nr_pos, sizeof(*s->pos), pos_cmp);
-				break;
-			}
-		if (s->nr_pos)
+		if (s->recs.nr)
 			return 1;
 	}
 	return 0;
@@ -299,7 +331,7 @@ static int stream_load(struct ahead *a, struct stream *s, char *err, size_t errl
 
 static int stream_before(const struct stream *a, const struct stream *b)
 {
-	uint64_t ta = a->pos[a->cur].time, tb = b->pos[b->cur].time;
+	uint64_t ta = a->recs.pos[a->cur].time, tb = b->recs.pos[b->cur].time;
 
 	return ta != tb ? ta < tb : a->id < b->id;
 }
@@ -413,12 +445,12 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		heap_down(heap, nr_heap, k);
 	while (nr_heap) {
 		struct stream *s = heap[0];
-		struct rec_pos *p = &s->pos[s->cur++];
+		struct rec_pos *p = &s->recs.pos[s->cur++];
 
 		ret = h->record(s->buf + p->off, p->len, s->id, p->time, arg);
 		if (ret)
 			goto out;
-		if (s->cur == s->nr_pos) {
+		if (s->cur == s->recs.nr) {
 			int l = stream_load(&ahead, s, err, errlen);
 
 			if (l < 0) {
@@ -435,7 +467,7 @@ out:
 	for (size_t k = 0; k < nr_streams; k++) {
 		free(streams[k].chunks);
 		free(streams[k].buf);
-		free(streams[k].pos);
+		free(streams[k].recs.pos);
 	}
 	free(streams);
 	free(heap);
