@@ -185,7 +185,7 @@ size_t machine_processes_with_maps(const struct machine *m, size_t *seen)
 
 	*seen = m->procs.nr;
 	hashmap_for_each(&m->procs, s)
-		n += ((struct process *)s->ptr)->nr_maps > 0;
+		n += s->ptr && ((struct process *)s->ptr)->nr_maps > 0;
 	return n;
 }
 
