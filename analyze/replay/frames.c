@@ -56,6 +56,17 @@ static void prefetch_embedded(struct session *s)
 					 !s->o.no_inline);
 }
 
+void session_frame_prefetch(struct session *s, const struct frame *f)
+{
+	if (f->kernel)
+		return;
+	prefetch_embedded(s);
+	if (f->obj) {
+		symbols_prefetch(&s->syms, f->dso, !s->o.no_inline);
+		symbols_prefetch_name(f->dso, f->file_off, f->ret);
+	}
+}
+
 int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
 		       int user)
 {
@@ -82,8 +93,7 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 				f->dso = m->dso;
 				f->file_off = f->off;
 				f->ret = !first;
-				symbols_prefetch(&s->syms, m->dso, !s->o.no_inline);
-				symbols_prefetch_name(m->dso, f->file_off, f->ret);
+				session_frame_prefetch(s, f);
 			}
 		}
 	}
@@ -133,17 +143,6 @@ void frame_of_key(const uint64_t *key, struct frame *f)
 		f->dso = (struct dso *)(uintptr_t)key[1];
 		f->ip = f->off = f->file_off = key[2] >> 1;
 		f->ret = key[2] & 1;
-	}
-}
-
-void session_frame_prefetch(struct session *s, const struct frame *f)
-{
-	if (f->kernel)
-		return;
-	prefetch_embedded(s);
-	if (f->obj) {
-		symbols_prefetch(&s->syms, f->dso, !s->o.no_inline);
-		symbols_prefetch_name(f->dso, f->file_off, f->ret);
 	}
 }
 
