@@ -8,11 +8,17 @@
 
 #define BLOCK_SIZE (256 << 10)
 
+/* Carving's step: every node and array starts 16-byte aligned. */
+static size_t round16(size_t n)
+{
+	return (n + 15) & ~(size_t)15;
+}
+
 static void *carve(struct stacktab_pool *p, size_t size)
 {
 	struct stacktab_block *b = p->last;
 
-	size = (size + 15) & ~(size_t)15;
+	size = round16(size);
 	if (!b || b->size - b->used < size) {
 		size_t want = size > BLOCK_SIZE / 4 ? size : BLOCK_SIZE;
 
@@ -126,12 +132,12 @@ static void init(struct stacktab *t, int kernel, int user, int by_comm)
 	t->kernel = kernel;
 	t->user = user;
 	t->by_comm = by_comm;
-	t->entry_step = (sizeof(struct stack_entry) + 15) & ~(size_t)15;
+	t->entry_step = round16(sizeof(struct stack_entry));
 }
 
 void stacktab_set_extra(struct stacktab *t, size_t size)
 {
-	t->entry_step = (sizeof(struct stack_entry) + size + 15) & ~(size_t)15;
+	t->entry_step = round16(sizeof(struct stack_entry) + size);
 }
 
 void *stack_entry_extra(const struct stack_entry *e)
@@ -191,6 +197,18 @@ static void code_name(struct stacktab *t, struct stack_code *c)
 			site_name(t, c->sites[i]);
 }
 
+/* Whether the probed function's name replaces the innermost frame's: only
+ * when that frame, named, is the function's first byte. */
+static int code_top_named(const struct stack_code *c)
+{
+	struct frame raw;
+
+	if (!c->top_name || !c->nr || !c->sites[0]->nr)
+		return 0;
+	frame_of_key(c->sites[0]->key, &raw);
+	return !raw.kernel && c->sites[0]->named[0].off == 0;
+}
+
 int stack_entry_frames(const struct stack_entry *e, struct frame *out, int max)
 {
 	const struct stack_code *c = e->code;
@@ -214,9 +232,7 @@ int stack_entry_frames(const struct stack_entry *e, struct frame *out, int max)
 			f->inlined = st->named[j].inlined;
 		}
 	}
-	/* The probed function is named so only when the path's innermost
-	 * frame is its first byte. */
-	if (c->top_name && n && c->sites[0]->nr && !out[0].kernel && out[0].off == 0)
+	if (n && code_top_named(c))
 		out[0].sym = c->top_name;
 	return n;
 }
@@ -399,7 +415,7 @@ struct run_ref {
 
 static size_t run_size(int n)
 {
-	return (sizeof(struct name_run) + n * sizeof(uint64_t) + 15) & ~(size_t)15;
+	return round16(sizeof(struct name_run) + n * sizeof(uint64_t));
 }
 
 static int run_same(const struct stack_node *l, const void *arg)
@@ -445,9 +461,8 @@ static uint32_t site_names(struct name_runs *rs, uint32_t *ids, const struct sta
 	const struct stack_site *st = c->sites[i];
 	uint64_t w[STACK_MAX_FRAMES];
 	struct name_run *r;
-	int n = 0;
-
 	struct frame raw;
+	int n = 0;
 
 	if (!top && ids[st->idx])
 		return ids[st->idx];
@@ -483,20 +498,16 @@ int stacktab_by_names(struct stacktab *t, int (*fn)(const struct stack_entry *e,
 		const struct stack_code *c = e->code;
 		uint64_t w[STACK_MAX_FRAMES + 1];
 		struct name_run *line;
-		int n = 0;
+		int n = 0, top = code_top_named(c);
 
 		if (!e->weight)
 			continue;
 		/* Paths that differ only in offsets, or in sites whose frames
 		 * have the same names, print alike. */
 		w[n++] = (uintptr_t)e->comm;
-		for (int i = 0; i < c->nr && n <= STACK_MAX_FRAMES; i++) {
-			const struct stack_site *s0 = c->sites[0];
-			int top = !i && c->top_name && s0->nr && s0->key[0] != 1 && s0->named[0].off == 0;
-
-			if (!(w[n++] = site_names(&sites, ids, c, i, top)))
+		for (int i = 0; i < c->nr && n <= STACK_MAX_FRAMES; i++)
+			if (!(w[n++] = site_names(&sites, ids, c, i, !i && top)))
 				goto out;
-		}
 		line = run_get(&lines, w, n);
 		if (!line)
 			goto out;
@@ -505,6 +516,7 @@ int stacktab_by_names(struct stacktab *t, int (*fn)(const struct stack_entry *e,
 		line->weight += e->weight;
 	}
 	ret = 0;
+	/* The lines in the order first seen: their runs, one after another. */
 	for (struct stacktab_block *b = lines.pool.first; b && !ret; b = b->next)
 		for (size_t at = 0; at < b->used && !ret;) {
 			const struct name_run *line = (const struct name_run *)(b->data + at);
