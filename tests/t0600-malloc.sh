@@ -172,4 +172,13 @@ test_expect_success 'folded and flame graphs weighted by leaked bytes, bytes and
 	grep "<title>fibonacci (409600 bytes" leaks.svg
 '
 
+# Four runs of one program leak alike: their groups tie on every count and
+# must come in one order, not one that follows addresses hashed.
+test_expect_success 'leak groups that tie come in the order seen, every run' '
+	record -o tie.trace -- sh -c "for i in 1 2 3 4; do \"$S/loop_leak\" 3 >/dev/null; done" &&
+	for i in 1 2 3; do "$MEMSIGHT" leaks tie.trace >tie.$i || return 1; done &&
+	test_cmp tie.1 tie.2 && test_cmp tie.1 tie.3 &&
+	test $(grep -c "^12 bytes in 3 allocations from stack (pid [0-9]* loop_leak)\$" tie.1) = 4
+'
+
 test_done

@@ -89,6 +89,16 @@ static int reach_rank(uint8_t k)
 	return k == REACH_LOST ? 0 : k == REACH_INDIRECT ? 1 : k == REACH_REACHABLE ? 2 : 3;
 }
 
+/* Groups alike in all else come in the order their stacks were first
+ * seen, the same from run to run (the group table's order follows hashed
+ * addresses); the group of no stack last. */
+static int stack_order(const struct stack_entry *x, const struct stack_entry *y)
+{
+	if (!x || !y)
+		return !x - !y;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static int by_size(const void *a, const void *b)
 {
 	const struct group *x = *(struct group *const *)a, *y = *(struct group *const *)b;
@@ -98,7 +108,9 @@ static int by_size(const void *a, const void *b)
 
 	if (x->bytes != y->bytes)
 		return x->bytes > y->bytes ? -1 : 1;
-	return x->count > y->count ? -1 : x->count < y->count;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return stack_order(x->stack, y->stack);
 }
 
 static int by_growth(const void *a, const void *b)
@@ -134,7 +146,11 @@ static int kgroup_cmp(const void *a, const void *b)
 {
 	const struct kgroup *x = *(struct kgroup *const *)a, *y = *(struct kgroup *const *)b;
 
-	return x->bytes != y->bytes ? (x->bytes > y->bytes ? -1 : 1) : (x->pid > y->pid) - (x->pid < y->pid);
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return stack_order(x->stack, y->stack);
 }
 
 /* What the kmem group left allocated, grouped by the stack that
