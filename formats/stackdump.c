@@ -9,16 +9,6 @@
 /* The packed field's header: size, dyn_size, number of words. */
 #define PACKED_HEAD 24
 
-/* Without -mpopcnt, __builtin_popcountll is a library call; this is a few
- * inline instructions. */
-static inline unsigned pop64(uint64_t v)
-{
-	v = v - ((v >> 1) & 0x5555555555555555ull);
-	v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
-	v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
-	return (unsigned)((v * 0x0101010101010101ull) >> 56);
-}
-
 size_t stackdump_pack(const unsigned char *field, size_t avail, unsigned char *out)
 {
 	uint64_t size, dyn, nr = 0;
@@ -103,34 +93,27 @@ void stackdump_rank(const struct stackdump *d, struct stackdump_rank *rank)
 
 		rank->before[b] = (uint16_t)n;
 		memcpy(&bits, d->bits + 8 * b, 8);
-		n += pop64(bits);
+		n += stackdump_pop64(bits);
 	}
 }
 
-/* Word i of a packed dump. */
+/* Word i of a packed dump, with or without its rank. */
 static uint64_t packed_word(const struct stackdump *d, const struct stackdump_rank *rank, uint64_t i)
 {
-	uint64_t bits, v = 0, idx;
+	struct stackdump_rank one;
 
-	memcpy(&bits, d->bits + 8 * (i / 64), 8);
-	if (!(bits >> (i % 64) & 1))
-		return 0;
-	if (rank) {
-		idx = rank->before[i / 64];
-	} else {
-		idx = 0;
+	if (!rank) {
+		/* Only the block of word i needs its count. */
+		one.before[i / 64] = 0;
 		for (uint64_t b = 0; b < i / 64; b++) {
 			uint64_t x;
 
 			memcpy(&x, d->bits + 8 * b, 8);
-			idx += pop64(x);
+			one.before[i / 64] += stackdump_pop64(x);
 		}
+		rank = &one;
 	}
-	idx += pop64(bits & ((1ull << (i % 64)) - 1));
-	/* A bitmap with more bits than words is corrupt: read as zero. */
-	if (idx < d->nr_words)
-		memcpy(&v, d->bytes + 8 * idx, 8);
-	return v;
+	return stackdump_word(d, rank, i);
 }
 
 int stackdump_read(const struct stackdump *d, const struct stackdump_rank *rank, uint64_t off, void *dst,

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A packed sample: PERF_RECORD_SAMPLE (9) with this bit set in its type. */
 #define STACKDUMP_PACKED_SAMPLE 0x10009u
@@ -54,6 +55,38 @@ size_t stackdump_parse_packed(const unsigned char *p, size_t avail, struct stack
 
 /* Fill rank for a packed dump (nothing to do for a dense one). */
 void stackdump_rank(const struct stackdump *d, struct stackdump_rank *rank);
+
+/* Without -mpopcnt, __builtin_popcountll is a library call; this is a few
+ * inline instructions. */
+static inline unsigned stackdump_pop64(uint64_t v)
+{
+	v = v - ((v >> 1) & 0x5555555555555555ull);
+	v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+	v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (unsigned)((v * 0x0101010101010101ull) >> 56);
+}
+
+/*
+ * Word i of the dump, which must lie within its size, rank filled for it:
+ * the read an unwinder makes at nearly every step, so inline.
+ */
+static inline uint64_t stackdump_word(const struct stackdump *d, const struct stackdump_rank *rank, uint64_t i)
+{
+	uint64_t bits, v = 0, idx;
+
+	if (!d->bits) {
+		memcpy(&v, d->bytes + 8 * i, 8);
+		return v;
+	}
+	memcpy(&bits, d->bits + 8 * (i / 64), 8);
+	if (!(bits >> (i % 64) & 1))
+		return 0;
+	idx = rank->before[i / 64] + stackdump_pop64(bits & ((1ull << (i % 64)) - 1));
+	/* A bitmap with more bits than words is corrupt: read as zero. */
+	if (idx < d->nr_words)
+		memcpy(&v, d->bytes + 8 * idx, 8);
+	return v;
+}
 
 /*
  * Read len (at most 8) bytes at offset off of the dump into dst. rank is

@@ -66,12 +66,11 @@ int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr)
 	return unwind_reg(in, 7, &sp) && addr >= sp + in->stack.size && addr < sp + (1ull << 26);
 }
 
-int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val)
+int unwind_read_other(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val)
 {
 	const struct map *mp;
 	uint64_t sp = u->sp;
 
-	/* A sample without sp has no dump (unwind_sample stops first). */
 	if (addr >= sp && addr - sp + 8 <= in->stack.size) {
 		stackdump_read(&in->stack, &u->rank, addr - sp, val, 8);
 		if (addr - sp + 8 > u->used)
@@ -84,4 +83,3 @@ int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t
 		return -1;
 	return symbols_object_read(mp->dso, addr - mp->start + mp->pgoff, val, 8);
 }
-

@@ -52,9 +52,25 @@ int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val);
 /* All of DWARF's registers 0-16 the sample holds, into regs; returns the
  * bits of those it held. */
 unsigned unwind_regs(const struct unwind_input *in, uint64_t regs[17]);
+/* unwind_read_word where addr is not an aligned word of the dump. */
+int unwind_read_other(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val);
+
 /* Read 8 bytes at addr from the dump, or else from the object file mapped
- * there; 0 or -1. Records how deep into the dump reads went. */
-int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val);
+ * there; 0 or -1. Records how deep into the dump reads went. Inline: an
+ * unwinder reads a word of the dump at nearly every step. */
+static inline int unwind_read_word(struct unwinder *u, const struct unwind_input *in, uint64_t addr,
+				   uint64_t *val)
+{
+	uint64_t off = addr - u->sp;
+
+	/* A sample without sp has no dump (unwind_sample stops first). */
+	if (addr < u->sp || off % 8 || in->stack.size < 8 || off > in->stack.size - 8)
+		return unwind_read_other(u, in, addr, val);
+	*val = stackdump_word(&in->stack, &u->rank, off / 8);
+	if (off + 8 > u->used)
+		u->used = off + 8;
+	return 0;
+}
 /* Is addr inside the dump's range but beyond its bytes? (the dump was too small) */
 int unwind_beyond_dump(const struct unwind_input *in, uint64_t addr);
 

@@ -333,14 +333,23 @@ enum { REG_SAME, REG_AT, REG_VAL, REG_UNDEF };
 /* A CFA expression longer than this goes to libdw. */
 #define EXPR_MAX 12
 
+/* How one of the caller's registers is found when not REG_SAME. */
+struct dw_reg_rule {
+	uint8_t reg, how;	/* REG_AT, REG_VAL or REG_UNDEF */
+	int64_t off;		/* from the CFA */
+};
+
+/* Only the registers a frame changes are listed (a frame saves few); the
+ * rest the caller has as the frame has them. Allocated to its size. */
 struct dw_rule {
 	uint8_t kind;		/* RULE_*: END when the caller's pc is undefined (outermost) */
 	uint8_t cfa_reg;	/* the CFA is this register plus cfa_off, or with nr_expr the expression */
 	uint8_t nr_expr;
-	uint8_t how[NR_REGS];	/* REG_*: how each of the caller's registers is found */
+	uint8_t nr_regs;	/* in regs */
+	uint32_t same;		/* bits of the registers that are REG_SAME */
 	int64_t cfa_off;
-	int64_t off[NR_REGS];
-	struct { uint8_t atom; uint64_t number; } expr[EXPR_MAX];
+	struct { uint8_t atom; uint64_t number; } *expr; /* nr_expr of them, after regs */
+	struct dw_reg_rule regs[];
 };
 
 static uint64_t fast_checked, fast_differ, fast_further;
@@ -492,35 +501,65 @@ static int rule_make_cfa(Dwarf_Frame *f, struct dw_rule *r)
 }
 
 /* The rule at ELF address addr of o, in libdw's own choice of table:
- * .eh_frame when it covers addr, else .debug_frame. */
-static void rule_make(struct dw_obj *o, uint64_t addr, struct dw_rule *r)
+ * .eh_frame when it covers addr, else .debug_frame. NULL when out of
+ * memory. */
+static struct dw_rule *rule_make(struct dw_obj *o, uint64_t addr)
 {
+	union {
+		struct dw_rule r;
+		unsigned char bytes[sizeof(struct dw_rule) + NR_REGS * sizeof(struct dw_reg_rule)];
+	} full;
+	struct { uint8_t atom; uint64_t number; } expr[EXPR_MAX];
+	struct dw_rule *r = &full.r, *made;
 	Dwfl_Module *mod = o->mod;
 	Dwarf_Frame *f = NULL;
 	Dwarf_CFI *cfi;
 	Dwarf_Addr bias;
 	bool signal = false;
+	size_t regs_len;
 
+	memset(&full, 0, sizeof(full));
 	r->kind = RULE_FP;
+	r->expr = (void *)expr;
 	cfi = dwfl_module_eh_cfi(mod, &bias);
 	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f)) {
 		f = NULL;
 		cfi = dwfl_module_dwarf_cfi(mod, &bias);
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f))
-			return;
+			goto made;
 	}
 	r->kind = RULE_SLOW;
 	if (dwarf_frame_info(f, NULL, NULL, &signal) != REG_RA || signal || rule_make_cfa(f, r))
-		goto out;
-	for (int reg = 0; reg < NR_REGS; reg++)
-		if (rule_reg(f, reg, &r->how[reg], &r->off[reg]))
-			goto out;
-	if (r->how[REG_RA] == REG_UNDEF)
-		r->kind = RULE_END;
-	else if (r->how[REG_RA] == REG_AT)
-		r->kind = RULE_STEP;
-out:
+		goto made;
+	for (int reg = 0; reg < NR_REGS; reg++) {
+		struct dw_reg_rule *rr = &r->regs[r->nr_regs];
+
+		if (rule_reg(f, reg, &rr->how, &rr->off)) {
+			r->nr_regs = 0;
+			goto made;
+		}
+		if (rr->how == REG_SAME) {
+			r->same |= 1u << reg;
+			continue;
+		}
+		rr->reg = (uint8_t)reg;
+		r->nr_regs++;
+		if (reg == REG_RA)
+			r->kind = rr->how == REG_UNDEF ? RULE_END : rr->how == REG_AT ? RULE_STEP : RULE_SLOW;
+	}
+	/* What a return address left as it is means, libdw decides. */
+	if (r->same >> REG_RA & 1)
+		r->kind = RULE_SLOW;
+made:
 	free(f);
+	regs_len = r->nr_regs * sizeof(r->regs[0]);
+	made = malloc(sizeof(*r) + regs_len + r->nr_expr * sizeof(expr[0]));
+	if (!made)
+		return NULL;
+	memcpy(made, r, sizeof(*r) + regs_len);
+	made->expr = (void *)((char *)made->regs + regs_len);
+	memcpy(made->expr, expr, r->nr_expr * sizeof(expr[0]));
+	return made;
 }
 
 /* The object of the space that maps runtime address addr, or NULL. */
@@ -565,13 +604,8 @@ static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 	slot = hashmap_u64(&m->obj->rules, at, &created);
 	if (!slot)
 		return NULL;
-	if (created) {
-		struct dw_rule *r = calloc(1, sizeof(*r));
-
-		if (r)
-			rule_make(m->obj, at, r);
-		slot->ptr = r;
-	}
+	if (created)
+		slot->ptr = rule_make(m->obj, at);
 	hit->addr = at;
 	hit->r = slot->ptr;
 	return slot->ptr;
@@ -600,8 +634,7 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 	pc = regs[REG_RA];
 	for (;;) {
 		const struct dw_rule *r;
-		uint64_t cfa, next[NR_REGS];
-		unsigned next_valid = 0;
+		uint64_t cfa, ra;
 
 		if (n >= max)
 			return -1;
@@ -637,34 +670,32 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 		valid |= 1u << REG_RA;
 		if (rule_cfa(r, regs, valid, &cfa))
 			return -1;
-		for (int reg = 0; reg < NR_REGS; reg++) {
-			switch (r->how[reg]) {
-			case REG_SAME:
-				next[reg] = regs[reg];
-				next_valid |= valid & (1u << reg);
-				break;
-			case REG_AT:
-				if (!word_at(sp, cfa + (uint64_t)r->off[reg], &next[reg]))
-					next_valid |= 1u << reg;
-				else if (reg == REG_RSP)
+		/* Every new value comes from the CFA and memory, none from
+		 * another register: the frame's registers become the caller's
+		 * in place. */
+		valid &= r->same;
+		for (int i = 0; i < r->nr_regs; i++) {
+			const struct dw_reg_rule *rr = &r->regs[i];
+
+			if (rr->how == REG_VAL) {
+				regs[rr->reg] = cfa + (uint64_t)rr->off;
+				valid |= 1u << rr->reg;
+			} else if (rr->how == REG_AT) {
+				if (!word_at(sp, cfa + (uint64_t)rr->off, &regs[rr->reg]))
+					valid |= 1u << rr->reg;
+				else if (rr->reg == REG_RSP)
 					return -1;
-				break;
-			case REG_VAL:
-				next[reg] = cfa + (uint64_t)r->off[reg];
-				next_valid |= 1u << reg;
-				break;
 			}
 		}
 		/* A return address that cannot be read leaves libdw's next pc
 		 * undefined: the stack ends there, complete unless the read
 		 * went past the dump. */
-		if (!(next_valid >> REG_RA & 1))
+		if (!(valid >> REG_RA & 1))
 			return n;
-		if (!next[REG_RA])
+		ra = regs[REG_RA];
+		if (!ra)
 			return -1;
-		memcpy(regs, next, sizeof(regs));
-		valid = next_valid;
-		pc = regs[REG_RA];
+		pc = ra;
 	}
 }
 
