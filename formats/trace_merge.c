@@ -108,6 +108,8 @@ struct ahead {
 	struct ahead_slot slots[AHEAD_SLOTS];
 	int quit;
 	void *dctx;
+	unsigned char *scratch; /* where the thread decodes (ahead_decode) */
+	size_t scratch_alloc;
 	uint64_t drop_lo, drop_hi; /* file bytes decoded and not yet dropped */
 };
 
@@ -143,6 +145,30 @@ static void ahead_drop(struct ahead *a, size_t ci)
 		ahead_flush(a);
 }
 
+/* Decode chunk ci into slot sl and index its records. zstd decodes into
+ * a buffer of this thread's own, which stays in its CPU's cache, and the
+ * result is copied to the slot: decoded straight into a slot's buffer,
+ * which the merge last read on another CPU, the same chunks took twice
+ * as long. Returns the bytes, or -1 with sl->err set. */
+static long ahead_decode(struct ahead *a, struct ahead_slot *sl, size_t ci)
+{
+	long n = trace_chunk_decode(a->r, &a->dctx, ci, &a->scratch, &a->scratch_alloc, sl->err, sizeof(sl->err));
+
+	/* Indexed here while the bytes are in this CPU's cache: read first
+	 * by the merge, each record's header would be a miss. */
+	if (n < 0 || chunk_index(a->r, ci, a->scratch, n, &sl->recs, sl->err, sizeof(sl->err)))
+		return -1;
+	if ((size_t)n > sl->alloc) {
+		free(sl->buf);
+		sl->alloc = 0;
+		if (!(sl->buf = malloc(a->scratch_alloc)))
+			return trace_error_set(sl->err, sizeof(sl->err), "out of memory");
+		sl->alloc = a->scratch_alloc;
+	}
+	memcpy(sl->buf, a->scratch, n);
+	return n;
+}
+
 static void *ahead_run(void *arg)
 {
 	struct ahead *a = arg;
@@ -168,11 +194,7 @@ static void *ahead_run(void *arg)
 		sl->used = 1;
 		sl->chunk = ci;
 		pthread_mutex_unlock(&a->mu);
-		sl->n = trace_chunk_decode(a->r, &a->dctx, ci, &sl->buf, &sl->alloc, sl->err, sizeof(sl->err));
-		/* Indexed here while the bytes are in this CPU's cache: read
-		 * first by the merge, each record's header would be a miss. */
-		if (sl->n >= 0 && chunk_index(a->r, ci, sl->buf, sl->n, &sl->recs, sl->err, sizeof(sl->err)))
-			sl->n = -1;
+		sl->n = ahead_decode(a, sl, ci);
 		pthread_mutex_lock(&a->mu);
 		ahead_drop(a, ci);
 		a->state[ci] = CH_READY;
@@ -244,6 +266,7 @@ static void ahead_stop(struct ahead *a)
 		free(a->slots[k].recs.pos);
 	}
 	ZSTD_freeDCtx(a->dctx);
+	free(a->scratch);
 	free(a->state);
 	free(a->order);
 }
