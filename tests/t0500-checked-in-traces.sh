@@ -94,6 +94,24 @@ test_expect_success 'fault kinds: the 64 pages read() filled, each a kernel-mode
 	" ev
 '
 
+# A whole box runs thousands of processes: past --procs, a table keeps the
+# heaviest and sums the rest in one row. The sample's parent and child
+# fault 198 and 80 times.
+test_expect_success 'report --procs: the heaviest processes, then one row for the rest' '
+	"$MEMSIGHT" report $D "$FK" 2>/dev/null >all &&
+	sed -n "/^ *PID COMM/,/^$/p" all >rows &&
+	test $(grep -c " fault_kinds  *[0-9]" rows) = 2 &&
+	awk "\$2 == \"fault_kinds\" { print \$1 }" rows >pids &&
+	sort -n pids | test_cmp - pids &&
+	"$MEMSIGHT" report $D --procs 1 "$FK" 2>/dev/null >one &&
+	sed -n "/^ *PID COMM/,/^$/p" one >rows1 &&
+	grep "^ *[0-9]* fault_kinds  *198  *0  *148  *50 " rows1 &&
+	grep "^ *- (1 more)  *80  *0  *68  *12  *320.0 KiB$" rows1 &&
+	test $(wc -l <rows1) = 4 &&
+	"$MEMSIGHT" report $D --procs 0 "$FK" 2>/dev/null >none &&
+	test_cmp all none
+'
+
 # Many of the sample's fault stacks have one fault each: their order must
 # not follow anything that changes from run to run (addresses hashed).
 test_expect_success 'stacks of equal weight come in the same order every run' '

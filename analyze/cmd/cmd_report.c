@@ -46,6 +46,7 @@ struct fault_map {
 struct report {
 	long pid;
 	uint64_t top;
+	uint64_t procs_shown;	/* --procs: rows of a process table, 0 for all */
 	struct hashmap procs;	/* pid -> struct proc_stats * */
 	struct stacktab brk, mmap, faults;
 	struct big_map *big;	/* the top largest mappings, largest first */
@@ -206,11 +207,47 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	return ret;
 }
 
-static int hproc_cmp(const void *a, const void *b)
+/* A row of a process table, with what ranks it in its section. */
+struct proc_row {
+	uint64_t weight;
+	int pid;
+	const void *p;		/* struct proc_stats or struct heap_proc */
+};
+
+static int row_pid_cmp(const void *a, const void *b)
 {
-	const struct heap_proc *x = *(struct heap_proc *const *)a, *y = *(struct heap_proc *const *)b;
+	const struct proc_row *x = a, *y = b;
 
 	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static int row_weight_cmp(const void *a, const void *b)
+{
+	const struct proc_row *x = a, *y = b;
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return row_pid_cmp(a, b);
+}
+
+/* Order the n rows of a table and return how many to show: all, by pid,
+ * when they fit in the limit; else the heaviest, heaviest first. A whole
+ * box runs thousands of processes, and a table of each is no report. */
+static size_t rows_pick(struct proc_row *v, size_t n, uint64_t limit)
+{
+	if (!limit || n <= limit) {
+		qsort(v, n, sizeof(*v), row_pid_cmp);
+		return n;
+	}
+	qsort(v, n, sizeof(*v), row_weight_cmp);
+	return limit;
+}
+
+/* The "(N more)" that heads a table's row of the processes left out. */
+static const char *rows_rest(size_t n, char *buf, size_t len)
+{
+	snprintf(buf, len, "(%zu more)", n);
+	return buf;
 }
 
 static int site_cmp(const void *a, const void *b)
@@ -226,12 +263,13 @@ static int site_cmp(const void *a, const void *b)
 static void print_malloc(struct report *r, struct session *s)
 {
 	struct heapprof *h = &r->heap;
-	struct heap_proc **pv = malloc((h->procs.nr ? h->procs.nr : 1) * sizeof(*pv));
+	struct proc_row *pv = malloc((h->procs.nr ? h->procs.nr : 1) * sizeof(*pv));
 	struct heap_site **sv = malloc((h->sites.nr ? h->sites.nr : 1) * sizeof(*sv));
 	uint64_t k = r->a.sample;
 	const char *est = k > 1 || r->a.rate ? "~" : "";
-	size_t np = 0, ns = 0;
-	char a[32], b[32];
+	size_t np = 0, ns = 0, shown;
+	char a[32], b[32], more[32];
+	struct heap_proc rest = { 0 };
 
 	if (!pv || !sv)
 		goto out;
@@ -244,18 +282,35 @@ static void print_malloc(struct report *r, struct session *s)
 		       fmt_bytes(r->a.rate, a, sizeof(a)));
 	printf("%8s %-16s %9s %14s %9s %10s %12s %10s %12s\n", "PID", "COMM", "CALLS", "ALLOCATED", "FREES", "TEMPORARY",
 	       "PEAK HEAP", "AT", "AT END");
-	hashmap_for_each(&h->procs, slot) pv[np++] = slot->ptr;
-	if (np > 1)
-		qsort(pv, np, sizeof(*pv), hproc_cmp);
-	for (size_t i = 0; i < np; i++) {
-		struct heap_proc *p = pv[i];
+	hashmap_for_each(&h->procs, slot) {
+		const struct heap_proc *p = slot->ptr;
 
+		pv[np++] = (struct proc_row){ p->peak, p->pid, p };
+	}
+	shown = rows_pick(pv, np, r->procs_shown);
+	for (size_t i = 0; i < np; i++) {
+		const struct heap_proc *p = pv[i].p;
+
+		if (i >= shown) {
+			rest.calls += p->calls;
+			rest.bytes += p->bytes;
+			rest.frees += p->frees;
+			rest.temporary += p->temporary;
+			rest.cur += p->cur;
+			continue;
+		}
 		printf("%8d %-16s %s%8llu %s%13llu %s%8llu %s%9llu %s%11s %+9.3fs %s%11s\n", p->pid, p->comm, est,
 		       (unsigned long long)(p->calls * k), est, (unsigned long long)(p->bytes * k), est,
 		       (unsigned long long)(p->frees * k), est, (unsigned long long)(p->temporary * k), est,
 		       fmt_bytes(p->peak * k, a, sizeof(a)), p->peak_time > s->first_time ? (p->peak_time - s->first_time) / 1e9 : 0.0,
 		       est, fmt_bytes(p->cur * k, b, sizeof(b)));
 	}
+	/* Their peaks fell at different times: no sum of them is a peak. */
+	if (shown < np)
+		printf("%8s %-16s %s%8llu %s%13llu %s%8llu %s%9llu %s%11s %10s %s%11s\n", "-",
+		       rows_rest(np - shown, more, sizeof(more)), est, (unsigned long long)(rest.calls * k), est,
+		       (unsigned long long)(rest.bytes * k), est, (unsigned long long)(rest.frees * k), est,
+		       (unsigned long long)(rest.temporary * k), est, "-", "-", est, fmt_bytes(rest.cur * k, b, sizeof(b)));
 	printf("\ntop stacks by bytes allocated:\n");
 	stacktab_print(&r->a.stacks, stdout, r->top, 0, "bytes", "  ");
 	hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
@@ -272,13 +327,6 @@ static void print_malloc(struct report *r, struct session *s)
 out:
 	free(pv);
 	free(sv);
-}
-
-static int proc_cmp(const void *a, const void *b)
-{
-	const struct proc_stats *x = *(struct proc_stats *const *)a, *y = *(struct proc_stats *const *)b;
-
-	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 static int fmap_cmp(const void *a, const void *b)
@@ -331,17 +379,87 @@ static void prot_str(uint64_t prot, uint64_t flags, char *out)
 	out[4] = 0;
 }
 
+/* The process tables of the brk, mmap and faults sections. */
+enum section { SEC_BRK, SEC_MMAP, SEC_FAULTS };
+
+/* A process's row of sec, under the pid and name given. */
+static void section_row(enum section sec, const char *pid, const char *comm, const struct proc_stats *p,
+			const struct session *s)
+{
+	char a[32];
+
+	if (sec == SEC_BRK)
+		printf("%8s %-16s %8llu %14llu %12llu  (%s)\n", pid, comm, (unsigned long long)p->brk_calls,
+		       (unsigned long long)p->brk_grow, (unsigned long long)p->brk_shrink,
+		       fmt_bytes(p->brk_grow, a, sizeof(a)));
+	else if (sec == SEC_MMAP)
+		printf("%8s %-16s %7llu %14llu %8llu %14llu %8llu %14llu %7llu\n", pid, comm,
+		       (unsigned long long)p->mmaps, (unsigned long long)p->mmap_bytes,
+		       (unsigned long long)p->munmaps, (unsigned long long)p->munmap_bytes,
+		       (unsigned long long)p->mremaps, (unsigned long long)p->mremap_grow,
+		       (unsigned long long)p->map_failed);
+	else
+		printf("%8s %-16s %10llu %8llu %10llu %10llu %12s\n", pid, comm, (unsigned long long)p->faults,
+		       (unsigned long long)p->major, (unsigned long long)p->anon, (unsigned long long)p->file,
+		       fmt_bytes(p->faults * s->page_size, a, sizeof(a)));
+}
+
+/* Sec's table: its processes (rows_pick), then one row summing those
+ * left out. rows has room for every process. */
+static void section_table(struct report *r, enum section sec, struct proc_row *rows, const struct session *s)
+{
+	struct proc_stats rest = { 0 };
+	size_t n = 0, shown;
+	char pid[16];
+
+	hashmap_for_each(&r->procs, slot) {
+		const struct proc_stats *p = slot->ptr;
+		uint64_t w = sec == SEC_BRK ? p->brk_grow : sec == SEC_MMAP ? p->mmap_bytes : p->faults;
+		int in = sec == SEC_BRK	   ? p->brk_calls != 0
+			 : sec == SEC_MMAP ? (p->mmaps || p->munmaps || p->mremaps || p->map_failed)
+					   : p->faults != 0;
+
+		if (in)
+			rows[n++] = (struct proc_row){ w, p->pid, p };
+	}
+	shown = rows_pick(rows, n, r->procs_shown);
+	for (size_t i = 0; i < n; i++) {
+		const struct proc_stats *p = rows[i].p;
+
+		if (i < shown) {
+			snprintf(pid, sizeof(pid), "%d", p->pid);
+			section_row(sec, pid, p->comm, p, s);
+			continue;
+		}
+		rest.brk_calls += p->brk_calls;
+		rest.brk_grow += p->brk_grow;
+		rest.brk_shrink += p->brk_shrink;
+		rest.mmaps += p->mmaps;
+		rest.mmap_bytes += p->mmap_bytes;
+		rest.munmaps += p->munmaps;
+		rest.munmap_bytes += p->munmap_bytes;
+		rest.mremaps += p->mremaps;
+		rest.mremap_grow += p->mremap_grow;
+		rest.map_failed += p->map_failed;
+		rest.faults += p->faults;
+		rest.major += p->major;
+		rest.anon += p->anon;
+		rest.file += p->file;
+	}
+	if (shown < n) {
+		char more[32];
+
+		section_row(sec, "-", rows_rest(n - shown, more, sizeof(more)), &rest, s);
+	}
+}
+
 static void print_report(struct report *r, struct session *s)
 {
-	struct proc_stats **procs = malloc((r->procs.nr ? r->procs.nr : 1) * sizeof(*procs));
-	size_t np = 0;
-	char a[32], b[32], c[32], name[512], hb[256];
+	struct proc_row *rows = malloc((r->procs.nr ? r->procs.nr : 1) * sizeof(*rows));
+	char a[32], b[32], name[512], hb[256];
 
-	if (!procs)
+	if (!rows)
 		return;
-	hashmap_for_each(&r->procs, slot) procs[np++] = slot->ptr;
-	if (np > 1)
-		qsort(procs, np, sizeof(*procs), proc_cmp);
 
 	printf("# memsight report of '%s'\n", s->path);
 	printf("# recorded by: %s\n", session_host(s, "command", hb, sizeof(hb), "?"));
@@ -352,11 +470,7 @@ static void print_report(struct report *r, struct session *s)
 	if (r->have_brk) {
 		printf("\n== brk: heap growth ==\n\n");
 		printf("%8s %-16s %8s %14s %12s\n", "PID", "COMM", "CALLS", "GROWTH", "SHRINK");
-		for (size_t i = 0; i < np; i++)
-			if (procs[i]->brk_calls)
-				printf("%8d %-16s %8llu %14llu %12llu  (%s)\n", procs[i]->pid, procs[i]->comm,
-				       (unsigned long long)procs[i]->brk_calls, (unsigned long long)procs[i]->brk_grow,
-				       (unsigned long long)procs[i]->brk_shrink, fmt_bytes(procs[i]->brk_grow, a, sizeof(a)));
+		section_table(r, SEC_BRK, rows, s);
 		printf("\ntop stacks by heap growth:\n");
 		stacktab_print(&r->brk, stdout, r->top, 0, "bytes", "  ");
 	}
@@ -364,16 +478,7 @@ static void print_report(struct report *r, struct session *s)
 		printf("\n== mmap: mappings ==\n\n");
 		printf("%8s %-16s %7s %14s %8s %14s %8s %14s %7s\n", "PID", "COMM", "MMAPS", "MAPPED", "MUNMAPS",
 		       "UNMAPPED", "MREMAPS", "REMAP GROWTH", "FAILED");
-		for (size_t i = 0; i < np; i++) {
-			struct proc_stats *p = procs[i];
-
-			if (p->mmaps || p->munmaps || p->mremaps || p->map_failed)
-				printf("%8d %-16s %7llu %14llu %8llu %14llu %8llu %14llu %7llu\n", p->pid, p->comm,
-				       (unsigned long long)p->mmaps, (unsigned long long)p->mmap_bytes,
-				       (unsigned long long)p->munmaps, (unsigned long long)p->munmap_bytes,
-				       (unsigned long long)p->mremaps, (unsigned long long)p->mremap_grow,
-				       (unsigned long long)p->map_failed);
-		}
+		section_table(r, SEC_MMAP, rows, s);
 		printf("\nlargest mappings:\n");
 		for (size_t i = 0; i < r->nr_big; i++) {
 			struct big_map *m = &r->big[i];
@@ -398,12 +503,7 @@ static void print_report(struct report *r, struct session *s)
 
 		printf("\n== faults: page faults ==\n\n");
 		printf("%8s %-16s %10s %8s %10s %10s %12s\n", "PID", "COMM", "FAULTS", "MAJOR", "ANON", "FILE", "MEMORY");
-		for (size_t i = 0; i < np; i++)
-			if (procs[i]->faults)
-				printf("%8d %-16s %10llu %8llu %10llu %10llu %12s\n", procs[i]->pid, procs[i]->comm,
-				       (unsigned long long)procs[i]->faults, (unsigned long long)procs[i]->major,
-				       (unsigned long long)procs[i]->anon, (unsigned long long)procs[i]->file,
-				       fmt_bytes(procs[i]->faults * s->page_size, a, sizeof(a)));
+		section_table(r, SEC_FAULTS, rows, s);
 		if (r->fault_kinds_known) {
 			static const char *const what[FAULT_KINDS] = {
 				[FAULT_READ] = "reads",
@@ -437,17 +537,19 @@ static void print_report(struct report *r, struct session *s)
 		print_malloc(r, s);
 	if (!r->have_brk && !r->have_mmap && !r->have_faults && !r->have_malloc)
 		printf("\nno brk, mmap, page fault or allocation events%s\n", r->pid >= 0 ? " for this pid" : "");
-	(void)c;
-	free(procs);
+	free(rows);
 }
 
 int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
-	struct report r = { .pid = -1, .top = 5 };
+	struct report r = { .pid = -1, .top = 5, .procs_shown = 20 };
 	const char *html = NULL;
 	FILE *page = NULL;
 	const struct opt options[] = {
 		OPT_U64('T', "top", &r.top, "N", "stacks and mappings shown per section (default 5)"),
+		OPT_U64(0, "procs", &r.procs_shown, "N",
+			"processes shown per table (default 20; 0 for all): past N, the\n"
+			"N heaviest, heaviest first, and a row that sums the rest"),
 		OPT_STRING(0, "html", &html, "FILE",
 			   "write one self-contained HTML page instead: this report, the\n"
 			   "leak table linked to its stacks, a flame graph (and icicle)\n"
