@@ -112,6 +112,20 @@ test_expect_success 'report --procs: the heaviest processes, then one row for th
 	test_cmp all none
 '
 
+# The sample's parent and its forked child ran the same loader code: one
+# stack of the command, which counts both, not a stack per process.
+test_expect_success 'faults: a path two processes of one command ran is one stack that counts them' '
+	"$MEMSIGHT" faults $D --top 1000 "$FK" 2>/dev/null >merged &&
+	grep "^[0-9]* faults from stack (fault_kinds, 2 processes)" merged &&
+	grep "^[0-9]* faults from stack (pid [0-9]* fault_kinds)" merged &&
+	"$MEMSIGHT" faults $D --json --top 1000 "$FK" 2>/dev/null >merged.json &&
+	perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>); my (\$two, \$one, \$n) = (0, 0, 0);
+		for my \$st (@{\$d->{stacks}}) { \$n += \$st->{faults};
+			if (\$st->{processes} == 2) { die q{pid} if defined \$st->{pid}; \$two++ }
+			elsif (\$st->{processes} == 1) { die q{pid} unless \$st->{pid} > 0; \$one++ } else { die q{count} } }
+		die qq{\$two \$one} unless \$two && \$one; die qq{sum \$n} unless \$n == 278" <merged.json
+'
+
 # Many of the sample's fault stacks have one fault each: their order must
 # not follow anything that changes from run to run (addresses hashed).
 test_expect_success 'stacks of equal weight come in the same order every run' '

@@ -185,6 +185,16 @@ void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e
 	cmd_json_frames(j, key, fr, e ? stack_entry_frames(e, fr, STACK_MAX_FRAMES) : 0, lines);
 }
 
+void cmd_json_who(struct json *j, const struct stack_entry *e)
+{
+	if (e->procs > 1)
+		json_null(j, "pid");
+	else
+		json_i64(j, "pid", e->pid);
+	json_str(j, "comm", e->comm);
+	json_u64(j, "processes", e->procs);
+}
+
 void print_stack(const struct stack_entry *e, int lines, const char *indent)
 {
 	struct frame fr[STACK_MAX_FRAMES];

@@ -97,6 +97,9 @@ void print_frames(const struct frame *fr, int n, int lines, const char *indent);
 /* The same two for a stack table's entry (NULL: no stack recorded). */
 struct stack_entry;
 void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e, int lines);
+/* Who ran a stack, as JSON: "pid" (null when several processes did),
+ * "comm" and "processes". */
+void cmd_json_who(struct json *j, const struct stack_entry *e);
 void print_stack(const struct stack_entry *e, int lines, const char *indent);
 /* The file name of a frame's object, "kernel.kallsyms" for the kernel. */
 const char *frame_obj_base(const struct frame *f);

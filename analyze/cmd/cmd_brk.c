@@ -57,8 +57,7 @@ static void print_json(const struct session *s, const struct brk_state *b, struc
 	json_begin_array(&j, "stacks");
 	for (size_t i = 0; v && i < n && i < b->o->top; i++) {
 		json_begin(&j, NULL);
-		json_i64(&j, "pid", v[i]->pid);
-		json_str(&j, "comm", v[i]->comm);
+		cmd_json_who(&j, v[i]);
 		json_u64(&j, "bytes", v[i]->weight);
 		json_u64(&j, "calls", v[i]->count);
 		cmd_json_stack(&j, "frames", v[i], b->o->lines);
@@ -75,8 +74,10 @@ static void print_text(const struct session *s, const struct brk_state *b, struc
 	printf("# memsight brk of '%s': the heap grew %s in %llu brk calls (%llu failed) from %zu stacks\n", s->path,
 	       fmt_bytes(b->grow, sz, sizeof(sz)), (unsigned long long)b->calls, (unsigned long long)b->failed, n);
 	for (size_t i = 0; v && i < n && i < b->o->top; i++) {
-		printf("\n%llu bytes in %llu brk calls from stack (pid %d %s)\n", (unsigned long long)v[i]->weight,
-		       (unsigned long long)v[i]->count, v[i]->pid, v[i]->comm);
+		char who[128];
+
+		printf("\n%llu bytes in %llu brk calls from stack (%s)\n", (unsigned long long)v[i]->weight,
+		       (unsigned long long)v[i]->count, stack_entry_who(v[i], who, sizeof(who)));
 		print_stack(v[i], b->o->lines, "\t\t");
 	}
 }
@@ -103,7 +104,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 		return r;
 	if (cmd_open_group(&s, argv[optind], a, "brk", "brk", NULL))
 		return 1;
-	stacktab_init(&o.tab, 0, 1);
+	stacktab_init_per_command(&o.tab, 0, 1);
 	if (memops_replay(&s, on_brk, &b, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
 		stacktab_release(&o.tab);

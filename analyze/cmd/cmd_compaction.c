@@ -166,8 +166,10 @@ static void print_text(const struct compaction *c, const struct session *s, stru
 		if (c->status[k])
 			printf("  %-16s %llu\n", compact_status(k), (unsigned long long)c->status[k]);
 	for (size_t i = 0; i < nst && i < top; i++) {
-		printf("\n%llu direct compactions from stack (pid %d %s)\n", (unsigned long long)st[i]->weight,
-		       st[i]->pid, st[i]->comm);
+		char who[128];
+
+		printf("\n%llu direct compactions from stack (%s)\n", (unsigned long long)st[i]->weight,
+		       stack_entry_who(st[i], who, sizeof(who)));
 		print_stack(st[i], 0, "\t\t");
 	}
 }
@@ -195,7 +197,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 		return 1;
 	memset(&c, 0, sizeof(c));
 	hashmap_init(&c.begins, 0);
-	stacktab_init(&c.stacks, 1, 1);
+	stacktab_init_per_command(&c.stacks, 1, 1);
 	if (session_replay(&s, on_compaction, &c, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
 	} else if (!(st = stacktab_sorted(&c.stacks, 0, &nst))) {

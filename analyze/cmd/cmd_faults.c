@@ -170,8 +170,7 @@ static void stacks_json(struct json *j, const struct faults *f, const char *key,
 	json_begin_array(j, key);
 	for (size_t i = 0; v && i < n && i < f->top; i++) {
 		json_begin(j, NULL);
-		json_i64(j, "pid", v[i]->pid);
-		json_str(j, "comm", v[i]->comm);
+		cmd_json_who(j, v[i]);
 		json_u64(j, "faults", v[i]->weight);
 		kinds_json(j, f, stack_entry_extra(v[i]));
 		cmd_json_stack(j, "frames", v[i], f->lines);
@@ -240,8 +239,10 @@ static void kinds_text(const struct faults *f, const uint64_t *by_kind)
 static void stacks_text(const struct faults *f, const char *title, struct stack_entry **v, size_t n)
 {
 	for (size_t i = 0; v && i < n && i < f->top; i++) {
-		printf("\n%llu %s from stack (pid %d %s)", (unsigned long long)v[i]->weight, title, v[i]->pid,
-		       v[i]->comm);
+		char who[128];
+
+		printf("\n%llu %s from stack (%s)", (unsigned long long)v[i]->weight, title,
+		       stack_entry_who(v[i], who, sizeof(who)));
 		const char *sep = ":";
 		const uint64_t *by_kind = stack_entry_extra(v[i]);
 
@@ -309,8 +310,8 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 		return 1;
 	hashmap_init(&f.files, 0);
 	hashmap_init(&f.procs, 0);
-	stacktab_init(&f.minor, f.kernel, 1);
-	stacktab_init(&f.swapin, f.kernel, 1);
+	stacktab_init_per_command(&f.minor, f.kernel, 1);
+	stacktab_init_per_command(&f.swapin, f.kernel, 1);
 	/* A stack's faults split by kind. */
 	stacktab_set_extra(&f.minor, FAULT_KINDS * sizeof(uint64_t));
 	stacktab_set_extra(&f.swapin, FAULT_KINDS * sizeof(uint64_t));

@@ -577,9 +577,9 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	}
 	hashmap_init(&r.procs, 0);
 	hashmap_init(&r.fmaps, 0);
-	stacktab_init(&r.brk, 0, 1);
-	stacktab_init(&r.mmap, 0, 1);
-	stacktab_init(&r.faults, 1, 1);
+	stacktab_init_per_command(&r.brk, 0, 1);
+	stacktab_init_per_command(&r.mmap, 0, 1);
+	stacktab_init_per_command(&r.faults, 1, 1);
 	r.big = calloc(r.top ? r.top : 1, sizeof(*r.big));
 	r.mo = memops_new(&s, on_op, &r);
 	r.have_malloc = allocs_recorded(&s);

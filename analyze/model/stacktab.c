@@ -156,8 +156,57 @@ void stacktab_init_by_comm(struct stacktab *t, int kernel, int user)
 	init(t, kernel, user, 1);
 }
 
+void stacktab_init_per_command(struct stacktab *t, int kernel, int user)
+{
+	init(t, kernel, user, 2);
+}
+
+const char *stack_entry_who(const struct stack_entry *e, char *buf, size_t len)
+{
+	if (e->procs > 1)
+		snprintf(buf, len, "%s, %u processes", e->comm, e->procs);
+	else if (e->pid >= 0)
+		snprintf(buf, len, "pid %d %s", e->pid, e->comm);
+	else
+		snprintf(buf, len, "%s", e->comm);
+	return buf;
+}
+
+/* Note that process pid ran entry seq: 1 when new, 0 when seen before,
+ * -1 out of memory. */
+static int pairs_add(struct stack_pairs *p, uint32_t seq, uint32_t pid)
+{
+	uint64_t key = (uint64_t)(seq + 1) << 32 | pid;
+	size_t i;
+
+	if (4 * (p->nr + 1) > 3 * p->n) {
+		size_t n = p->n ? 2 * p->n : 1024;
+		uint64_t *v = calloc(n, sizeof(*v));
+
+		if (!v)
+			return -1;
+		for (size_t k = 0; k < p->n; k++) {
+			if (!p->slot[k])
+				continue;
+			for (i = hash_words(&p->slot[k], 1) & (n - 1); v[i]; i = (i + 1) & (n - 1))
+				;
+			v[i] = p->slot[k];
+		}
+		free(p->slot);
+		p->slot = v;
+		p->n = n;
+	}
+	for (i = hash_words(&key, 1) & (p->n - 1); p->slot[i]; i = (i + 1) & (p->n - 1))
+		if (p->slot[i] == key)
+			return 0;
+	p->slot[i] = key;
+	p->nr++;
+	return 1;
+}
+
 void stacktab_release(struct stacktab *t)
 {
+	free(t->pairs.slot);
 	pool_release(&t->entry_pool);
 	pool_release(&t->code_pool);
 	pool_release(&t->site_pool);
@@ -368,7 +417,8 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 			return NULL;
 		memset(e, 0, t->entry_step);
 		e->node.hash = h;
-		e->pid = t->by_comm ? -1 : (int)smp->pid;
+		e->pid = t->by_comm == 1 ? -1 : (int)smp->pid;
+		e->procs = t->by_comm != 2; /* counted below */
 		e->comm = r.comm ? r.comm : machine_comm(&s->m, smp->pid, smp->tid);
 		e->code = c;
 		e->seq = (uint32_t)t->entries.nr;
@@ -381,6 +431,16 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
 			else
 				t->pending = 1;
 		}
+	}
+	/* A process met before is met again mostly in a row: the pairs are
+	 * looked at only when the process changes. */
+	if (t->by_comm == 2 && (e->pid != (int)smp->pid || !e->procs)) {
+		int added = pairs_add(&t->pairs, e->seq, smp->pid);
+
+		if (added < 0)
+			return NULL;
+		e->procs += added;
+		e->pid = (int)smp->pid;
 	}
 	e->count += count;
 	e->weight += weight;
@@ -586,11 +646,11 @@ void stacktab_print(struct stacktab *t, FILE *f, size_t n, int count_order, cons
 		if (!count_order && !e->weight)
 			break;
 		if (count_order)
-			fprintf(f, "%s%llu %s from stack (pid %d %s)\n", indent, (unsigned long long)e->count, unit,
-				e->pid, e->comm);
+			fprintf(f, "%s%llu %s from stack (%s)\n", indent, (unsigned long long)e->count, unit,
+				stack_entry_who(e, buf, sizeof(buf)));
 		else
-			fprintf(f, "%s%llu %s in %llu calls from stack (pid %d %s)\n", indent,
-				(unsigned long long)e->weight, unit, (unsigned long long)e->count, e->pid, e->comm);
+			fprintf(f, "%s%llu %s in %llu calls from stack (%s)\n", indent, (unsigned long long)e->weight,
+				unit, (unsigned long long)e->count, stack_entry_who(e, buf, sizeof(buf)));
 		int nr = stack_entry_frames(e, fr, STACK_MAX_FRAMES);
 
 		for (int j = 0; j < nr; j++) {

@@ -64,8 +64,9 @@ struct stack_code {
 
 struct stack_entry {
 	struct stack_node node;
-	int pid;		/* -1 in a table that merges processes */
+	int pid;		/* by_comm 1: -1; 2: its process when procs is 1 */
 	uint32_t seq;		/* order of first use, for ties */
+	uint32_t procs;		/* by_comm 2: the processes that ran it */
 	const char *comm;
 	uint64_t count, weight;
 	struct stack_code *code;
@@ -86,10 +87,19 @@ struct stacktab_pool {
 	struct stacktab_block *first, *last;
 };
 
+/* The (entry, process) pairs a table that counts processes has seen:
+ * open addressing over one word a pair, 0 for empty. */
+struct stack_pairs {
+	uint64_t *slot;
+	size_t n, nr;
+};
+
 struct stacktab {
 	struct stack_index entries, codes, sites;
 	int kernel, user;	/* which frames to keep */
-	int by_comm;		/* one entry per command name and path, not per process */
+	int by_comm;		/* one entry per command name and path, not per
+				 * process; 2: counting the processes */
+	struct stack_pairs pairs; /* by_comm 2 */
 	struct session *s;	/* of the stacks not yet named */
 	int pending;		/* naming is due when the replay ends */
 	struct stacktab_pool entry_pool, code_pool, site_pool;
@@ -107,6 +117,13 @@ void stacktab_init(struct stacktab *t, int kernel, int user);
 /* The same, for a table whose readers need no pid (folded stacks): the
  * processes of one command name share their entries. */
 void stacktab_init_by_comm(struct stacktab *t, int kernel, int user);
+/* The same, for a table read by people on a trace of a whole box: a
+ * path that a thousand processes of one command ran is one entry, which
+ * counts them (procs) and keeps the process while it is one. */
+void stacktab_init_per_command(struct stacktab *t, int kernel, int user);
+/* Who ran e, for a stack's heading: "pid 42 cc1", or "cc1, 97 processes"
+ * in a table by command; into buf. */
+const char *stack_entry_who(const struct stack_entry *e, char *buf, size_t len);
 /* Give each entry size bytes of the command's own, zeroed, before the
  * first is added; stack_entry_extra finds them. */
 void stacktab_set_extra(struct stacktab *t, size_t size);
