@@ -172,6 +172,16 @@ const char *stack_entry_who(const struct stack_entry *e, char *buf, size_t len)
 	return buf;
 }
 
+/* Where key is among n slots, or the empty slot where it would go. */
+static size_t pair_slot(const uint64_t *slot, size_t n, uint64_t key)
+{
+	size_t i = hash_words(&key, 1) & (n - 1);
+
+	while (slot[i] && slot[i] != key)
+		i = (i + 1) & (n - 1);
+	return i;
+}
+
 /* Note that process pid ran entry seq: 1 when new, 0 when seen before,
  * -1 out of memory. */
 static int pairs_add(struct stack_pairs *p, uint32_t seq, uint32_t pid)
@@ -185,20 +195,16 @@ static int pairs_add(struct stack_pairs *p, uint32_t seq, uint32_t pid)
 
 		if (!v)
 			return -1;
-		for (size_t k = 0; k < p->n; k++) {
-			if (!p->slot[k])
-				continue;
-			for (i = hash_words(&p->slot[k], 1) & (n - 1); v[i]; i = (i + 1) & (n - 1))
-				;
-			v[i] = p->slot[k];
-		}
+		for (size_t k = 0; k < p->n; k++)
+			if (p->slot[k])
+				v[pair_slot(v, n, p->slot[k])] = p->slot[k];
 		free(p->slot);
 		p->slot = v;
 		p->n = n;
 	}
-	for (i = hash_words(&key, 1) & (p->n - 1); p->slot[i]; i = (i + 1) & (p->n - 1))
-		if (p->slot[i] == key)
-			return 0;
+	i = pair_slot(p->slot, p->n, key);
+	if (p->slot[i])
+		return 0;
 	p->slot[i] = key;
 	p->nr++;
 	return 1;

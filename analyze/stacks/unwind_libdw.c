@@ -634,7 +634,7 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 	pc = regs[REG_RA];
 	for (;;) {
 		const struct dw_rule *r;
-		uint64_t cfa, ra;
+		uint64_t cfa;
 
 		if (n >= max)
 			return -1;
@@ -692,10 +692,9 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 		 * went past the dump. */
 		if (!(valid >> REG_RA & 1))
 			return n;
-		ra = regs[REG_RA];
-		if (!ra)
+		pc = regs[REG_RA];
+		if (!pc)
 			return -1;
-		pc = ra;
 	}
 }
 
