@@ -54,13 +54,13 @@ int fault_kind_parse(const char *name)
 
 static int on_sample(struct session *s, struct sample *smp, void *arg)
 {
+	static const struct memop zero; /* copied, as parse_sample's */
 	struct memops_state *st = arg;
-	struct memop op;
+	struct memop op = zero;
 	struct hm_slot *slot;
 	struct pending *p;
 	enum ev_kind k = smp->ev->kind;
 
-	memset(&op, 0, sizeof(op));
 	op.pid = smp->pid;
 	op.tid = smp->tid;
 	op.time = smp->time;

@@ -406,12 +406,16 @@ static struct sess_event *event_of(struct session *s, uint64_t id)
  * claim. */
 static int parse_sample(struct session *s, const unsigned char *rec, size_t len, struct sample *smp)
 {
+	/* Cleared by copying a zeroed one: for a memset of a struct this
+	 * size GCC emits `rep stos`, whose start-up alone cost a tenth of a
+	 * frame-pointer trace's replay. */
+	static const struct sample zero;
 	const unsigned char *p = rec + 8, *end = rec + len;
 	int packed = ((const struct perf_event_header *)rec)->type == STACKDUMP_PACKED_SAMPLE;
 	uint64_t id, st;
 
 #define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) return -1; } while (0)
-	memset(smp, 0, sizeof(*smp));
+	*smp = zero;
 	smp->misc = ((const struct perf_event_header *)rec)->misc;
 	NEED(8);
 	memcpy(&id, p, 8);
