@@ -42,7 +42,7 @@ test_expect_success 'the last phase is all there, the first is gone' '
 
 test_expect_success 'stacks are named though the process mapped its objects before the window' '
 	"$MEMSIGHT" folded -e faults ring.trace >f &&
-	grep -q "^phases;_start;.*;main;phase_last[; ]" f &&
+	{ grep -q "^phases;_start;.*;main;phase_last[; ]" f || { cut -c1-300 f; false; }; } &&
 	! grep -q "phase_first" f
 '
 

@@ -55,8 +55,11 @@ test_expect_success() {
 		echo "ok $test_count - $1"
 	else
 		echo "not ok $test_count - $1"
-		printf '%s\n' "$2" | sed 's/^/#   | /'
-		sed 's/^/#   /' "$TRASH/.log" | tail -40
+		# On stderr, which prove shows without -v: a CI log then says why.
+		{
+			printf '%s\n' "$2" | sed 's/^/#   | /'
+			sed 's/^/#   /' "$TRASH/.log" | tail -40
+		} >&2
 		test_failed=$((test_failed + 1))
 	fi
 }
