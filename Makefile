@@ -67,25 +67,25 @@ FORMATS_SRC := \
 	formats/trace_write.c
 
 RECORD_SRC := \
-	record/archive.c \
 	record/command.c \
-	record/drain.c \
-	record/embed.c \
-	record/events.c \
-	record/flight.c \
-	record/ksyms.c \
-	record/leakcheck.c \
+	record/leakcheck/leakcheck.c \
+	record/leakcheck/reach.c \
+	record/objects/archive.c \
+	record/objects/embed.c \
+	record/objects/ksyms.c \
 	record/options.c \
-	record/output.c \
-	record/proctrack.c \
-	record/procsnap.c \
-	record/reach.c \
+	record/probes/events.c \
+	record/probes/setup.c \
+	record/probes/uprobes.c \
+	record/procs/procsnap.c \
+	record/procs/proctrack.c \
 	record/record.c \
-	record/scrub.c \
-	record/setup.c \
-	record/tracemeta.c \
-	record/uprobes.c \
-	record/writeq.c
+	record/ring/flight.c \
+	record/write/drain.c \
+	record/write/output.c \
+	record/write/scrub.c \
+	record/write/tracemeta.c \
+	record/write/writeq.c
 
 ANALYZE_SRC := \
 	analyze/cmd/cmd.c \
@@ -206,7 +206,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 # The sampler is preloaded into other programs: position independent,
 # with frame pointers (a frame-pointer walk passes through it), and never
 # sanitized (the sanitizers' runtimes cannot be preloaded into anything).
-$(SAMPLER): record/sampler.c
+$(SAMPLER): record/sampler/sampler.c
 	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -fPIC -shared -fno-omit-frame-pointer -o $@ $< -lm -pthread

@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "archive.h"
+#include "objects/archive.h"
 #include "recorder.h"
 
 /* The kernel writes a LOST record only once room comes back, so what is

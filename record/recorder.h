@@ -1,10 +1,10 @@
 /*
  * record/recorder.h: the recorder's state, shared by its parts and nothing
- * else: options.c (the command line), setup.c (events and rings),
- * drain.c (the drain loop), tracemeta.c (the META chunks and the summary),
- * command.c (the command it runs), output.c (the trace file's name),
- * flight.c (the ring's triggers and snapshots) and record.c (main and the
- * event loop).
+ * else: options.c (the command line), probes/setup.c (events and rings),
+ * write/drain.c (the drain loop), write/tracemeta.c (the META chunks and
+ * the summary), command.c (the command it runs), write/output.c (the
+ * trace file's name), ring/flight.c (the ring's triggers and snapshots)
+ * and record.c (main and the event loop).
  */
 #ifndef MEMSIGHT_RECORDER_H
 #define MEMSIGHT_RECORDER_H
@@ -20,14 +20,14 @@
 #include "../formats/meta.h"
 #include "../formats/msg.h"
 #include "../formats/trace.h"
-#include "embed.h"
-#include "events.h"
-#include "flight.h"
-#include "ksyms.h"
-#include "leakcheck.h"
-#include "scrub.h"
-#include "uprobes.h"
-#include "writeq.h"
+#include "objects/embed.h"
+#include "probes/events.h"
+#include "ring/flight.h"
+#include "objects/ksyms.h"
+#include "leakcheck/leakcheck.h"
+#include "write/scrub.h"
+#include "probes/uprobes.h"
+#include "write/writeq.h"
 
 #define CHUNK_TARGET (1u << 20)
 /* A chunk's buffer: the target and room for the record that crosses it. */
@@ -160,7 +160,7 @@ int rec_size_parse(const char *arg, uint64_t *out);
 int rec_options_parse(struct recorder *rc, int argc, char **argv);
 void rec_options_release(struct recorder *rc);
 
-/* setup.c */
+/* probes/setup.c */
 int rec_probe_build_id(void);
 int rec_probe_format_lost(void);
 int rec_events_setup(struct recorder *rc);
@@ -168,13 +168,13 @@ int rec_events_open(struct recorder *rc);
 struct rec_event *rec_event_of(struct recorder *rc, uint64_t id);
 void rec_events_release(struct recorder *rc);
 
-/* drain.c */
+/* write/drain.c */
 size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len);
 void rec_ring_flush(struct recorder *rc, struct ring *r);
 int rec_ring_drain(struct recorder *rc, struct ring *r);
 int rec_drain_all(struct recorder *rc, int flush_old);
 
-/* tracemeta.c */
+/* write/tracemeta.c */
 int rec_meta_start(struct recorder *rc);
 void rec_meta_end(struct recorder *rc);
 int rec_reach_emit(void *arg, const void *payload, size_t len);
@@ -186,7 +186,7 @@ int rec_child_release(struct recorder *rc);
 void rec_child_stop(struct recorder *rc);
 int rec_child_reap(struct recorder *rc);
 
-/* output.c */
+/* write/output.c */
 int rec_output_check(const char *path);
 int rec_output_create(struct recorder *rc);
 

@@ -1,0 +1,41 @@
+/*
+ * record/leakcheck/leakcheck.h: stopping recorded processes for --leak-check.
+ *
+ * Owns ptrace for the memory scan: following a command the recorder
+ * started to its exit (the exit stop, where its memory is still whole),
+ * stopping processes given with -p when the recording ends, reading the
+ * stopped threads' registers, and letting them go. reach.c reads the
+ * memory. A followed command's signals pass through untouched; nothing
+ * but its exit stops it. Knows nothing of perf or the trace.
+ */
+#ifndef MEMSIGHT_RECORD_LEAKCHECK_H
+#define MEMSIGHT_RECORD_LEAKCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Where a scan's payloads go (reach.h); returns 0 to go on. */
+typedef int (*leakcheck_emit)(void *arg, const void *payload, size_t len);
+
+struct leakcheck {
+	leakcheck_emit emit;
+	void *arg;
+	int scans;		/* processes scanned */
+	int failed;		/* scans that could not be made */
+	int last_err;		/* the errno of the last failure */
+	uint64_t scan_ns;	/* the target paused this long, in all */
+};
+
+/* Follow child (forked, not yet exec'd) to its exit. Returns 0 or a
+ * negative errno. */
+int leakcheck_follow(pid_t child);
+/* A wait status of the followed child. A ptrace stop is handled here (at
+ * the exit stop the memory is scanned, then the child let go; a signal is
+ * passed on) and 1 returned: the child goes on. 0: its real end. */
+int leakcheck_status(struct leakcheck *lc, pid_t pid, int status);
+/* Stop every thread of pid, scan it, let it go. Returns 0 or a negative
+ * errno (then nothing was scanned). */
+int leakcheck_attach(struct leakcheck *lc, pid_t pid);
+
+#endif

@@ -1,0 +1,606 @@
+/*
+ * record/probes/setup.c: the events of the groups asked for: the malloc family's
+ * uprobes, kernel filters, opening each event on each CPU or task with
+ * its ring, the ids that tell samples apart, the advice when the kernel
+ * refuses, and handing the closing of them all to a child at the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "../procs/procsnap.h"
+#include "../recorder.h"
+
+static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int paranoid(void)
+{
+	char buf[32];
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int v = 2;
+
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			v = atoi(buf);
+		fclose(f);
+	}
+	return v;
+}
+
+/* The highest kernel.perf_event_paranoid that lets an unprivileged user
+ * open ev: every event here samples the kernel (tracepoints fire there,
+ * and stacks start there), which needs 1 or lower; a CPU-wide event 0;
+ * a tracepoint's raw fields -1, but for the syscalls ones on a task. */
+static int paranoid_needed(const struct recorder *rc, const char *ev)
+{
+	if (strchr(ev, ':') && (rc->system_wide || strncmp(ev, "syscalls:", 9)))
+		return -1;
+	return rc->system_wide ? 0 : 1;
+}
+
+static int explain_open_error(const struct recorder *rc, int err, const char *ev)
+{
+	if ((err == EACCES || err == EPERM) && rc->system_wide)
+		return msg_error("system-wide recording (-a) refused for '%s' (%s): it needs root or CAP_PERFMON, or "
+			     "kernel.perf_event_paranoid at most %d (now %d: sysctl -w kernel.perf_event_paranoid=%d); "
+			     "without them record your own processes with -p PID or -- COMMAND",
+			     ev, strerror(err), paranoid_needed(rc, ev), paranoid(), paranoid_needed(rc, ev));
+	if (err == EACCES || err == EPERM)
+		return msg_error("perf_event_open refused for '%s' (%s): it needs root or CAP_PERFMON, or "
+			     "kernel.perf_event_paranoid at most %d (now %d: sysctl -w kernel.perf_event_paranoid=%d)",
+			     ev, strerror(err), paranoid_needed(rc, ev), paranoid(), paranoid_needed(rc, ev));
+	if (err == EMFILE || err == ENFILE)
+		return msg_error("too many open files for '%s': raise the limit with 'ulimit -n'", ev);
+	if (err == ESRCH)
+		return msg_error("cannot open '%s': the target process is gone", ev);
+	return msg_error("cannot open event '%s': %s", ev, strerror(err));
+}
+
+int rec_probe_build_id(void)
+{
+	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
+				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .mmap2 = 1,
+				     .build_id = 1 };
+	int fd = perf_open(&a, 0, -1);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+int rec_probe_format_lost(void)
+{
+	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
+				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .read_format = PERF_FORMAT_LOST };
+	int fd = perf_open(&a, 0, -1);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* Which allocators the target's calls go through: libc, and jemalloc,
+ * tcmalloc or mimalloc where the target maps them (preloaded or linked),
+ * all probed; -O names one instead. */
+/* Whether the allocations come through the sampler: a command started
+ * with it (--sample-bytes), or processes that run with it already (-p),
+ * whose probe points then stand for the malloc family. Fills rc->sampler;
+ * returns 0, or -1 after an error. */
+static int sampler_choose(struct recorder *rc)
+{
+	char path[PATH_MAX + 64];
+	size_t have = 0;
+
+	if (rc->command && rc->sample_bytes) {
+		if (uprobes_sampler_library(path, sizeof(path)))
+			return msg_error("--sample-bytes: cannot find " UPROBES_SAMPLER " (looked in %s): build it with make, "
+					 "or make install",
+					 path);
+		snprintf(rc->sampler, sizeof(rc->sampler), "%.4095s", path);
+		return 0;
+	}
+	for (size_t i = 0; i < rc->nr_pids; i++)
+		have += !uprobes_find_sampler(rc->pids[i], path, sizeof(path));
+	if (rc->nr_pids && have == rc->nr_pids) {
+		snprintf(rc->sampler, sizeof(rc->sampler), "%.4095s", path);
+		if (!rc->quiet)
+			msg_note("malloc: %s with the allocation sampler (%s): recording its samples, estimates at the rate "
+				 "%s started with",
+				 rc->nr_pids > 1 ? "the processes run" : "the process runs", path,
+				 rc->nr_pids > 1 ? "they were" : "it was");
+	} else if (rc->nr_pids && (rc->sample_bytes || have)) {
+		msg_note("malloc: %s not started with the allocation sampler (LD_PRELOAD=%s): recording every call instead",
+			 have ? "some processes were" : rc->nr_pids > 1 ? "the processes were" : "the process was",
+			 UPROBES_SAMPLER);
+	}
+	return 0;
+}
+
+static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
+{
+	struct uprobe_opts u = { .min_size = rc->min_size, .max_size = rc->max_size, .sample = rc->sample,
+				 .exclude_pid = rc->system_wide ? getpid() : 0 };
+	struct uprobe_objects found = { .nr = 0 };
+	char err[512] = "", why[PATH_MAX + 64] = "";
+	size_t n = 0;
+	int r = -ENOENT;
+
+	if (sampler_choose(rc))
+		return -1;
+	if (rc->sampler[0]) {
+		u.sampled = 1;
+		u.objects.nr = 1;
+		snprintf(u.objects.paths[0], sizeof(u.objects.paths[0]), "%s", rc->sampler);
+		snprintf(rc->allocator, sizeof(rc->allocator), "%s", rc->sampler);
+		goto define;
+	}
+	if (rc->nr_pids) {
+		for (size_t i = 0; i < rc->nr_pids; i++) {
+			struct uprobe_objects one;
+
+			if (uprobes_find_allocators(rc->pids[i], &one))
+				continue;
+			for (int k = 0; k < one.nr && found.nr < UPROBES_MAX_OBJECTS; k++) {
+				int dup = 0;
+
+				for (int j = 0; j < found.nr; j++)
+					dup |= !strcmp(found.paths[j], one.paths[k]);
+				if (!dup)
+					memcpy(found.paths[found.nr++], one.paths[k], sizeof(one.paths[k]));
+			}
+		}
+		r = found.nr ? 0 : -ENOENT;
+	} else if (rc->system_wide) {
+		r = uprobes_system_allocators(&found);
+	} else {
+		r = uprobes_command_allocators(rc->command, &found, why, sizeof(why));
+		/* A command the loader cannot be asked about (a wrapper,
+		 * a missing file): the libc this machine runs. */
+		if (r)
+			r = uprobes_find_allocators(0, &found);
+	}
+	if (rc->object) {
+		char maps[512] = "";
+
+		for (int i = 0; i < found.nr; i++)
+			snprintf(maps + strlen(maps), sizeof(maps) - strlen(maps), "%s%s", i ? ", " : " (it maps ",
+				 strrchr(found.paths[i], '/') ? strrchr(found.paths[i], '/') + 1 : found.paths[i]);
+		if (uprobes_resolve_object(rc->object, &found, u.objects.paths[0], sizeof(u.objects.paths[0])))
+			return msg_error("-O %s names no allocator the target maps%s%s: give a path, or the soname of one "
+				     "it maps",
+				     rc->object, maps, maps[0] ? ")" : "");
+		u.objects.nr = 1;
+	} else if (r) {
+		if (rc->nr_pids)
+			return msg_error("process %d maps no allocator (no libc.so): give the object that holds its malloc "
+				     "with -O, e.g. -O /proc/%d/exe for a static executable",
+				     (int)rc->pids[0], (int)rc->pids[0]);
+		return msg_error("cannot find the allocator to probe: give the object that holds malloc with -O");
+	} else {
+		u.objects = found;
+	}
+	for (int i = 0; i < u.objects.nr; i++)
+		n += snprintf(rc->allocator + n, n < sizeof(rc->allocator) ? sizeof(rc->allocator) - n : 0, "%s%s",
+			      i ? "," : "", u.objects.paths[i]);
+	if (!rc->quiet && (u.objects.nr > 1 || why[0])) {
+		char names[1024];
+		size_t k = 0;
+
+		for (int i = 0; i < u.objects.nr; i++) {
+			const char *base = strrchr(u.objects.paths[i], '/');
+
+			k += snprintf(names + k, k < sizeof(names) ? sizeof(names) - k : 0, "%s%s",
+				      i ? (i + 1 < u.objects.nr ? ", " : " and ") : "", base ? base + 1 : u.objects.paths[i]);
+		}
+		msg_note("malloc: probing the malloc family of %s%s%s; -O OBJECT picks one", names,
+			 why[0] ? ", " : " (what the target maps)", why);
+	}
+define:
+	if (!events_tracefs())
+		return msg_error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
+	uprobes_remove_stale();
+	if (uprobes_add(&u, o, &rc->evs, &rc->nr_evs, err, sizeof(err)))
+		return msg_error("%s", err);
+	return 0;
+}
+
+/* GROUP or GROUP/N (one sample in N firings). */
+static int group_parse(char *tok, uint64_t *period)
+{
+	char *slash = strchr(tok, '/'), *end;
+
+	*period = 1;
+	if (!slash)
+		return 0;
+	*slash = 0;
+	*period = strtoull(slash + 1, &end, 10);
+	if (*end || !slash[1] || !*period)
+		return msg_error("invalid sampling in '%s/%s': give GROUP/N to keep one event in N, e.g. kmem/100", tok,
+			     slash + 1);
+	if (!strcmp(tok, "malloc"))
+		return msg_error("malloc takes -s N for sampling, not malloc/%s", slash + 1);
+	return 0;
+}
+
+/* --filter EVENT:EXPR: EVENT is a tracepoint (sys:name or name) or a
+ * group, whose tracepoints all get EXPR. */
+static int filters_apply(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->nr_filters; i++) {
+		const char *arg = rc->filters[i], *expr = NULL;
+		size_t matched = 0;
+
+		for (size_t pass = 0; pass < 2 && !matched; pass++) {
+			for (size_t j = 0; j < rc->nr_evs; j++) {
+				struct rec_event *e = &rc->evs[j];
+				const char *shortname = strchr(e->name, ':');
+				size_t l;
+
+				if (!e->format || !e->group[0])
+					continue;
+				if (pass == 0) {
+					/* "sys:name:EXPR" */
+					l = strlen(e->name);
+					if (strncmp(arg, e->name, l) || arg[l] != ':')
+						continue;
+				} else {
+					/* "name:EXPR" or "group:EXPR" */
+					const char *colon = strchr(arg, ':');
+
+					if (!colon)
+						break;
+					l = colon - arg;
+					if (!((shortname && strlen(shortname + 1) == l && !strncmp(shortname + 1, arg, l)) ||
+					      (strlen(e->group) == l && !strncmp(e->group, arg, l))))
+						continue;
+				}
+				expr = arg + l + 1;
+				if (e->filter[0])
+					return msg_error("two filters for '%s': join them with && in one --filter", e->name);
+				if ((size_t)snprintf(e->filter, sizeof(e->filter), "%s", expr) >= sizeof(e->filter))
+					return msg_error("the filter for '%s' is too long: at most %zu bytes", e->name,
+						     sizeof(e->filter) - 1);
+				matched++;
+			}
+		}
+		if (!matched)
+			return msg_error("--filter '%s' names no recorded tracepoint: give EVENT:EXPR with EVENT a tracepoint "
+				     "of the groups recorded (e.g. kmem:kmalloc:bytes_req > 4096) or a group",
+				     arg);
+	}
+	return 0;
+}
+
+int rec_events_setup(struct recorder *rc)
+{
+	struct rec_opts_events o = {
+		.callchain = rc->callchain,
+		.stack_size = rc->stack_size,
+		.system_wide = rc->system_wide,
+		.inherit = !rc->system_wide,
+		.enable_on_exec = rc->command && !rc->system_wide,
+		.wakeup_bytes = rc->mmap_pages * (unsigned)sysconf(_SC_PAGESIZE) / 4,
+		.build_id = rc->build_id,
+		.format_lost = rc->format_lost,
+	};
+	char *copy = strdup(rc->groups), *save = NULL, *tok;
+	size_t groups_ok = 0;
+	int ret = -1;
+
+	if (!copy)
+		return msg_error("out of memory");
+	if (events_tracking_add(&o, &rc->evs, &rc->nr_evs)) {
+		free(copy);
+		return msg_error("out of memory");
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char missing[1024] = "";
+		const char *fallback = NULL;
+		uint64_t period;
+		int r;
+
+		if (group_parse(tok, &period))
+			goto out;
+		if (!strcmp(tok, "malloc")) {
+			if (setup_malloc(rc, &o))
+				goto out;
+			groups_ok++;
+			continue;
+		}
+		r = events_group_add(tok, period, &o, &rc->evs, &rc->nr_evs, missing, sizeof(missing), &fallback);
+		if (r == -ENOENT) {
+			char known[256] = "";
+
+			for (size_t i = 0; events_group_names[i]; i++)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+					 events_group_names[i]);
+			msg_error("unknown event group '%s': known groups are %s", tok, known);
+			goto out;
+		}
+		if (r == -EACCES) {
+			msg_error("cannot read the tracepoints of group '%s' in %s: permission denied; run as root", tok,
+			      events_tracefs() ? events_tracefs() : "tracefs");
+			goto out;
+		}
+		if (r == -ENODEV) {
+			/* One line, then record the rest: a kernel without one
+			 * group still has the others. */
+			msg_note("skipping group '%s': this kernel has none of %s%s", tok,
+				missing, events_tracefs() ? "" : " (tracefs is not mounted and cannot be)");
+			continue;
+		}
+		if (r) {
+			msg_error("cannot set up group '%s': %s", tok, strerror(-r));
+			goto out;
+		}
+		if (missing[0])
+			msg_note("group '%s' without %s: this kernel lacks them; recording the rest",
+				tok, missing);
+		if (fallback)
+			msg_note("group '%s': this kernel has no exceptions tracepoints; recording the %s software "
+				 "event instead, so faults have no kinds (read, write, exec, cow, kernel)", tok, fallback);
+		groups_ok++;
+	}
+	if (!groups_ok) {
+		msg_error("no event group could be set up: nothing to record");
+		goto out;
+	}
+	ret = filters_apply(rc);
+out:
+	free(copy);
+	return ret;
+}
+
+static int fds_push(struct recorder *rc, int fd)
+{
+	if (rc->nr_fds == rc->fds_alloc) {
+		size_t n = rc->fds_alloc ? rc->fds_alloc * 2 : 64;
+		int *p = realloc(rc->fds, n * sizeof(*p));
+
+		if (!p)
+			return -1;
+		rc->fds = p;
+		rc->fds_alloc = n;
+	}
+	rc->fds[rc->nr_fds++] = fd;
+	return 0;
+}
+
+static int ring_map(struct recorder *rc, struct ring *r, int fd)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+	size_t len = (rc->mmap_pages + 1) * page;
+
+	r->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r->base == MAP_FAILED) {
+		r->base = NULL;
+		return msg_error("cannot map the ring buffer of cpu %d (%zu KiB): %s; try a smaller -m", r->cpu,
+			     len >> 10, strerror(errno));
+	}
+	r->fd = fd;
+	r->pc = r->base;
+	r->data = (unsigned char *)r->base + page;
+	r->size = (uint64_t)rc->mmap_pages * page;
+	r->mask = r->size - 1;
+	return 0;
+}
+
+/* Returns 0, -1 after reporting an error, or 1 when the kernel refused
+ * the event's filter (reported; the caller drops the event). */
+static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu)
+{
+	struct ring *r = &rc->rings[cpu];
+	char filter[sizeof(e->filter) + 64];
+	uint64_t id;
+	int fd = perf_open(&e->attr, pid, cpu);
+
+	if (fd < 0) {
+		/* A CPU that is offline has nothing to record. */
+		if (errno == ENODEV && pid == -1)
+			return 0;
+		return explain_open_error(rc, errno, e->name);
+	}
+	filter[0] = 0;
+	if (rc->system_wide && e->format && !e->filter[0])
+		/* Keep the recorder's own writes and allocations out. */
+		snprintf(filter, sizeof(filter), "common_pid != %d", (int)getpid());
+	else if (rc->system_wide && e->format && strncmp(e->name, "memsight_", 9))
+		snprintf(filter, sizeof(filter), "(%s) && common_pid != %d", e->filter, (int)getpid());
+	else if (e->filter[0])
+		snprintf(filter, sizeof(filter), "%s", e->filter);
+	if (filter[0] && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter)) {
+		int err = errno;
+
+		close(fd);
+		if (!e->filter[0] || !strncmp(e->name, "memsight_", 9))
+			return msg_error("the kernel refused the filter '%s' on '%s': %s", filter, e->name,
+				     strerror(err));
+		fprintf(stderr,
+			"memsight record: the kernel refused the filter '%s' on '%s' (%s): check the expression "
+			"against the fields in %s/events/%.*s/%s/format; recording the other events\n",
+			e->filter, e->name, strerror(err), events_tracefs() ? events_tracefs() : "tracefs",
+			(int)(strchr(e->name, ':') - e->name), e->name, strchr(e->name, ':') + 1);
+		return 1;
+	}
+	if (fds_push(rc, fd)) {
+		close(fd);
+		return msg_error("out of memory");
+	}
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
+		return msg_error("cannot read the id of '%s': %s", e->name, strerror(errno));
+	if (events_id_add(e, id, fd))
+		return msg_error("out of memory");
+	if (!r->base)
+		return ring_map(rc, r, fd);
+	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+		return msg_error("cannot share the ring of cpu %d with '%s': %s", cpu, e->name, strerror(errno));
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	const struct id_map *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int rec_events_open(struct recorder *rc)
+{
+	pid_t *targets = NULL;
+	size_t nr_targets = 0;
+	int ret = -1;
+
+	rc->rings = calloc(rc->ncpus, sizeof(*rc->rings));
+	if (!rc->rings)
+		return msg_error("out of memory");
+	for (int c = 0; c < rc->ncpus; c++)
+		rc->rings[c].cpu = c;
+	if (rc->system_wide) {
+		targets = malloc(sizeof(*targets));
+		targets[nr_targets++] = -1;
+	} else if (rc->command) {
+		targets = malloc(sizeof(*targets));
+		targets[nr_targets++] = rc->child;
+	} else {
+		/* Every existing thread: inherit only covers threads and
+		 * children created from now on. */
+		for (size_t i = 0; i < rc->nr_pids; i++) {
+			pid_t *tids;
+			int n = procsnap_list(rc->pids[i], &tids);
+
+			if (n <= 0) {
+				free(targets);
+				return msg_error("no process with pid %d: check it with 'ps -p %d'", (int)rc->pids[i],
+					     (int)rc->pids[i]);
+			}
+			targets = realloc(targets, (nr_targets + n) * sizeof(*targets));
+			memcpy(targets + nr_targets, tids, n * sizeof(*tids));
+			nr_targets += n;
+			free(tids);
+		}
+	}
+	for (size_t e = 0; e < rc->nr_evs; e++) {
+		for (size_t t = 0; t < nr_targets && !rc->evs[e].dropped; t++) {
+			for (int c = 0; c < rc->ncpus; c++) {
+				int r = open_one(rc, &rc->evs[e], targets[t], c);
+
+				if (r < 0)
+					goto out;
+				if (r > 0) {
+					/* The filter is the same on every fd, so the
+					 * first one refused it: nothing to undo. */
+					rc->evs[e].dropped = 1;
+					break;
+				}
+			}
+		}
+	}
+	/* Events whose filter was refused are not in the trace at all. */
+	{
+		size_t keep = 0, sampled = 0;
+
+		for (size_t e = 0; e < rc->nr_evs; e++) {
+			if (rc->evs[e].dropped) {
+				events_free(&rc->evs[e], 1);
+				continue;
+			}
+			sampled += rc->evs[e].group[0] != 0;
+			rc->evs[keep++] = rc->evs[e];
+		}
+		rc->nr_evs = keep;
+		if (!sampled) {
+			msg_error("no event is left to record");
+			goto out;
+		}
+	}
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		rc->nr_ids += rc->evs[e].nr_ids;
+	rc->ids = malloc(rc->nr_ids * sizeof(*rc->ids));
+	if (!rc->ids) {
+		msg_error("out of memory");
+		goto out;
+	}
+	rc->nr_ids = 0;
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		for (size_t i = 0; i < rc->evs[e].nr_ids; i++)
+			rc->ids[rc->nr_ids++] = (struct id_map){ rc->evs[e].ids[i], &rc->evs[e] };
+	if (rc->nr_ids > 1)
+		qsort(rc->ids, rc->nr_ids, sizeof(*rc->ids), id_cmp);
+	ret = 0;
+out:
+	free(targets);
+	return ret;
+}
+
+struct rec_event *rec_event_of(struct recorder *rc, uint64_t id)
+{
+	size_t lo = 0, hi = rc->nr_ids;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (rc->ids[mid].id == id)
+			return rc->ids[mid].ev;
+		if (rc->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/*
+ * The last close of a tracepoint or uprobe event waits for an RCU grace
+ * period in the kernel (about 28 ms here), once per event and one after
+ * another, as the kernel holds one mutex around each; threads cannot make
+ * them overlap. By now the trace is complete and nothing waits on them, so
+ * a child takes them over, with what must follow them (the uprobe
+ * definitions, which can only go once no event uses them) and the trace
+ * this one replaced (whose pages are freed on its last close), and the
+ * recorder exits at once. The child keeps the recorder's blocked signals
+ * and lets go of its standard streams, so neither a second Ctrl-C nor a
+ * pipe reading the recorder's output waits for it.
+ */
+void rec_events_release(struct recorder *rc)
+{
+	pid_t child = rc->nr_fds || rc->old_fd >= 0 ? fork() : -1;
+
+	if (child == 0) {
+		struct sched_param sp = { .sched_priority = 0 };
+
+		/* Waiting out grace periods needs no real-time priority. */
+		sched_setscheduler(0, SCHED_OTHER, &sp);
+		for (int fd = 0; fd < 3; fd++)
+			close(fd);
+		for (size_t i = 0; i < rc->nr_fds; i++)
+			close(rc->fds[i]);
+		if (rc->old_fd >= 0)
+			close(rc->old_fd);
+		uprobes_remove();
+		_exit(0);
+	}
+	/* With the child holding them these closes are only a count going
+	 * down; without one, they are the slow ones. */
+	for (size_t i = 0; i < rc->nr_fds; i++)
+		close(rc->fds[i]);
+	rc->nr_fds = 0;
+	if (rc->old_fd >= 0)
+		close(rc->old_fd);
+	rc->old_fd = -1;
+	if (child < 0)
+		uprobes_remove();
+}
+

@@ -1,0 +1,670 @@
+/*
+ * record/probes/uprobes.c: allocation-function uprobes in tracefs.
+ *
+ * Why tracefs and not the uprobe PMU: fetchargs put the arguments, the
+ * result and the caller's return address into the sample as fields, and
+ * the kernel's event filter can then apply -z/-Z to the size before a
+ * sample is written. The price is global state, hence the careful removal.
+ * The functions and their fetchargs are formats/allocfns.h's table.
+ */
+#include "uprobes.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../formats/allocfns.h"
+#include "../../formats/sibling.h"
+
+/* perf_regs.h numbering for x86_64: the stack pointer. */
+#define X86_REG_SP 7
+
+/* posix_memalign returns its pointer through memory: the return sample
+ * carries this much of the caller's stack, where such pointers usually
+ * live, so the analyzer can read it. */
+#define POSIX_MEMALIGN_STACK 512
+
+/* The objects whose malloc family a program's allocations go through:
+ * libc, and the allocators that replace it (by basename prefix). */
+static const char *const allocator_names[] = { "libc.so", "libc-2.", "libjemalloc.so", "libtcmalloc",
+					       "libmimalloc.so", NULL };
+
+static struct {
+	char group[64];
+	char event[64];
+} defined[UPROBES_MAX_OBJECTS * 2 * AF_NR];
+static size_t nr_defined;
+/* "aligned_alloc=memalign ...": functions probed once for a shared address. */
+static char aliases[512];
+
+static int write_uprobe_events(const char *line)
+{
+	char path[512];
+	const char *root = events_tracefs();
+	int fd, r = 0;
+
+	if (!root)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "%s/uprobe_events", root);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, strlen(line)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int allocator_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (int k = 0; allocator_names[k]; k++)
+		if (!strncmp(base, allocator_names[k], strlen(allocator_names[k])))
+			return 1;
+	return 0;
+}
+
+static void objects_add(struct uprobe_objects *o, const char *path)
+{
+	for (int i = 0; i < o->nr; i++)
+		if (!strcmp(o->paths[i], path))
+			return;
+	if (o->nr < UPROBES_MAX_OBJECTS && strlen(path) < sizeof(o->paths[0]))
+		snprintf(o->paths[o->nr++], sizeof(o->paths[0]), "%s", path);
+}
+
+/* The allocators of one maps file, libc first. */
+static int objects_from_maps(struct uprobe_objects *o, const char *maps, int all)
+{
+	char *line = NULL;
+	size_t alloc = 0;
+	FILE *f = fopen(maps, "re");
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &alloc, f) > 0) {
+		char *p = strchr(line, '/');
+
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		if (all ? allocator_name(p) : (!strncmp(strrchr(p, '/') + 1, "libc.so", 7) ||
+					       !strncmp(strrchr(p, '/') + 1, "libc-2.", 7)))
+			objects_add(o, p);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+int uprobes_find_allocators(pid_t pid, struct uprobe_objects *o)
+{
+	char maps[64];
+	int r;
+
+	o->nr = 0;
+	if (pid)
+		snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	else
+		snprintf(maps, sizeof(maps), "/proc/self/maps");
+	/* libc first, then whatever else allocates. */
+	if ((r = objects_from_maps(o, maps, 0)) || (r = objects_from_maps(o, maps, 1)))
+		return r;
+	return o->nr ? 0 : -ENOENT;
+}
+
+int uprobes_system_allocators(struct uprobe_objects *o)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (uprobes_find_allocators(0, o))
+		o->nr = 0;
+	while (d && (de = readdir(d))) {
+		char maps[300];
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(maps, sizeof(maps), "/proc/%s/maps", de->d_name);
+		objects_from_maps(o, maps, 1);
+	}
+	if (d)
+		closedir(d);
+	return o->nr ? 0 : -ENOENT;
+}
+
+/* argv[0] as execvp would find it. */
+static int command_path(const char *cmd, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(cmd, '/')) {
+		snprintf(out, len, "%s", cmd);
+		return access(out, X_OK) ? -1 : 0;
+	}
+	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t l = strcspn(p, ":");
+
+		snprintf(out, len, "%.*s/%s", (int)l, l ? p : ".", cmd);
+		if (!access(out, X_OK))
+			return 0;
+		p += l + (p[l] == ':');
+	}
+	return -1;
+}
+
+/* 1 for a dynamically linked ELF (it has an interpreter), 0 for a static
+ * one, -1 for no ELF. */
+static int elf_dynamic(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
+	Elf *elf;
+	size_t nph;
+
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && !elf_getphdrnum(elf, &nph)) {
+		ret = 0;
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_INTERP)
+				ret = 1;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+/* Ask the dynamic loader which objects path would map, as ldd does:
+ * LD_TRACE_LOADED_OBJECTS makes it list them and exit before the program
+ * runs (only ever for a dynamic ELF: a static one would run). The
+ * environment is the command's own, LD_PRELOAD included. */
+static int loader_objects(const char *path, struct uprobe_objects *o)
+{
+	int fds[2], st;
+	pid_t child;
+	char buf[65536];
+	size_t n = 0;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	child = fork();
+	if (child < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (!child) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(fds[1], 1);
+		if (null >= 0)
+			dup2(null, 0), dup2(null, 2);
+		setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		struct pollfd p = { fds[0], POLLIN, 0 };
+		ssize_t r;
+
+		/* A loader that hangs is given up on, not waited for. */
+		if (poll(&p, 1, 5000) <= 0)
+			break;
+		r = read(fds[0], buf + n, sizeof(buf) - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (n += r) == sizeof(buf) - 1)
+			break;
+	}
+	close(fds[0]);
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	buf[n] = 0;
+	/* "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)", and for
+	 * what LD_PRELOAD names "\t/usr/lib/.../libjemalloc.so.2 (0x...)". */
+	for (int pass = 0; pass < 2; pass++) {
+		for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+			char *arrow = strstr(line, "=> /"), *sp;
+
+			nl = strchr(line, '\n');
+			if (arrow && (!nl || arrow < nl))
+				arrow += 3;
+			else if (line[strspn(line, " \t")] == '/')
+				arrow = line + strspn(line, " \t");
+			else
+				continue;
+			sp = arrow + strcspn(arrow, " \n");
+			if (*sp == ' ') {
+				char p[PATH_MAX];
+
+				snprintf(p, sizeof(p), "%.*s", (int)(sp - arrow), arrow);
+				/* libc first, as for a running process. */
+				if (pass == 0 ? !strncmp(strrchr(p, '/') + 1, "libc.so", 7) : allocator_name(p))
+					objects_add(o, p);
+			}
+		}
+	}
+	return o->nr ? 0 : -ENOENT;
+}
+
+int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char *why, size_t whylen)
+{
+	char path[PATH_MAX], interp[PATH_MAX];
+	int dyn;
+
+	o->nr = 0;
+	why[0] = 0;
+	if (command_path(argv[0], path, sizeof(path)))
+		return -ENOENT;
+	dyn = elf_dynamic(path);
+	if (dyn < 0) {
+		/* A script: its interpreter's objects, and what the
+		 * environment preloads into it. */
+		FILE *f = fopen(path, "re");
+		char line[PATH_MAX];
+
+		if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "#!", 2)) {
+			if (f)
+				fclose(f);
+			return -ENOENT;
+		}
+		fclose(f);
+		snprintf(interp, sizeof(interp), "%s", line + 2 + strspn(line + 2, " \t"));
+		interp[strcspn(interp, " \t\n")] = 0;
+		snprintf(path, sizeof(path), "%s", interp);
+		dyn = elf_dynamic(path);
+	}
+	if (dyn == 0) {
+		/* Static: the executable holds its allocator. */
+		objects_add(o, path);
+		snprintf(why, whylen, "the static executable '%s'", path);
+		return 0;
+	}
+	if (dyn < 0)
+		return -ENOENT;
+	return loader_objects(path, o);
+}
+
+int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, char *out, size_t len)
+{
+	size_t l = strlen(name);
+
+	if (strchr(name, '/')) {
+		snprintf(out, len, "%s", name);
+		return 0;
+	}
+	/* A soname or basename: the first mapped object it names. */
+	for (int i = 0; i < found->nr; i++) {
+		const char *base = strrchr(found->paths[i], '/');
+
+		base = base ? base + 1 : found->paths[i];
+		if (!strncmp(base, name, l)) {
+			snprintf(out, len, "%s", found->paths[i]);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int uprobes_find_libc(pid_t pid, char *path, size_t len)
+{
+	struct uprobe_objects o;
+	int r = uprobes_find_allocators(pid, &o);
+
+	if (r)
+		return r;
+	snprintf(path, len, "%s", o.paths[0]);
+	return 0;
+}
+
+/* File offsets of the allocation functions in obj (0 when absent). */
+int uprobes_find_sampler(pid_t pid, char *path, size_t len)
+{
+	char file[64], line[PATH_MAX + 256];
+	FILE *f;
+	int r = -ENOENT;
+
+	snprintf(file, sizeof(file), "/proc/%d/maps", (int)pid);
+	f = fopen(file, "re");
+	if (!f)
+		return -errno;
+	while (r && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/'), *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = 0;
+		if (p && strstr(p, "/" UPROBES_SAMPLER) && strlen(p) < len) {
+			snprintf(path, len, "%s", p);
+			r = 0;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+int uprobes_sampler_library(char *path, size_t len)
+{
+	char dir[PATH_MAX];
+
+	if (!sibling_path(UPROBES_SAMPLER, R_OK, path, len))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(path, len, "%s/" UPROBES_SAMPLER, MEMSIGHT_LIBDIR);
+	if (!access(path, R_OK))
+		return 0;
+	snprintf(path, len, "%s and %s", dir, MEMSIGHT_LIBDIR);
+	return -ENOENT;
+}
+
+static int find_offsets(const char *obj, unsigned long long *off, int sampled, char *err, size_t errlen)
+{
+	int fd = open(obj, O_RDONLY | O_CLOEXEC), found = 0;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	size_t nph;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open allocator object '%s': %s", obj, strerror(errno));
+		return -1;
+	}
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
+		snprintf(err, errlen, "'%s' is not an ELF object: give a shared library or executable to -O", obj);
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return -1;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(d, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+				continue;
+			if (GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			for (size_t k = 0; name && k < AF_NR; k++) {
+				/* The sampler wraps the malloc family: of it, only its
+				 * probe points; of an allocator, never those. */
+				if (off[k] || (k >= AF_SAMPLED_FIRST) != !!sampled || strcmp(name, alloc_fns[k].symbol))
+					continue;
+				/* A probe goes at a file offset: find the segment. */
+				for (size_t p = 0; p < nph; p++) {
+					GElf_Phdr ph;
+
+					if (gelf_getphdr(elf, p, &ph) && ph.p_type == PT_LOAD && sym.st_value >= ph.p_vaddr &&
+					    sym.st_value < ph.p_vaddr + ph.p_filesz) {
+						off[k] = sym.st_value - ph.p_vaddr + ph.p_offset;
+						found++;
+					}
+				}
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (sampled && (!off[AF_SAMPLED_ALLOC] || !off[AF_SAMPLED_FREE])) {
+		snprintf(err, errlen, "'%s' has no memsight_sampled_alloc and memsight_sampled_free: it is not "
+				      "memsight's sampler, or another version of it",
+			 obj);
+		return -1;
+	}
+	if (!sampled && (!off[AF_MALLOC] || !off[AF_FREE])) {
+		snprintf(err, errlen, "'%s' has no %s function: give the allocator's object to -O "
+				      "(its libc, libjemalloc.so.2, or a static executable)",
+			 obj, off[AF_MALLOC] ? "free" : "malloc");
+		return -1;
+	}
+	return found;
+}
+
+static int define(const char *line, const char *group, const char *event, char *err, size_t errlen)
+{
+	int r = write_uprobe_events(line);
+
+	if (r) {
+		snprintf(err, errlen, "tracefs refused the uprobe '%s/%s' (%s): %s", group, event, strerror(-r),
+			 r == -ENODEV || r == -ENOENT ? "is the kernel built with CONFIG_UPROBE_EVENTS?"
+			 : geteuid()		      ? "defining uprobes needs root"
+						      : "see /sys/kernel/tracing/error_log");
+		return -1;
+	}
+	snprintf(defined[nr_defined].group, sizeof(defined[0].group), "%s", group);
+	snprintf(defined[nr_defined++].event, sizeof(defined[0].event), "%s", event);
+	return 0;
+}
+
+static int load_event(const char *group, const char *name, enum alloc_fn fn, int entry, const struct uprobe_opts *u,
+		      const struct rec_opts_events *o, struct rec_event **evs, size_t *nr)
+{
+	char rel[256];
+	char *idtext, *format;
+	struct rec_event e;
+
+	snprintf(rel, sizeof(rel), "events/%s/%s/id", group, name);
+	idtext = events_tracefs_read(rel, NULL);
+	snprintf(rel, sizeof(rel), "events/%s/%s/format", group, name);
+	format = events_tracefs_read(rel, NULL);
+	if (!idtext || !format) {
+		free(idtext);
+		free(format);
+		return -ENODEV;
+	}
+	memset(&e, 0, sizeof(e));
+	snprintf(e.name, sizeof(e.name), "%s:%s", group, name);
+	e.group = "malloc";
+	e.format = format;
+	events_attr_common(&e.attr, o);
+	e.attr.type = PERF_TYPE_TRACEPOINT;
+	e.attr.config = strtoull(idtext, NULL, 10);
+	free(idtext);
+	e.attr.sample_period = 1;
+	e.attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			     PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+	if (entry && alloc_fns[fn].op != ALLOC_OP_FREE) {
+		/* Stacks at entry, never at return: a pending return probe
+		 * has replaced a return address on the stack by then. */
+		events_stack_attr(&e.attr, o);
+		/* The kernel part of a uprobe's callchain is only the trap
+		 * that took it: walking it costs more than the user walk. */
+		e.attr.exclude_callchain_kernel = 1;
+		if (e.attr.exclude_callchain_user)
+			e.attr.sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
+		/* -s N: one entry in N, counted in the kernel. Returns and
+		 * frees are all kept, so every free still finds its pointer;
+		 * so are the entries whose return needs them. */
+		if (!(alloc_fns[fn].flags & ALLOC_FN_EVERY))
+			e.attr.sample_period = u->sample ? u->sample : 1;
+	}
+	if (!entry && alloc_fns[fn].op == ALLOC_OP_ALLOC_OUT) {
+		e.attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		e.attr.sample_regs_user = 1ull << X86_REG_SP;
+		e.attr.sample_stack_user = POSIX_MEMALIGN_STACK;
+	}
+	e.callchain_off = events_callchain_offset(e.attr.sample_type);
+	{
+		size_t n = 0;
+		int filter = entry && (alloc_fns[fn].flags & ALLOC_FN_SIZE_FILTER);
+
+		if (u->exclude_pid)
+			n += snprintf(e.filter + n, sizeof(e.filter) - n, "common_pid != %d", (int)u->exclude_pid);
+		if (filter && u->min_size)
+			n += snprintf(e.filter + n, sizeof(e.filter) - n, "%ssize >= %llu", n ? " && " : "",
+				      u->min_size);
+		if (filter && u->max_size)
+			n += snprintf(e.filter + n, sizeof(e.filter) - n, "%ssize <= %llu", n ? " && " : "",
+				      u->max_size);
+	}
+	if (events_push(evs, nr, &e)) {
+		free(format);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The probes of one allocator object, under group. */
+static int add_object(const char *object, const char *group, const struct uprobe_opts *u,
+		      const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+{
+	unsigned long long off[AF_NR] = { 0 };
+
+	if (find_offsets(object, off, u->sampled, err, errlen) < 0)
+		return -1;
+	for (size_t k = 0; k < AF_NR; k++) {
+		char line[1024], name[64], also[256] = "";
+		int dup = 0;
+
+		if (!off[k])
+			continue;
+		/* One probe per address: aliases (memalign and aligned_alloc
+		 * share code in glibc) would each fire otherwise. */
+		for (size_t j = 0; j < k; j++)
+			dup |= off[j] == off[k];
+		if (dup)
+			continue;
+		for (size_t j = k + 1; j < AF_NR; j++)
+			if (off[j] == off[k])
+				snprintf(also + strlen(also), sizeof(also) - strlen(also), "%s%s", also[0] ? "," : "",
+					 alloc_fns[j].symbol);
+		/* For a shared address, the 8 bytes before the return address:
+		 * the call instruction, whose PLT slot names the function the
+		 * program called. */
+		if (also[0] && !strstr(aliases, alloc_fns[k].symbol))
+			snprintf(aliases + strlen(aliases), sizeof(aliases) - strlen(aliases), "%s%s=%s",
+				 aliases[0] ? " " : "", alloc_fns[k].symbol, also);
+		snprintf(name, sizeof(name), "%s", alloc_fns[k].symbol);
+		snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx %s caller=+0($stack):u64%s\n", group, name, object,
+			 off[k], alloc_fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
+		if (define(line, group, name, err, errlen) || load_event(group, name, k, 1, u, o, evs, nr))
+			return -1;
+		if (alloc_fns[k].op == ALLOC_OP_FREE || alloc_fns[k].op == ALLOC_OP_ALLOC_AT)
+			continue;
+		snprintf(name, sizeof(name), "%s_ret", alloc_fns[k].symbol);
+		snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64\n", group, name, object, off[k]);
+		if (define(line, group, name, err, errlen) || load_event(group, name, k, 0, u, o, evs, nr))
+			return -1;
+	}
+	return 0;
+}
+
+int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs,
+		size_t *nr, char *err, size_t errlen)
+{
+	size_t start = *nr;
+
+	aliases[0] = 0;
+	for (int i = 0; i < u->objects.nr; i++) {
+		char group[64];
+
+		/* A group per object: the same function names in each. */
+		if (i)
+			snprintf(group, sizeof(group), "memsight_%d_%d", (int)getpid(), i + 1);
+		else
+			snprintf(group, sizeof(group), "memsight_%d", (int)getpid());
+		if (add_object(u->objects.paths[i], group, u, o, evs, nr, err, errlen))
+			goto fail;
+	}
+	return 0;
+fail:
+	if (!err[0])
+		snprintf(err, errlen, "cannot set up the uprobes of the allocator");
+	events_free(*evs + start, *nr - start);
+	*nr = start;
+	uprobes_remove();
+	return -1;
+}
+
+const char *uprobes_aliases(void)
+{
+	return aliases;
+}
+
+/* An event's last perf user can let go of it a little after its fd is
+ * closed (the events of a target that exited are freed with their task's
+ * context), and until then the kernel refuses the removal with EBUSY: try
+ * those again for up to 3 s rather than leave probes behind. */
+void uprobes_remove(void)
+{
+	static unsigned char busy[sizeof(defined) / sizeof(defined[0])];
+	char line[192];
+
+	for (int round = 0; nr_defined && round < 300; round++) {
+		size_t kept = 0;
+
+		if (round)
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+		/* Returns go before their entries: the last defined first. */
+		for (size_t i = nr_defined; i-- > 0;) {
+			snprintf(line, sizeof(line), "-:%s/%s\n", defined[i].group, defined[i].event);
+			busy[i] = write_uprobe_events(line) == -EBUSY;
+		}
+		for (size_t i = 0; i < nr_defined; i++)
+			if (busy[i])
+				defined[kept++] = defined[i];
+		nr_defined = kept;
+	}
+	nr_defined = 0;
+}
+
+void uprobes_remove_stale(void)
+{
+	size_t len;
+	char *text = events_tracefs_read("uprobe_events", &len), *p, *save = NULL;
+
+	if (!text)
+		return;
+	for (p = strtok_r(text, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+		int pid;
+		char grp[64], ev[128], line[256], comm[64] = "", path[64];
+		FILE *f;
+
+		/* "p:memsight_123/malloc /path:0x..." or "r:memsight_123_2/..." */
+		if (sscanf(p, "%*[pr]:%63[^/]/%127s", grp, ev) != 2 || sscanf(grp, "memsight_%d", &pid) != 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if ((f = fopen(path, "re"))) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		/* A live memsight-record owns its probes; anything else is a
+		 * leftover of one that was killed. */
+		if (!strncmp(comm, "memsight-record", 15))
+			continue;
+		snprintf(line, sizeof(line), "-:%s/%s\n", grp, ev);
+		write_uprobe_events(line);
+	}
+	free(text);
+}

@@ -1,0 +1,79 @@
+/*
+ * record/probes/uprobes.h: the malloc family through uprobes.
+ *
+ * Owns finding the allocator a target maps (its libc, or the object given
+ * with -O), the offsets of the allocation functions in it, and their
+ * definitions in tracefs uprobe_events: an entry probe per function with its
+ * arguments and the return address at the stack pointer (the caller a
+ * frame-pointer walk from the first instruction skips), a return probe with
+ * the result. Definitions live under the group memsight_PID; they are
+ * removed on every exit, and a start removes those of recorders that died.
+ */
+#ifndef MEMSIGHT_RECORD_UPROBES_H
+#define MEMSIGHT_RECORD_UPROBES_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "events.h"
+
+/* At most this many allocator objects are probed at once. */
+#define UPROBES_MAX_OBJECTS 4
+
+/* Allocator objects, the first one libc's where there is one. */
+struct uprobe_objects {
+	char paths[UPROBES_MAX_OBJECTS][PATH_MAX];
+	int nr;
+};
+
+struct uprobe_opts {
+	struct uprobe_objects objects; /* the allocators to probe */
+	unsigned long long min_size, max_size; /* -z/-Z, 0 for none */
+	unsigned sample;	/* -s N: one entry (with its stack) in N, 1 for all */
+	pid_t exclude_pid;	/* -a: the recorder itself, 0 for none */
+	int sampled;		/* objects are libmemsight-sample.so: probe its two probe points alone */
+};
+
+/* The file name of the allocation sampler, as a process's maps show it. */
+#define UPROBES_SAMPLER "libmemsight-sample.so"
+
+/* The sampler pid maps (its path into path), or -ENOENT. */
+int uprobes_find_sampler(pid_t pid, char *path, size_t len);
+/* The sampler this memsight came with: beside memsight-record (a build
+ * tree), else where make install put it. 0, or -ENOENT (where it looked
+ * in path). */
+int uprobes_sampler_library(char *path, size_t len);
+
+/* The allocators pid maps (pid 0: this process): its libc, then any of
+ * jemalloc, tcmalloc or mimalloc. Returns 0, or -ENOENT when it maps none. */
+int uprobes_find_allocators(pid_t pid, struct uprobe_objects *o);
+/* The first of them, its libc where it has one. */
+int uprobes_find_libc(pid_t pid, char *path, size_t len);
+/* The allocators every running process maps, for -a. */
+int uprobes_system_allocators(struct uprobe_objects *o);
+/* The allocators a command not started yet will map, as its dynamic
+ * loader lists them with the environment it will have (LD_PRELOAD too),
+ * or the executable itself when it is static (why says so then). A script
+ * is its interpreter. Returns 0, or -ENOENT when it cannot tell. */
+int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char *why, size_t whylen);
+/* -O NAME: a path as it is; a soname or basename (libjemalloc.so.2,
+ * libjemalloc) as the first of found it names. 0, or -ENOENT. */
+int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, char *out, size_t len);
+
+/* Define the probes and append their events. Returns 0, or -1 with a
+ * one-line reason in err (no such object, no allocation function in it,
+ * tracefs refused a definition). On error nothing stays defined. */
+int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs,
+		size_t *nr, char *err, size_t errlen);
+
+/* After uprobes_add: the functions probed once for a shared address, as
+ * "FUNCTION=ALIAS[,ALIAS] ..." ("" when none), for the host META. */
+const char *uprobes_aliases(void);
+
+/* Remove this recorder's definitions; its perf fds must be closed first. */
+void uprobes_remove(void);
+/* Remove the definitions of memsight recorders that are no longer running. */
+void uprobes_remove_stale(void);
+
+#endif

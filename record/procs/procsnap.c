@@ -1,0 +1,362 @@
+/*
+ * record/procs/procsnap.c: /proc snapshots and build-id reading.
+ *
+ * Mappings are opened through /proc/PID/map_files/ when possible: that is
+ * the file the process really maps, even when it was deleted or lives in
+ * another mount namespace (a container), not whatever sits at its path now.
+ */
+#include "procsnap.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+/* Build-ids already read, by device and inode: -a snapshots see libc once
+ * per process. */
+struct bid_cache {
+	dev_t dev;
+	ino_t ino;
+	int len;
+	unsigned char id[BUILD_ID_MAX];
+};
+static struct bid_cache *cache;
+static size_t nr_cache, cache_alloc;
+
+static int build_id_elf(Elf *elf, unsigned char *id)
+{
+	size_t nph;
+	int ret = -1;
+
+	if (!elf)
+		return -1;
+	if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
+		goto out;
+	for (size_t i = 0; i < nph && ret < 0; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+		if (!d)
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + noff, "GNU", 4) && nh.n_descsz > 0) {
+				ret = nh.n_descsz > BUILD_ID_MAX ? BUILD_ID_MAX : (int)nh.n_descsz;
+				memcpy(id, (char *)d->d_buf + doff, ret);
+				break;
+			}
+		}
+	}
+out:
+	elf_end(elf);
+	return ret;
+}
+
+static int build_id_fd(int fd, unsigned char *id)
+{
+	elf_version(EV_CURRENT);
+	return build_id_elf(elf_begin(fd, ELF_C_READ_MMAP, NULL), id);
+}
+
+int procsnap_build_id_mem(const void *image, size_t len, unsigned char *id)
+{
+	elf_version(EV_CURRENT);
+	return build_id_elf(elf_memory((char *)image, len), id);
+}
+
+int procsnap_build_id(const char *path, unsigned char *id)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), len;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	for (size_t i = 0; i < nr_cache; i++) {
+		if (cache[i].dev == st.st_dev && cache[i].ino == st.st_ino) {
+			close(fd);
+			memcpy(id, cache[i].id, cache[i].len > 0 ? cache[i].len : 0);
+			return cache[i].len;
+		}
+	}
+	len = build_id_fd(fd, id);
+	close(fd);
+	if (nr_cache == cache_alloc) {
+		size_t n = cache_alloc ? cache_alloc * 2 : 64;
+		struct bid_cache *p = realloc(cache, n * sizeof(*p));
+
+		if (!p)
+			return len;
+		cache = p;
+		cache_alloc = n;
+	}
+	cache[nr_cache].dev = st.st_dev;
+	cache[nr_cache].ino = st.st_ino;
+	cache[nr_cache].len = len;
+	if (len > 0)
+		memcpy(cache[nr_cache].id, id, len);
+	nr_cache++;
+	return len;
+}
+
+void procsnap_build_id_hex(const unsigned char *id, int len, char *out)
+{
+	for (int i = 0; i < len; i++)
+		sprintf(out + 2 * i, "%02x", id[i]);
+	out[len > 0 ? 2 * len : 0] = 0;
+}
+
+struct text {
+	char *buf;
+	size_t len, alloc;
+	int err;
+};
+
+static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void text_add(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->err)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf + t->len, t->alloc - t->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->err = -EINVAL;
+			return;
+		}
+		if ((size_t)n < t->alloc - t->len)
+			break;
+		size_t a = t->alloc ? t->alloc * 2 : 4096;
+		while (a - t->len <= (size_t)n)
+			a *= 2;
+		char *p = realloc(t->buf, a);
+		if (!p) {
+			t->err = -ENOMEM;
+			return;
+		}
+		t->buf = p;
+		t->alloc = a;
+	}
+	t->len += n;
+}
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return n;
+}
+
+int procsnap_list(pid_t pid, pid_t **out)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+	pid_t *v = NULL;
+	size_t n = 0, alloc = 0;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc");
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (n == alloc) {
+			pid_t *p = realloc(v, (alloc = alloc ? alloc * 2 : 64) * sizeof(*p));
+
+			if (!p) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = p;
+		}
+		v[n++] = atoi(de->d_name);
+	}
+	closedir(d);
+	*out = v;
+	return n;
+}
+
+int procsnap_process(pid_t pid, char **text, size_t *len)
+{
+	struct text t = { 0 };
+	char path[128], buf[512], *line = NULL;
+	size_t line_alloc = 0;
+	pid_t *tids = NULL;
+	int nt, ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	/* comm may hold spaces and parentheses: ppid follows the last ')'. */
+	char *rp = strrchr(buf, ')');
+	if (rp)
+		sscanf(rp + 1, " %*c %d", &ppid);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	buf[strcspn(buf, "\n")] = 0;
+	text_add(&t, "pid %d\nppid %d\ncomm %s\nthreads", (int)pid, ppid, buf);
+	nt = procsnap_list(pid, &tids);
+	for (int i = 0; i < nt; i++)
+		text_add(&t, " %d", (int)tids[i]);
+	free(tids);
+	text_add(&t, "\n");
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f) {
+		free(t.buf);
+		return -ESRCH;
+	}
+	while (getline(&line, &line_alloc, f) > 0) {
+		unsigned long long start, end, pgoff, ino;
+		char perms[8], dev[32], hex[2 * BUILD_ID_MAX + 1] = "-";
+		int pathpos = 0;
+		const char *file;
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &pgoff, dev, &ino,
+			   &pathpos) < 6)
+			continue;
+		file = pathpos ? line + pathpos : "";
+		if (file[0] == '/') {
+			unsigned char id[BUILD_ID_MAX];
+			char mf[128];
+			int l;
+
+			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", (int)pid, start, end);
+			l = procsnap_build_id(mf, id);
+			if (l < 0)
+				l = procsnap_build_id(file, id);
+			if (l > 0)
+				procsnap_build_id_hex(id, l, hex);
+		}
+		text_add(&t, "map\t%llx\t%llx\t%s\t%llx\t%s\t%llu\t%s\t%s\n", start, end, perms, pgoff, dev,
+			 ino, hex, file);
+	}
+	free(line);
+	fclose(f);
+	if (t.err) {
+		free(t.buf);
+		return t.err;
+	}
+	*text = t.buf;
+	*len = t.len;
+	return 0;
+}
+
+/* A /proc or cgroup file as a "--- NAME" section; nothing when unreadable. */
+static void section_add(struct text *t, const char *title, const char *path)
+{
+	char buf[8192];
+
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return;
+	text_add(t, "--- %s\n%s%s", title, buf, buf[strlen(buf) - 1] == '\n' ? "" : "\n");
+}
+
+/* The memory cgroup of pid: its directory under /sys/fs/cgroup (v2, or
+ * v1's memory hierarchy). */
+static int memcg_dir(pid_t pid, char *dir, size_t len, int *v2)
+{
+	char path[64], buf[4096], *line, *save = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+		if (!c2)
+			continue;
+		*c2 = 0;
+		if (!strcmp(c1 + 1, "memory") || strstr(c1 + 1, ",memory")) {
+			snprintf(dir, len, "/sys/fs/cgroup/memory%s", c2 + 1);
+			*v2 = 0;
+			return 0;
+		}
+		if (!strcmp(line, "0") && !c1[1]) {
+			snprintf(dir, len, "/sys/fs/cgroup%s", c2 + 1);
+			*v2 = 1;
+		}
+	}
+	return dir[0] ? 0 : -1;
+}
+
+int procsnap_oom_context(pid_t victim, pid_t trigger, uint64_t time, char **out, size_t *len)
+{
+	static const char *const v2_files[] = { "memory.current", "memory.max", "memory.high", "memory.events",
+						"memory.stat", NULL };
+	static const char *const v1_files[] = { "memory.usage_in_bytes", "memory.limit_in_bytes",
+						"memory.max_usage_in_bytes", "memory.failcnt",
+						"memory.oom_control", "memory.stat", NULL };
+	struct text t = { 0 };
+	char path[PATH_MAX], dir[PATH_MAX - 64] = "";
+	int v2 = 0;
+
+	text_add(&t, "time %llu\nvictim_pid %d\ntrigger_pid %d\n", (unsigned long long)time, (int)victim,
+		 (int)trigger);
+	section_add(&t, "loadavg", "/proc/loadavg");
+	section_add(&t, "meminfo", "/proc/meminfo");
+	section_add(&t, "pressure/memory", "/proc/pressure/memory");
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)victim);
+	section_add(&t, "victim status", path);
+	/* A memcg OOM kill names the cgroup at its limit: the victim's when
+	 * it is still there to ask, else the task that hit the limit. */
+	if (!memcg_dir(victim, dir, sizeof(dir), &v2) || !memcg_dir(trigger, dir, sizeof(dir), &v2)) {
+		const char *const *files = v2 ? v2_files : v1_files;
+
+		text_add(&t, "--- cgroup\n%s\n", dir);
+		for (size_t i = 0; files[i]; i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+			section_add(&t, files[i], path);
+		}
+	}
+	if (t.err) {
+		free(t.buf);
+		return t.err;
+	}
+	*out = t.buf;
+	*len = t.len;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * record/procs/procsnap.h: what /proc says about processes that already run.
+ *
+ * Owns the TRACE_META_PROCESS text (pid, ppid, comm, threads, and every
+ * mapping with the build-id of its file) and reading GNU build-ids from ELF
+ * files with libelf. Processes started after recording begins are known from
+ * the kernel's COMM/MMAP2/FORK records instead; this module covers the rest.
+ */
+#ifndef MEMSIGHT_RECORD_PROCSNAP_H
+#define MEMSIGHT_RECORD_PROCSNAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define BUILD_ID_MAX 20
+
+/* Read the NT_GNU_BUILD_ID note of the ELF file at path. Returns its length
+ * (1..BUILD_ID_MAX) or -1 when the file has none or is not ELF. */
+int procsnap_build_id(const char *path, unsigned char *id);
+/* The same for an ELF image in memory (the vDSO). */
+int procsnap_build_id_mem(const void *image, size_t len, unsigned char *id);
+/* Hex form of a build-id into out (2*len+1 bytes). */
+void procsnap_build_id_hex(const unsigned char *id, int len, char *out);
+
+/* Snapshot of one process as TRACE_META_PROCESS text (malloc'd).
+ * Returns 0, or -errno when the process is gone or unreadable. */
+int procsnap_process(pid_t pid, char **text, size_t *len);
+
+/* Thread ids of a process, or every pid on the system when pid is 0.
+ * Returns the count (malloc'd array in *out) or -errno. */
+int procsnap_list(pid_t pid, pid_t **out);
+
+/* The system around an OOM kill seen at `time`, as TRACE_META_OOM text
+ * (malloc'd): load, meminfo, memory pressure, the victim's status while it
+ * is still there, and the memory cgroup's figures. Returns 0 or -errno. */
+int procsnap_oom_context(pid_t victim, pid_t trigger, uint64_t time, char **text, size_t *len);
+
+#endif

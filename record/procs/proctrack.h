@@ -1,0 +1,41 @@
+/*
+ * record/procs/proctrack.h: what a ring must restate as each segment begins.
+ *
+ * Owns the recorder's picture of every process it has seen: pid, parent,
+ * comm, threads and file mappings, from the /proc snapshots taken at the
+ * start and the kernel's MMAP2, COMM, FORK and EXIT records since. A ring
+ * overwrites the records that told a process's story; what this module
+ * holds, written out as TRACE_META_PROCESS text (procsnap.h's format), is
+ * that story's end state, so a window that starts after a process mapped
+ * its objects can still name its stacks. Anonymous mappings made after
+ * the start are not kept: they can be had in their thousands, and name
+ * nothing. A process that exited is kept until two segments later, since
+ * records of other CPUs that were written later may still be its own.
+ */
+#ifndef MEMSIGHT_RECORD_PROCTRACK_H
+#define MEMSIGHT_RECORD_PROCTRACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pt_proc;
+
+struct proctrack {
+	struct pt_proc **slots; /* open addressing by pid */
+	size_t alloc, nr;
+	uint64_t generation;	/* segments begun */
+};
+
+/* Take a TRACE_META_PROCESS text (from /proc at the start). */
+int proctrack_load(struct proctrack *t, const char *text, size_t len);
+/* Look at one perf record: MMAP2, COMM, FORK and EXIT change the picture,
+ * anything else is ignored. */
+void proctrack_record(struct proctrack *t, const void *rec, size_t len);
+/* A segment begins: every process still kept, as TRACE_META_PROCESS text
+ * handed to emit (which returns 0 to go on); those that exited two
+ * segments ago are dropped first. Returns 0 or what emit returned. */
+int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text, size_t len), void *arg);
+void proctrack_release(struct proctrack *t);
+
+#endif

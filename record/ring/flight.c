@@ -1,0 +1,565 @@
+/*
+ * record/ring/flight.c: the flight recorder; see flight.h.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../procs/procsnap.h"
+#include "../recorder.h"
+
+/* What a snapshot is for, handed from the drain loop to the compression
+ * thread. */
+struct flight_req {
+	enum flight_kind kind;
+	char detail[192];
+	uint64_t time;		/* CLOCK_MONOTONIC of the trigger, as record times are */
+	uint64_t realtime;
+};
+
+static const char *const kind_names[] = {
+	[FLIGHT_SIGNAL] = "signal", [FLIGHT_OOM] = "oom", [FLIGHT_RSS] = "rss",
+	[FLIGHT_PSI] = "psi",	    [FLIGHT_RECLAIM] = "reclaim",
+};
+
+int flight_trigger_add(struct flight *f, const char *spec)
+{
+	struct flight_trigger t = { .fd = -1 };
+	const char *arg = strchr(spec, ':');
+	size_t kl = arg ? (size_t)(arg - spec) : strlen(spec);
+	struct flight_trigger *v;
+
+	snprintf(t.spec, sizeof(t.spec), "%s", spec);
+	if (kl == 6 && !strncmp(spec, "signal", 6) && !arg) {
+		t.kind = FLIGHT_SIGNAL;
+	} else if (kl == 3 && !strncmp(spec, "oom", 3) && !arg) {
+		t.kind = FLIGHT_OOM;
+	} else if (kl == 3 && !strncmp(spec, "rss", 3) && arg) {
+		const char *gt = strchr(arg + 1, '>');
+		char who[64], *end;
+		long pid;
+
+		if (!gt || gt == arg + 1 || (size_t)(gt - arg - 1) >= sizeof(who) || rec_size_parse(gt + 1, &t.bytes))
+			return msg_error("invalid trigger '%s': give rss:PID>SIZE or rss:COMM>SIZE, e.g. rss:nginx>2G", spec);
+		snprintf(who, sizeof(who), "%.*s", (int)(gt - arg - 1), arg + 1);
+		pid = strtol(who, &end, 10);
+		if (!*end && pid > 0 && pid <= INT_MAX)
+			t.pid = (pid_t)pid;
+		else if (strlen(who) > 15)
+			return msg_error("invalid trigger '%s': a comm is at most 15 characters, as the kernel keeps it",
+					 spec);
+		else
+			snprintf(t.comm, sizeof(t.comm), "%s", who);
+		t.kind = FLIGHT_RSS;
+	} else if (kl == 3 && !strncmp(spec, "psi", 3) && arg) {
+		char *end;
+		double pct;
+
+		if (!strncmp(arg + 1, "some>", 5))
+			t.full = 0;
+		else if (!strncmp(arg + 1, "full>", 5))
+			t.full = 1;
+		else
+			return msg_error("invalid trigger '%s': give psi:some>PCT or psi:full>PCT, e.g. psi:some>10", spec);
+		pct = strtod(arg + 6, &end);
+		if (end == arg + 6 || (*end && strcmp(end, "%")) || !(pct > 0 && pct <= 100))
+			return msg_error("invalid trigger '%s': PCT is a percentage of time stalled, above 0 and at most 100",
+					 spec);
+		t.pct = (unsigned)(pct * 100); /* hundredths: the kernel takes microseconds of a 2 s window */
+		t.kind = FLIGHT_PSI;
+	} else if (!strncmp(spec, "reclaim>", 8)) {
+		char *end;
+		double ms = strtod(spec + 8, &end);
+
+		if (end == spec + 8 || (*end && strcmp(end, "ms")) || !(ms > 0) || ms > 3600e3)
+			return msg_error("invalid trigger '%s': give reclaim>MS, a stall in milliseconds up to an hour, e.g. reclaim>100", spec);
+		t.ns = (uint64_t)(ms * 1e6);
+		t.kind = FLIGHT_RECLAIM;
+	} else {
+		return msg_error("unknown trigger '%s': use oom, rss:PID_OR_COMM>SIZE, psi:some|full>PCT, reclaim>MS "
+				 "or signal",
+				 spec);
+	}
+	v = realloc(f->trig, (f->nr_trig + 1) * sizeof(*v));
+	if (!v)
+		return msg_error("out of memory");
+	f->trig = v;
+	f->trig[f->nr_trig++] = t;
+	return 0;
+}
+
+int flight_wants(const struct flight *f, enum flight_kind kind)
+{
+	for (size_t i = 0; i < f->nr_trig; i++)
+		if (f->trig[i].kind == kind)
+			return 1;
+	return 0;
+}
+
+int flight_options_check(struct recorder *rc, int (*has_group)(const char *groups, const char *group))
+{
+	struct flight *f = &rc->fl;
+	static const struct {
+		enum flight_kind kind;
+		const char *group;
+	} needs[] = { { FLIGHT_OOM, "oom" }, { FLIGHT_RSS, "rss" }, { FLIGHT_RECLAIM, "reclaim" } };
+	char path[PATH_MAX], *slash, *dot;
+
+	if (f->nr_trig && !f->ring_size)
+		return msg_error("--trigger saves snapshots of a ring: give --ring SIZE too");
+	if (!f->ring_size && (f->after >= 0 || f->max_snapshots))
+		return msg_error("--after and --max-snapshots are for snapshots of a ring: give --ring SIZE and --trigger");
+	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		if (flight_wants(f, needs[i].kind) && !has_group(rc->groups, needs[i].group))
+			return msg_error("--trigger %s watches the %s events, which are not recorded: add %s to -e",
+					 kind_names[needs[i].kind], needs[i].group, needs[i].group);
+	if (f->after < 0)
+		f->after = FLIGHT_AFTER_DEFAULT;
+	if (!f->max_snapshots)
+		f->max_snapshots = FLIGHT_MAX_SNAPSHOTS_DEFAULT;
+	/* Snapshots go beside the ring, named after it. */
+	snprintf(path, sizeof(path), "%s", rc->output);
+	slash = strrchr(path, '/');
+	if (slash) {
+		*slash = 0;
+		snprintf(f->dir, sizeof(f->dir), "%s", path[0] ? path : "/");
+		snprintf(f->base, sizeof(f->base), "%s", slash + 1);
+	} else {
+		snprintf(f->dir, sizeof(f->dir), ".");
+		snprintf(f->base, sizeof(f->base), "%.255s", path);
+	}
+	dot = strrchr(f->base, '.');
+	if (dot && !strcmp(dot, ".trace") && dot != f->base)
+		*dot = 0;
+	snprintf(f->previous, sizeof(f->previous), "%s/%s.previous.trace", f->dir, f->base);
+	return 0;
+}
+
+int flight_setup(struct recorder *rc)
+{
+	struct flight *f = &rc->fl;
+
+	for (size_t i = 0; i < rc->nr_evs; i++) {
+		struct rec_event *e = &rc->evs[i];
+
+		if (flight_wants(f, FLIGHT_RSS) && !strcmp(e->name, "kmem:rss_stat") && e->format) {
+			static const char *const fields[4] = { "mm_id", "curr", "member", "size" };
+
+			e->watch = WATCH_RSS;
+			for (int k = 0; k < 4; k++)
+				if ((f->rss_off[k] = events_field_offset(e->format, fields[k])) < 0)
+					return msg_error("kmem:rss_stat has no field '%s' on this kernel: --trigger rss cannot "
+							 "work here",
+							 fields[k]);
+		}
+		if (flight_wants(f, FLIGHT_RECLAIM) && strstr(e->name, "vmscan:mm_vmscan_") &&
+		    strstr(e->name, "reclaim_begin"))
+			e->watch = WATCH_RECLAIM_BEGIN;
+		if (flight_wants(f, FLIGHT_RECLAIM) && strstr(e->name, "vmscan:mm_vmscan_") &&
+		    strstr(e->name, "reclaim_end"))
+			e->watch = WATCH_RECLAIM_END;
+	}
+	for (size_t i = 0; i < f->nr_trig; i++) {
+		struct flight_trigger *t = &f->trig[i];
+		char line[64];
+		int n;
+
+		if (t->kind != FLIGHT_PSI)
+			continue;
+		/* The kernel's PSI trigger: wake when tasks stalled for more
+		 * than this many microseconds in a window of 2 s, the window
+		 * the kernel allows every caller (1 s needs CAP_SYS_RESOURCE). */
+		t->fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (t->fd < 0)
+			return msg_error("--trigger %s: cannot open /proc/pressure/memory (%s): this kernel has no PSI, or "
+					 "it is off (boot with psi=1)",
+					 t->spec, strerror(errno));
+		n = snprintf(line, sizeof(line), "%s %u 2000000", t->full ? "full" : "some", t->pct * 200);
+		if (write(t->fd, line, n + 1) < 0)
+			return msg_error("--trigger %s: the kernel refused the PSI trigger '%s': %s", t->spec, line,
+					 strerror(errno));
+	}
+	return 0;
+}
+
+static int carry_process(void *arg, const char *text, size_t len)
+{
+	return trace_writer_add_state(arg, TRACE_META_PROCESS, text, len);
+}
+
+/* As a segment begins (compression thread): the processes as they are,
+ * and the kernel symbols every stack so far needed. Later segments'
+ * kernel symbols add to these; their processes are read only when theirs
+ * is the window's first segment. */
+static int flight_carry(void *arg, struct trace_writer *w)
+{
+	struct recorder *rc = arg;
+	char *text = NULL;
+	size_t len = 0;
+
+	if (proctrack_emit(&rc->fl.pt, carry_process, w))
+		return w->err ? w->err : -ENOMEM;
+	if (rc->ksyms.nr && !ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
+		trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_KSYMS, 0, text, len, 0);
+	free(text);
+	return w->err;
+}
+
+int flight_ring_begin(struct recorder *rc)
+{
+	if (trace_writer_ring_begin(&rc->w, flight_carry, rc))
+		return msg_error("cannot start the ring in '%s': %s", rc->output, trace_writer_strerror(&rc->w));
+	return 0;
+}
+
+static struct flight_rss *rss_find(struct flight *f, uint32_t mm_id)
+{
+	for (size_t i = 0; i < f->nr_rss; i++)
+		if (f->rss[i].mm_id == mm_id)
+			return &f->rss[i];
+	return NULL;
+}
+
+/* The first time an address space is seen: its owner, and its counters
+ * as they stand (rss_stat reports one counter at a time, as it moves). */
+static struct flight_rss *rss_new(struct flight *f, uint32_t mm_id, pid_t pid)
+{
+	struct flight_rss *r;
+	char path[64], buf[4096];
+	ssize_t n;
+	int fd;
+
+	if (f->nr_rss == f->alloc_rss) {
+		size_t a = f->alloc_rss ? f->alloc_rss * 2 : 64;
+		struct flight_rss *v = realloc(f->rss, a * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		f->rss = v;
+		f->alloc_rss = a;
+	}
+	r = &f->rss[f->nr_rss++];
+	memset(r, 0, sizeof(*r));
+	r->mm_id = mm_id;
+	r->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, r->comm, sizeof(r->comm) - 1);
+		close(fd);
+		if (n > 0 && r->comm[n - 1] == '\n')
+			r->comm[n - 1] = 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		static const char *const keys[4] = { "RssFile:", "RssAnon:", "VmSwap:", "RssShmem:" };
+
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		for (int k = 0; k < 4; k++) {
+			const char *p = strstr(buf, keys[k]);
+
+			if (p)
+				r->member[k] = strtoll(p + strlen(keys[k]), NULL, 10) * 1024;
+		}
+	}
+	return r;
+}
+
+static void rss_seen(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
+{
+	struct flight *f = &rc->fl;
+	uint32_t raw_len, mm_id, curr, tid[2];
+	int32_t member;
+	int64_t bytes, rss;
+	const unsigned char *raw = events_sample_raw(e, rec, size, &raw_len);
+	struct flight_rss *r;
+
+	if (!raw || (uint32_t)f->rss_off[3] + 8 > raw_len)
+		return;
+	memcpy(&mm_id, raw + f->rss_off[0], 4);
+	memcpy(&curr, raw + f->rss_off[1], 4);
+	memcpy(&member, raw + f->rss_off[2], 4);
+	memcpy(&bytes, raw + f->rss_off[3], 8);
+	memcpy(tid, rec + 24, 8);
+	r = rss_find(f, mm_id);
+	/* Whose counter it is shows only when the task changes its own. */
+	if (!r && (!curr || !(r = rss_new(f, mm_id, (pid_t)tid[0]))))
+		return;
+	if (member >= 0 && member < 4)
+		r->member[member] = bytes;
+	rss = r->member[0] + r->member[1] + r->member[3];
+	for (size_t i = 0; i < f->nr_trig; i++) {
+		const struct flight_trigger *t = &f->trig[i];
+		char detail[192];
+
+		if (t->kind != FLIGHT_RSS || (t->pid ? t->pid != r->pid : strcmp(t->comm, r->comm)))
+			continue;
+		if (rss <= (int64_t)t->bytes) {
+			r->above = 0;
+			continue;
+		}
+		if (r->above)
+			continue;
+		r->above = 1;
+		snprintf(detail, sizeof(detail), "pid %d (%s) RSS %lld bytes, over %llu", (int)r->pid, r->comm,
+			 (long long)rss, (unsigned long long)t->bytes);
+		flight_fire(rc, FLIGHT_RSS, detail);
+	}
+}
+
+static void reclaim_seen(struct recorder *rc, const struct rec_event *e, const unsigned char *rec)
+{
+	struct flight *f = &rc->fl;
+	uint32_t tid[2];
+	uint64_t time;
+	size_t i;
+
+	memcpy(tid, rec + 24, 8);
+	memcpy(&time, rec + 32, 8);
+	for (i = 0; i < f->nr_stalls && f->stalls[i].tid != (pid_t)tid[1]; i++)
+		;
+	if (e->watch == WATCH_RECLAIM_BEGIN) {
+		if (i == f->nr_stalls) {
+			struct flight_stall *v = realloc(f->stalls, (f->nr_stalls + 1) * sizeof(*v));
+
+			if (!v)
+				return;
+			f->stalls = v;
+			f->nr_stalls++;
+		}
+		f->stalls[i] = (struct flight_stall){ (pid_t)tid[1], time };
+		return;
+	}
+	if (i == f->nr_stalls)
+		return;
+	for (size_t k = 0; k < f->nr_trig; k++) {
+		const struct flight_trigger *t = &f->trig[k];
+		char detail[192];
+
+		if (t->kind != FLIGHT_RECLAIM || time < f->stalls[i].begin || time - f->stalls[i].begin <= t->ns)
+			continue;
+		snprintf(detail, sizeof(detail), "tid %u stalled %.1f ms in %s reclaim, over %.1f ms", tid[1],
+			 (time - f->stalls[i].begin) / 1e6, strstr(e->name, "memcg") ? "memcg" : "direct", t->ns / 1e6);
+		flight_fire(rc, FLIGHT_RECLAIM, detail);
+		break;
+	}
+	f->stalls[i] = f->stalls[--f->nr_stalls];
+}
+
+void flight_inspect(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
+{
+	if (size < 40)
+		return;
+	if (e->watch == WATCH_RSS)
+		rss_seen(rc, e, rec, size);
+	else
+		reclaim_seen(rc, e, rec);
+}
+
+void flight_fire(struct recorder *rc, enum flight_kind kind, const char *detail)
+{
+	struct flight *f = &rc->fl;
+	struct flight_req *q;
+
+	if (!flight_wants(f, kind)) {
+		if (kind == FLIGHT_SIGNAL)
+			msg_note("%s ignored: give --trigger signal to save a snapshot on it", detail);
+		return;
+	}
+	if (f->pending) {
+		if (!rc->quiet)
+			msg_note("trigger %s (%s) joins the snapshot waiting for its --after", kind_names[kind], detail);
+		return;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return;
+	q->kind = kind;
+	snprintf(q->detail, sizeof(q->detail), "%s", detail);
+	q->time = rec_now_ns(CLOCK_MONOTONIC);
+	q->realtime = rec_now_ns(CLOCK_REALTIME);
+	f->req = q;
+	f->pending = 1;
+	f->due_ns = q->time + (uint64_t)(f->after * 1e9);
+	if (!rc->quiet)
+		msg_note("trigger %s: %s; snapshot in %.1f s", kind_names[kind], detail, f->after);
+}
+
+int flight_timeout(const struct recorder *rc, int timeout)
+{
+	uint64_t now, left;
+
+	if (!rc->fl.pending)
+		return timeout;
+	now = rec_now_ns(CLOCK_MONOTONIC);
+	left = rc->fl.due_ns > now ? (rc->fl.due_ns - now) / 1000000 + 1 : 0;
+	return left < (uint64_t)timeout ? (int)left : timeout;
+}
+
+/* The newest max_snapshots of this ring's snapshots stay; names sort by
+ * time. */
+static void snapshots_prune(struct flight *f)
+{
+	struct dirent **list = NULL;
+	size_t bl = strlen(f->base);
+	int n = scandir(f->dir, &list, NULL, alphasort), kept = 0;
+
+	for (int i = n - 1; i >= 0; i--) {
+		const char *d = list[i]->d_name;
+		size_t l = strlen(d);
+
+		/* BASE.YYYYmmddTHHMMSSZ[-N].KIND.trace */
+		if (l > bl + 18 + 7 && !strncmp(d, f->base, bl) && d[bl] == '.' && d[bl + 9] == 'T' && d[bl + 16] == 'Z' &&
+		    !strcmp(d + l - 6, ".trace") && ++kept > (int)f->max_snapshots) {
+			char path[PATH_MAX + 256];
+
+			snprintf(path, sizeof(path), "%s/%s", f->dir, d);
+			unlink(path);
+		}
+		free(list[i]);
+	}
+	free(list);
+}
+
+static void snapshot_meta(struct recorder *rc, const struct trace_reader *r, const struct flight_req *q,
+			  struct trace_writer *w)
+{
+	char buf[1024];
+	size_t n = 0;
+	uint64_t first = 0, last = 0;
+
+	for (size_t i = 0; i < r->nr_chunks; i++)
+		if (r->chunks[i].type == TRACE_CHUNK_DATA && r->chunks[i].time) {
+			if (!first || r->chunks[i].time < first)
+				first = r->chunks[i].time;
+			if (r->chunks[i].time > last)
+				last = r->chunks[i].time;
+		}
+#define ADD(...) n += snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
+	ADD("trigger %s\n", kind_names[q->kind]);
+	ADD("detail %s\n", q->detail);
+	ADD("trigger_time_ns %llu\n", (unsigned long long)q->time);
+	ADD("trigger_realtime_ns %llu\n", (unsigned long long)q->realtime);
+	ADD("after_ns %llu\n", (unsigned long long)(rc->fl.after * 1e9));
+	ADD("ring_size %llu\n", (unsigned long long)rc->fl.ring_size);
+	ADD("window_first_ns %llu\nwindow_last_ns %llu\n", (unsigned long long)first, (unsigned long long)last);
+	ADD("overwritten_bytes %llu\noverwritten_records %llu\n", (unsigned long long)r->ring.overwritten_bytes,
+	    (unsigned long long)r->ring.overwritten_records);
+	ADD("snapshot %u\n", rc->fl.taken + 1);
+#undef ADD
+	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_SNAPSHOT, 0, buf, n < sizeof(buf) ? n : sizeof(buf) - 1, 0);
+}
+
+/* On the compression thread, between two chunks: the ring is still. */
+static void snapshot_write(void *arg, void *data)
+{
+	struct recorder *rc = arg;
+	struct flight *f = &rc->fl;
+	const struct flight_req *q = data;
+	struct trace_writer_opts o = { .codec = rc->codec, .level = rc->level, .file_flags = TRACE_FILE_WINDOW };
+	struct trace_reader r;
+	struct trace_writer w = { .fd = -1 };
+	char name[PATH_MAX + 512], tmp[PATH_MAX + 512], stamp[32], err[512];
+	time_t secs = q->realtime / 1000000000ull;
+	struct tm tm;
+	char *text = NULL;
+	size_t len = 0;
+	int fd = -1;
+
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(name, sizeof(name), "%s/%s.%s.%s.trace", f->dir, f->base, stamp, kind_names[q->kind]);
+	for (int k = 2; !access(name, F_OK) && k < 100; k++)
+		snprintf(name, sizeof(name), "%s/%s.%s-%d.%s.trace", f->dir, f->base, stamp, k, kind_names[q->kind]);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.snapshot.XXXXXX", f->dir, f->base);
+	if (trace_reader_open_fd(&r, rc->out_fd, rc->output, err, sizeof(err))) {
+		msg_error("snapshot for trigger %s failed: %s", kind_names[q->kind], err);
+		f->failed++;
+		return;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		msg_error("snapshot for trigger %s failed: cannot create a file in '%s': %s", kind_names[q->kind], f->dir,
+			  strerror(errno));
+		goto out;
+	}
+	trace_writer_init_fd(&w, fd, &o);
+	if (trace_copy_window(&r, &w, err, sizeof(err))) {
+		msg_error("snapshot for trigger %s failed: %s", kind_names[q->kind], err);
+		goto out;
+	}
+	snapshot_meta(rc, &r, q, &w);
+	if (rc->ksyms.nr && !ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
+		trace_writer_add(&w, TRACE_CHUNK_META, TRACE_META_KSYMS, 0, text, len, 0);
+	free(text);
+	/* The objects the window's stacks run in, from this machine's files,
+	 * so the snapshot can be analyzed elsewhere. */
+	if (rc->embed.mode != EMBED_NONE)
+		embed_set_write(&rc->embed, &w);
+	if (trace_writer_finish(&w) || rename(tmp, name)) {
+		msg_error("snapshot for trigger %s failed: cannot write '%s': %s", kind_names[q->kind], name,
+			  w.err ? trace_writer_strerror(&w) : strerror(errno));
+		goto out;
+	}
+	tmp[0] = 0;
+	f->taken++;
+	if (!rc->quiet)
+		msg_note("snapshot '%s': trigger %s (%s), %.1f MiB", name, kind_names[q->kind], q->detail,
+			 w.offset / 1048576.0);
+	snapshots_prune(f);
+out:
+	if (tmp[0] && fd >= 0) {
+		unlink(tmp);
+		f->failed++;
+	}
+	if (fd >= 0)
+		close(fd);
+	trace_writer_release(&w);
+	trace_reader_release(&r);
+}
+
+void flight_poll(struct recorder *rc, int force)
+{
+	struct flight *f = &rc->fl;
+
+	if (!f->pending || (!force && rec_now_ns(CLOCK_MONOTONIC) < f->due_ns))
+		return;
+	/* What the rings hold up to now goes into the ring first. */
+	rec_drain_all(rc, 0);
+	for (int c = 0; c < rc->ncpus; c++)
+		rec_ring_flush(rc, &rc->rings[c]);
+	writeq_push_call(&rc->q, snapshot_write, rc, f->req);
+	f->req = NULL;
+	f->pending = 0;
+}
+
+void flight_psi_event(struct recorder *rc, size_t i)
+{
+	const struct flight_trigger *t = &rc->fl.trig[i];
+	char detail[192];
+
+	snprintf(detail, sizeof(detail), "memory pressure: %s stalled over %.2f%% of 2 s", t->full ? "all tasks" : "some tasks",
+		 t->pct / 100.0);
+	flight_fire(rc, FLIGHT_PSI, detail);
+}
+
+void flight_release(struct flight *f)
+{
+	for (size_t i = 0; i < f->nr_trig; i++)
+		if (f->trig[i].fd >= 0)
+			close(f->trig[i].fd);
+	free(f->trig);
+	free(f->req);
+	free(f->rss);
+	free(f->stalls);
+	proctrack_release(&f->pt);
+}

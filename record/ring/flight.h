@@ -1,0 +1,123 @@
+/*
+ * record/ring/flight.h: the flight recorder: --ring, --trigger and snapshots.
+ *
+ * Owns what turns a recording into one that can be left running: the ring
+ * file (formats/trace.h lays it out; this module restates, as each of its
+ * segments begins, the processes and kernel symbols a reader of the
+ * window needs), the triggers that watch for trouble (an OOM kill, a
+ * process's RSS, memory pressure, a reclaim stall, SIGUSR1), and the
+ * snapshots they save: the ring's window as a trace of its own, written
+ * by the compression thread between two chunks, so the ring is still.
+ *
+ * The drain loop fires triggers; the compression thread owns the process
+ * picture (proctrack.h) and writes snapshots. Knows nothing of unwinding.
+ */
+#ifndef MEMSIGHT_RECORD_FLIGHT_H
+#define MEMSIGHT_RECORD_FLIGHT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../procs/proctrack.h"
+
+/* Defaults for an always-on ring: a snapshot keeps the seconds after its
+ * trigger too, and a directory keeps the newest few. */
+#define FLIGHT_AFTER_DEFAULT 2.0
+#define FLIGHT_MAX_SNAPSHOTS_DEFAULT 16
+
+enum flight_kind {
+	FLIGHT_SIGNAL = 1,
+	FLIGHT_OOM,
+	FLIGHT_RSS,
+	FLIGHT_PSI,
+	FLIGHT_RECLAIM,
+};
+
+/* What an event is watched for (rec_event.watch). */
+enum flight_watch {
+	WATCH_RSS = 1,
+	WATCH_RECLAIM_BEGIN,
+	WATCH_RECLAIM_END,
+};
+
+struct flight_trigger {
+	enum flight_kind kind;
+	char spec[128];		/* as given to --trigger */
+	pid_t pid;		/* rss: the process, or 0 to match comm */
+	char comm[16];
+	uint64_t bytes;		/* rss: the size that fires */
+	int full;		/* psi: "full" rather than "some" */
+	unsigned pct;		/* psi: percent of a second stalled */
+	uint64_t ns;		/* reclaim: the stall that fires */
+	int fd;			/* psi: the kernel's trigger */
+};
+
+/* One address space's RSS, by the counters rss_stat reports. */
+struct flight_rss {
+	uint32_t mm_id;
+	pid_t pid;
+	char comm[16];
+	int64_t member[4];	/* bytes: file, anon, swap entries, shmem */
+	int above;		/* past its trigger's size: fires again only after dropping under */
+};
+
+struct flight_stall {
+	pid_t tid;
+	uint64_t begin;
+};
+
+struct flight {
+	uint64_t ring_size;	/* --ring; 0 for a linear trace */
+	struct flight_trigger *trig;
+	size_t nr_trig;
+	double after;		/* --after, seconds */
+	unsigned max_snapshots;
+	char dir[4096], base[256]; /* where snapshots go, and their names' start */
+	char previous[4608];	/* where the ring a restart replaces is kept */
+
+	/* drain loop */
+	int pending;		/* a snapshot waits for its --after */
+	uint64_t due_ns;
+	struct flight_req *req;
+	int rss_off[4];		/* rss_stat: mm_id, curr, member, size */
+	struct flight_rss *rss;
+	size_t nr_rss, alloc_rss;
+	struct flight_stall *stalls;
+	size_t nr_stalls;
+
+	/* compression thread */
+	struct proctrack pt;
+	unsigned taken, failed;
+};
+
+struct recorder;
+struct rec_event;
+
+/* --trigger KIND[:ARG]: parse and keep one. Returns 0 or -1 (reported). */
+int flight_trigger_add(struct flight *f, const char *spec);
+/* After the options: what the ring and the triggers need of them. */
+int flight_options_check(struct recorder *rc, int (*has_group)(const char *groups, const char *group));
+/* After the events are set up: mark what the triggers read; open the PSI
+ * triggers. Returns 0 or -1 (reported). */
+int flight_setup(struct recorder *rc);
+/* End the ring's head and start its segments (the process snapshots go
+ * through proctrack_load first). Returns 0 or -1 (reported). */
+int flight_ring_begin(struct recorder *rc);
+/* Drain loop: a sample of a watched event. */
+void flight_inspect(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size);
+/* Something happened that a trigger asked for. Triggers that fire while a
+ * snapshot waits for its --after join it. */
+void flight_fire(struct recorder *rc, enum flight_kind kind, const char *detail);
+/* Whether kind is among the triggers. */
+int flight_wants(const struct flight *f, enum flight_kind kind);
+/* The event loop's poll timeout, shortened to when a snapshot is due. */
+int flight_timeout(const struct recorder *rc, int timeout);
+/* Event loop: take a snapshot whose time has come (or every waiting one,
+ * at the end, when force). */
+void flight_poll(struct recorder *rc, int force);
+/* A PSI trigger's file turned readable (an event). */
+void flight_psi_event(struct recorder *rc, size_t i);
+void flight_release(struct flight *f);
+
+#endif

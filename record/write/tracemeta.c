@@ -1,0 +1,297 @@
+/*
+ * record/write/tracemeta.c: the META chunks that start and end a trace (host, tracefs
+ * header_page, events, /proc snapshots; kernel symbols, late build-ids,
+ * statistics), the --leak-check scans, and the summary on stderr.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+#include "../procs/procsnap.h"
+
+#include "../recorder.h"
+
+static void meta_add(struct recorder *rc, enum trace_meta_kind kind, const void *data, size_t len)
+{
+	trace_writer_add(&rc->w, TRACE_CHUNK_META, kind, 0, data, len, 0);
+}
+
+static void write_host(struct recorder *rc)
+{
+	struct utsname u;
+	char host[8192], cmd[4096] = "";
+	size_t n = 0;
+	uint64_t mono = rec_now_ns(CLOCK_MONOTONIC), real = rec_now_ns(CLOCK_REALTIME);
+	char hostname[256] = "";
+
+	uname(&u);
+	gethostname(hostname, sizeof(hostname) - 1);
+	for (int i = 0; i < rc->argc; i++)
+		n += snprintf(cmd + n, n < sizeof(cmd) ? sizeof(cmd) - n : 0, "%s%s", i ? " " : "", rc->argv[i]);
+	n = 0;
+#define ADD(...) n += snprintf(host + n, n < sizeof(host) ? sizeof(host) - n : 0, __VA_ARGS__)
+	ADD("memsight_version %s\n", MEMSIGHT_VERSION);
+	ADD("hostname %s\n", hostname);
+	ADD("sysname %s\nrelease %s\nversion %s\nmachine %s\n", u.sysname, u.release, u.version, u.machine);
+	ADD("nr_cpus %d\n", rc->ncpus);
+	ADD("page_size %ld\n", sysconf(_SC_PAGESIZE));
+	ADD("long_size %zu\n", sizeof(long));
+	ADD("byte_order little\n");
+	ADD("clock_id %d\n", CLOCK_MONOTONIC);
+	ADD("clock_monotonic_ns %llu\nclock_realtime_ns %llu\n", (unsigned long long)mono,
+	    (unsigned long long)real);
+	ADD("recorder_pid %d\n", (int)getpid());
+	ADD("command %s\n", cmd);
+	if (rc->callchain == REC_CG_DWARF)
+		ADD("call_graph dwarf,%u\n", rc->stack_size);
+	else
+		ADD("call_graph %s\n", rc->callchain == REC_CG_FP ? "fp" : "none");
+	ADD("stack_dump %s\n", rc->scrub.mode == SCRUB_RAW ? "raw" : "pointers");
+	ADD("groups %s\n", rc->groups);
+	ADD("build_id_in_mmap2 %d\n", rc->build_id);
+	if (rc->allocator[0]) {
+		ADD("allocator %s\n", rc->allocator);
+		ADD("alloc_sample %u\n", rc->sample ? rc->sample : 1);
+		ADD("alloc_min_size %llu\nalloc_max_size %llu\n", rc->min_size, rc->max_size);
+		if (rc->sampler[0])
+			ADD("alloc_sampler %s\nalloc_sample_bytes %llu\n", rc->sampler,
+			    (unsigned long long)rc->sample_bytes);
+		if (uprobes_aliases()[0])
+			ADD("alloc_aliases %s\n", uprobes_aliases());
+		if (rc->leak_check)
+			ADD("leak_check 1\n");
+	}
+	if (rc->system_wide && rc->command)
+		ADD("target system command %d\n", (int)rc->child);
+	else if (rc->system_wide)
+		ADD("target system\n");
+	else if (rc->command)
+		ADD("target command %d\n", (int)rc->child);
+	else {
+		ADD("target pids");
+		for (size_t i = 0; i < rc->nr_pids; i++)
+			ADD("%s%d", i ? "," : " ", (int)rc->pids[i]);
+		ADD("\n");
+	}
+#undef ADD
+	if (n >= sizeof(host))
+		n = sizeof(host) - 1;
+	meta_add(rc, TRACE_META_HOST, host, n);
+	rc->start_ns = mono;
+}
+
+int rec_meta_start(struct recorder *rc)
+{
+	size_t len;
+	char *hp;
+
+	write_host(rc);
+	hp = events_tracefs_read("events/header_page", &len);
+	if (hp) {
+		meta_add(rc, TRACE_META_HEADER_PAGE, hp, len);
+		free(hp);
+	}
+	for (size_t i = 0; i < rc->nr_evs; i++) {
+		struct rec_event *e = &rc->evs[i];
+		struct trace_event_desc d = { e->name, (char *)e->group, e->format, &e->attr,
+					      sizeof(e->attr), e->ids, e->nr_ids };
+		unsigned char *buf;
+
+		if (trace_event_desc_encode(&d, &buf, &len))
+			return msg_error("out of memory");
+		meta_add(rc, TRACE_META_EVENT, buf, len);
+		free(buf);
+	}
+	if (rc->system_wide || rc->nr_pids) {
+		pid_t *pids = rc->pids;
+		int n = rc->nr_pids;
+
+		if (rc->system_wide && (n = procsnap_list(0, &pids)) < 0)
+			return msg_error("cannot list /proc: %s", strerror(-n));
+		for (int i = 0; i < n; i++) {
+			char *text;
+
+			/* A process may exit while we look: skip it. */
+			if (procsnap_process(pids[i], &text, &len))
+				continue;
+			/* A ring restates them as each segment begins. */
+			if (rc->fl.ring_size)
+				proctrack_load(&rc->fl.pt, text, len);
+			else
+				meta_add(rc, TRACE_META_PROCESS, text, len);
+			if (rc->embed.mode != EMBED_NONE)
+				embed_set_add_maps(&rc->embed, text, len);
+			free(text);
+		}
+		if (pids != rc->pids)
+			free(pids);
+	}
+	if (rc->fl.ring_size && !rc->w.err && flight_ring_begin(rc))
+		return -1;
+	return rc->w.err ? msg_error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w)) : 0;
+}
+
+void rec_meta_end(struct recorder *rc)
+{
+	char *text = NULL, line[PATH_MAX + 64];
+	size_t len = 0, alloc = 0;
+
+	/* The objects first: the kallsyms thread may still be reading. Not
+	 * on a full disk: the reserve is for what follows. Not into a ring,
+	 * where they would push out the window: its snapshots and memsight
+	 * archive carry them. */
+	if (!trace_writer_full(&rc->w) && !rc->fl.ring_size)
+		embed_set_write(&rc->embed, &rc->w);
+	if (!ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
+		meta_add(rc, TRACE_META_KSYMS, text, len);
+	free(text);
+
+	/* Build-ids the kernel could not give (page not in memory). */
+	text = NULL;
+	len = alloc = 0;
+	for (size_t i = 0; i < rc->nr_nobid; i++) {
+		unsigned char id[BUILD_ID_MAX];
+		char hex[2 * BUILD_ID_MAX + 1];
+		int l = procsnap_build_id(rc->nobid[i], id), n;
+
+		if (l <= 0)
+			continue;
+		procsnap_build_id_hex(id, l, hex);
+		n = snprintf(line, sizeof(line), "%s\t%s\n", hex, rc->nobid[i]);
+		if (len + n + 1 > alloc) {
+			char *p = realloc(text, alloc = (len + n + 1) * 2);
+
+			if (!p)
+				break;
+			text = p;
+		}
+		memcpy(text + len, line, n);
+		len += n;
+	}
+	if (len)
+		meta_add(rc, TRACE_META_BUILDIDS, text, len);
+	free(text);
+
+	text = NULL;
+	len = alloc = 0;
+	{
+		char buf[16384];
+		size_t n = 0;
+		uint64_t lost = 0;
+
+		for (int c = 0; c < rc->ncpus; c++)
+			lost += rc->rings[c].lost;
+		lost += rc->lost_unreported;
+#define ADD(...) n += snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
+		ADD("duration_ns %llu\n", (unsigned long long)(rc->stop_ns - rc->start_ns));
+		ADD("records %llu\n", (unsigned long long)rc->records);
+		if (rc->records > rc->w.nr_records)
+			ADD("records_not_written %llu\n", (unsigned long long)(rc->records - rc->w.nr_records));
+		ADD("lost %llu\n", (unsigned long long)lost);
+		ADD("writer_queue_peak %zu\nwriter_queue_waits %llu\n", rc->q.peak,
+		    (unsigned long long)rc->q.waits);
+		ADD("writer_codec %d\nwriter_level %d\n", (int)rc->w.codec, rc->w.level);
+		ADD("writer_fast_chunks %llu\nwriter_raw_chunks %llu\n", (unsigned long long)rc->q.fast_chunks,
+		    (unsigned long long)rc->q.raw_chunks);
+		ADD("writer_boosts %llu\ndrain_realtime %d\n", (unsigned long long)rc->q.boosts, rc->realtime);
+		if (rc->fl.ring_size)
+			ADD("ring_size %llu\nring_bytes %llu\nsnapshots %u\nsnapshots_failed %u\n",
+			    (unsigned long long)rc->fl.ring_size, (unsigned long long)rc->w.ring_bytes, rc->fl.taken,
+			    rc->fl.failed);
+		for (size_t i = 0; i < rc->nr_evs; i++)
+			if (rc->evs[i].group[0])
+				ADD("samples %s %llu\n", rc->evs[i].name, (unsigned long long)rc->evs[i].samples);
+		if (rc->command && rc->child_done) {
+			ADD("command_status %d\n", rc->child_status);
+			if (rc->child_stopped)
+				ADD("command_stopped 1\n");
+			/* What the kernel itself counted for the command and the
+			 * children it waited for: a check on the fault samples. */
+			ADD("command_minflt %ld\ncommand_majflt %ld\n", rc->child_ru.ru_minflt,
+			    rc->child_ru.ru_majflt);
+			ADD("command_maxrss_kb %ld\n", rc->child_ru.ru_maxrss);
+		}
+#undef ADD
+		if (n >= sizeof(buf))
+			n = sizeof(buf) - 1;
+		meta_add(rc, TRACE_META_STATS, buf, n);
+	}
+}
+
+/* A --leak-check scan's payload: in order with the records while the
+ * compression thread runs, straight to the writer once it has stopped. */
+int rec_reach_emit(void *arg, const void *payload, size_t len)
+{
+	struct recorder *rc = arg;
+
+	if (rc->q.running)
+		writeq_push_meta(&rc->q, TRACE_META_REACH, payload, len);
+	else
+		meta_add(rc, TRACE_META_REACH, payload, len);
+	return rc->w.err;
+}
+
+void rec_summary(struct recorder *rc)
+{
+	uint64_t lost = rc->lost_unreported, written = rc->w.nr_records;
+	uint64_t bytes = rc->w.ring_start ? rc->w.ring_start + rc->w.ring_bytes : rc->w.offset;
+	uint64_t unwritten = rc->records > written ? rc->records - written : 0;
+	double secs = (rc->stop_ns - rc->start_ns) / 1e9;
+
+	for (int c = 0; c < rc->ncpus; c++)
+		lost += rc->rings[c].lost;
+	if (rc->quiet && !lost && !unwritten)
+		return;
+	msg_note("%llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes/record)",
+		(unsigned long long)written, secs, bytes / 1048576.0, rc->output,
+		written ? (double)bytes / written : 0.0);
+	/* Records that never reached the file are lost as surely as those
+	 * the kernel dropped: never "0 lost" then. */
+	if (unwritten)
+		msg_note("NOT WRITTEN %llu of %llu records: %s; %s",
+			(unsigned long long)unwritten, (unsigned long long)rc->records,
+			rc->disk_full ? "the disk holding the trace filled" : "writing the trace failed",
+			rc->w.err ? "the trace ends where the writing failed" : "the trace holds the ones before");
+	if (lost && rc->q.waits)
+		msg_note("LOST %llu events: the compression thread fell behind (%.0f MiB "
+				"queued) for want of CPU; %s",
+			(unsigned long long)lost, rc->q.peak / 1048576.0,
+			geteuid() ? "run as root, which lets the recorder's threads run ahead of the command, or "
+				    "record with -g fp (a tenth of the bytes)"
+				  : rc->callchain == REC_CG_DWARF ? "record with -g fp (a tenth of the bytes), fewer "
+								    "groups, or with a CPU left free"
+								  : "record fewer groups, or with a CPU left free");
+	else if (lost)
+		msg_note("LOST %llu events: the rings overflowed; enlarge them with -m "
+				"or record fewer groups, or sample them (kmem/100)",
+			(unsigned long long)lost);
+	else if (!rc->quiet && !unwritten)
+		msg_note("0 events lost");
+	if (rc->leak_check && rc->lc.failed)
+		msg_note("--leak-check could not scan %d process%s (%s): leaks will not tell lost "
+				"from reachable for %s",
+			rc->lc.failed, rc->lc.failed == 1 ? "" : "es", strerror(rc->lc.last_err),
+			rc->lc.failed == 1 ? "it" : "them");
+	else if (rc->leak_check && !rc->lc.scans)
+		msg_note("--leak-check scanned nothing: the process%s ended before the "
+				"recording did",
+			rc->nr_pids > 1 ? "es" : "");
+	else if (rc->leak_check && !rc->quiet)
+		msg_note("--leak-check scanned %d process%s, pausing %s %.1f ms", rc->lc.scans,
+			rc->lc.scans == 1 ? "" : "es", rc->lc.scans == 1 ? "it" : "them", rc->lc.scan_ns / 1e6);
+	if (rc->w.ring_start && !rc->quiet)
+		msg_note("ring of %.1f MiB in %u segments: %.1f MiB went through it, %s", rc->fl.ring_size / 1048576.0,
+			 rc->w.nr_segs, rc->w.ring_bytes / 1048576.0,
+			 rc->w.seq > rc->w.nr_segs ? "the oldest overwritten" : "none of it overwritten");
+	if (rc->fl.nr_trig && !rc->quiet)
+		msg_note("%u snapshot%s saved%s", rc->fl.taken, rc->fl.taken == 1 ? "" : "s",
+			 rc->fl.failed ? " (some failed: see above)" : "");
+	if (rc->oom_kills && !rc->quiet)
+		msg_note("%llu OOM kill%s recorded with the system's state; see memsight oom",
+			(unsigned long long)rc->oom_kills, rc->oom_kills == 1 ? "" : "s");
+}
+
