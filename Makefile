@@ -73,10 +73,12 @@ RECORD_SRC := \
 	record/objects/archive.c \
 	record/objects/embed.c \
 	record/objects/ksyms.c \
+	record/objects/objset.c \
 	record/options.c \
 	record/probes/events.c \
 	record/probes/setup.c \
 	record/probes/uprobes.c \
+	record/procs/execmap.c \
 	record/procs/procsnap.c \
 	record/procs/proctrack.c \
 	record/record.c \

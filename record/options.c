@@ -162,13 +162,12 @@ static int opt_filter(const struct opt *o, const char *arg, void *ctx)
 
 static int opt_stack_dump(const struct opt *o, const char *arg, void *ctx)
 {
+	int m = scrub_mode_parse(arg);
+
 	(void)ctx;
-	if (!strcmp(arg, "pointers"))
-		*(enum scrub_mode *)o->value = SCRUB_POINTERS;
-	else if (!strcmp(arg, "raw"))
-		*(enum scrub_mode *)o->value = SCRUB_RAW;
-	else
-		return msg_error("unknown --stack-dump mode '%s': use pointers or raw", arg);
+	if (m < 0)
+		return msg_error("unknown --stack-dump mode '%s': use unwind, pointers or raw", arg);
+	*(enum scrub_mode *)o->value = m;
 	return 0;
 }
 
@@ -405,9 +404,10 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "none: no stacks",
 			     opt_call_graph),
 		OPT_CALLBACK(0, "stack-dump", &rc->stack_dump, "MODE",
-			     "pointers (default): of each stack dump and user register,\n"
-			     "keep only the words that could be user addresses (all\n"
-			     "that unwinding reads), zero the rest; raw: every byte",
+			     "unwind (default): of each stack dump and user register,\n"
+			     "keep only the words unwinding reads (addresses in the\n"
+			     "process's code or in the dump), zero the rest; pointers:\n"
+			     "every word that could be a user address; raw: every byte",
 			     opt_stack_dump),
 		OPT_CALLBACK('m', "mmap-pages", &rc->mmap_pages, "N",
 			     "ring buffer pages per CPU, a power of two (default 1024,\n"

@@ -143,7 +143,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 			if (kind == 0 && (evs[i].events & (EPOLLHUP | EPOLLERR))) {
 				/* Every task of this ring exited: drain it below,
 				 * then stop polling it or epoll would spin. */
-				rec_ring_drain(rc, &rc->rings[idx]);
+				rec_drain_all(rc, 0);
 				epoll_ctl(ep, EPOLL_CTL_DEL, rc->rings[idx].fd, NULL);
 			} else if (kind == 1) {
 				struct signalfd_siginfo si;
@@ -239,7 +239,10 @@ static void cleanup(struct recorder *rc)
 	free(rc->ids);
 	events_free(rc->evs, rc->nr_evs);
 	free(rc->evs);
+	free(rc->bounce);
 	scrub_free(&rc->scrub);
+	execmap_release(&rc->em);
+	objset_release(&rc->objs);
 	for (size_t i = 0; i < rc->nr_nobid; i++)
 		free(rc->nobid[i]);
 	free(rc->nobid);
@@ -308,7 +311,8 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	rc->format_lost = rec_probe_format_lost();
 	rc->lc.emit = rec_reach_emit;
 	rc->lc.arg = rc;
-	if (scrub_init(&rc->scrub, rc->stack_dump))
+	rc->bounce = malloc(1u << 16);
+	if (!rc->bounce || scrub_init(&rc->scrub, rc->stack_dump, &rc->em))
 		return msg_error("out of memory for packing stack dumps");
 	if (rec_output_check(rc->output) || rec_events_setup(rc) || flight_setup(rc) || rec_output_create(rc))
 		return -1;
@@ -406,9 +410,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "archive"))
 		return archive_main(argc - 1, argv + 1);
 	msg_init("memsight record");
+	execmap_init(&rc.em);
 	r = rec_options_parse(&rc, argc, argv);
 	if (r) {
 		flight_release(&rc.fl);
+		execmap_release(&rc.em);
 		rec_options_release(&rc);
 		return r > 0 ? 0 : 2;
 	}

@@ -24,6 +24,8 @@
 #include "probes/events.h"
 #include "ring/flight.h"
 #include "objects/ksyms.h"
+#include "objects/objset.h"
+#include "procs/execmap.h"
 #include "leakcheck/leakcheck.h"
 #include "write/scrub.h"
 #include "probes/uprobes.h"
@@ -68,6 +70,7 @@ struct ring {
 	unsigned char *chunk;	 /* records copied out, waiting to be written */
 	size_t len, alloc;
 	uint64_t nrec, first_time, flushed_at;
+	uint64_t head;		 /* the kernel's head when this pass over the rings began */
 	uint64_t lost;
 };
 
@@ -110,6 +113,7 @@ struct recorder {
 	size_t nr_evs;
 	int ncpus;
 	struct ring *rings;
+	unsigned char *bounce;	/* a record that wraps a ring's end, put together */
 	int *fds;
 	size_t nr_fds, fds_alloc;
 	struct id_map *ids;
@@ -124,6 +128,8 @@ struct recorder {
 	struct ksyms_set ksyms;
 	struct ksyms_table kallsyms;
 	struct embed_set embed;
+	struct objset objs;	/* the files processes run code from (drain loop) */
+	struct execmap em;	/* where each process's code lies (compression thread) */
 	char **nobid;		/* MMAP2 file names seen without a build-id */
 	size_t nr_nobid, nobid_alloc;
 	pid_t child;
@@ -169,9 +175,9 @@ struct rec_event *rec_event_of(struct recorder *rc, uint64_t id);
 void rec_events_release(struct recorder *rc);
 
 /* write/drain.c */
+void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len);
 size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len);
 void rec_ring_flush(struct recorder *rc, struct ring *r);
-int rec_ring_drain(struct recorder *rc, struct ring *r);
 int rec_drain_all(struct recorder *rc, int flush_old);
 
 /* write/tracemeta.c */

@@ -152,7 +152,7 @@ test_expect_success 'a packed stack dump that claims more words than its record 
 # The XOR sample reads its input onto its stack, 4 KiB at a time, so every
 # fault's stack dump holds input bytes: with --stack-dump raw the marker is
 # in the trace (the check can fail), by default it is not.
-test_expect_success 'stack dumps keep only what could be addresses: input read onto the stack never reaches the trace' '
+test_expect_success 'stack dumps keep only what unwinding reads: input read onto the stack never reaches the trace' '
 	yes memsight-secret-marker | head -c 1048576 >secret &&
 	"$MEMSIGHT" record -q -g dwarf --stack-dump raw -o sec-raw.trace -- "$N/xor_encoder" secret /dev/null >/dev/null &&
 	"$MEMSIGHT" record -q -g dwarf -o sec.trace -- "$N/xor_encoder" secret /dev/null >/dev/null &&
@@ -162,7 +162,7 @@ test_expect_success 'stack dumps keep only what could be addresses: input read o
 	test "$(sed -n "s/^matches //p" raw.grep)" -gt 1000 &&
 	grep "^matches 0$" ptr.grep &&
 	"$MEMSIGHT" info sec-raw.trace | grep "^stack dumps: raw process memory, may hold secrets$" &&
-	"$MEMSIGHT" info sec.trace | grep "^stack dumps: pointers only, other words zeroed when recorded$"
+	"$MEMSIGHT" info sec.trace | grep "^stack dumps: addresses of code and of the dump only, other words zeroed when recorded ([0-9.]*% of [0-9]* words kept)$"
 '
 
 # Allocation stacks are the same in every run, so raw and scrubbed dumps of
@@ -170,21 +170,21 @@ test_expect_success 'stack dumps keep only what could be addresses: input read o
 # result the analyzer reads from the dump) included.
 test_expect_success 'stacks from scrubbed dumps are exactly those from raw ones' '
 	for p in "loop_leak 300" "alloc_zoo memalign 50"; do
-		for m in raw pointers; do
+		for m in raw pointers unwind; do
 			"$MEMSIGHT" record -q -e malloc -g dwarf --stack-dump $m -o $m.trace -- $N/$p >/dev/null &&
 			"$MEMSIGHT" folded -e malloc $m.trace | sed "s/^[^;]*;//" >$m.out &&
 			"$MEMSIGHT" leaks $m.trace | grep -v "^#\|pid\|made" >>$m.out || return 1
 		done &&
 		cat pointers.out &&
 		test "$(grep -c ";main;" pointers.out)" -ge 2 &&
-		test_cmp raw.out pointers.out || return 1
+		test_cmp raw.out pointers.out && test_cmp raw.out unwind.out || return 1
 	done
 '
 
 test_expect_success 'an unknown --stack-dump mode is one line and a usage exit' '
 	test_must_fail "$MEMSIGHT" record --stack-dump some -- true 2>err &&
 	test_one_line err &&
-	grep "unknown --stack-dump mode .some.: use pointers or raw" err
+	grep "unknown --stack-dump mode .some.: use unwind, pointers or raw" err
 '
 
 # Where a stack passes through code without unwind entries (a PLT slot, the

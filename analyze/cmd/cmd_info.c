@@ -47,10 +47,18 @@ static void print_recording(struct session *s)
 	printf("target:      %s\n", session_host(s, "target", buf, sizeof(buf), "?"));
 	printf("call graph:  %s\n", session_host(s, "call_graph", buf, sizeof(buf), "?"));
 	/* Traces from before --stack-dump have no key and raw dumps. */
-	if (!strncmp(buf, "dwarf", 5))
-		printf("stack dumps: %s\n", !strcmp(session_host(s, "stack_dump", buf, sizeof(buf), "raw"), "raw")
-						? "raw process memory, may hold secrets"
-						: "pointers only, other words zeroed when recorded");
+	if (!strncmp(buf, "dwarf", 5)) {
+		uint64_t words = session_stat(s, "dump_words", 0), kept = session_stat(s, "dump_words_kept", 0);
+
+		session_host(s, "stack_dump", buf, sizeof(buf), "raw");
+		printf("stack dumps: %s", !strcmp(buf, "raw")	     ? "raw process memory, may hold secrets"
+					  : !strcmp(buf, "pointers") ? "pointers only, other words zeroed when recorded"
+								     : "addresses of code and of the dump only, other "
+								       "words zeroed when recorded");
+		if (words)
+			printf(" (%.1f%% of %llu words kept)", 100.0 * kept / words, (unsigned long long)words);
+		printf("\n");
+	}
 	if (s->last_time > s->first_time)
 		printf("duration:    %.3f s of samples%s\n", (s->last_time - s->first_time) / 1e9,
 		       s->r.file_flags & (TRACE_FILE_RING | TRACE_FILE_WINDOW) ? ", the window" : "");

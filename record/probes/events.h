@@ -29,6 +29,8 @@ struct rec_event {
 	int victim_pid_off;	 /* oom:mark_victim: offset of "pid" in its raw data; 0 for
 				  * other events (the common fields hold offset 0) */
 	int watch;		 /* what a flight recorder trigger reads from it (flight.h), 0 for nothing */
+	int dump_data;		 /* its stack dump holds a result to read, not frames to unwind:
+				  * kept by the pointers rule (write/scrub.h) */
 };
 
 enum rec_callchain {

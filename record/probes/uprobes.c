@@ -512,6 +512,7 @@ static int load_event(const char *group, const char *name, enum alloc_fn fn, int
 		e.attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		e.attr.sample_regs_user = 1ull << X86_REG_SP;
 		e.attr.sample_stack_user = POSIX_MEMALIGN_STACK;
+		e.dump_data = 1;
 	}
 	e.callchain_off = events_callchain_offset(e.attr.sample_type);
 	{

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,7 @@ out:
 	return ret;
 }
 
-static int build_id_fd(int fd, unsigned char *id)
+int procsnap_build_id_fd(int fd, unsigned char *id)
 {
 	elf_version(EV_CURRENT);
 	return build_id_elf(elf_begin(fd, ELF_C_READ_MMAP, NULL), id);
@@ -99,7 +100,7 @@ int procsnap_build_id(const char *path, unsigned char *id)
 			return cache[i].len;
 		}
 	}
-	len = build_id_fd(fd, id);
+	len = procsnap_build_id_fd(fd, id);
 	close(fd);
 	if (nr_cache == cache_alloc) {
 		size_t n = cache_alloc ? cache_alloc * 2 : 64;
@@ -358,5 +359,53 @@ int procsnap_oom_context(pid_t victim, pid_t trigger, uint64_t time, char **out,
 	}
 	*out = t.buf;
 	*len = t.len;
+	return 0;
+}
+
+int procsnap_maps_each(const char *text, size_t len, int (*fn)(void *arg, pid_t pid, const struct procsnap_map *m),
+		       void *arg)
+{
+	const char *p = text, *end = text + len;
+	pid_t pid = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end;
+		char line[PATH_MAX + 256], *f[9];
+		size_t n = le - p;
+		int nf = 0, r;
+
+		if (n < sizeof(line)) {
+			memcpy(line, p, n);
+			line[n] = 0;
+			if (!strncmp(line, "pid ", 4))
+				pid = atoi(line + 4);
+			else if (!strncmp(line, "map\t", 4)) {
+				/* The path may hold tabs: it is the rest of the line. */
+				for (char *q = line; nf < 9; nf++) {
+					f[nf] = q;
+					if (nf == 8)
+						break;
+					q = strchr(q, '\t');
+					if (!q)
+						break;
+					*q++ = 0;
+				}
+				if (nf == 8) {
+					struct procsnap_map m = {
+						.start = strtoull(f[1], NULL, 16),
+						.end = strtoull(f[2], NULL, 16),
+						.perms = f[3],
+						.pgoff = strtoull(f[4], NULL, 16),
+						.bid_hex = f[7],
+						.path = f[8],
+					};
+
+					if ((r = fn(arg, pid, &m)))
+						return r;
+				}
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
 	return 0;
 }

@@ -18,6 +18,8 @@
 /* Read the NT_GNU_BUILD_ID note of the ELF file at path. Returns its length
  * (1..BUILD_ID_MAX) or -1 when the file has none or is not ELF. */
 int procsnap_build_id(const char *path, unsigned char *id);
+/* The same for an open file. */
+int procsnap_build_id_fd(int fd, unsigned char *id);
 /* The same for an ELF image in memory (the vDSO). */
 int procsnap_build_id_mem(const void *image, size_t len, unsigned char *id);
 /* Hex form of a build-id into out (2*len+1 bytes). */
@@ -26,6 +28,20 @@ void procsnap_build_id_hex(const unsigned char *id, int len, char *out);
 /* Snapshot of one process as TRACE_META_PROCESS text (malloc'd).
  * Returns 0, or -errno when the process is gone or unreadable. */
 int procsnap_process(pid_t pid, char **text, size_t *len);
+
+/* One "map" line of a TRACE_META_PROCESS text, its strings pointing into
+ * a copy of the line. */
+struct procsnap_map {
+	uint64_t start, end, pgoff;
+	const char *perms;	/* "r-xp" */
+	const char *bid_hex;	/* "-" for none */
+	const char *path;	/* "" for anonymous memory */
+};
+
+/* Call fn for every mapping of the snapshot text, with the pid it belongs
+ * to. Returns 0, or what fn returned when not 0 (which stops). */
+int procsnap_maps_each(const char *text, size_t len, int (*fn)(void *arg, pid_t pid, const struct procsnap_map *m),
+		       void *arg);
 
 /* Thread ids of a process, or every pid on the system when pid is 0.
  * Returns the count (malloc'd array in *out) or -errno. */

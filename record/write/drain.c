@@ -5,6 +5,7 @@
  * to the compression thread, which notes what the end needs (kernel
  * addresses, files without build-id, mappings) before compressing them.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../../formats/stackdump.h"
 #include "../procs/procsnap.h"
 #include "../recorder.h"
 
@@ -64,19 +66,145 @@ static void oom_seen(struct recorder *rc, const struct rec_event *e, const unsig
 	}
 }
 
-/* Drain loop: look at one record copied out of a ring: count it, and
- * what cannot wait for the compression thread (an OOM kill's state while
- * the victim is still there, the triggers). */
-static void inspect(struct recorder *rc, struct ring *r, const unsigned char *rec, size_t size)
+/* The object an executable mapping named path maps: a file (a memfd's
+ * name starts with "/memfd:" too), the vDSO, or none (JIT code and other
+ * anonymous memory). */
+static uint32_t object_of(struct recorder *rc, pid_t pid, uint64_t start, uint64_t end, const char *path,
+			  const unsigned char *bid, int bid_len)
+{
+	if (path[0] == '/' && path[1] != '/')
+		return objset_add(&rc->objs, pid, start, end, path, bid, bid_len);
+	if (!strcmp(path, TRACE_OBJECT_VDSO))
+		return objset_vdso(&rc->objs);
+	return 0;
+}
+
+static int snapshot_map(void *arg, pid_t pid, const struct procsnap_map *m)
+{
+	struct recorder *rc = arg;
+	unsigned char bid[OBJSET_BUILD_ID_MAX];
+	int bl = 0;
+
+	if (m->perms[0] == 0 || m->perms[1] == 0 || m->perms[2] != 'x')
+		return 0;
+	for (; bl < OBJSET_BUILD_ID_MAX && isxdigit((unsigned char)m->bid_hex[2 * bl]) &&
+	       isxdigit((unsigned char)m->bid_hex[2 * bl + 1]); bl++)
+		sscanf(m->bid_hex + 2 * bl, "%2hhx", &bid[bl]);
+	execmap_apply(&rc->em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = pid, .start = m->start, .end = m->end,
+						     .obj = object_of(rc, pid, m->start, m->end, m->path, bid, bl) });
+	return 0;
+}
+
+void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len)
+{
+	procsnap_maps_each(text, len, snapshot_map, rc);
+}
+
+/* Drain loop: a process's code changed (an executable mapping, a fork, an
+ * exec, an exit). Noted before the samples after it are copied, and the
+ * object opened while its process is likely still there. */
+static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t size, uint16_t type, uint16_t misc)
+{
+	struct execmap_entry e = { .time = trace_record_time(rec, size) };
+	uint32_t a, b, c;
+
+	switch (type) {
+	case PERF_RECORD_MMAP2: {
+		uint32_t prot;
+		uint64_t addr, len;
+
+		if (size <= 72 || !memchr(rec + 72, 0, size - 72))
+			return;
+		memcpy(&prot, rec + 64, 4);
+		if (!(prot & PROT_EXEC))
+			return;
+		memcpy(&a, rec + 8, 4);
+		memcpy(&addr, rec + 16, 8);
+		memcpy(&len, rec + 24, 8);
+		e.op = EXECMAP_MAP;
+		e.pid = a;
+		e.start = addr;
+		e.end = addr + len;
+		e.obj = object_of(rc, a, addr, addr + len, (const char *)rec + 72, rec + 44,
+				  misc & PERF_RECORD_MISC_MMAP_BUILD_ID ? rec[40] : 0);
+		break;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (size < 24)
+			return;
+		memcpy(&a, rec + 8, 4);  /* pid */
+		memcpy(&b, rec + 12, 4); /* ppid */
+		memcpy(&c, rec + 16, 4); /* tid */
+		/* Threads share their process's code. */
+		if (a != c || (type == PERF_RECORD_FORK && a == b))
+			return;
+		e.op = type == PERF_RECORD_FORK ? EXECMAP_FORK : EXECMAP_EXIT;
+		e.pid = a;
+		e.other = b;
+		break;
+	case PERF_RECORD_COMM:
+		if (size < 16 || !(misc & PERF_RECORD_MISC_COMM_EXEC))
+			return;
+		memcpy(&a, rec + 8, 4);
+		e.op = EXECMAP_EXEC;
+		e.pid = a;
+		break;
+	default:
+		return;
+	}
+	execmap_apply(&rc->em, &e);
+}
+
+/* Drain loop: the objects a sample's ip and frame-pointer callchain run
+ * in are the ones the trace must carry (a dwarf sample's are marked as its
+ * dump is scrubbed). */
+static void touch_user_ips(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
+{
+	struct em_gen *p;
+	uint64_t nr, ip, time;
+	uint32_t pid;
+	int user = 0;
+
+	memcpy(&pid, rec + 24, 4);
+	memcpy(&time, rec + 32, 8);
+	if (!(p = execmap_at(&rc->em, (pid_t)pid, time)))
+		return;
+	memcpy(&ip, rec + 16, 8);
+	if (execmap_maybe(p, ip)) {
+		int64_t o = execmap_find(p, ip);
+
+		if (o > 0)
+			execmap_touch(&rc->em, (uint32_t)o);
+	}
+	if (!e->callchain_off || e->attr.exclude_callchain_user || e->callchain_off + 8 > size)
+		return;
+	memcpy(&nr, rec + e->callchain_off, 8);
+	for (uint64_t i = 0; i < nr && e->callchain_off + 8 + 8 * (i + 1) <= size; i++) {
+		memcpy(&ip, rec + e->callchain_off + 8 + 8 * i, 8);
+		if (ip >= PERF_CONTEXT_MAX) {
+			user = ip == PERF_CONTEXT_USER;
+			continue;
+		}
+		if (user && execmap_maybe(p, ip)) {
+			int64_t o = execmap_find(p, ip);
+
+			if (o > 0)
+				execmap_touch(&rc->em, (uint32_t)o);
+		}
+	}
+}
+
+/* Drain loop: look at one record copied out of a ring (e: its event, for
+ * a sample): count it, and what cannot wait for the compression thread
+ * (an OOM kill's state while the victim is still there, the triggers, the
+ * objects stacks touch; the processes' code was noted first, by
+ * ring_prescan). */
+static void inspect(struct recorder *rc, struct ring *r, struct rec_event *e, const unsigned char *rec, size_t size)
 {
 	const struct perf_event_header *h = (const void *)rec;
 
-	if (h->type == PERF_RECORD_SAMPLE && size >= 16) {
-		uint64_t id;
-		struct rec_event *e;
-
-		memcpy(&id, rec + 8, 8);
-		e = rec_event_of(rc, id);
+	if (h->type == PERF_RECORD_SAMPLE || h->type == STACKDUMP_PACKED_SAMPLE) {
 		if (!e)
 			return;
 		e->samples++;
@@ -84,6 +212,8 @@ static void inspect(struct recorder *rc, struct ring *r, const unsigned char *re
 			oom_seen(rc, e, rec, size);
 		if (e->watch)
 			flight_inspect(rc, e, rec, size);
+		if (size >= 32 && !(e->attr.sample_type & PERF_SAMPLE_STACK_USER))
+			touch_user_ips(rc, e, rec, size);
 	} else if (h->type == PERF_RECORD_LOST && size >= 24) {
 		uint64_t lost;
 
@@ -102,7 +232,8 @@ static void note(struct recorder *rc, const struct rec_event *e, const unsigned 
 	if (rc->fl.ring_size && h->type != PERF_RECORD_SAMPLE)
 		proctrack_record(&rc->fl.pt, rec, size);
 	switch (h->type) {
-	case PERF_RECORD_SAMPLE: {
+	case PERF_RECORD_SAMPLE:
+	case STACKDUMP_PACKED_SAMPLE: {
 		if (e && e->callchain_off && e->callchain_off + 8 <= size) {
 			uint64_t nr, ip;
 			int kernel = 0;
@@ -147,42 +278,29 @@ static void note(struct recorder *rc, const struct rec_event *e, const unsigned 
 }
 
 /* On the compression thread, before a DATA chunk is compressed: each
- * record noted, then what of each stack dump is kept, and how (scrub.h).
- * Samples that shrink move the records after them up. Reads only the id
- * table, which is fixed before the thread starts. Returns the chunk's new
- * length. */
+ * record noted. Reads only the id table, which is fixed before the thread
+ * starts. Returns the chunk's length, unchanged. */
 size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len)
 {
 	struct recorder *rc = arg;
-	size_t off = 0, out = 0;
+	size_t off = 0;
 
 	while (off + sizeof(struct perf_event_header) <= len) {
 		struct perf_event_header h;
-		const struct rec_event *e;
-		size_t size;
+		const struct rec_event *e = NULL;
 		uint64_t id;
 
 		memcpy(&h, buf + off, sizeof(h));
 		if (h.size < sizeof(h) || h.size > len - off)
 			break;
-		size = h.size;
-		e = NULL;
-		if (h.type == PERF_RECORD_SAMPLE && h.size >= 16) {
+		if ((h.type == PERF_RECORD_SAMPLE || h.type == STACKDUMP_PACKED_SAMPLE) && h.size >= 16) {
 			memcpy(&id, buf + off + 8, 8);
 			e = rec_event_of(rc, id);
 		}
-		note(rc, e, buf + off, size);
-		if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
-			size = scrub_sample(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, buf + off, h.size);
-		if (out != off)
-			memmove(buf + out, buf + off, size);
-		out += size;
+		note(rc, e, buf + off, h.size);
 		off += h.size;
 	}
-	/* Whatever could not be parsed stays as it was. */
-	if (out != off)
-		memmove(buf + out, buf + off, len - off);
-	return out + (len - off);
+	return len;
 }
 
 void rec_ring_flush(struct recorder *rc, struct ring *r)
@@ -200,18 +318,42 @@ void rec_ring_flush(struct recorder *rc, struct ring *r)
 	r->flushed_at = rec_now_ns(CLOCK_MONOTONIC);
 }
 
-int rec_ring_drain(struct recorder *rc, struct ring *r)
+/* The processes' changes among the records of r from its tail up to head,
+ * applied before any sample of this pass is copied (procs/execmap.h). */
+static void ring_prescan(struct recorder *rc, struct ring *r, uint64_t head)
 {
-	uint64_t head, tail;
+	for (uint64_t tail = r->pc->data_tail; tail < head;) {
+		size_t off = tail & r->mask;
+		const struct perf_event_header *h = (const void *)(r->data + off);
+		const unsigned char *rec = r->data + off;
+		size_t size = h->size;
 
-	if (!r->base)
-		return 0;
-	head = __atomic_load_n(&r->pc->data_head, __ATOMIC_ACQUIRE);
-	tail = r->pc->data_tail;
+		if (size < sizeof(*h) || size > head - tail)
+			return; /* said by the copy that follows */
+		if (h->type != PERF_RECORD_SAMPLE && h->type != PERF_RECORD_LOST) {
+			if (off + size > r->size) {
+				memcpy(rc->bounce, rec, r->size - off);
+				memcpy(rc->bounce + (r->size - off), r->data, size - (r->size - off));
+				rec = rc->bounce;
+			}
+			inspect_task(rc, rec, size, h->type, h->misc);
+		}
+		tail += size;
+	}
+}
+
+/* Copy the records of r from its tail up to head into its chunk buffer,
+ * scrubbing stack dumps on the way, and free the ring's space. */
+static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
+{
+	uint64_t tail = r->pc->data_tail;
+
 	rc->drained += head - tail;
 	while (tail < head) {
-		size_t off = tail & r->mask, size, first;
+		size_t off = tail & r->mask, size, n;
 		const struct perf_event_header *h = (const void *)(r->data + off);
+		const unsigned char *src = r->data + off;
+		struct rec_event *e = NULL;
 		unsigned char *dst;
 
 		/* Records are 8-byte aligned, so a header never wraps. */
@@ -229,17 +371,28 @@ int rec_ring_drain(struct recorder *rc, struct ring *r)
 				return msg_error("out of memory");
 			r->alloc = CHUNK_BUF;
 		}
+		/* One that wraps the ring's end is put together first. */
+		if (off + size > r->size) {
+			memcpy(rc->bounce, src, r->size - off);
+			memcpy(rc->bounce + (r->size - off), r->data, size - (r->size - off));
+			src = rc->bounce;
+		}
+		if (h->type == PERF_RECORD_SAMPLE && size >= 16) {
+			uint64_t id;
+
+			memcpy(&id, src + 8, 8);
+			e = rec_event_of(rc, id);
+		}
 		dst = r->chunk + r->len;
-		first = size;
-		if (off + size > r->size)
-			first = r->size - off;
-		memcpy(dst, r->data + off, first);
-		if (first < size)
-			memcpy(dst + first, r->data, size - first);
+		if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
+			n = scrub_copy(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, e->dump_data, src, size,
+				       dst);
+		else
+			memcpy(dst, src, n = size);
 		if (!r->nrec)
-			r->first_time = trace_record_time(dst, size);
-		inspect(rc, r, dst, size);
-		r->len += size;
+			r->first_time = trace_record_time(dst, n);
+		inspect(rc, r, e, dst, n);
+		r->len += n;
 		r->nrec++;
 		tail += size;
 	}
@@ -250,14 +403,26 @@ int rec_ring_drain(struct recorder *rc, struct ring *r)
 	return 0;
 }
 
+/*
+ * One pass over the rings. Their heads are read first, then the
+ * processes' changes up to them are applied, then the records are copied:
+ * a sample in one ring can follow a mapping or an exec written to another
+ * a moment before, and must be scrubbed knowing of it.
+ */
 int rec_drain_all(struct recorder *rc, int flush_old)
 {
 	uint64_t now = flush_old ? rec_now_ns(CLOCK_MONOTONIC) : 0;
 
+	for (int c = 0; c < rc->ncpus; c++)
+		if (rc->rings[c].base)
+			rc->rings[c].head = __atomic_load_n(&rc->rings[c].pc->data_head, __ATOMIC_ACQUIRE);
+	for (int c = 0; c < rc->ncpus; c++)
+		if (rc->rings[c].base)
+			ring_prescan(rc, &rc->rings[c], rc->rings[c].head);
 	for (int c = 0; c < rc->ncpus; c++) {
 		struct ring *r = &rc->rings[c];
 
-		if (rec_ring_drain(rc, r))
+		if (r->base && ring_drain(rc, r, r->head))
 			return -1;
 		/* Bound what a crash could lose on a quiet CPU. */
 		if (flush_old && r->len && now - r->flushed_at > (rc->fl.ring_size ? FLUSH_AGE_RING_NS : FLUSH_AGE_NS))

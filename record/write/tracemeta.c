@@ -50,7 +50,7 @@ static void write_host(struct recorder *rc)
 		ADD("call_graph dwarf,%u\n", rc->stack_size);
 	else
 		ADD("call_graph %s\n", rc->callchain == REC_CG_FP ? "fp" : "none");
-	ADD("stack_dump %s\n", rc->scrub.mode == SCRUB_RAW ? "raw" : "pointers");
+	ADD("stack_dump %s\n", scrub_mode_name(rc->scrub.mode));
 	ADD("groups %s\n", rc->groups);
 	ADD("build_id_in_mmap2 %d\n", rc->build_id);
 	if (rc->allocator[0]) {
@@ -125,6 +125,7 @@ int rec_meta_start(struct recorder *rc)
 				meta_add(rc, TRACE_META_PROCESS, text, len);
 			if (rc->embed.mode != EMBED_NONE)
 				embed_set_add_maps(&rc->embed, text, len);
+			rec_procs_snapshot(rc, text, len);
 			free(text);
 		}
 		if (pids != rc->pids)
@@ -198,6 +199,10 @@ void rec_meta_end(struct recorder *rc)
 		ADD("writer_fast_chunks %llu\nwriter_raw_chunks %llu\n", (unsigned long long)rc->q.fast_chunks,
 		    (unsigned long long)rc->q.raw_chunks);
 		ADD("writer_boosts %llu\ndrain_realtime %d\n", (unsigned long long)rc->q.boosts, rc->realtime);
+		if (rc->scrub.words_seen)
+			ADD("dump_words %llu\ndump_words_kept %llu\ndump_unknown_processes %llu\n",
+			    (unsigned long long)rc->scrub.words_seen, (unsigned long long)rc->scrub.words_kept,
+			    (unsigned long long)rc->scrub.dumps_unknown);
 		if (rc->fl.ring_size)
 			ADD("ring_size %llu\nring_bytes %llu\nsnapshots %u\nsnapshots_failed %u\n",
 			    (unsigned long long)rc->fl.ring_size, (unsigned long long)rc->w.ring_bytes, rc->fl.taken,
