@@ -74,6 +74,7 @@ const char *trace_meta_kind_name(unsigned kind)
 	case TRACE_META_OOM: return "oom";
 	case TRACE_META_REACH: return "reach";
 	case TRACE_META_SNAPSHOT: return "snapshot";
+	case TRACE_META_OBJECTS: return "objects";
 	}
 	return "unknown";
 }

@@ -62,6 +62,7 @@ enum trace_meta_kind {
 	TRACE_META_OOM = 9,	    /* the system's state when an OOM kill was recorded */
 	TRACE_META_REACH = 10,	    /* a scan of a stopped process's memory for pointers (--leak-check) */
 	TRACE_META_SNAPSHOT = 11,   /* "key value\n" text: the trigger that cut this window from a ring */
+	TRACE_META_OBJECTS = 12,    /* "buildid\tstate\tpath\n": the objects stacks touched, carried or why not */
 };
 
 /* The path of an OBJECT entry holding the kernel's vDSO image, which has

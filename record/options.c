@@ -184,6 +184,8 @@ static int opt_embed(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+static int opt_embed_max(const struct opt *o, const char *arg, void *ctx);
+
 static int opt_size(const struct opt *o, const char *arg, void *ctx)
 {
 	char *end;
@@ -215,6 +217,14 @@ int rec_size_parse(const char *arg, uint64_t *out)
 	if (end == arg || *end || !(v > 0) || v * mul > 1e15)
 		return -1;
 	*out = (uint64_t)(v * mul);
+	return 0;
+}
+
+static int opt_embed_max(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)ctx;
+	if (rec_size_parse(arg, o->value))
+		return msg_error("invalid --embed-max '%s': give bytes with K, M or G, e.g. --embed-max 256M", arg);
 	return 0;
 }
 
@@ -329,8 +339,6 @@ static int options_finish(struct recorder *rc, const struct options_seen *seen)
 					 : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
 	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
 		return msg_error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
-	if (rc->system_wide && !seen->embed_given)
-		rc->embed.mode = EMBED_NONE;
 	/* A whole busy box in DWARF mode writes ten times the bytes of
 	 * frame-pointer stacks (124 against 13 a sample over a parallel
 	 * build) and can outrun the compressor: -a keeps fp unless asked. */
@@ -434,13 +442,18 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			 "pointers to the blocks still allocated, so leaks tells\n"
 			 "lost from still reachable (as valgrind does)"),
 		OPT_CALLBACK(0, "embed", NULL, "MODE",
-			     "minimal (default; none with -a): put the unwind and symbol\n"
-			     "tables of every executable object mapped into the trace,\n"
-			     "so it can be analyzed where the binaries are not; full:\n"
-			     "the whole files; either adds the debug information that\n"
-			     "names inlined functions and lines, where this machine has\n"
-			     "it, and the kernel's vDSO image; none",
+			     "minimal (default): put the unwind and symbol tables of\n"
+			     "every object the stacks run in into the trace, once by\n"
+			     "build-id, read as its process maps it (containers,\n"
+			     "deleted files), so it can be analyzed where the binaries\n"
+			     "are not; full: the whole files; either adds the debug\n"
+			     "information that names inlined functions and lines,\n"
+			     "where this machine has it, and the kernel's vDSO image;\n"
+			     "none",
 			     opt_embed),
+		OPT_CALLBACK(0, "embed-max", &rc->embed.max_bytes, "SIZE",
+			     "carry at most SIZE bytes of objects (default 256M); info\n"
+			     "lists those left out", opt_embed_max),
 		OPT_CALLBACK(0, "compression", NULL, "C[:L]",
 			     "zstd (default; level 1 with -g dwarf, else 3), zlib or none,\nwith an optional level",
 			     opt_compression),
@@ -469,6 +482,7 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 	rc->output = "memsight.trace";
 	rc->callchain = REC_CG_DWARF;
 	rc->embed.mode = EMBED_MINIMAL;
+	rc->embed.max_bytes = EMBED_MAX_DEFAULT;
 	rc->stack_size = REC_DWARF_STACK_DEFAULT;
 	rc->mmap_pages = 0; /* by call-graph mode, after the options */
 	rc->codec = TRACE_CODEC_ZSTD;

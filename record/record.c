@@ -249,7 +249,6 @@ static void cleanup(struct recorder *rc)
 	ksyms_set_release(&rc->ksyms);
 	ksyms_table_release(&rc->kallsyms);
 	trace_writer_release(&rc->w);
-	embed_set_release(&rc->embed);
 	flight_release(&rc->fl);
 	rec_options_release(rc);
 }

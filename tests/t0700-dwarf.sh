@@ -130,14 +130,14 @@ test_expect_success 'a stack dump cut short, registers missing: the stacks stop 
 		"$MEMSIGHT" folded -e faults --unwinder $u cut.trace >cut.folded 2>err &&
 		cat err &&
 		test "$(awk "{ t += \$NF } END { print t }" cut.folded)" = "$faults" &&
-		n=$(sed -n "s/^memsight: \([0-9]*\) of [0-9]* stacks stopped early ($u unwinder): the stack dump ended (record with a larger --call-graph dwarf,SIZE)$/\1/p" err) &&
+		n=$(sed -n "s/^memsight: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start ($u unwinder):.* \([0-9]*\) ran past the stack dump (record with a larger --call-graph dwarf,SIZE).*/\1/p" err) &&
 		test "$n" -gt $((faults / 2)) || return 1
 	done &&
 	"$BUILD/test-tool" restack xor.trace noregs.trace noregs &&
 	"$MEMSIGHT" folded -e faults noregs.trace >noregs.folded 2>err &&
 	cat err &&
 	test "$(awk "{ t += \$NF } END { print t }" noregs.folded)" = "$faults" &&
-	grep "^memsight: [1-9][0-9]* of [0-9]* stacks stopped early (libdw unwinder): no registers in the sample$" err
+	grep "^memsight: [1-9][0-9]* of [0-9]* user stacks stop short of main or a thread.s start (libdw unwinder): [1-9][0-9]* had no registers$" err
 '
 
 test_expect_success 'a packed stack dump that claims more words than its record holds: that sample is skipped and counted' '
@@ -218,7 +218,7 @@ test_expect_success 'code with only .debug_frame: both unwinders give the leak()
 		"$MEMSIGHT" folded --unwinder $u -e malloc -w leaked df.trace >df.$u 2>err.$u &&
 		cat df.$u err.$u &&
 		test "$(weight_of df.$u ";_start;__libc_start_main@@GLIBC_2.34;__libc_start_call_main;main;someFunc;leak;malloc")" = 4000 &&
-		! grep "stopped early" err.$u || return 1
+		! grep "stop short" err.$u || return 1
 	done &&
 	"$MEMSIGHT" events df.trace >df.events.libdw 2>/dev/null &&
 	"$MEMSIGHT" events --unwinder libunwind df.trace >df.events.libunwind 2>/dev/null &&
@@ -237,12 +237,12 @@ test_expect_success 'the .debug_frame in a separate debug file, found by build-i
 	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o sdf.trace -- strip/loop_leak 1000 >truth &&
 	for u in libdw libunwind; do
 		"$MEMSIGHT" folded --unwinder $u -e malloc -w leaked sdf.trace >plain.$u 2>err.$u &&
-		grep "stacks stopped early ($u unwinder): no usable unwind entry" err.$u &&
+		grep "user stacks stop short of main or a thread.s start ($u unwinder):.* met code without a usable unwind entry" err.$u &&
 		test "$(weight_of plain.$u ";main;someFunc;leak;malloc")" = 0 &&
 		"$MEMSIGHT" folded --debug-dir dbg --unwinder $u -e malloc -w leaked sdf.trace >dbg.$u 2>err.$u &&
 		cat dbg.$u err.$u &&
 		test "$(weight_of dbg.$u ";_start;__libc_start_main@@GLIBC_2.34;__libc_start_call_main;main;someFunc;leak;malloc")" = 4000 &&
-		! grep "stopped early" err.$u || return 1
+		! grep "stop short" err.$u || return 1
 	done
 '
 
@@ -315,7 +315,7 @@ test_expect_success 'a corrupt .debug_frame: its stacks stop and are counted by 
 		"$MEMSIGHT" leaks --unwinder $u dfbad.trace >leaks 2>err &&
 		cat err &&
 		grep "^400 bytes in 100 allocations from stack" leaks &&
-		grep "^memsight: [0-9]* of [0-9]* stacks stopped early ($u unwinder): no usable unwind entry" err ||
+		grep "^memsight: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start ($u unwinder):.* met code without a usable unwind entry" err ||
 			return 1
 	done
 '
@@ -338,10 +338,10 @@ test_expect_success 'an object whose .eh_frame is corrupt: its stacks stop and a
 	"$MEMSIGHT" leaks bad.trace >leaks 2>err &&
 	cat err &&
 	grep "^400 bytes in 100 allocations from stack" leaks &&
-	grep "^memsight: [0-9]* of [0-9]* stacks stopped early (libdw unwinder): no usable unwind entry" err &&
+	grep "^memsight: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start (libdw unwinder):.* met code without a usable unwind entry" err &&
 	"$MEMSIGHT" leaks --unwinder libunwind bad.trace >leaks.lu 2>err.lu &&
 	grep "^400 bytes in 100 allocations from stack" leaks.lu &&
-	grep "stacks stopped early (libunwind unwinder)" err.lu
+	grep "user stacks stop short of main or a thread.s start (libunwind unwinder)" err.lu
 '
 
 test_expect_success 'an object that vanished: unwinding stops there, the rest goes on, the fix is named' '
@@ -349,7 +349,7 @@ test_expect_success 'an object that vanished: unwinding stops there, the rest go
 	"$MEMSIGHT" leaks bad.trace >leaks 2>err &&
 	cat err &&
 	grep "^400 bytes in 100 allocations from stack" leaks &&
-	grep "stacks stopped early (libdw unwinder): an address outside every mapping, or its object is not here" err &&
+	grep "user stacks stop short of main or a thread.s start (libdw unwinder):.* reached an address outside every mapping, or an object not here" err &&
 	grep "frames unnamed in .*bin/loop_leak.*: the file is not on this machine" err
 '
 

@@ -132,6 +132,61 @@ static void print_stats(struct session *s)
 	print_writer(s);
 }
 
+/* The recorder's word for why an object the stacks ran in was not carried
+ * (FORMAT.md, META objects), in words. */
+static const char *not_carried_why(const char *word)
+{
+	static const struct {
+		const char *word, *why;
+	} whys[] = {
+		{ "gone", "its processes were gone before it could be read, and no file here had its build-id" },
+		{ "no-build-id", "it has no build-id, so no copy of it could be checked" },
+		{ "not-elf", "not an ELF file: code a runtime wrote into it (its perf map or jitdump names that)" },
+		{ "unreadable", "it could not be read" },
+		{ "over-bound", "past the --embed-max bound" },
+		{ "too-big", "over 64 MiB, a chunk's limit: --embed minimal carries its tables" },
+		{ "not-asked", "--embed none" },
+	};
+
+	for (size_t i = 0; i < sizeof(whys) / sizeof(whys[0]); i++)
+		if (!strcmp(word, whys[i].word))
+			return whys[i].why;
+	return word;
+}
+
+/* The objects the stacks ran in that the trace does not carry, and why:
+ * lines "BUILDID\tSTATE\tPATH". */
+static void print_not_carried(struct session *s)
+{
+	const char *p = s->objects, *end;
+	size_t touched = 0, missing = 0;
+
+	if (!p)
+		return;
+	end = p + s->objects_len;
+	for (const char *q = p; q < end; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : end) {
+		const char *t = strchr(q, '\t');
+
+		touched++;
+		missing += t && strncmp(t + 1, "carried\t", 8);
+	}
+	if (!missing)
+		return;
+	printf("not carried: %zu of the %zu objects stacks ran in:\n", missing, touched);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end;
+		const char *t1 = memchr(p, '\t', le - p), *t2 = t1 ? memchr(t1 + 1, '\t', le - t1 - 1) : NULL;
+		char word[32];
+
+		if (t2 && strncmp(t1 + 1, "carried\t", 8) && (size_t)(t2 - t1 - 1) < sizeof(word)) {
+			memcpy(word, t1 + 1, t2 - t1 - 1);
+			word[t2 - t1 - 1] = 0;
+			printf("  %.*s: %s\n", (int)(le - t2 - 1), t2 + 1, not_carried_why(word));
+		}
+		p = nl ? nl + 1 : end;
+	}
+}
+
 static void print_embedded(struct session *s)
 {
 	static const char *const names[] = { "?", "minimal", "full", "debug" };
@@ -153,6 +208,7 @@ static void print_embedded(struct session *s)
 		printf("  %-7s %10.1f KiB of %10.1f KiB  %s  %s\n", names[ei.mode >= 1 && ei.mode <= 3 ? ei.mode : 0],
 		       ei.size / 1024.0, ei.original_size / 1024.0, hex, ei.path);
 	}
+	print_not_carried(s);
 }
 
 static void print_chunks(struct session *s)

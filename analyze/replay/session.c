@@ -201,10 +201,15 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 	}
 	case TRACE_META_BUILDIDS:
 	case TRACE_META_SNAPSHOT:
+	case TRACE_META_OBJECTS:
 	case TRACE_META_STATS: {
-		char **dst = kind == TRACE_META_STATS ? &s->stats : kind == TRACE_META_SNAPSHOT ? &s->snapshot : &s->buildids;
+		char **dst = kind == TRACE_META_STATS	     ? &s->stats
+			     : kind == TRACE_META_SNAPSHOT ? &s->snapshot
+			     : kind == TRACE_META_OBJECTS  ? &s->objects
+							   : &s->buildids;
 		size_t *dlen = kind == TRACE_META_STATS	     ? &s->stats_len
 			       : kind == TRACE_META_SNAPSHOT ? &s->snapshot_len
+			       : kind == TRACE_META_OBJECTS  ? &s->objects_len
 							     : &s->buildids_len;
 		char *p = realloc(*dst, *dlen + len + 1);
 
@@ -311,6 +316,7 @@ void session_release(struct session *s)
 	free(s->host);
 	free(s->stats);
 	free(s->snapshot);
+	free(s->objects);
 	free(s->buildids);
 	free(s->at_end);
 	free(s->on_exec);
@@ -630,6 +636,44 @@ out:
 	smp->nr_ips = n;
 }
 
+/*
+ * A frame-pointer walk through code built without frame pointers takes
+ * whatever that register holds for the next frame, and goes on through
+ * data to the kernel's limit: the user chain is kept up to the first
+ * return address that lies in no executable mapping of the process (the
+ * sampled ip itself stays whatever it is: a JIT's code, say).
+ */
+static void sample_fp_cut(struct session *s, struct sample *smp)
+{
+	const struct process *p = NULL;
+	const struct map *m = NULL;
+	int user = 0, first = 0;
+
+	for (uint64_t i = 0; i < smp->nr_ips; i++) {
+		uint64_t ip = smp->ips[i];
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			user = ip == PERF_CONTEXT_USER;
+			first = 1;
+			if (user)
+				s->fp_stacks++;
+			continue;
+		}
+		if (!user || first) {
+			first = 0;
+			continue;
+		}
+		if (!p && (!(p = machine_process_find(&s->m, smp->pid)) || !p->nr_maps))
+			return;
+		m = process_find_map(p, ip, m);
+		if (!m || !(m->prot & PROT_EXEC)) {
+			smp->nr_ips = i;
+			s->fp_cut++;
+			return;
+		}
+	}
+}
+
 /* A frame-pointer walk taken at a probed function's first instruction
  * reads its caller's return address next, from the caller's frame: the
  * caller itself is missing. The entry probe read the return address at
@@ -664,6 +708,11 @@ void session_report_unwind(struct session *s)
 {
 	if (s->uw)
 		unwind_report(s->uw, stderr);
+	if (s->fp_cut)
+		fprintf(stderr,
+			"memsight: %llu of %llu frame-pointer stacks ran into code built without frame pointers and were "
+			"cut where they left the code; record with -g dwarf for whole stacks\n",
+			(unsigned long long)s->fp_cut, (unsigned long long)s->fp_stacks);
 	if (s->uw && s->o.unwind_stats)
 		fprintf(stderr, "unwind: %llu stacks, %llu frames, deepest dump byte read %llu\n",
 			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,
@@ -709,10 +758,13 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 		if ((int)smp.pid == s->recorder_pid && !s->include_recorder)
 			return 0;
 		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && smp.ev->attr.exclude_callchain_user &&
-		    !s->no_unwind)
+		    !s->no_unwind) {
 			sample_unwind(s, &smp);
-		else if (smp.ev->kind == EVK_ALLOC_ENTRY && smp.nr_ips)
-			sample_put_caller(s, &smp);
+		} else if (smp.nr_ips && !smp.ev->attr.exclude_callchain_user) {
+			sample_fp_cut(s, &smp);
+			if (smp.ev->kind == EVK_ALLOC_ENTRY)
+				sample_put_caller(s, &smp);
+		}
 		smp.ev->nr_samples++;
 		s->nr_samples++;
 		return st->fn ? st->fn(s, &smp, st->arg) : 0;

@@ -153,6 +153,8 @@ struct session {
 	size_t buildids_len;
 	char *snapshot;		/* TRACE_META_SNAPSHOT: the trigger that cut this window */
 	size_t snapshot_len;
+	char *objects;		/* TRACE_META_OBJECTS: the objects stacks touched, carried or why not */
+	size_t objects_len;
 	int vdso_looked;	 /* vdso: the embedded vDSO image, once looked for */
 	struct dso *vdso;
 	uint64_t vdso_size;
@@ -180,6 +182,8 @@ struct session {
 	int no_unwind;		/* set by commands that never show stacks */
 	int prefetched;		/* the embedded objects were given to the loader */
 	uint64_t chain[SESS_MAX_CHAIN]; /* a DWARF sample's kernel + unwound user chain */
+	uint64_t fp_stacks;	/* user frame-pointer callchains seen */
+	uint64_t fp_cut;	/* of those, cut where they left the process's code */
 	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
 	size_t nr_at_end, at_end_alloc;
 	struct exec_hook {
@@ -227,7 +231,8 @@ long long session_stat(struct session *s, const char *key, long long def);
 
 /* A tracepoint field of a sample as a number (0 if absent). */
 uint64_t session_field(struct session *s, const struct sample *smp, int idx);
-/* Say on stderr how many DWARF stacks stopped early, and why. */
+/* Say on stderr, in one line each for DWARF and frame-pointer stacks, how
+ * many stopped before their outermost frame, and why. */
 void session_report_unwind(struct session *s);
 /* Warn once on stderr about an incomplete trace. */
 void session_warn_incomplete(struct session *s);

@@ -11,12 +11,12 @@
 
 const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 	[UNWIND_STOP_NONE] = "complete",
-	[UNWIND_STOP_NO_REGS] = "no registers in the sample",
-	[UNWIND_STOP_NO_STACK] = "no stack bytes in the sample",
-	[UNWIND_STOP_STACK_END] = "the stack dump ended (record with a larger --call-graph dwarf,SIZE)",
-	[UNWIND_STOP_NO_OBJECT] = "an address outside every mapping, or its object is not here",
-	[UNWIND_STOP_NO_CFI] = "no usable unwind entry (.eh_frame/.debug_frame) for an address",
-	[UNWIND_STOP_DEPTH] = "deeper than the frame limit",
+	[UNWIND_STOP_NO_REGS] = "had no registers",
+	[UNWIND_STOP_NO_STACK] = "had no stack bytes (the page at the stack pointer was itself faulting in)",
+	[UNWIND_STOP_STACK_END] = "ran past the stack dump (record with a larger --call-graph dwarf,SIZE)",
+	[UNWIND_STOP_NO_OBJECT] = "reached an address outside every mapping, or an object not here",
+	[UNWIND_STOP_NO_CFI] = "met code without a usable unwind entry (.eh_frame/.debug_frame)",
+	[UNWIND_STOP_DEPTH] = "were deeper than the frame limit",
 };
 
 struct space_holder {
@@ -207,7 +207,7 @@ const struct unwind_stats *unwind_stats(const struct unwinder *u)
 
 void unwind_report(const struct unwinder *u, FILE *f)
 {
-	uint64_t checked, differ, further;
+	uint64_t checked, differ, further, broken = 0;
 
 	unwind_libdw_fast_stats(&checked, &differ, &further);
 	if (checked)
@@ -215,8 +215,14 @@ void unwind_report(const struct unwinder *u, FILE *f)
 			   "libdw's own walk, and %llu went on where libdw's ended at a PLT entry\n",
 			(unsigned long long)differ, (unsigned long long)checked, (unsigned long long)further);
 	for (int i = 1; i < UNWIND_STOP_NR; i++)
+		broken += u->st.stopped[i];
+	if (!broken)
+		return;
+	fprintf(f, "memsight: %llu of %llu user stacks stop short of main or a thread's start (%s unwinder):",
+		(unsigned long long)broken, (unsigned long long)u->st.stacks, u->ops->name);
+	for (int i = 1, sep = 0; i < UNWIND_STOP_NR; i++)
 		if (u->st.stopped[i])
-			fprintf(f, "memsight: %llu of %llu stacks stopped early (%s unwinder): %s\n",
-				(unsigned long long)u->st.stopped[i], (unsigned long long)u->st.stacks,
-				u->ops->name, unwind_stop_names[i]);
+			fprintf(f, "%s %llu %s", sep++ ? ";" : "", (unsigned long long)u->st.stopped[i],
+				unwind_stop_names[i]);
+	fprintf(f, "\n");
 }

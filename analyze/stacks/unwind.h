@@ -81,8 +81,8 @@ const char *unwind_backend_name(enum unwind_backend b);
 int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
 		  enum unwind_stop *stop);
 const struct unwind_stats *unwind_stats(const struct unwinder *u);
-/* One line per reason stacks stopped early, for stderr; nothing when
- * every stack was finished. */
+/* One line for stderr: how many stacks stopped before their outermost
+ * frame, by reason; nothing when every stack was finished. */
 void unwind_report(const struct unwinder *u, FILE *f);
 
 #endif

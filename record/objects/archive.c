@@ -54,8 +54,9 @@ int archive_main(int argc, char **argv)
 		return msg_error("give one trace file (see memsight archive -h)"), 2;
 	if (embed_archive(argv[optind], mode, &done, err, sizeof(err)))
 		return msg_error("%s", err), 1;
-	msg_note("'%s' now carries %llu objects and the debug information of %llu (%.1f MiB before compression)%s",
+	msg_note("'%s' now carries %llu objects and the debug information of %llu (%.1f MiB before compression)%s%s",
 		 argv[optind], (unsigned long long)done.objects, (unsigned long long)done.debug,
-		 done.bytes / 1048576.0, done.replaced ? ", replacing the ones it had" : "");
+		 done.bytes / 1048576.0, done.replaced ? ", replacing the ones it had" : "",
+		 done.not_carried ? "; not the others, which memsight info lists with the reason" : "");
 	return 0;
 }

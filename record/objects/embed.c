@@ -8,6 +8,7 @@
  */
 #include "embed.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -22,6 +23,7 @@
 
 #include <zlib.h>
 
+#include "../procs/execmap.h"
 #include "../../formats/cache.h"
 #include "../../formats/elfcut.h"
 #include "../../formats/meta.h"
@@ -40,35 +42,6 @@ int embed_mode_parse(const char *s)
 	if (!strcmp(s, "none"))
 		return EMBED_NONE;
 	return -1;
-}
-
-void embed_set_add(struct embed_set *e, const char *path)
-{
-	char *p;
-
-	for (size_t i = 0; i < e->nr; i++)
-		if (!strcmp(e->paths[i], path))
-			return;
-	if (e->nr == e->alloc) {
-		size_t n = e->alloc ? e->alloc * 2 : 32;
-		char **v = realloc(e->paths, n * sizeof(*v));
-
-		if (!v)
-			return;
-		e->paths = v;
-		e->alloc = n;
-	}
-	if ((p = strdup(path)))
-		e->paths[e->nr++] = p;
-}
-
-void embed_set_release(struct embed_set *e)
-{
-	for (size_t i = 0; i < e->nr; i++)
-		free(e->paths[i]);
-	free(e->paths);
-	e->paths = NULL;
-	e->nr = e->alloc = 0;
 }
 
 /* An object cut down (formats/elfcut.h), in memory: a debug file's
@@ -114,23 +87,22 @@ static unsigned char *payload(const char *path, enum embed_mode mode, const unsi
 	return p;
 }
 
-/* The payload for one object; NULL (with a line on stderr) when it cannot be packed. */
-static unsigned char *pack(const char *path, enum embed_mode mode, const unsigned char *bid, int bid_len,
-			   size_t *plen)
+/* The payload for one object, read from fd; NULL when it cannot be packed
+ * (*too_big then says whether its size was why). */
+static unsigned char *pack(int fd, const char *path, enum embed_mode mode, const unsigned char *bid, int bid_len,
+			   size_t *plen, int *too_big)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	unsigned char *elf_bytes = NULL, *p = NULL;
 	size_t elf_len = 0;
 	struct stat st;
 	Elf *elf = NULL;
 
+	*too_big = 0;
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto out;
 	if (mode == EMBED_FULL) {
 		if ((size_t)st.st_size > EMBED_MAX) {
-			msg_note("not embedding '%s': %lld bytes is over a chunk's limit; "
-					"use --embed minimal",
-				path, (long long)st.st_size);
+			*too_big = 1;
 			goto out;
 		}
 		elf_bytes = malloc(st.st_size ? st.st_size : 1);
@@ -143,8 +115,7 @@ static unsigned char *pack(const char *path, enum embed_mode mode, const unsigne
 		    cut_elf(elf, mode == EMBED_DEBUG ? ELFCUT_DEBUG : ELFCUT_MINIMAL, &elf_bytes, &elf_len))
 			goto out;
 		if (elf_len > EMBED_MAX) {
-			msg_note("not embedding %s of '%s': %zu bytes is over a chunk's limit",
-				mode == EMBED_DEBUG ? "the debug information" : "the tables", path, elf_len);
+			*too_big = 1;
 			goto out;
 		}
 	}
@@ -152,22 +123,22 @@ static unsigned char *pack(const char *path, enum embed_mode mode, const unsigne
 out:
 	if (elf)
 		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
 	free(elf_bytes);
 	return p;
 }
 
-/* Where the debug information of an object is: the object itself when it
- * has a DIE tree, else its debug file by build-id where Debian's -dbg and
- * -dbgsym packages put it, when that file's build-id is the object's. */
-static int debug_source(const char *path, const unsigned char *bid, int bl, char *out, size_t outlen)
+/* Where the debug information of an object (open at fd) is: the object
+ * itself when it has a DIE tree (1), else its debug file by build-id where
+ * Debian's -dbg and -dbgsym packages put it, when that file's build-id is
+ * the object's (2, that file opened at *dfd); 0 for nowhere. */
+static int debug_source(int fd, const unsigned char *bid, int bl, int *dfd, char *dpath, size_t dlen)
 {
 	unsigned char got[BUILD_ID_MAX];
 	char hex[2 * BUILD_ID_MAX + 1];
-	int fd = open(path, O_RDONLY | O_CLOEXEC), own = 0;
-	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	size_t shstrndx;
+	struct stat st;
+	int own = 0;
 
 	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
 		Elf_Scn *scn = NULL;
@@ -182,15 +153,19 @@ static int debug_source(const char *path, const unsigned char *bid, int bl, char
 	}
 	if (elf)
 		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
-	if (own) {
-		snprintf(out, outlen, "%s", path);
+	if (own)
 		return 1;
-	}
 	procsnap_build_id_hex(bid, bl, hex);
-	snprintf(out, outlen, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-	return procsnap_build_id(out, got) == bl && !memcmp(got, bid, bl) ? 2 : 0;
+	snprintf(dpath, dlen, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	*dfd = open(dpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (*dfd < 0)
+		return 0;
+	if (fstat(*dfd, &st) || !S_ISREG(st.st_mode) || procsnap_build_id_fd(*dfd, got) != bl || memcmp(got, bid, bl)) {
+		close(*dfd);
+		*dfd = -1;
+		return 0;
+	}
+	return 2;
 }
 
 /*
@@ -269,8 +244,11 @@ static void embed_cache_store(const char *name, int codec, size_t len, const voi
 	cache_store(name, h, sizeof(h), stored, slen);
 }
 
-static void embed_one(struct embed_set *e, struct trace_writer *w, const char *path, enum embed_mode mode,
-		      const unsigned char *bid, int bl)
+/* Carry one entry: from the cache when it is there, else packed from fd.
+ * Returns the payload's bytes, 0 when it could not be packed (*too_big
+ * says whether its size was why). */
+static size_t embed_one(struct embed_set *e, struct trace_writer *w, int fd, const char *path, enum embed_mode mode,
+			const unsigned char *bid, int bl, int *too_big)
 {
 	char name[PATH_MAX];
 	int cached = !embed_cache_name(path, mode, bid, bl, w->codec, name, sizeof(name)), codec;
@@ -278,9 +256,10 @@ static void embed_one(struct embed_set *e, struct trace_writer *w, const char *p
 	const void *stored;
 	unsigned char *p;
 
+	*too_big = 0;
 	if (!cached || embed_cache_load(name, w, &len)) {
-		if (!(p = pack(path, mode, bid, bl, &len)))
-			return;
+		if (!(p = pack(fd, path, mode, bid, bl, &len, too_big)))
+			return 0;
 		codec = trace_writer_encode(w, p, len, &stored, &slen);
 		if (codec >= 0) {
 			if (cached)
@@ -294,12 +273,13 @@ static void embed_one(struct embed_set *e, struct trace_writer *w, const char *p
 	else
 		e->objects++;
 	e->bytes += len;
+	return len;
 }
 
 /* The kernel maps the same vDSO image into every 64-bit process, so the
  * recorder's own is the recorded processes' one. Only when recording:
  * memsight archive may run under another kernel. */
-static void embed_vdso(struct embed_set *e, struct trace_writer *w)
+static size_t embed_vdso(struct embed_set *e, struct trace_writer *w)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
@@ -309,63 +289,208 @@ static void embed_vdso(struct embed_set *e, struct trace_writer *w)
 	int bl;
 
 	if (!f)
-		return;
+		return 0;
 	while (fgets(line, sizeof(line), f))
 		if (strstr(line, " [vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
 			break;
 	fclose(f);
 	if (hi <= lo || (bl = procsnap_build_id_mem((const void *)lo, hi - lo, bid)) <= 0)
-		return;
+		return 0;
 	p = payload(TRACE_OBJECT_VDSO, EMBED_FULL, bid, bl, hi - lo, (const unsigned char *)lo, hi - lo, &len);
 	if (!p)
-		return;
+		return 0;
 	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
 	e->objects++;
 	e->bytes += len;
 	free(p);
+	return len;
 }
 
-void embed_set_write(struct embed_set *e, struct trace_writer *w)
+static int item_add(struct embed_list *l, int fd, const unsigned char *bid, int bl, const char *path, int vdso,
+		    enum objset_why why)
 {
-	unsigned char (*seen)[BUILD_ID_MAX] = calloc(e->nr ? e->nr : 1, sizeof(*seen));
-	size_t nr_seen = 0;
+	struct embed_item *it;
 
-	if (e->mode == EMBED_NONE || !seen) {
-		free(seen);
-		return;
+	if (l->nr == l->alloc) {
+		size_t n = l->alloc ? l->alloc * 2 : 64;
+		struct embed_item *v = realloc(l->items, n * sizeof(*v));
+
+		if (!v)
+			return -1;
+		l->items = v;
+		l->alloc = n;
 	}
-	elf_version(EV_CURRENT);
-	for (size_t i = 0; i < e->nr; i++) {
-		unsigned char bid[BUILD_ID_MAX] = { 0 };
-		int bl = procsnap_build_id(e->paths[i], bid), dup = 0, src;
-		char dbg[PATH_MAX];
+	it = &l->items[l->nr];
+	memset(it, 0, sizeof(*it));
+	if (!(it->path = strdup(path)))
+		return -1;
+	it->fd = fd;
+	it->bid_len = bl > 0 ? (bl > OBJSET_BUILD_ID_MAX ? OBJSET_BUILD_ID_MAX : bl) : 0;
+	memcpy(it->bid, bid, it->bid_len);
+	it->vdso = vdso;
+	it->why = why;
+	l->nr++;
+	return 0;
+}
 
-		/* Without a build-id nothing could tell a wrong file from
-		 * the right one: such objects stay out. */
-		if (bl <= 0)
+int embed_list_touched(struct embed_list *l, const struct objset *os, const struct execmap *em)
+{
+	for (uint32_t id = 1; id <= os->nr; id++) {
+		const struct objset_obj *o = objset_get(os, id);
+		int fd = -1;
+
+		if (!execmap_touched(em, id))
 			continue;
-		for (size_t j = 0; j < nr_seen && !dup; j++)
-			dup = !memcmp(seen[j], bid, sizeof(bid));
+		if (o->fd >= 0 && (fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+			return -1;
+		if (item_add(l, fd, o->bid, o->bid_len, o->path, o->vdso, o->why)) {
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void embed_list_release(struct embed_list *l)
+{
+	for (size_t i = 0; i < l->nr; i++) {
+		if (l->items[i].fd >= 0)
+			close(l->items[i].fd);
+		free(l->items[i].path);
+	}
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+/* The word for an object's state in the `objects` entry (FORMAT.md). */
+static const char *why_word(enum objset_why why)
+{
+	switch (why) {
+	case OBJSET_OK: return "carried";
+	case OBJSET_GONE: return "gone";
+	case OBJSET_NO_BUILD_ID: return "no-build-id";
+	case OBJSET_NOT_ELF: return "not-elf";
+	case OBJSET_UNREADABLE: return "unreadable";
+	}
+	return "unreadable";
+}
+
+void embed_list_write(struct embed_set *e, const struct embed_list *l, struct trace_writer *w)
+{
+	char *text = NULL, hex[2 * BUILD_ID_MAX + 1];
+	size_t len = 0, alloc = 0;
+
+	elf_version(EV_CURRENT);
+	for (size_t i = 0; i < l->nr; i++) {
+		const struct embed_item *it = &l->items[i];
+		const char *state = why_word(it->why);
+		int dup = 0, too_big = 0, n;
+
+		/* Carried once by build-id: a container's copy of a file the
+		 * host has too is the same object. */
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = l->items[j].bid_len == it->bid_len && it->bid_len &&
+			      !memcmp(l->items[j].bid, it->bid, it->bid_len);
 		if (dup)
 			continue;
-		memcpy(seen[nr_seen++], bid, sizeof(bid));
-		if (bl > BUILD_ID_MAX)
-			bl = BUILD_ID_MAX;
-		embed_one(e, w, e->paths[i], e->mode, bid, bl);
-		/* A full object that has its own debug information carries it
-		 * already. */
-		src = debug_source(e->paths[i], bid, bl, dbg, sizeof(dbg));
-		if (src == 2 || (src == 1 && e->mode == EMBED_MINIMAL))
-			embed_one(e, w, dbg, EMBED_DEBUG, bid, bl);
+		if (e->mode == EMBED_NONE)
+			state = "not-asked";
+		else if (it->why != OBJSET_OK)
+			;
+		else if (e->bytes >= e->max_bytes)
+			state = "over-bound";
+		else if (it->vdso)
+			state = embed_vdso(e, w) ? "carried" : "unreadable";
+		else if (!embed_one(e, w, it->fd, it->path, e->mode, it->bid, it->bid_len, &too_big))
+			state = too_big ? "too-big" : "unreadable";
+		else {
+			char dpath[PATH_MAX];
+			int dfd = -1, src = debug_source(it->fd, it->bid, it->bid_len, &dfd, dpath, sizeof(dpath));
+
+			/* A full object that has its own debug information
+			 * carries it already. */
+			if (src == 2)
+				embed_one(e, w, dfd, dpath, EMBED_DEBUG, it->bid, it->bid_len, &too_big);
+			else if (src == 1 && e->mode == EMBED_MINIMAL)
+				embed_one(e, w, it->fd, it->path, EMBED_DEBUG, it->bid, it->bid_len, &too_big);
+			if (dfd >= 0)
+				close(dfd);
+		}
+		if (strcmp(state, "carried"))
+			e->not_carried++;
+		procsnap_build_id_hex(it->bid, it->bid_len, hex);
+		n = snprintf(NULL, 0, "%s\t%s\t%s\n", it->bid_len ? hex : "-", state, it->path);
+		if (len + n + 1 > alloc) {
+			char *t = realloc(text, alloc = (len + n + 1) * 2);
+
+			if (!t)
+				break;
+			text = t;
+		}
+		len += snprintf(text + len, alloc - len, "%s\t%s\t%s\n", it->bid_len ? hex : "-", state, it->path);
 	}
-	free(seen);
-	if (e->vdso)
-		embed_vdso(e, w);
+	if (len)
+		trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECTS, 0, text, len, 0);
+	free(text);
 }
 
 /* ---- memsight archive ------------------------------------------------ */
 
-static void objects_from_records(struct embed_set *e, const unsigned char *p, size_t len)
+/* A path a trace names as executable, with the build-id it recorded for
+ * it (bl 0 while not known). */
+struct archive_path {
+	char *path;
+	unsigned char bid[BUILD_ID_MAX];
+	int bl;
+};
+
+struct archive_paths {
+	struct archive_path *v;
+	size_t nr, alloc;
+};
+
+static void archive_path_add(struct archive_paths *a, const char *path, const unsigned char *bid, int bl)
+{
+	if (path[0] != '/' || !strncmp(path, "//", 2))
+		return;
+	for (size_t i = 0; i < a->nr; i++)
+		if (!strcmp(a->v[i].path, path)) {
+			if (!a->v[i].bl && bl > 0) {
+				a->v[i].bl = bl > BUILD_ID_MAX ? BUILD_ID_MAX : bl;
+				memcpy(a->v[i].bid, bid, a->v[i].bl);
+			}
+			return;
+		}
+	if (a->nr == a->alloc) {
+		size_t n = a->alloc ? a->alloc * 2 : 32;
+		struct archive_path *v = realloc(a->v, n * sizeof(*v));
+
+		if (!v)
+			return;
+		a->v = v;
+		a->alloc = n;
+	}
+	a->v[a->nr].path = strdup(path);
+	if (!a->v[a->nr].path)
+		return;
+	a->v[a->nr].bl = bl > 0 ? (bl > BUILD_ID_MAX ? BUILD_ID_MAX : bl) : 0;
+	memcpy(a->v[a->nr].bid, bid, a->v[a->nr].bl);
+	a->nr++;
+}
+
+static int hex_bid(const char *hex, size_t n, unsigned char *bid)
+{
+	int bl = 0;
+
+	for (; bl < BUILD_ID_MAX && (size_t)(2 * bl + 1) < n && isxdigit((unsigned char)hex[2 * bl]) &&
+	       isxdigit((unsigned char)hex[2 * bl + 1]);
+	     bl++)
+		sscanf(hex + 2 * bl, "%2hhx", &bid[bl]);
+	return bl;
+}
+
+static void paths_from_records(struct archive_paths *a, const unsigned char *p, size_t len)
 {
 	size_t off = 0;
 
@@ -377,42 +502,76 @@ static void objects_from_records(struct embed_set *e, const unsigned char *p, si
 			break;
 		if (h->type == PERF_RECORD_MMAP2 && h->size > 73) {
 			memcpy(&prot, p + off + 64, 4);
-			if ((prot & 4) && p[off + 72] == '/' && memchr(p + off + 72, 0, h->size - 72))
-				embed_set_add(e, (const char *)p + off + 72);
+			if ((prot & 4) && memchr(p + off + 72, 0, h->size - 72))
+				archive_path_add(a, (const char *)p + off + 72, p + off + 44,
+						 h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID ? p[off + 40] : 0);
 		}
 		off += h->size;
 	}
 }
 
-void embed_set_add_maps(struct embed_set *e, const char *text, size_t len)
+static int snapshot_path(void *arg, pid_t pid, const struct procsnap_map *m)
+{
+	unsigned char bid[BUILD_ID_MAX];
+
+	(void)pid;
+	if (m->perms[0] && m->perms[1] && m->perms[2] == 'x')
+		archive_path_add(arg, m->path, bid, hex_bid(m->bid_hex, strlen(m->bid_hex), bid));
+	return 0;
+}
+
+/* "HEX\tPATH" lines: build-ids the recorder read for files whose MMAP2
+ * records had none. */
+static void paths_from_buildids(struct archive_paths *a, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
 
-	/* A snapshot's map lines (procsnap.c): "map", start, end, perms,
-	 * offset, dev, inode, build-id, then the path, tab-separated. */
 	while (p < end) {
-		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *perms = NULL, *file = NULL;
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *tab = memchr(p, '\t', le - p);
+		unsigned char bid[BUILD_ID_MAX];
 		char path[PATH_MAX];
-		int tabs = 0;
+		int bl;
 
-		for (const char *q = p; q < le && !file; q++) {
-			if (*q != '\t')
-				continue;
-			if (++tabs == 3)
-				perms = q + 1;
-			else if (tabs == 8)
-				file = q + 1;
-		}
-		if (!strncmp(p, "map\t", 4) && file && (size_t)(le - file) < sizeof(path) && le - perms > 3) {
-			memcpy(path, file, le - file);
-			path[le - file] = 0;
-			if (perms[2] == 'x' && path[0] == '/')
-				embed_set_add(e, path);
-			else if (!strcmp(path, TRACE_OBJECT_VDSO))
-				e->vdso = 1;
+		if (tab && (size_t)(le - tab - 1) < sizeof(path) && (bl = hex_bid(p, tab - p, bid)) > 0) {
+			memcpy(path, tab + 1, le - tab - 1);
+			path[le - tab - 1] = 0;
+			archive_path_add(a, path, bid, bl);
 		}
 		p = nl ? nl + 1 : end;
 	}
+}
+
+/* The objects of the paths: a file here is taken only when it is a regular
+ * file, opened without waiting on a FIFO, whose build-id is the one the
+ * trace recorded; a path with no recorded build-id is not taken at all. */
+static int paths_list(const struct archive_paths *a, struct embed_list *l)
+{
+	for (size_t i = 0; i < a->nr; i++) {
+		const struct archive_path *ap = &a->v[i];
+		enum objset_why why = OBJSET_OK;
+		unsigned char got[BUILD_ID_MAX];
+		struct stat st;
+		int fd = -1;
+
+		if (!ap->bl) {
+			why = OBJSET_NO_BUILD_ID;
+		} else {
+			fd = open(ap->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+			if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || procsnap_build_id_fd(fd, got) != ap->bl ||
+					memcmp(got, ap->bid, ap->bl))) {
+				close(fd);
+				fd = -1;
+			}
+			if (fd < 0)
+				why = OBJSET_GONE;
+		}
+		if (item_add(l, fd, ap->bid, ap->bl, ap->path, 0, why)) {
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int embed_archive(const char *path, enum embed_mode mode, struct embed_archived *out, char *err, size_t errlen)
@@ -420,7 +579,9 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 	struct trace_reader r;
 	struct trace_writer w;
 	struct trace_writer_opts o = { .codec = TRACE_CODEC_ZSTD };
-	struct embed_set e = { .mode = mode };
+	struct embed_set e = { .mode = mode, .max_bytes = EMBED_MAX_DEFAULT };
+	struct archive_paths paths = { 0 };
+	struct embed_list list = { 0 };
 	unsigned char *buf = NULL;
 	size_t alloc = 0;
 	char tmp[PATH_MAX];
@@ -467,19 +628,28 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 				had++;
 				continue; /* packed again below, in the mode asked for */
 			}
+			/* Said again below, for what is carried now. */
+			if (c->stream == TRACE_META_OBJECTS)
+				continue;
 			if (c->stream == TRACE_META_PROCESS)
-				embed_set_add_maps(&e, (const char *)buf, n);
+				procsnap_maps_each((const char *)buf, n, snapshot_path, &paths);
+			if (c->stream == TRACE_META_BUILDIDS)
+				paths_from_buildids(&paths, (const char *)buf, n);
 			trace_writer_add(&w, TRACE_CHUNK_META, c->stream, 0, buf, n, 0);
 		} else if (c->type == TRACE_CHUNK_DATA) {
-			objects_from_records(&e, buf, n);
+			paths_from_records(&paths, buf, n);
 			trace_writer_add(&w, TRACE_CHUNK_DATA, c->stream, c->time, buf, n, trace_records_count(buf, n));
 		} else if (c->type == TRACE_CHUNK_LOSS) {
 			trace_writer_add_loss(&w, (const struct trace_loss *)buf, n / sizeof(struct trace_loss));
 		}
 	}
-	/* The vDSO now may not be the one the recording's kernel mapped. */
-	e.vdso = 0;
-	embed_set_write(&e, &w);
+	/* Not the vDSO: the one here may not be the one the recording's
+	 * kernel mapped. */
+	if (paths_list(&paths, &list)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	embed_list_write(&e, &list, &w);
 	if (trace_writer_finish(&w)) {
 		snprintf(err, errlen, "cannot write '%s': %s", tmp, trace_writer_strerror(&w));
 		goto out;
@@ -489,7 +659,7 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 		goto out;
 	}
 	tmp[0] = 0;
-	*out = (struct embed_archived){ e.objects, e.debug, e.bytes, had };
+	*out = (struct embed_archived){ e.objects, e.debug, e.bytes, e.not_carried, had };
 	ret = 0;
 out:
 	trace_writer_release(&w);
@@ -497,7 +667,10 @@ out:
 	if (tmp[0])
 		unlink(tmp);
 	free(buf);
-	embed_set_release(&e);
+	embed_list_release(&list);
+	for (size_t i = 0; i < paths.nr; i++)
+		free(paths.v[i].path);
+	free(paths.v);
 	trace_reader_release(&r);
 	return ret;
 }

@@ -23,6 +23,7 @@ struct flight_req {
 	char detail[192];
 	uint64_t time;		/* CLOCK_MONOTONIC of the trigger, as record times are */
 	uint64_t realtime;
+	struct embed_list objects; /* what the stacks touched so far, as the drain loop knew it */
 };
 
 static const char *const kind_names[] = {
@@ -484,6 +485,7 @@ static void snapshot_write(void *arg, void *data)
 	if (trace_reader_open_fd(&r, rc->out_fd, rc->output, err, sizeof(err))) {
 		msg_error("snapshot for trigger %s failed: %s", kind_names[q->kind], err);
 		f->failed++;
+		embed_list_release(&((struct flight_req *)data)->objects);
 		return;
 	}
 	fd = mkstemp(tmp);
@@ -501,10 +503,9 @@ static void snapshot_write(void *arg, void *data)
 	if (rc->ksyms.nr && !ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
 		trace_writer_add(&w, TRACE_CHUNK_META, TRACE_META_KSYMS, 0, text, len, 0);
 	free(text);
-	/* The objects the window's stacks run in, from this machine's files,
-	 * so the snapshot can be analyzed elsewhere. */
-	if (rc->embed.mode != EMBED_NONE)
-		embed_set_write(&rc->embed, &w);
+	/* The objects the window's stacks run in, as their processes mapped
+	 * them, so the snapshot can be analyzed elsewhere. */
+	embed_list_write(&rc->embed, &q->objects, &w);
 	if (trace_writer_finish(&w) || rename(tmp, name)) {
 		msg_error("snapshot for trigger %s failed: cannot write '%s': %s", kind_names[q->kind], name,
 			  w.err ? trace_writer_strerror(&w) : strerror(errno));
@@ -525,6 +526,7 @@ out:
 		close(fd);
 	trace_writer_release(&w);
 	trace_reader_release(&r);
+	embed_list_release(&((struct flight_req *)data)->objects);
 }
 
 void flight_poll(struct recorder *rc, int force)
@@ -537,6 +539,10 @@ void flight_poll(struct recorder *rc, int force)
 	rec_drain_all(rc, 0);
 	for (int c = 0; c < rc->ncpus; c++)
 		rec_ring_flush(rc, &rc->rings[c]);
+	/* The object set is the drain loop's: the snapshot gets a list of its
+	 * own, with fds of its own. */
+	if (embed_list_touched(&f->req->objects, &rc->objs, &rc->em))
+		msg_warn("out of memory listing the objects for the snapshot: it will carry fewer");
 	writeq_push_call(&rc->q, snapshot_write, rc, f->req);
 	f->req = NULL;
 	f->pending = 0;
@@ -558,6 +564,8 @@ void flight_release(struct flight *f)
 		if (f->trig[i].fd >= 0)
 			close(f->trig[i].fd);
 	free(f->trig);
+	if (f->req)
+		embed_list_release(&f->req->objects);
 	free(f->req);
 	free(f->rss);
 	free(f->stalls);

@@ -223,7 +223,7 @@ static void inspect(struct recorder *rc, struct ring *r, struct rec_event *e, co
 }
 
 /* Compression thread: what the end of the recording (and a ring's next
- * segment) needs from a record: kernel addresses, objects to embed, files
+ * segment) needs from a record: kernel addresses, files
  * without build-id, the processes' mappings. */
 static void note(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
 {
@@ -254,15 +254,6 @@ static void note(struct recorder *rc, const struct rec_event *e, const unsigned 
 		break;
 	}
 	case PERF_RECORD_MMAP2:
-		if (size >= 72 + sizeof(TRACE_OBJECT_VDSO) && !memcmp(rec + 72, TRACE_OBJECT_VDSO, sizeof(TRACE_OBJECT_VDSO)))
-			rc->embed.vdso = 1;
-		if (size > 73 && rec[72] == '/' && rec[73] != '/' && rc->embed.mode != EMBED_NONE) {
-			uint32_t prot;
-
-			memcpy(&prot, rec + 64, 4);
-			if ((prot & PROT_EXEC) && memchr(rec + 72, 0, size - 72))
-				embed_set_add(&rc->embed, (const char *)rec + 72);
-		}
 		if (!(h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && size > 73 && rec[72] == '/' && rec[73] != '/') {
 			char name[PATH_MAX];
 			size_t n = strnlen((const char *)rec + 72, size - 72);

@@ -123,8 +123,6 @@ int rec_meta_start(struct recorder *rc)
 				proctrack_load(&rc->fl.pt, text, len);
 			else
 				meta_add(rc, TRACE_META_PROCESS, text, len);
-			if (rc->embed.mode != EMBED_NONE)
-				embed_set_add_maps(&rc->embed, text, len);
 			rec_procs_snapshot(rc, text, len);
 			free(text);
 		}
@@ -145,8 +143,13 @@ void rec_meta_end(struct recorder *rc)
 	 * on a full disk: the reserve is for what follows. Not into a ring,
 	 * where they would push out the window: its snapshots and memsight
 	 * archive carry them. */
-	if (!trace_writer_full(&rc->w) && !rc->fl.ring_size)
-		embed_set_write(&rc->embed, &rc->w);
+	if (!trace_writer_full(&rc->w) && !rc->fl.ring_size) {
+		struct embed_list l = { 0 };
+
+		if (!embed_list_touched(&l, &rc->objs, &rc->em))
+			embed_list_write(&rc->embed, &l, &rc->w);
+		embed_list_release(&l);
+	}
 	if (!ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
 		meta_add(rc, TRACE_META_KSYMS, text, len);
 	free(text);
