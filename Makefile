@@ -78,6 +78,7 @@ RECORD_SRC := \
 	record/probes/events.c \
 	record/probes/setup.c \
 	record/probes/uprobes.c \
+	record/procs/cgroups.c \
 	record/procs/execmap.c \
 	record/procs/procsnap.c \
 	record/procs/proctrack.c \
@@ -146,6 +147,7 @@ TOOL_SRC := \
 
 SAMPLES := \
 	alloc_zoo \
+	box_grow \
 	churn_leak \
 	cxx_leak \
 	cxx_threads \
@@ -163,7 +165,7 @@ SAMPLES := \
 
 # The same programs as most code is built: optimised, no frame pointers.
 # DWARF unwinding must give them the attribution the others get.
-NOFP_SAMPLES := alloc_zoo fib_leak inline_alloc loop_leak xor_encoder
+NOFP_SAMPLES := alloc_zoo box_grow fib_leak inline_alloc loop_leak xor_encoder
 # Code built without unwind tables: its CFI is in .debug_frame alone.
 NOUNWIND_SAMPLES := loop_leak
 

@@ -75,6 +75,8 @@ const char *trace_meta_kind_name(unsigned kind)
 	case TRACE_META_REACH: return "reach";
 	case TRACE_META_SNAPSHOT: return "snapshot";
 	case TRACE_META_OBJECTS: return "objects";
+	case TRACE_META_CGROUPS: return "cgroups";
+	case TRACE_META_NSPIDS: return "nspids";
 	}
 	return "unknown";
 }

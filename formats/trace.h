@@ -63,6 +63,8 @@ enum trace_meta_kind {
 	TRACE_META_REACH = 10,	    /* a scan of a stopped process's memory for pointers (--leak-check) */
 	TRACE_META_SNAPSHOT = 11,   /* "key value\n" text: the trigger that cut this window from a ring */
 	TRACE_META_OBJECTS = 12,    /* "buildid\tstate\tpath\n": the objects stacks touched, carried or why not */
+	TRACE_META_CGROUPS = 13,    /* "id\tpath\n": the cgroups whose ids samples carry */
+	TRACE_META_NSPIDS = 14,	    /* "pid\tnspid\n": processes in pid namespaces, and their pid there */
 };
 
 /* The path of an OBJECT entry holding the kernel's vDSO image, which has

@@ -21,7 +21,6 @@ static const char usage_text[] =
 /* What the options say that the defaults after them depend on. */
 struct options_seen {
 	struct recorder *rc;
-	int embed_given, cg_given;
 };
 
 static int opt_groups(const struct opt *o, const char *arg, void *ctx)
@@ -84,7 +83,6 @@ static int opt_call_graph(const struct opt *o, const char *arg, void *ctx)
 	struct recorder *rc = seen->rc;
 
 	(void)o;
-	seen->cg_given = 1;
 	if (!strcmp(arg, "fp")) {
 		rc->callchain = REC_CG_FP;
 	} else if (!strcmp(arg, "none")) {
@@ -180,7 +178,6 @@ static int opt_embed(const struct opt *o, const char *arg, void *ctx)
 	if (m < 0)
 		return msg_error("unknown --embed mode '%s': use minimal, full or none", arg);
 	seen->rc->embed.mode = m;
-	seen->embed_given = 1;
 	return 0;
 }
 
@@ -329,7 +326,7 @@ static int groups_has(const char *groups, const char *group)
 
 /* The defaults that depend on more than one option, and the options that
  * cannot go together. */
-static int options_finish(struct recorder *rc, const struct options_seen *seen)
+static int options_finish(struct recorder *rc)
 {
 	/* -a with a command records the whole system while it runs, as
 	 * perf record -a does. */
@@ -339,11 +336,11 @@ static int options_finish(struct recorder *rc, const struct options_seen *seen)
 					 : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
 	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
 		return msg_error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
-	/* A whole busy box in DWARF mode writes ten times the bytes of
-	 * frame-pointer stacks (124 against 13 a sample over a parallel
-	 * build) and can outrun the compressor: -a keeps fp unless asked. */
-	if (rc->system_wide && !seen->cg_given)
-		rc->callchain = REC_CG_FP;
+	/* -a records DWARF stacks too: Debian's binaries have no frame
+	 * pointers, so frame-pointer stacks of a whole box reached main in
+	 * 0.4% of a parallel build's faults, 8 KiB dumps in 95.7%; the dumps
+	 * keep only what unwinding reads (write/scrub.h), which cost the build
+	 * 1.12 times its time where perf -a -g cost 1.04 (tests/bench/bench-box.sh). */
 	/* A DWARF sample is about 8 KiB: faults in a tight loop come at
 	 * over a GB/s, so the rings must bridge the moments the drain loop
 	 * is off the CPU (16 MiB a CPU is about 10 ms of such a burst). The
@@ -366,6 +363,8 @@ static int options_finish(struct recorder *rc, const struct options_seen *seen)
 		rc->groups = strdup("brk,mmap,faults");
 	if (!rc->groups)
 		return msg_error("out of memory");
+	if (rc->cgroup && !rc->system_wide)
+		return msg_error("--cgroup records the processes of one cgroup across the system: give -a too");
 	if (rc->leak_check && rc->system_wide)
 		return msg_error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
 	if (rc->leak_check && !groups_has(rc->groups, "malloc"))
@@ -385,7 +384,7 @@ static int options_finish(struct recorder *rc, const struct options_seen *seen)
 
 int rec_options_parse(struct recorder *rc, int argc, char **argv)
 {
-	struct options_seen seen = { rc, 0, 0 };
+	struct options_seen seen = { rc };
 	/* The recorder's one environment knob: tests point it at a copy of
 	 * tracefs that lacks some events, to show what a kernel without
 	 * them does. */
@@ -399,16 +398,18 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		OPT_CALLBACK('p', "pid", NULL, "PID[,PID...]", "record running processes, their new threads and children",
 			     opt_pids),
 		OPT_BOOL('a', "all-cpus", &rc->system_wide, "record the whole system (while COMMAND runs, when given)"),
+		OPT_STRING('G', "cgroup", &rc->cgroup, "PATH",
+			   "with -a: only the processes of this cgroup and those\nbelow it (a container's), v1 or v2"),
 		OPT_STRING('o', "output", &rc->output, "FILE", "trace file to write (default: memsight.trace)"),
 		OPT_CALLBACK('d', "duration", &rc->duration, "SECONDS", "stop after SECONDS", opt_duration),
 		OPT_CALLBACK('g', "call-graph", NULL, "MODE",
-			     "dwarf[,SIZE] (default, but with -a): kernel callchain,\n"
-			     "  user registers and SIZE bytes of user stack (default\n"
-			     "  8192), unwound offline through code without frame\n"
-			     "  pointers (libc, libstdc++, optimised builds)\n"
-			     "fp (default with -a): kernel and user frame-pointer\n"
-			     "  callchains, a tenth of the bytes, broken by code\n"
-			     "  without frame pointers\n"
+			     "dwarf[,SIZE] (default): kernel callchain, user registers\n"
+			     "  and SIZE bytes of user stack (default 8192), unwound\n"
+			     "  offline through code without frame pointers (libc,\n"
+			     "  libstdc++, optimised builds)\n"
+			     "fp: kernel and user frame-pointer callchains, a third\n"
+			     "  of the recorder's work, broken by code without frame\n"
+			     "  pointers\n"
 			     "none: no stacks",
 			     opt_call_graph),
 		OPT_CALLBACK(0, "stack-dump", &rc->stack_dump, "MODE",
@@ -494,7 +495,7 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		return r ? -1 : 1;
 	if (optind < argc)
 		rc->command = argv + optind;
-	return options_finish(rc, &seen);
+	return options_finish(rc);
 }
 
 void rec_options_release(struct recorder *rc)

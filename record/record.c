@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -72,7 +73,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 {
 	struct epoll_event ev, evs[64];
 	int ep, sfd, tfd = -1, stop = 0, ret = -1, timeout = POLL_ACTIVE_MS;
-	uint64_t before;
+	uint64_t before, cg_read = rec_now_ns(CLOCK_MONOTONIC);
 	int *pidfds = NULL;
 	size_t live = 0;
 
@@ -174,6 +175,12 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		before = rc->drained;
 		if (rec_drain_all(rc, 1))
 			goto out;
+		/* --cgroup, by the recorder: processes moved into the cgroup
+		 * since are kept from now on. */
+		if (rc->cg.by_recorder && rec_now_ns(CLOCK_MONOTONIC) - cg_read > 1000000000ull) {
+			cgroup_filter_refresh(&rc->cg);
+			cg_read = rec_now_ns(CLOCK_MONOTONIC);
+		}
 		flight_poll(rc, 0);
 		/* A full disk (or a failed write) ends the recording at once:
 		 * nothing more could be kept, and a -p recording would go on
@@ -241,6 +248,7 @@ static void cleanup(struct recorder *rc)
 	free(rc->evs);
 	free(rc->bounce);
 	scrub_free(&rc->scrub);
+	cgroup_filter_release(&rc->cg);
 	execmap_release(&rc->em);
 	objset_release(&rc->objs);
 	for (size_t i = 0; i < rc->nr_nobid; i++)
@@ -307,6 +315,22 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	if (rc->callchain != REC_CG_NONE)
 		ksyms_table_start(&rc->kallsyms);
 	rc->build_id = rec_probe_build_id();
+	if (rc->system_wide) {
+		struct stat st;
+		char err[PATH_MAX + 256];
+
+		rc->sample_cgroup = rec_probe_cgroup();
+		if (cgroups_root(rc->cgroup_root, sizeof(rc->cgroup_root)))
+			rc->cgroup_root[0] = 0;
+		if (!stat("/proc/self/ns/pid", &st))
+			rc->own_pidns = st.st_ino;
+		if (rc->cgroup && cgroup_filter_open(&rc->cg, rc->cgroup, err, sizeof(err)))
+			return msg_error("%s", err);
+		if (rc->cg.by_recorder && !rc->quiet)
+			msg_note("--cgroup '%s' is not of the hierarchy the kernel filters by (%s): the recorder keeps "
+				 "the events of its %zu processes and their children, and drops the others'",
+				 rc->cgroup, rc->cgroup_root[0] ? rc->cgroup_root : "none here", rc->cg.nr);
+	}
 	rc->format_lost = rec_probe_format_lost();
 	rc->lc.emit = rec_reach_emit;
 	rc->lc.arg = rc;
@@ -402,7 +426,8 @@ static int record_finish(struct recorder *rc, int ret)
 
 int main(int argc, char **argv)
 {
-	struct recorder rc = { .out_fd = -1, .go_fd = -1, .err_fd = -1, .old_fd = -1, .argc = argc, .argv = argv };
+	struct recorder rc = { .out_fd = -1, .go_fd = -1, .err_fd = -1, .old_fd = -1, .argc = argc, .argv = argv,
+			       .cg.fd = -1 };
 	sigset_t mask, oldmask;
 	int ret = 1, r;
 

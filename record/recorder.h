@@ -25,6 +25,7 @@
 #include "ring/flight.h"
 #include "objects/ksyms.h"
 #include "objects/objset.h"
+#include "procs/cgroups.h"
 #include "procs/execmap.h"
 #include "leakcheck/leakcheck.h"
 #include "write/scrub.h"
@@ -104,6 +105,7 @@ struct recorder {
 	char sampler[PATH_MAX];	/* the sampler library probed, "" when the malloc family is */
 	int leak_check;
 	struct leakcheck lc;
+	const char *cgroup;	/* --cgroup, as given */
 	char allocator[UPROBES_MAX_OBJECTS * (PATH_MAX + 1)];
 	int argc;
 	char **argv;
@@ -129,7 +131,11 @@ struct recorder {
 	struct ksyms_table kallsyms;
 	struct embed_set embed;
 	struct objset objs;	/* the files processes run code from (drain loop) */
-	struct execmap em;	/* where each process's code lies (compression thread) */
+	struct execmap em;	/* where each process's code lies (drain loop) */
+	struct cgroup_filter cg; /* --cgroup */
+	char cgroup_root[PATH_MAX]; /* where the perf_event controller's hierarchy is, "" for none */
+	int sample_cgroup;	/* samples carry their cgroup's id (-a, where the kernel can) */
+	uint64_t own_pidns;	/* the recorder's pid namespace, by inode */
 	char **nobid;		/* MMAP2 file names seen without a build-id */
 	size_t nr_nobid, nobid_alloc;
 	pid_t child;
@@ -168,6 +174,7 @@ void rec_options_release(struct recorder *rc);
 
 /* probes/setup.c */
 int rec_probe_build_id(void);
+int rec_probe_cgroup(void);
 int rec_probe_format_lost(void);
 int rec_events_setup(struct recorder *rc);
 int rec_events_open(struct recorder *rc);

@@ -183,7 +183,11 @@ if [ -n "$JEMALLOC" ]; then
 		sed -n 4p stack | grep "^		demo::Registry::add(int)+0x"
 	'
 
+	# The recordings before hand the closing of their uprobe events to a
+	# child, which the kernel lets finish before new uprobes open (tens of
+	# milliseconds an event): let it, or the 6 s may pass first.
 	test_expect_success '-O takes the soname of an allocator a running process maps' '
+		while pgrep -x memsight-record >/dev/null; do sleep 0.1; done
 		LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" wait 6 30 >truth &
 		pid=$! &&
 		while ! grep -q waiting truth; do sleep 0.05; done &&

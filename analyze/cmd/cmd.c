@@ -26,6 +26,15 @@ int cmd_opt_pid(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)o;
+	if (!arg[0])
+		return msg_error("--cgroup needs a cgroup: its directory, or its path below the hierarchy's root");
+	((struct analyze_opts *)ctx)->cgroup = arg;
+	return 0;
+}
+
 int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx)
 {
 	struct analyze_opts *a = ctx;
@@ -185,12 +194,28 @@ void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e
 	cmd_json_frames(j, key, fr, e ? stack_entry_frames(e, fr, STACK_MAX_FRAMES) : 0, lines);
 }
 
-void cmd_json_who(struct json *j, const struct stack_entry *e)
+void cmd_json_process(struct json *j, const struct session *s, int pid)
+{
+	const char *cg = session_process_cgroup(s, pid);
+	int ns = session_nspid(s, pid);
+	char id[16];
+
+	json_i64(j, "pid", pid);
+	if (ns)
+		json_i64(j, "nspid", ns);
+	if (cg) {
+		json_str(j, "cgroup", cg);
+		if (session_container_id(cg, id, sizeof(id)))
+			json_str(j, "container", id);
+	}
+}
+
+void cmd_json_who(struct json *j, const struct session *s, const struct stack_entry *e)
 {
 	if (e->procs > 1)
 		json_null(j, "pid");
 	else
-		json_i64(j, "pid", e->pid);
+		cmd_json_process(j, s, e->pid);
 	json_str(j, "comm", e->comm);
 	json_u64(j, "processes", e->procs);
 }

@@ -51,6 +51,11 @@ enum {
 	OPTS_STACK_LIST(CMD_STACK_ID)
 #undef CMD_STACK_ID
 };
+/* --cgroup PATH into the struct analyze_opts given to cmd_parse. */
+int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
+/* In a command's table: the options that choose the samples it counts,
+ * under their heading, into the struct analyze_opts given to cmd_parse. */
+#define OPT_SAMPLES                                                                                     	OPT_GROUP("which samples:"),                                                                    	OPT_CALLBACK(0, "cgroup", NULL, "PATH",                                                         		     "only the processes of this cgroup and those below it (a\n"                        		     "container's), in a recording with -a: its directory, or\n"                        		     "its path below the cgroup hierarchy's root",                                       		     cmd_opt_cgroup)
 /* In a command's table: the options of stacks and symbols, under their
  * heading, into the struct analyze_opts given to cmd_parse. */
 #define OPT_STACKS OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(CMD_STACK_OPT)
@@ -97,9 +102,12 @@ void print_frames(const struct frame *fr, int n, int lines, const char *indent);
 /* The same two for a stack table's entry (NULL: no stack recorded). */
 struct stack_entry;
 void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e, int lines);
-/* Who ran a stack, as JSON: "pid" (null when several processes did),
- * "comm" and "processes". */
-void cmd_json_who(struct json *j, const struct stack_entry *e);
+/* A process as JSON: "pid", and where known "nspid" (its pid inside its
+ * pid namespace), "cgroup" and "container". */
+void cmd_json_process(struct json *j, const struct session *s, int pid);
+/* Who ran a stack, as JSON: "pid" (null when several processes did, and
+ * with cmd_json_process's keys when one did), "comm" and "processes". */
+void cmd_json_who(struct json *j, const struct session *s, const struct stack_entry *e);
 void print_stack(const struct stack_entry *e, int lines, const char *indent);
 /* The file name of a frame's object, "kernel.kallsyms" for the kernel. */
 const char *frame_obj_base(const struct frame *f);

@@ -57,7 +57,7 @@ static void print_json(const struct session *s, const struct brk_state *b, struc
 	json_begin_array(&j, "stacks");
 	for (size_t i = 0; v && i < n && i < b->o->top; i++) {
 		json_begin(&j, NULL);
-		cmd_json_who(&j, v[i]);
+		cmd_json_who(&j, s, v[i]);
 		json_u64(&j, "bytes", v[i]->weight);
 		json_u64(&j, "calls", v[i]->count);
 		cmd_json_stack(&j, "frames", v[i], b->o->lines);
@@ -90,6 +90,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&o.pid),
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &o.json, "one JSON object instead of text"),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

@@ -181,6 +181,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 	const struct opt options[] = {
 		OPT_U64('T', "top", &top, "N", "stacks shown (default 5)"),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

@@ -87,6 +87,7 @@ int cmd_events(int argc, char **argv, struct analyze_opts *a)
 		OPT_STRING('e', "event", &o.event, "NAME", "only this event or group (e.g. page-faults, mmap)"),
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

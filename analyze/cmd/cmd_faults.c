@@ -165,12 +165,13 @@ static void kinds_json(struct json *j, const struct faults *f, const uint64_t *b
 	json_end(j);
 }
 
-static void stacks_json(struct json *j, const struct faults *f, const char *key, struct stack_entry **v, size_t n)
+static void stacks_json(struct json *j, const struct session *s, const struct faults *f, const char *key,
+			struct stack_entry **v, size_t n)
 {
 	json_begin_array(j, key);
 	for (size_t i = 0; v && i < n && i < f->top; i++) {
 		json_begin(j, NULL);
-		cmd_json_who(j, v[i]);
+		cmd_json_who(j, s, v[i]);
 		json_u64(j, "faults", v[i]->weight);
 		kinds_json(j, f, stack_entry_extra(v[i]));
 		cmd_json_stack(j, "frames", v[i], f->lines);
@@ -208,15 +209,15 @@ static void print_json(const struct session *s, const struct faults *f, const st
 	json_begin_array(&j, "processes");
 	for (size_t i = 0; i < o->np && i < f->top; i++) {
 		json_begin(&j, NULL);
-		json_i64(&j, "pid", o->procs[i]->pid);
+		cmd_json_process(&j, s, o->procs[i]->pid);
 		json_str(&j, "comm", o->procs[i]->name);
 		json_u64(&j, "faults", o->procs[i]->faults);
 		kinds_json(&j, f, o->procs[i]->by_kind);
 		json_end(&j);
 	}
 	json_end(&j);
-	stacks_json(&j, f, "stacks", o->minor, o->nm);
-	stacks_json(&j, f, "swapin_stacks", o->swapin, o->ns);
+	stacks_json(&j, s, f, "stacks", o->minor, o->nm);
+	stacks_json(&j, s, f, "swapin_stacks", o->swapin, o->ns);
 	json_end(&j);
 }
 
@@ -296,6 +297,7 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 		OPT_BOOL(0, "kernel", &f.kernel, "include kernel frames in the stacks"),
 		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
 		OPT_LINES(&f.lines),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

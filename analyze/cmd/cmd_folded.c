@@ -346,6 +346,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		OPT_FAULT_TYPE(&f.fault_types),
 		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"),
 		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

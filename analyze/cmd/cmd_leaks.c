@@ -686,6 +686,7 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 		OPT_BOOL(0, "kernel", &o.kernel,
 			 "kernel memory instead (record -e kmem): slab objects, pages and\n"
 			 "percpu chunks still allocated, by kernel and user stack"),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

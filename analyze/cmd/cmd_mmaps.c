@@ -130,6 +130,7 @@ int cmd_mmaps(int argc, char **argv, struct analyze_opts *a)
 		OPT_NO_STACKS(&o.stacks),
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &o.json, "one JSON object per line instead of text"),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

@@ -216,6 +216,7 @@ int cmd_oom(int argc, char **argv, struct analyze_opts *a)
 	const struct opt options[] = {
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

@@ -566,6 +566,7 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 			   "(default); for brk and mmap calls or space (default)"),
 		OPT_STRING('o', "output", &out, "FILE", "where the gzipped profile goes (- for standard output)"),
 		OPT_PID(&p.pid),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

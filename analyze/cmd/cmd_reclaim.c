@@ -396,6 +396,7 @@ int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&r.pid),
 		OPT_LINES(&r.lines),
 		OPT_BOOL(0, "json", &r.json, "one JSON object instead of text"),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

@@ -453,6 +453,62 @@ static void section_table(struct report *r, enum section sec, struct proc_row *r
 	}
 }
 
+/* One process of a cgroup, for the report's cgroups section. */
+struct cg_proc {
+	const char *cgroup;
+	int pid;
+};
+
+static int cg_proc_cmp(const void *a, const void *b)
+{
+	const struct cg_proc *x = a, *y = b;
+	int c = strcmp(x->cgroup, y->cgroup);
+
+	return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The processes of a system-wide recording by the cgroup their samples
+ * came from (a container's, for most of them), with their pid inside
+ * their namespace where it is not the host's. */
+static void print_cgroups(struct session *s)
+{
+	struct cg_proc *v = malloc((s->proc_cgroup.nr ? s->proc_cgroup.nr : 1) * sizeof(*v));
+	size_t n = 0, k;
+	char id[16], root[512];
+
+	if (!v || !s->proc_cgroup.nr) {
+		free(v);
+		return;
+	}
+	hashmap_for_each(&s->proc_cgroup, slot) {
+		const char *c = session_cgroup_path(s, slot->val);
+
+		if (c && (int)slot->key != s->recorder_pid)
+			v[n++] = (struct cg_proc){ c, (int)slot->key };
+	}
+	qsort(v, n, sizeof(*v), cg_proc_cmp);
+	printf("\n== cgroups: the processes' cgroups (under %s) ==\n",
+	       session_host(s, "cgroup_root", root, sizeof(root), "the cgroup root"));
+	for (size_t i = 0; i < n; i = k) {
+		for (k = i; k < n && v[k].cgroup == v[i].cgroup; k++)
+			;
+		printf("\n%s", v[i].cgroup);
+		if (session_container_id(v[i].cgroup, id, sizeof(id)))
+			printf(" (container %s)", id);
+		printf(": %zu process%s\n ", k - i, k - i == 1 ? "" : "es");
+		for (size_t j = i; j < k && j < i + 20; j++) {
+			int ns = session_nspid(s, v[j].pid);
+
+			printf(" %d", v[j].pid);
+			if (ns)
+				printf(" (%d inside)", ns);
+			printf(" %s%s", machine_comm(&s->m, v[j].pid, v[j].pid), j + 1 < k && j + 1 < i + 20 ? "," : "");
+		}
+		printf("%s\n", k - i > 20 ? " ..." : "");
+	}
+	free(v);
+}
+
 static void print_report(struct report *r, struct session *s)
 {
 	struct proc_row *rows = malloc((r->procs.nr ? r->procs.nr : 1) * sizeof(*rows));
@@ -535,6 +591,7 @@ static void print_report(struct report *r, struct session *s)
 	}
 	if (r->have_malloc)
 		print_malloc(r, s);
+	print_cgroups(s);
 	if (!r->have_brk && !r->have_mmap && !r->have_faults && !r->have_malloc)
 		printf("\nno brk, mmap, page fault or allocation events%s\n", r->pid >= 0 ? " for this pid" : "");
 	free(rows);
@@ -555,6 +612,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			   "leak table linked to its stacks, a flame graph (and icicle)\n"
 			   "for every recorded event and weight, the RSS chart"),
 		OPT_PID(&r.pid),
+		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};

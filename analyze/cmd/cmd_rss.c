@@ -264,6 +264,7 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&r.pid),
 		OPT_STRING(0, "svg", &svg, "FILE", "draw the RSS of each process over time as an SVG line chart"),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_SAMPLES,
 		OPT_END(),
 	};
 	struct series **v = NULL;

@@ -372,6 +372,7 @@ int machine_load_snapshot(struct machine *m, const char *text, size_t len)
 			mp.name = machine_intern(m, f[7] && f[7][0] ? f[7] : "//anon");
 			if (f[7] && f[7][0] == '/')
 				mp.dso = symbols_dso(m->syms, f[7], bid, bl);
+			symbols_dso_mapped_by(mp.dso, pid);
 			machine_map(m, pid, &mp);
 		}
 	}

@@ -9,6 +9,7 @@
  */
 #include "session.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,6 +115,160 @@ static int on_meta_ref(uint32_t kind, size_t chunk, void *arg)
 	return 0;
 }
 
+static void cgroup_add(struct session *s, uint64_t id, const char *path)
+{
+	struct hm_slot *slot = hashmap_u64(&s->cgroup_paths, id, NULL);
+
+	if (slot)
+		slot->ptr = (void *)machine_intern(&s->m, path);
+}
+
+/* "ID\tPATH" lines (META cgroups). */
+static void cgroups_load(struct session *s, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *tab = memchr(p, '\t', le - p);
+		char path[4096];
+
+		if (tab && (size_t)(le - tab - 1) < sizeof(path)) {
+			memcpy(path, tab + 1, le - tab - 1);
+			path[le - tab - 1] = 0;
+			cgroup_add(s, strtoull(p, NULL, 10), path);
+		}
+		p = nl ? nl + 1 : end;
+	}
+}
+
+/* "PID\tNSPID" lines (META nspids), or within a process snapshot the
+ * line "nspid N" after its "pid P" (key). */
+static void nspids_load(struct session *s, const char *text, size_t len, const char *key)
+{
+	const char *p = text, *end = text + len;
+	long pid = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end;
+		char line[64], *e;
+		size_t n = (size_t)(le - p) < sizeof(line) - 1 ? (size_t)(le - p) : sizeof(line) - 1;
+		long ns = 0;
+
+		memcpy(line, p, n);
+		line[n] = 0;
+		p = nl ? nl + 1 : end;
+		if (key && !strncmp(line, "pid ", 4))
+			pid = atol(line + 4);
+		else if (key && !strncmp(line, key, strlen(key)))
+			ns = atol(line + strlen(key));
+		else if (!key && (pid = strtol(line, &e, 10)) > 0 && *e == '\t')
+			ns = atol(e + 1);
+		if (pid > 0 && ns > 0) {
+			struct hm_slot *slot = hashmap_u64(&s->nspids, (uint32_t)pid, NULL);
+
+			if (slot)
+				slot->val = (uint64_t)ns;
+		}
+	}
+}
+
+const char *session_cgroup_path(const struct session *s, uint64_t id)
+{
+	struct hm_slot *slot = id ? hashmap_u64_find(&s->cgroup_paths, id) : NULL;
+
+	return slot ? slot->ptr : NULL;
+}
+
+const char *session_process_cgroup(const struct session *s, int pid)
+{
+	struct hm_slot *slot = hashmap_u64_find(&s->proc_cgroup, (uint32_t)pid);
+
+	return slot ? session_cgroup_path(s, slot->val) : NULL;
+}
+
+int session_nspid(const struct session *s, int pid)
+{
+	struct hm_slot *slot = hashmap_u64_find(&s->nspids, (uint32_t)pid);
+
+	return slot ? (int)slot->val : 0;
+}
+
+const char *session_container_id(const char *path, char *buf, size_t len)
+{
+	for (const char *p = path; p && *p; p++) {
+		size_t n = 0;
+
+		while (isxdigit((unsigned char)p[n]) && !isupper((unsigned char)p[n]))
+			n++;
+		/* Runtimes name a container by 64 hex digits, alone or as
+		 * docker-ID.scope, cri-containerd-ID.scope, crio-ID, libpod-ID. */
+		if (n == 64 && (p == path || !isxdigit((unsigned char)p[-1]))) {
+			snprintf(buf, len, "%.12s", p);
+			return buf;
+		}
+		p += n;
+		if (!*p)
+			break;
+	}
+	return NULL;
+}
+
+/* Whether cgroup path c is want or below it. */
+static int cgroup_under(const char *c, const char *want)
+{
+	size_t n = strlen(want);
+
+	if (!c)
+		return 0;
+	if (n == 1 && want[0] == '/')
+		return 1;
+	return !strncmp(c, want, n) && (c[n] == 0 || c[n] == '/');
+}
+
+/* --cgroup: its path below the hierarchy the trace's cgroup ids are of
+ * (given as that, or as the directory under the recording box's mount). */
+static int cgroup_want_set(struct session *s, char *err, size_t errlen)
+{
+	const char *want = s->o.cgroup;
+	char root[4096] = "";
+	size_t n;
+
+	if (!s->cgroup_paths.nr)
+		return fail(err, errlen,
+			    "--cgroup: '%s' has no cgroups: its samples were not recorded system-wide (record with -a)",
+			    s->path);
+	if (session_host(s, "cgroup_root", root, sizeof(root), NULL) && (n = strlen(root)) &&
+	    !strncmp(want, root, n) && (want[n] == '/' || !want[n]))
+		want = want[n] ? want + n : "/";
+	s->cgroup_want = strdup(want);
+	if (!s->cgroup_want)
+		return fail(err, errlen, "out of memory");
+	n = strlen(s->cgroup_want);
+	while (n > 1 && s->cgroup_want[n - 1] == '/')
+		s->cgroup_want[--n] = 0;
+	hashmap_for_each(&s->cgroup_paths, slot)
+		if (cgroup_under(slot->ptr, s->cgroup_want))
+			return 0;
+	return fail(err, errlen, "--cgroup '%s' names no cgroup of '%s' (its cgroups are those under %s; memsight report "
+		    "lists the processes' cgroups)", s->o.cgroup, s->path, root[0] ? root : "the recording box's root");
+}
+
+/* Whether boot is this machine's boot id: the trace was recorded since it
+ * last started, so its pids name this machine's processes. */
+static int session_same_boot(const char *boot)
+{
+	char buf[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	return buf[0] && !strcmp(buf, boot);
+}
+
 static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 {
 	struct open_state *o = arg;
@@ -132,6 +287,8 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		s->host_len = len;
 		if (!trace_kv_get(s->host, len, "recorder_pid", v, sizeof(v)))
 			s->recorder_pid = atoi(v);
+		if (!trace_kv_get(s->host, len, "boot_id", v, sizeof(v)))
+			s->syms.o.same_boot = session_same_boot(v);
 		if (!trace_kv_get(s->host, len, "page_size", v, sizeof(v)))
 			s->page_size = atoi(v);
 		if (!trace_kv_get(s->host, len, "long_size", v, sizeof(v)))
@@ -171,7 +328,14 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 	}
 	case TRACE_META_PROCESS:
 		machine_load_snapshot(&s->m, data, len);
+		nspids_load(s, data, len, "nspid ");
 		s->nr_snapshots++;
+		break;
+	case TRACE_META_CGROUPS:
+		cgroups_load(s, data, len);
+		break;
+	case TRACE_META_NSPIDS:
+		nspids_load(s, data, len, NULL);
 		break;
 	case TRACE_META_KSYMS:
 		if (symbols_ksyms_load(&s->syms, data, len))
@@ -262,6 +426,9 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 	s->page_size = 4096;
 	r = symbols_init(&s->syms, &s->o.sym);
 	machine_init(&s->m, &s->syms);
+	hashmap_init(&s->cgroup_paths, 0);
+	hashmap_init(&s->proc_cgroup, 0);
+	hashmap_init(&s->nspids, 0);
 	if (r == -EINVAL)
 		return fail(err, errlen, "--debuginfod has no server to ask: set DEBUGINFOD_URLS or give --debuginfod=URL");
 	if (r == -ENOENT)
@@ -301,7 +468,7 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 			s->ids[s->nr_ids++] = (struct sess_id){ s->evs[i].d.ids[k], &s->evs[i] };
 	if (s->nr_ids > 1)
 		qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
-	return 0;
+	return s->o.cgroup ? cgroup_want_set(s, err, errlen) : 0;
 }
 
 void session_release(struct session *s)
@@ -317,6 +484,10 @@ void session_release(struct session *s)
 	free(s->stats);
 	free(s->snapshot);
 	free(s->objects);
+	free(s->cgroup_want);
+	hashmap_release(&s->cgroup_paths);
+	hashmap_release(&s->proc_cgroup);
+	hashmap_release(&s->nspids);
 	free(s->buildids);
 	free(s->at_end);
 	free(s->on_exec);
@@ -497,6 +668,13 @@ static int parse_sample(struct session *s, const unsigned char *rec, size_t len,
 			p += size + 8;
 		}
 	}
+	/* WEIGHT, DATA_SRC, TRANSACTION, REGS_INTR and PHYS_ADDR, which
+	 * come between, are never recorded by memsight. */
+	if (st & PERF_SAMPLE_CGROUP) {
+		NEED(8);
+		memcpy(&smp->cgroup, p, 8);
+		p += 8;
+	}
 #undef NEED
 	return 0;
 }
@@ -593,6 +771,7 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 			}
 		}
 		mp.dso = symbols_dso(&s->syms, fname, bid, bl);
+		symbols_dso_mapped_by(mp.dso, pid);
 	} else if (!strcmp(fname, TRACE_OBJECT_VDSO)) {
 		mp.dso = vdso_dso(s, mlen);
 	}
@@ -757,6 +936,14 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			s->last_time = time;
 		if ((int)smp.pid == s->recorder_pid && !s->include_recorder)
 			return 0;
+		if (smp.cgroup) {
+			struct hm_slot *slot = hashmap_u64(&s->proc_cgroup, smp.pid, NULL);
+
+			if (slot)
+				slot->val = smp.cgroup;
+		}
+		if (s->cgroup_want && !cgroup_under(session_cgroup_path(s, smp.cgroup), s->cgroup_want))
+			return 0;
 		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && smp.ev->attr.exclude_callchain_user &&
 		    !s->no_unwind) {
 			sample_unwind(s, &smp);
@@ -771,6 +958,14 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 	}
 	case PERF_RECORD_MMAP2:
 		on_mmap2(s, rec, len);
+		break;
+	case PERF_RECORD_CGROUP:
+		if (len > 16 && memchr(rec + 16, 0, len - 16)) {
+			uint64_t id;
+
+			memcpy(&id, rec + 8, 8);
+			cgroup_add(s, id, (const char *)rec + 16);
+		}
 		break;
 	case PERF_RECORD_COMM:
 		if (len > 16) {

@@ -107,6 +107,7 @@ struct sample {
 	uint64_t regs_mask;	/* PERF_SAMPLE_REGS_USER: which registers regs holds */
 	const uint64_t *regs;	/* NULL when none were recorded */
 	struct stackdump stack;	/* PERF_SAMPLE_STACK_USER, dense or packed; size 0 when none */
+	uint64_t cgroup;	/* PERF_SAMPLE_CGROUP: its cgroup's id; 0 when not recorded */
 	uint16_t misc;
 };
 
@@ -136,6 +137,7 @@ struct analyze_opts {
 	int no_inline;		/* no frames for inlined functions */
 	int unwind_stats;	/* say how much stack dump complete stacks needed */
 	int unwind_check;	/* check the cached unwind rules against libdw's walk */
+	const char *cgroup;	/* --cgroup: only the samples of this cgroup and those below it */
 #define ANALYZE_MAX_DEBUG_DIRS 16
 	const char *debug_dirs[ANALYZE_MAX_DEBUG_DIRS]; /* sym.debug_dirs points here */
 	const char *env_debuginfod_urls; /* $DEBUGINFOD_URLS, for a bare --debuginfod */
@@ -182,6 +184,10 @@ struct session {
 	int no_unwind;		/* set by commands that never show stacks */
 	int prefetched;		/* the embedded objects were given to the loader */
 	uint64_t chain[SESS_MAX_CHAIN]; /* a DWARF sample's kernel + unwound user chain */
+	struct hashmap cgroup_paths; /* cgroup id -> its path below the hierarchy's root (interned) */
+	struct hashmap proc_cgroup;  /* pid -> the cgroup id of its last sample */
+	struct hashmap nspids;	     /* pid -> its pid inside its own pid namespace */
+	char *cgroup_want;	     /* --cgroup, as a path below the hierarchy's root */
 	uint64_t fp_stacks;	/* user frame-pointer callchains seen */
 	uint64_t fp_cut;	/* of those, cut where they left the process's code */
 	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
@@ -231,6 +237,19 @@ long long session_stat(struct session *s, const char *key, long long def);
 
 /* A tracepoint field of a sample as a number (0 if absent). */
 uint64_t session_field(struct session *s, const struct sample *smp, int idx);
+/* The path below its hierarchy's root of cgroup id, NULL when unknown. */
+const char *session_cgroup_path(const struct session *s, uint64_t id);
+/* The cgroup of a process by its last sample replayed, NULL when none is
+ * known (a recording without -a). */
+const char *session_process_cgroup(const struct session *s, int pid);
+/* The pid of a process inside its own pid namespace, 0 when it is in the
+ * recorder's. */
+int session_nspid(const struct session *s, int pid);
+/* The container a cgroup path names (Docker, containerd, CRI-O, podman:
+ * a component holding a 64-digit hex id), as its 12-digit short id in
+ * buf; NULL when it names none. */
+const char *session_container_id(const char *path, char *buf, size_t len);
+
 /* Say on stderr, in one line each for DWARF and frame-pointer stacks, how
  * many stopped before their outermost frame, and why. */
 void session_report_unwind(struct session *s);

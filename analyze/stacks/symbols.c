@@ -568,6 +568,21 @@ void symbols_report_unresolved(struct symbols *s, FILE *f)
 		symbols_build_id_hex(d->build_id, d->bid_len, hex);
 		switch (d->state) {
 		case DSO_MISSING:
+			if (!strncmp(d->path, "/memfd:", 7)) {
+				fprintf(f, "memsight: %llu frames unnamed in code a program wrote into memory ('%s'): "
+					   "the trace carries no ELF object for it%s\n",
+					(unsigned long long)d->unresolved, d->path + 1,
+					hex[0] ? "; record while it runs to embed it" : " (not an ELF file: a JIT's code, "
+										"which its perf map or jitdump names)");
+				break;
+			}
+			if (strstr(d->path, " (deleted)")) {
+				fprintf(f, "memsight: %llu frames unnamed in '%s' (build-id %s): the file was deleted and "
+					   "the trace does not carry it; record with --embed minimal (the default) while the "
+					   "process runs, or install its debug file under /usr/lib/debug/.build-id/\n",
+					(unsigned long long)d->unresolved, d->path, hex[0] ? hex : "none");
+				break;
+			}
 			fprintf(f, "memsight: %llu frames unnamed in '%s' (build-id %s): the file is not on this "
 				   "machine%s; copy it to the same path%s\n",
 				(unsigned long long)d->unresolved, d->path, hex[0] ? hex : "none",

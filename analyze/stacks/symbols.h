@@ -32,6 +32,7 @@ enum dso_state {
 struct dso {
 	struct symbols *owner;
 	char *path;		 /* as the recording saw it */
+	int pid;		 /* a process that mapped it, whose root (a container's) holds path */
 	const char *short_name;	 /* basename of path */
 	unsigned char build_id[20];
 	int bid_len;
@@ -104,6 +105,7 @@ struct symbols_opts {
 	const char *debuginfod_urls; /* --debuginfod: these servers are asked; NULL: never */
 	const char *home;	 /* whose ~/.debug; NULL: /root's */
 	int hermetic;		 /* only the trace's objects and the directories given */
+	int same_boot;		 /* recorded on this machine since it started: /proc/PID/root may hold objects */
 	int check;		 /* ask libdwfl for every address too, and count differences */
 };
 
@@ -181,6 +183,13 @@ int symbols_object_bias(struct dso *d, uint64_t start, uint64_t pgoff, uint64_t 
 const char *symbols_call_name(struct dso *d, uint64_t vaddr, int slot);
 void symbols_release(struct symbols *s);
 struct dso *symbols_dso(struct symbols *s, const char *path, const unsigned char *bid, int bid_len);
+/* A process that mapped d: on the recording machine, its root (a
+ * container's) is searched for d's path too. */
+static inline void symbols_dso_mapped_by(struct dso *d, int pid)
+{
+	if (d && !d->pid)
+		d->pid = pid;
+}
 /* Start finding and loading d (its file, symbol table and, with dwarf, the
  * debug information, which libdw inflates whole: 40 ms for libc's) on a
  * thread of its own, so that it overlaps reading the trace; the lookups

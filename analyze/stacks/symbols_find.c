@@ -363,6 +363,11 @@ static int dso_candidates(const struct dso *d, enum cand_for what, char (*out)[P
 	}
 	if (what == FOR_SYMBOLS && !o->hermetic)
 		ADD("/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	/* On the recording machine, a container's file as its process sees
+	 * it, while that process runs: the build-id check below tells a pid
+	 * taken since by another process. */
+	if (o->same_boot && d->pid > 0 && !o->hermetic)
+		ADD("/proc/%d/root%s", d->pid, d->path);
 	if (!o->hermetic)
 		ADD("%s", d->path);
 	if (mode == EMBED_MINIMAL && what == FOR_SYMBOLS)

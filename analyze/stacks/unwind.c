@@ -12,7 +12,7 @@
 const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 	[UNWIND_STOP_NONE] = "complete",
 	[UNWIND_STOP_NO_REGS] = "had no registers",
-	[UNWIND_STOP_NO_STACK] = "had no stack bytes (the page at the stack pointer was itself faulting in)",
+	[UNWIND_STOP_NO_STACK] = "had no stack bytes (the page at the stack pointer was not in memory)",
 	[UNWIND_STOP_STACK_END] = "ran past the stack dump (record with a larger --call-graph dwarf,SIZE)",
 	[UNWIND_STOP_NO_OBJECT] = "reached an address outside every mapping, or an object not here",
 	[UNWIND_STOP_NO_CFI] = "met code without a usable unwind entry (.eh_frame/.debug_frame)",
@@ -129,6 +129,14 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	if (!unwind_reg(in, 16, &ip) || !unwind_reg(in, 7, &sp)) {
 		*stop = UNWIND_STOP_NO_REGS;
 	} else if (!in->stack.size) {
+		/* A fault the kernel takes loading a program (execve), whose
+		 * registers are the old image's, gone with its stack: there is
+		 * no user stack to have stopped. */
+		if (!machine_find_map(u->m, in->pid, ip)) {
+			u->st.stacks--;
+			*stop = UNWIND_STOP_NONE;
+			return 0;
+		}
 		/* The sampled ip is still one frame. */
 		*stop = UNWIND_STOP_NO_STACK;
 		u->st.stopped[*stop]++;

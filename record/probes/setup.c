@@ -19,9 +19,9 @@
 #include "../procs/procsnap.h"
 #include "../recorder.h"
 
-static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
+static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu, unsigned long flags)
 {
-	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC | flags);
 }
 
 static int paranoid(void)
@@ -72,7 +72,22 @@ int rec_probe_build_id(void)
 	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
 				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .mmap2 = 1,
 				     .build_id = 1 };
-	int fd = perf_open(&a, 0, -1);
+	int fd = perf_open(&a, 0, -1, 0);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* Samples that carry their cgroup's id, and PERF_RECORD_CGROUP and
+ * PERF_RECORD_NAMESPACES for what is made later (Linux 5.7). */
+int rec_probe_cgroup(void)
+{
+	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
+				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .cgroup = 1, .namespaces = 1,
+				     .sample_type = PERF_SAMPLE_CGROUP };
+	int fd = perf_open(&a, 0, -1, 0);
 
 	if (fd < 0)
 		return 0;
@@ -84,7 +99,7 @@ int rec_probe_format_lost(void)
 {
 	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
 				     .config = PERF_COUNT_SW_DUMMY, .disabled = 1, .read_format = PERF_FORMAT_LOST };
-	int fd = perf_open(&a, 0, -1);
+	int fd = perf_open(&a, 0, -1, 0);
 
 	if (fd < 0)
 		return 0;
@@ -358,6 +373,17 @@ int rec_events_setup(struct recorder *rc)
 		msg_error("no event group could be set up: nothing to record");
 		goto out;
 	}
+	/* System-wide, every sample says which cgroup (container) its
+	 * process was in; the tracking event tells of cgroups and
+	 * namespaces made since. */
+	for (size_t i = 0; rc->sample_cgroup && i < rc->nr_evs; i++) {
+		if (rc->evs[i].group[0]) {
+			rc->evs[i].attr.sample_type |= PERF_SAMPLE_CGROUP;
+		} else {
+			rc->evs[i].attr.cgroup = 1;
+			rc->evs[i].attr.namespaces = 1;
+		}
+	}
 	ret = filters_apply(rc);
 out:
 	free(copy);
@@ -405,7 +431,10 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 	struct ring *r = &rc->rings[cpu];
 	char filter[sizeof(e->filter) + 64];
 	uint64_t id;
-	int fd = perf_open(&e->attr, pid, cpu);
+	/* --cgroup, where the kernel can filter by it: the event counts only
+	 * in that cgroup's processes. */
+	int cg = pid == -1 && rc->cg.fd >= 0;
+	int fd = perf_open(&e->attr, cg ? rc->cg.fd : pid, cpu, cg ? PERF_FLAG_PID_CGROUP : 0);
 
 	if (fd < 0) {
 		/* A CPU that is offline has nothing to record. */

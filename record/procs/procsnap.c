@@ -216,12 +216,33 @@ int procsnap_list(pid_t pid, pid_t **out)
 	return n;
 }
 
+pid_t procsnap_nspid(pid_t pid)
+{
+	char path[64], buf[2048], *l;
+	long v = 0;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0 || !(l = strstr(buf, "\nNSpid:")))
+		return 0;
+	/* "NSpid:\t4242\t7": the host's pid first, the innermost last. */
+	for (char *p = l + 8, *e; *p && *p != '\n'; p = e) {
+		long x = strtol(p, &e, 10);
+
+		if (e == p)
+			break;
+		v = x;
+		n++;
+	}
+	return n > 1 ? (pid_t)v : 0;
+}
+
 int procsnap_process(pid_t pid, char **text, size_t *len)
 {
 	struct text t = { 0 };
 	char path[128], buf[512], *line = NULL;
 	size_t line_alloc = 0;
-	pid_t *tids = NULL;
+	pid_t *tids = NULL, nspid;
 	int nt, ppid = 0;
 	FILE *f;
 
@@ -236,7 +257,10 @@ int procsnap_process(pid_t pid, char **text, size_t *len)
 	if (read_small(path, buf, sizeof(buf)) < 0)
 		return -ESRCH;
 	buf[strcspn(buf, "\n")] = 0;
-	text_add(&t, "pid %d\nppid %d\ncomm %s\nthreads", (int)pid, ppid, buf);
+	text_add(&t, "pid %d\nppid %d\ncomm %s\n", (int)pid, ppid, buf);
+	if ((nspid = procsnap_nspid(pid)))
+		text_add(&t, "nspid %d\n", (int)nspid);
+	text_add(&t, "threads");
 	nt = procsnap_list(pid, &tids);
 	for (int i = 0; i < nt; i++)
 		text_add(&t, " %d", (int)tids[i]);

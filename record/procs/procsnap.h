@@ -43,6 +43,11 @@ struct procsnap_map {
 int procsnap_maps_each(const char *text, size_t len, int (*fn)(void *arg, pid_t pid, const struct procsnap_map *m),
 		       void *arg);
 
+/* The pid of pid inside its own pid namespace (the innermost of the
+ * NSpid line of /proc/PID/status); 0 when that is the recorder's own
+ * namespace or it cannot be read. */
+pid_t procsnap_nspid(pid_t pid);
+
 /* Thread ids of a process, or every pid on the system when pid is 0.
  * Returns the count (malloc'd array in *out) or -errno. */
 int procsnap_list(pid_t pid, pid_t **out);

@@ -100,6 +100,30 @@ void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len)
 	procsnap_maps_each(text, len, snapshot_map, rc);
 }
 
+/* A process started in a pid namespace not the recorder's (a container):
+ * its pid there, said in order with the records (META nspids). The kernel
+ * gives only the namespaces' inodes: /proc says the pid, while the
+ * process lives. */
+static void namespaces_seen(struct recorder *rc, const unsigned char *rec, size_t size)
+{
+	/* pid, tid, nr_namespaces, then { dev, inode } by *_NS_INDEX. */
+	size_t at = 24 + 16 * PID_NS_INDEX + 8;
+	uint32_t pid, tid;
+	uint64_t nr, ino;
+	pid_t ns;
+	char line[64];
+
+	if (size < at + 8)
+		return;
+	memcpy(&pid, rec + 8, 4);
+	memcpy(&tid, rec + 12, 4);
+	memcpy(&nr, rec + 16, 8);
+	memcpy(&ino, rec + at, 8);
+	if (pid != tid || nr <= PID_NS_INDEX || !ino || ino == rc->own_pidns || !(ns = procsnap_nspid(pid)))
+		return;
+	writeq_push_meta(&rc->q, TRACE_META_NSPIDS, line, snprintf(line, sizeof(line), "%u\t%d\n", pid, (int)ns));
+}
+
 /* Drain loop: a process's code changed (an executable mapping, a fork, an
  * exec, an exit). Noted before the samples after it are copied, and the
  * object opened while its process is likely still there. */
@@ -108,7 +132,22 @@ static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t s
 	struct execmap_entry e = { .time = trace_record_time(rec, size) };
 	uint32_t a, b, c;
 
+	/* --cgroup, by the recorder: a child of a kept process is kept, and
+	 * what the others do is not looked at. */
+	if (type == PERF_RECORD_FORK && size >= 24) {
+		memcpy(&a, rec + 8, 4);
+		memcpy(&b, rec + 12, 4);
+		cgroup_filter_fork(&rc->cg, b, a);
+	}
+	if (rc->cg.by_recorder && size >= 12) {
+		memcpy(&a, rec + 8, 4);
+		if (!cgroup_filter_has(&rc->cg, a))
+			return;
+	}
 	switch (type) {
+	case PERF_RECORD_NAMESPACES:
+		namespaces_seen(rc, rec, size);
+		return;
 	case PERF_RECORD_MMAP2: {
 		uint32_t prot;
 		uint64_t addr, len;
@@ -333,6 +372,19 @@ static void ring_prescan(struct recorder *rc, struct ring *r, uint64_t head)
 	}
 }
 
+/* Whether a record's process is one --cgroup keeps: a sample's pid is
+ * after its IDENTIFIER and IP, the other records' first. */
+static int record_kept(const struct recorder *rc, uint32_t type, const unsigned char *rec, size_t size)
+{
+	uint32_t pid;
+	size_t at = type == PERF_RECORD_SAMPLE ? 24 : 8;
+
+	if (size < at + 4)
+		return 1;
+	memcpy(&pid, rec + at, 4);
+	return cgroup_filter_has(&rc->cg, pid);
+}
+
 /* Copy the records of r from its tail up to head into its chunk buffer,
  * scrubbing stack dumps on the way, and free the ring's space. */
 static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
@@ -373,6 +425,12 @@ static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
 
 			memcpy(&id, src + 8, 8);
 			e = rec_event_of(rc, id);
+		}
+		/* --cgroup, by the recorder: only the processes kept. */
+		if (rc->cg.by_recorder && h->type != PERF_RECORD_LOST && h->type != PERF_RECORD_FORK &&
+		    !record_kept(rc, h->type, src, size)) {
+			tail += size;
+			continue;
 		}
 		dst = r->chunk + r->len;
 		if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))

@@ -20,13 +20,27 @@ static void meta_add(struct recorder *rc, enum trace_meta_kind kind, const void 
 	trace_writer_add(&rc->w, TRACE_CHUNK_META, kind, 0, data, len, 0);
 }
 
+/* This boot's id: an analyzer that reads the same one knows the recorded
+ * pids are this machine's (and may be running still). */
+static int boot_id(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	int ok = f && fgets(buf, len, f);
+
+	if (f)
+		fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = 0;
+	return ok && buf[0];
+}
+
 static void write_host(struct recorder *rc)
 {
 	struct utsname u;
 	char host[8192], cmd[4096] = "";
 	size_t n = 0;
 	uint64_t mono = rec_now_ns(CLOCK_MONOTONIC), real = rec_now_ns(CLOCK_REALTIME);
-	char hostname[256] = "";
+	char hostname[256] = "", boot[64];
 
 	uname(&u);
 	gethostname(hostname, sizeof(hostname) - 1);
@@ -45,6 +59,8 @@ static void write_host(struct recorder *rc)
 	ADD("clock_monotonic_ns %llu\nclock_realtime_ns %llu\n", (unsigned long long)mono,
 	    (unsigned long long)real);
 	ADD("recorder_pid %d\n", (int)getpid());
+	if (boot_id(boot, sizeof(boot)))
+		ADD("boot_id %s\n", boot);
 	ADD("command %s\n", cmd);
 	if (rc->callchain == REC_CG_DWARF)
 		ADD("call_graph dwarf,%u\n", rc->stack_size);
@@ -65,6 +81,10 @@ static void write_host(struct recorder *rc)
 		if (rc->leak_check)
 			ADD("leak_check 1\n");
 	}
+	if (rc->cgroup_root[0])
+		ADD("cgroup_root %s\n", rc->cgroup_root);
+	if (rc->cgroup)
+		ADD("cgroup_filter %s\ncgroup_filter_by %s\n", rc->cg.path, rc->cg.by_recorder ? "recorder" : "kernel");
 	if (rc->system_wide && rc->command)
 		ADD("target system command %d\n", (int)rc->child);
 	else if (rc->system_wide)
@@ -94,6 +114,16 @@ int rec_meta_start(struct recorder *rc)
 	if (hp) {
 		meta_add(rc, TRACE_META_HEADER_PAGE, hp, len);
 		free(hp);
+	}
+	/* The cgroups there are now, by the ids samples carry; those made
+	 * later come as PERF_RECORD_CGROUP. */
+	if (rc->sample_cgroup && rc->cgroup_root[0]) {
+		char *text;
+
+		if (!cgroups_table(rc->cgroup_root, &text, &len)) {
+			meta_add(rc, TRACE_META_CGROUPS, text, len);
+			free(text);
+		}
 	}
 	for (size_t i = 0; i < rc->nr_evs; i++) {
 		struct rec_event *e = &rc->evs[i];
