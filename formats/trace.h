@@ -169,6 +169,8 @@ struct trace_writer {
 	trace_carry_fn carry;
 	void *carry_arg;
 	int in_carry;
+	uint64_t head_at;	/* ring: where the next chunk of the head's room goes */
+	int to_head;		/* ring: chunks go into the head's room (trace_writer_to_head) */
 	uint32_t file_flags;
 	uint64_t created_ns;
 };
@@ -202,12 +204,20 @@ int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, co
 int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
 			     enum trace_codec codec, const void *payload, size_t plen, size_t len);
 
-/* Ring writers: end the head (host, events: what never changes) and start
- * the segments. The file is allocated to its full size now, so a full
- * disk shows at the start; carry runs as each segment begins, the first
- * one included. Returns 0 or the sticky negative errno (too small a ring:
+/* Ring writers: end the head (host, events: what never changes), keep
+ * head_room bytes (rounded up to a page) after it for chunks added to the
+ * head later, and start the segments. The file is allocated to its full
+ * size now, so a full disk shows at the start; carry runs as each segment
+ * begins, the first one included. Returns 0 or the sticky negative errno (too small a ring:
  * -EINVAL with the size needed in the message). */
-int trace_writer_ring_begin(struct trace_writer *w, trace_carry_fn carry, void *arg);
+int trace_writer_ring_begin(struct trace_writer *w, uint64_t head_room, trace_carry_fn carry, void *arg);
+/* Ring writers: while on, META chunks go after the head's, into the
+ * head_room bytes trace_writer_ring_begin kept, in order: what a window
+ * needs whatever its segments, written once (objects the stacks run in).
+ * A chunk that does not fit there is not written and returns -ENOSPC,
+ * which is not sticky. Returns 0, or -EINVAL for a writer that is not a
+ * ring's. */
+int trace_writer_to_head(struct trace_writer *w, int on);
 /* From a carry callback: a STATE chunk of META kind `kind`. */
 int trace_writer_add_state(struct trace_writer *w, uint32_t kind, const void *data, size_t len);
 /* A chunk copied from another trace as it is stored (codec, plen bytes,

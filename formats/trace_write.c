@@ -216,6 +216,38 @@ static int writer_compress(struct trace_writer *w, const void *data, size_t len,
  * decoded. */
 static int ring_next(struct trace_writer *w, uint64_t time);
 
+/* A chunk into the head's room of a ring (trace_writer_to_head): written
+ * where the head's chunks end, as a head chunk (CRC from 0), so a reader
+ * takes it with them. One that does not fit is left out. */
+static int head_chunk(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream, int codec,
+		      const void *payload, size_t plen, size_t len)
+{
+	unsigned char h[TRACE_CHUNK_HEADER_SIZE];
+	uint64_t offset = w->offset;
+	int r;
+
+	if (type != TRACE_CHUNK_META)
+		return -EINVAL;
+	if (w->head_at + sizeof(h) + plen > w->ring_start)
+		return -ENOSPC;
+	put32(h, TRACE_CHUNK_MAGIC);
+	put16(h + 4, type);
+	put16(h + 6, codec);
+	put32(h + 8, stream);
+	put32(h + 12, plen);
+	put32(h + 16, len);
+	put64(h + 24, 0);
+	put32(h + 20, trace_chunk_crc(0, h, payload, plen));
+	w->offset = w->head_at;
+	r = writer_out(w, h, sizeof(h), payload, plen);
+	w->offset = offset;
+	if (r)
+		return w->err;
+	w->head_at += sizeof(h) + plen;
+	w->nr_chunks++;
+	return 0;
+}
+
 static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
 				uint64_t time, int codec, const void *payload, size_t plen, size_t len)
 {
@@ -227,6 +259,8 @@ static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type ty
 	if (len > TRACE_CHUNK_MAX || plen > TRACE_CHUNK_MAX)
 		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len > plen ? len : plen,
 				   TRACE_CHUNK_MAX);
+	if (w->to_head)
+		return head_chunk(w, type, stream, codec, payload, plen, len);
 	if (w->ring_start && type != TRACE_CHUNK_SEGMENT && w->seg_used + TRACE_CHUNK_HEADER_SIZE + plen > w->seg_size) {
 		if (w->in_carry)
 			return writer_fail(w, -ENOSPC,
@@ -431,10 +465,18 @@ static int ring_next(struct trace_writer *w, uint64_t time)
 	return w->err;
 }
 
-int trace_writer_ring_begin(struct trace_writer *w, trace_carry_fn carry, void *arg)
+int trace_writer_to_head(struct trace_writer *w, int on)
+{
+	if (!w->ring_start)
+		return -EINVAL;
+	w->to_head = on;
+	return 0;
+}
+
+int trace_writer_ring_begin(struct trace_writer *w, uint64_t head_room, trace_carry_fn carry, void *arg)
 {
 	unsigned char h[TRACE_FILE_HEADER_SIZE];
-	uint64_t start = (w->offset + 4095) & ~4095ull, space, seg, nr;
+	uint64_t start = (w->offset + head_room + 4095) & ~4095ull, space, seg, nr;
 
 	if (w->err)
 		return w->err;
@@ -466,6 +508,7 @@ int trace_writer_ring_begin(struct trace_writer *w, trace_carry_fn carry, void *
 		return writer_fail(w, -errno, "cannot allocate the ring's %llu KiB: %s",
 				   (unsigned long long)((start + w->nr_segs * seg) >> 10), strerror(errno));
 	w->ring_start = start;
+	w->head_at = w->offset;
 	writer_header(w, h, w->file_flags, w->created_ns);
 	if (pwrite(w->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		w->ring_start = 0;

@@ -43,6 +43,20 @@ test_expect_success '-a carries the objects its stacks ran in: with the program 
 	test_cmp all.here all.there
 '
 
+test_expect_success 'a ring carries the objects too: a copy of it names the same frames with the program gone' '
+	mkdir -p bin2 &&
+	cp "$G" bin2/box_grow &&
+	"$MEMSIGHT" record -q -a --ring 32M -o ring.trace -- bin2/box_grow 64 200 >/dev/null &&
+	cp ring.trace ring-copy.trace &&
+	"$MEMSIGHT" info ring-copy.trace >info &&
+	grep "^  minimal .* $PWD/bin2/box_grow$" info &&
+	"$MEMSIGHT" folded -e faults --no-kernel ring-copy.trace >ring.here 2>/dev/null &&
+	grep -q ";main;grow_forever;" ring.here &&
+	rm -r bin2 &&
+	MEMSIGHT_CACHE_DIR=$PWD/empty "$MEMSIGHT" folded -e faults --no-kernel ring-copy.trace >ring.there 2>/dev/null &&
+	test_cmp ring.here ring.there
+'
+
 test_expect_success 'frame-pointer stacks that run into data are cut where they leave the code, and said so once' '
 	"$MEMSIGHT" record -q -a -g fp -o fp.trace -- "$G" 64 100 >/dev/null &&
 	"$MEMSIGHT" folded -e faults --no-kernel fp.trace >fp.folded 2>err &&

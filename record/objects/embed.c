@@ -251,22 +251,27 @@ static size_t embed_one(struct embed_set *e, struct trace_writer *w, int fd, con
 			const unsigned char *bid, int bl, int *too_big)
 {
 	char name[PATH_MAX];
-	int cached = !embed_cache_name(path, mode, bid, bl, w->codec, name, sizeof(name)), codec;
+	int cached = !embed_cache_name(path, mode, bid, bl, w->codec, name, sizeof(name)), codec, r = 0;
 	size_t len, slen;
 	const void *stored;
 	unsigned char *p;
 
 	*too_big = 0;
-	if (!cached || embed_cache_load(name, w, &len)) {
+	if (!cached || (r = embed_cache_load(name, w, &len)) < 0) {
 		if (!(p = pack(fd, path, mode, bid, bl, &len, too_big)))
 			return 0;
 		codec = trace_writer_encode(w, p, len, &stored, &slen);
 		if (codec >= 0) {
 			if (cached)
 				embed_cache_store(name, codec, len, stored, slen);
-			trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, stored, slen, len);
+			r = trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, stored, slen, len);
 		}
 		free(p);
+	}
+	/* No room left where it goes (a ring's head): past the bound. */
+	if (r == -ENOSPC) {
+		*too_big = 2;
+		return 0;
 	}
 	if (mode == EMBED_DEBUG)
 		e->debug++;
@@ -333,14 +338,16 @@ static int item_add(struct embed_list *l, int fd, const unsigned char *bid, int 
 	return 0;
 }
 
-int embed_list_touched(struct embed_list *l, const struct objset *os, const struct execmap *em)
+int embed_list_touched(struct embed_list *l, struct objset *os, const struct execmap *em, int only_new)
 {
 	for (uint32_t id = 1; id <= os->nr; id++) {
-		const struct objset_obj *o = objset_get(os, id);
+		struct objset_obj *o = &os->objs[id - 1];
 		int fd = -1;
 
-		if (!execmap_touched(em, id))
+		if (!execmap_touched(em, id) || (only_new && o->listed))
 			continue;
+		if (only_new)
+			o->listed = 1;
 		if (o->fd >= 0 && (fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0)) < 0)
 			return -1;
 		if (item_add(l, fd, o->bid, o->bid_len, o->path, o->vdso, o->why)) {
@@ -403,7 +410,7 @@ void embed_list_write(struct embed_set *e, const struct embed_list *l, struct tr
 		else if (it->vdso)
 			state = embed_vdso(e, w) ? "carried" : "unreadable";
 		else if (!embed_one(e, w, it->fd, it->path, e->mode, it->bid, it->bid_len, &too_big))
-			state = too_big ? "too-big" : "unreadable";
+			state = too_big == 2 ? "over-bound" : too_big ? "too-big" : "unreadable";
 		else {
 			char dpath[PATH_MAX];
 			int dfd = -1, src = debug_source(it->fd, it->bid, it->bid_len, &dfd, dpath, sizeof(dpath));

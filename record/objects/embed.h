@@ -72,9 +72,10 @@ struct embed_list {
 
 /* Parse "minimal", "full" or "none"; -1 otherwise. */
 int embed_mode_parse(const char *s);
-/* The objects of os that em says stacks touched, their fds duplicated.
- * Returns 0, or -1 when out of memory. */
-int embed_list_touched(struct embed_list *l, const struct objset *os, const struct execmap *em);
+/* The objects of os that em says stacks touched, their fds duplicated;
+ * with only_new, those not listed so before (for a ring, which carries
+ * each once). Returns 0, or -1 when out of memory. */
+int embed_list_touched(struct embed_list *l, struct objset *os, const struct execmap *em, int only_new);
 void embed_list_release(struct embed_list *l);
 /* Pack the list's objects into META chunks of w, in e's mode and within
  * its bound, then the `objects` entry that says what was carried. Counts

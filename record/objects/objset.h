@@ -47,6 +47,7 @@ struct objset_obj {
 	dev_t dev;
 	ino_t ino;
 	enum objset_why why;
+	int listed;		/* handed to a ring's head already (embed_list_touched) */
 };
 
 struct objset {

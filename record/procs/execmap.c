@@ -375,6 +375,8 @@ void execmap_touch(struct execmap *m, uint32_t obj)
 		m->touched = t;
 		m->alloc_touched = n;
 	}
+	if (!m->touched[obj])
+		m->nr_touched++;
 	m->touched[obj] = 1;
 }
 

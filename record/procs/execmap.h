@@ -84,6 +84,7 @@ struct execmap {
 	uint64_t now;		/* the latest time applied */
 	uint8_t *touched;	/* by object id: a kept word or a sampled ip pointed into it */
 	size_t alloc_touched;
+	uint32_t nr_touched;	/* objects touched so far */
 };
 
 void execmap_init(struct execmap *m);

@@ -214,9 +214,20 @@ static int flight_carry(void *arg, struct trace_writer *w)
 	return w->err;
 }
 
+/* The room a ring keeps after its head for the objects its stacks run in:
+ * an eighth of the ring, within --embed-max. */
+static uint64_t objects_room(const struct recorder *rc)
+{
+	uint64_t room = rc->fl.ring_size / 8;
+
+	if (rc->embed.mode == EMBED_NONE)
+		return 0;
+	return room < rc->embed.max_bytes ? room : rc->embed.max_bytes;
+}
+
 int flight_ring_begin(struct recorder *rc)
 {
-	if (trace_writer_ring_begin(&rc->w, flight_carry, rc))
+	if (trace_writer_ring_begin(&rc->w, objects_room(rc), flight_carry, rc))
 		return msg_error("cannot start the ring in '%s': %s", rc->output, trace_writer_strerror(&rc->w));
 	return 0;
 }
@@ -460,6 +471,55 @@ static void snapshot_meta(struct recorder *rc, const struct trace_reader *r, con
 	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_SNAPSHOT, 0, buf, n < sizeof(buf) ? n : sizeof(buf) - 1, 0);
 }
 
+/* Compression thread: objects stacks have touched since the last batch,
+ * into the ring's head, once each, where every window finds them. */
+static void objects_write(void *arg, void *data)
+{
+	struct recorder *rc = arg;
+	struct embed_list *l = data;
+
+	trace_writer_to_head(&rc->w, 1);
+	embed_list_write(&rc->embed, l, &rc->w);
+	trace_writer_to_head(&rc->w, 0);
+	for (size_t i = 0; i < l->nr; i++) {
+		unsigned char (*v)[OBJSET_BUILD_ID_MAX + 1];
+
+		if (!l->items[i].bid_len ||
+		    !(v = realloc(rc->fl.head_bids, (rc->fl.nr_head_bids + 1) * sizeof(*v))))
+			continue;
+		rc->fl.head_bids = v;
+		v[rc->fl.nr_head_bids][0] = (unsigned char)l->items[i].bid_len;
+		memcpy(v[rc->fl.nr_head_bids++] + 1, l->items[i].bid, l->items[i].bid_len);
+	}
+	embed_list_release(l);
+}
+
+void flight_objects(struct recorder *rc)
+{
+	struct embed_list *l;
+
+	if (!rc->fl.ring_size || rc->embed.mode == EMBED_NONE || rc->em.nr_touched == rc->fl.touched_listed)
+		return;
+	rc->fl.touched_listed = rc->em.nr_touched;
+	l = calloc(1, sizeof(*l));
+	if (!l || embed_list_touched(l, &rc->objs, &rc->em, 1)) {
+		if (l)
+			embed_list_release(l);
+		free(l);
+		return;
+	}
+	writeq_push_call(&rc->q, objects_write, rc, l);
+}
+
+/* Whether the ring's head carries the object of a build-id. */
+static int in_head(const struct flight *f, const unsigned char *bid, int len)
+{
+	for (size_t i = 0; i < f->nr_head_bids; i++)
+		if (f->head_bids[i][0] == len && !memcmp(f->head_bids[i] + 1, bid, len))
+			return 1;
+	return 0;
+}
+
 /* On the compression thread, between two chunks: the ring is still. */
 static void snapshot_write(void *arg, void *data)
 {
@@ -504,8 +564,24 @@ static void snapshot_write(void *arg, void *data)
 		trace_writer_add(&w, TRACE_CHUNK_META, TRACE_META_KSYMS, 0, text, len, 0);
 	free(text);
 	/* The objects the window's stacks run in, as their processes mapped
-	 * them, so the snapshot can be analyzed elsewhere. */
-	embed_list_write(&rc->embed, &q->objects, &w);
+	 * them, so the snapshot can be analyzed elsewhere: those the ring's
+	 * head holds came with it. */
+	{
+		struct embed_list *l = &((struct flight_req *)data)->objects;
+		size_t n = 0;
+
+		for (size_t i = 0; i < l->nr; i++) {
+			if (l->items[i].bid_len && in_head(f, l->items[i].bid, l->items[i].bid_len)) {
+				if (l->items[i].fd >= 0)
+					close(l->items[i].fd);
+				free(l->items[i].path);
+			} else {
+				l->items[n++] = l->items[i];
+			}
+		}
+		l->nr = n;
+		embed_list_write(&rc->embed, l, &w);
+	}
 	if (trace_writer_finish(&w) || rename(tmp, name)) {
 		msg_error("snapshot for trigger %s failed: cannot write '%s': %s", kind_names[q->kind], name,
 			  w.err ? trace_writer_strerror(&w) : strerror(errno));
@@ -540,8 +616,9 @@ void flight_poll(struct recorder *rc, int force)
 	for (int c = 0; c < rc->ncpus; c++)
 		rec_ring_flush(rc, &rc->rings[c]);
 	/* The object set is the drain loop's: the snapshot gets a list of its
-	 * own, with fds of its own. */
-	if (embed_list_touched(&f->req->objects, &rc->objs, &rc->em))
+	 * own, with fds of its own; the ring's head gets what it lacks first. */
+	flight_objects(rc);
+	if (embed_list_touched(&f->req->objects, &rc->objs, &rc->em, 0))
 		msg_warn("out of memory listing the objects for the snapshot: it will carry fewer");
 	writeq_push_call(&rc->q, snapshot_write, rc, f->req);
 	f->req = NULL;
@@ -569,5 +646,6 @@ void flight_release(struct flight *f)
 	free(f->req);
 	free(f->rss);
 	free(f->stalls);
+	free(f->head_bids);
 	proctrack_release(&f->pt);
 }

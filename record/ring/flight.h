@@ -86,9 +86,13 @@ struct flight {
 	struct flight_stall *stalls;
 	size_t nr_stalls;
 
+	uint32_t touched_listed; /* objects touched when the ring's head was last given the new ones */
+
 	/* compression thread */
 	struct proctrack pt;
 	unsigned taken, failed;
+	unsigned char (*head_bids)[21]; /* the build-ids the ring's head carries: length, then the id */
+	size_t nr_head_bids;
 };
 
 struct recorder;
@@ -104,6 +108,9 @@ int flight_setup(struct recorder *rc);
 /* End the ring's head and start its segments (the process snapshots go
  * through proctrack_load first). Returns 0 or -1 (reported). */
 int flight_ring_begin(struct recorder *rc);
+/* Drain loop: hand the objects stacks have touched since the last call to
+ * the compression thread, which writes them into the ring's head. */
+void flight_objects(struct recorder *rc);
 /* Drain loop: a sample of a watched event. */
 void flight_inspect(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size);
 /* Something happened that a trigger asked for. Triggers that fire while a

@@ -176,7 +176,7 @@ void rec_meta_end(struct recorder *rc)
 	if (!trace_writer_full(&rc->w) && !rc->fl.ring_size) {
 		struct embed_list l = { 0 };
 
-		if (!embed_list_touched(&l, &rc->objs, &rc->em))
+		if (!embed_list_touched(&l, &rc->objs, &rc->em, 0))
 			embed_list_write(&rc->embed, &l, &rc->w);
 		embed_list_release(&l);
 	}

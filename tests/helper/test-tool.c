@@ -90,7 +90,7 @@ static int tool_carry(void *arg, struct trace_writer *w)
 static int ring_begin(struct trace_writer *w, uint32_t nr_segs, uint32_t seg)
 {
 	w->ring_size = ((w->offset + 4095) & ~4095ull) + (uint64_t)nr_segs * seg;
-	return trace_writer_ring_begin(w, tool_carry, NULL);
+	return trace_writer_ring_begin(w, 0, tool_carry, NULL);
 }
 
 static int build(struct trace_writer *w, unsigned long n, int trailer, uint32_t nr_segs, uint32_t seg)
@@ -406,7 +406,7 @@ static int cmd_ringify(const char *in, const char *out, uint32_t nr_segs, uint32
 		}
 		if (!pass && !w.err) {
 			w.ring_size = ((w.offset + 4095) & ~4095ull) + (uint64_t)nr_segs * seg;
-			trace_writer_ring_begin(&w, ringify_carry, &rf);
+			trace_writer_ring_begin(&w, 0, ringify_carry, &rf);
 		}
 	}
 	if (trace_writer_finish(&w))
