@@ -45,11 +45,11 @@ endif
 
 # Debian packages the build, the tests and the demo need.
 BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev libdebuginfod-dev libunwind-dev \
-	libzstd-dev zlib1g-dev
+	libzstd-dev zlib1g-dev systemtap-sdt-dev
 # debuginfod: a local server for the --debuginfod test.
 # clang and its runtimes: libFuzzer and the sanitizers.
-TEST_PKGS := perl libxml2-utils libjemalloc2 libc6-dev debuginfod valgrind clang libclang-rt-dev golang-go chromium
-BENCH_PKGS := linux-perf heaptrack bpftrace time
+TEST_PKGS := perl libxml2-utils libjemalloc2 libmimalloc2.0 libc6-dev openjdk-17-jdk-headless nodejs debuginfod valgrind clang libclang-rt-dev golang-go chromium
+BENCH_PKGS := linux-perf heaptrack bpftrace time nodejs redis-server redis-tools
 
 FORMATS_SRC := \
 	formats/allocfns.c \
@@ -72,11 +72,13 @@ RECORD_SRC := \
 	record/leakcheck/reach.c \
 	record/objects/archive.c \
 	record/objects/embed.c \
+	record/objects/jitmaps.c \
 	record/objects/ksyms.c \
 	record/objects/objset.c \
 	record/options.c \
 	record/probes/events.c \
 	record/probes/setup.c \
+	record/probes/usdt.c \
 	record/probes/uprobes.c \
 	record/procs/cgroups.c \
 	record/procs/execmap.c \
@@ -122,6 +124,7 @@ ANALYZE_SRC := \
 	analyze/replay/frames.c \
 	analyze/replay/machine.c \
 	analyze/replay/session.c \
+	analyze/stacks/jitsyms.c \
 	analyze/stacks/symbols.c \
 	analyze/stacks/symbols_embedded.c \
 	analyze/stacks/symbols_find.c \
@@ -151,16 +154,19 @@ SAMPLES := \
 	churn_leak \
 	cxx_leak \
 	cxx_threads \
+	dlsym_alloc \
 	fault_kinds \
 	fib_leak \
 	file_touch \
 	inline_alloc \
+	jit_code \
 	loop_leak \
 	mem_hog \
 	phases \
 	pipe_hold \
 	rss_grow \
 	shm_cycle \
+	usdt_alloc \
 	xor_encoder
 
 # The same programs as most code is built: optimised, no frame pointers.
@@ -210,10 +216,10 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 # The sampler is preloaded into other programs: position independent,
 # with frame pointers (a frame-pointer walk passes through it), and never
 # sanitized (the sanitizers' runtimes cannot be preloaded into anything).
-$(SAMPLER): record/sampler/sampler.c
+$(SAMPLER): record/sampler/sampler.c record/sampler/wrap.c record/sampler/exec.c record/sampler/sampler.h
 	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -fPIC -shared -fno-omit-frame-pointer -o $@ $< -lm -pthread
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -fPIC -shared -fno-omit-frame-pointer -o $@ $(filter %.c,$^) -lm -pthread
 
 $(B)/memsight-analyze: $(call obj,$(ANALYZE_SRC) $(FORMATS_SRC))
 	$(call say,LINK,$@)

@@ -71,15 +71,47 @@ const struct alloc_fn_desc alloc_fns[AF_NR] = {
 	[AF_SAMPLED_ALLOC] = { "memsight_sampled_alloc", "memsight_sampled_alloc", ALLOC_OP_ALLOC_AT,
 			       "ptr=%di:u64 size=%si:u64 rate=%dx:u64", 0 },
 	[AF_SAMPLED_FREE] = { "memsight_sampled_free", "memsight_sampled_free", ALLOC_OP_FREE, PTR, 0 },
+	/* Their fetchargs come from each site's note. */
+	[AF_OTEL_ALLOC] = { "otel_memory_alloc", "otel_memory:alloc", ALLOC_OP_ALLOC_AT, "", SZ },
+	[AF_OTEL_FREE] = { "otel_memory_free", "otel_memory:free", ALLOC_OP_FREE, "", 0 },
 };
 
 int alloc_fn_lookup(const char *event, size_t len, int *ret)
 {
+	size_t d = len;
+
 	*ret = len > 4 && !memcmp(event + len - 4, "_ret", 4);
 	if (*ret)
 		len -= 4;
+	/* A USDT probe's second and later sites: "NAME__N". */
+	while (d > 0 && event[d - 1] >= '0' && event[d - 1] <= '9')
+		d--;
+	if (!*ret && d < len && d > 2 && event[d - 1] == '_' && event[d - 2] == '_')
+		len = d - 2;
 	for (int k = 0; k < AF_NR; k++)
 		if (strlen(alloc_fns[k].symbol) == len && !memcmp(alloc_fns[k].symbol, event, len))
 			return k;
 	return -1;
+}
+
+int alloc_fn_is_entry(const char *sym)
+{
+	if (!sym)
+		return 0;
+	for (int k = 0; k < AF_SAMPLED_FIRST; k++)
+		if (!strcmp(alloc_fns[k].name, sym) || !strcmp(alloc_fns[k].symbol, sym))
+			return 1;
+	return 0;
+}
+
+int alloc_object_is_allocator(const char *path)
+{
+	static const char *const names[] = { "libc.so", "libc-2.", "libjemalloc.so", "libtcmalloc", "libmimalloc.so" };
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (!strncmp(base, names[k], strlen(names[k])))
+			return 1;
+	return 0;
 }

@@ -53,10 +53,20 @@ enum alloc_fn {
 	AF_RALLOCX,
 	AF_DALLOCX,
 	AF_SDALLOCX,
-	/* libmemsight-sample.so's probe points: a kept allocation (its
-	 * pointer, size and the sampling rate, at entry) and its free. */
+	/* libmemsight-sample.so's probe points before it had USDT probes:
+	 * a kept allocation (its pointer, size and the sampling rate, at
+	 * entry) and its free. Read in older traces, no longer recorded. */
 	AF_SAMPLED_ALLOC,
 	AF_SAMPLED_FREE,
+	/* The USDT probes of OpenTelemetry's memory profiling contract,
+	 * provider otel_memory, wherever an object has them (memsight's
+	 * sampler, or any allocator or program that emits them): alloc(ptr,
+	 * size, weight), weight the bytes the allocation stands for (size
+	 * itself when every allocation is reported), and free(ptr). A probe
+	 * with several sites has an event each: the first named as here,
+	 * the others with "__N" after it. */
+	AF_OTEL_ALLOC,
+	AF_OTEL_FREE,
 	AF_NR,
 };
 
@@ -71,8 +81,8 @@ enum alloc_op {
 	ALLOC_OP_REALLOC_N,	/* `ptr` freed, `nmemb` * `size` bytes returned */
 	ALLOC_OP_FREE,		/* `ptr` freed; no return probe */
 	ALLOC_OP_ALLOC_OUT,	/* `size` bytes, the result stored at `memptr`, 0 returned */
-	ALLOC_OP_ALLOC_AT,	/* `ptr`, a block of `size` bytes, kept with probability 1 - exp(-size/`rate`);
-				 * all given at entry, no return probe */
+	ALLOC_OP_ALLOC_AT,	/* `ptr`, a block of `size` bytes, kept with probability 1 - exp(-size/`rate`),
+				 * or standing for `weight` bytes; all given at entry, no return probe */
 };
 
 enum alloc_fn_flags {
@@ -90,8 +100,17 @@ struct alloc_fn_desc {
 
 extern const struct alloc_fn_desc alloc_fns[AF_NR];
 
-/* The function a probe event names ("malloc", "_Znwm_ret"): its index,
- * with *ret set for a return probe; -1 when it names none. */
+/* The function a probe event names ("malloc", "_Znwm_ret",
+ * "otel_memory_alloc__3"): its index, with *ret set for a return probe; -1
+ * when it names none. */
 int alloc_fn_lookup(const char *event, size_t len, int *ret);
+
+/* Whether a file (a path or a basename) is an allocator object: glibc's
+ * libc, jemalloc, tcmalloc or mimalloc, by its basename. */
+int alloc_object_is_allocator(const char *path);
+
+/* Whether a function of that name (as stacks show it, or its symbol) is
+ * one of the allocation functions a program calls: malloc, operator new... */
+int alloc_fn_is_entry(const char *sym);
 
 #endif

@@ -35,7 +35,7 @@
 	X("brk", "brk() calls with the new break")                                                     \
 	X("mmap", "mmap, munmap, mremap with sizes and results")                                       \
 	X("faults", "every page fault (period 1) with its address and kind")                           \
-	X("malloc", "malloc, calloc, realloc, free, ... through uprobes")                              \
+	X("malloc", "malloc, calloc, realloc, free, ... (wrapper or uprobes)")                            \
 	X("kmem", "kmalloc, kmem_cache, page and percpu allocations\nand frees")                       \
 	X("reclaim", "direct and memcg reclaim, kswapd, slab shrinking")                               \
 	X("oom", "OOM kills (with the system's state then) and reaping")                               \

@@ -65,6 +65,7 @@ enum trace_meta_kind {
 	TRACE_META_OBJECTS = 12,    /* "buildid\tstate\tpath\n": the objects stacks touched, carried or why not */
 	TRACE_META_CGROUPS = 13,    /* "id\tpath\n": the cgroups whose ids samples carry */
 	TRACE_META_NSPIDS = 14,	    /* "pid\tnspid\n": processes in pid namespaces, and their pid there */
+	TRACE_META_JITMAP = 15,	    /* a runtime's perf map or jitdump: a header line, then the file's bytes */
 };
 
 /* The path of an OBJECT entry holding the kernel's vDSO image, which has

@@ -241,6 +241,18 @@ static int opt_sample_bytes(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+static int opt_malloc_via(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)ctx;
+	if (!strcmp(arg, "wrapper"))
+		*(int *)o->value = MALLOC_VIA_WRAPPER;
+	else if (!strcmp(arg, "uprobes"))
+		*(int *)o->value = MALLOC_VIA_UPROBES;
+	else
+		return msg_error("unknown --malloc-via '%s': use wrapper or uprobes", arg);
+	return 0;
+}
+
 static int opt_trigger(const struct opt *o, const char *arg, void *ctx)
 {
 	(void)o;
@@ -314,7 +326,7 @@ static int groups_has(const char *groups, const char *group)
 {
 	size_t l = strlen(group);
 
-	for (const char *p = groups; *p;) {
+	for (const char *p = groups ? groups : ""; *p;) {
 		size_t n = strcspn(p, ",");
 
 		if (n >= l && !strncmp(p, group, l) && (n == l || p[l] == '/'))
@@ -350,6 +362,12 @@ static int options_finish(struct recorder *rc)
 		long ncpus = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
 
 		rc->mmap_pages = rc->callchain == REC_CG_DWARF ? 4096 : 1024;
+		/* Every malloc call of a busy program is an event with a
+		 * dump: a runtime's start-up (node's makes 900,000 calls in
+		 * 0.1 s) comes faster than any fault storm. */
+		if (rc->callchain == REC_CG_DWARF && groups_has(rc->groups, "malloc") &&
+		    rc->sample_bytes < 4096)
+			rc->mmap_pages = 8192;
 		while (rc->mmap_pages > 256 &&
 		       (uint64_t)rc->mmap_pages * page * (ncpus > 0 ? ncpus : 1) > RINGS_DEFAULT_MAX)
 			rc->mmap_pages /= 2;
@@ -420,7 +438,8 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     opt_stack_dump),
 		OPT_CALLBACK('m', "mmap-pages", &rc->mmap_pages, "N",
 			     "ring buffer pages per CPU, a power of two (default 1024,\n"
-			     "4096 with dwarf; less where that would pass 256 MiB\nover all CPUs)",
+			     "4096 with dwarf, 8192 with dwarf and every malloc call;\n"
+			     "less where that would pass 256 MiB over all CPUs)",
 			     opt_mmap_pages),
 		OPT_STRING('O', "object", &rc->object, "OBJ",
 			   "malloc: probe the allocator in OBJ, a path or a soname the\n"
@@ -432,11 +451,18 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		OPT_CALLBACK('s', "sample", &rc->sample, "N", "malloc: keep one allocation's stack in N (estimates)",
 			     opt_sample),
 		OPT_CALLBACK(0, "sample-bytes", &rc->sample_bytes, "SIZE",
-			     "malloc: run the command with memsight's sampler preloaded,\n"
-			     "which keeps one allocation every SIZE bytes on average\n"
-			     "(512K for always-on use; estimates): the uprobes fire\n"
-			     "only for those; -p uses the sampler a process runs with",
+			     "malloc: keep one allocation every SIZE bytes on average\n"
+			     "(512K for always-on use; estimates), decided in memsight's\n"
+			     "wrapper, so the others cost no trap; -p uses the rate a\n"
+			     "process runs with",
 			     opt_sample_bytes),
+		OPT_CALLBACK(0, "malloc-via", &rc->malloc_via, "HOW",
+			     "malloc: wrapper (the default for a command): memsight's\n"
+			     "wrapper preloaded into the command and what it executes,\n"
+			     "in front of whichever allocator it runs, one cheap trap a\n"
+			     "call; uprobes: an entry and a return probe on the\n"
+			     "allocator itself (what -p, -a and static executables get)",
+			     opt_malloc_via),
 		OPT_BOOL(0, "leak-check", &rc->leak_check,
 			 "malloc: when the command exits (or, with -p, when the\n"
 			 "recording ends) pause it and scan its memory for\n"

@@ -252,6 +252,7 @@ static void cleanup(struct recorder *rc)
 	scrub_free(&rc->scrub);
 	cgroup_filter_release(&rc->cg);
 	execmap_release(&rc->em);
+	jitmaps_release(&rc->jm);
 	objset_release(&rc->objs);
 	for (size_t i = 0; i < rc->nr_nobid; i++)
 		free(rc->nobid[i]);
@@ -439,10 +440,12 @@ int main(int argc, char **argv)
 		return archive_main(argc - 1, argv + 1);
 	msg_init("memsight record");
 	execmap_init(&rc.em);
+	jitmaps_init(&rc.jm);
 	r = rec_options_parse(&rc, argc, argv);
 	if (r) {
 		flight_release(&rc.fl);
 		execmap_release(&rc.em);
+		jitmaps_release(&rc.jm);
 		rec_options_release(&rc);
 		return r > 0 ? 0 : 2;
 	}

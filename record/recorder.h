@@ -27,6 +27,7 @@
 #include "objects/objset.h"
 #include "procs/cgroups.h"
 #include "procs/execmap.h"
+#include "objects/jitmaps.h"
 #include "leakcheck/leakcheck.h"
 #include "write/scrub.h"
 #include "probes/uprobes.h"
@@ -102,6 +103,7 @@ struct recorder {
 	unsigned long long min_size, max_size;
 	unsigned sample;
 	uint64_t sample_bytes;	/* --sample-bytes: the sampler's rate for a command */
+	enum { MALLOC_VIA_DEFAULT, MALLOC_VIA_WRAPPER, MALLOC_VIA_UPROBES } malloc_via; /* --malloc-via */
 	char sampler[PATH_MAX];	/* the sampler library probed, "" when the malloc family is */
 	int leak_check;
 	struct leakcheck lc;
@@ -132,6 +134,7 @@ struct recorder {
 	struct embed_set embed;
 	struct objset objs;	/* the files processes run code from (drain loop) */
 	struct execmap em;	/* where each process's code lies (drain loop) */
+	struct jitmaps jm;	/* the runtimes' perf maps and jitdumps (drain loop) */
 	struct cgroup_filter cg; /* --cgroup */
 	char cgroup_root[PATH_MAX]; /* where the perf_event controller's hierarchy is, "" for none */
 	int sample_cgroup;	/* samples carry their cgroup's id (-a, where the kernel can) */
@@ -185,6 +188,9 @@ void rec_events_release(struct recorder *rc);
 void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len);
 size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len);
 void rec_ring_flush(struct recorder *rc, struct ring *r);
+/* The perf maps and jitdumps of one process (pid > 0; gone: it exited)
+ * or of all, into the trace (a ring keeps them for every window). */
+void rec_jitmaps_collect(struct recorder *rc, pid_t pid, int gone);
 int rec_drain_all(struct recorder *rc, int flush_old);
 
 /* write/tracemeta.c */

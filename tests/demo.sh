@@ -45,7 +45,7 @@ if "$b/memsight" record -q -o "$out/kinds.trace" -- "$b/samples/fault_kinds" 256
 fi
 
 echo
-echo "== the fibonacci leak and the leak() loop: malloc through uprobes, leaks by stack =="
+echo "== the fibonacci leak and the leak() loop: every malloc call, leaks by stack =="
 for s in "fib_leak 200" "loop_leak 10000"; do
 	set -- $s
 	if "$b/memsight" record -q -e malloc -o "$out/$1.trace" -- "$b/samples/$1" "$2"; then

@@ -56,8 +56,16 @@ for e in brk:main\;someFunc\;leak\;__libc_malloc mmap:_dl_map_object_from_fd\;_d
 	want=${e#*:}
 	e=${e%%:*}
 	test_expect_success "the $e stacks of $N processes are those of one, named alike" '
-		"$MEMSIGHT" folded -e '$e' one.trace | sed -n "s/^\(loop_leak;.*\) [0-9]*\$/\1/p" | sort -u >one.'$e' &&
-		"$MEMSIGHT" folded -e '$e' many.trace | sed -n "s/^\(loop_leak;.*\) [0-9]*\$/\1/p" | sort -u >many.'$e' &&
+		"$MEMSIGHT" folded -e '$e' one.trace 2>err.one | sed -n "s/^\(loop_leak;.*\) [0-9]*\$/\1/p" | sort -u >one.'$e' &&
+		"$MEMSIGHT" folded -e '$e' many.trace 2>err.many | sed -n "s/^\(loop_leak;.*\) [0-9]*\$/\1/p" | sort -u >many.'$e' &&
+		# A sample taken while the page at its stack pointer was out
+		# of memory has no stack bytes, only its ip: the analyzer says
+		# how many, and those are no stack of the program.
+		for f in one many; do
+			if grep -q "had no stack bytes" err.$f; then
+				sed "/^loop_leak;[^;]*\$/d" $f.'$e' >$f.kept && mv $f.kept $f.'$e'
+			fi
+		done &&
 		test -s one.'$e' &&
 		grep -q ";_start;.*'"$want"'" one.'$e' &&
 		test_cmp one.'$e' many.'$e'

@@ -10,18 +10,30 @@
 #   skip_all REASON           the whole script is skipped, with the reason
 #   memcg_32mib NAME          a 32 MiB memory cgroup without swap, in $CG (empty: none here)
 #   test_done                 prints the plan; exit status for prove
+#   MALLOC_VIA=uprobes sh tNNNN.sh   the script's `memsight record` traces the malloc
+#                             family with --malloc-via uprobes, not the default path
 #
 # Variables: $TOP (the source tree), $BUILD (binaries: build/, or what
 # MEMSIGHT_BUILD names, such as the sanitized build-san/), $MEMSIGHT,
 # $SAMPLES (the sample programs, always build/samples: they are what is
 # recorded, built as users build theirs), $TRASH (a scratch directory
-# removed at the end).
+# removed at the end), $ALLOC_AT (a pattern for where an allocation's top
+# frame is, after its function's name: the wrapper's call, or with
+# MALLOC_VIA=uprobes the entry of glibc's function), $WRAPPED (1 when a
+# command's malloc family goes through the wrapper, whose object then is
+# among those a malloc recording's stacks run in).
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${MEMSIGHT_BUILD:-$TOP/build}
 MEMSIGHT=$BUILD/memsight
 SAMPLES=$TOP/build/samples
 PATH=$BUILD:$PATH
+ALLOC_AT='+0x[0-9a-f]* \[libmemsight-sample.so\]'
+WRAPPED=1
+if [ "${MALLOC_VIA:-}" = uprobes ]; then
+	ALLOC_AT='+0x0 \[libc.so.6\]'
+	WRAPPED=0
+fi
 export TOP BUILD MEMSIGHT SAMPLES PATH
 LC_ALL=C
 export LC_ALL
@@ -29,6 +41,16 @@ export LC_ALL
 TRASH=$(mktemp -d "${TMPDIR:-/tmp}/memsight-test.XXXXXX")
 trap 'rm -rf "$TRASH"' EXIT
 cd "$TRASH" || exit 1
+
+# The same script through the other path of the malloc family: its
+# recordings pass --malloc-via, whatever else they ask.
+if [ -n "${MALLOC_VIA:-}" ]; then
+	mkdir "$TRASH/.via" &&
+		printf '#!/bin/sh\nif [ "$1" = record ]; then shift; exec "%s" record --malloc-via %s "$@"; fi\nexec "%s" "$@"\n' \
+			"$MEMSIGHT" "$MALLOC_VIA" "$MEMSIGHT" >"$TRASH/.via/memsight" &&
+		chmod +x "$TRASH/.via/memsight" || exit 1
+	MEMSIGHT=$TRASH/.via/memsight
+fi
 # The analyzer's cache of decoded objects: the test's own, never ~/.cache.
 MEMSIGHT_CACHE_DIR=$TRASH/.cache
 export MEMSIGHT_CACHE_DIR

@@ -25,6 +25,24 @@ static int count_sample(struct session *s, struct sample *smp, void *arg)
 	return 0;
 }
 
+/* The first event of the probe whose site event i is: USDT probes have
+ * one event per site, the second and later named NAME__2, NAME__3 in the
+ * same group; an event that is no such site is its own. */
+static size_t event_site_of(struct session *s, size_t i)
+{
+	const char *name = s->evs[i].d.name, *u = strstr(name, "__");
+	size_t base;
+
+	if (!u || !u[2] || strspn(u + 2, "0123456789") != strlen(u + 2))
+		return i;
+	base = (size_t)(u - name);
+	for (size_t j = 0; j < i; j++)
+		if (!strncmp(s->evs[j].d.name, name, base) && !s->evs[j].d.name[base] &&
+		    !strcmp(s->evs[j].d.group, s->evs[i].d.group))
+			return j;
+	return i;
+}
+
 static void print_recording(struct session *s)
 {
 	char buf[512], when[64], sz[32];
@@ -71,17 +89,28 @@ static void print_recording(struct session *s)
 	printf("events:\n");
 	for (size_t i = 0; i < s->nr_evs; i++) {
 		struct sess_event *e = &s->evs[i];
+		unsigned long long n = e->nr_samples;
+		size_t sites = 1, len = strlen(e->d.name);
+		char name[64];
 
-		if (e->kind == EVK_TRACKING)
+		if (e->kind == EVK_TRACKING || event_site_of(s, i) != i)
 			continue;
+		for (size_t j = i + 1; j < s->nr_evs; j++)
+			if (event_site_of(s, j) == i) {
+				n += s->evs[j].nr_samples;
+				sites++;
+			}
 		/* A DWARF stack may have no callchain at all (a uprobe's kernel
 		 * part is left out); an allocation's return dumps a few words
 		 * of stack only for its out-pointer. */
 		int stacks = (e->attr.sample_type & PERF_SAMPLE_CALLCHAIN) ||
 			     ((e->attr.sample_type & PERF_SAMPLE_STACK_USER) && e->kind != EVK_ALLOC_RET);
 
-		printf("  %-28s %-8s %10llu samples%s\n", e->d.name, e->d.group, (unsigned long long)e->nr_samples,
-		       stacks ? "  with stacks" : "");
+		if (sites > 1)
+			snprintf(name, sizeof(name), "%.*s (%zu sites)", (int)(len < 40 ? len : 40), e->d.name, sites);
+		else
+			snprintf(name, sizeof(name), "%s", e->d.name);
+		printf("  %-28s %-8s %10llu samples%s\n", name, e->d.group, n, stacks ? "  with stacks" : "");
 	}
 }
 
@@ -187,6 +216,30 @@ static void print_not_carried(struct session *s)
 	}
 }
 
+/* The runtimes' symbol files the trace carries: which process, which
+ * file, how much of it. */
+static void print_jit(struct session *s)
+{
+	if (!s->jit.nr_files && !s->jit_bad)
+		return;
+	printf("jit maps:    %zu perf maps and jitdumps of runtimes, naming their compiled code%s\n", s->jit.nr_files,
+	       s->jit_bad ? " (some copies could not be read)" : "");
+	for (size_t i = 0; i < s->jit.nr_files; i++) {
+		const struct jit_file *f = &s->jit.files[i];
+		const char *comm = machine_comm(&s->m, f->pid, f->pid);
+
+		printf("  %-8s  pid %-7d %-15s %8llu functions  %s", jitsyms_kind_name(f->kind), f->pid, comm ? comm : "?",
+		       (unsigned long long)f->syms, f->path);
+		if (f->kept < f->size)
+			printf(" (its first %.1f of %.1f MiB)", f->kept / 1048576.0, f->size / 1048576.0);
+		if (f->bad)
+			printf(" (%llu lines or records skipped)", (unsigned long long)f->bad);
+		if (f->arch_time)
+			printf(" (timed by the CPU's counter: the last code at each address names it)");
+		printf("\n");
+	}
+}
+
 static void print_embedded(struct session *s)
 {
 	static const char *const names[] = { "?", "minimal", "full", "debug" };
@@ -283,6 +336,7 @@ int cmd_info(int argc, char **argv, struct analyze_opts *a)
 		print_stats(&s);
 	printf("processes:   %d in the /proc snapshot\n", s.nr_snapshots);
 	printf("kernel syms: %zu\n", s.syms.nr_ksyms);
+	print_jit(&s);
 	print_embedded(&s);
 	print_chunks(&s);
 	if (dump)

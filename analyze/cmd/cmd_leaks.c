@@ -439,7 +439,7 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	json_u64(&j, "sample", a->sample);
 	json_u64(&j, "sample_bytes", a->rate);
 	json_double(&j, "duration_s", "%.6f", l->dur);
-	json_bool(&j, "incomplete", session_incomplete(s));
+	json_bool(&j, "incomplete", session_incomplete(s) || a->nr_unseen);
 	json_u64(&j, "lost", l->lost);
 	json_u64(&j, "leaked_bytes", l->leak_bytes);
 	json_u64(&j, "leaked_allocations", l->leak_count * a->sample);
@@ -449,8 +449,21 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	json_u64(&j, "suppressed_allocations", l->sup_count * a->sample);
 	json_u64(&j, "unmatched_frees", a->unmatched_frees);
 	json_u64(&j, "double_frees", a->double_frees);
+	json_bool(&j, "double_frees_certain", !session_incomplete(s));
 	json_u64(&j, "allocations", a->nr_allocs);
 	json_u64(&j, "frees", a->nr_frees);
+	json_begin_array(&j, "unseen");
+	for (size_t i = 0; i < a->nr_unseen; i++) {
+		json_begin(&j, NULL);
+		json_i64(&j, "pid", a->unseen[i].pid);
+		json_str(&j, "comm", a->unseen[i].comm);
+		if (a->unseen[i].object)
+			json_str(&j, "object", a->unseen[i].object);
+		else
+			json_null(&j, "object");
+		json_end(&j);
+	}
+	json_end(&j);
 	if (l->rst.processes) {
 		json_begin(&j, "leak_check");
 		json_i64(&j, "processes", l->rst.processes);
@@ -473,6 +486,29 @@ static void leaks_json(const struct leaks *l, struct session *s)
 		leaks_json_group(&j, l, l->v[i]);
 	json_end(&j);
 	json_end(&j);
+}
+
+/* The program images whose calls the probes never saw, a few by name. */
+static void leaks_text_unseen(const struct allocs *a)
+{
+	size_t shown = a->nr_unseen < 4 ? a->nr_unseen : 3;
+
+	if (!a->nr_unseen)
+		return;
+	printf("# INCOMPLETE: %zu program%s ran unseen by the malloc probes, their allocations not in this table:",
+	       a->nr_unseen, a->nr_unseen == 1 ? "" : "s");
+	for (size_t i = 0; i < shown; i++) {
+		const struct alloc_unseen *u = &a->unseen[i];
+
+		if (u->object)
+			printf("%s %s (pid %d) allocating through %s, which was not probed", i ? ";" : "", u->comm,
+			       u->pid, u->object);
+		else
+			printf("%s %s (pid %d) without memsight's wrapper", i ? ";" : "", u->comm, u->pid);
+	}
+	if (shown < a->nr_unseen)
+		printf("; and %zu more", a->nr_unseen - shown);
+	printf("\n");
 }
 
 /* The header's lines: totals, then whatever qualifies them. */
@@ -517,6 +553,7 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 		printf("# INCOMPLETE: %s; none of these allocations was made before the last loss, but a "
 		       "lost allocation may hide a leak\n",
 		       l->lost ? "events were lost while recording" : "the trace is cut short");
+	leaks_text_unseen(a);
 	if (l->sup_groups)
 		printf("# suppressed: %llu bytes in %llu allocations from %llu stacks (libc's one-time "
 		       "allocations%s; --no-default-suppressions shows them)\n",
@@ -529,7 +566,13 @@ static void leaks_text_notes(const struct leaks *l, struct session *s)
 {
 	const struct allocs *a = &l->a;
 
-	if (a->double_frees)
+	/* With events lost, the allocation between two frees of an address
+	 * may be what was lost: never stated as the program's fault then. */
+	if (a->double_frees && session_incomplete(s))
+		printf("# %llu frees of blocks freed already: POSSIBLY double frees, or frees whose allocation was "
+		       "lost with the events\n",
+		       (unsigned long long)a->double_frees);
+	else if (a->double_frees)
 		printf("# %llu frees of blocks the program had freed already (double frees)\n",
 		       (unsigned long long)a->double_frees);
 	if (a->exec_released)
@@ -597,6 +640,15 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 		msg_error("the trace is incomplete (%s): cannot tell whether the leaks pass --fail-over %llu; record it "
 			  "again (see memsight info for why events were lost)",
 			  l->lost ? "events were lost" : "cut short", (unsigned long long)limit);
+		return 4;
+	}
+	if (l->a.nr_unseen) {
+		msg_error("%s (pid %d) ran unseen by the malloc probes: cannot tell whether the leaks pass --fail-over "
+			  "%llu; %s",
+			  l->a.unseen[0].comm, l->a.unseen[0].pid, (unsigned long long)limit,
+			  l->a.unseen[0].object ? "record without --malloc-via uprobes, so that memsight's wrapper "
+						  "follows its programs"
+						: "record that program as the command itself");
 		return 4;
 	}
 	if (l->leak_bytes > limit) {

@@ -9,6 +9,9 @@
  */
 #include "allocs.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +69,103 @@ static void aliases_parse(struct allocs *a, const char *text)
 	}
 }
 
+/* Which processes' allocations a recording can vouch for. Through the
+ * wrapper, a program image that never mapped it ran unseen (a static or
+ * setuid program, LD_PRELOAD cleared); through uprobes, one that mapped an
+ * allocator object the recorder did not probe. Judged per image, when it
+ * is replaced by an exec and at the end of the replay. */
+enum alloc_watch { WATCH_NONE, WATCH_WRAPPER, WATCH_UPROBES };
+
+struct image {
+	char comm[16];
+	uint8_t code;		/* it mapped a file's code */
+	uint8_t wrapper;	/* libmemsight-sample.so was among them */
+	const char *unprobed;	/* an allocator object outside a->probed (interned by the machine) */
+};
+
+#define WRAPPER_BASENAME "libmemsight-sample.so"
+
+static const char *path_base(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+static int probed_has(const struct allocs *a, const char *path)
+{
+	size_t n = strlen(path);
+
+	for (const char *p = a->probed; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t l = end ? (size_t)(end - p) : strlen(p);
+
+		if (l == n && !memcmp(p, path, n))
+			return 1;
+		p += l + !!end;
+	}
+	return 0;
+}
+
+static void image_judge(struct allocs *a, int pid, struct image *im)
+{
+	struct alloc_unseen *v;
+
+	if (!im->code || (a->watch == WATCH_WRAPPER ? im->wrapper : !im->unprobed))
+		return;
+	v = realloc(a->unseen, (a->nr_unseen + 1) * sizeof(*v));
+	if (!v)
+		return;
+	a->unseen = v;
+	v += a->nr_unseen;
+	memset(v, 0, sizeof(*v));
+	v->pid = pid;
+	memcpy(v->comm, im->comm, sizeof(v->comm));
+	if (a->watch == WATCH_UPROBES && !(v->object = strdup(im->unprobed)))
+		return;
+	a->nr_unseen++;
+}
+
+/* A process's first code mapping starts its image from what it has
+ * mapped already: a child that forked without exec has its parent's. */
+static void on_code_map(void *arg, struct session *s, int pid, const struct map *map)
+{
+	struct allocs *a = arg;
+	struct hm_slot *slot = hashmap_u64(&a->images, (uint32_t)pid, NULL);
+	struct image *im;
+
+	if (!slot)
+		return;
+	if (!(im = slot->ptr)) {
+		struct process *p = machine_process_find(&s->m, pid);
+
+		if (!(im = slot->ptr = calloc(1, sizeof(*im))))
+			return;
+		snprintf(im->comm, sizeof(im->comm), "%s", machine_comm(&s->m, pid, pid));
+		for (size_t i = 0; p && i < p->nr_maps; i++)
+			if (p->maps[i].name && !strcmp(path_base(p->maps[i].name), WRAPPER_BASENAME))
+				im->wrapper = 1;
+	}
+	im->code = 1;
+	if (!strcmp(path_base(map->name), WRAPPER_BASENAME))
+		im->wrapper = 1;
+	if (a->watch == WATCH_UPROBES && !im->unprobed && alloc_object_is_allocator(map->name) &&
+	    !probed_has(a, map->name))
+		im->unprobed = map->name;
+}
+
+static void images_end(void *arg)
+{
+	struct allocs *a = arg;
+
+	hashmap_for_each(&a->images, i) {
+		image_judge(a, (int)i->key, i->ptr);
+		free(i->ptr);
+	}
+	hashmap_release(&a->images);
+	hashmap_init(&a->images, 0);
+}
+
 /* An exec releases every block of the old image with its address space:
  * they are no leak of the new one, and no call pending in it returns. */
 static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
@@ -98,6 +198,31 @@ static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
 	}
 	hashmap_for_each(&a->threads, t) if (machine_pid_of(&s->m, (int)t->key) == pid)
 		((struct pending_stack *)t->ptr)->nr = 0;
+	if ((slot = hashmap_u64_find(&a->images, (uint32_t)pid)) && slot->ptr) {
+		image_judge(a, pid, slot->ptr);
+		free(slot->ptr);
+		slot->ptr = NULL;
+	}
+}
+
+/* Only a recording of a command (and what it starts) can tell which of
+ * its images ran unseen: -p and -a recordings hold processes that were
+ * never meant to be. */
+static int allocs_watch(struct allocs *a, struct session *s)
+{
+	char v[64];
+
+	if (strncmp(session_host(s, "target", v, sizeof(v), ""), "command ", 8) || !allocs_recorded(s))
+		return 0;
+	a->watch = session_host(s, "alloc_sampler", v, sizeof(v), NULL) ? WATCH_WRAPPER : WATCH_UPROBES;
+	/* No value is longer than the whole META. */
+	if (!(a->probed = malloc(s->host_len + 1)))
+		return -ENOMEM;
+	a->probed[0] = 0;
+	session_host(s, "allocator", a->probed, s->host_len + 1, "");
+	if (session_on_code_map(s, on_code_map, a) || session_at_replay_end(s, images_end, a))
+		return -ENOMEM;
+	return 0;
 }
 
 int allocs_init(struct allocs *a, struct session *s)
@@ -113,10 +238,14 @@ int allocs_init(struct allocs *a, struct session *s)
 	if (!a->sample)
 		a->sample = 1;
 	a->min_size = strtoull(session_host(s, "alloc_min_size", v, sizeof(v), "0"), NULL, 10);
+	a->asked_rate = strtoull(session_host(s, "alloc_sample_bytes", v, sizeof(v), "0"), NULL, 10);
 	a->max_size = strtoull(session_host(s, "alloc_max_size", v, sizeof(v), "0"), NULL, 10);
 	aliases_parse(a, session_host(s, "alloc_aliases", v, sizeof(v), ""));
 	hashmap_init(&a->call_names, 0);
-	return session_on_exec(s, on_exec, a);
+	hashmap_init(&a->images, 0);
+	if (session_on_exec(s, on_exec, a))
+		return -ENOMEM;
+	return allocs_watch(a, s);
 }
 
 void allocs_release(struct allocs *a)
@@ -143,6 +272,12 @@ void allocs_release(struct allocs *a)
 	}
 	hashmap_release(&a->threads);
 	stacktab_release(&a->stacks);
+	hashmap_for_each(&a->images, i) free(i->ptr);
+	hashmap_release(&a->images);
+	for (size_t i = 0; i < a->nr_unseen; i++)
+		free(a->unseen[i].object);
+	free(a->unseen);
+	free(a->probed);
 }
 
 static struct hashmap *proc_table(struct allocs *a, int pid)
@@ -241,6 +376,20 @@ static void drop_probe_frame(struct pending *p)
 		}
 		return;
 	}
+}
+
+/* The sampling rate an allocation of size bytes that stands for weight
+ * bytes was kept at, by the Poisson rule (kept with probability
+ * 1 - exp(-size / rate)): the rate that gives it that weight back. 0 when
+ * it stands for itself alone: every allocation was reported. */
+static uint64_t rate_of_weight(uint64_t size, uint64_t weight)
+{
+	double p;
+
+	if (!size || weight <= size)
+		return 0;
+	p = (double)size / (double)weight;
+	return p >= 1 ? 0 : (uint64_t)(-(double)size / log1p(-p) + 0.5);
 }
 
 static int out_of_range(struct allocs *a, uint64_t size)
@@ -405,9 +554,12 @@ static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, 
 		/* The innermost frame is the probed function's first byte:
 		 * call it by the name that was probed, not by whichever alias
 		 * (__libc_malloc, je_malloc) the symbol table lists first. A
-		 * sampler's is the wrapper the program called, named as it is. */
-		if (fn != AF_SAMPLED_ALLOC)
+		 * probe inside an allocator is shown from the wrapper the
+		 * program called, named as it is. */
+		if (fn != AF_SAMPLED_ALLOC && fn != AF_OTEL_ALLOC)
 			stacktab_name_top(r->stack, alloc_fns[fn].name);
+		else
+			stacktab_trim_to_entry(r->stack);
 	}
 	a->nr_allocs += alloc_rec_count(r);
 	a->alloc_bytes += alloc_rec_bytes(r);
@@ -463,12 +615,19 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		return do_free(a, s, smp->pid, ptr, smp->time, caller_in_allocator(s, smp, caller), rp->cb, rp->arg);
 	}
 	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_ALLOC_AT) {
-		/* A sampler's sample: pointer, size and rate at once. */
+		/* A sampler's sample: pointer, size and rate (or weight) at once. */
 		struct pending one;
-		uint64_t rate = session_field(s, smp, AF_RATE);
+		uint64_t rate = session_field(s, smp, AF_RATE), size = session_field(s, smp, AF_SIZE);
 
 		repair_stack(s, ps, &one, smp);
-		drop_probe_frame(&one);
+		/* The old probe points were functions of their own, called by
+		 * the wrapper; a USDT site lies in the wrapper itself. */
+		if (e->fn == AF_SAMPLED_ALLOC)
+			drop_probe_frame(&one);
+		else if (!(rate = rate_of_weight(size, session_field(s, smp, AF_WEIGHT))))
+			/* A sample as likely as certain (a large block, or a rate
+			 * of a byte) is still one of a sampled recording. */
+			rate = a->asked_rate;
 		if (rate)
 			a->rate = rate;
 		return do_alloc(a, s, smp->pid, session_field(s, smp, AF_PTR), session_field(s, smp, AF_SIZE), 1, e->fn,

@@ -63,6 +63,16 @@ struct alloc_event {
 
 typedef int (*alloc_cb)(struct session *s, const struct alloc_event *ev, void *arg);
 
+/* A program image (a process between two execs) whose allocations the
+ * recording could not see: it ran without memsight's wrapper while the
+ * others were seen through it, or it mapped an allocator the recorder had
+ * put no probes on. */
+struct alloc_unseen {
+	int pid;
+	char comm[16];
+	char *object;		/* the allocator not probed; NULL: the wrapper was not in it */
+};
+
 struct allocs {
 	struct stacktab stacks;	  /* allocation stacks; weight = bytes allocated */
 	struct hashmap procs;	  /* pid -> struct hashmap * (ptr -> struct alloc_rec *) */
@@ -70,6 +80,7 @@ struct allocs {
 	struct hashmap threads;	  /* tid -> struct pending_stack * */
 	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
 	uint64_t rate;		  /* the sampler's rate, when its samples were seen (0: none) */
+	uint64_t asked_rate;	  /* the rate --sample-bytes asked for (0: every call, or -p's own) */
 	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
 	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
 	int tid;		  /* the thread of the sample being paired */
@@ -88,6 +99,11 @@ struct allocs {
 	uint64_t filtered;	   /* outside -z/-Z (applied here for calloc and realloc) */
 	uint64_t unsized;	   /* allocations whose entry was not kept (-s, -z/-Z) */
 	uint64_t entry_lost;	   /* entries without a return (the recording ended, lost events) */
+	int watch;		   /* which images to judge: enum alloc_watch */
+	char *probed;		   /* the allocator objects the recorder probed, comma-separated */
+	struct hashmap images;	   /* pid -> struct image * of its program image so far */
+	struct alloc_unseen *unseen; /* images judged unseen, in the order they ended */
+	size_t nr_unseen;
 };
 
 int allocs_init(struct allocs *a, struct session *s);

@@ -2,6 +2,7 @@
  * analyze/model/stacktab.c: per-stack weights.
  */
 #include "stacktab.h"
+#include "../../formats/allocfns.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,11 @@ void stacktab_name_top(struct stack_entry *e, const char *name)
 	e->code->top_name = name;
 }
 
+void stacktab_trim_to_entry(struct stack_entry *e)
+{
+	e->code->to_entry = 1;
+}
+
 static void site_name(struct stacktab *t, struct stack_site *st)
 {
 	struct frame raw, fr[STACK_MAX_FRAMES];
@@ -264,19 +270,46 @@ static int code_top_named(const struct stack_code *c)
 	return !raw.kernel && c->sites[0]->named[0].off == 0;
 }
 
+/* The sites a code path is shown without: those above the allocation
+ * function the program called, for a path stacktab_trim_to_entry marked;
+ * -1 when it has no such function on top. A site's function is its
+ * outermost named frame (the others are inlined in it), and the site
+ * shown first is shown by that frame alone. */
+static int code_skip(const struct stack_code *c)
+{
+	struct frame top, raw;
+	int skip = -1;
+
+	if (!c->to_entry || !c->nr)
+		return -1;
+	frame_of_key(c->sites[0]->key, &top);
+	if (top.kernel || !top.obj)
+		return -1;
+	for (int i = 0; i < c->nr; i++) {
+		const struct stack_site *st = c->sites[i];
+
+		frame_of_key(st->key, &raw);
+		if (raw.kernel || raw.obj != top.obj || !st->nr)
+			break;
+		if (alloc_fn_is_entry(st->named[st->nr - 1].sym))
+			skip = i;
+	}
+	return skip;
+}
+
 int stack_entry_frames(const struct stack_entry *e, struct frame *out, int max)
 {
 	const struct stack_code *c = e->code;
-	int n = 0;
+	int n = 0, skip = code_skip(c);
 
-	for (int i = 0; i < c->nr && n < max; i++) {
+	for (int i = skip < 0 ? 0 : skip; i < c->nr && n < max; i++) {
 		const struct stack_site *st = c->sites[i];
 		struct frame raw;
 
 		frame_of_key(st->key, &raw);
 		if (!st->nr)
 			out[n++] = raw;
-		for (int j = 0; j < st->nr && n < max; j++) {
+		for (int j = i == skip ? st->nr - 1 : 0; j < st->nr && n < max; j++) {
 			struct frame *f = &out[n++];
 
 			*f = raw;
@@ -522,7 +555,8 @@ static void runs_release(struct name_runs *rs)
 
 /* The id of the names of the i-th site's frames; with the probed name on
  * top when top. 0 on out-of-memory. */
-static uint32_t site_names(struct name_runs *rs, uint32_t *ids, const struct stack_code *c, int i, int top)
+static uint32_t site_names(struct name_runs *rs, uint32_t *ids, const struct stack_code *c, int i, int top,
+			   int outer)
 {
 	const struct stack_site *st = c->sites[i];
 	uint64_t w[STACK_MAX_FRAMES];
@@ -530,12 +564,12 @@ static uint32_t site_names(struct name_runs *rs, uint32_t *ids, const struct sta
 	struct frame raw;
 	int n = 0;
 
-	if (!top && ids[st->idx])
+	if (!top && !outer && ids[st->idx])
 		return ids[st->idx];
 	frame_of_key(st->key, &raw);
 	if (!st->nr)
 		w[n++] = frame_name_word(&raw);
-	for (int j = 0; j < st->nr; j++) {
+	for (int j = outer ? st->nr - 1 : 0; j < st->nr; j++) {
 		raw.sym = st->named[j].sym;
 		w[n++] = frame_name_word(&raw);
 	}
@@ -544,7 +578,7 @@ static uint32_t site_names(struct name_runs *rs, uint32_t *ids, const struct sta
 	r = run_get(rs, w, n);
 	if (!r)
 		return 0;
-	if (!top)
+	if (!top && !outer)
 		ids[st->idx] = r->id;
 	return r->id;
 }
@@ -564,15 +598,15 @@ int stacktab_by_names(struct stacktab *t, int (*fn)(const struct stack_entry *e,
 		const struct stack_code *c = e->code;
 		uint64_t w[STACK_MAX_FRAMES + 1];
 		struct name_run *line;
-		int n = 0, top = code_top_named(c);
+		int n = 0, top = code_top_named(c), skip = code_skip(c);
 
 		if (!e->weight)
 			continue;
 		/* Paths that differ only in offsets, or in sites whose frames
 		 * have the same names, print alike. */
 		w[n++] = (uintptr_t)e->comm;
-		for (int i = 0; i < c->nr && n <= STACK_MAX_FRAMES; i++)
-			if (!(w[n++] = site_names(&sites, ids, c, i, !i && top)))
+		for (int i = skip < 0 ? 0 : skip; i < c->nr && n <= STACK_MAX_FRAMES; i++)
+			if (!(w[n++] = site_names(&sites, ids, c, i, !i && top, i == skip)))
 				goto out;
 		line = run_get(&lines, w, n);
 		if (!line)

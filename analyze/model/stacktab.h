@@ -59,6 +59,7 @@ struct stack_code {
 	struct stack_node node;
 	int nr;			/* sites */
 	const char *top_name;	/* stacktab_name_top's */
+	int to_entry;		/* stacktab_trim_to_entry's */
 	struct stack_site *sites[]; /* innermost first */
 };
 
@@ -140,6 +141,11 @@ struct stack_entry *stacktab_add_n(struct stacktab *t, struct session *s, const 
  * probed function by the name it was probed under, not the first alias
  * the symbol table lists. Applies when the stack is named. */
 void stacktab_name_top(struct stack_entry *e, const char *name);
+/* The stack was taken inside an allocator, at a probe of its own: shown
+ * from the allocation function the program called, the outermost of the
+ * top frames in the allocator's object that is one (malloc, operator
+ * new...); whole when none is. */
+void stacktab_trim_to_entry(struct stack_entry *e);
 /* The entry's frames, innermost first, named once the replay has ended:
  * at most max into out. Returns the number of frames. */
 int stack_entry_frames(const struct stack_entry *e, struct frame *out, int max);

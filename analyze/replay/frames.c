@@ -67,6 +67,24 @@ void session_frame_prefetch(struct session *s, const struct frame *f)
 	}
 }
 
+/* Code a runtime compiled, named by its perf map or jitdump: at the
+ * sample's moment, in the sample's process. */
+static const struct jit_sym *jit_at(struct session *s, const struct sample *smp, uint64_t ip)
+{
+	return s->jit.nr_files ? jitsyms_find(&s->jit, smp->pid, ip, smp->time) : NULL;
+}
+
+static void jit_frame(struct frame *f, const struct jit_sym *e, uint64_t off, int ret)
+{
+	f->obj = jitsyms_object;
+	f->sym = e->name;
+	f->ip = e->start + off;
+	f->off = off;
+	f->ret = ret;
+	if (jitsyms_line(e, off, ret, &f->call_file, &f->call_line))
+		f->call_file = NULL;
+}
+
 int session_frames_raw(struct session *s, const struct sample *smp, struct frame *out, int max, int kernel,
 		       int user)
 {
@@ -86,8 +104,11 @@ int session_frames_raw(struct session *s, const struct sample *smp, struct frame
 			f->kernel = 1;
 		} else {
 			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
+			const struct jit_sym *e = (!m || !m->dso) ? jit_at(s, smp, ip) : NULL;
 
-			if (m) {
+			if (e) {
+				jit_frame(f, e, ip - e->start, !first);
+			} else if (m) {
 				f->obj = m->name;
 				f->off = ip - m->start + m->pgoff;
 				f->dso = m->dso;
@@ -121,6 +142,18 @@ int session_frames_key(struct session *s, const struct sample *smp, uint64_t *ke
 			looked = 1;
 		}
 		hint = p ? process_find_map(p, ip, hint) : NULL;
+		if (!hint || !hint->dso) {
+			const struct jit_sym *e = jit_at(s, smp, ip);
+
+			/* The function itself is the key: the address's
+			 * meaning depends on the moment. */
+			if (e) {
+				key[n++] = (uintptr_t)jitsyms_object;
+				key[n++] = (uintptr_t)e;
+				key[n++] = (ip - e->start) << 1 | !first;
+				continue;
+			}
+		}
 		key[n++] = hint ? (uintptr_t)hint->name : 0;
 		key[n++] = hint ? (uintptr_t)hint->dso : 0;
 		key[n++] = hint ? (ip - hint->start + hint->pgoff) << 1 | !first : ip << 1;
@@ -136,6 +169,8 @@ void frame_of_key(const uint64_t *key, struct frame *f)
 		f->ip = f->off = key[2];
 	} else if (!key[0]) {
 		f->ip = f->off = key[2] >> 1;
+	} else if (key[0] == (uintptr_t)jitsyms_object) {
+		jit_frame(f, (const struct jit_sym *)(uintptr_t)key[1], key[2] >> 1, key[2] & 1);
 	} else {
 		/* The address in a process is not part of the key: the offset
 		 * stands for it, as it does for every process running the path. */

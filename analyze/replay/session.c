@@ -34,7 +34,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 static void classify_alloc(struct sess_event *e)
 {
-	static const char *const entry_fields[] = { "size", "nmemb", "ptr", "memptr", "align", "caller", "insn", "rate" };
+	static const char *const entry_fields[] = { "size",   "nmemb", "ptr",  "memptr", "align",
+						    "caller", "insn",  "rate", "weight" };
 	const char *fn = strchr(e->d.name, ':');
 	int ret, k;
 
@@ -337,6 +338,14 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 	case TRACE_META_NSPIDS:
 		nspids_load(s, data, len, NULL);
 		break;
+	case TRACE_META_JITMAP: {
+		char why[192];
+
+		/* One bad copy costs its names, not the analysis. */
+		if (jitsyms_add(&s->jit, data, len, why, sizeof(why)) && !s->jit_bad++)
+			snprintf(s->jit_err, sizeof(s->jit_err), "%s", why);
+		break;
+	}
 	case TRACE_META_KSYMS:
 		if (symbols_ksyms_load(&s->syms, data, len))
 			return fail(o->err, o->errlen, "out of memory");
@@ -409,6 +418,28 @@ static int id_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* The runtimes' files that were cut or bad: said once, as their frames
+ * may stay unnamed. */
+static void jit_warn(struct session *s)
+{
+	uint64_t bad = 0, files = 0;
+	const struct jit_file *first = NULL;
+
+	for (size_t i = 0; i < s->jit.nr_files; i++)
+		if (s->jit.files[i].bad) {
+			bad += s->jit.files[i].bad;
+			files++;
+			first = first ? first : &s->jit.files[i];
+		}
+	if (s->jit_bad)
+		msg_warn("'%s': %llu copies of a perf map or jitdump could not be read (%s) and were skipped", s->path,
+			 (unsigned long long)s->jit_bad, s->jit_err);
+	if (bad)
+		msg_warn("'%s': %llu lines or records of %llu perf maps or jitdumps (first '%s' of pid %d) are cut short "
+			 "or malformed and were skipped",
+			 s->path, (unsigned long long)bad, (unsigned long long)files, first->path, first->pid);
+}
+
 int session_open(struct session *s, const char *path, const struct analyze_opts *opts, char *err, size_t errlen)
 {
 	static const struct analyze_opts defaults = { .unwinder = UNWIND_LIBDW };
@@ -429,6 +460,7 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 	hashmap_init(&s->cgroup_paths, 0);
 	hashmap_init(&s->proc_cgroup, 0);
 	hashmap_init(&s->nspids, 0);
+	jitsyms_init(&s->jit);
 	if (r == -EINVAL)
 		return fail(err, errlen, "--debuginfod has no server to ask: set DEBUGINFOD_URLS or give --debuginfod=URL");
 	if (r == -ENOENT)
@@ -455,6 +487,7 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 			if (!p->maps[i].dso && !strcmp(p->maps[i].name, TRACE_OBJECT_VDSO))
 				p->maps[i].dso = vdso_dso(s, p->maps[i].end - p->maps[i].start);
 	}
+	jit_warn(s);
 	if (!s->nr_evs)
 		return fail(err, errlen, "'%s' holds no event descriptions%s", path,
 			    s->r.stop[0] ? " (the trace is cut short before them)" : "");
@@ -490,6 +523,7 @@ void session_release(struct session *s)
 	hashmap_release(&s->nspids);
 	free(s->buildids);
 	free(s->at_end);
+	free(s->on_code_map);
 	free(s->on_exec);
 	free(s->reach_chunks);
 	free(s->path);
@@ -499,6 +533,7 @@ void session_release(struct session *s)
 	if (s->uw)
 		unwind_free(s->uw);
 	symbols_release(&s->syms);
+	jitsyms_release(&s->jit);
 	trace_reader_release(&s->r);
 }
 
@@ -776,6 +811,9 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 		mp.dso = vdso_dso(s, mlen);
 	}
 	machine_map(&s->m, pid, &mp);
+	if ((prot & PROT_EXEC) && fname[0] == '/' && fname[1] != '/')
+		for (size_t i = 0; i < s->nr_on_code_map; i++)
+			s->on_code_map[i].fn(s->on_code_map[i].arg, s, pid, &mp);
 }
 
 /* A --call-graph dwarf sample: its kernel callchain, then the user frames
@@ -1040,6 +1078,18 @@ int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, 
 		return -ENOMEM;
 	s->on_exec = v;
 	v[s->nr_on_exec++] = (struct exec_hook){ fn, arg };
+	return 0;
+}
+
+int session_on_code_map(struct session *s, void (*fn)(void *arg, struct session *s, int pid, const struct map *map),
+			void *arg)
+{
+	struct map_hook *v = realloc(s->on_code_map, (s->nr_on_code_map + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->on_code_map = v;
+	v[s->nr_on_code_map++] = (struct map_hook){ fn, arg };
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "../../formats/stackdump.h"
 #include "../../formats/trace.h"
 #include "machine.h"
+#include "../stacks/jitsyms.h"
 #include "../stacks/symbols.h"
 
 struct tep_handle;
@@ -76,10 +77,10 @@ enum ev_kind {
 };
 
 /* Field slots of allocation events in sess_event.fields. */
-enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN, AF_RATE };
+enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN, AF_RATE, AF_WEIGHT };
 enum { AF_RET, AF_RET_IP };
 
-#define SESS_MAX_FIELDS 8
+#define SESS_MAX_FIELDS 9
 #define SESS_NAMED_FIELDS 12
 #define SESS_MAX_CHAIN 512
 #define SESS_MAX_USER_FRAMES 256
@@ -166,6 +167,9 @@ struct session {
 	size_t nr_ids;
 	struct tep_handle *tep;
 	struct symbols syms;
+	struct jitsyms jit;	/* the runtimes' perf maps and jitdumps the trace carries */
+	uint64_t jit_bad;	/* of them, the copies that could not be read */
+	char jit_err[256];	/* why the first could not */
 	struct machine m;
 	struct oom_context *ooms;
 	size_t nr_ooms;
@@ -197,6 +201,11 @@ struct session {
 		void *arg;
 	} *on_exec;		/* see session_on_exec */
 	size_t nr_on_exec;
+	struct map_hook {
+		void (*fn)(void *arg, struct session *s, int pid, const struct map *map);
+		void *arg;
+	} *on_code_map;		/* see session_on_code_map */
+	size_t nr_on_code_map;
 };
 
 /* Open a trace and read its META, analyzing it as opts say (NULL: the
@@ -221,6 +230,12 @@ int session_at_replay_end(struct session *s, void (*fn)(void *), void *arg);
  * -ENOMEM. */
 int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, int pid, uint64_t time),
 		    void *arg);
+
+/* Call fn(arg, s, pid, map) for every mapping of a file's code (PROT_EXEC)
+ * a process makes during the replay under way or the next one. Returns 0
+ * or -ENOMEM. */
+int session_on_code_map(struct session *s, void (*fn)(void *arg, struct session *s, int pid, const struct map *map),
+			void *arg);
 
 /* Whether any event of a group ("kmem") was recorded. */
 int session_group_recorded(struct session *s, const char *group);

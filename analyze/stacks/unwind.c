@@ -17,6 +17,8 @@ const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 	[UNWIND_STOP_NO_OBJECT] = "reached an address outside every mapping, or an object not here",
 	[UNWIND_STOP_NO_CFI] = "met code without a usable unwind entry (.eh_frame/.debug_frame)",
 	[UNWIND_STOP_DEPTH] = "were deeper than the frame limit",
+	[UNWIND_STOP_JIT] = "ended in code compiled at run time, which has no unwind entries and kept no frame pointer "
+			    "(run Java with -XX:+PreserveFramePointer, node with --interpreted-frames-native-stack)",
 };
 
 struct space_holder {
@@ -201,6 +203,14 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 			*stop = UNWIND_STOP_NONE;
 			break;
 		}
+	/* JIT code has no unwind entries: past it only a frame pointer
+	 * goes on, and the runtime's flag is what keeps one. */
+	if (*stop != UNWIND_STOP_NONE && *stop != UNWIND_STOP_DEPTH && *stop != UNWIND_STOP_STACK_END && n > 0) {
+		const struct map *m = process_find_map(p, ips[n - 1], NULL);
+
+		if (m && !m->dso && (m->prot & PROT_EXEC) && m->name[0] != '[')
+			*stop = UNWIND_STOP_JIT;
+	}
 	if (*stop == UNWIND_STOP_NONE)
 		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
 	u->st.stopped[*stop]++;

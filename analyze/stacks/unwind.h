@@ -35,6 +35,7 @@ enum unwind_stop {
 	UNWIND_STOP_NO_OBJECT,	/* an address in no mapping, or its file is missing */
 	UNWIND_STOP_NO_CFI,	/* no unwind entry for an address, or a bad one */
 	UNWIND_STOP_DEPTH,	/* more frames than asked for */
+	UNWIND_STOP_JIT,	/* the last frame found is in code a runtime compiled, with no frame pointer to go on */
 	UNWIND_STOP_NR,
 };
 extern const char *const unwind_stop_names[UNWIND_STOP_NR];

@@ -107,19 +107,67 @@ int rec_probe_format_lost(void)
 	return 1;
 }
 
-/* Which allocators the target's calls go through: libc, and jemalloc,
- * tcmalloc or mimalloc where the target maps them (preloaded or linked),
- * all probed; -O names one instead. */
+/* Whether every call of a command can go through memsight's wrapper: it
+ * is a dynamically linked program (or a script run by one), into which
+ * the wrapper can be preloaded, and no -O names the allocator to probe.
+ * why says otherwise why not. */
+static int wrapper_fits(struct recorder *rc, char *why, size_t whylen)
+{
+	struct uprobe_objects found = { .nr = 0 };
+
+	why[0] = 0;
+	if (rc->malloc_via == MALLOC_VIA_UPROBES || rc->object)
+		return 0;
+	if (uprobes_command_allocators(rc->command, &found, why, whylen) || why[0]) {
+		if (!why[0])
+			snprintf(why, whylen, "'%s' (the dynamic loader cannot tell what it maps)", rc->command[0]);
+		return 0;
+	}
+	return 1;
+}
+
 /* Whether the allocations come through the sampler: a command started
- * with it (--sample-bytes), or processes that run with it already (-p),
- * whose probe points then stand for the malloc family. Fills rc->sampler;
- * returns 0, or -1 after an error. */
+ * with it (--sample-bytes, or every call by default), or processes that run
+ * with it already (-p), whose probe points then stand for the malloc
+ * family. Fills rc->sampler; returns 0, or -1 after an error. */
 static int sampler_choose(struct recorder *rc)
 {
-	char path[PATH_MAX + 64];
+	char path[PATH_MAX + 64], why[PATH_MAX + 64];
 	size_t have = 0;
 
+	/* Every call, through the wrapper: a trap of a uprobe on a NOP per
+	 * allocation and per free, not an entry and a return probe on the
+	 * allocator's own code. */
+	if (rc->command && !rc->sample_bytes && !rc->system_wide) {
+		if (!wrapper_fits(rc, why, sizeof(why))) {
+			if (rc->malloc_via == MALLOC_VIA_WRAPPER)
+				return msg_error("--malloc-via wrapper: memsight's wrapper cannot be preloaded into %s: "
+						 "record with --malloc-via uprobes", why);
+			if (!rc->quiet && why[0])
+				msg_note("malloc: uprobes on the allocator itself: memsight's wrapper cannot be preloaded "
+					 "into %s",
+					 why);
+			return 0;
+		}
+		if (uprobes_sampler_library(path, sizeof(path)))
+			return msg_error("-e malloc: cannot find " UPROBES_SAMPLER " (looked in %s): build it with make, or "
+					 "make install; or record with --malloc-via uprobes",
+					 path);
+		snprintf(rc->sampler, sizeof(rc->sampler), "%.4095s", path);
+		if (!rc->quiet)
+			msg_note("malloc: every call through memsight's wrapper (%s preloaded into the command and what it "
+				 "runs); --malloc-via uprobes probes the allocator instead",
+				 UPROBES_SAMPLER);
+		return 0;
+	}
 	if (rc->command && rc->sample_bytes) {
+		if (rc->malloc_via == MALLOC_VIA_UPROBES)
+			return msg_error("--sample-bytes samples in memsight's wrapper: drop --malloc-via uprobes, or "
+					 "--sample-bytes to trace every call through uprobes");
+		if (!wrapper_fits(rc, why, sizeof(why)) && why[0])
+			return msg_error("--sample-bytes: memsight's wrapper cannot be preloaded into %s: record every "
+					 "call, without --sample-bytes",
+					 why);
 		if (uprobes_sampler_library(path, sizeof(path)))
 			return msg_error("--sample-bytes: cannot find " UPROBES_SAMPLER " (looked in %s): build it with make, "
 					 "or make install",
@@ -142,6 +190,23 @@ static int sampler_choose(struct recorder *rc)
 			 UPROBES_SAMPLER);
 	}
 	return 0;
+}
+
+/* Every recording says which path its malloc calls take, once its probes
+ * are in place. */
+static void note_uprobes(const struct uprobe_objects *objs, const char *why)
+{
+	char names[1024];
+	size_t k = 0;
+
+	for (int i = 0; i < objs->nr; i++) {
+		const char *base = strrchr(objs->paths[i], '/');
+
+		k += snprintf(names + k, k < sizeof(names) ? sizeof(names) - k : 0, "%s%s",
+			      i ? (i + 1 < objs->nr ? ", " : " and ") : "", base ? base + 1 : objs->paths[i]);
+	}
+	msg_note("malloc: probing the malloc family of %s%s%s, an entry and a return probe a call; -O OBJECT picks one",
+		 names, why[0] ? ", " : " (what the target maps)", why);
 }
 
 static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
@@ -210,25 +275,22 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 	for (int i = 0; i < u.objects.nr; i++)
 		n += snprintf(rc->allocator + n, n < sizeof(rc->allocator) ? sizeof(rc->allocator) - n : 0, "%s%s",
 			      i ? "," : "", u.objects.paths[i]);
-	if (!rc->quiet && (u.objects.nr > 1 || why[0])) {
-		char names[1024];
-		size_t k = 0;
-
-		for (int i = 0; i < u.objects.nr; i++) {
-			const char *base = strrchr(u.objects.paths[i], '/');
-
-			k += snprintf(names + k, k < sizeof(names) ? sizeof(names) - k : 0, "%s%s",
-				      i ? (i + 1 < u.objects.nr ? ", " : " and ") : "", base ? base + 1 : u.objects.paths[i]);
-		}
-		msg_note("malloc: probing the malloc family of %s%s%s; -O OBJECT picks one", names,
-			 why[0] ? ", " : " (what the target maps)", why);
-	}
 define:
+	/* And what tells of its own allocations, through the same probes. */
+	if (rc->command)
+		uprobes_command_emitters(rc->command, &u.emitters);
+	for (size_t i = 0; i < rc->nr_pids; i++)
+		uprobes_pid_emitters(rc->pids[i], &u.emitters);
+	if (!rc->quiet)
+		for (int i = 0; i < u.emitters.nr; i++)
+			msg_note("malloc: and the otel_memory probes of %s", u.emitters.paths[i]);
 	if (!events_tracefs())
 		return msg_error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
 	uprobes_remove_stale();
 	if (uprobes_add(&u, o, &rc->evs, &rc->nr_evs, err, sizeof(err)))
 		return msg_error("%s", err);
+	if (!rc->quiet && !u.sampled)
+		note_uprobes(&u.objects, why);
 	return 0;
 }
 

@@ -29,6 +29,7 @@
 
 #include "../../formats/allocfns.h"
 #include "../../formats/sibling.h"
+#include "usdt.h"
 
 /* perf_regs.h numbering for x86_64: the stack pointer. */
 #define X86_REG_SP 7
@@ -38,15 +39,10 @@
  * live, so the analyzer can read it. */
 #define POSIX_MEMALIGN_STACK 512
 
-/* The objects whose malloc family a program's allocations go through:
- * libc, and the allocators that replace it (by basename prefix). */
-static const char *const allocator_names[] = { "libc.so", "libc-2.", "libjemalloc.so", "libtcmalloc",
-					       "libmimalloc.so", NULL };
-
 static struct {
 	char group[64];
 	char event[64];
-} defined[UPROBES_MAX_OBJECTS * 2 * AF_NR];
+} defined[UPROBES_MAX_OBJECTS * 4 * AF_NR];
 static size_t nr_defined;
 /* "aligned_alloc=memalign ...": functions probed once for a shared address. */
 static char aliases[512];
@@ -71,13 +67,7 @@ static int write_uprobe_events(const char *line)
 
 static int allocator_name(const char *path)
 {
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	for (int k = 0; allocator_names[k]; k++)
-		if (!strncmp(base, allocator_names[k], strlen(allocator_names[k])))
-			return 1;
-	return 0;
+	return alloc_object_is_allocator(path);
 }
 
 static void objects_add(struct uprobe_objects *o, const char *path)
@@ -200,7 +190,9 @@ static int elf_dynamic(const char *path)
  * LD_TRACE_LOADED_OBJECTS makes it list them and exit before the program
  * runs (only ever for a dynamic ELF: a static one would run). The
  * environment is the command's own, LD_PRELOAD included. */
-static int loader_objects(const char *path, struct uprobe_objects *o)
+/* Each object the dynamic loader would load for the program at path, as
+ * LD_TRACE_LOADED_OBJECTS lists them, handed to fn in its order. */
+static int loader_each(const char *path, void (*fn)(const char *obj, void *arg), void *arg)
 {
 	int fds[2], st;
 	pid_t child;
@@ -245,58 +237,86 @@ static int loader_objects(const char *path, struct uprobe_objects *o)
 	buf[n] = 0;
 	/* "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)", and for
 	 * what LD_PRELOAD names "\t/usr/lib/.../libjemalloc.so.2 (0x...)". */
-	for (int pass = 0; pass < 2; pass++) {
-		for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-			char *arrow = strstr(line, "=> /"), *sp;
+	for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		char *arrow = strstr(line, "=> /"), *sp;
 
-			nl = strchr(line, '\n');
-			if (arrow && (!nl || arrow < nl))
-				arrow += 3;
-			else if (line[strspn(line, " \t")] == '/')
-				arrow = line + strspn(line, " \t");
-			else
-				continue;
-			sp = arrow + strcspn(arrow, " \n");
-			if (*sp == ' ') {
-				char p[PATH_MAX];
+		nl = strchr(line, '\n');
+		if (arrow && (!nl || arrow < nl))
+			arrow += 3;
+		else if (line[strspn(line, " \t")] == '/')
+			arrow = line + strspn(line, " \t");
+		else
+			continue;
+		sp = arrow + strcspn(arrow, " \n");
+		if (*sp == ' ') {
+			char p[PATH_MAX], real[PATH_MAX];
 
-				snprintf(p, sizeof(p), "%.*s", (int)(sp - arrow), arrow);
-				/* libc first, as for a running process. */
-				if (pass == 0 ? !strncmp(strrchr(p, '/') + 1, "libc.so", 7) : allocator_name(p))
-					objects_add(o, p);
-			}
+			/* As the kernel names the mapping (/lib is a link to
+			 * /usr/lib on merged systems), so that a trace's maps
+			 * and its list of probed objects compare. */
+			snprintf(p, sizeof(p), "%.*s", (int)(sp - arrow), arrow);
+			fn(realpath(p, real) ? real : p, arg);
 		}
 	}
+	return n ? 0 : -ENOENT;
+}
+
+static void add_libc(const char *obj, void *arg)
+{
+	if (!strncmp(strrchr(obj, '/') + 1, "libc.so", 7))
+		objects_add(arg, obj);
+}
+
+static void add_allocator(const char *obj, void *arg)
+{
+	if (allocator_name(obj))
+		objects_add(arg, obj);
+}
+
+/* The allocators the program at path would load, libc first, as for a
+ * running process. */
+static int loader_objects(const char *path, struct uprobe_objects *o)
+{
+	if (loader_each(path, add_libc, o))
+		return -ENOENT;
+	loader_each(path, add_allocator, o);
 	return o->nr ? 0 : -ENOENT;
+}
+
+/* The program a command runs: its path (a script's interpreter's), and
+ * whether it is dynamically linked (1), static (0), or neither (-1). */
+static int command_program(const char *argv0, char *path, size_t len)
+{
+	char line[PATH_MAX];
+	FILE *f;
+	int dyn;
+
+	if (command_path(argv0, path, len))
+		return -1;
+	dyn = elf_dynamic(path);
+	if (dyn >= 0)
+		return dyn;
+	/* A script: its interpreter's objects, and what the environment
+	 * preloads into it. */
+	f = fopen(path, "re");
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "#!", 2)) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	snprintf(path, len, "%s", line + 2 + strspn(line + 2, " \t"));
+	path[strcspn(path, " \t\n")] = 0;
+	return elf_dynamic(path);
 }
 
 int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char *why, size_t whylen)
 {
-	char path[PATH_MAX], interp[PATH_MAX];
-	int dyn;
+	char path[PATH_MAX];
+	int dyn = command_program(argv[0], path, sizeof(path));
 
 	o->nr = 0;
 	why[0] = 0;
-	if (command_path(argv[0], path, sizeof(path)))
-		return -ENOENT;
-	dyn = elf_dynamic(path);
-	if (dyn < 0) {
-		/* A script: its interpreter's objects, and what the
-		 * environment preloads into it. */
-		FILE *f = fopen(path, "re");
-		char line[PATH_MAX];
-
-		if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "#!", 2)) {
-			if (f)
-				fclose(f);
-			return -ENOENT;
-		}
-		fclose(f);
-		snprintf(interp, sizeof(interp), "%s", line + 2 + strspn(line + 2, " \t"));
-		interp[strcspn(interp, " \t\n")] = 0;
-		snprintf(path, sizeof(path), "%s", interp);
-		dyn = elf_dynamic(path);
-	}
 	if (dyn == 0) {
 		/* Static: the executable holds its allocator. */
 		objects_add(o, path);
@@ -306,6 +326,73 @@ int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char
 	if (dyn < 0)
 		return -ENOENT;
 	return loader_objects(path, o);
+}
+
+/* Whether the object at path has otel_memory probes, and is not memsight's
+ * own wrapper (probed as the wrapper). */
+static int emits_otel(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	struct usdt_site *v = NULL;
+	int fd, n;
+
+	if (!strncmp(base ? base + 1 : path, "libmemsight-sample", 18))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = usdt_sites(fd, "otel_memory", &v);
+	close(fd);
+	free(v);
+	return n > 0;
+}
+
+static void add_emitter(const char *obj, void *arg)
+{
+	if (emits_otel(obj))
+		objects_add(arg, obj);
+}
+
+int uprobes_command_emitters(char *const *argv, struct uprobe_objects *o)
+{
+	char path[PATH_MAX];
+	int dyn = command_program(argv[0], path, sizeof(path));
+
+	o->nr = 0;
+	if (dyn < 0)
+		return 0;
+	add_emitter(path, o);
+	if (dyn)
+		loader_each(path, add_emitter, o);
+	return o->nr;
+}
+
+int uprobes_pid_emitters(pid_t pid, struct uprobe_objects *o)
+{
+	char maps[64], *line = NULL;
+	size_t alloc = 0;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(maps, "re")))
+		return 0;
+	while (getline(&line, &alloc, f) > 0) {
+		char *p = strchr(line, '/'), obj[PATH_MAX + 64];
+		int known = 0;
+
+		if (!p || !strstr(line, " r-xp "))
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		for (int i = 0; i < o->nr; i++)
+			known |= !strcmp(o->paths[i], p);
+		/* Read as the process maps it: in its own mount namespace. */
+		snprintf(obj, sizeof(obj), "/proc/%d/root%s", (int)pid, p);
+		if (!known && emits_otel(obj))
+			objects_add(o, p);
+	}
+	free(line);
+	fclose(f);
+	return o->nr;
 }
 
 int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, char *out, size_t len)
@@ -416,9 +503,9 @@ static int find_offsets(const char *obj, unsigned long long *off, int sampled, c
 				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			for (size_t k = 0; name && k < AF_NR; k++) {
-				/* The sampler wraps the malloc family: of it, only its
-				 * probe points; of an allocator, never those. */
-				if (off[k] || (k >= AF_SAMPLED_FIRST) != !!sampled || strcmp(name, alloc_fns[k].symbol))
+				/* The probe points of samplers are USDT probes
+				 * (add_usdt), never a function's entry. */
+				if (off[k] || k >= AF_SAMPLED_FIRST || strcmp(name, alloc_fns[k].symbol))
 					continue;
 				/* A probe goes at a file offset: find the segment. */
 				for (size_t p = 0; p < nph; p++) {
@@ -435,13 +522,8 @@ static int find_offsets(const char *obj, unsigned long long *off, int sampled, c
 	}
 	elf_end(elf);
 	close(fd);
-	if (sampled && (!off[AF_SAMPLED_ALLOC] || !off[AF_SAMPLED_FREE])) {
-		snprintf(err, errlen, "'%s' has no memsight_sampled_alloc and memsight_sampled_free: it is not "
-				      "memsight's sampler, or another version of it",
-			 obj);
-		return -1;
-	}
-	if (!sampled && (!off[AF_MALLOC] || !off[AF_FREE])) {
+	(void)sampled;
+	if (!off[AF_MALLOC] || !off[AF_FREE]) {
 		snprintf(err, errlen, "'%s' has no %s function: give the allocator's object to -O "
 				      "(its libc, libjemalloc.so.2, or a static executable)",
 			 obj, off[AF_MALLOC] ? "free" : "malloc");
@@ -452,7 +534,13 @@ static int find_offsets(const char *obj, unsigned long long *off, int sampled, c
 
 static int define(const char *line, const char *group, const char *event, char *err, size_t errlen)
 {
-	int r = write_uprobe_events(line);
+	int r;
+
+	if (nr_defined == sizeof(defined) / sizeof(defined[0])) {
+		snprintf(err, errlen, "too many uprobes for one recording (%zu): probe fewer objects", nr_defined);
+		return -1;
+	}
+	r = write_uprobe_events(line);
 
 	if (r) {
 		snprintf(err, errlen, "tracefs refused the uprobe '%s/%s' (%s): %s", group, event, strerror(-r),
@@ -466,8 +554,11 @@ static int define(const char *line, const char *group, const char *event, char *
 	return 0;
 }
 
-static int load_event(const char *group, const char *name, enum alloc_fn fn, int entry, const struct uprobe_opts *u,
-		      const struct rec_opts_events *o, struct rec_event **evs, size_t *nr)
+/* dump_max: the most bytes of stack a sample of this event needs, 0 when
+ * not known. */
+static int load_event(const char *group, const char *name, enum alloc_fn fn, int entry, unsigned dump_max,
+		      const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs,
+		      size_t *nr)
 {
 	char rel[256];
 	char *idtext, *format;
@@ -497,6 +588,8 @@ static int load_event(const char *group, const char *name, enum alloc_fn fn, int
 		/* Stacks at entry, never at return: a pending return probe
 		 * has replaced a return address on the stack by then. */
 		events_stack_attr(&e.attr, o);
+		if (dump_max && (e.attr.sample_type & PERF_SAMPLE_STACK_USER) && dump_max < e.attr.sample_stack_user)
+			e.attr.sample_stack_user = dump_max;
 		/* The kernel part of a uprobe's callchain is only the trap
 		 * that took it: walking it costs more than the user walk. */
 		e.attr.exclude_callchain_kernel = 1;
@@ -535,12 +628,83 @@ static int load_event(const char *group, const char *name, enum alloc_fn fn, int
 	return 0;
 }
 
+/* The otel_memory USDT probes of an object, under group: an event for
+ * each site of alloc and free, its arguments as the site's note gives
+ * them, its semaphore raised while the event is attached. */
+static int add_usdt(const char *object, const char *group, int wrapper, const struct uprobe_opts *u,
+		    const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+{
+	static const char *const alloc_args[] = { "ptr", "size", "weight" };
+	int fd = open(object, O_RDONLY | O_CLOEXEC), n, sites[2] = { 0, 0 };
+	struct usdt_site *v = NULL;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open '%s': %s", object, strerror(errno));
+		return -1;
+	}
+	n = usdt_sites(fd, "otel_memory", &v);
+	close(fd);
+	for (int i = 0; i < n; i++) {
+		int alloc = !strcmp(v[i].name, "alloc"), k = alloc ? 0 : 1, want = alloc ? 3 : 1;
+		char line[1024], name[64], sem[32] = "";
+		unsigned dump_max;
+		size_t l;
+
+		if ((!alloc && strcmp(v[i].name, "free")) || v[i].nargs < want)
+			continue;
+		if (sites[k]++)
+			snprintf(name, sizeof(name), "%s__%d", alloc_fns[alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE].symbol,
+				 sites[k]);
+		else
+			snprintf(name, sizeof(name), "%s", alloc_fns[alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE].symbol);
+		if (v[i].semaphore)
+			snprintf(sem, sizeof(sem), "(0x%llx)", (unsigned long long)v[i].semaphore);
+		l = snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx%s", group, name, object,
+			     (unsigned long long)v[i].offset, sem);
+		for (int a = 0; a < want; a++) {
+			if (!v[i].args[a][0]) {
+				snprintf(err, errlen, "the otel_memory:%s probe of '%s' keeps its argument %d where a uprobe "
+						      "cannot read it (%s)",
+					 v[i].name, object, a + 1, "an index register or a symbol");
+				free(v);
+				return -1;
+			}
+			l += snprintf(line + l, sizeof(line) - l, " %s=%s", alloc_args[a], v[i].args[a]);
+		}
+		snprintf(line + l, sizeof(line) - l, "\n");
+		/* A constant fourth argument of alloc: the bytes of stack the
+		 * site's frames take (memsight's sampler has a site for each
+		 * of a few depths). */
+		dump_max = 0;
+		if (alloc && v[i].nargs >= 4 && v[i].args[3][0] == '\\') {
+			long long b = strtoll(v[i].args[3] + 1, NULL, 10);
+
+			dump_max = b >= 64 && b <= 65528 ? (unsigned)(b + 7) / 8 * 8 : 0;
+		}
+		if (define(line, group, name, err, errlen) ||
+		    load_event(group, name, alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE, 1, dump_max, u, o, evs, nr)) {
+			free(v);
+			return -1;
+		}
+	}
+	free(v);
+	if (wrapper && (!sites[0] || !sites[1])) {
+		snprintf(err, errlen, "'%s' has no otel_memory alloc and free probes: it is not memsight's sampler, "
+				      "or another version of it",
+			 object);
+		return -1;
+	}
+	return 0;
+}
+
 /* The probes of one allocator object, under group. */
 static int add_object(const char *object, const char *group, const struct uprobe_opts *u,
 		      const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
 {
 	unsigned long long off[AF_NR] = { 0 };
 
+	if (u->sampled)
+		return add_usdt(object, group, 1, u, o, evs, nr, err, errlen);
 	if (find_offsets(object, off, u->sampled, err, errlen) < 0)
 		return -1;
 	for (size_t k = 0; k < AF_NR; k++) {
@@ -568,13 +732,13 @@ static int add_object(const char *object, const char *group, const struct uprobe
 		snprintf(name, sizeof(name), "%s", alloc_fns[k].symbol);
 		snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx %s caller=+0($stack):u64%s\n", group, name, object,
 			 off[k], alloc_fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
-		if (define(line, group, name, err, errlen) || load_event(group, name, k, 1, u, o, evs, nr))
+		if (define(line, group, name, err, errlen) || load_event(group, name, k, 1, 0, u, o, evs, nr))
 			return -1;
 		if (alloc_fns[k].op == ALLOC_OP_FREE || alloc_fns[k].op == ALLOC_OP_ALLOC_AT)
 			continue;
 		snprintf(name, sizeof(name), "%s_ret", alloc_fns[k].symbol);
 		snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64\n", group, name, object, off[k]);
-		if (define(line, group, name, err, errlen) || load_event(group, name, k, 0, u, o, evs, nr))
+		if (define(line, group, name, err, errlen) || load_event(group, name, k, 0, 0, u, o, evs, nr))
 			return -1;
 	}
 	return 0;
@@ -586,7 +750,7 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 	size_t start = *nr;
 
 	aliases[0] = 0;
-	for (int i = 0; i < u->objects.nr; i++) {
+	for (int i = 0; i < u->objects.nr + u->emitters.nr; i++) {
 		char group[64];
 
 		/* A group per object: the same function names in each. */
@@ -594,7 +758,8 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 			snprintf(group, sizeof(group), "memsight_%d_%d", (int)getpid(), i + 1);
 		else
 			snprintf(group, sizeof(group), "memsight_%d", (int)getpid());
-		if (add_object(u->objects.paths[i], group, u, o, evs, nr, err, errlen))
+		if (i < u->objects.nr ? add_object(u->objects.paths[i], group, u, o, evs, nr, err, errlen)
+				      : add_usdt(u->emitters.paths[i - u->objects.nr], group, 0, u, o, evs, nr, err, errlen))
 			goto fail;
 	}
 	return 0;

@@ -33,7 +33,16 @@ struct uprobe_opts {
 	unsigned sample;	/* -s N: one entry (with its stack) in N, 1 for all */
 	pid_t exclude_pid;	/* -a: the recorder itself, 0 for none */
 	int sampled;		/* objects are libmemsight-sample.so: probe its two probe points alone */
+	struct uprobe_objects emitters; /* objects with otel_memory probes of their own, probed too */
 };
+
+/* The objects a command would load (its program, and the libraries the
+ * loader lists for it) or that process pid maps, with otel_memory USDT
+ * probes of their own: an allocator or a program that tells of its
+ * allocations, whoever built it. memsight's wrapper is not one of them.
+ * Returns how many. */
+int uprobes_command_emitters(char *const *argv, struct uprobe_objects *o);
+int uprobes_pid_emitters(pid_t pid, struct uprobe_objects *o);
 
 /* The file name of the allocation sampler, as a process's maps show it. */
 #define UPROBES_SAMPLER "libmemsight-sample.so"

@@ -254,7 +254,8 @@ static struct em_gen *gen_push(struct em_proc *p, uint64_t since, const struct e
 			free(g);
 			return NULL;
 		}
-		memcpy(g->r, from->r, from->nr * sizeof(*g->r));
+		if (from->nr)
+			memcpy(g->r, from->r, from->nr * sizeof(*g->r));
 		g->nr = g->alloc = from->nr;
 		g->all = from->all;
 		memcpy(g->filter, from->filter, sizeof(g->filter));

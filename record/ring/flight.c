@@ -24,6 +24,7 @@ struct flight_req {
 	uint64_t time;		/* CLOCK_MONOTONIC of the trigger, as record times are */
 	uint64_t realtime;
 	struct embed_list objects; /* what the stacks touched so far, as the drain loop knew it */
+	struct flight_jits jit;	   /* its copies of the runtimes' files */
 };
 
 static const char *const kind_names[] = {
@@ -511,6 +512,59 @@ void flight_objects(struct recorder *rc)
 	writeq_push_call(&rc->q, objects_write, rc, l);
 }
 
+/* The payload's process and kind: the header's first three fields. */
+static size_t jit_key_len(const char *p, size_t len)
+{
+	size_t n = 0;
+
+	for (int tabs = 0; n < len && tabs < 3; n++)
+		tabs += p[n] == '\t';
+	return n;
+}
+
+int flight_jit_keep(void *arg, const void *payload, size_t len)
+{
+	struct recorder *rc = arg;
+	struct flight_jits *j = &rc->fl.jit;
+	size_t k = jit_key_len(payload, len), i;
+	struct flight_jit *v;
+	char *copy = malloc(len);
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, payload, len);
+	for (i = 0; i < j->nr; i++)
+		if (jit_key_len(j->v[i].data, j->v[i].len) == k && !memcmp(j->v[i].data, payload, k))
+			break;
+	if (i == j->nr) {
+		if (!(v = realloc(j->v, (j->nr + 1) * sizeof(*v)))) {
+			free(copy);
+			return -ENOMEM;
+		}
+		j->v = v;
+		j->nr++;
+	} else {
+		free(j->v[i].data);
+	}
+	j->v[i] = (struct flight_jit){ copy, len };
+	return 0;
+}
+
+void flight_jit_write(const struct flight_jits *j, struct trace_writer *w)
+{
+	for (size_t i = 0; i < j->nr; i++)
+		trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_JITMAP, 0, j->v[i].data, j->v[i].len, 0);
+}
+
+static void jit_release(struct flight_jits *j)
+{
+	for (size_t i = 0; i < j->nr; i++)
+		free(j->v[i].data);
+	free(j->v);
+	j->v = NULL;
+	j->nr = 0;
+}
+
 /* Whether the ring's head carries the object of a build-id. */
 static int in_head(const struct flight *f, const unsigned char *bid, int len)
 {
@@ -546,6 +600,7 @@ static void snapshot_write(void *arg, void *data)
 		msg_error("snapshot for trigger %s failed: %s", kind_names[q->kind], err);
 		f->failed++;
 		embed_list_release(&((struct flight_req *)data)->objects);
+		jit_release(&((struct flight_req *)data)->jit);
 		return;
 	}
 	fd = mkstemp(tmp);
@@ -582,6 +637,7 @@ static void snapshot_write(void *arg, void *data)
 		l->nr = n;
 		embed_list_write(&rc->embed, l, &w);
 	}
+	flight_jit_write(&((struct flight_req *)data)->jit, &w);
 	if (trace_writer_finish(&w) || rename(tmp, name)) {
 		msg_error("snapshot for trigger %s failed: cannot write '%s': %s", kind_names[q->kind], name,
 			  w.err ? trace_writer_strerror(&w) : strerror(errno));
@@ -603,6 +659,7 @@ out:
 	trace_writer_release(&w);
 	trace_reader_release(&r);
 	embed_list_release(&((struct flight_req *)data)->objects);
+	jit_release(&((struct flight_req *)data)->jit);
 }
 
 void flight_poll(struct recorder *rc, int force)
@@ -620,6 +677,24 @@ void flight_poll(struct recorder *rc, int force)
 	flight_objects(rc);
 	if (embed_list_touched(&f->req->objects, &rc->objs, &rc->em, 0))
 		msg_warn("out of memory listing the objects for the snapshot: it will carry fewer");
+	/* And the runtimes' files as they are now, with those of the
+	 * processes gone. */
+	jitmaps_collect(&rc->jm, 0, 0, flight_jit_keep, rc);
+	for (size_t i = 0; i < f->jit.nr; i++) {
+		struct flight_jits *q = &f->req->jit;
+		struct flight_jit *v = realloc(q->v, (q->nr + 1) * sizeof(*v));
+		char *copy = malloc(f->jit.v[i].len);
+
+		if (v)
+			q->v = v;
+		if (!v || !copy) {
+			free(copy);
+			msg_warn("out of memory copying the runtimes' symbol files for the snapshot: it will carry fewer");
+			break;
+		}
+		memcpy(copy, f->jit.v[i].data, f->jit.v[i].len);
+		q->v[q->nr++] = (struct flight_jit){ copy, f->jit.v[i].len };
+	}
 	writeq_push_call(&rc->q, snapshot_write, rc, f->req);
 	f->req = NULL;
 	f->pending = 0;
@@ -641,9 +716,12 @@ void flight_release(struct flight *f)
 		if (f->trig[i].fd >= 0)
 			close(f->trig[i].fd);
 	free(f->trig);
-	if (f->req)
+	if (f->req) {
 		embed_list_release(&f->req->objects);
+		jit_release(&f->req->jit);
+	}
 	free(f->req);
+	jit_release(&f->jit);
 	free(f->rss);
 	free(f->stalls);
 	free(f->head_bids);

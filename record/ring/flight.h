@@ -67,6 +67,16 @@ struct flight_stall {
 	uint64_t begin;
 };
 
+/* Copies of the runtimes' perf maps and jitdumps, TRACE_META_JITMAP
+ * payloads. */
+struct flight_jits {
+	struct flight_jit {
+		char *data;
+		size_t len;
+	} *v;
+	size_t nr;
+};
+
 struct flight {
 	uint64_t ring_size;	/* --ring; 0 for a linear trace */
 	struct flight_trigger *trig;
@@ -87,6 +97,7 @@ struct flight {
 	size_t nr_stalls;
 
 	uint32_t touched_listed; /* objects touched when the ring's head was last given the new ones */
+	struct flight_jits jit;	/* the latest copy of each runtime's file, for every window */
 
 	/* compression thread */
 	struct proctrack pt;
@@ -126,5 +137,11 @@ void flight_poll(struct recorder *rc, int force);
 /* A PSI trigger's file turned readable (an event). */
 void flight_psi_event(struct recorder *rc, size_t i);
 void flight_release(struct flight *f);
+/* Keep a copy of a runtime's perf map or jitdump (jitmaps_emit, arg the
+ * recorder) for every window: the ring's records come and go, the files'
+ * last copies stay. Returns 0 or -ENOMEM. */
+int flight_jit_keep(void *rc, const void *payload, size_t len);
+/* Write the copies kept, each as a TRACE_META_JITMAP chunk. */
+void flight_jit_write(const struct flight_jits *j, struct trace_writer *w);
 
 #endif

@@ -92,12 +92,31 @@ static int snapshot_map(void *arg, pid_t pid, const struct procsnap_map *m)
 		sscanf(m->bid_hex + 2 * bl, "%2hhx", &bid[bl]);
 	execmap_apply(&rc->em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = pid, .start = m->start, .end = m->end,
 						     .obj = object_of(rc, pid, m->start, m->end, m->path, bid, bl) });
+	jitmaps_seen(&rc->jm, pid, m->start, m->end, m->path);
 	return 0;
 }
 
 void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len)
 {
 	procsnap_maps_each(text, len, snapshot_map, rc);
+}
+
+/* A runtime's perf map or jitdump, copied (jitmaps_emit): into the trace
+ * in order with the records, or for a ring kept for every window. */
+static int jit_emit(void *arg, const void *payload, size_t len)
+{
+	struct recorder *rc = arg;
+
+	if (rc->fl.ring_size)
+		return flight_jit_keep(rc, payload, len);
+	writeq_push_meta(&rc->q, TRACE_META_JITMAP, payload, len);
+	return 0;
+}
+
+void rec_jitmaps_collect(struct recorder *rc, pid_t pid, int gone)
+{
+	if (jitmaps_collect(&rc->jm, pid, gone, jit_emit, rc))
+		msg_warn("out of memory copying a runtime's perf map or jitdump: the trace carries fewer");
 }
 
 /* A process started in a pid namespace not the recorder's (a container):
@@ -166,6 +185,7 @@ static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t s
 		e.end = addr + len;
 		e.obj = object_of(rc, a, addr, addr + len, (const char *)rec + 72, rec + 44,
 				  misc & PERF_RECORD_MISC_MMAP_BUILD_ID ? rec[40] : 0);
+		jitmaps_seen(&rc->jm, a, addr, addr + len, (const char *)rec + 72);
 		break;
 	}
 	case PERF_RECORD_FORK:
@@ -181,6 +201,10 @@ static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t s
 		e.op = type == PERF_RECORD_FORK ? EXECMAP_FORK : EXECMAP_EXIT;
 		e.pid = a;
 		e.other = b;
+		/* A runtime writes its perf map as it exits (the JVM's
+		 * -XX:+DumpPerfMapAtExit): copied now, the process just gone. */
+		if (type == PERF_RECORD_EXIT)
+			rec_jitmaps_collect(rc, a, 1);
 		break;
 	case PERF_RECORD_COMM:
 		if (size < 16 || !(misc & PERF_RECORD_MISC_COMM_EXEC))

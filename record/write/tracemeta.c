@@ -164,6 +164,12 @@ int rec_meta_start(struct recorder *rc)
 	return rc->w.err ? msg_error("cannot write '%s': %s", rc->output, trace_writer_strerror(&rc->w)) : 0;
 }
 
+static int jit_meta_add(void *arg, const void *payload, size_t len)
+{
+	meta_add(arg, TRACE_META_JITMAP, payload, len);
+	return 0;
+}
+
 void rec_meta_end(struct recorder *rc)
 {
 	char *text = NULL, line[PATH_MAX + 64];
@@ -179,6 +185,15 @@ void rec_meta_end(struct recorder *rc)
 		if (!embed_list_touched(&l, &rc->objs, &rc->em, 0))
 			embed_list_write(&rc->embed, &l, &rc->w);
 		embed_list_release(&l);
+	}
+	/* The runtimes' perf maps and jitdumps as they are at the end; a
+	 * ring's, with those of the processes gone, go in its last segment,
+	 * which every window holds. */
+	if (!trace_writer_full(&rc->w) && rc->fl.ring_size) {
+		jitmaps_collect(&rc->jm, 0, 0, flight_jit_keep, rc);
+		flight_jit_write(&rc->fl.jit, &rc->w);
+	} else if (!trace_writer_full(&rc->w)) {
+		jitmaps_collect(&rc->jm, 0, 0, jit_meta_add, rc);
 	}
 	if (!ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
 		meta_add(rc, TRACE_META_KSYMS, text, len);
@@ -232,6 +247,10 @@ void rec_meta_end(struct recorder *rc)
 		ADD("writer_fast_chunks %llu\nwriter_raw_chunks %llu\n", (unsigned long long)rc->q.fast_chunks,
 		    (unsigned long long)rc->q.raw_chunks);
 		ADD("writer_boosts %llu\ndrain_realtime %d\n", (unsigned long long)rc->q.boosts, rc->realtime);
+		if (rc->jm.files || rc->jm.refused)
+			ADD("jitmaps_copies %llu\njitmaps_bytes %llu\njitmaps_refused %llu\n",
+			    (unsigned long long)rc->jm.files, (unsigned long long)rc->jm.copied,
+			    (unsigned long long)rc->jm.refused);
 		if (rc->scrub.words_seen)
 			ADD("dump_words %llu\ndump_words_kept %llu\ndump_unknown_processes %llu\n",
 			    (unsigned long long)rc->scrub.words_seen, (unsigned long long)rc->scrub.words_kept,
@@ -303,6 +322,10 @@ void rec_summary(struct recorder *rc)
 				  : rc->callchain == REC_CG_DWARF ? "record with -g fp (a tenth of the bytes), fewer "
 								    "groups, or with a CPU left free"
 								  : "record fewer groups, or with a CPU left free");
+	else if (lost && rc->allocator[0])
+		msg_note("LOST %llu events: the rings overflowed; for malloc, sample by bytes (--sample-bytes 512K), "
+			 "keep one stack in N (-s N), or enlarge the rings (-m %u)",
+			 (unsigned long long)lost, rc->mmap_pages * 2);
 	else if (lost)
 		msg_note("LOST %llu events: the rings overflowed; enlarge them with -m "
 				"or record fewer groups, or sample them (kmem/100)",

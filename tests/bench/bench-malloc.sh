@@ -1,109 +1,192 @@
 #!/bin/sh
-# tests/bench/bench-malloc.sh: the malloc family on a malloc/free-heavy
-# workload (alloc_zoo churn), side by side in one run:
-#   alone; memsight record -e malloc (stacks on every allocation);
-#   perf record of the same uprobes, defined in uprobe_events with the same
-#   fetchargs, without stacks; bpftrace counting allocation stacks; heaptrack;
-#   memsight's sampler preloaded with no recorder, and recorded with
-#   --sample-bytes 512K. Then a real program (Python building JSON strings):
-#   alone, sampled, every call, heaptrack.
-# Prints slowdowns, bytes per event and lost events. Asserts nothing.
+# tests/bench/bench-malloc.sh: what tracing the malloc family costs, side by
+# side in one run, on four programs:
+#   alloc_zoo churn (a malloc/free loop), Python building JSON strings, a
+#   node script building objects, and redis-server under redis-benchmark;
+# each run alone; with memsight's wrapper preloaded and nothing recording;
+# recorded with --sample-bytes 512K; every call through the wrapper (the
+# default); every call through uprobes on the allocator (--malloc-via
+# uprobes); under heaptrack; and under perf record on uprobes on the same
+# allocator functions, with their arguments and no stacks.
+# Times are the program's own where it prints one (churn, Python, node:
+# the work, not the start-up), the whole run's wall time beside them, and
+# redis-benchmark's requests per second. Then what one reported allocation
+# costs, against a bare uprobe on the wrapper's probe site.
+# Prints figures and ratios. Asserts nothing.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-b=$top/build
-N=${N:-20000}
+b=${BUILD:-$top/build}
+. "$top/tests/bench/bench-lib.sh"
 RUNS=${RUNS:-3}
-w=$(mktemp -d)
+N=${N:-20000}
+PY=/usr/bin/python3
+GAP=${GAP:-1} # seconds between runs: a recording's uprobes are let go after it exits
+bench_workdir
+ue=/sys/kernel/tracing/uprobe_events
 zoo=$b/samples/alloc_zoo
 libc=$(ldd "$zoo" | sed -n 's/.*libc.so.6 => \([^ ]*\).*/\1/p')
-ue=/sys/kernel/tracing/uprobe_events
-cleanup() {
-	for e in malloc malloc_ret calloc calloc_ret realloc realloc_ret free; do echo "-:benchperf/$e" >>$ue; done 2>/dev/null
-	rm -rf "$w"
+jemalloc=$(ldd /usr/bin/redis-server 2>/dev/null | sed -n 's/.*libjemalloc.so.2 => \([^ ]*\).*/\1/p')
+sampler=$b/libmemsight-sample.so
+trap 'exit 1' INT TERM
+# This bench's uprobe groups, left behind by a run that was killed too.
+drop_groups() {
+	for g in benchlibc benchje benchsite; do
+		grep "^[pr]:$g/" $ue 2>/dev/null | sed "s/^[pr]:\([^ ]*\) .*/-:\1/" | while read -r d; do echo "$d" >>$ue; done
+	done
 }
-trap cleanup EXIT
-cd "$w" || exit 1
+drop_groups
+trap 'drop_groups; redis-cli -p 6390 shutdown nosave >/dev/null 2>&1; rm -rf "$w"' EXIT
 
-elapsed() { sed -n 's/^alloc_zoo: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
-. "$top/tests/bench/bench-lib.sh"
-off() { nm -D --defined-only "$libc" | awk -v f="$1" '$3 == f || $3 ~ "^"f"@@" { print "0x" $1; exit }'; }
+# Uprobes for perf: entries and returns of malloc, calloc, realloc, and free,
+# in an allocator object, under a group; the events' -e list in $2_events.
+off() { nm -D --defined-only "$1" | awk -v f="$2" '$3 == f || $3 ~ "^"f"@@" { print "0x" $1; exit }'; }
+perf_uprobes() {
+	obj=$1 g=$2
+	{
+		for f in malloc calloc realloc; do
+			case $f in malloc) a="size=%di:u64" ;; calloc) a="nmemb=%di:u64 size=%si:u64" ;; *) a="ptr=%di:u64 size=%si:u64" ;; esac
+			echo "p:$g/$f $obj:$(off "$obj" $f) $a"
+			echo "r:$g/${f}_ret $obj:$(off "$obj" $f) ret=\$retval:u64"
+		done
+		echo "p:$g/free $obj:$(off "$obj" free) ptr=%di:u64"
+	} >>$ue || { echo "cannot define uprobes in $ue"; exit 1; }
+	eval "${g}_events=\"-e $g:malloc -e $g:malloc_ret -e $g:calloc -e $g:calloc_ret -e $g:realloc -e $g:realloc_ret -e $g:free\""
+}
+perf_uprobes "$libc" benchlibc
+[ -n "$jemalloc" ] && perf_uprobes "$jemalloc" benchje
 
-# perf's uprobes: the same functions and fetchargs, in uprobe_events.
-{
-	echo "p:benchperf/malloc $libc:$(off malloc) size=%di:u64"
-	echo "r:benchperf/malloc_ret $libc:$(off malloc) ret=\$retval:u64"
-	echo "p:benchperf/calloc $libc:$(off calloc) nmemb=%di:u64 size=%si:u64"
-	echo "r:benchperf/calloc_ret $libc:$(off calloc) ret=\$retval:u64"
-	echo "p:benchperf/realloc $libc:$(off realloc) ptr=%di:u64 size=%si:u64"
-	echo "r:benchperf/realloc_ret $libc:$(off realloc) ret=\$retval:u64"
-	echo "p:benchperf/free $libc:$(off free) ptr=%di:u64"
-} >>$ue || { echo "cannot define uprobes in $ue"; exit 1; }
-pe="-e benchperf:malloc -e benchperf:malloc_ret -e benchperf:calloc -e benchperf:calloc_ret"
-pe="$pe -e benchperf:realloc -e benchperf:realloc_ret -e benchperf:free"
+# The wrapper's probe sites, as bare uprobes with their semaphores: what a
+# reported allocation costs with nothing but the trap.
+# Note addresses are virtual; uprobes and their semaphores take file offsets.
+"$PY" - "$sampler" >sites.ue <<'EOF'
+import re, subprocess, sys
+obj = sys.argv[1]
+loads = [tuple(int(x, 16) for x in (l.split()[1], l.split()[2], l.split()[5]))
+         for l in subprocess.run(["readelf", "-lW", obj], capture_output=True, text=True).stdout.splitlines()
+         if l.split()[:1] == ["LOAD"]]
+def off(a):
+    return next((a - va + o for o, va, sz in loads if va <= a < va + sz), a)
+n = {}
+for name, loc, sem in re.findall(r"Name: (\S+)\s+Location: (\S+), Base: \S+, Semaphore: (\S+)",
+                                 subprocess.run(["readelf", "-n", obj], capture_output=True, text=True).stdout):
+    n[name] = n.get(name, 0) + 1
+    print("p:benchsite/%s%s %s:0x%x(0x%x)" % (name, "_%d" % n[name] if n[name] > 1 else "", obj,
+                                            off(int(loc, 16)), off(int(sem, 16))))
+EOF
+cat sites.ue >>$ue || { echo "cannot define the wrapper's sites in $ue"; exit 1; }
+site_events=$(sed 's/^p:\([^/]*\)\/\([^ ]*\) .*/-e \1:\2/' sites.ue | tr '\n' ' ')
 
-: >base.t; : >ms.t; : >perf.t; : >bt.t; : >ht.t; : >lib.t; : >ss.t
-for i in $(seq "$RUNS"); do
-	"$zoo" churn $N >/dev/null 2>e && elapsed e >>base.t
-	LD_PRELOAD=$b/libmemsight-sample.so "$zoo" churn $N >/dev/null 2>e && elapsed e >>lib.t
-	"$b/memsight" record -q -e malloc --sample-bytes 512K -o ss.trace -- "$zoo" churn $N >/dev/null 2>e &&
-		elapsed e >>ss.t
-	"$b/memsight" record -q -e malloc -o ms.trace -- "$zoo" churn $N >/dev/null 2>e && elapsed e >>ms.t
-	perf record -q $pe -o perf.data -- "$zoo" churn $N >/dev/null 2>e && elapsed e >>perf.t
-	if command -v heaptrack >/dev/null; then
-		heaptrack -o heaptrack.data "$zoo" churn $N >heaptrack.out 2>&1 && elapsed heaptrack.out >>ht.t
-		rm -f heaptrack.data*
-	fi
-done
-if command -v bpftrace >/dev/null; then
+wall() { /usr/bin/time -f %e -o w.time "$@" >out 2>err; sleep "$GAP"; }
+own() { sed -n "s/^$1: elapsed \([0-9.]*\) ms.*/\1/p" out err | head -1; }
+
+# One workload: NAME, the marker its program prints its time after, then
+# the command. Fills NAME.MODE.own and NAME.MODE.wall, one line a run.
+workload() {
+	name=$1 mark=$2
+	shift 2
 	for i in $(seq "$RUNS"); do
-		bpftrace -q -c "$zoo churn $N" -e "uprobe:$libc:malloc,uprobe:$libc:calloc,uprobe:$libc:realloc { @[ustack] = count(); } uprobe:$libc:free { @f = count(); }" >bt.out 2>&1
-		elapsed bt.out >>bt.t
+		for mode in alone preloaded sampled wrapper uprobes heaptrack perf site; do
+			case $mode in
+			alone) wall "$@" ;;
+			preloaded) wall env LD_PRELOAD="$sampler" "$@" ;;
+			sampled) wall "$b/memsight" record -q -e malloc --sample-bytes 512K -o ms.trace -- "$@" ;;
+			wrapper) wall "$b/memsight" record -q -e malloc -o ms.trace -- "$@" ;;
+			uprobes) wall "$b/memsight" record -q -e malloc --malloc-via uprobes -o ms.trace -- "$@" ;;
+			heaptrack) wall heaptrack -o ht "$@"; rm -f ht* ;;
+			perf) wall perf record -q $benchlibc_events -o perf.data -- "$@" ;;
+			site) wall perf record -q $site_events -o perf.data -- env LD_PRELOAD="$sampler" MEMSIGHT_SAMPLE_BYTES=0 "$@" ;;
+			esac
+			own "$mark" >>"$name.$mode.own"
+			cat w.time >>"$name.$mode.wall"
+			[ "$mode" = wrapper ] && "$b/memsight" info ms.trace | sed -n 's/^samples: *//p' >"$name.events"
+		done
+	done
+}
+
+report() {
+	name=$1 title=$2
+	a=$(median <"$name.alone.own") aw=$(median <"$name.alone.wall") ev=$(cat "$name.events")
+	printf '\n%s, median of %s runs (%s reports through the wrapper)\n' "$title" "$RUNS" "$ev"
+	printf '%-44s %10s %9s %9s %9s\n' "" "own ms" "ratio" "wall s" "ratio"
+	for mode in alone preloaded sampled wrapper uprobes heaptrack perf site; do
+		o=$(median <"$name.$mode.own") ww=$(median <"$name.$mode.wall")
+		case $mode in
+		alone) l="alone" ;;
+		preloaded) l="wrapper preloaded, nothing recording" ;;
+		sampled) l="memsight --sample-bytes 512K" ;;
+		wrapper) l="memsight -e malloc (wrapper, every call)" ;;
+		uprobes) l="memsight -e malloc --malloc-via uprobes" ;;
+		heaptrack) l="heaptrack" ;;
+		perf) l="perf record, libc uprobes, no stacks" ;;
+		site) l="perf record, the wrapper's sites, no stacks" ;;
+		esac
+		awk -v l="$l" -v o="${o:-0}" -v a="${a:-0}" -v w="$ww" -v aw="$aw" 'BEGIN {
+			printf "%-44s %10.1f %8.2fx %9.2f %8.2fx\n", l, o, (a > 0 ? o / a : 0), w, (aw > 0 ? w / aw : 0) }'
+	done
+	awk -v w="$(median <"$name.wrapper.own")" -v p="$(median <"$name.preloaded.own")" \
+	    -v s="$(median <"$name.site.own")" -v ev="$ev" 'BEGIN {
+		if (ev > 0) printf "per report: %.2f us through memsight (stack dump included), %.2f us as a bare uprobe on the site\n",
+			1000 * (w - p) / ev, 1000 * (s - p) / ev }'
+}
+
+workload churn alloc_zoo "$zoo" churn "$N"
+report churn "alloc_zoo churn $N (malloc/calloc/realloc/free, nothing else)"
+
+cat >build_json.py <<'EOF'
+import json, sys, time
+t = time.perf_counter()
+s = [json.dumps({"id": i, "name": "item%d" % i, "tags": ["a", "b", "c"], "v": [i] * 10}) for i in range(200000)]
+print("python: elapsed %.3f ms %d" % ((time.perf_counter() - t) * 1000, len(s)), file=sys.stderr)
+EOF
+workload python python "$PY" build_json.py
+report python "Python building 200,000 JSON strings"
+
+cat >objects.js <<'EOF'
+const t0 = process.hrtime.bigint();
+let a = [];
+for (let i = 0; i < 200000; i++) a.push({ id: i, name: "n" + i, tags: ["x", "y"], v: [i, i + 1] });
+const s = JSON.stringify(a.slice(0, 20000));
+console.error("node: elapsed " + (Number(process.hrtime.bigint() - t0) / 1e6).toFixed(3) + " ms " + s.length);
+EOF
+workload node node node objects.js
+report node "node building 200,000 objects"
+
+# redis-server links jemalloc, which the wrapper hands its calls to; the
+# throughput is redis-benchmark's.
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	rb() {
+		"$@" --port 6390 --save "" --appendonly no >redis.out 2>&1 &
+		for i in $(seq 50); do redis-cli -p 6390 ping >/dev/null 2>&1 && break; sleep 0.1; done
+		redis-benchmark -p 6390 -q -n 50000 -t set,get -d 64 2>/dev/null |
+			awk -F'[: ]+' '/requests per second/ { for (i = 1; i <= NF; i++) if ($i == "requests") { s += $(i - 1); n++ } }
+				END { printf "%.0f\n", n ? s / n : 0 }'
+		redis-cli -p 6390 shutdown nosave >/dev/null 2>&1
+		wait
+		sleep "$GAP"
+	}
+	for i in $(seq "$RUNS"); do
+		rb redis-server >>redis.alone
+		rb env LD_PRELOAD="$sampler" redis-server >>redis.preloaded
+		rb "$b/memsight" record -q -e malloc --sample-bytes 512K -o ms.trace -- redis-server >>redis.sampled
+		rb "$b/memsight" record -q -e malloc -o ms.trace -- redis-server >>redis.wrapper
+		rb "$b/memsight" record -q -e malloc --malloc-via uprobes -o ms.trace -- redis-server >>redis.uprobes
+		rb heaptrack -o ht redis-server >>redis.heaptrack
+		rm -f ht*
+		rb perf record -q $benchje_events -o perf.data -- redis-server >>redis.perf
+	done
+	a=$(median <redis.alone)
+	printf '\nredis-server (jemalloc) under redis-benchmark (set, get; 64 bytes), median of %s runs\n' "$RUNS"
+	for mode in alone preloaded sampled wrapper uprobes heaptrack perf; do
+		case $mode in
+		alone) l="alone" ;;
+		preloaded) l="wrapper preloaded, nothing recording" ;;
+		sampled) l="memsight --sample-bytes 512K" ;;
+		wrapper) l="memsight -e malloc (wrapper, every call)" ;;
+		uprobes) l="memsight -e malloc --malloc-via uprobes" ;;
+		heaptrack) l="heaptrack" ;;
+		perf) l="perf record, jemalloc uprobes, no stacks" ;;
+		esac
+		awk -v l="$l" -v r="$(median <redis.$mode)" -v a="$a" 'BEGIN {
+			printf "%-44s %10d req/s %8.2fx slower\n", l, r, (r > 0 ? a / r : 0) }'
 	done
 fi
-base=$(median <base.t); ms=$(median <ms.t); pf=$(median <perf.t)
-bt=$(median <bt.t); ht=$(median <ht.t); lib=$(median <lib.t); ss=$(median <ss.t)
-
-"$b/memsight" record -e malloc -o ms.trace -- "$zoo" churn $N >/dev/null 2>ms.err
-perf record $pe -o perf.data -- "$zoo" churn $N >/dev/null 2>perf.err
-count_outputs
-
-awk -v base="$base" -v ms="$ms" -v pf="$pf" -v bt="${bt:-0}" -v ht="${ht:-0}" -v lib="$lib" -v ss="$ss" \
-    -v mb="$ms_bytes" -v me="$ms_events" \
-    -v ml="$ms_lost" -v pb="$pf_bytes" -v pe="$pf_events" -v pl="$pf_lost" -v n="$N" -v runs="$RUNS" '
-BEGIN {
-	printf "alloc_zoo churn %d (malloc/calloc/realloc/free heavy), median of %d runs\n\n", n, runs
-	printf "%-40s %12s %10s\n", "", "elapsed ms", "slowdown"
-	printf "%-40s %12.1f %9.2fx\n", "alone", base, 1
-	printf "%-40s %12.1f %9.2fx\n", "memsight record -e malloc (stacks)", ms, ms / base
-	printf "%-40s %12.1f %9.2fx\n", "perf record, same uprobes, no stacks", pf, pf / base
-	if (bt > 0) printf "%-40s %12.1f %9.2fx\n", "bpftrace, ustack counts", bt, bt / base
-	if (ht > 0) printf "%-40s %12.1f %9.2fx\n", "heaptrack", ht, ht / base
-	printf "%-40s %12.1f %9.2fx\n", "sampler preloaded, nothing recording", lib, lib / base
-	printf "%-40s %12.1f %9.2fx\n", "memsight --sample-bytes 512K (stacks)", ss, ss / base
-	printf "\n%-40s %12s %12s\n", "", "memsight", "perf"
-	printf "%-40s %12d %12d\n", "events", me, pe
-	printf "%-40s %12d %12d\n", "file bytes", mb, pb
-	printf "%-40s %12.1f %12.1f\n", "bytes per event", mb / me, pb / pe
-	printf "%-40s %12d %12d\n", "lost", ml, pl
-	printf "\nratios: slowdown memsight/perf %.2f (<= 1.10 wanted); bytes/event memsight/perf %.3f (<= 0.25 wanted)\n", \
-		ms / pf, (mb / me) / (pb / pe)
-}'
-
-# A real program: Python building JSON strings (many small allocations).
-py='import json
-s = [json.dumps({"id": i, "name": "item%d" % i, "tags": ["a", "b", "c"], "v": [i] * 10}) for i in range(20000)]
-print(len(s))'
-wall() { /usr/bin/time -f %e -o w.time "$@" >/dev/null 2>&1; cat w.time; }
-: >p0.t; : >p1.t; : >p2.t; : >p3.t
-for i in $(seq "$RUNS"); do
-	wall python3 -c "$py" >>p0.t
-	wall "$b/memsight" record -q -e malloc --sample-bytes 512K -o py.trace -- python3 -c "$py" >>p1.t
-	wall "$b/memsight" record -q -e malloc -o py.trace -- python3 -c "$py" >>p2.t
-	command -v heaptrack >/dev/null && { wall heaptrack -o ht.data python3 -c "$py" >>p3.t; rm -f ht.data*; }
-done
-awk -v a=$(median <p0.t) -v s=$(median <p1.t) -v e=$(median <p2.t) -v h="$(median <p3.t)" 'BEGIN {
-	printf "\npython3 building 20000 JSON strings, median wall of the whole run (start-up included)\n"
-	printf "%-40s %8.2f s %9.2fx\n", "alone", a, 1
-	printf "%-40s %8.2f s %9.2fx\n", "memsight --sample-bytes 512K", s, s / a
-	printf "%-40s %8.2f s %9.2fx\n", "memsight -e malloc (every call)", e, e / a
-	if (h > 0) printf "%-40s %8.2f s %9.2fx\n", "heaptrack", h, h / a }'

@@ -1,0 +1,286 @@
+/*
+ * record/objects/jitmaps.c: perf maps and jitdumps of recorded processes,
+ * copied into the trace (see jitmaps.h).
+ */
+#include "jitmaps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../procs/procsnap.h"
+
+enum { JM_PERFMAP, JM_JITDUMP, JM_KINDS };
+
+static const char *const kind_names[JM_KINDS] = { "perf-map", "jitdump" };
+
+struct jm_proc {
+	pid_t pid;
+	pid_t nspid;		/* its pid in its own pid namespace, which names its perf map */
+	uid_t uid;		/* whose files it may hand over */
+	int root;		/* its root directory (O_PATH), when its mount namespace is not ours; -1 */
+	int dump;		/* the jitdump it mapped; -1 */
+	char dump_path[PATH_MAX];
+	struct jm_copied {
+		off_t size;	/* of the last copy, -1 for none */
+		struct timespec mtime;
+	} copied[JM_KINDS];
+};
+
+static uint64_t ns_inode(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+void jitmaps_init(struct jitmaps *j)
+{
+	memset(j, 0, sizeof(*j));
+	j->own_mntns = ns_inode("/proc/self/ns/mnt");
+}
+
+static void proc_free(struct jitmaps *j, struct jm_proc *p)
+{
+	if (p->root >= 0) {
+		close(p->root);
+		j->roots--;
+	}
+	if (p->dump >= 0)
+		close(p->dump);
+	free(p);
+}
+
+void jitmaps_release(struct jitmaps *j)
+{
+	for (size_t i = 0; i < j->alloc; i++)
+		if (j->slots[i])
+			proc_free(j, j->slots[i]);
+	free(j->slots);
+	memset(j, 0, sizeof(*j));
+}
+
+static size_t slot_of(const struct jitmaps *j, pid_t pid)
+{
+	size_t i = ((uint32_t)pid * 2654435761u) & (j->alloc - 1);
+
+	while (j->slots[i] && j->slots[i]->pid != pid)
+		i = (i + 1) & (j->alloc - 1);
+	return i;
+}
+
+static int grow(struct jitmaps *j)
+{
+	struct jitmaps n = *j;
+
+	n.alloc = j->alloc ? j->alloc * 2 : 64;
+	if (!(n.slots = calloc(n.alloc, sizeof(*n.slots))))
+		return -ENOMEM;
+	for (size_t i = 0; i < j->alloc; i++)
+		if (j->slots[i])
+			n.slots[slot_of(&n, j->slots[i]->pid)] = j->slots[i];
+	free(j->slots);
+	*j = n;
+	return 0;
+}
+
+/* Remove by backward shifting, so that lookups need no tombstones. */
+static void forget(struct jitmaps *j, size_t i)
+{
+	proc_free(j, j->slots[i]);
+	j->slots[i] = NULL;
+	j->nr--;
+	for (size_t k = (i + 1) & (j->alloc - 1); j->slots[k]; k = (k + 1) & (j->alloc - 1)) {
+		struct jm_proc *p = j->slots[k];
+
+		j->slots[k] = NULL;
+		j->slots[slot_of(j, p->pid)] = p;
+	}
+}
+
+static struct jm_proc *proc_note(struct jitmaps *j, pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	struct jm_proc *p;
+	size_t i;
+
+	if (j->alloc && (p = j->slots[slot_of(j, pid)]))
+		return p;
+	if ((j->nr + 1) * 2 > j->alloc && grow(j))
+		return NULL;
+	if (!(p = calloc(1, sizeof(*p))))
+		return NULL;
+	p->pid = pid;
+	p->root = p->dump = -1;
+	for (int k = 0; k < JM_KINDS; k++)
+		p->copied[k].size = -1;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	p->uid = stat(path, &st) ? 0 : st.st_uid;
+	p->nspid = procsnap_nspid(pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	/* Held open so that a container's files can be read after its
+	 * process exits; past the bound, read through /proc while it lives. */
+	if (ns_inode(path) != j->own_mntns && j->roots < JITMAPS_ROOTS_MAX) {
+		snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+		p->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		j->roots += p->root >= 0;
+	}
+	i = slot_of(j, pid);
+	j->slots[i] = p;
+	j->nr++;
+	return p;
+}
+
+static int is_jitdump(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	return !strncmp(base, "jit-", 4) && n > 9 && !strcmp(base + n - 5, ".dump");
+}
+
+void jitmaps_seen(struct jitmaps *j, pid_t pid, uint64_t start, uint64_t end, const char *path)
+{
+	struct jm_proc *p = proc_note(j, pid);
+	char mf[96];
+
+	if (!p || !path || !is_jitdump(path) || p->dump >= 0 || strlen(path) >= sizeof(p->dump_path))
+		return;
+	snprintf(p->dump_path, sizeof(p->dump_path), "%s", path);
+	/* The very file mapped, while the process lives; after, its path
+	 * (see dump_open). */
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", (int)pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	p->dump = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* A file of the process by the path it sees: under its root when that is
+ * not ours; -1 when there is none. */
+static int proc_open(const struct jm_proc *p, const char *path)
+{
+	const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+	char alt[PATH_MAX + 64];
+	int fd;
+
+	if (path[0] != '/')
+		return -1;
+	if (p->root >= 0)
+		return openat(p->root, path + 1, flags);
+	fd = open(path, flags);
+	if (fd < 0 && p->nspid) {
+		snprintf(alt, sizeof(alt), "/proc/%d/root%s", (int)p->pid, path);
+		fd = open(alt, flags);
+	}
+	return fd;
+}
+
+
+/* The part of a file to carry: all of it up to the bound, cut after the
+ * last whole line of a perf map. A jitdump cut anywhere is read up to its
+ * last whole record. */
+static size_t keep_len(int kind, const char *data, size_t n, size_t size)
+{
+	if (n < size && kind == JM_PERFMAP) {
+		while (n > 0 && data[n - 1] != '\n')
+			n--;
+	}
+	return n;
+}
+
+static int copy_one(struct jitmaps *j, struct jm_proc *p, int kind, int fd, const char *path, jitmaps_emit emit,
+		    void *arg)
+{
+	struct stat st;
+	char head[PATH_MAX + 128];
+	size_t hl, want, got = 0;
+	char *buf;
+	int r;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != p->uid && st.st_uid != 0)) {
+		j->refused++;
+		return 0;
+	}
+	if (p->copied[kind].size == st.st_size && p->copied[kind].mtime.tv_sec == st.st_mtim.tv_sec &&
+	    p->copied[kind].mtime.tv_nsec == st.st_mtim.tv_nsec)
+		return 0;
+	if (!st.st_size)
+		return 0;
+	want = (uint64_t)st.st_size < JITMAPS_FILE_MAX ? (size_t)st.st_size : JITMAPS_FILE_MAX;
+	if (j->copied + want > JITMAPS_TOTAL_MAX) {
+		j->refused++;
+		return 0;
+	}
+	hl = (size_t)snprintf(head, sizeof(head), "%d\t%d\t%s\t%lld\t%s\n", (int)p->pid, (int)p->nspid, kind_names[kind],
+			      (long long)st.st_size, path);
+	if (hl >= sizeof(head) || !(buf = malloc(hl + want)))
+		return 0;
+	memcpy(buf, head, hl);
+	while (got < want) {
+		ssize_t n = pread(fd, buf + hl + got, want - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	got = keep_len(kind, buf + hl, got, (size_t)st.st_size);
+	p->copied[kind].size = st.st_size;
+	p->copied[kind].mtime = st.st_mtim;
+	r = got ? emit(arg, buf, hl + got) : 0;
+	if (got) {
+		j->copied += hl + got;
+		j->files++;
+	}
+	free(buf);
+	return r;
+}
+
+static int collect_proc(struct jitmaps *j, struct jm_proc *p, jitmaps_emit emit, void *arg)
+{
+	char path[64];
+	int fd, r = 0;
+
+	/* Named by the pid the process knows itself by. */
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)(p->nspid ? p->nspid : p->pid));
+	if ((fd = proc_open(p, path)) >= 0) {
+		r = copy_one(j, p, JM_PERFMAP, fd, path, emit, arg);
+		close(fd);
+	}
+	/* A process may exit before its mapping of the jitdump is seen. */
+	if (p->dump < 0 && p->dump_path[0])
+		p->dump = proc_open(p, p->dump_path);
+	if (!r && p->dump >= 0)
+		r = copy_one(j, p, JM_JITDUMP, p->dump, p->dump_path, emit, arg);
+	return r;
+}
+
+int jitmaps_collect(struct jitmaps *j, pid_t pid, int gone, jitmaps_emit emit, void *arg)
+{
+	int r = 0;
+
+	if (!j->alloc)
+		return 0;
+	if (pid > 0) {
+		size_t i = slot_of(j, pid);
+
+		if (!j->slots[i])
+			return 0;
+		r = collect_proc(j, j->slots[i], emit, arg);
+		if (gone)
+			forget(j, i);
+		return r;
+	}
+	for (size_t i = 0; i < j->alloc && !r; i++)
+		if (j->slots[i])
+			r = collect_proc(j, j->slots[i], emit, arg);
+	return r;
+}

@@ -1,0 +1,74 @@
+/*
+ * record/sampler/sampler.h: what the parts of libmemsight-sample.so share.
+ *
+ * sampler.c decides which allocations a profile sees and reports them at
+ * its probe sites; wrap.c stands in for the allocation functions a
+ * program calls and hands each call to the allocator the process runs;
+ * exec.c keeps the library in the programs a recorded process executes.
+ * Nothing here is exported from the library.
+ */
+#ifndef MEMSIGHT_SAMPLER_H
+#define MEMSIGHT_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SAMPLER_API __attribute__((visibility("hidden")))
+
+struct sampler_thread {
+	int64_t left;		/* bytes to the next sample */
+	uint64_t rng;		/* 0 until the thread's first allocation */
+};
+
+extern SAMPLER_API uint64_t sampler_rate; /* mean bytes between samples; 0: every allocation */
+extern SAMPLER_API int sampler_rate_read;
+extern SAMPLER_API long sampler_live;	   /* kept blocks not freed yet */
+extern SAMPLER_API __thread struct sampler_thread sampler_ts __attribute__((tls_model("initial-exec")));
+
+SAMPLER_API int sampler_take_due(size_t size);
+SAMPLER_API int sampler_take_first(size_t size);
+/* A kept allocation of size bytes at p: remembered, and reported while a
+ * tracer listens. Out of line, so that its report has the wrapper's frame
+ * under it. */
+SAMPLER_API void sampler_kept(void *p, size_t size);
+/* p is about to be freed: reported if it was kept. */
+SAMPLER_API void sampler_forget(void *p);
+
+/* Whether an allocation of size bytes is kept: on most calls, a
+ * subtraction. */
+static inline int sampler_take(size_t size)
+{
+	struct sampler_thread *t = &sampler_ts;
+
+	if (__builtin_expect(!__atomic_load_n(&sampler_rate_read, __ATOMIC_RELAXED), 0))
+		return sampler_take_first(size);
+	if (!sampler_rate)
+		return 1;
+	if (__builtin_expect((t->left -= (int64_t)size) > 0, 1))
+		return 0;
+	return sampler_take_due(size);
+}
+
+/* A wrapper's allocation returned p, of size bytes. */
+#define SAMPLER_SEEN(p, size)                                \
+	do {                                                 \
+		if ((p) && sampler_take(size))               \
+			sampler_kept((p), (size));           \
+	} while (0)
+
+/* A wrapper is about to free p: only while kept blocks are live, or when
+ * every allocation is, does it look. */
+#define SAMPLER_GONE(p)                                                                          \
+	do {                                                                                     \
+		if ((p) && (!sampler_rate || __atomic_load_n(&sampler_live, __ATOMIC_ACQUIRE))) \
+			sampler_forget(p);                                                       \
+	} while (0)
+
+/* The path of this library as the process loaded it ("" until known), and
+ * the environment a recording gave the process, for what it executes. */
+SAMPLER_API const char *sampler_self_path(void);
+/* The next definition of a function after this library, as the
+ * program would have reached it; NULL when there is none. */
+SAMPLER_API void *sampler_next(const char *name);
+
+#endif

@@ -1,0 +1,470 @@
+/*
+ * record/sampler/wrap.c: the allocation functions a program calls, in
+ * front of the allocator the process runs.
+ *
+ * Each wrapper hands its call to the next definition of its function
+ * after this library in the process's search order, as the program would
+ * have reached it without the preload: glibc's malloc, or jemalloc,
+ * tcmalloc or mimalloc, preloaded or linked in. So no block changes hands
+ * between allocators, and any of them is seen. The next definitions are
+ * found at the first call, before any block is handed out, in the loaded
+ * objects' dynamic symbol tables, with nothing allocated. The C family,
+ * jemalloc's *allocx, and C++'s operators new and delete are wrapped. The
+ * operators are seen here only where an allocator defines them (jemalloc,
+ * tcmalloc and mimalloc implement them apart from malloc and free); where
+ * libstdc++ does, the wrapper jumps to it without a frame of its own, and
+ * its calls of malloc and free are what is seen.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler.h"
+
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+/* The functions wrapped, by their symbols; C++'s in formats/allocfns.h's
+ * order of them. */
+enum {
+	F_MALLOC, F_FREE, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_MEMALIGN, F_ALIGNED_ALLOC, F_POSIX_MEMALIGN,
+	F_VALLOC, F_PVALLOC, F_MALLOCX, F_RALLOCX, F_DALLOCX, F_SDALLOCX,
+	F_NEW, F_NEW_ARRAY, F_NEW_NOTHROW, F_NEW_ARRAY_NOTHROW, F_NEW_ALIGNED, F_NEW_ARRAY_ALIGNED,
+	F_NEW_ALIGNED_NOTHROW, F_NEW_ARRAY_ALIGNED_NOTHROW,
+	F_DELETE, F_DELETE_ARRAY, F_DELETE_SIZED, F_DELETE_ARRAY_SIZED, F_DELETE_NOTHROW, F_DELETE_ARRAY_NOTHROW,
+	F_DELETE_ALIGNED, F_DELETE_ARRAY_ALIGNED, F_DELETE_SIZED_ALIGNED, F_DELETE_ARRAY_SIZED_ALIGNED,
+	F_DELETE_ALIGNED_NOTHROW, F_DELETE_ARRAY_ALIGNED_NOTHROW,
+	F_NR,
+	F_CXX_FIRST = F_NEW,
+};
+
+static const char *const fn_names[F_NR] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "aligned_alloc", "posix_memalign",
+	"valloc", "pvalloc", "mallocx", "rallocx", "dallocx", "sdallocx",
+	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
+	"_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+	"_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
+	"_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+static struct {
+	uintptr_t fn[F_NR];	/* the next definition; 0: none */
+	unsigned char seen[F_NR]; /* C++'s: defined by an allocator, which implements it apart from malloc */
+} next;
+static int next_state;		/* 0, 1 while being found, 2 found */
+static const char *self_path = "";
+
+/* The address of a function name defines in the object of a dynamic
+ * section, through its GNU hash table; 0 when it defines none. Addresses
+ * in the section are absolute once the loader relocated them (not the
+ * vDSO's). */
+static uintptr_t dyn_lookup(uintptr_t base, const ElfW(Dyn) *dyn, const char *name)
+{
+	const uint32_t *gnu = NULL;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	uint32_t h = 5381, nb, symoff, bloom, ix;
+	const uint32_t *buckets, *chain;
+
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t v = dyn->d_un.d_ptr < base ? base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+
+		if (dyn->d_tag == DT_GNU_HASH)
+			gnu = (const uint32_t *)v;
+		else if (dyn->d_tag == DT_SYMTAB)
+			symtab = (const ElfW(Sym) *)v;
+		else if (dyn->d_tag == DT_STRTAB)
+			strtab = (const char *)v;
+	}
+	if (!gnu || !symtab || !strtab)
+		return 0;
+	for (const char *c = name; *c; c++)
+		h = h * 33 + (unsigned char)*c;
+	nb = gnu[0];
+	symoff = gnu[1];
+	bloom = gnu[2];
+	buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
+	chain = buckets + nb;
+	if (!nb || (ix = buckets[h % nb]) < symoff)
+		return 0;
+	for (;; ix++) {
+		const ElfW(Sym) *sym = &symtab[ix];
+		uint32_t hh = chain[ix - symoff];
+
+		if ((hh | 1) == (h | 1) && !strcmp(strtab + sym->st_name, name) && sym->st_shndx != SHN_UNDEF &&
+		    sym->st_value && (ELF64_ST_TYPE(sym->st_info) == STT_FUNC || ELF64_ST_TYPE(sym->st_info) == STT_GNU_IFUNC))
+			return ELF64_ST_TYPE(sym->st_info) == STT_GNU_IFUNC ? 0 : base + sym->st_value;
+		if (hh & 1)
+			return 0;
+	}
+}
+
+struct visit {
+	int after_self;
+};
+
+static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct visit *v = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	uintptr_t base = info->dlpi_addr, self = (uintptr_t)&visit_object;
+	int allocator = -1;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+		if (ph->p_type == PT_LOAD && self >= base + ph->p_vaddr && self < base + ph->p_vaddr + ph->p_memsz) {
+			v->after_self = 1;
+			self_path = info->dlpi_name;
+			return 0;
+		}
+	}
+	if (!v->after_self || !dyn)
+		return 0;
+	for (int f = 0; f < F_NR; f++) {
+		if (next.fn[f] || !(next.fn[f] = dyn_lookup(base, dyn, fn_names[f])))
+			continue;
+		if (f >= F_CXX_FIRST) {
+			if (allocator < 0)
+				allocator = dyn_lookup(base, dyn, "malloc") != 0;
+			next.seen[f] = (unsigned char)allocator;
+		}
+	}
+	return 0;
+}
+
+static void next_find(void)
+{
+	struct visit v = { 0 };
+	int s = 0;
+
+	if (__atomic_load_n(&next_state, __ATOMIC_ACQUIRE) == 2)
+		return;
+	if (!__atomic_compare_exchange_n(&next_state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&next_state, __ATOMIC_ACQUIRE) != 2)
+			sched_yield();
+		return;
+	}
+	dl_iterate_phdr(visit_object, &v);
+	/* glibc's own, where nothing after this library defines one. */
+	if (!next.fn[F_MALLOC])
+		next.fn[F_MALLOC] = (uintptr_t)__libc_malloc;
+	if (!next.fn[F_FREE])
+		next.fn[F_FREE] = (uintptr_t)__libc_free;
+	if (!next.fn[F_CALLOC])
+		next.fn[F_CALLOC] = (uintptr_t)__libc_calloc;
+	if (!next.fn[F_REALLOC])
+		next.fn[F_REALLOC] = (uintptr_t)__libc_realloc;
+	if (!next.fn[F_MEMALIGN])
+		next.fn[F_MEMALIGN] = (uintptr_t)__libc_memalign;
+	if (!next.fn[F_VALLOC])
+		next.fn[F_VALLOC] = (uintptr_t)__libc_valloc;
+	if (!next.fn[F_PVALLOC])
+		next.fn[F_PVALLOC] = (uintptr_t)__libc_pvalloc;
+	__atomic_store_n(&next_state, 2, __ATOMIC_RELEASE);
+}
+
+const char *sampler_self_path(void)
+{
+	next_find();
+	return self_path;
+}
+
+struct visit_name {
+	const char *name;
+	int after_self;
+	uintptr_t found;
+};
+
+static int visit_name(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct visit_name *v = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	uintptr_t base = info->dlpi_addr, self = (uintptr_t)&visit_name;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+		if (ph->p_type == PT_LOAD && self >= base + ph->p_vaddr && self < base + ph->p_vaddr + ph->p_memsz) {
+			v->after_self = 1;
+			return 0;
+		}
+	}
+	if (v->after_self && dyn)
+		v->found = dyn_lookup(base, dyn, v->name);
+	return v->found != 0;
+}
+
+void *sampler_next(const char *name)
+{
+	struct visit_name v = { name, 0, 0 };
+
+	dl_iterate_phdr(visit_name, &v);
+	return (void *)v.found;
+}
+
+/* The next definition of f, as a pointer of the wrapper's own type. */
+#define NEXT(f, wrapper)                                                               \
+	((__typeof__(&wrapper))(__builtin_expect(__atomic_load_n(&next_state, __ATOMIC_ACQUIRE) == 2, 1) \
+					? next.fn[f]                                    \
+					: (next_find(), next.fn[f])))
+
+void *malloc(size_t size)
+{
+	void *p = NEXT(F_MALLOC, malloc)(size);
+
+	SAMPLER_SEEN(p, size);
+	return p;
+}
+
+void free(void *p)
+{
+	SAMPLER_GONE(p);
+	NEXT(F_FREE, free)(p);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	void *p = NEXT(F_CALLOC, calloc)(n, size);
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total))
+		total = SIZE_MAX;
+	SAMPLER_SEEN(p, total);
+	return p;
+}
+
+void *realloc(void *p, size_t size)
+{
+	void *q;
+
+	/* The old block ends here as a sample, whatever realloc does; the
+	 * new one is a new allocation, seen by its own size. */
+	SAMPLER_GONE(p);
+	q = NEXT(F_REALLOC, realloc)(p, size);
+	if (size)
+		SAMPLER_SEEN(q, size);
+	return q;
+}
+
+void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	void *q;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Through realloc: glibc's reallocarray calls realloc itself, and
+	 * would be seen twice. */
+	SAMPLER_GONE(p);
+	q = NEXT(F_REALLOC, realloc)(p, total);
+	if (total)
+		SAMPLER_SEEN(q, total);
+	return q;
+}
+
+void *memalign(size_t align, size_t size)
+{
+	void *p = NEXT(F_MEMALIGN, memalign)(align, size);
+
+	SAMPLER_SEEN(p, size);
+	return p;
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+	void *p = next.fn[F_ALIGNED_ALLOC] ? NEXT(F_ALIGNED_ALLOC, aligned_alloc)(align, size)
+					   : NEXT(F_MEMALIGN, memalign)(align, size);
+
+	SAMPLER_SEEN(p, size);
+	return p;
+}
+
+int posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p;
+	int r;
+
+	if (next.fn[F_POSIX_MEMALIGN] || (next_find(), next.fn[F_POSIX_MEMALIGN])) {
+		r = NEXT(F_POSIX_MEMALIGN, posix_memalign)(out, align, size);
+		if (!r)
+			SAMPLER_SEEN(*out, size);
+		return r;
+	}
+	if (!align || align % sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	if (!(p = NEXT(F_MEMALIGN, memalign)(align, size)))
+		return ENOMEM;
+	SAMPLER_SEEN(p, size);
+	*out = p;
+	return 0;
+}
+
+void *valloc(size_t size)
+{
+	void *p = NEXT(F_VALLOC, valloc)(size);
+
+	SAMPLER_SEEN(p, size);
+	return p;
+}
+
+void *pvalloc(size_t size)
+{
+	void *p = NEXT(F_PVALLOC, pvalloc)(size);
+
+	SAMPLER_SEEN(p, size);
+	return p;
+}
+
+/* jemalloc's: flags hold the alignment's log in their low 6 bits and
+ * MALLOCX_ZERO (0x40). Where no jemalloc follows, the C family does. */
+void *mallocx(size_t size, int flags)
+{
+	void *p;
+
+	if (NEXT(F_MALLOCX, mallocx))
+		p = NEXT(F_MALLOCX, mallocx)(size, flags);
+	else if (flags & 0x3f)
+		p = NEXT(F_MEMALIGN, memalign)((size_t)1 << (flags & 0x3f), size);
+	else
+		p = (flags & 0x40) ? NEXT(F_CALLOC, calloc)(1, size) : NEXT(F_MALLOC, malloc)(size);
+	if (p && !NEXT(F_MALLOCX, mallocx) && (flags & 0x3f) && (flags & 0x40))
+		memset(p, 0, size);
+	SAMPLER_SEEN(p, size);
+	return p;
+}
+
+void *rallocx(void *p, size_t size, int flags)
+{
+	void *q;
+
+	SAMPLER_GONE(p);
+	q = NEXT(F_RALLOCX, rallocx) ? NEXT(F_RALLOCX, rallocx)(p, size, flags) : NEXT(F_REALLOC, realloc)(p, size);
+	SAMPLER_SEEN(q, size);
+	return q;
+}
+
+void dallocx(void *p, int flags)
+{
+	SAMPLER_GONE(p);
+	if (NEXT(F_DALLOCX, dallocx))
+		NEXT(F_DALLOCX, dallocx)(p, flags);
+	else
+		NEXT(F_FREE, free)(p);
+}
+
+void sdallocx(void *p, size_t size, int flags)
+{
+	SAMPLER_GONE(p);
+	if (NEXT(F_SDALLOCX, sdallocx))
+		NEXT(F_SDALLOCX, sdallocx)(p, size, flags);
+	else
+		NEXT(F_FREE, free)(p);
+}
+
+/* C++'s operators, by their mangled names (std::align_val_t is a size_t,
+ * std::nothrow_t const& a pointer). Where libstdc++'s come next, a tail
+ * call: no frame of the wrapper's stays under the malloc it makes. */
+#define NEW_OP(sym, f, params, args)                           \
+	void *sym params;                                      \
+	void *sym params                                       \
+	{                                                      \
+		void *p;                                       \
+                                                               \
+		if (!NEXT(f, sym))                             \
+			abort();                               \
+		if (!next.seen[f])                             \
+			return NEXT(f, sym) args;              \
+		p = NEXT(f, sym) args;                         \
+		SAMPLER_SEEN(p, size);                         \
+		return p;                                      \
+	}
+#define DELETE_OP(sym, f, params, args)                        \
+	void sym params;                                       \
+	void sym params                                        \
+	{                                                      \
+		if (!NEXT(f, sym))                             \
+			abort();                               \
+		if (!next.seen[f]) {                           \
+			NEXT(f, sym) args;                     \
+			return;                                \
+		}                                              \
+		SAMPLER_GONE(p);                               \
+		NEXT(f, sym) args;                             \
+	}
+
+NEW_OP(_Znwm, F_NEW, (size_t size), (size))
+NEW_OP(_Znam, F_NEW_ARRAY, (size_t size), (size))
+NEW_OP(_ZnwmRKSt9nothrow_t, F_NEW_NOTHROW, (size_t size, const void *nt), (size, nt))
+NEW_OP(_ZnamRKSt9nothrow_t, F_NEW_ARRAY_NOTHROW, (size_t size, const void *nt), (size, nt))
+NEW_OP(_ZnwmSt11align_val_t, F_NEW_ALIGNED, (size_t size, size_t al), (size, al))
+NEW_OP(_ZnamSt11align_val_t, F_NEW_ARRAY_ALIGNED, (size_t size, size_t al), (size, al))
+NEW_OP(_ZnwmSt11align_val_tRKSt9nothrow_t, F_NEW_ALIGNED_NOTHROW, (size_t size, size_t al, const void *nt),
+       (size, al, nt))
+NEW_OP(_ZnamSt11align_val_tRKSt9nothrow_t, F_NEW_ARRAY_ALIGNED_NOTHROW, (size_t size, size_t al, const void *nt),
+       (size, al, nt))
+DELETE_OP(_ZdlPv, F_DELETE, (void *p), (p))
+DELETE_OP(_ZdaPv, F_DELETE_ARRAY, (void *p), (p))
+DELETE_OP(_ZdlPvm, F_DELETE_SIZED, (void *p, size_t n), (p, n))
+DELETE_OP(_ZdaPvm, F_DELETE_ARRAY_SIZED, (void *p, size_t n), (p, n))
+DELETE_OP(_ZdlPvRKSt9nothrow_t, F_DELETE_NOTHROW, (void *p, const void *nt), (p, nt))
+DELETE_OP(_ZdaPvRKSt9nothrow_t, F_DELETE_ARRAY_NOTHROW, (void *p, const void *nt), (p, nt))
+DELETE_OP(_ZdlPvSt11align_val_t, F_DELETE_ALIGNED, (void *p, size_t al), (p, al))
+DELETE_OP(_ZdaPvSt11align_val_t, F_DELETE_ARRAY_ALIGNED, (void *p, size_t al), (p, al))
+DELETE_OP(_ZdlPvmSt11align_val_t, F_DELETE_SIZED_ALIGNED, (void *p, size_t n, size_t al), (p, n, al))
+DELETE_OP(_ZdaPvmSt11align_val_t, F_DELETE_ARRAY_SIZED_ALIGNED, (void *p, size_t n, size_t al), (p, n, al))
+DELETE_OP(_ZdlPvSt11align_val_tRKSt9nothrow_t, F_DELETE_ALIGNED_NOTHROW, (void *p, size_t al, const void *nt),
+	  (p, al, nt))
+DELETE_OP(_ZdaPvSt11align_val_tRKSt9nothrow_t, F_DELETE_ARRAY_ALIGNED_NOTHROW, (void *p, size_t al, const void *nt),
+	  (p, al, nt))
+
+/* dlsym: a program that looks an allocation function up in an object
+ * (ctypes' CDLL("libc.so.6").malloc, a plugin loader) would call the
+ * allocator past the wrappers; where the lookup finds the very function a
+ * wrapper hands its calls to, it gets the wrapper. RTLD_NEXT lookups, and
+ * names that are not wrapped, go straight on: a tail call, so that dlsym
+ * still sees who asked. */
+void *dlsym(void *handle, const char *name);
+void *dlsym(void *handle, const char *name)
+{
+	static void *(*real)(void *, const char *);
+	static void *const mine[F_NR] = {
+		[F_MALLOC] = (void *)malloc, [F_FREE] = (void *)free, [F_CALLOC] = (void *)calloc,
+		[F_REALLOC] = (void *)realloc, [F_REALLOCARRAY] = (void *)reallocarray, [F_MEMALIGN] = (void *)memalign,
+		[F_ALIGNED_ALLOC] = (void *)aligned_alloc, [F_POSIX_MEMALIGN] = (void *)posix_memalign,
+		[F_VALLOC] = (void *)valloc, [F_PVALLOC] = (void *)pvalloc,
+	};
+	void *p;
+	int f = F_NR;
+
+	if (!real)
+		real = (void *(*)(void *, const char *))sampler_next("dlsym");
+	if (handle != RTLD_NEXT)
+		for (f = 0; f < F_CXX_FIRST && strcmp(fn_names[f], name); f++)
+			;
+	if (f >= F_CXX_FIRST || !mine[f])
+		return real(handle, name);
+	p = real(handle, name);
+	next_find();
+	return p && (uintptr_t)p == next.fn[f] ? mine[f] : p;
+}

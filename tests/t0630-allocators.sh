@@ -1,0 +1,146 @@
+#!/bin/sh
+# Allocators wherever they come from: the wrapper's own probes as other
+# tools see them, a program's allocator that emits the same probes,
+# jemalloc and mimalloc however they are preloaded and whatever runs them,
+# a private mount namespace with its own libc, malloc found with dlsym,
+# and C++'s sized delete under mimalloc.
+. "$(dirname "$0")/test-lib.sh"
+
+S=$SAMPLES
+W=$BUILD/libmemsight-sample.so
+JE=$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 2>/dev/null)
+MI=$(ls /usr/lib/x86_64-linux-gnu/libmimalloc.so.2 2>/dev/null)
+
+test_expect_success 'readelf shows the wrapper'"'"'s otel_memory probes, alloc and free, each site a NOP' '
+	readelf -n "$W" >notes &&
+	cat notes &&
+	test "$(grep -c "Provider: otel_memory" notes)" -ge 2 &&
+	grep -A3 "Provider: otel_memory" notes | grep -q "Name: alloc" &&
+	grep -A3 "Provider: otel_memory" notes | grep -q "Name: free" &&
+	grep -A1 "Name: alloc" notes | grep -q "Semaphore: 0x0*[1-9a-f]" &&
+	for at in $(sed -n "s/.*Location: \(0x[0-9a-f]*\),.*/\1/p" notes); do
+		objdump -d --start-address=$at --stop-address=$((at + 1)) "$W" | grep -q "^ *[0-9a-f]*:	90 *	nop" ||
+			{ echo "site $at is no NOP"; return 1; }
+	done
+'
+
+test_skip_unless_recording
+
+truth() { sed -n "s/.*leaked \([0-9]*\) bytes in \([0-9]*\) allocations from $2.*/\1 \2/p" "$1"; }
+# The leak table's first stack: N bytes in M allocations, FRAMES... in order.
+leak_is() {
+	file=$1 bytes=$2 count=$3
+	shift 3
+	grep -A$(($# + 1)) "^$bytes bytes in $count allocations from stack" "$file" >stack || return 1
+	i=3
+	for f in "$@"; do
+		sed -n ${i}p stack | grep -q "^		$f" || { echo "frame $((i - 2)) is not $f:"; cat stack; return 1; }
+		i=$((i + 1))
+	done
+}
+
+test_expect_success 'a program whose own allocator emits otel_memory probes: exact, from that allocator' '
+	"$MEMSIGHT" record -e malloc -o own.trace -- "$S/usdt_alloc" 1000 >truth 2>err &&
+	grep "^usdt_alloc: pool left 24000 bytes in 500 allocations from make_record$" truth &&
+	grep "malloc: and the otel_memory probes of .*usdt_alloc$" err &&
+	"$MEMSIGHT" leaks own.trace >leaks &&
+	grep "^# memsight leaks of .own.trace.: 24000 bytes in 500 allocations outstanding from 1 stacks$" leaks &&
+	leak_is leaks 24000 500 "pool_alloc+0x" "make_record+0x" "main+0x"
+'
+
+# The three ways a program gets an allocator preloaded, recorded with its
+# mappings, which show the allocator was the one it ran.
+rec_env() { "$MEMSIGHT" record -q -e malloc,mmap -o "$1" -- env LD_PRELOAD="$lib" "$S/loop_leak" 1000; }
+rec_sh_exec() { "$MEMSIGHT" record -q -e malloc,mmap -o "$1" -- sh -c "LD_PRELOAD=$lib exec $S/loop_leak 1000"; }
+rec_script() { "$MEMSIGHT" record -q -e malloc,mmap -o "$1" -- ./with-$a.sh "$S/loop_leak" 1000; }
+
+for a in jemalloc mimalloc; do
+	lib=$JE
+	[ $a = mimalloc ] && lib=$MI
+	if [ -z "$lib" ]; then
+		test_expect_success "$a is installed (make test-deps installs it)" 'false'
+		continue
+	fi
+	printf '#!/bin/sh\nexport LD_PRELOAD=%s\nexec "$@"\n' "$lib" >with-$a.sh && chmod +x with-$a.sh
+	for how in env sh_exec script; do
+		test_expect_success "$a preloaded through $how: the leak table is exact, with its stack" '
+			rec_$how $a-$how.trace >truth &&
+			grep "^loop_leak: 1000 allocations of 4 bytes from leak(), 4000 bytes leaked$" truth &&
+			"$MEMSIGHT" leaks $a-$how.trace >leaks &&
+			cat leaks &&
+			grep "^# memsight leaks of .$a-$how.trace.: 4000 bytes in 1000 allocations outstanding from 1 stacks$" leaks &&
+			leak_is leaks 4000 1000 "malloc+0x[0-9a-f]* \[libmemsight-sample.so\]$" "leak+0x" "someFunc+0x" "main+0x" &&
+			"$MEMSIGHT" mmaps $a-$how.trace >maps &&
+			grep -q "loop_leak.*lib$a" maps
+		'
+	done
+done
+
+test_expect_success 'C++ sized and unsized delete under mimalloc pair with their new: no double frees, nothing leaked' '
+	test -n "$MI" &&
+	"$MEMSIGHT" record -q -e malloc -o mi-cxx.trace -- env LD_PRELOAD=$MI "$S/cxx_threads" 20 500 50 >truth &&
+	grep "^cxx_threads: leaked 0 bytes in 0 allocations$" truth &&
+	"$MEMSIGHT" leaks --json mi-cxx.trace >leaks.json &&
+	cat leaks.json &&
+	grep "\"leaked_bytes\":0," leaks.json &&
+	grep "\"double_frees\":0," leaks.json &&
+	grep "\"unmatched_frees\":0," leaks.json &&
+	grep "\"allocations\":[1-9][0-9]\{4\}," leaks.json
+'
+
+test_expect_success 'a process in a private mount namespace with its own copy of libc: exact' '
+	libc=$(ldd "$S/loop_leak" | sed -n "s/.*libc.so.6 => \([^ ]*\).*/\1/p") &&
+	cp "$libc" own-libc.so.6 &&
+	if unshare -m true 2>/dev/null; then
+		"$MEMSIGHT" record -q -e malloc -o ns.trace -- unshare -m sh -c \
+			"mount --bind $PWD/own-libc.so.6 $libc && exec $S/loop_leak 1000" >truth &&
+		grep "^loop_leak: 1000 allocations of 4 bytes from leak(), 4000 bytes leaked$" truth &&
+		"$MEMSIGHT" leaks ns.trace >leaks &&
+		cat leaks &&
+		leak_is leaks 4000 1000 "malloc+0x" "leak+0x" "someFunc+0x"
+	else
+		echo "# unshare -m is refused here: skipped"
+	fi
+'
+
+test_expect_success 'malloc looked up with dlsym in libc itself is seen, every call and sampled' '
+	"$MEMSIGHT" record -q -e malloc -o dl.trace -- "$S/dlsym_alloc" 100 >truth &&
+	grep "^dlsym_alloc: leaked 104857600 bytes in 100 allocations from grab$" truth &&
+	"$MEMSIGHT" leaks dl.trace >leaks &&
+	leak_is leaks 104857600 100 "malloc+0x" "grab+0x" "main+0x" &&
+	"$MEMSIGHT" record -q -e malloc --sample-bytes 64K -o dls.trace -- "$S/dlsym_alloc" 100 >truth &&
+	"$MEMSIGHT" leaks dls.trace >leaks &&
+	head -3 leaks &&
+	grep "^# memsight leaks of .dls.trace.: 1048576.. bytes in 100 allocations outstanding" leaks
+'
+
+test_expect_success 'an allocator the uprobes do not cover is named, and the gate cannot pass' '
+	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
+	"$MEMSIGHT" record -q -e malloc --malloc-via uprobes -o unje.trace -- \
+		env LD_PRELOAD="$JE" "$S/loop_leak" 100 >truth &&
+	grep "^loop_leak: 100 allocations of 4 bytes from leak(), 400 bytes leaked$" truth &&
+	"$MEMSIGHT" leaks unje.trace >leaks &&
+	cat leaks &&
+	grep "^# INCOMPLETE: 1 program ran unseen by the malloc probes, .*: loop_leak (pid [0-9]*) allocating through $JE, which was not probed$" leaks &&
+	"$MEMSIGHT" leaks --json unje.trace >leaks.json &&
+	grep "\"incomplete\":true" leaks.json &&
+	grep "\"unseen\":\[{\"pid\":[0-9]*,\"comm\":\"loop_leak\",\"object\":\"$JE\"}\]" leaks.json &&
+	{ "$MEMSIGHT" leaks unje.trace --fail-over 1000000 2>err; test $? = 4; } &&
+	grep "loop_leak (pid [0-9]*) ran unseen by the malloc probes" err
+'
+
+test_expect_success 'a static program the command starts runs without the wrapper: named, the gate cannot pass' '
+	printf "#include <stdlib.h>\nvoid *keep[10];\nint main(void) { for (int i = 0; i < 10; i++) keep[i] = malloc(100); return 0; }\n" >static.c &&
+	if ! cc -static -o static-prog static.c 2>/dev/null; then
+		echo "# no static libc here: skipped"; return 0
+	fi &&
+	"$MEMSIGHT" record -q -e malloc -o unst.trace -- sh -c "./static-prog; true" &&
+	"$MEMSIGHT" leaks unst.trace >leaks &&
+	grep "^# INCOMPLETE: 1 program ran unseen by the malloc probes, .*: static-prog (pid [0-9]*) without memsight.s wrapper$" leaks &&
+	{ "$MEMSIGHT" leaks unst.trace --fail-over 100000 2>err; test $? = 4; } &&
+	"$MEMSIGHT" record -q -e malloc -o seen.trace -- sh -c "$S/loop_leak 10; true" >/dev/null &&
+	"$MEMSIGHT" leaks seen.trace >leaks &&
+	! grep "INCOMPLETE" leaks
+'
+
+test_done

@@ -1,0 +1,151 @@
+#!/bin/sh
+# Code compiled at run time, named as the runtime names it: a perf map and
+# a jitdump written by a program that maps code itself (one address holding
+# two functions in turn), in a private mount and pid namespace, after the
+# files are gone, and when they are malformed; the real JVM (with the
+# command and with -p) and the real Node.
+. "$(dirname "$0")/test-lib.sh"
+
+S=$SAMPLES
+R=$TOP/samples/runtimes
+
+test_skip_unless_recording
+
+# The folded stacks that end in touch, with their counts, and the JIT frame
+# each has under touch.
+jit_counts() { "$MEMSIGHT" folded "$1" 2>/dev/null | sed -n 's/.*;\([^;]*\);touch \([0-9]*\)$/\1 \2/p' | sort; }
+# The file a truth line names.
+truth_file() { sed -n "s/^jit_code: $1 \(.*\)$/\1/p" truth; }
+
+test_expect_success 'jitdump: one address, two functions in turn; each sample named by the code there at its time' '
+	"$MEMSIGHT" record -q -e faults -o dump.trace -- "$S/jit_code" jitdump "$PWD" >truth &&
+	cat truth &&
+	a=$(sed -n "s/^jit_code: jit_alpha at \(0x[0-9a-f]*\) faulted 300 pages$/\1/p" truth) &&
+	b=$(sed -n "s/^jit_code: jit_beta at \(0x[0-9a-f]*\) faulted 500 pages$/\1/p" truth) &&
+	test -n "$a" && test "$a" = "$b" &&
+	jit_counts dump.trace >got &&
+	printf "jit_alpha 300\njit_beta 500\n" >want &&
+	test_cmp want got &&
+	"$MEMSIGHT" info dump.trace >info &&
+	grep "^jit maps:    1 perf maps and jitdumps" info &&
+	grep "^  jitdump   pid [0-9]* *jit_code *2 functions  $(truth_file jitdump)$" info
+'
+
+test_expect_success 'jitdump: its debug records give source lines' '
+	"$MEMSIGHT" faults --lines dump.trace >faults &&
+	grep "^		jit_alpha+0xc \[JIT\] alpha.js:7$" faults &&
+	grep "^		jit_beta+0xc \[JIT\] beta.js:9$" faults
+'
+
+test_expect_success 'the trace carries the jitdump: named the same after the file is gone' '
+	rm -f "$(truth_file jitdump)" &&
+	jit_counts dump.trace >got &&
+	test_cmp want got
+'
+
+test_expect_success 'perf map, bare and 0x-prefixed lines: exact, and after the file is gone' '
+	"$MEMSIGHT" record -q -e faults -o map.trace -- "$S/jit_code" perfmap >truth &&
+	map=$(truth_file "perf map") &&
+	test -n "$map" &&
+	grep "^[0-9a-f]* [0-9a-f]* jit_alpha$" "$map" &&
+	grep "^0x[0-9a-f]* 0x[0-9a-f]* jit_beta$" "$map" &&
+	rm -f "$map" &&
+	jit_counts map.trace >got &&
+	printf "jit_alpha 300\njit_beta 500\n" >want &&
+	test_cmp want got &&
+	"$MEMSIGHT" info map.trace | grep "^  perf-map  pid [0-9]* *jit_code *2 functions  $map$"
+'
+
+test_expect_success 'frame-pointer stacks walk through the JIT frames and name them' '
+	"$MEMSIGHT" record -q -g fp -e faults -o fp.trace -- "$S/jit_code" jitdump "$PWD" >truth &&
+	rm -f "$(truth_file jitdump)" &&
+	jit_counts fp.trace >got &&
+	printf "jit_alpha 300\njit_beta 500\n" >want &&
+	test_cmp want got
+'
+
+test_expect_success 'malformed map lines and a jitdump cut mid-record: said once, skipped, the rest named' '
+	"$MEMSIGHT" record -q -e faults -o bad.trace -- "$S/jit_code" bad "$PWD" >truth &&
+	rm -f "$(truth_file "perf map")" "$(truth_file jitdump)" &&
+	jit_counts bad.trace >got 2>err &&
+	printf "jit_alpha 300\njit_beta 500\n" >want &&
+	test_cmp want got &&
+	"$MEMSIGHT" folded bad.trace >/dev/null 2>err &&
+	cat err &&
+	test "$(grep -c "perf maps or jitdumps" err)" = 1 &&
+	grep "warning: .bad.trace.: 7 lines or records of 2 perf maps or jitdumps .* are cut short or malformed and were skipped$" err &&
+	"$MEMSIGHT" info bad.trace >info 2>/dev/null &&
+	grep "perf-map .* (6 lines or records skipped)$" info &&
+	grep "jitdump .* (1 lines or records skipped)$" info
+'
+
+test_expect_success 'a private mount and pid namespace: its own /tmp, the map named by its pid there' '
+	if ! unshare -m -p -f true 2>/dev/null; then
+		echo "# unshare -m -p is refused here: skipped"; return 0
+	fi
+	# The program is copied out first: the build may be under /tmp.
+	"$MEMSIGHT" record -q -e faults -o ns.trace -- unshare -m -p -f sh -c \
+		"mount -t tmpfs none /mnt && cp $S/jit_code /mnt/ && mount -t tmpfs none /tmp &&
+		 exec /mnt/jit_code perfmap /tmp 300" >truth &&
+	grep "^jit_code: perf map /tmp/perf-1.map$" truth &&
+	jit_counts ns.trace >got &&
+	printf "jit_alpha 300\njit_beta 500\n" >want &&
+	test_cmp want got &&
+	"$MEMSIGHT" info ns.trace | grep "^  perf-map  pid [0-9]* *jit_code .* /tmp/perf-1.map$"
+'
+
+JAVA_OPTS="-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -XX:-BackgroundCompilation -Xmx512m"
+# The fault stack of the thread that runs main (under JavaMain) with the
+# most faults.
+java_top() { "$MEMSIGHT" folded "$1" 2>/dev/null | grep ";JavaMain;" | awk '{ print $NF "\t" $0 }' | sort -rn | head -1; }
+
+if command -v javac >/dev/null && command -v java >/dev/null; then
+	test_expect_success 'the JVM, -XX:+PreserveFramePointer: its heap grows in the method it compiled, named' '
+		javac -d . "$R/GrowCache.java" &&
+		"$MEMSIGHT" record -q -e faults -o java.trace -- java -XX:+PreserveFramePointer $JAVA_OPTS GrowCache >truth &&
+		grep "^GrowCache: 256000 arrays of 1024 bytes from GrowCache.growCache$" truth &&
+		"$MEMSIGHT" info java.trace | grep "^  perf-map  pid [0-9]* *java .*/tmp/perf-[0-9]*.map$" &&
+		java_top java.trace >top &&
+		cut -c1-300 top &&
+		grep ";void GrowCache.growCache(int)[; ]" top
+	'
+
+	test_expect_success 'the JVM recorded with -p: the map it writes as it exits is carried' '
+		java -XX:+PreserveFramePointer $JAVA_OPTS GrowCache 1000 1500 >truth &
+		pid=$! &&
+		for i in $(seq 100); do
+			grep -q libjvm.so /proc/$pid/maps 2>/dev/null && break
+			sleep 0.05
+		done &&
+		"$MEMSIGHT" record -q -e faults -p $pid -o javap.trace &&
+		wait $pid &&
+		grep "^GrowCache: 256000 arrays" truth &&
+		"$MEMSIGHT" info javap.trace | grep "^  perf-map  pid $pid " &&
+		java_top javap.trace >top &&
+		grep ";void GrowCache.growCache(int)[; ]" top
+	'
+
+	test_expect_success 'the JVM without frame pointers: one line says where stacks stopped and which flag fixes it' '
+		"$MEMSIGHT" record -q -e faults -o javanofp.trace -- java $JAVA_OPTS GrowCache 200 >truth &&
+		"$MEMSIGHT" folded javanofp.trace >/dev/null 2>err &&
+		cat err &&
+		test "$(grep -c "stop short of main" err)" = 1 &&
+		grep "[0-9]* ended in code compiled at run time, .*(run Java with -XX:+PreserveFramePointer" err
+	'
+else
+	echo "# javac is missing (apt-get install openjdk-17-jdk-headless): the JVM cases skipped"
+fi
+
+if command -v node >/dev/null; then
+	test_expect_success 'Node with --perf-basic-prof: the JS function that grows the heap is named' '
+		"$MEMSIGHT" record -q -e faults -o node.trace -- node --perf-basic-prof "$R/build_objects.js" >truth &&
+		grep "^build_objects: 400000 objects from buildObjects$" truth &&
+		"$MEMSIGHT" info node.trace | grep "^  perf-map  pid [0-9]* *node .*/tmp/perf-[0-9]*.map$" &&
+		"$MEMSIGHT" folded node.trace 2>/dev/null | grep "^node;" | awk "{ print \$NF \"\t\" \$0 }" | sort -rn | head -1 >top &&
+		grep ";JS:\*buildObjects [^;]*build_objects.js:" top
+	'
+else
+	echo "# node is missing (apt-get install nodejs): the Node case skipped"
+fi
+
+test_done
