@@ -160,6 +160,7 @@ SAMPLES := \
 	file_touch \
 	inline_alloc \
 	jit_code \
+	leak_cases \
 	loop_leak \
 	mem_hog \
 	phases \

@@ -49,6 +49,7 @@ enum reach_region_kind {
 	REACH_REGION_ANON = 2,	/* anonymous and writable */
 	REACH_REGION_FILE = 3,	/* a file's writable data */
 	REACH_REGION_STACK = 4,	/* a thread's stack, scanned from its stack pointer */
+	REACH_REGION_UNREADABLE = 5, /* anonymous memory that cannot be read (PROT_NONE): blocks may lie there */
 };
 
 struct reach_part {

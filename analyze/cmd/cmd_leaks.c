@@ -33,6 +33,12 @@ struct group {
 	uint64_t bytes, count, first, last, late_bytes;
 	uint64_t uncertain, uncertain_bytes; /* made before events were lost: maybe freed */
 	uint8_t reach;		   /* enum reach_kind: what a --leak-check scan made of them */
+	uint64_t indirect_bytes, indirect_count; /* definitely lost: the indirectly lost blocks they hold */
+	struct held {
+		struct group *g;   /* an indirectly lost group some of whose blocks these hold */
+		uint64_t bytes, count;
+	} *held;
+	size_t nr_held;
 	double growth;		   /* bytes per second over the recording's second half */
 	const char *suppressed_by;
 };
@@ -43,6 +49,7 @@ struct leaks_opts {
 	uint64_t top, older_ms, fail_over;
 	const char *sort, *supfile;
 	int lines, json, kernel, defaults, have_fail;
+	unsigned fail_kinds;	   /* --errors-for-leak-kinds: bits by enum reach_kind */
 };
 
 struct leaks {
@@ -60,6 +67,7 @@ struct leaks {
 	uint64_t leak_bytes, leak_count, sup_bytes, sup_count, sup_groups, nogroup_count;
 	uint64_t unsure_bytes, unsure_count;
 	uint64_t kind_bytes[REACH_NR], kind_count[REACH_NR];
+	uint64_t gate_bytes, gate_unsure; /* what --fail-over weighs: the kinds it counts */
 };
 
 static struct group *group_of(struct leaks *l, struct session *s, const struct alloc_rec *r)
@@ -83,10 +91,11 @@ static struct group *group_of(struct leaks *l, struct session *s, const struct a
 	return slot->ptr;
 }
 
-/* Lost first, then indirectly lost, then still reachable. */
+/* As valgrind lists them: definitely, indirectly, possibly lost, still
+ * reachable. */
 static int reach_rank(uint8_t k)
 {
-	return k == REACH_LOST ? 0 : k == REACH_INDIRECT ? 1 : k == REACH_REACHABLE ? 2 : 3;
+	return k == REACH_LOST ? 0 : k == REACH_INDIRECT ? 1 : k == REACH_POSSIBLE ? 2 : k == REACH_REACHABLE ? 3 : 4;
 }
 
 /* Groups alike in all else come in the order their stacks were first
@@ -337,6 +346,29 @@ static int leaks_group(struct leaks *l, struct session *s)
 				return -1;
 			g->bytes += alloc_rec_bytes(r);
 			g->count += alloc_rec_count(r);
+			/* Charged to the definitely lost block that holds it,
+			 * as memcheck's "(D direct, I indirect)". */
+			if (r->reach == REACH_INDIRECT && r->leader) {
+				struct group *lg = group_of(l, s, r->leader);
+				size_t k = 0;
+
+				if (!lg)
+					return -1;
+				lg->indirect_bytes += alloc_rec_bytes(r);
+				lg->indirect_count += alloc_rec_count(r);
+				while (k < lg->nr_held && lg->held[k].g != g)
+					k++;
+				if (k == lg->nr_held) {
+					struct held *v = realloc(lg->held, (k + 1) * sizeof(*v));
+
+					if (!v)
+						return -1;
+					lg->held = v;
+					lg->held[lg->nr_held++] = (struct held){ g, 0, 0 };
+				}
+				lg->held[k].bytes += alloc_rec_bytes(r);
+				lg->held[k].count += alloc_rec_count(r);
+			}
 			if (r->time < g->first)
 				g->first = r->time;
 			if (r->time > g->last)
@@ -351,6 +383,16 @@ static int leaks_group(struct leaks *l, struct session *s)
 		}
 	}
 	return 0;
+}
+
+/* Most bytes first, then the order their stacks were first seen. */
+static int held_cmp(const void *a, const void *b)
+{
+	const struct held *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return stack_order(x->g->stack, y->g->stack);
 }
 
 /* The groups to report, without the suppressed ones, and the sums. */
@@ -369,6 +411,9 @@ static int leaks_select(struct leaks *l, const struct suppress *sup)
 		 * start-up allocation kept for good does not. */
 		g->growth = l->dur > 0 ? g->late_bytes * sample / (l->dur / 2) : 0;
 		g->bytes *= sample;
+		g->indirect_bytes *= sample;
+		if (g->nr_held > 1)
+			qsort(g->held, g->nr_held, sizeof(*g->held), held_cmp);
 		g->late_bytes *= sample;
 		g->uncertain_bytes *= sample;
 		if (!g->stack) {
@@ -388,6 +433,11 @@ static int leaks_select(struct leaks *l, const struct suppress *sup)
 		l->unsure_count += g->uncertain;
 		l->kind_bytes[g->reach] += g->bytes;
 		l->kind_count[g->reach] += g->count;
+		/* Blocks no scan looked at count as leaks whatever the kinds. */
+		if (g->reach == REACH_UNKNOWN || (l->o->fail_kinds & 1u << g->reach)) {
+			l->gate_bytes += g->bytes;
+			l->gate_unsure += g->uncertain_bytes;
+		}
 		l->v[l->nv++] = g;
 	}
 	if (l->nv > 1)
@@ -415,6 +465,10 @@ static void leaks_json_group(struct json *j, const struct leaks *l, const struct
 		json_null(j, "kind");
 	json_u64(j, "bytes", g->bytes);
 	json_u64(j, "allocations", g->count * sample);
+	if (g->reach == REACH_LOST) {
+		json_u64(j, "indirect_bytes", g->indirect_bytes);
+		json_u64(j, "indirect_allocations", g->indirect_count * sample);
+	}
 	json_u64(j, "uncertain_bytes", g->uncertain_bytes);
 	json_u64(j, "uncertain_allocations", g->uncertain * sample);
 	json_double(j, "first_s", "%.6f", (g->first - l->start) / 1e9);
@@ -424,6 +478,17 @@ static void leaks_json_group(struct json *j, const struct leaks *l, const struct
 	else
 		json_null(j, "growth_bytes_per_s");
 	cmd_json_stack(j, "frames", g->stack, l->o->lines);
+	if (g->reach == REACH_LOST) {
+		json_begin_array(j, "holding");
+		for (size_t i = 0; i < g->nr_held; i++) {
+			json_begin(j, NULL);
+			json_u64(j, "bytes", g->held[i].bytes * sample);
+			json_u64(j, "allocations", g->held[i].count * sample);
+			cmd_json_stack(j, "frames", g->held[i].g->stack, l->o->lines);
+			json_end(j);
+		}
+		json_end(j);
+	}
 	json_end(j);
 }
 
@@ -533,12 +598,15 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 		       fmt_bytes(a->rate, sz, sizeof(sz)));
 	if (rst->processes)
 		printf("# leak check of %d process%s (paused %.1f ms to scan %s): definitely lost %llu bytes in "
-		       "%llu allocations, indirectly lost %llu in %llu, still reachable %llu in %llu\n",
+		       "%llu allocations, indirectly lost %llu in %llu, possibly lost %llu in %llu, still reachable %llu "
+		       "in %llu\n",
 		       rst->processes, rst->processes == 1 ? "" : "es", rst->scan_ns / 1e6,
 		       fmt_bytes(rst->scanned_bytes, sz, sizeof(sz)), (unsigned long long)l->kind_bytes[REACH_LOST],
 		       (unsigned long long)l->kind_count[REACH_LOST] * a->sample,
 		       (unsigned long long)l->kind_bytes[REACH_INDIRECT],
 		       (unsigned long long)l->kind_count[REACH_INDIRECT] * a->sample,
+		       (unsigned long long)l->kind_bytes[REACH_POSSIBLE],
+		       (unsigned long long)l->kind_count[REACH_POSSIBLE] * a->sample,
 		       (unsigned long long)l->kind_bytes[REACH_REACHABLE],
 		       (unsigned long long)l->kind_count[REACH_REACHABLE] * a->sample);
 	else if (session_host(s, "leak_check", sz, sizeof(sz), NULL))
@@ -596,9 +664,15 @@ static void leaks_text_group(const struct leaks *l, const struct group *g)
 	unsigned sample = l->a.sample;
 	char sz[32];
 
-	printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)%s%s\n", sample > 1 || l->a.rate ? "~" : "",
-	       (unsigned long long)g->bytes, (unsigned long long)g->count * sample, g->pid, g->comm,
-	       g->reach ? ": " : "", g->reach ? reach_kind_names[g->reach] : "");
+	if (g->reach == REACH_LOST && g->indirect_bytes)
+		printf("\n%s%llu (%llu direct, %llu indirect) bytes in %llu allocations from stack (pid %d %s): %s\n",
+		       sample > 1 || l->a.rate ? "~" : "", (unsigned long long)(g->bytes + g->indirect_bytes),
+		       (unsigned long long)g->bytes, (unsigned long long)g->indirect_bytes,
+		       (unsigned long long)g->count * sample, g->pid, g->comm, reach_kind_names[g->reach]);
+	else
+		printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)%s%s\n", sample > 1 || l->a.rate ? "~" : "",
+		       (unsigned long long)g->bytes, (unsigned long long)g->count * sample, g->pid, g->comm,
+		       g->reach ? ": " : "", g->reach ? reach_kind_names[g->reach] : "");
 	if (l->dur >= LEAKS_GROWTH_MIN_S)
 		printf("\tmade +%.3fs..+%.3fs of %.3fs; %s %s/s over the last half\n", (g->first - l->start) / 1e9,
 		       (g->last - l->start) / 1e9, l->dur, g->growth > 0 ? "growing" : "not growing",
@@ -611,6 +685,15 @@ static void leaks_text_group(const struct leaks *l, const struct group *g)
 		       "were lost; their frees may have been lost\n",
 		       (unsigned long long)g->uncertain * sample, (unsigned long long)g->uncertain_bytes);
 	print_stack(g->stack, l->o->lines, "\t\t");
+	/* What it holds, as memcheck charges it: each stack, nested. */
+	for (size_t i = 0; i < g->nr_held; i++) {
+		const struct held *h = &g->held[i];
+
+		printf("\tholding, indirectly lost: %llu bytes in %llu allocations from stack\n",
+		       (unsigned long long)h->bytes * sample, (unsigned long long)h->count * sample);
+		if (h->g->stack)
+			print_stack(h->g->stack, l->o->lines, "\t\t\t");
+	}
 }
 
 static void leaks_text(const struct leaks *l, struct session *s)
@@ -631,9 +714,9 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 
 	if (!l->o->have_fail)
 		return 0;
-	if (l->leak_bytes - l->unsure_bytes > limit) {
+	if (l->gate_bytes - l->gate_unsure > limit) {
 		msg_error("%llu bytes leaked, over the --fail-over limit of %llu",
-			  (unsigned long long)(l->leak_bytes - l->unsure_bytes), (unsigned long long)limit);
+			  (unsigned long long)(l->gate_bytes - l->gate_unsure), (unsigned long long)limit);
 		return 3;
 	}
 	if (session_incomplete(s)) {
@@ -651,8 +734,8 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 						: "record that program as the command itself");
 		return 4;
 	}
-	if (l->leak_bytes > limit) {
-		msg_error("%llu bytes leaked, over the --fail-over limit of %llu", (unsigned long long)l->leak_bytes,
+	if (l->gate_bytes > limit) {
+		msg_error("%llu bytes leaked, over the --fail-over limit of %llu", (unsigned long long)l->gate_bytes,
 			  (unsigned long long)limit);
 		return 3;
 	}
@@ -699,10 +782,43 @@ static int leaks_user(const char *path, const struct leaks_opts *o, const struct
 		ret = leaks_gate(&l, &s);
 	}
 	free(l.v);
-	hashmap_for_each(&l.groups, gs) free(gs->ptr);
+	hashmap_for_each(&l.groups, gs) {
+		free(((struct group *)gs->ptr)->held);
+		free(gs->ptr);
+	}
 	hashmap_release(&l.groups);
 	allocs_release(&l.a);
 	return cmd_close(&s, ret);
+}
+
+/* valgrind's names: definite, indirect, possible, reachable, all, none. */
+static int opt_fail_kinds(const struct opt *o, const char *arg, void *ctx)
+{
+	static const struct {
+		const char *name;
+		unsigned bits;
+	} names[] = {
+		{ "definite", 1u << REACH_LOST }, { "indirect", 1u << REACH_INDIRECT }, { "possible", 1u << REACH_POSSIBLE },
+		{ "reachable", 1u << REACH_REACHABLE }, { "all", (1u << REACH_NR) - 2 }, { "none", 0 },
+	};
+	struct leaks_opts *lo = o->value;
+	char buf[128], *save = NULL;
+
+	(void)ctx;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	lo->fail_kinds = 0;
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		size_t k = 0;
+
+		while (k < sizeof(names) / sizeof(names[0]) && strcmp(names[k].name, w))
+			k++;
+		if (k == sizeof(names) / sizeof(names[0]))
+			return msg_error("--errors-for-leak-kinds: unknown kind '%s': give definite, indirect, possible, "
+					 "reachable, all or none, comma-separated",
+					 w);
+		lo->fail_kinds |= names[k].bits;
+	}
+	return 0;
 }
 
 static int opt_fail_over(const struct opt *o, const char *arg, void *ctx)
@@ -718,7 +834,10 @@ static int opt_fail_over(const struct opt *o, const char *arg, void *ctx)
 
 int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 {
-	struct leaks_opts o = { .pid = -1, .top = 10, .defaults = 1 };
+	struct leaks_opts o = { .pid = -1,
+				.top = 10,
+				.defaults = 1,
+				.fail_kinds = 1u << REACH_LOST | 1u << REACH_POSSIBLE };
 	const struct opt options[] = {
 		OPT_U64('T', "top", &o.top, "N", "stacks shown (default 10)"),
 		OPT_U64('o', "older", &o.older_ms, "MS",
@@ -735,6 +854,11 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 			     "exit with status 3 when more than BYTES are reported leaked, 4 when\n"
 			     "events were lost and the leaks they could hide or fake decide it",
 			     opt_fail_over),
+		OPT_CALLBACK(0, "errors-for-leak-kinds", &o, "KINDS",
+			     "with a --leak-check scan, what --fail-over counts, as valgrind's\n"
+			     "option: definite, indirect, possible, reachable, all or none\n"
+			     "(default definite,possible)",
+			     opt_fail_kinds),
 		OPT_BOOL(0, "kernel", &o.kernel,
 			 "kernel memory instead (record -e kmem): slab objects, pages and\n"
 			 "percpu chunks still allocated, by kernel and user stack"),

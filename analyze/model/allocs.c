@@ -126,6 +126,31 @@ static void image_judge(struct allocs *a, int pid, struct image *im)
 	a->nr_unseen++;
 }
 
+/* Whose heap is glibc's: the leak check knows its chunks' layout. */
+static void note_allocator(void *arg, struct session *s, int pid, const struct map *map)
+{
+	struct allocs *a = arg;
+	struct hm_slot *slot;
+
+	(void)s;
+	if (alloc_object_is_allocator(map->name) && strncmp(path_base(map->name), "libc", 4) &&
+	    (slot = hashmap_u64(&a->foreign, (uint32_t)pid, NULL)))
+		slot->val = 1;
+}
+
+int allocs_glibc_heap(struct allocs *a, struct session *s, int pid)
+{
+	struct process *p = machine_process_find(&s->m, pid);
+
+	if (hashmap_u64_find(&a->foreign, (uint32_t)pid))
+		return 0;
+	for (size_t i = 0; p && i < p->nr_maps; i++)
+		if (p->maps[i].name && alloc_object_is_allocator(p->maps[i].name) &&
+		    strncmp(path_base(p->maps[i].name), "libc", 4))
+			return 0;
+	return 1;
+}
+
 /* A process's first code mapping starts its image from what it has
  * mapped already: a child that forked without exec has its parent's. */
 static void on_code_map(void *arg, struct session *s, int pid, const struct map *map)
@@ -243,7 +268,8 @@ int allocs_init(struct allocs *a, struct session *s)
 	aliases_parse(a, session_host(s, "alloc_aliases", v, sizeof(v), ""));
 	hashmap_init(&a->call_names, 0);
 	hashmap_init(&a->images, 0);
-	if (session_on_exec(s, on_exec, a))
+	hashmap_init(&a->foreign, 0);
+	if (session_on_exec(s, on_exec, a) || session_on_code_map(s, note_allocator, a))
 		return -ENOMEM;
 	return allocs_watch(a, s);
 }
@@ -274,6 +300,7 @@ void allocs_release(struct allocs *a)
 	stacktab_release(&a->stacks);
 	hashmap_for_each(&a->images, i) free(i->ptr);
 	hashmap_release(&a->images);
+	hashmap_release(&a->foreign);
 	for (size_t i = 0; i < a->nr_unseen; i++)
 		free(a->unseen[i].object);
 	free(a->unseen);

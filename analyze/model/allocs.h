@@ -27,6 +27,7 @@ struct alloc_rec {
 	uint8_t fn;
 	uint8_t sized;		   /* the size is known (the entry was seen) */
 	uint8_t reach;		   /* enum reach_kind, once reach_classify has run */
+	struct alloc_rec *leader;  /* indirectly lost: the definitely lost block that holds it */
 };
 
 /* What a block stands for. Exact, itself. A sampler's sample was kept
@@ -104,6 +105,7 @@ struct allocs {
 	struct hashmap images;	   /* pid -> struct image * of its program image so far */
 	struct alloc_unseen *unseen; /* images judged unseen, in the order they ended */
 	size_t nr_unseen;
+	struct hashmap foreign;	   /* pids that mapped an allocator other than glibc's */
 };
 
 int allocs_init(struct allocs *a, struct session *s);
@@ -115,6 +117,8 @@ int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, c
  * several consumers; allocs_end once the replay is over. */
 int allocs_sample(struct allocs *a, struct session *s, struct sample *smp, alloc_cb cb, void *arg);
 void allocs_end(struct allocs *a);
+/* Whether pid's heap is glibc's malloc (no other allocator mapped). */
+int allocs_glibc_heap(struct allocs *a, struct session *s, int pid);
 /* Whether the trace holds malloc-family events at all. */
 int allocs_recorded(const struct session *s);
 

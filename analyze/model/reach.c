@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const reach_kind_names[REACH_NR] = { "unknown", "definitely lost", "indirectly lost",
+const char *const reach_kind_names[REACH_NR] = { "unknown", "definitely lost", "indirectly lost", "possibly lost",
 						 "still reachable" };
-const char *const reach_kind_keys[REACH_NR] = { "unknown", "definitely_lost", "indirectly_lost",
+const char *const reach_kind_keys[REACH_NR] = { "unknown", "definitely_lost", "indirectly_lost", "possibly_lost",
 						"still_reachable" };
 
 struct block {
@@ -19,6 +19,7 @@ struct block {
 
 struct edge {
 	uint32_t from, to;
+	uint32_t interior;	/* points past the block's start */
 };
 
 struct graph {
@@ -27,8 +28,20 @@ struct graph {
 	struct edge *edges;
 	size_t nr_edges, edges_alloc;
 	uint32_t *first;	/* edges of block i: edges[first[i] .. first[i + 1]) */
-	uint8_t *root;
+	uint8_t *root;		/* ROOT_START and ROOT_INTERIOR bits: what of it a root points to */
+	int glibc;		/* the heap is glibc's: its chunks' layout is known */
 };
+
+enum { ROOT_START = 1, ROOT_INTERIOR = 2 };
+
+/* glibc's chunk of a block of size bytes: the header's 8 bytes and the
+ * size, rounded up to 16, 32 at least. */
+static uint64_t glibc_chunk_size(uint64_t size)
+{
+	uint64_t c = (size + 8 + 15) & ~15ull;
+
+	return c < 32 ? 32 : c;
+}
 
 static int block_cmp(const void *a, const void *b)
 {
@@ -41,7 +54,11 @@ static int edge_cmp(const void *a, const void *b)
 {
 	const struct edge *x = a, *y = b;
 
-	return x->from != y->from ? (x->from < y->from ? -1 : 1) : (x->to > y->to) - (x->to < y->to);
+	if (x->from != y->from)
+		return x->from < y->from ? -1 : 1;
+	if (x->to != y->to)
+		return x->to < y->to ? -1 : 1;
+	return (x->interior > y->interior) - (x->interior < y->interior);
 }
 
 /* The block holding address v, or -1. */
@@ -60,7 +77,7 @@ static long block_of(const struct graph *g, uint64_t v)
 	return lo && v < g->blocks[lo - 1].end ? (long)lo - 1 : -1;
 }
 
-static int edge_add(struct graph *g, uint32_t from, uint32_t to)
+static int edge_add(struct graph *g, uint32_t from, uint32_t to, uint32_t interior)
 {
 	if (g->nr_edges == g->edges_alloc) {
 		size_t n = g->edges_alloc ? g->edges_alloc * 2 : 4096;
@@ -71,9 +88,11 @@ static int edge_add(struct graph *g, uint32_t from, uint32_t to)
 		g->edges = v;
 		g->edges_alloc = n;
 	}
-	g->edges[g->nr_edges++] = (struct edge){ from, to };
+	g->edges[g->nr_edges++] = (struct edge){ from, to, interior };
 	return 0;
 }
+
+#define GLIBC_HEAP_MAX (64ull << 20)
 
 /* Whether a region is heap: [heap], or anonymous memory holding a block
  * this recording saw allocated (outstanding, or freed and not reused).
@@ -85,6 +104,13 @@ static int heap_region(const struct graph *g, struct hashmap *freed, uint64_t st
 	if (kind == REACH_REGION_HEAP)
 		return 1;
 	if (kind != REACH_REGION_ANON)
+		return 0;
+	/* glibc's other arenas are heaps of their own, each aligned to its
+	 * largest size (64 MiB). Any other anonymous memory is the
+	 * program's, whatever block the kernel merged into it: glibc's
+	 * large blocks are mappings of their own, and the words outside
+	 * them are roots. */
+	if (g->glibc && start & (GLIBC_HEAP_MAX - 1))
 		return 0;
 	b = block_of(g, end - 1);
 	if (b >= 0 && g->blocks[b].end > start)
@@ -108,27 +134,100 @@ static int heap_region(const struct graph *g, struct hashmap *freed, uint64_t st
 	return 0;
 }
 
-/* Depth-first from block b, marking with kind what is not marked yet.
- * A clique leader met again becomes part of this clique. */
-static int mark(struct graph *g, uint32_t b, uint8_t kind, uint32_t *stack)
+static struct alloc_rec *leader_of(struct alloc_rec *r)
 {
-	size_t n = 0;
+	while (r->leader)
+		r = r->leader;
+	return r;
+}
 
-	stack[n++] = b;
+/* From the blocks on the stack, mark with kind those not marked yet that
+ * their edges reach (start edges only when starts), pushing each. */
+static void spread(struct graph *g, uint32_t *stack, size_t n, uint8_t kind, int starts, struct alloc_rec *leader)
+{
 	while (n) {
 		uint32_t x = stack[--n];
 
 		for (uint32_t e = g->first[x]; e < g->first[x + 1]; e++) {
 			struct alloc_rec *r = g->blocks[g->edges[e].to].rec;
 
-			if (r->reach == REACH_REACHABLE || r->reach == REACH_INDIRECT || g->edges[e].to == b)
+			if (r->reach != REACH_UNKNOWN || (starts && g->edges[e].interior))
 				continue;
-			/* Unmarked, or a leader of an earlier clique. */
 			r->reach = kind;
+			r->leader = leader;
 			stack[n++] = g->edges[e].to;
 		}
 	}
-	return 0;
+}
+
+/* As memcheck marks: still reachable, a chain of pointers to the block's
+ * start from a root; possibly lost, a chain from a root with a pointer
+ * into its middle in it; the rest in cliques: a block nothing else
+ * reached heads one, definitely lost, and what it reaches is indirectly
+ * lost, charged to it. A clique met again by a later leader joins it. */
+static void mark_all(struct graph *g, uint32_t *stack)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->nr; i++)
+		g->blocks[i].rec->reach = REACH_UNKNOWN, g->blocks[i].rec->leader = NULL;
+	for (size_t i = 0; i < g->nr; i++)
+		if (g->root[i] & ROOT_START) {
+			g->blocks[i].rec->reach = REACH_REACHABLE;
+			stack[n++] = (uint32_t)i;
+		}
+	spread(g, stack, n, REACH_REACHABLE, 1, NULL);
+	/* What a root or a reachable block points into the middle of. */
+	n = 0;
+	for (size_t i = 0; i < g->nr; i++) {
+		struct alloc_rec *r = g->blocks[i].rec;
+
+		if (r->reach == REACH_UNKNOWN && (g->root[i] & ROOT_INTERIOR)) {
+			r->reach = REACH_POSSIBLE;
+			stack[n++] = (uint32_t)i;
+		}
+		if (r->reach == REACH_REACHABLE)
+			for (uint32_t e = g->first[i]; e < g->first[i + 1]; e++) {
+				struct alloc_rec *c = g->blocks[g->edges[e].to].rec;
+
+				if (c->reach == REACH_UNKNOWN) {
+					c->reach = REACH_POSSIBLE;
+					stack[n++] = g->edges[e].to;
+				}
+			}
+	}
+	spread(g, stack, n, REACH_POSSIBLE, 0, NULL);
+	/* Cliques, in address order: a later leader that reaches an
+	 * earlier one takes it, and what it held, into its own. */
+	for (size_t i = 0; i < g->nr; i++) {
+		struct alloc_rec *r = g->blocks[i].rec;
+
+		if (r->reach != REACH_UNKNOWN)
+			continue;
+		r->reach = REACH_LOST;
+		n = 0;
+		stack[n++] = (uint32_t)i;
+		while (n) {
+			uint32_t x = stack[--n];
+
+			for (uint32_t e = g->first[x]; e < g->first[x + 1]; e++) {
+				struct alloc_rec *c = g->blocks[g->edges[e].to].rec;
+
+				if (c == r || (c->reach != REACH_UNKNOWN && c->reach != REACH_LOST))
+					continue;
+				c->reach = REACH_INDIRECT;
+				c->leader = r;
+				stack[n++] = g->edges[e].to;
+			}
+		}
+	}
+	/* Charges follow to the top leader. */
+	for (size_t i = 0; i < g->nr; i++) {
+		struct alloc_rec *r = g->blocks[i].rec;
+
+		if (r->reach == REACH_INDIRECT)
+			r->leader = leader_of(r);
+	}
 }
 
 static int classify_pid(struct session *s, struct allocs *a, int pid, struct reach_stats *st, char *err,
@@ -144,6 +243,7 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 	uint8_t *heapish = NULL;
 
 	hashmap_init(&empty, 0);
+	g.glibc = allocs_glibc_heap(a, s, pid);
 	if (ps)
 		g.blocks = malloc((((struct hashmap *)ps->ptr)->nr + 1) * sizeof(*g.blocks));
 	if (ps && !g.blocks)
@@ -193,17 +293,23 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 		for (uint64_t i = 0; i < part.nr_pairs; i++) {
 			uint64_t where, what;
 			long to, from;
+			int interior;
 
 			memcpy(&where, part.pairs + i * REACH_PAIR_SIZE, 8);
 			memcpy(&what, part.pairs + i * REACH_PAIR_SIZE + 8, 8);
 			if ((to = block_of(&g, what)) < 0)
 				continue;
+			/* glibc's header of the chunk after it, which the
+			 * arena's bins and top point to. */
+			if (g.glibc && what == g.blocks[to].start - 16 + glibc_chunk_size(g.blocks[to].rec->size))
+				continue;
+			interior = what != g.blocks[to].start;
 			if (!where) {
-				g.root[to] = 1; /* a register */
+				g.root[to] |= interior ? ROOT_INTERIOR : ROOT_START; /* a register */
 				continue;
 			}
 			if ((from = block_of(&g, where)) >= 0) {
-				if (from != to && edge_add(&g, from, to))
+				if (from != to && edge_add(&g, from, to, interior))
 					goto oom;
 				continue;
 			}
@@ -223,7 +329,7 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 						hi = mid;
 				}
 				if (lo && !heapish[lo - 1])
-					g.root[to] = 1;
+					g.root[to] |= interior ? ROOT_INTERIOR : ROOT_START;
 			}
 		}
 	}
@@ -242,23 +348,7 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 		g.first[g.edges[i].from + 1]++;
 	for (size_t i = 0; i < g.nr; i++)
 		g.first[i + 1] += g.first[i];
-	for (size_t i = 0; i < g.nr; i++)
-		g.blocks[i].rec->reach = REACH_UNKNOWN;
-	/* What the roots reach. */
-	for (size_t i = 0; i < g.nr; i++) {
-		if (!g.root[i] || g.blocks[i].rec->reach == REACH_REACHABLE)
-			continue;
-		g.blocks[i].rec->reach = REACH_REACHABLE;
-		mark(&g, i, REACH_REACHABLE, stack);
-	}
-	/* The rest, in cliques: a leader nothing else reached, lost, and
-	 * what it reaches lost with it. */
-	for (size_t i = 0; i < g.nr; i++) {
-		if (g.blocks[i].rec->reach != REACH_UNKNOWN)
-			continue;
-		g.blocks[i].rec->reach = REACH_LOST;
-		mark(&g, i, REACH_INDIRECT, stack);
-	}
+	mark_all(&g, stack);
 	st->processes++;
 	ret = 0;
 	goto out;

@@ -5,12 +5,17 @@
  * the scan the recorder made of a stopped process (record --leak-check):
  * the words that could point into its heap, and where each was. A word in
  * an outstanding block points from that block; one outside the heap (a
- * global, a stack from its pointer up, a register, memory the allocator
- * never handed out) is a root. Blocks a root reaches, directly or through
- * other blocks, are still reachable. Of the rest, in address order, each
+ * global, a stack from its pointer up, a register, the program's own
+ * anonymous memory) is a root; the allocator's memory outside its blocks
+ * (glibc's chunk headers, free chunks, its arenas' bookkeeping) is not,
+ * and a pointer to glibc's next chunk header, which falls inside a block
+ * whose size is 1 to 8 past a multiple of 16, is not a pointer to that
+ * block. Blocks a chain of pointers to their starts reaches from a root
+ * are still reachable; those only a chain with a pointer into a block's
+ * middle reaches are possibly lost. Of the rest, in address order, each
  * block nothing else claimed heads a clique: it is definitely lost and
- * the blocks it reaches are indirectly lost, as memcheck reports them. A
- * pointer anywhere into a block counts. Knows nothing of printing.
+ * the blocks it reaches are indirectly lost, charged to it (leader), as
+ * memcheck reports them. Knows nothing of printing.
  */
 #ifndef MEMSIGHT_REACH_H
 #define MEMSIGHT_REACH_H
@@ -21,6 +26,7 @@ enum reach_kind {
 	REACH_UNKNOWN,		/* no scan of its process */
 	REACH_LOST,		/* definitely lost */
 	REACH_INDIRECT,		/* indirectly lost: only lost blocks point to it */
+	REACH_POSSIBLE,		/* possibly lost: reached only through a pointer into its middle */
 	REACH_REACHABLE,	/* still reachable */
 	REACH_NR,
 };

@@ -34,7 +34,7 @@ static int thread_regs(pid_t tid, struct reach_thread *t)
 	if (ptrace(PTRACE_GETREGS, tid, NULL, &r))
 		return -errno;
 	*t = (struct reach_thread){ tid, r.rsp, { r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8, r.r9,
-						  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15 }, 16 };
+						  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15 }, 16, 0 };
 	return 0;
 }
 
@@ -69,8 +69,10 @@ int leakcheck_status(struct leakcheck *lc, pid_t pid, int status)
 
 		/* Exiting, memory still whole: the last moment to look. The
 		 * other threads are not stopped: their stacks count whole. */
-		if (!thread_regs(pid, &t))
+		if (!thread_regs(pid, &t)) {
+			t.in_syscall = 1;
 			scan(lc, pid, &t, 1);
+		}
 		ptrace(PTRACE_DETACH, pid, NULL, NULL);
 	} else if (event == PTRACE_EVENT_STOP) {
 		/* A group stop (SIGSTOP): it stays stopped, as without us. */

@@ -33,6 +33,7 @@ struct region {
 struct scan {
 	struct region *regions;
 	size_t nr, alloc;
+	uint64_t libc_lo, libc_hi;	/* libc's code, for the exit path's start */
 	struct region **targets;	/* heap and anonymous, sorted */
 	size_t nr_targets;
 	uint64_t lo, hi;		/* the targets' span */
@@ -58,17 +59,37 @@ static int maps_load(struct scan *sc, pid_t pid, const struct reach_thread *th, 
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
+	/* The mapping before this one: a thread stack has its guard page
+	 * right below it. */
+	unsigned long long prev_hi = 0;
+	int prev_guard = 0;
+
 	while (getline(&line, &alloc, f) > 0) {
 		unsigned long long lo, hi;
 		char perms[8], name[512] = "";
 		struct region r;
+		int anon, below_guard;
 
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %511[^\n]", &lo, &hi, perms, name) < 3)
 			continue;
-		/* What the process can write: a pointer can only have been
-		 * stored there. Not the kernel's pages ([vvar]) or device
-		 * memory, whose reads may do anything. */
-		if (perms[0] != 'r' || perms[1] != 'w')
+		anon = !name[0] || !strncmp(name, "[anon", 5);
+		if (perms[2] == 'x' && strstr(name, "/libc.so") && !sc->libc_hi) {
+			sc->libc_lo = lo;
+			sc->libc_hi = hi;
+		}
+		below_guard = prev_guard && prev_hi == lo;
+		prev_guard = anon && perms[0] == '-' && perms[1] == '-';
+		prev_hi = hi;
+		/* Where a pointer can have been stored: what the process can
+		 * write, and its own anonymous memory it made read-only since
+		 * (a read-only page of pointers is a root). Not the kernel's
+		 * pages ([vvar]) or device memory, whose reads may do
+		 * anything. Blocks lie only in anonymous memory or the heap,
+		 * whatever its protection now, so those are targets too
+		 * (kind only, not scanned, when they cannot be read). */
+		if (perms[0] != 'r' && !anon)
+			continue;
+		if (perms[1] != 'w' && !anon)
 			continue;
 		if (name[0] == '[' && strcmp(name, "[heap]") && strcmp(name, "[stack]") && strncmp(name, "[anon", 5))
 			continue;
@@ -81,14 +102,26 @@ static int maps_load(struct scan *sc, pid_t pid, const struct reach_thread *th, 
 			r.kind = REACH_REGION_ANON;
 		for (size_t i = 0; i < nth; i++) {
 			/* Below a thread's stack pointer is no live data; the
-			 * red zone above it may be. */
+			 * red zone above it may be, unless the thread is in a
+			 * system call. */
 			if (th[i].sp >= lo && th[i].sp < hi) {
+				uint64_t red = th[i].in_syscall ? 0 : 128;
+
 				r.kind = REACH_REGION_STACK;
-				r.from = (th[i].sp & ~7ull) >= lo + 128 ? (th[i].sp & ~7ull) - 128 : lo;
+				r.from = (th[i].sp & ~7ull) >= lo + red ? (th[i].sp & ~7ull) - red : lo;
 			}
 		}
 		if (!strcmp(name, "[stack]"))
 			r.kind = REACH_REGION_STACK;
+		/* A finished thread's stack that glibc keeps for the next
+		 * thread: writable anonymous memory over a guard page, with no
+		 * live thread's stack pointer in it (glibc's arenas, aligned to
+		 * 64 MiB, have their unused part above them, not below). Dead
+		 * data, no root, and no block lies in it. */
+		if (r.kind == REACH_REGION_ANON && below_guard && (lo & ((64ull << 20) - 1)))
+			continue;
+		if (perms[0] != 'r')
+			r.kind = REACH_REGION_UNREADABLE;
 		if (sc->nr == sc->alloc) {
 			struct region *v = realloc(sc->regions, (sc->alloc = sc->alloc ? sc->alloc * 2 : 256) * sizeof(*v));
 
@@ -174,6 +207,44 @@ static int scan_region(struct scan *sc, pid_t pid, const struct region *r, unsig
 	return 0;
 }
 
+/* Where the exit path's frames end on the stack of a thread that returned
+ * from main into exit(): just above the return address of glibc's
+ * __libc_start_call_main's call to exit, which follows its call to main
+ * ("call *%rax; mov %eax,%edi; call exit"). The frames below it are
+ * exit()'s, and what they left of main's and its callees' dead frames:
+ * memcheck holds memory a new frame takes undefined until it is written,
+ * so its stale words are no pointers; here they are not scanned. 0 when
+ * the pattern is not there (main called exit itself: its frame is live). */
+static uint64_t exit_path_top(const struct scan *sc, pid_t pid, const struct region *stack, uint64_t sp)
+{
+	static const unsigned char pattern[5] = { 0xff, 0xd0, 0x89, 0xc7, 0xe8 };
+	uint64_t n = stack->end - sp, found = 0;
+	uint64_t *words;
+
+	if (!sc->libc_hi || n > (64u << 20) || !(words = malloc(n)))
+		return 0;
+	{
+		struct iovec local = { words, n }, remote = { (void *)sp, n };
+
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)n) {
+			free(words);
+			return 0;
+		}
+	}
+	/* From the outermost frames down: the first such return address. */
+	for (uint64_t i = n / 8; i-- > 0 && !found;) {
+		unsigned char code[5];
+		struct iovec local = { code, 5 }, remote = { (void *)(words[i] - 9), 5 };
+
+		if (words[i] - sc->libc_lo >= sc->libc_hi - sc->libc_lo || words[i] < sc->libc_lo + 9)
+			continue;
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == 5 && !memcmp(code, pattern, 5))
+			found = sp + i * 8 + 8;
+	}
+	free(words);
+	return found;
+}
+
 int reach_scan(pid_t pid, const struct reach_thread *threads, size_t nr_threads,
 	       int (*emit)(void *arg, const void *payload, size_t len), void *arg)
 {
@@ -192,7 +263,8 @@ int reach_scan(pid_t pid, const struct reach_thread *threads, size_t nr_threads,
 		goto out;
 	}
 	for (size_t i = 0; i < sc.nr; i++)
-		if (sc.regions[i].kind == REACH_REGION_HEAP || sc.regions[i].kind == REACH_REGION_ANON)
+		if (sc.regions[i].kind == REACH_REGION_HEAP || sc.regions[i].kind == REACH_REGION_ANON ||
+		    sc.regions[i].kind == REACH_REGION_UNREADABLE)
 			sc.targets[sc.nr_targets++] = &sc.regions[i];
 	if (sc.nr_targets > 1)
 		qsort(sc.targets, sc.nr_targets, sizeof(*sc.targets), region_cmp);
@@ -201,11 +273,20 @@ int reach_scan(pid_t pid, const struct reach_thread *threads, size_t nr_threads,
 		sc.hi = sc.targets[sc.nr_targets - 1]->end;
 	}
 	for (size_t i = 0; i < nr_threads; i++)
+		for (size_t k = 0; threads[i].in_syscall && k < sc.nr; k++)
+			if (sc.regions[k].kind == REACH_REGION_STACK && threads[i].sp >= sc.regions[k].start &&
+			    threads[i].sp < sc.regions[k].end) {
+				uint64_t top = exit_path_top(&sc, pid, &sc.regions[k], threads[i].sp & ~7ull);
+
+				if (top > sc.regions[k].from)
+					sc.regions[k].from = top;
+			}
+	for (size_t i = 0; i < nr_threads; i++)
 		for (int k = 0; k < threads[i].nr_regs; k++)
 			if (target(&sc, threads[i].regs[k]) && (r = pair_add(&sc, 0, threads[i].regs[k])))
 				goto out;
 	for (size_t i = 0; i < sc.nr; i++)
-		if ((r = scan_region(&sc, pid, &sc.regions[i], buf, &bytes)))
+		if (sc.regions[i].kind != REACH_REGION_UNREADABLE && (r = scan_region(&sc, pid, &sc.regions[i], buf, &bytes)))
 			goto out;
 	took = now_ns() - t0;
 	/* Parts, each with every region and its share of the pairs. */

@@ -24,6 +24,7 @@ struct reach_thread {
 	uint64_t sp;
 	uint64_t regs[16];	/* the general-purpose registers */
 	int nr_regs;
+	int in_syscall;		/* stopped in a system call: nothing below sp is live (no red zone) */
 };
 
 /* Scan pid's memory. The payloads (one per part: a big scan is split to
