@@ -11,6 +11,11 @@ R=$TOP/samples/runtimes
 
 test_skip_unless_recording
 
+# The maps the runtimes wrote in /tmp go when the tests are done: the
+# traces carry them.
+maps_written() { for f in *.trace; do "$MEMSIGHT" info "$f" 2>/dev/null; done |
+	sed -n "s|^  perf-map  pid .*  \(/tmp/perf-[0-9]*\.map\)\$|\1|p"; }
+
 # The folded stacks that end in touch, with their counts, and the JIT frame
 # each has under touch.
 jit_counts() { "$MEMSIGHT" folded "$1" 2>/dev/null | sed -n 's/.*;\([^;]*\);touch \([0-9]*\)$/\1 \2/p' | sort; }
@@ -147,5 +152,9 @@ if command -v node >/dev/null; then
 else
 	echo "# node is missing (apt-get install nodejs): the Node case skipped"
 fi
+
+cd "$TRASH" && for m in $(maps_written); do
+	case $m in /tmp/perf-1.map) ;; *) rm -f "$m" ;; esac
+done
 
 test_done

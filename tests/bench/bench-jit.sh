@@ -48,7 +48,6 @@ int main(int argc, char **argv)
 	fprintf(f, "%lx %zx jit_loop\n", (unsigned long)code, sizeof(stub));
 	fclose(f);
 	((void (*)(void (*)(long), long))code)(touch, n);
-	unlink(path);
 	return 0;
 }
 EOF
@@ -90,3 +89,6 @@ pf=$(median <an.perf)
 printf '\nanalyzer, %s faults in JIT code (%s samples, %s named jit_loop), median of %s runs\n' "$FAULTS" "$samples" "$named" "$RUNS"
 printf '  memsight folded  %6.2f s  (%.0f ns a JIT frame)\n  perf script      %6.2f s  %.2fx memsight\n' "$ms" \
 	"$(echo "$ms $named" | awk '{ print $2 ? $1 * 1e9 / $2 : 0 }')" "$pf" "$(echo "$pf $ms" | awk '{ print $2 ? $1 / $2 : 0 }')"
+# The programs' maps stay for perf script, which reads them where the
+# runtime wrote them; they go now.
+grep -l " jit_loop$" /tmp/perf-*.map 2>/dev/null | xargs rm -f
