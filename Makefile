@@ -112,6 +112,7 @@ ANALYZE_SRC := \
 	analyze/cmd/report_html.c \
 	analyze/cmd/json.c \
 	analyze/hashmap.c \
+	analyze/sha256.c \
 	analyze/main.c \
 	analyze/model/allocs.c \
 	analyze/model/heapprof.c \

@@ -14,6 +14,20 @@ units_pass() {
 	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = "$count"
 }
 
+test_expect_success 'SHA-256 as sha256sum computes it: empty, one block, lengths around the padding, a big file' '
+	: >empty &&
+	printf abc >abc &&
+	for n in 55 56 63 64 65 119 120; do head -c $n /dev/urandom >len$n; done &&
+	for f in empty abc len55 len56 len63 len64 len65 len119 len120 "$MEMSIGHT"; do
+		"$BUILD/test-tool" sha256 "$f" >got &&
+		sha256sum "$f" | cut -d" " -f1 >want &&
+		test_cmp want got || return 1
+	done &&
+	"$BUILD/test-tool" sha256 abc >got &&
+	echo ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad >want &&
+	test_cmp want got
+'
+
 test_expect_success 'hashmaps find what went in, and lose nothing on removal and growth' '
 	units_pass 11 hashmap
 '

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../formats/cache.h"
+#include "../sha256.h"
 
 int symbols_embedded_ref(struct symbols *s, const struct trace_reader *r, size_t chunk)
 {
@@ -67,17 +68,31 @@ static int fd_write_all(void *arg, const void *buf, size_t n)
 	return cache_write_all(*(int *)arg, buf, n);
 }
 
-/* e's file in the cache, named by what makes its bytes: build-id, mode,
- * the stored chunk's CRC and the ELF's length. */
+/* e's file in the cache, named by the SHA-256 of what it is decoded
+ * from: the stored chunk's codec and bytes, and where the ELF lies in
+ * them. Another trace reaches that name only with the very same bytes,
+ * which decode to the very same file: what one trace carries never
+ * changes how another is read. The build-id leads, for whoever lists the
+ * directory. */
 static int cache_name(const struct embedded *e, char *buf, size_t len)
 {
-	char dir[PATH_MAX], hex[41];
+	const struct trace_chunk *c = &e->r->chunks[e->chunk];
+	char dir[PATH_MAX], hex[41], key[65];
+	unsigned char sum[32];
+	uint64_t what[3] = { c->codec, e->skip, e->len };
+	struct sha256 h;
 	int n;
 
-	if (cache_dir(dir, sizeof(dir)))
+	if (cache_dir(dir, sizeof(dir)) || c->offset + TRACE_CHUNK_HEADER_SIZE + c->payload_len > e->r->size)
 		return -1;
+	sha256_init(&h);
+	sha256_update(&h, what, sizeof(what));
+	sha256_update(&h, e->r->base + c->offset + TRACE_CHUNK_HEADER_SIZE, c->payload_len);
+	sha256_final(&h, sum);
+	for (int i = 0; i < 32; i++)
+		snprintf(key + 2 * i, 3, "%02x", sum[i]);
 	symbols_build_id_hex(e->bid, e->bid_len, hex);
-	n = snprintf(buf, len, "%s/%s-%d-%08x-%zu.elf", dir, hex, e->mode, e->r->chunks[e->chunk].crc, e->len);
+	n = snprintf(buf, len, "%s/%s-%d-%s.elf", dir, hex, e->mode, key);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
@@ -98,8 +113,10 @@ static int embedded_open(struct embedded *e)
 		return -1;
 	e->fd = -2;
 	if (cached) {
-		fd = open(name, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && !fstat(fd, &st) && (uint64_t)st.st_size == e->len) {
+		/* Not through a link, nor blocking on a FIFO left under the
+		 * name. */
+		fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size == e->len) {
 			e->fd = fd;
 			return 0;
 		}

@@ -45,7 +45,7 @@ static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len
 	if (bid_len <= 0 || cache_dir(dir, sizeof(dir)))
 		return -1;
 	symbols_build_id_hex(bid, bid_len, hex);
-	n = snprintf(buf, len, "%s/%s.debugcut", dir, hex);
+	n = snprintf(buf, len, "%s/%s.local.debugcut", dir, hex);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
@@ -61,7 +61,7 @@ static int cut_open(const char *name, const unsigned char *bid, int bid_len)
 	struct stat st;
 
 	/* Never blocking on a FIFO someone left under the name. */
-	if ((fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+	if ((fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) < 0)
 		return -1;
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
 		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -395,9 +395,13 @@ void dso_load(struct dso *d)
 
 		if (!is_file(cands[i]))
 			continue;
-		/* A separate debug file found here, through its cut. */
-		st = dso_try(d, strcmp(cands[i], d->path) ? debug_plain(d->build_id, d->bid_len, cands[i], plain,
-									   sizeof(plain)) : cands[i]);
+		/* A separate debug file found here, through its cut. Never one
+		 * a trace carried (opened as /proc/self/fd/N): the cut is named
+		 * by build-id alone, and would name that build-id's frames in
+		 * every later analysis, whatever trace they came from. */
+		st = dso_try(d, strcmp(cands[i], d->path) && strncmp(cands[i], "/proc/self/fd/", 14)
+					? debug_plain(d->build_id, d->bid_len, cands[i], plain, sizeof(plain))
+					: cands[i]);
 		if (st == DSO_OK) {
 			d->state = st;
 			return;

@@ -123,14 +123,22 @@ report() {
 		awk -v l="$l" -v o="${o:-0}" -v a="${a:-0}" -v w="$ww" -v aw="$aw" 'BEGIN {
 			printf "%-44s %10.1f %8.2fx %9.2f %8.2fx\n", l, o, (a > 0 ? o / a : 0), w, (aw > 0 ? w / aw : 0) }'
 	done
-	awk -v w="$(median <"$name.wrapper.own")" -v p="$(median <"$name.preloaded.own")" \
+	# Only churn's own time holds every report: the others report also
+	# in their start-up, which their own times leave out.
+	[ "$name" = churn ] && awk -v w="$(median <"$name.wrapper.own")" -v p="$(median <"$name.preloaded.own")" \
 	    -v s="$(median <"$name.site.own")" -v ev="$ev" 'BEGIN {
 		if (ev > 0) printf "per report: %.2f us through memsight (stack dump included), %.2f us as a bare uprobe on the site\n",
 			1000 * (w - p) / ev, 1000 * (s - p) / ev }'
 }
 
-workload churn alloc_zoo "$zoo" churn "$N"
-report churn "alloc_zoo churn $N (malloc/calloc/realloc/free, nothing else)"
+# WORKLOADS picks some: churn python node redis (default all).
+WORKLOADS=${WORKLOADS:-churn python node redis}
+want() { case " $WORKLOADS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if want churn; then
+	workload churn alloc_zoo "$zoo" churn "$N"
+	report churn "alloc_zoo churn $N (malloc/calloc/realloc/free, nothing else)"
+fi
 
 cat >build_json.py <<'EOF'
 import json, sys, time
@@ -138,8 +146,10 @@ t = time.perf_counter()
 s = [json.dumps({"id": i, "name": "item%d" % i, "tags": ["a", "b", "c"], "v": [i] * 10}) for i in range(200000)]
 print("python: elapsed %.3f ms %d" % ((time.perf_counter() - t) * 1000, len(s)), file=sys.stderr)
 EOF
-workload python python "$PY" build_json.py
-report python "Python building 200,000 JSON strings"
+if want python; then
+	workload python python "$PY" build_json.py
+	report python "Python building 200,000 JSON strings"
+fi
 
 cat >objects.js <<'EOF'
 const t0 = process.hrtime.bigint();
@@ -148,12 +158,14 @@ for (let i = 0; i < 200000; i++) a.push({ id: i, name: "n" + i, tags: ["x", "y"]
 const s = JSON.stringify(a.slice(0, 20000));
 console.error("node: elapsed " + (Number(process.hrtime.bigint() - t0) / 1e6).toFixed(3) + " ms " + s.length);
 EOF
-workload node node node objects.js
-report node "node building 200,000 objects"
+if want node; then
+	workload node node node objects.js
+	report node "node building 200,000 objects"
+fi
 
 # redis-server links jemalloc, which the wrapper hands its calls to; the
 # throughput is redis-benchmark's.
-if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+if want redis && command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
 	rb() {
 		"$@" --port 6390 --save "" --appendonly no >redis.out 2>&1 &
 		for i in $(seq 50); do redis-cli -p 6390 ping >/dev/null 2>&1 && break; sleep 0.1; done

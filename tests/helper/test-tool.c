@@ -36,6 +36,12 @@
  *       (DATA cut into pieces of at most 4 KiB at record boundaries, and
  *       the other chunks whole), DIR/object-N in fuzz_embedded's (each
  *       embedded ELF of at most 256 KiB, then its mode byte)
+ *   test-tool reembed IN OUT MODE BUILDID FILE
+ *       IN with the embedded object of that build-id and mode (1 minimal,
+ *       2 full, 3 debug) holding FILE's bytes instead, as a forger would
+ *       make it; every other chunk copied as it is stored
+ *   test-tool sha256 FILE
+ *       the file's SHA-256, in hex
  *   test-tool hashmap|suppress|json|symcheck|catalog
  *       unit tests of the analyzer's internals (test-unit.c)
  */
@@ -880,12 +886,89 @@ static int cmd_stackdump(void)
 	return fails ? 1 : 0;
 }
 
+static int cmd_reembed(const char *in, const char *out, int mode, const char *bid_hex, const char *file)
+{
+	struct trace_reader r;
+	struct trace_writer w;
+	struct trace_writer_opts o = { .codec = TRACE_CODEC_ZSTD, .level = 1 };
+	unsigned char bid[20], *buf = NULL, *forged = NULL;
+	size_t alloc = 0, bl = strlen(bid_hex) / 2, flen = 0, replaced = 0;
+	char err[512];
+	int fd, ret = 1;
+	FILE *f;
+
+	for (size_t i = 0; i < bl && i < sizeof(bid); i++)
+		sscanf(bid_hex + 2 * i, "%2hhx", &bid[i]);
+	if (!(f = fopen(file, "rb"))) {
+		perror(file);
+		return 1;
+	}
+	for (size_t n; (forged = realloc(forged, flen + 65536)) && (n = fread(forged + flen, 1, 65536, f)) > 0;)
+		flen += n;
+	fclose(f);
+	if (!forged || trace_reader_open(&r, in, err, sizeof(err))) {
+		fprintf(stderr, "test-tool: %s\n", forged ? err : "out of memory");
+		free(forged);
+		return 1;
+	}
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0) {
+		perror(out);
+		goto out;
+	}
+	trace_writer_init_fd(&w, fd, &o);
+	for (size_t i = 0; i < r.nr_chunks && !w.err; i++) {
+		const struct trace_chunk *c = &r.chunks[i];
+		const unsigned char *p = r.base + c->offset + TRACE_CHUNK_HEADER_SIZE;
+
+		if (c->type == TRACE_CHUNK_INDEX || c->type == TRACE_CHUNK_TRAILER)
+			continue;
+		if (c->type == TRACE_CHUNK_META && c->stream == TRACE_META_OBJECT) {
+			long n = trace_chunk_payload(&r, i, &buf, &alloc, err, sizeof(err));
+			uint16_t pl;
+
+			if (n >= 34 && buf[1] == mode && buf[2] == bl && !memcmp(buf + 4, bid, bl)) {
+				unsigned char *e;
+				uint64_t size = flen;
+
+				memcpy(&pl, buf + 32, 2);
+				if (!(e = malloc(34 + pl + flen)))
+					goto out_w;
+				memcpy(e, buf, 34 + pl);
+				memcpy(e + 24, &size, 8);
+				memcpy(e + 34 + pl, forged, flen);
+				trace_writer_add(&w, TRACE_CHUNK_META, TRACE_META_OBJECT, c->time, e, 34 + pl + flen, 0);
+				free(e);
+				replaced++;
+				continue;
+			}
+		}
+		trace_writer_add_copy(&w, c->type, c->stream, c->time, c->codec, p, c->payload_len, c->raw_len, 0);
+	}
+	if (trace_writer_finish(&w))
+		fprintf(stderr, "test-tool: %s\n", trace_writer_strerror(&w));
+	else if (!replaced)
+		fprintf(stderr, "test-tool: no embedded object of build-id %s and mode %d in %s\n", bid_hex, mode, in);
+	else
+		ret = 0;
+out_w:
+	trace_writer_release(&w);
+	close(fd);
+out:
+	free(buf);
+	free(forged);
+	trace_reader_release(&r);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	int ret;
 
 	if (argc >= 3 && !strcmp(argv[1], "write"))
 		return cmd_write(argc, argv);
+	if (argc == 7 && !strcmp(argv[1], "reembed"))
+		return cmd_reembed(argv[2], argv[3], atoi(argv[4]), argv[5], argv[6]);
 	if (argc == 3 && !strcmp(argv[1], "read"))
 		return cmd_read(argv[2]);
 	if (argc == 6 && !strcmp(argv[1], "ringify"))

@@ -1,0 +1,83 @@
+#!/bin/sh
+# A trace from a stranger is input like any other: what it carries names
+# its own frames and never another trace's. A hostile trace embeds, for a
+# program's build-id, a debug file of another program (same build-id,
+# other function names, compressed DWARF); an honest trace of the same
+# program, analyzed afterwards with the same cache, must still name its
+# own functions.
+. "$(dirname "$0")/test-lib.sh"
+
+test_skip_unless_recording
+
+# One build-id for both, as a forger would set it.
+BID=5e1ec7ab1e0ddba11c0ffee0ddf00dcafe5a5a5a
+DBG=/usr/lib/debug/.build-id/$(echo $BID | cut -c1-2)/$(echo $BID | cut -c3-).debug
+cleanup_debug() { rm -f "$DBG"; }
+trap 'cleanup_debug; rm -rf "$TRASH"' EXIT
+
+# The same code under two names: the functions lie at the same addresses.
+program() {
+	cat >"$1.c" <<-EOF
+	#include <stdlib.h>
+	#include <string.h>
+	__attribute__((noinline)) void $2(long n)
+	{
+		for (long i = 0; i < n; i++)
+			memset(malloc(4096), 1, 4096);
+	}
+	int main(void) { $2(64); return 0; }
+	EOF
+	cc -O1 -g -fno-omit-frame-pointer -fno-inline -Wl,--build-id=0x$BID -o "$1" "$1.c"
+}
+
+test_expect_success 'two programs with one build-id, their debug files apart' '
+	program honest real_function &&
+	program forged evil_function &&
+	test "$(readelf -n honest | sed -n "s/.*Build ID: //p")" = $BID &&
+	test "$(readelf -n forged | sed -n "s/.*Build ID: //p")" = $BID &&
+	objcopy --only-keep-debug --compress-debug-sections=zlib forged forged.debug &&
+	objcopy --only-keep-debug honest honest.debug &&
+	cp honest run && strip run && cp forged run.forged && strip run.forged &&
+	cmp run run.forged &&
+	mkdir -p "$(dirname "$DBG")"
+'
+
+test_expect_success 'an honest trace, and a hostile one: the same with a forged debug entry, compressed' '
+	cp honest.debug "$DBG" &&
+	"$MEMSIGHT" record -q -e faults -o honest.trace -- ./run &&
+	cleanup_debug &&
+	"$MEMSIGHT" info honest.trace | grep "^  debug .* $BID " &&
+	"$BUILD/test-tool" reembed honest.trace hostile.trace 3 $BID forged.debug &&
+	readelf -SW forged.debug | grep " \.debug_info .* C "
+'
+
+test_expect_success 'the hostile trace names its frames as it claims' '
+	"$MEMSIGHT" folded hostile.trace >hostile.folded 2>/dev/null &&
+	grep ";evil_function;" hostile.folded &&
+	! grep real_function hostile.folded
+'
+
+test_expect_success 'the honest trace, analyzed after it with the same cache, names its own functions' '
+	"$MEMSIGHT" folded honest.trace >honest.folded 2>/dev/null &&
+	grep ";real_function;" honest.folded &&
+	! grep evil_function honest.folded &&
+	"$MEMSIGHT" folded hostile.trace >/dev/null 2>&1 &&
+	"$MEMSIGHT" folded honest.trace >honest.again 2>/dev/null &&
+	test_cmp honest.folded honest.again &&
+	! ls "$MEMSIGHT_CACHE_DIR" | grep "$BID.*debugcut"
+'
+
+test_expect_success 'a planted cache entry under a link or as a FIFO is not read' '
+	for f in "$MEMSIGHT_CACHE_DIR"/$BID-*.elf; do
+		rm -f "$f" && ln -s /etc/passwd "$f" || return 1
+	done &&
+	"$MEMSIGHT" folded honest.trace >honest.linked 2>/dev/null &&
+	test_cmp honest.folded honest.linked &&
+	for f in "$MEMSIGHT_CACHE_DIR"/$BID-*.elf; do
+		rm -f "$f" && mkfifo "$f" || return 1
+	done &&
+	timeout 20 "$MEMSIGHT" folded honest.trace >honest.fifo 2>/dev/null &&
+	test_cmp honest.folded honest.fifo
+'
+
+test_done
