@@ -8,6 +8,7 @@
  * (this program links nothing but libc) and reads that.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -255,9 +256,15 @@ static struct flame_node *load(struct flamegraph *fg, const char *path)
 static int write_svg(const struct flamegraph *fg, struct flame_node *root)
 {
 	FILE *out = stdout;
+	int fd;
 
-	if (fg->output && !(out = fopen(fg->output, "w")))
+	/* 0600, as the trace it is drawn from: it holds commands and paths. */
+	if (fg->output && ((fd = open(fg->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600)) < 0 ||
+			   !(out = fdopen(fd, "w")))) {
+		if (fd >= 0)
+			close(fd);
 		return msg_error("cannot create '%s': %s", fg->output, strerror(errno));
+	}
 	if (flame_svg_write(out, root, &fg->o) || (out != stdout && fclose(out))) {
 		msg_error("cannot write the SVG: %s", strerror(errno));
 		if (fg->output)

@@ -189,6 +189,7 @@ if [ -n "$JEMALLOC" ]; then
 	test_expect_success 'jemalloc replaces operator new: a C++ leak through new is still exact' '
 		LD_PRELOAD=$JEMALLOC "$MEMSIGHT" record -q -e malloc -o jecxx.trace -- "$S/cxx_leak" 10 >truth &&
 		"$MEMSIGHT" leaks jecxx.trace >leaks &&
+		cat leaks &&
 		grep -A4 "^320 bytes in 10 allocations from stack" leaks >stack &&
 		sed -n 3p stack | grep "^		operator new(unsigned long)$JE_AT$" &&
 		sed -n 4p stack | grep "^		demo::Registry::add(int)+0x"

@@ -80,4 +80,40 @@ test_expect_success 'a planted cache entry under a link or as a FIFO is not read
 	test_cmp honest.folded honest.fifo
 '
 
+# A process names itself: markup and a terminal's escapes in its name.
+test_expect_success 'a process named with markup and escapes: SVG escaped and valid, text without control bytes' '
+	cat >named.c <<-\EOF &&
+	#include <stdlib.h>
+	#include <string.h>
+	#include <sys/prctl.h>
+	int main(void)
+	{
+		prctl(PR_SET_NAME, "a</text><z>&\033[31m", 0, 0, 0);
+		for (int i = 0; i < 64; i++)
+			memset(malloc(1 << 20), 1, 1 << 20);
+		return 0;
+	}
+	EOF
+	cc -O1 -o named named.c &&
+	"$MEMSIGHT" record -q -e rss,faults -o named.trace -- ./named "$(printf "\033]0;title\007")" &&
+	"$MEMSIGHT" info named.trace >info.txt &&
+	grep "^recorded by: .*./named ?]0;title?$" info.txt &&
+	"$MEMSIGHT" rss --svg rss.svg named.trace >rss.txt &&
+	xmllint --noout rss.svg &&
+	grep "a&lt;/text&gt;&lt;z&gt;&amp;?\[3" rss.svg &&
+	"$MEMSIGHT" faults named.trace >faults.txt &&
+	"$MEMSIGHT" folded named.trace >folded.txt &&
+	! grep -l "$(printf "\033")" rss.txt faults.txt folded.txt info.txt &&
+	grep "a</text><z>&?\[3" faults.txt
+'
+
+test_expect_success 'what is drawn or written from a trace is 0600, as the trace is' '
+	"$MEMSIGHT" report --html page.html named.trace >/dev/null &&
+	"$MEMSIGHT" pprof -o prof.pb.gz named.trace &&
+	"$MEMSIGHT" flamegraph -o flame.svg named.trace &&
+	for f in rss.svg page.html prof.pb.gz flame.svg; do
+		test "$(stat -c %a $f)" = 600 || { echo "$f is $(stat -c %a $f)"; return 1; }
+	done
+'
+
 test_done

@@ -5,6 +5,8 @@
 #include "../model/stacktab.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +220,33 @@ void cmd_json_who(struct json *j, const struct session *s, const struct stack_en
 		cmd_json_process(j, s, e->pid);
 	json_str(j, "comm", e->comm);
 	json_u64(j, "processes", e->procs);
+}
+
+void cmd_markup_escape(FILE *out, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && (n != SIZE_MAX || s[i]); i++) {
+		switch (s[i]) {
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '&': fputs("&amp;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&#39;", out); break;
+		default: fputc((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t' ? '?' : s[i], out);
+		}
+	}
+}
+
+FILE *cmd_output_open(const char *path)
+{
+	int fd;
+	FILE *f;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0)
+		return NULL;
+	if (!(f = fdopen(fd, "w")))
+		close(fd);
+	return f;
 }
 
 void print_stack(const struct stack_entry *e, int lines, const char *indent)

@@ -496,7 +496,7 @@ static int profile_write(struct profile *p, const char *path)
 		free(msg.p);
 		return msg_error("out of memory");
 	}
-	fd = !strcmp(path, "-") ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = !strcmp(path, "-") ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		free(msg.p);
 		return msg_error("cannot create '%s': %s", path, strerror(errno));

@@ -624,7 +624,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 		return c;
 	/* The page's file first: a path that cannot be written fails now, not
 	 * after the replay. */
-	if (html && !(page = fopen(html, "w"))) {
+	if (html && !(page = cmd_output_open(html))) {
 		msg_error("cannot create '%s': %s", html, strerror(errno));
 		return 1;
 	}

@@ -8,6 +8,7 @@
  * that is not the mm's owner (reclaim, exit): an id is tied to a process
  * the first time its own task reports it (curr=1).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,7 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 	const double W = 1000, H = 500, L = 80, R = 220, T = 40, B = 50;
 	uint64_t t0 = s->first_time, t1 = s->last_time > t0 ? s->last_time : t0 + 1;
 	int64_t ymax = 1;
-	FILE *f = fopen(path, "w");
+	FILE *f = cmd_output_open(path);
 
 	if (!f)
 		return -1;
@@ -155,11 +156,12 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 		const struct series *se = v[i];
 		const char *col = palette[i % (sizeof(palette) / sizeof(palette[0]))];
 
-		fprintf(f, "<g class=\"rss\" data-pid=\"%d\" data-last-bytes=\"%lld\">\n<title>pid %d %s: peak %lld "
-			   "bytes, last %lld bytes</title>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-			   "points=\"",
-			se->pid, (long long)resident(se->cur), se->pid, se->comm ? se->comm : "?", (long long)se->peak,
-			(long long)resident(se->cur), col);
+		fprintf(f, "<g class=\"rss\" data-pid=\"%d\" data-last-bytes=\"%lld\">\n<title>pid %d ", se->pid,
+			(long long)resident(se->cur), se->pid);
+		cmd_markup_escape(f, se->comm ? se->comm : "?", SIZE_MAX);
+		fprintf(f, ": peak %lld bytes, last %lld bytes</title>\n<polyline fill=\"none\" stroke=\"%s\" "
+			   "stroke-width=\"1.5\" points=\"",
+			(long long)se->peak, (long long)resident(se->cur), col);
 		for (size_t j = 0; j < se->nr; j++) {
 			double x = L + (W - R - L) * (double)(se->pts[j].time - t0) / (double)(t1 - t0);
 			double y = H - B - (H - B - T) * (double)resident(se->pts[j].v) / (double)ymax;
@@ -171,8 +173,10 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 			fprintf(f, " %.1f,%.1f", x, y);
 		}
 		fprintf(f, "\"/>\n<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n"
-			   "<text x=\"%.0f\" y=\"%.0f\">%d %s</text>\n</g>\n",
-			W - R + 15, T + 20.0 * i, col, W - R + 32, T + 20.0 * i + 11, se->pid, se->comm ? se->comm : "?");
+			   "<text x=\"%.0f\" y=\"%.0f\">%d ",
+			W - R + 15, T + 20.0 * i, col, W - R + 32, T + 20.0 * i + 11, se->pid);
+		cmd_markup_escape(f, se->comm ? se->comm : "?", SIZE_MAX);
+		fprintf(f, "</text>\n</g>\n");
 	}
 	fprintf(f, "</svg>\n");
 	return fclose(f) ? -1 : 0;

@@ -47,19 +47,6 @@ static const struct graph graphs[] = {
 	{ "reclaim", "reclaim", "latency", "Reclaim stalls by stack (microseconds)", "microseconds" },
 };
 
-static void html_escape(FILE *out, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		switch (s[i]) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(s[i], out);
-		}
-	}
-}
-
 static void base64_out(FILE *out, const unsigned char *p, size_t n)
 {
 	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -179,10 +166,10 @@ static void leaks_section(FILE *out, const char *text)
 		}
 		fe = *fr ? strchr(fr, '\n') : NULL;
 		fprintf(out, "<tr><td><a href=\"#leak-%d\">%s</a></td><td>%s</td><td>", k, bytes, allocs);
-		html_escape(out, p + 25, (size_t)(strchr(p, ')') ? strchr(p, ')') - (p + 25) : 0));
+		cmd_markup_escape(out, p + 25, (size_t)(strchr(p, ')') ? strchr(p, ')') - (p + 25) : 0));
 		fputs("</td><td>", out);
 		if (fe)
-			html_escape(out, fr + 2, (size_t)(fe - fr - 2));
+			cmd_markup_escape(out, fr + 2, (size_t)(fe - fr - 2));
 		fputs("</td></tr>\n", out);
 		k++;
 		p = le;
@@ -195,7 +182,7 @@ static void leaks_section(FILE *out, const char *text)
 
 		if (memmem(p, n, " allocations from stack (pid ", 29))
 			fprintf(out, "<span id=\"leak-%d\"></span>", k++);
-		html_escape(out, p, n);
+		cmd_markup_escape(out, p, n);
 		p += n;
 	}
 	fputs("</pre>\n", out);
@@ -224,7 +211,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	char buf[256];
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>memsight report: ", out);
-	html_escape(out, trace, strlen(trace));
+	cmd_markup_escape(out, trace, strlen(trace));
 	fputs("</title>\n<style>\n"
 	      "body { font-family: sans-serif; margin: 1em 2em; color: #222; }\n"
 	      "pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 12px; }\n"
@@ -242,11 +229,11 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      "}\n"
 	      "</script>\n</head>\n<body>\n<h1>memsight report of ",
 	      out);
-	html_escape(out, trace, strlen(trace));
+	cmd_markup_escape(out, trace, strlen(trace));
 	fputs("</h1>\n<p>", out);
 	if (cmd_window(s, buf, sizeof(buf))[0]) {
 		fputs("This file is ", out);
-		html_escape(out, buf, strlen(buf));
+		cmd_markup_escape(out, buf, strlen(buf));
 		fputs(". ", out);
 	}
 	fputs("Each flame graph zooms on a click and searches with its Search button (or Ctrl-F); the button "
@@ -261,7 +248,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	if (session_group_recorded(s, "rss"))
 		fputs("<a href=\"#rss\">RSS</a>", out);
 	fputs("</nav>\n<h2 id=\"report\">Report</h2>\n<pre>", out);
-	html_escape(out, text, text_len);
+	cmd_markup_escape(out, text, text_len);
 	fputs("</pre>\n", out);
 
 	if (allocs_recorded(s)) {
@@ -290,7 +277,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 		if (!folded)
 			return 1;
 		fprintf(out, "<h2 id=\"g%zu\">", i);
-		html_escape(out, g->title, strlen(g->title));
+		cmd_markup_escape(out, g->title, strlen(g->title));
 		fputs("</h2>\n", out);
 		fflush(folded);
 		if (r || ftell(folded) == 0) {

@@ -87,13 +87,20 @@ const char *machine_comm(struct machine *m, int pid, int tid)
 	return p ? p->comm : "?";
 }
 
-void machine_set_comm(struct machine *m, int pid, int tid, const char *comm, int exec)
+void machine_set_comm(struct machine *m, int pid, int tid, const char *raw, int exec)
 {
 	struct process *p = machine_process(m, pid);
 	struct hm_slot *s;
+	char comm[sizeof(((struct process *)0)->comm)];
+	size_t n = 0;
 
 	if (!p)
 		return;
+	/* A process names itself: control bytes (a terminal's escapes) are
+	 * shown as '?', in every view. */
+	for (; raw[n] && n < sizeof(comm) - 1; n++)
+		comm[n] = (unsigned char)raw[n] < 0x20 || raw[n] == 0x7f ? '?' : raw[n];
+	comm[n] = 0;
 	if (exec) {
 		/* exec replaced the address space; its new mappings follow. */
 		p->nr_maps = 0;
