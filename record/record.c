@@ -69,6 +69,19 @@ static void count_lost(struct recorder *rc)
 	rc->lost_unreported = counted > reported ? counted - reported : 0;
 }
 
+/* The signals the recorder takes through its signalfd. */
+static const int handled[] = { SIGINT,	SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGCHLD, SIGUSR1,
+			       SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGPIPE, SIGXFSZ };
+
+/* Whether a signal ends the recording (cleanly): the ones a user or a
+ * supervisor sends to stop a program. The others (SIGPIPE from a closed
+ * stderr, SIGXFSZ, timers, SIGUSR2) are ignored: a write that fails says
+ * so itself. */
+static int rec_signal_stops(int sig)
+{
+	return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT || sig == SIGXCPU;
+}
+
 static int run(struct recorder *rc, const sigset_t *mask)
 {
 	struct epoll_event ev, evs[64];
@@ -76,6 +89,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 	uint64_t before, cg_read = rec_now_ns(CLOCK_MONOTONIC);
 	int *pidfds = NULL;
 	size_t live = 0;
+	unsigned usr1_said = 0;
 
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -153,12 +167,17 @@ static int run(struct recorder *rc, const sigset_t *mask)
 					if (si.ssi_signo == SIGCHLD) {
 						if (rc->command && rec_child_reap(rc))
 							stop = 1;
-					} else if (si.ssi_signo == SIGUSR1) {
+					} else if (si.ssi_signo == SIGUSR1 && rc->fl.ring_size) {
 						char detail[64];
 
 						snprintf(detail, sizeof(detail), "SIGUSR1 from pid %u", si.ssi_pid);
 						flight_fire(rc, FLIGHT_SIGNAL, detail);
-					} else {
+					} else if (si.ssi_signo == SIGUSR1) {
+						if (!usr1_said++)
+							msg_note("SIGUSR1 from pid %u ignored: it asks a ring (--ring) for a "
+								 "snapshot; SIGINT or SIGTERM ends a recording",
+								 si.ssi_pid);
+					} else if (rec_signal_stops(si.ssi_signo)) {
 						stop = 1;
 					}
 				}
@@ -342,18 +361,17 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	rc->bounce = malloc(1u << 16);
 	if (!rc->bounce || scrub_init(&rc->scrub, rc->stack_dump, &rc->em))
 		return msg_error("out of memory for packing stack dumps");
+	/* Every signal whose default would end the recorder without its
+	 * trailer comes through the signalfd instead: it stops the
+	 * recording cleanly, or is ignored; the threads started from here on
+	 * inherit the mask. The command gets the old mask
+	 * back before its exec. */
+	sigemptyset(mask);
+	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
+		sigaddset(mask, handled[i]);
+	sigprocmask(SIG_BLOCK, mask, oldmask);
 	if (rec_output_check(rc->output) || rec_events_setup(rc) || flight_setup(rc) || rec_output_create(rc))
 		return -1;
-	sigemptyset(mask);
-	sigaddset(mask, SIGINT);
-	sigaddset(mask, SIGTERM);
-	sigaddset(mask, SIGHUP);
-	sigaddset(mask, SIGCHLD);
-	/* A ring is left running: SIGUSR1 must not end it without its
-	 * trailer, asked for a snapshot or not. */
-	if (rc->fl.ring_size)
-		sigaddset(mask, SIGUSR1);
-	sigprocmask(SIG_BLOCK, mask, oldmask);
 	if (rc->command && rec_child_start(rc, oldmask))
 		return -1;
 	if (rec_events_open(rc) || rec_meta_start(rc))

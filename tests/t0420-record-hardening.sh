@@ -90,4 +90,53 @@ test_expect_success 'a command killed by a signal: said so, in info and in the e
 	"$MEMSIGHT" info ended.trace | grep "^command:     killed by SIGTERM (at the end of the recording), "
 '
 
+test_expect_success 'SIGUSR1, SIGUSR2, SIGALRM and SIGPIPE leave a recording running; it ends with its trailer' '
+	"$MEMSIGHT" record -e faults -o sig.trace -- sleep 1.5 2>err &
+	pid=$! &&
+	rp= &&
+	for i in $(seq 100); do
+		rp=$(pgrep -f "memsight-record -e faults -o sig.trace") && break
+		sleep 0.02
+	done &&
+	test -n "$rp" &&
+	sleep 0.3 &&
+	for s in USR1 USR2 ALRM PIPE; do kill -$s $rp || return 1; done &&
+	wait $pid &&
+	cat err &&
+	grep "^memsight record: SIGUSR1 from pid [0-9]* ignored: it asks a ring (--ring) for a snapshot" err &&
+	"$MEMSIGHT" info sig.trace | grep -x "status:      complete"
+'
+
+test_expect_success 'SIGQUIT and SIGXCPU end a recording cleanly, as SIGTERM does' '
+	for s in QUIT XCPU; do
+		"$MEMSIGHT" record -q -e faults -o $s.trace -- sleep 30 &
+		pid=$! &&
+		rp= &&
+		for i in $(seq 100); do
+			rp=$(pgrep -f "memsight-record -q -e faults -o $s.trace") && break
+			sleep 0.02
+		done &&
+		test -n "$rp" && sleep 0.3 &&
+		kill -$s $rp &&
+		{ wait $pid; true; } &&
+		"$MEMSIGHT" info $s.trace | grep -x "status:      complete" || return 1
+	done
+'
+
+test_expect_success 'every view of a recording that lost events says so, once' '
+	dd if=/dev/zero of=in32.bin bs=1M count=32 2>/dev/null &&
+	"$MEMSIGHT" record -q -m 1 -e faults,brk,mmap -o lossy.trace -- "$S/xor_encoder" in32.bin >/dev/null &&
+	"$MEMSIGHT" info lossy.trace | grep "^lost: *[1-9]" &&
+	for v in faults folded brk mmaps pprof; do
+		case $v in pprof) "$MEMSIGHT" pprof -o lossy.pb.gz lossy.trace >/dev/null 2>err ;;
+		*) "$MEMSIGHT" $v lossy.trace >/dev/null 2>err ;; esac
+		test "$(grep -c "events were lost while recording .lossy.trace. (" err)" = 1 || { echo "$v:"; cat err; return 1; }
+	done &&
+	dd if=/dev/zero of=in1.bin bs=1M count=1 2>/dev/null &&
+	"$MEMSIGHT" record -q -e faults -o whole.trace -- "$S/xor_encoder" in1.bin >/dev/null &&
+	"$MEMSIGHT" info whole.trace | grep "^lost: *0$" &&
+	"$MEMSIGHT" faults whole.trace >/dev/null 2>err &&
+	! grep "were lost" err
+'
+
 test_done

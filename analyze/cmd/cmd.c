@@ -119,6 +119,14 @@ int cmd_open_group(struct session *s, const char *path, const struct analyze_opt
 
 int cmd_close(struct session *s, int ret)
 {
+	uint64_t lost = s->lost > s->lost_records ? s->lost : s->lost_records;
+
+	/* Every figure counts what was kept: said once, whatever the view
+	 * (no figures, no word: a failed command said why). */
+	if (lost && !s->loss_said && !ret)
+		msg_warn("%llu events were lost while recording '%s' (%.1f%% of them): every figure here counts only "
+			 "those kept; see memsight info for why",
+			 (unsigned long long)lost, s->path, 100.0 * lost / (double)(lost + s->nr_samples));
 	session_report_unwind(s);
 	symbols_report_unresolved(&s->syms, stderr);
 	session_release(s);

@@ -519,6 +519,7 @@ static void print_report(struct report *r, struct session *s)
 
 	printf("# memsight report of '%s'\n", s->path);
 	printf("# recorded by: %s\n", session_host(s, "command", hb, sizeof(hb), "?"));
+	s->loss_said = 1;
 	printf("# %llu samples over %.3f s, %llu lost\n", (unsigned long long)s->nr_samples,
 	       s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0,
 	       (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records));

@@ -178,6 +178,7 @@ struct session {
 	uint64_t lost;		/* from LOSS chunks */
 	uint64_t lost_unreported; /* of those, what no PERF_RECORD_LOST placed in time */
 	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */
+	int loss_said;		/* the command's own output says what was lost */
 	uint64_t last_loss;	/* time of the last PERF_RECORD_LOST in the replay, 0 if none */
 	uint64_t nr_samples, first_time, last_time;
 	int recorder_pid;
