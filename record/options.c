@@ -499,7 +499,9 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		OPT_CALLBACK(0, "after", &rc->fl.after, "SECONDS",
 			     "a snapshot also keeps what follows its trigger (default 2)", opt_after),
 		OPT_CALLBACK(0, "max-snapshots", &rc->fl.max_snapshots, "N",
-			     "keep the newest N snapshots of this ring (default 16)", opt_max_snapshots),
+			     "keep the newest N snapshots of this ring, and N rings that\n"
+			     "restarts replaced (default 16)",
+			     opt_max_snapshots),
 		OPT_BOOL('q', "quiet", &rc->quiet, "no summary on stderr"),
 		OPT_COMMAND(),
 		OPT_END(),

@@ -397,8 +397,8 @@ static int record_start(struct recorder *rc)
 	if (rc->command && rec_child_release(rc))
 		return -1;
 	/* A ring replaced by a restarted recorder may hold what went wrong
-	 * before the restart: keep it, once. */
-	if (rc->fl.ring_size && rc->old_fd >= 0 && rename(rc->output, rc->fl.previous) && errno != ENOENT)
+	 * before the restart: keep it, and as many before it as snapshots. */
+	if (rc->fl.ring_size && rc->old_fd >= 0 && flight_keep_previous(&rc->fl, rc->output, rc->fl.max_snapshots))
 		msg_warn("cannot keep the old ring as '%s': %s", rc->fl.previous, strerror(errno));
 	if (rename(rc->tmp_path, rc->output))
 		return msg_error("cannot create '%s': %s", rc->output, strerror(errno));

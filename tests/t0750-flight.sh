@@ -99,6 +99,42 @@ test_expect_success 'SIGUSR1 saves one snapshot, beside the ring, that holds wha
 	test "$(under phase_first $snap)" = 0
 '
 
+test_expect_success 'two restarts keep the evidence of both: the rings before them, newest first' '
+	rm -f keep.*trace &&
+	for w in one two three; do
+		"$MEMSIGHT" record -q --ring $RING -e faults -o keep.trace -- echo $w >/dev/null || return 1
+	done &&
+	"$MEMSIGHT" info keep.trace | grep "^recorded by: .* -- echo three$" &&
+	"$MEMSIGHT" info keep.previous.trace | grep "^recorded by: .* -- echo two$" &&
+	"$MEMSIGHT" info keep.previous.1.trace | grep "^recorded by: .* -- echo one$" &&
+	for f in keep.trace keep.previous.trace keep.previous.1.trace; do
+		"$MEMSIGHT" info $f | grep -x "status:      complete" || return 1
+	done &&
+	for w in four five; do
+		"$MEMSIGHT" record -q --ring $RING --max-snapshots 2 -e faults -o keep.trace -- echo $w >/dev/null || return 1
+	done &&
+	ls keep.*trace >kept &&
+	cat kept &&
+	test "$(wc -l <kept)" = 3 &&
+	"$MEMSIGHT" info keep.previous.1.trace | grep "^recorded by: .* -- echo three$"
+'
+
+test_expect_success 'snapshots are pruned by what the ring wrote, not by their names; a dead snapshot'"'"'s temp file goes' '
+	rm -f prune.* .prune.* &&
+	: >prune.29991231T235959Z.signal.trace &&
+	touch -d "2001-01-01" prune.29991231T235959Z.signal.trace &&
+	: >.prune.snapshot.Xy12Ab &&
+	{ "$MEMSIGHT" record --ring $RING --trigger signal --after 0.1 --max-snapshots 1 -e faults -o prune.trace -- \
+		sleep 2 2>rec & } &&
+	rec=$! &&
+	sleep 0.5 && kill -USR1 $rec && wait $rec &&
+	cat rec &&
+	snap=$(sed -n "s/^memsight record: snapshot .\.\/\(prune\.[^ ]*\.signal\.trace\).*/\1/p" rec) &&
+	test -n "$snap" && test -f "$snap" &&
+	! test -e prune.29991231T235959Z.signal.trace &&
+	! test -e .prune.snapshot.Xy12Ab
+'
+
 test_expect_success 'the RSS trigger fires once, when the process passes the size' '
 	rm -f ring.*.trace &&
 	"$MEMSIGHT" record --ring $RING --trigger "rss:rss_grow>32M" --after 0.2 -e rss,faults -o ring.trace -- \

@@ -106,6 +106,8 @@ int flight_wants(const struct flight *f, enum flight_kind kind)
 	return 0;
 }
 
+static void snapshots_found(struct flight *f);
+
 int flight_options_check(struct recorder *rc, int (*has_group)(const char *groups, const char *group))
 {
 	struct flight *f = &rc->fl;
@@ -142,6 +144,7 @@ int flight_options_check(struct recorder *rc, int (*has_group)(const char *group
 	if (dot && !strcmp(dot, ".trace") && dot != f->base)
 		*dot = 0;
 	snprintf(f->previous, sizeof(f->previous), "%s/%s.previous.trace", f->dir, f->base);
+	snapshots_found(f);
 	return 0;
 }
 
@@ -418,29 +421,121 @@ int flight_timeout(const struct recorder *rc, int timeout)
 	return left < (uint64_t)timeout ? (int)left : timeout;
 }
 
-/* The newest max_snapshots of this ring's snapshots stay; names sort by
- * time. */
-static void snapshots_prune(struct flight *f)
+/* Whether d is the name of one of this ring's snapshots:
+ * BASE.YYYYmmddTHHMMSSZ[-N].KIND.trace. */
+static int snapshot_name(const struct flight *f, const char *d)
+{
+	size_t bl = strlen(f->base), l = strlen(d);
+
+	return l > bl + 18 + 7 && !strncmp(d, f->base, bl) && d[bl] == '.' && d[bl + 9] == 'T' && d[bl + 16] == 'Z' &&
+	       !strcmp(d + l - 6, ".trace");
+}
+
+static int snap_add(struct flight *f, const char *path)
+{
+	char **v = realloc(f->snaps, (f->nr_snaps + 1) * sizeof(*v));
+
+	if (!v)
+		return -1;
+	f->snaps = v;
+	if (!(v[f->nr_snaps] = strdup(path)))
+		return -1;
+	f->nr_snaps++;
+	return 0;
+}
+
+struct found_snap {
+	char *path;
+	struct timespec mtime;
+};
+
+static int found_cmp(const void *a, const void *b)
+{
+	const struct found_snap *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
+}
+
+/* At the start: the snapshots earlier runs of this ring left (regular
+ * files of this user, by when they were written, not by their names,
+ * which any clock or user could make sort last), and the temporary
+ * files of a snapshot a killed recorder never finished. */
+static void snapshots_found(struct flight *f)
 {
 	struct dirent **list = NULL;
-	size_t bl = strlen(f->base);
-	int n = scandir(f->dir, &list, NULL, alphasort), kept = 0;
+	struct found_snap *found = NULL;
+	size_t nf = 0, bl = strlen(f->base);
+	int n = scandir(f->dir, &list, NULL, alphasort);
 
-	for (int i = n - 1; i >= 0; i--) {
+	for (int i = 0; i < n; i++) {
 		const char *d = list[i]->d_name;
-		size_t l = strlen(d);
+		char path[PATH_MAX + 256];
+		struct stat st;
 
-		/* BASE.YYYYmmddTHHMMSSZ[-N].KIND.trace */
-		if (l > bl + 18 + 7 && !strncmp(d, f->base, bl) && d[bl] == '.' && d[bl + 9] == 'T' && d[bl + 16] == 'Z' &&
-		    !strcmp(d + l - 6, ".trace") && ++kept > (int)f->max_snapshots) {
-			char path[PATH_MAX + 256];
-
-			snprintf(path, sizeof(path), "%s/%s", f->dir, d);
+		snprintf(path, sizeof(path), "%s/%s", f->dir, d);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+			free(list[i]);
+			continue;
+		}
+		if (d[0] == '.' && !strncmp(d + 1, f->base, bl) && !strncmp(d + 1 + bl, ".snapshot.", 10)) {
 			unlink(path);
+		} else if (snapshot_name(f, d)) {
+			struct found_snap *v = realloc(found, (nf + 1) * sizeof(*v));
+
+			if (v && (v[nf].path = strdup(path))) {
+				v[nf].mtime = st.st_mtim;
+				found = v;
+				nf++;
+			} else if (v) {
+				found = v;
+			}
 		}
 		free(list[i]);
 	}
 	free(list);
+	if (nf > 1)
+		qsort(found, nf, sizeof(*found), found_cmp);
+	for (size_t i = 0; i < nf; i++) {
+		snap_add(f, found[i].path);
+		free(found[i].path);
+	}
+	free(found);
+}
+
+/* The newest max_snapshots of this ring's snapshots stay: the oldest it
+ * knows of go first. */
+static void snapshots_prune(struct flight *f)
+{
+	size_t drop = f->nr_snaps > f->max_snapshots ? f->nr_snaps - f->max_snapshots : 0;
+
+	for (size_t i = 0; i < drop; i++) {
+		unlink(f->snaps[i]);
+		free(f->snaps[i]);
+	}
+	memmove(f->snaps, f->snaps + drop, (f->nr_snaps - drop) * sizeof(*f->snaps));
+	f->nr_snaps -= drop;
+}
+
+int flight_keep_previous(const struct flight *f, const char *path, unsigned max)
+{
+	char from[sizeof(f->previous) + 16], to[sizeof(f->previous) + 16];
+	size_t l = strlen(f->previous) - strlen(".trace");
+
+	/* RING.previous.trace, RING.previous.1.trace, ... */
+	for (unsigned k = max > 1 ? max - 1 : 1; k > 0; k--) {
+		if (k > 1)
+			snprintf(from, sizeof(from), "%.*s.%u.trace", (int)l, f->previous, k - 1);
+		else
+			snprintf(from, sizeof(from), "%s", f->previous);
+		snprintf(to, sizeof(to), "%.*s.%u.trace", (int)l, f->previous, k);
+		if (max <= 1)
+			unlink(from);
+		else if (rename(from, to) && errno != ENOENT)
+			return -1;
+	}
+	return rename(path, f->previous) && errno != ENOENT ? -1 : 0;
 }
 
 static void snapshot_meta(struct recorder *rc, const struct trace_reader *r, const struct flight_req *q,
@@ -645,6 +740,7 @@ static void snapshot_write(void *arg, void *data)
 	}
 	tmp[0] = 0;
 	f->taken++;
+	snap_add(f, name);
 	if (!rc->quiet)
 		msg_note("snapshot '%s': trigger %s (%s), %.1f MiB", name, kind_names[q->kind], q->detail,
 			 w.offset / 1048576.0);
@@ -725,5 +821,8 @@ void flight_release(struct flight *f)
 	free(f->rss);
 	free(f->stalls);
 	free(f->head_bids);
+	for (size_t i = 0; i < f->nr_snaps; i++)
+		free(f->snaps[i]);
+	free(f->snaps);
 	proctrack_release(&f->pt);
 }

@@ -84,7 +84,11 @@ struct flight {
 	double after;		/* --after, seconds */
 	unsigned max_snapshots;
 	char dir[4096], base[256]; /* where snapshots go, and their names' start */
-	char previous[4608];	/* where the ring a restart replaces is kept */
+	char previous[4608];	/* where the ring a restart replaces is kept (the newest of them) */
+	/* The snapshots this ring may prune, oldest first: those of its
+	 * earlier runs found at the start (by time), then those it wrote. */
+	char **snaps;
+	size_t nr_snaps;
 
 	/* drain loop */
 	int pending;		/* a snapshot waits for its --after */
@@ -111,6 +115,10 @@ struct rec_event;
 
 /* --trigger KIND[:ARG]: parse and keep one. Returns 0 or -1 (reported). */
 int flight_trigger_add(struct flight *f, const char *spec);
+/* A restarted ring: the old file at path goes to previous, the rings
+ * kept before it one place down (RING.previous.1.trace, ...), max of
+ * them in all. Returns 0, or -1 with errno. */
+int flight_keep_previous(const struct flight *f, const char *path, unsigned max);
 /* After the options: what the ring and the triggers need of them. */
 int flight_options_check(struct recorder *rc, int (*has_group)(const char *groups, const char *group));
 /* After the events are set up: mark what the triggers read; open the PSI
