@@ -2,6 +2,7 @@
  * formats/cache.c: the cache directory; see cache.h.
  */
 #include "cache.h"
+#include "msg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,29 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* As ssh holds ~/.ssh: the directory is ours, not a link, and no one
+ * else may write into it. One that is ours but open to others is closed
+ * (0700); any other is not used, said once: what it holds may have been
+ * planted, and what is written there could be read or replaced. */
+static int cache_dir_trusted(const char *dir)
+{
+	static int said;
+	struct stat st;
+
+	if (lstat(dir, &st))
+		return -1;
+	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) && !chmod(dir, 0700))
+		st.st_mode &= ~(mode_t)077;
+	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022))
+		return 0;
+	if (!__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED))
+		msg_warn("the cache directory '%s' is %s: working without a cache; remove it, or set MEMSIGHT_CACHE_DIR", dir,
+			 !S_ISDIR(st.st_mode)	  ? "no directory (a link?)"
+			 : st.st_uid != geteuid() ? "another user's"
+						  : "writable by others");
+	return -1;
+}
 
 int cache_dir(char *buf, size_t len)
 {
@@ -37,7 +61,7 @@ int cache_dir(char *buf, size_t len)
 	}
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -1;
-	return 0;
+	return cache_dir_trusted(buf);
 }
 
 int cache_write_all(int fd, const void *buf, size_t n)

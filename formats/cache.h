@@ -15,7 +15,10 @@
 #include <stddef.h>
 
 /* The cache directory into buf, made (mode 0700) when only its last level
- * is missing. Returns 0, or -1 when there is none. */
+ * is missing, and used only when it is the user's own directory, not a
+ * link, writable by no one else (one of the user's open to others is set
+ * to 0700; for any other a warning is printed once). Returns 0, or -1
+ * when there is none to use. */
 int cache_dir(char *buf, size_t len);
 
 /* Write the two parts (b may be NULL) as the file path, through a

@@ -116,4 +116,22 @@ test_expect_success 'what is drawn or written from a trace is 0600, as the trace
 	done
 '
 
+test_expect_success 'a cache directory that is another user'"'"'s, a link, or open to others is not trusted; one line says so' '
+	mkdir planted && chown nobody planted && chmod 777 planted &&
+	MEMSIGHT_CACHE_DIR=$PWD/planted "$MEMSIGHT" folded honest.trace >out 2>err &&
+	test_cmp honest.folded out &&
+	cat err &&
+	test "$(grep -c "the cache directory .*/planted. is another user.s: working without a cache" err)" = 1 &&
+	test -z "$(ls -A planted)" &&
+	ln -s "$MEMSIGHT_CACHE_DIR" linked &&
+	MEMSIGHT_CACHE_DIR=$PWD/linked "$MEMSIGHT" folded honest.trace >out 2>err &&
+	test_cmp honest.folded out &&
+	grep "the cache directory .*/linked. is no directory (a link?)" err &&
+	mkdir mine && chmod 777 mine &&
+	MEMSIGHT_CACHE_DIR=$PWD/mine "$MEMSIGHT" folded honest.trace >out 2>err &&
+	! grep "cache directory" err &&
+	test "$(stat -c %a mine)" = 700 &&
+	test -n "$(ls -A mine)"
+'
+
 test_done
