@@ -88,10 +88,13 @@ test_expect_success 'a private mount and pid namespace: its own /tmp, the map na
 	if ! unshare -m -p -f true 2>/dev/null; then
 		echo "# unshare -m -p is refused here: skipped"; return 0
 	fi
-	# The program is copied out first: the build may be under /tmp.
+	# The program is copied out first: the build may be under /tmp. It
+	# lives on a while, as a service does: the recorder, which wakes at
+	# least every half second, opens its root while it runs; once it
+	# has exited, its private /tmp is gone with it.
 	"$MEMSIGHT" record -q -e faults -o ns.trace -- unshare -m -p -f sh -c \
 		"mount -t tmpfs none /mnt && cp $S/jit_code /mnt/ && mount -t tmpfs none /tmp &&
-		 exec /mnt/jit_code perfmap /tmp 300" >truth &&
+		 exec /mnt/jit_code perfmap /tmp 1500" >truth &&
 	grep "^jit_code: perf map /tmp/perf-1.map$" truth &&
 	jit_counts ns.trace >got &&
 	printf "jit_alpha 300\njit_beta 500\n" >want &&
