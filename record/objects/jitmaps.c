@@ -24,6 +24,8 @@ struct jm_proc {
 	pid_t nspid;		/* its pid in its own pid namespace, which names its perf map */
 	uid_t uid;		/* whose files it may hand over */
 	int root;		/* its root directory (O_PATH), when its mount namespace is not ours; -1 */
+	int mntns;		/* that mount namespace, held: its mounts (a private /tmp) outlive the
+				 * process until its files are copied; -1 */
 	int dump;		/* the jitdump it mapped; -1 */
 	char dump_path[PATH_MAX];
 	struct jm_copied {
@@ -51,6 +53,8 @@ static void proc_free(struct jitmaps *j, struct jm_proc *p)
 		close(p->root);
 		j->roots--;
 	}
+	if (p->mntns >= 0)
+		close(p->mntns);
 	if (p->dump >= 0)
 		close(p->dump);
 	free(p);
@@ -117,7 +121,7 @@ static struct jm_proc *proc_note(struct jitmaps *j, pid_t pid)
 	if (!(p = calloc(1, sizeof(*p))))
 		return NULL;
 	p->pid = pid;
-	p->root = p->dump = -1;
+	p->root = p->dump = p->mntns = -1;
 	for (int k = 0; k < JM_KINDS; k++)
 		p->copied[k].size = -1;
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
@@ -130,6 +134,11 @@ static struct jm_proc *proc_note(struct jitmaps *j, pid_t pid)
 		snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 		p->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		j->roots += p->root >= 0;
+		/* A namespace dies with its last process, and its mounts are
+		 * detached then, before the exit is seen here. */
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+		if (p->root >= 0)
+			p->mntns = open(path, O_RDONLY | O_CLOEXEC);
 	}
 	i = slot_of(j, pid);
 	j->slots[i] = p;

@@ -8,7 +8,8 @@
  * request) and the jitdump (jit-PID.dump, code load and move records with
  * their times, announced by the runtime mapping the file executable).
  * Both are read as the process sees them: the perf map under its own root
- * (a container's /tmp) and by its pid inside its pid namespace; the
+ * (a container's /tmp, its mount namespace held open so that its mounts
+ * outlive the process) and by its pid inside its pid namespace; the
  * jitdump through /proc/PID/map_files, the very file it mapped. A file is
  * taken only when it is a regular file owned by the process's user or by
  * root, so a process cannot make the recorder copy another user's file.
