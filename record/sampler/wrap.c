@@ -115,24 +115,37 @@ struct visit {
 	int after_self;
 };
 
-static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
+/* An object's dynamic section (NULL when it has none); *self says whether
+ * the object is this library. */
+static const ElfW(Dyn) *object_dynamic(const struct dl_phdr_info *info, int *self)
 {
-	struct visit *v = arg;
 	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t base = info->dlpi_addr, self = (uintptr_t)&visit_object;
-	int allocator = -1;
+	uintptr_t base = info->dlpi_addr, here = (uintptr_t)&object_dynamic;
 
-	(void)size;
+	*self = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
 		if (ph->p_type == PT_DYNAMIC)
 			dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
-		if (ph->p_type == PT_LOAD && self >= base + ph->p_vaddr && self < base + ph->p_vaddr + ph->p_memsz) {
-			v->after_self = 1;
-			self_path = info->dlpi_name;
-			return 0;
-		}
+		if (ph->p_type == PT_LOAD && here >= base + ph->p_vaddr && here < base + ph->p_vaddr + ph->p_memsz)
+			*self = 1;
+	}
+	return dyn;
+}
+
+static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct visit *v = arg;
+	uintptr_t base = info->dlpi_addr;
+	int allocator = -1, self;
+	const ElfW(Dyn) *dyn = object_dynamic(info, &self);
+
+	(void)size;
+	if (self) {
+		v->after_self = 1;
+		self_path = info->dlpi_name;
+		return 0;
 	}
 	if (!v->after_self || !dyn)
 		return 0;
@@ -194,19 +207,14 @@ struct visit_name {
 static int visit_name(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct visit_name *v = arg;
-	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t base = info->dlpi_addr, self = (uintptr_t)&visit_name;
+	uintptr_t base = info->dlpi_addr;
+	int self;
+	const ElfW(Dyn) *dyn = object_dynamic(info, &self);
 
 	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
-		if (ph->p_type == PT_LOAD && self >= base + ph->p_vaddr && self < base + ph->p_vaddr + ph->p_memsz) {
-			v->after_self = 1;
-			return 0;
-		}
+	if (self) {
+		v->after_self = 1;
+		return 0;
 	}
 	if (v->after_self && dyn)
 		v->found = dyn_lookup(base, dyn, v->name);

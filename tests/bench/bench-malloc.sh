@@ -103,6 +103,20 @@ workload() {
 	done
 }
 
+# A mode's line label; $2 names the allocator perf's uprobes are on.
+mode_label() {
+	case $1 in
+	alone) echo "alone" ;;
+	preloaded) echo "wrapper preloaded, nothing recording" ;;
+	sampled) echo "memsight --sample-bytes 512K" ;;
+	wrapper) echo "memsight -e malloc (wrapper, every call)" ;;
+	uprobes) echo "memsight -e malloc --malloc-via uprobes" ;;
+	heaptrack) echo "heaptrack" ;;
+	perf) echo "perf record, $2 uprobes, no stacks" ;;
+	site) echo "perf record, the wrapper's sites, no stacks" ;;
+	esac
+}
+
 report() {
 	name=$1 title=$2
 	a=$(median <"$name.alone.own") aw=$(median <"$name.alone.wall") ev=$(cat "$name.events")
@@ -110,16 +124,7 @@ report() {
 	printf '%-44s %10s %9s %9s %9s\n' "" "own ms" "ratio" "wall s" "ratio"
 	for mode in alone preloaded sampled wrapper uprobes heaptrack perf site; do
 		o=$(median <"$name.$mode.own") ww=$(median <"$name.$mode.wall")
-		case $mode in
-		alone) l="alone" ;;
-		preloaded) l="wrapper preloaded, nothing recording" ;;
-		sampled) l="memsight --sample-bytes 512K" ;;
-		wrapper) l="memsight -e malloc (wrapper, every call)" ;;
-		uprobes) l="memsight -e malloc --malloc-via uprobes" ;;
-		heaptrack) l="heaptrack" ;;
-		perf) l="perf record, libc uprobes, no stacks" ;;
-		site) l="perf record, the wrapper's sites, no stacks" ;;
-		esac
+		l=$(mode_label $mode libc)
 		awk -v l="$l" -v o="${o:-0}" -v a="${a:-0}" -v w="$ww" -v aw="$aw" 'BEGIN {
 			printf "%-44s %10.1f %8.2fx %9.2f %8.2fx\n", l, o, (a > 0 ? o / a : 0), w, (aw > 0 ? w / aw : 0) }'
 	done
@@ -189,15 +194,7 @@ if want redis && command -v redis-server >/dev/null && command -v redis-benchmar
 	a=$(median <redis.alone)
 	printf '\nredis-server (jemalloc) under redis-benchmark (set, get; 64 bytes), median of %s runs\n' "$RUNS"
 	for mode in alone preloaded sampled wrapper uprobes heaptrack perf; do
-		case $mode in
-		alone) l="alone" ;;
-		preloaded) l="wrapper preloaded, nothing recording" ;;
-		sampled) l="memsight --sample-bytes 512K" ;;
-		wrapper) l="memsight -e malloc (wrapper, every call)" ;;
-		uprobes) l="memsight -e malloc --malloc-via uprobes" ;;
-		heaptrack) l="heaptrack" ;;
-		perf) l="perf record, jemalloc uprobes, no stacks" ;;
-		esac
+		l=$(mode_label $mode jemalloc)
 		awk -v l="$l" -v r="$(median <redis.$mode)" -v a="$a" 'BEGIN {
 			printf "%-44s %10d req/s %8.2fx slower\n", l, r, (r > 0 ? a / r : 0) }'
 	done
