@@ -86,6 +86,7 @@ RECORD_SRC := \
 	record/procs/proctrack.c \
 	record/record.c \
 	record/ring/flight.c \
+	record/write/allocstream.c \
 	record/write/drain.c \
 	record/write/output.c \
 	record/write/scrub.c \
@@ -218,7 +219,8 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 # The sampler is preloaded into other programs: position independent,
 # with frame pointers (a frame-pointer walk passes through it), and never
 # sanitized (the sanitizers' runtimes cannot be preloaded into anything).
-$(SAMPLER): record/sampler/sampler.c record/sampler/wrap.c record/sampler/exec.c record/sampler/sampler.h
+$(SAMPLER): record/sampler/sampler.c record/sampler/wrap.c record/sampler/exec.c record/sampler/stream.c \
+		record/sampler/sampler.h record/sampler/stream.h
 	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -fPIC -shared -fno-omit-frame-pointer -o $@ $(filter %.c,$^) -lm -pthread

@@ -32,6 +32,8 @@
 #define TRACE_CHUNK_MAX (64u << 20)
 /* Stream number of DATA chunks whose records came from no CPU ring. */
 #define TRACE_STREAM_NONE 0xffffffffu
+/* DATA: the samples of the allocation sampler's stream (record/sampler/stream.h). */
+#define TRACE_STREAM_WRAPPER 0xfffffffeu
 
 enum trace_chunk_type {
 	TRACE_CHUNK_META = 1,

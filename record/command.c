@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "recorder.h"
+#include "sampler/stream.h"
 
 /* The command runs with the allocation sampler preloaded, at the rate
  * asked, and hands it on to what it runs: it is all recorded. */
@@ -26,8 +27,11 @@ static int sampler_env(struct recorder *rc)
 	if (asprintf(&v, "%s%s%s", rc->sampler, old && *old ? ":" : "", old ? old : "") < 0)
 		return -1;
 	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)rc->sample_bytes);
-	return setenv("LD_PRELOAD", v, 1) || setenv("MEMSIGHT_SAMPLE_BYTES", rate, 1) ||
-	       setenv("MEMSIGHT_SAMPLE_INHERIT", "1", 1);
+	if (setenv("LD_PRELOAD", v, 1) || setenv("MEMSIGHT_SAMPLE_BYTES", rate, 1) ||
+	    setenv("MEMSIGHT_SAMPLE_INHERIT", "1", 1))
+		return -1;
+	/* Its reports, without traps, where the recorder listens for them. */
+	return rc->as.env[0] ? setenv(STREAM_ENV, rc->as.env, 1) : 0;
 }
 
 int rec_child_start(struct recorder *rc, const sigset_t *oldmask)

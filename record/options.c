@@ -459,9 +459,11 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		OPT_CALLBACK(0, "malloc-via", &rc->malloc_via, "HOW",
 			     "malloc: wrapper (the default for a command): memsight's\n"
 			     "wrapper preloaded into the command and what it executes,\n"
-			     "in front of whichever allocator it runs, one cheap trap a\n"
-			     "call; uprobes: an entry and a return probe on the\n"
-			     "allocator itself (what -p, -a and static executables get)",
+			     "in front of whichever allocator it runs, its reports\n"
+			     "handed over in shared memory (no trap; a process that\n"
+			     "cannot reach the recorder takes a probe site's trap);\n"
+			     "uprobes: an entry and a return probe on the allocator\n"
+			     "itself (what -p, -a and static executables get)",
 			     opt_malloc_via),
 		OPT_BOOL(0, "leak-check", &rc->leak_check,
 			 "malloc: when the command exits (or, with -p, when the\n"

@@ -67,6 +67,14 @@ static void count_lost(struct recorder *rc)
 	for (int c = 0; c < rc->ncpus; c++)
 		reported += rc->rings[c].lost;
 	rc->lost_unreported = counted > reported ? counted - reported : 0;
+	/* A ring of the wrapper's that held what it does not write was read
+	 * no further: at least one report lost with it. */
+	if (rc->as.broken) {
+		msg_warn("%llu of the malloc wrapper's rings were refused or held malformed records: what their "
+			 "threads reported after that is lost",
+			 (unsigned long long)rc->as.broken);
+		rc->lost_unreported += rc->as.broken;
+	}
 }
 
 /* The signals the recorder takes through its signalfd. */
@@ -132,6 +140,12 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		}
 		if (!live)
 			stop = 1;
+	}
+	if (allocstream_fd(rc) >= 0) {
+		/* The wrapper's connections: new rings, and rings filling up. */
+		ev.events = EPOLLIN;
+		ev.data.u64 = 5ull << 32;
+		epoll_ctl(ep, EPOLL_CTL_ADD, allocstream_fd(rc), &ev);
 	}
 	for (size_t i = 0; i < rc->fl.nr_trig; i++) {
 		if (rc->fl.trig[i].fd < 0)
@@ -227,14 +241,14 @@ out:
 	rc->stop_ns = rec_now_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < rc->nr_fds; i++)
 		ioctl(rc->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	allocstream_shut(rc);
 	rec_child_stop(rc);
 	if (rec_drain_all(rc, 0))
 		ret = -1;
 	/* A snapshot still waiting for its --after is taken as things are. */
 	flight_poll(rc, 1);
 	flight_objects(rc);
-	for (int c = 0; c < rc->ncpus; c++)
-		rec_ring_flush(rc, &rc->rings[c]);
+	rec_rings_flush_all(rc);
 	writeq_stop(&rc->q);
 	count_lost(rc);
 	for (size_t i = 0; pidfds && i < rc->nr_pids; i++)
@@ -261,6 +275,8 @@ static void cleanup(struct recorder *rc)
 			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);
 		free(rc->rings[c].chunk);
 	}
+	allocstream_close(rc);
+	free(rc->wrapper_out.chunk);
 	rec_events_release(rc);
 	free(rc->rings);
 	free(rc->fds);
@@ -372,10 +388,11 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	sigprocmask(SIG_BLOCK, mask, oldmask);
 	if (rec_output_check(rc->output) || rec_events_setup(rc) || flight_setup(rc) || rec_output_create(rc))
 		return -1;
-	if (rc->command && rec_child_start(rc, oldmask))
+	if (allocstream_listen(rc) || (rc->command && rec_child_start(rc, oldmask)))
 		return -1;
 	if (rec_events_open(rc) || rec_meta_start(rc))
 		return -1;
+	allocstream_bind(rc);
 	/* System-wide events are not the child's to enable at exec: start
 	 * them before it runs. */
 	if (rc->command && rc->system_wide)
@@ -450,7 +467,8 @@ static int record_finish(struct recorder *rc, int ret)
 int main(int argc, char **argv)
 {
 	struct recorder rc = { .out_fd = -1, .go_fd = -1, .err_fd = -1, .old_fd = -1, .argc = argc, .argv = argv,
-			       .cg.fd = -1 };
+			       .cg.fd = -1, .as = { .listen_fd = -1, .ep = -1 },
+			       .wrapper_out = { .cpu = (int)TRACE_STREAM_WRAPPER, .fd = -1 } };
 	sigset_t mask, oldmask;
 	int ret = 1, r;
 

@@ -1,7 +1,8 @@
 /*
  * record/recorder.h: the recorder's state, shared by its parts and nothing
  * else: options.c (the command line), probes/setup.c (events and rings),
- * write/drain.c (the drain loop), write/tracemeta.c (the META chunks and
+ * write/drain.c (the drain loop), write/allocstream.c (the wrapper's
+ * reports), write/tracemeta.c (the META chunks and
  * the summary), command.c (the command it runs), write/output.c (the
  * trace file's name), ring/flight.c (the ring's triggers and snapshots)
  * and record.c (main and the event loop).
@@ -32,6 +33,7 @@
 #include "write/scrub.h"
 #include "probes/uprobes.h"
 #include "write/writeq.h"
+#include "write/allocstream.h"
 
 #define CHUNK_TARGET (1u << 20)
 /* A chunk's buffer: the target and room for the record that crosses it. */
@@ -157,6 +159,8 @@ struct recorder {
 	int build_id;
 	int format_lost;	/* the kernel counts each event's lost samples */
 	struct flight fl;	/* --ring, --trigger: the flight recorder */
+	struct allocstream as;	/* the wrapper's reports, without traps */
+	struct ring wrapper_out; /* their samples, waiting to be written (no ring of its own) */
 };
 
 static inline uint64_t rec_now_ns(clockid_t c)
@@ -188,10 +192,27 @@ void rec_events_release(struct recorder *rc);
 void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len);
 size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len);
 void rec_ring_flush(struct recorder *rc, struct ring *r);
+/* Every chunk buffer handed to the compression thread: the end, a snapshot. */
+void rec_rings_flush_all(struct recorder *rc);
+/* Append one record (e: its event, for a sample) to r's chunk buffer,
+ * its stack dump scrubbed, and look at it. Returns 0, or -1 after an
+ * error. */
+int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, const unsigned char *src, size_t size);
 /* The perf maps and jitdumps of one process (pid > 0; gone: it exited)
  * or of all, into the trace (a ring keeps them for every window). */
 void rec_jitmaps_collect(struct recorder *rc, pid_t pid, int gone);
 int rec_drain_all(struct recorder *rc, int flush_old);
+
+/* write/allocstream.c: allocstream_listen before the command starts
+ * (its MEMSIGHT_STREAM is in rc->as.env, "" for none), allocstream_bind
+ * once the events are open; allocstream_drain takes the records stamped
+ * by t0, or all of them when final. */
+int allocstream_listen(struct recorder *rc);
+void allocstream_bind(struct recorder *rc);
+int allocstream_fd(const struct recorder *rc);
+void allocstream_shut(struct recorder *rc);
+int allocstream_drain(struct recorder *rc, uint64_t t0, int final);
+void allocstream_close(struct recorder *rc);
 
 /* write/tracemeta.c */
 int rec_meta_start(struct recorder *rc);

@@ -155,6 +155,11 @@ static void print_stats(struct session *s)
 		printf("command:     %s, the kernel counted %lld page faults (%lld major)\n", how,
 		       minflt + session_stat(s, "command_majflt", 0), session_stat(s, "command_majflt", 0));
 	}
+	if (session_stat(s, "wrapper_processes", -1) >= 0)
+		printf("malloc wrapper: %lld reports in shared memory from %lld processes (%lld threads), %lld rings "
+		       "refused or malformed; other processes reported at the probe sites\n",
+		       session_stat(s, "wrapper_reports", 0), session_stat(s, "wrapper_processes", 0),
+		       session_stat(s, "wrapper_threads", 0), session_stat(s, "wrapper_broken", 0));
 	if (session_stat(s, "records_not_written", 0))
 		printf("not written: %lld records, after the disk filled or a write failed\n",
 		       session_stat(s, "records_not_written", 0));
@@ -297,6 +302,8 @@ static void print_dump(struct session *s)
 
 		if (ch->type == TRACE_CHUNK_META)
 			snprintf(stream, sizeof(stream), "%s", trace_meta_kind_name(ch->stream));
+		else if (ch->type == TRACE_CHUNK_DATA && ch->stream == TRACE_STREAM_WRAPPER)
+			snprintf(stream, sizeof(stream), "wrapper");
 		else if (ch->type == TRACE_CHUNK_DATA)
 			snprintf(stream, sizeof(stream), "cpu %u", ch->stream);
 		else

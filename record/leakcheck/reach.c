@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "../../formats/meta.h"
+#include "../sampler/stream.h"
 
 #define REACH_HEADER REACH_HEADER_SIZE
 #define REACH_REGION REACH_REGION_SIZE
@@ -94,6 +95,10 @@ static int maps_load(struct scan *sc, pid_t pid, const struct reach_thread *th, 
 		if (name[0] == '[' && strcmp(name, "[heap]") && strcmp(name, "[stack]") && strncmp(name, "[anon", 5))
 			continue;
 		if (!strncmp(name, "/dev/", 5) && strncmp(name, "/dev/shm/", 9))
+			continue;
+		/* The wrapper's rings: copies of pointers for the recorder, no
+		 * root of the program's. */
+		if (!strncmp(name, "/memfd:" STREAM_MEMFD_NAME, 7 + sizeof(STREAM_MEMFD_NAME) - 1))
 			continue;
 		r = (struct region){ lo, hi, lo, REACH_REGION_FILE };
 		if (!strcmp(name, "[heap]"))

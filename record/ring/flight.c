@@ -766,8 +766,7 @@ void flight_poll(struct recorder *rc, int force)
 		return;
 	/* What the rings hold up to now goes into the ring first. */
 	rec_drain_all(rc, 0);
-	for (int c = 0; c < rc->ncpus; c++)
-		rec_ring_flush(rc, &rc->rings[c]);
+	rec_rings_flush_all(rc);
 	/* The object set is the drain loop's: the snapshot gets a list of its
 	 * own, with fds of its own; the ring's head gets what it lacks first. */
 	flight_objects(rc);

@@ -29,7 +29,10 @@
  * malloc itself is (threads, fork, a handler that interrupts malloc).
  *
  * Knows nothing of the recorder: any tool that reads the otel_memory
- * probes reads these.
+ * probes reads these. While a probe's semaphore is raised, a report goes
+ * first to the recorder's stream (stream.c), when the recording gave the
+ * process one: the same report, with no trap; the site takes it
+ * otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -280,7 +283,7 @@ static __attribute__((noinline)) void site_free(void *p)
  * thread's, up to its TLS, which glibc puts above the thread's stack, and
  * of which this library's part is near the top. 0 when sp is in neither
  * (an alternate signal stack, a coroutine's). */
-static size_t stack_depth(uintptr_t sp)
+size_t sampler_stack_depth(uintptr_t sp)
 {
 	uintptr_t main_top = (uintptr_t)__libc_stack_end, tls = (uintptr_t)&sampler_ts;
 
@@ -293,7 +296,7 @@ static size_t stack_depth(uintptr_t sp)
 
 static inline void report_alloc(void *p, size_t size)
 {
-	size_t d = stack_depth((uintptr_t)__builtin_frame_address(0));
+	size_t d = sampler_stack_depth((uintptr_t)__builtin_frame_address(0));
 
 	if (!d)
 		site_alloc(p, size);
@@ -310,7 +313,7 @@ static inline void report_alloc(void *p, size_t size)
 void sampler_kept(void *p, size_t size)
 {
 	if (!sampler_rate || table_put((uintptr_t)p)) {
-		if (otel_memory_alloc_semaphore)
+		if (otel_memory_alloc_semaphore && !stream_alloc(p, size, weight_of(size)))
 			report_alloc(p, size);
 	} else {
 		__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
@@ -319,7 +322,7 @@ void sampler_kept(void *p, size_t size)
 
 void sampler_forget(void *p)
 {
-	if ((!sampler_rate || table_take((uintptr_t)p)) && otel_memory_free_semaphore)
+	if ((!sampler_rate || table_take((uintptr_t)p)) && otel_memory_free_semaphore && !stream_free(p))
 		site_free(p);
 }
 

@@ -4,7 +4,8 @@
  * sampler.c decides which allocations a profile sees and reports them at
  * its probe sites; wrap.c stands in for the allocation functions a
  * program calls and hands each call to the allocator the process runs;
- * exec.c keeps the library in the programs a recorded process executes.
+ * exec.c keeps the library in the programs a recorded process executes;
+ * stream.c hands reports to a recorder without a trap.
  * Nothing here is exported from the library.
  */
 #ifndef MEMSIGHT_SAMPLER_H
@@ -63,6 +64,14 @@ static inline int sampler_take(size_t size)
 		if ((p) && (!sampler_rate || __atomic_load_n(&sampler_live, __ATOMIC_ACQUIRE))) \
 			sampler_forget(p);                                                       \
 	} while (0)
+
+/* The bytes of stack above sp that hold the calling thread's frames; 0
+ * when sp is on a stack whose extent is not known. */
+SAMPLER_API size_t sampler_stack_depth(uintptr_t sp);
+/* stream.c: a report through the recorder's stream; 0 when there is none
+ * for this thread, and the probe site must take it. */
+SAMPLER_API int stream_alloc(void *p, size_t size, uint64_t weight);
+SAMPLER_API int stream_free(void *p);
 
 /* The path of this library as the process loaded it ("" until known), and
  * the environment a recording gave the process, for what it executes. */

@@ -409,6 +409,35 @@ static int record_kept(const struct recorder *rc, uint32_t type, const unsigned 
 	return cgroup_filter_has(&rc->cg, pid);
 }
 
+int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, const unsigned char *src, size_t size)
+{
+	unsigned char *dst;
+	size_t n;
+
+	/* A record is at most 64 KiB (the header's u16) and a chunk is
+	 * flushed past CHUNK_TARGET, so a CHUNK_BUF buffer always has
+	 * room; buffers are never grown. */
+	if (r->len + size > r->alloc)
+		rec_ring_flush(rc, r);
+	if (!r->alloc) {
+		r->chunk = writeq_buffer(&rc->q);
+		if (!r->chunk)
+			return msg_error("out of memory");
+		r->alloc = CHUNK_BUF;
+	}
+	dst = r->chunk + r->len;
+	if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
+		n = scrub_copy(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, e->dump_data, src, size, dst);
+	else
+		memcpy(dst, src, n = size);
+	if (!r->nrec)
+		r->first_time = trace_record_time(dst, n);
+	inspect(rc, r, e, dst, n);
+	r->len += n;
+	r->nrec++;
+	return 0;
+}
+
 /* Copy the records of r from its tail up to head into its chunk buffer,
  * scrubbing stack dumps on the way, and free the ring's space. */
 static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
@@ -417,27 +446,15 @@ static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
 
 	rc->drained += head - tail;
 	while (tail < head) {
-		size_t off = tail & r->mask, size, n;
+		size_t off = tail & r->mask, size;
 		const struct perf_event_header *h = (const void *)(r->data + off);
 		const unsigned char *src = r->data + off;
 		struct rec_event *e = NULL;
-		unsigned char *dst;
 
 		/* Records are 8-byte aligned, so a header never wraps. */
 		size = h->size;
 		if (size < sizeof(*h) || size > head - tail)
 			return msg_error("ring of cpu %d holds a malformed record (size %zu)", r->cpu, size);
-		/* A record is at most 64 KiB (the header's u16) and a chunk is
-		 * flushed past CHUNK_TARGET, so a CHUNK_BUF buffer always has
-		 * room; buffers are never grown. */
-		if (r->len + size > r->alloc)
-			rec_ring_flush(rc, r);
-		if (!r->alloc) {
-			r->chunk = writeq_buffer(&rc->q);
-			if (!r->chunk)
-				return msg_error("out of memory");
-			r->alloc = CHUNK_BUF;
-		}
 		/* One that wraps the ring's end is put together first. */
 		if (off + size > r->size) {
 			memcpy(rc->bounce, src, r->size - off);
@@ -456,17 +473,8 @@ static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
 			tail += size;
 			continue;
 		}
-		dst = r->chunk + r->len;
-		if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
-			n = scrub_copy(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, e->dump_data, src, size,
-				       dst);
-		else
-			memcpy(dst, src, n = size);
-		if (!r->nrec)
-			r->first_time = trace_record_time(dst, n);
-		inspect(rc, r, e, dst, n);
-		r->len += n;
-		r->nrec++;
+		if (rec_record_put(rc, r, e, src, size))
+			return -1;
 		tail += size;
 	}
 	/* Free the ring before the slow part: compression and the write. */
@@ -480,11 +488,13 @@ static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
  * One pass over the rings. Their heads are read first, then the
  * processes' changes up to them are applied, then the records are copied:
  * a sample in one ring can follow a mapping or an exec written to another
- * a moment before, and must be scrubbed knowing of it.
+ * a moment before, and must be scrubbed knowing of it. The wrapper's
+ * reports come last, up to a time read before the rings' heads: a mapping
+ * their stacks run in was written to a ring before then.
  */
 int rec_drain_all(struct recorder *rc, int flush_old)
 {
-	uint64_t now = flush_old ? rec_now_ns(CLOCK_MONOTONIC) : 0;
+	uint64_t now = rec_now_ns(CLOCK_MONOTONIC);
 
 	for (int c = 0; c < rc->ncpus; c++)
 		if (rc->rings[c].base)
@@ -501,6 +511,18 @@ int rec_drain_all(struct recorder *rc, int flush_old)
 		if (flush_old && r->len && now - r->flushed_at > (rc->fl.ring_size ? FLUSH_AGE_RING_NS : FLUSH_AGE_NS))
 			rec_ring_flush(rc, r);
 	}
+	if (allocstream_drain(rc, now, rc->stop_ns != 0))
+		return -1;
+	if (flush_old && rc->wrapper_out.len &&
+	    now - rc->wrapper_out.flushed_at > (rc->fl.ring_size ? FLUSH_AGE_RING_NS : FLUSH_AGE_NS))
+		rec_ring_flush(rc, &rc->wrapper_out);
 	return 0;
+}
+
+void rec_rings_flush_all(struct recorder *rc)
+{
+	for (int c = 0; c < rc->ncpus; c++)
+		rec_ring_flush(rc, &rc->rings[c]);
+	rec_ring_flush(rc, &rc->wrapper_out);
 }
 

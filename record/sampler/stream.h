@@ -1,0 +1,84 @@
+/*
+ * record/sampler/stream.h: how the allocation sampler hands its reports to
+ * a recorder without a trap. The contract between stream.c, in the
+ * recorded process, and record/write/allocstream.c, in the recorder.
+ *
+ * A recording that starts its command gives it MEMSIGHT_STREAM=PATH,DUMP:
+ * the unix socket (SOCK_SEQPACKET) the recorder listens on, in a directory
+ * only the recorder's user may enter, and the most bytes of stack a report
+ * carries. A process that can connect does so once (again after fork or
+ * exec); one that cannot, reports at the probe sites as before. Each of
+ * its threads makes a ring of its own, a memfd of STREAM_HDR_SIZE +
+ * STREAM_DATA_SIZE bytes sealed against shrinking, and sends it over the connection (SCM_RIGHTS,
+ * with a struct stream_hello) before writing to it. The thread appends
+ * records to its ring and publishes them by storing head; the recorder
+ * copies them out and stores tail. A thread that finds no room waits for
+ * the recorder, which writes a byte to the connection when it freed room
+ * in a ring whose writer waits: nothing is dropped. The recorder keeps its
+ * own mapping of each ring, so what a process wrote before it died is
+ * still read.
+ *
+ * Records are 8-byte aligned and never wrap the end of the data: a
+ * STREAM_PAD record fills the rest of it instead. Times are
+ * CLOCK_MONOTONIC, as the recorder's perf events count them.
+ */
+#ifndef MEMSIGHT_SAMPLER_STREAM_H
+#define MEMSIGHT_SAMPLER_STREAM_H
+
+#include <stdint.h>
+
+#define STREAM_ENV "MEMSIGHT_STREAM"
+/* The rings' memfd name: /proc/PID/maps shows "/memfd:memsight-stream". */
+#define STREAM_MEMFD_NAME "memsight-stream"
+#define STREAM_MAGIC 0x4d535352u /* "RSSM" as bytes */
+#define STREAM_VERSION 1u
+#define STREAM_HDR_SIZE 4096u
+#define STREAM_DATA_SIZE (1u << 20)
+/* The registers an alloc record carries: perf's x86-64 user registers AX
+ * BX CX DX SI DI BP SP IP R8..R15 (sample_regs_user 0xff01ff), in that
+ * order, as they were where the report was made. */
+#define STREAM_REGS_MASK 0xff01ffull
+#define STREAM_NR_REGS 17
+#define STREAM_REG_BP 6
+#define STREAM_REG_SP 7
+#define STREAM_REG_IP 8
+
+/* The ring's first page. head and tail count bytes since the ring was
+ * made; data starts at STREAM_HDR_SIZE. */
+struct stream_ring_hdr {
+	uint32_t magic, version;
+	uint64_t data_size;			     /* STREAM_DATA_SIZE */
+	int32_t pid, tid;			     /* the writer, as its process sees them */
+	uint32_t closed;			     /* the thread ended: nothing more comes */
+	uint32_t waiting;			     /* the writer waits for room */
+	uint64_t head __attribute__((aligned(64))); /* written by the thread */
+	uint64_t tail __attribute__((aligned(64))); /* written by the recorder */
+};
+
+/* Sent with a ring's file descriptor. */
+struct stream_hello {
+	uint32_t magic, version;
+	int32_t pid, tid;
+};
+
+enum { STREAM_PAD, STREAM_ALLOC, STREAM_FREE };
+
+/* Every record starts so. A STREAM_FREE record is this alone. */
+struct stream_rec {
+	uint32_t size;	/* bytes, this header included, a multiple of 8 */
+	uint16_t kind;
+	uint16_t cpu;
+	uint64_t time;
+	uint64_t ptr;
+};
+
+/* A STREAM_ALLOC record: then dump_len bytes of stack from regs[SP] up,
+ * padded to 8. */
+struct stream_alloc {
+	struct stream_rec h;
+	uint64_t size, weight;
+	uint64_t regs[STREAM_NR_REGS];
+	uint64_t dump_len;
+};
+
+#endif
