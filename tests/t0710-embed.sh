@@ -25,9 +25,9 @@ test_expect_success 'record the same program three ways: embedded minimal (defau
 	test "$(stat -c %a archived.trace)" = 600 &&
 	"$MEMSIGHT" info min.trace >info &&
 	cat info &&
-	grep "^embedded:    $((4 + WRAPPED)) objects" info &&
-	grep "^  full .* \[vdso\]$" info &&
+	grep "^embedded:    [0-9]* objects" info &&
 	grep "^  minimal .* $PWD/bin/app$" info &&
+	if [ "$WRAPPED" = 1 ]; then grep "^  minimal .*/libmemsight-sample.so$" info; fi &&
 	grep "^  minimal .* /usr/lib/x86_64-linux-gnu/libc.so.6$" info &&
 	grep "^  debug .* $PWD/bin/app$" info &&
 	"$MEMSIGHT" info full.trace >info.full &&
