@@ -30,6 +30,8 @@ struct graph {
 	uint32_t *first;	/* edges of block i: edges[first[i] .. first[i + 1]) */
 	uint8_t *root;		/* ROOT_START and ROOT_INTERIOR bits: what of it a root points to */
 	int glibc;		/* the heap is glibc's: its chunks' layout is known */
+	uint64_t *freed;	/* the addresses of blocks freed and not reused, sorted */
+	size_t nr_freed;
 };
 
 enum { ROOT_START = 1, ROOT_INTERIOR = 2 };
@@ -41,6 +43,13 @@ static uint64_t glibc_chunk_size(uint64_t size)
 	uint64_t c = (size + 8 + 15) & ~15ull;
 
 	return c < 32 ? 32 : c;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 static int block_cmp(const void *a, const void *b)
@@ -97,7 +106,7 @@ static int edge_add(struct graph *g, uint32_t from, uint32_t to, uint32_t interi
 /* Whether a region is heap: [heap], or anonymous memory holding a block
  * this recording saw allocated (outstanding, or freed and not reused).
  * Words there outside any block are free memory, no root. */
-static int heap_region(const struct graph *g, struct hashmap *freed, uint64_t start, uint64_t end, uint32_t kind)
+static int heap_region(const struct graph *g, uint64_t start, uint64_t end, uint32_t kind)
 {
 	long b;
 
@@ -130,8 +139,20 @@ static int heap_region(const struct graph *g, struct hashmap *freed, uint64_t st
 		if (lo < g->nr && g->blocks[lo].start < end)
 			return 1;
 	}
-	hashmap_for_each(freed, slot) if (slot->key >= start && slot->key < end) return 1;
-	return 0;
+	/* A freed block in it: the first freed address from start on. */
+	{
+		size_t lo = 0, hi = g->nr_freed;
+
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (g->freed[mid] < start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return lo < g->nr_freed && g->freed[lo] < end;
+	}
 }
 
 static struct alloc_rec *leader_of(struct alloc_rec *r)
@@ -257,6 +278,14 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 		}
 	if (g.nr > 1)
 		qsort(g.blocks, g.nr, sizeof(*g.blocks), block_cmp);
+	/* Sorted once, for every region's question: a hash walk per region
+	 * made the check mappings times freed blocks. */
+	g.freed = malloc((freed->nr + 1) * sizeof(*g.freed));
+	if (!g.freed)
+		goto oom;
+	hashmap_for_each(freed, slot) g.freed[g.nr_freed++] = slot->key;
+	if (g.nr_freed > 1)
+		qsort(g.freed, g.nr_freed, sizeof(*g.freed), u64_cmp);
 	g.root = calloc(g.nr + 1, 1);
 	if (!g.root)
 		goto oom;
@@ -288,7 +317,7 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 			memcpy(&lo, part.regions + i * REACH_REGION_SIZE, 8);
 			memcpy(&hi, part.regions + i * REACH_REGION_SIZE + 8, 8);
 			memcpy(&kind, part.regions + i * REACH_REGION_SIZE + 16, 4);
-			heapish[i] = lo < hi && heap_region(&g, freed, lo, hi, kind);
+			heapish[i] = lo < hi && heap_region(&g, lo, hi, kind);
 		}
 		for (uint64_t i = 0; i < part.nr_pairs; i++) {
 			uint64_t where, what;
@@ -360,6 +389,7 @@ out:
 	free(heapish);
 	free(stack);
 	free(g.blocks);
+	free(g.freed);
 	free(g.edges);
 	free(g.first);
 	free(g.root);
