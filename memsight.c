@@ -32,7 +32,7 @@ static void usage(FILE *f)
 	fputs("usage: memsight COMMAND [ARGS...]\n\n", f);
 	for (size_t i = 0; i < NR_COMMANDS; i++)
 		commands_print(f, commands[i].name, commands[i].summary);
-	fputs("\n'memsight COMMAND -h' shows a command's options.\n", f);
+	fputs("\n'memsight COMMAND -h' or 'memsight help COMMAND' shows a command's options.\n", f);
 }
 
 /* The analyzer touches tens of megabytes of fresh heap, and a page fault
@@ -78,13 +78,20 @@ static void run(const char *prog, char **argv)
 
 int main(int argc, char **argv)
 {
-	char **args;
+	static char help_opt[] = "-h";
+	char **args, *help_argv[4] = { NULL, NULL, help_opt, NULL };
 
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+	/* "memsight help record" is "memsight record -h", as git and perf
+	 * have it. */
+	if (!strcmp(argv[1], "help") && argc == 3) {
+		help_argv[0] = argv[0];
+		help_argv[1] = argv[2];
+		argv = help_argv;
+	} else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
 	}

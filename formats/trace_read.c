@@ -285,6 +285,11 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 	int ring;
 	uint32_t cut = UINT32_MAX; /* the segment a bad chunk ended */
 
+	/* perf's own file is the one most often given by mistake. */
+	if (r->size >= 8 && !memcmp(b, "PERFILE2", 8))
+		return trace_error_set(err, errlen,
+				       "a perf.data file (perf record's output), not a memsight trace: perf report and perf "
+				       "script read it; record with 'memsight record' for memsight");
 	if (r->size < 16 || memcmp(b, TRACE_MAGIC, 8))
 		return trace_error_set(err, errlen, "not a memsight trace (no MEMSIGHT magic at the start)");
 	r->version = get32(b + 8);

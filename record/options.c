@@ -94,10 +94,10 @@ static int opt_call_graph(const struct opt *o, const char *arg, void *ctx)
 		rc->callchain = REC_CG_DWARF;
 		if (arg[5]) {
 			v = strtoul(arg + 6, &end, 0);
-			/* The kernel takes multiples of 8 that keep a sample
-			 * under 64 KiB. */
-			if (*end || !arg[6] || v < 64 || v > 65000 || v % 8)
-				return msg_error("invalid stack size in '%s': give a multiple of 8 from 64 to 65000, "
+			/* The kernel takes multiples of 8 below 64 KiB, as perf
+			 * does, and copies less where a sample would not fit. */
+			if (*end || !arg[6] || v < 64 || v > 65528 || v % 8)
+				return msg_error("invalid stack size in '%s': give a multiple of 8 from 64 to 65528, "
 						 "e.g. dwarf,8192",
 						 arg);
 		}

@@ -32,6 +32,14 @@ test_expect_success 'the helpers answer -h directly too' '
 	"$BUILD/memsight-flamegraph" -h | head -1 | grep "^usage: memsight flamegraph"
 '
 
+test_expect_success 'memsight help COMMAND is COMMAND -h' '
+	"$MEMSIGHT" help record >help.record &&
+	"$MEMSIGHT" record -h >h.record &&
+	test_cmp h.record help.record &&
+	"$MEMSIGHT" help leaks | head -1 | grep "^usage: memsight leaks" &&
+	"$MEMSIGHT" help | grep "^usage: memsight COMMAND"
+'
+
 test_expect_success 'an unknown command is one line and a usage exit' '
 	test_must_fail "$MEMSIGHT" frobnicate 2>err &&
 	test_one_line err && grep "is not a memsight command" err

@@ -46,6 +46,16 @@ test_expect_success 'a file that is not a trace, for every analyzer command' '
 	done
 '
 
+test_expect_success 'a perf.data file is named as perf'"'"'s, for every analyzer command' '
+	printf "PERFILE2" >perf.data &&
+	head -c 4096 /dev/zero >>perf.data &&
+	for c in info report leaks folded; do
+		test_must_fail "$MEMSIGHT" $c perf.data >out 2>err &&
+		test_one_line err && grep "a perf.data file (perf record.s output), not a memsight trace" err &&
+		test ! -s out || return 1
+	done
+'
+
 test_expect_success 'a missing file' '
 	test_must_fail "$MEMSIGHT" report nosuch.trace 2>err &&
 	test_one_line err && grep "cannot open .nosuch.trace.: No such file or directory" err

@@ -23,6 +23,14 @@ test_expect_success 'fibonacci: the optimised build without frame pointers leaks
 	test "$(weight_of dw.folded ";start_thread;child;fibonacci;calloc")" = 409600
 '
 
+test_expect_success 'dwarf,65528, perf'"'"'s largest dump: accepted, the same attribution' '
+	"$MEMSIGHT" record -q -e malloc -g dwarf,65528 -o big.trace -- "$N/fib_leak" 50 >truth.big &&
+	"$MEMSIGHT" folded -e malloc -w leaked big.trace >big.folded &&
+	test "$(weight_of big.folded ";start_thread;child;fibonacci;calloc")" = 409600 &&
+	test_must_fail "$MEMSIGHT" record -g dwarf,65536 -o no.trace -- true 2>err &&
+	test_one_line err && grep "give a multiple of 8 from 64 to 65528" err
+'
+
 test_expect_success 'the leak() loop: the same attribution with either build' '
 	"$MEMSIGHT" record -q -e malloc -g fp -o fp.trace -- "$S/loop_leak" 1000 >truth &&
 	"$MEMSIGHT" record -q -e malloc -g dwarf -o dw.trace -- "$N/loop_leak" 1000 >truth.nofp &&
