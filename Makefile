@@ -58,6 +58,7 @@ FORMATS_SRC := \
 	formats/meta.c \
 	formats/msg.c \
 	formats/opts.c \
+	formats/replace.c \
 	formats/sibling.c \
 	formats/stackdump.c \
 	formats/trace.c \
@@ -144,6 +145,7 @@ FLAMEGRAPH_SRC := \
 	flamegraph/svg.c \
 	formats/msg.c \
 	formats/opts.c \
+	formats/replace.c \
 	formats/sibling.c
 
 TOOL_SRC := \

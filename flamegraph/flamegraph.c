@@ -21,6 +21,7 @@
 #include "../formats/opts.h"
 #include "../formats/sibling.h"
 #include "flame.h"
+#include "../formats/replace.h"
 
 static const char usage_text[] =
 	"usage: memsight flamegraph [options] [FILE]\n"
@@ -321,6 +322,9 @@ int main(int argc, char **argv)
 				    : "give at most one input file (see memsight flamegraph -h)");
 		return 2;
 	}
+	/* Before the input is read: a file it must not replace fails now. */
+	if (fg.output && replace_check(fg.output, REPLACE_SVG, "an SVG file"))
+		return 1;
 	path = optind < argc ? argv[optind] : "-";
 	if (fg.o.diff && !(base = load(&fg, path)))
 		goto out;

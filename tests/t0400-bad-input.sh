@@ -56,6 +56,33 @@ test_expect_success 'a perf.data file is named as perf'"'"'s, for every analyzer
 	done
 '
 
+# A mistyped -o must not cost anyone their source: every output replaces
+# only what it could have written itself, or an empty file.
+test_expect_success 'no output replaces a file it could not have written' '
+	XOR=$TOP/samples/traces/xor-8m.trace &&
+	echo "int main(void) { return 0; }" >victim.c &&
+	cp victim.c orig.c &&
+	test_must_fail "$MEMSIGHT" record -e brk -o victim.c -- true 2>err &&
+	test_one_line err && grep "^memsight record: .victim.c. exists and is not a memsight trace, which this output would replace: remove it first, or give another name$" err &&
+	test_must_fail "$MEMSIGHT" report --html victim.c "$XOR" >out 2>err &&
+	test_one_line err && grep "is not an HTML page" err &&
+	test_must_fail "$MEMSIGHT" rss --svg victim.c "$XOR" >out 2>err &&
+	test_one_line err && grep "is not an SVG file" err &&
+	test_must_fail "$MEMSIGHT" pprof -e faults -o victim.c "$XOR" 2>err &&
+	test_one_line err && grep "is not a pprof profile" err &&
+	test_must_fail "$MEMSIGHT" flamegraph -e faults -o victim.c "$XOR" 2>err &&
+	test_one_line err && grep "is not an SVG file" err &&
+	test_cmp orig.c victim.c &&
+	if recording_allowed; then
+		: >empty.trace &&
+		"$MEMSIGHT" record -q -e brk -o empty.trace -- true &&
+		"$MEMSIGHT" info empty.trace >/dev/null &&
+		"$MEMSIGHT" record -q -e brk -o empty.trace -- true
+	fi &&
+	"$MEMSIGHT" flamegraph -e faults -o f.svg "$XOR" 2>/dev/null &&
+	"$MEMSIGHT" flamegraph -e faults -o f.svg "$XOR" 2>/dev/null
+'
+
 test_expect_success 'a missing file' '
 	test_must_fail "$MEMSIGHT" report nosuch.trace 2>err &&
 	test_one_line err && grep "cannot open .nosuch.trace.: No such file or directory" err

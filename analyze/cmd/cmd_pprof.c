@@ -25,6 +25,7 @@
 #include "../model/memops.h"
 #include "../model/stacktab.h"
 #include "../stacks/symbols.h"
+#include "../../formats/replace.h"
 
 static const char usage_text[] =
 	"usage: memsight pprof [options] -o FILE TRACE...\n"
@@ -587,6 +588,9 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 		msg_error("-o -: the profile is gzipped binary; redirect standard output to a file");
 		return 2;
 	}
+	/* Before the replay: a file it must not replace fails now. */
+	if (strcmp(out, "-") && replace_check(out, REPLACE_GZIP, "a pprof profile"))
+		return 1;
 	hashmap_init(&p.strings, 1);
 	hashmap_init(&p.mappings, 1);
 	hashmap_init(&p.functions, 1);

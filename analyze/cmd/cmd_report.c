@@ -14,6 +14,7 @@
 #include "../model/heapprof.h"
 #include "../model/memops.h"
 #include "../model/stacktab.h"
+#include "../../formats/replace.h"
 
 static const char usage_text[] =
 	"usage: memsight report [options] FILE\n"
@@ -625,6 +626,8 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 		return c;
 	/* The page's file first: a path that cannot be written fails now, not
 	 * after the replay. */
+	if (html && replace_check(html, REPLACE_HTML, "an HTML page"))
+		return 1;
 	if (html && !(page = cmd_output_open(html))) {
 		msg_error("cannot create '%s': %s", html, strerror(errno));
 		return 1;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "../../formats/replace.h"
 
 static const char usage_text[] =
 	"usage: memsight rss [options] FILE\n"
@@ -279,6 +280,9 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 
 	if (c >= 0)
 		return c;
+	/* Before the replay: a file it must not replace fails now. */
+	if (svg && replace_check(svg, REPLACE_SVG, "an SVG file"))
+		return 1;
 	if (!points) {
 		msg_error("--points must be at least 1");
 		return 2;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "../recorder.h"
+#include "../../formats/replace.h"
 
 /* The output is replaced by a rename: whatever sits at its path goes. Only
  * a regular file may (not /dev/null, a FIFO, a directory, or a symlink,
@@ -36,7 +37,7 @@ int rec_output_check(const char *path)
 		return msg_error("cannot use '%s' as the output: %s", path, strerror(errno));
 	}
 	if (S_ISREG(st.st_mode))
-		return 0;
+		return replace_check(path, REPLACE_TRACE, "a memsight trace");
 	what = S_ISDIR(st.st_mode)   ? "a directory"
 	       : S_ISLNK(st.st_mode) ? "a symbolic link"
 	       : S_ISFIFO(st.st_mode) ? "a FIFO"
