@@ -157,7 +157,7 @@ static void print_stats(struct session *s)
 	}
 	if (session_stat(s, "wrapper_processes", -1) >= 0)
 		printf("malloc wrapper: %lld reports in shared memory from %lld processes (%lld threads), %lld rings "
-		       "refused or malformed; other processes reported at the probe sites\n",
+		       "refused or malformed; a process that could not reach the recorder reported at the probe sites\n",
 		       session_stat(s, "wrapper_reports", 0), session_stat(s, "wrapper_processes", 0),
 		       session_stat(s, "wrapper_threads", 0), session_stat(s, "wrapper_broken", 0));
 	if (session_stat(s, "records_not_written", 0))

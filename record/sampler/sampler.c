@@ -76,6 +76,7 @@ SAMPLER_API long sampler_live;	/* kept blocks not freed yet */
 static uintptr_t *table;
 static long missed;		/* kept allocations the table had no room for */
 
+
 SAMPLER_API __thread struct sampler_thread sampler_ts __attribute__((tls_model("initial-exec")));
 
 /* The bytes an allocation of size bytes kept with probability
@@ -278,25 +279,25 @@ static __attribute__((noinline)) void site_free(void *p)
 	__asm__ volatile("");
 }
 
-/* The bytes of stack above sp that hold the calling thread's frames: up
- * to where the process started, on the main thread's stack; on another
- * thread's, up to its TLS, which glibc puts above the thread's stack, and
- * of which this library's part is near the top. 0 when sp is in neither
- * (an alternate signal stack, a coroutine's). */
-size_t sampler_stack_depth(uintptr_t sp)
+/* Where the calling thread's frames above sp end: where the process
+ * started, on the main thread's stack; on another thread's, its TLS,
+ * which glibc puts above the thread's stack, and of which this library's
+ * part is near the top. 0 when sp is in neither (an alternate signal
+ * stack, a coroutine's). */
+static uintptr_t stack_top(uintptr_t sp)
 {
 	uintptr_t main_top = (uintptr_t)__libc_stack_end, tls = (uintptr_t)&sampler_ts;
 
 	if (main_top > sp && main_top - sp < SITE_DEPTH_MAX)
-		return main_top - sp;
+		return main_top;
 	if (tls > sp && tls - sp < SITE_DEPTH_MAX)
-		return tls - sp;
+		return tls;
 	return 0;
 }
 
-static inline void report_alloc(void *p, size_t size)
+static inline void report_alloc(void *p, size_t size, uintptr_t top)
 {
-	size_t d = sampler_stack_depth((uintptr_t)__builtin_frame_address(0));
+	size_t d = top ? top - (uintptr_t)__builtin_frame_address(0) : 0;
 
 	if (!d)
 		site_alloc(p, size);
@@ -313,8 +314,13 @@ static inline void report_alloc(void *p, size_t size)
 void sampler_kept(void *p, size_t size)
 {
 	if (!sampler_rate || table_put((uintptr_t)p)) {
-		if (otel_memory_alloc_semaphore && !stream_alloc(p, size, weight_of(size)))
-			report_alloc(p, size);
+		uintptr_t top;
+
+		if (!otel_memory_alloc_semaphore)
+			return;
+		top = stack_top((uintptr_t)__builtin_frame_address(0));
+		if (!stream_alloc(p, size, weight_of(size), top))
+			report_alloc(p, size, top);
 	} else {
 		__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
 	}

@@ -65,12 +65,10 @@ static inline int sampler_take(size_t size)
 			sampler_forget(p);                                                       \
 	} while (0)
 
-/* The bytes of stack above sp that hold the calling thread's frames; 0
- * when sp is on a stack whose extent is not known. */
-SAMPLER_API size_t sampler_stack_depth(uintptr_t sp);
 /* stream.c: a report through the recorder's stream; 0 when there is none
- * for this thread, and the probe site must take it. */
-SAMPLER_API int stream_alloc(void *p, size_t size, uint64_t weight);
+ * for this thread, and the probe site must take it. top: where the
+ * thread's frames end, 0 when not known. */
+SAMPLER_API int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top);
 SAMPLER_API int stream_free(void *p);
 
 /* The path of this library as the process loaded it ("" until known), and

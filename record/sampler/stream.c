@@ -320,7 +320,7 @@ __asm__(".text\n"
 	"	.cfi_endproc\n"
 	".size stream_regs, .-stream_regs\n");
 
-int stream_alloc(void *p, size_t size, uint64_t weight)
+int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top)
 {
 	struct stream_thread *t = ready();
 	uint64_t regs[STREAM_NR_REGS], dump;
@@ -334,8 +334,9 @@ int stream_alloc(void *p, size_t size, uint64_t weight)
 	/* A stack whose extent is not known (a signal's, a coroutine's) is
 	 * left to the probe site: the kernel's copy stops at what is mapped,
 	 * this one would fault. */
-	if (!(depth = sampler_stack_depth(regs[STREAM_REG_SP])))
+	if (!top || top <= regs[STREAM_REG_SP])
 		return 0;
+	depth = top - regs[STREAM_REG_SP];
 	dump = depth < dump_max ? depth & ~7ull : dump_max;
 	need = (uint32_t)(sizeof(*r) + dump);
 	t->busy = 1;

@@ -51,6 +51,9 @@
 	 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_USER | \
 	 PERF_SAMPLE_STACK_USER)
 
+/* The listening socket's key in the epoll set; a connection's is its index. */
+#define LISTEN_KEY UINT64_MAX
+
 struct as_conn {
 	int fd;
 	pid_t pid;		/* as the recorder sees it */
@@ -209,6 +212,7 @@ int allocstream_listen(struct recorder *rc)
 	}
 	snprintf(as->path, sizeof(as->path), "%s/s", as->dir);
 	memcpy(a.sun_path, as->path, strlen(as->path) + 1);
+	ev.data.u64 = LISTEN_KEY;
 	as->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	as->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (as->listen_fd < 0 || as->ep < 0 || bind(as->listen_fd, (struct sockaddr *)&a, sizeof(a)) ||
@@ -650,12 +654,25 @@ static void tail_store(struct allocstream *as, struct as_ring *r)
 int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
 {
 	struct allocstream *as = &rc->as;
-	size_t w = 0;
+	size_t w = 0, known;
+	struct epoll_event evs[64];
+	int n;
 
 	if (as->listen_fd < 0)
 		return 0;
-	conn_accept(rc);
-	for (size_t i = 0; i < as->nr_conns; i++)
+	/* Only the connections with something to say: a long recording can
+	 * have seen thousands of processes come and go. */
+	known = as->nr_conns;
+	do {
+		n = epoll_wait(as->ep, evs, 64, 0);
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.u64 == LISTEN_KEY)
+				conn_accept(rc);
+			else if (evs[i].data.u64 < as->nr_conns)
+				conn_read(rc, (size_t)evs[i].data.u64);
+	} while (n == 64);
+	/* Those accepted now: their rings before their records. */
+	for (size_t i = known; i < as->nr_conns; i++)
 		conn_read(rc, i);
 	as->nr_batch = 0;
 	for (size_t i = 0; i < as->nr_rings; i++)
