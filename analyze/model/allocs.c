@@ -655,8 +655,10 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 			/* A sample as likely as certain (a large block, or a rate
 			 * of a byte) is still one of a sampled recording. */
 			rate = a->asked_rate;
+		/* A rate recovered from a weight rounded to a byte can be off
+		 * by one: the one the recording asked for names the recording. */
 		if (rate)
-			a->rate = rate;
+			a->rate = a->asked_rate ? a->asked_rate : rate;
 		return do_alloc(a, s, smp->pid, session_field(s, smp, AF_PTR), session_field(s, smp, AF_SIZE), 1, e->fn,
 				smp->time, smp->nr_ips ? &one.smp : NULL, rate, rp->cb, rp->arg);
 	}
