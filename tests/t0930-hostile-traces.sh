@@ -134,4 +134,42 @@ test_expect_success 'a cache directory that is another user'"'"'s, a link, or op
 	test -n "$(ls -A mine)"
 '
 
+# The paths a trace names are the stranger's: what lies there on this
+# machine may be a FIFO or a device. The analyzer reads regular files
+# only, and a debug file found beside an object by its debuglink name
+# only when its build-id is the object's.
+test_expect_success 'objects and debug files a trace names that are FIFOs or devices hold nothing up' '
+	mkdir fp fp/.debug &&
+	cat >fp/grow.c <<-\EOF &&
+	#include <stdlib.h>
+	#include <string.h>
+	__attribute__((noinline)) void grow_beside(long n)
+	{
+		for (long i = 0; i < n; i++)
+			memset(malloc(4096), 1, 4096);
+	}
+	int main(void) { grow_beside(32); return 0; }
+	EOF
+	cc -O1 -g -fno-omit-frame-pointer -fno-inline -o fp/grow fp/grow.c &&
+	objcopy --only-keep-debug fp/grow fp/grow.dbg &&
+	strip --strip-all fp/grow &&
+	objcopy --add-gnu-debuglink=fp/grow.dbg fp/grow &&
+	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o fp.trace -- fp/grow &&
+	MEMSIGHT_CACHE_DIR=$PWD/c1 timeout 30 "$MEMSIGHT" folded -e malloc fp.trace >fp.1 2>/dev/null &&
+	grep ";main;grow_beside;malloc 32$" fp.1 &&
+	mv fp/grow.dbg fp/grow.real.dbg && mkfifo fp/grow.dbg fp/.debug/grow.dbg &&
+	MEMSIGHT_CACHE_DIR=$PWD/c2 timeout 30 "$MEMSIGHT" folded -e malloc fp.trace >fp.2 2>/dev/null &&
+	! grep grow_beside fp.2 &&
+	rm fp/grow.dbg && cp honest.debug fp/grow.dbg &&
+	MEMSIGHT_CACHE_DIR=$PWD/c3 timeout 30 "$MEMSIGHT" folded -e malloc fp.trace >fp.3 2>/dev/null &&
+	! grep -e grow_beside -e real_function fp.3 &&
+	mv fp/grow fp/grow.real && mkfifo fp/grow &&
+	MEMSIGHT_CACHE_DIR=$PWD/c4 timeout 30 "$MEMSIGHT" folded -e malloc fp.trace >fp.4 2>/dev/null &&
+	rm fp/grow && ln -s /dev/zero fp/grow &&
+	MEMSIGHT_CACHE_DIR=$PWD/c5 timeout 30 "$MEMSIGHT" folded -e malloc fp.trace >fp.5 2>/dev/null &&
+	MEMSIGHT_CACHE_DIR=$PWD/c5 timeout 30 "$MEMSIGHT" report fp.trace >/dev/null 2>&1 &&
+	MEMSIGHT_CACHE_DIR=$PWD/c5 timeout 30 "$MEMSIGHT" archive fp.trace 2>err &&
+	cat err
+'
+
 test_done

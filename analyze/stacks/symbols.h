@@ -164,6 +164,10 @@ int symbols_embedded_get(const struct symbols *s, size_t i, struct embedded_info
 void symbols_build_id_hex(const unsigned char *bid, int len, char *out);
 /* The section of elf called name that holds bytes, or NULL. */
 Elf_Scn *symbols_elf_section(Elf *elf, const char *name);
+/* A file the analyzer reads code or debug information from, by a path a
+ * trace may have named: opened only when it is a regular file, never
+ * waiting on a FIFO or opening a device. A descriptor, or -1. */
+int symbols_file_open(const char *path);
 /* The object file of d for unwinding (see struct dso), or NULL. */
 const char *symbols_object(struct dso *d);
 /* The file d's symbols come from (a separate debug file when there is

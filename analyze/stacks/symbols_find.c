@@ -26,7 +26,12 @@
 #include "../../formats/cache.h"
 #include "../../formats/elfcut.h"
 
-static char *debuginfo_path;
+/* libdwfl searches only the system's debug tree itself: a debug file
+ * beside the object is looked for by debug_beside, which opens nothing
+ * but regular files. (Its own search would block on a FIFO planted where
+ * a trace's object path points.) */
+static char debuginfo_dirs[] = "/usr/lib/debug";
+static char *debuginfo_path = debuginfo_dirs;
 
 /*
  * A separate debug file whose DWARF is compressed (Debian's are) is
@@ -47,6 +52,18 @@ static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len
 	symbols_build_id_hex(bid, bid_len, hex);
 	n = snprintf(buf, len, "%s/%s.local.debugcut", dir, hex);
 	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int symbols_file_open(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 /* The cut of build-id bid at name open, or -1. One that is not an ELF
@@ -96,7 +113,7 @@ static const char *debug_plain(const unsigned char *bid, int bid_len, const char
 	fd = mkstemp(tmp);
 	if (fd < 0)
 		return path;
-	src = open(path, O_RDONLY | O_CLOEXEC);
+	src = symbols_file_open(path);
 	elf = src < 0 ? NULL : elf_begin(src, ELF_C_READ_MMAP, NULL);
 	ok = elf && !elfcut_write(elf, ELFCUT_DEBUG, fd);
 	if (elf)
@@ -108,6 +125,42 @@ static const char *debug_plain(const unsigned char *bid, int bid_len, const char
 		return buf;
 	unlink(tmp);
 	return path;
+}
+
+/* The debug file of the object at file_name that sits beside it, or in
+ * .debug/ beside it, under its .gnu_debuglink name or the object's name
+ * with .debug added, when its build-id is the object's (bid, n): a
+ * descriptor with its name in *name, or -1. */
+static int debug_beside(const unsigned char *bid, int n, const char *file_name, const char *link, char **name)
+{
+	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+	char path[PATH_MAX], self[NAME_MAX + 8];
+
+	if (!slash || n <= 0)
+		return -1;
+	if (!link) {
+		snprintf(self, sizeof(self), "%.*s.debug", NAME_MAX, slash + 1);
+		link = self;
+	}
+	if (strchr(link, '/'))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		Elf *elf;
+		const void *got;
+		int fd, ok;
+
+		if (snprintf(path, sizeof(path), "%.*s/%s%s", (int)(slash - file_name), file_name, i ? ".debug/" : "",
+			     link) >= (int)sizeof(path) || !strcmp(path, file_name) || (fd = symbols_file_open(path)) < 0)
+			continue;
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		ok = elf && dwelf_elf_gnu_build_id(elf, &got) == n && !memcmp(got, bid, n);
+		if (elf)
+			elf_end(elf);
+		if (ok && (*name = strdup(path)))
+			return fd;
+		close(fd);
+	}
+	return -1;
 }
 
 /* libdwfl's own search for a module's debug file (by build-id, then
@@ -127,8 +180,9 @@ static int find_debuginfo_plain(Dwfl_Module *mod, void **userdata, const char *m
 			return fd;
 		close(fd);
 	}
-	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-					  debuginfo_file_name);
+	if ((fd = debug_beside(bid, n, file_name, debuglink_file, debuginfo_file_name)) < 0)
+		fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+						  debuglink_crc, debuginfo_file_name);
 	if (n > 0 && *debuginfo_file_name)
 		debug_plain(bid, n, *debuginfo_file_name, buf, sizeof(buf));
 	return fd;
@@ -243,17 +297,21 @@ static enum dso_state dso_try(struct dso *d, const char *path)
 	Dwfl *dwfl;
 	Elf *elf;
 	size_t nph;
-	int n;
+	int n, fd;
 
-	if (access(path, R_OK))
+	if ((fd = symbols_file_open(path)) < 0)
 		return DSO_MISSING;
 	dwfl = dwfl_begin(&offline_callbacks);
-	if (!dwfl)
+	if (!dwfl) {
+		close(fd);
 		return DSO_MISSING;
+	}
 	dwfl_report_begin(dwfl);
-	mod = dwfl_report_elf(dwfl, d->short_name, path, -1, 0, false);
+	/* On success libdwfl keeps fd, and closes it with dwfl. */
+	mod = dwfl_report_elf(dwfl, d->short_name, path, fd, 0, false);
 	dwfl_report_end(dwfl, NULL, NULL);
 	if (!mod) {
+		close(fd);
 		dwfl_end(dwfl);
 		return DSO_NOTELF;
 	}
@@ -274,8 +332,8 @@ static enum dso_state dso_try(struct dso *d, const char *path)
 		 * segments hold no bytes. Take the layout from the object itself
 		 * when it is here with the same build-id, else assume offsets
 		 * equal addresses, which holds for the text of usual layouts. */
-		int fd = open(d->path, O_RDONLY | O_CLOEXEC);
-		Elf *orig = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		int ofd = symbols_file_open(d->path);
+		Elf *orig = ofd >= 0 ? elf_begin(ofd, ELF_C_READ_MMAP, NULL) : NULL;
 		int same = 0;
 
 		if (orig) {
@@ -289,8 +347,8 @@ static enum dso_state dso_try(struct dso *d, const char *path)
 				d->loads[i].off = d->loads[i].vaddr;
 		if (orig)
 			elf_end(orig);
-		if (fd >= 0)
-			close(fd);
+		if (ofd >= 0)
+			close(ofd);
 	}
 	d->dwfl = dwfl;
 	d->mod = mod;
@@ -449,7 +507,7 @@ static int has_unwind_tables(Elf *elf)
 
 static int object_try(struct dso *d, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ok = 0;
+	int fd = symbols_file_open(path), ok = 0;
 	struct stat st;
 	Elf *elf;
 	size_t nph;

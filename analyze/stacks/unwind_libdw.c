@@ -51,7 +51,7 @@ struct dw_space {
 /* Does the ELF file at path have a .debug_frame with bytes? */
 static int has_debug_frame(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found;
+	int fd = symbols_file_open(path), found;
 	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
 
 	found = elf && symbols_elf_section(elf, ".debug_frame");
@@ -85,7 +85,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	 * (Debian's -dbg ones) would be loaded for nothing. */
 	if (!dbg || !strcmp(dbg, d->obj_path) || !has_debug_frame(dbg))
 		return -1;
-	fd = open(dbg, O_RDONLY | O_CLOEXEC);
+	fd = symbols_file_open(dbg);
 	if (fd >= 0)
 		*debuginfo_file_name = strdup(dbg);
 	return fd;
@@ -163,9 +163,14 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
  * module's userdata for find_debuginfo. */
 static Dwfl_Module *report_object(Dwfl *dwfl, struct dso *d, uint64_t base)
 {
-	/* With add_p_vaddr the base is the bias itself. */
-	Dwfl_Module *mod = dwfl_report_elf(dwfl, d->short_name, d->obj_path, -1, base, true);
+	int fd = symbols_file_open(d->obj_path);
+	/* With add_p_vaddr the base is the bias itself; libdwfl keeps fd
+	 * when it takes the module. */
+	Dwfl_Module *mod = fd < 0 ? NULL : dwfl_report_elf(dwfl, d->short_name, d->obj_path, fd, base, true);
 	void **ud = NULL;
+
+	if (!mod && fd >= 0)
+		close(fd);
 
 	if (mod && dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && ud)
 		*ud = d;

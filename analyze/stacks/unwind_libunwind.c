@@ -351,7 +351,7 @@ static struct lu_synth *synth_get(struct lu_space *sp, struct lu_mod *m)
 
 			if (!dbg || !strcmp(dbg, m->dso->obj_path))
 				break;
-			fd = open(dbg, O_RDONLY | O_CLOEXEC);
+			fd = symbols_file_open(dbg);
 			elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
 		}
 		if (elf && gelf_getclass(elf) == ELFCLASS64 && (data = debug_frame_data(elf)))
