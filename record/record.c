@@ -290,7 +290,7 @@ static void cleanup(struct recorder *rc)
 	jitmaps_release(&rc->jm);
 	objset_release(&rc->objs);
 	for (size_t i = 0; i < rc->nr_nobid; i++)
-		free(rc->nobid[i]);
+		free(rc->nobid[i].name);
 	free(rc->nobid);
 	ksyms_set_release(&rc->ksyms);
 	ksyms_table_release(&rc->kallsyms);

@@ -141,7 +141,15 @@ struct recorder {
 	char cgroup_root[PATH_MAX]; /* where the perf_event controller's hierarchy is, "" for none */
 	int sample_cgroup;	/* samples carry their cgroup's id (-a, where the kernel can) */
 	uint64_t own_pidns;	/* the recorder's pid namespace, by inode */
-	char **nobid;		/* MMAP2 file names seen without a build-id */
+	/* MMAP2 records seen without a build-id: the file by name, and
+	 * which file it was then, so that a path swapped since is not read. */
+	struct rec_nobid {
+		char *name;
+		dev_t dev;
+		ino_t ino;
+		pid_t pid;
+		uint64_t start, end;
+	} *nobid;
 	size_t nr_nobid, nobid_alloc;
 	pid_t child;
 	int go_fd, err_fd;

@@ -139,4 +139,46 @@ test_expect_success 'every view of a recording that lost events says so, once' '
 	! grep "were lost" err
 '
 
+# A recorded program controls the paths of what it maps. Here it maps a
+# library that has no build-id (so the recorder looks for one itself),
+# then puts a FIFO, and then a link to a root-only file, at its path.
+test_expect_success 'a program that swaps a FIFO or a link in at a mapped file'"'"'s path holds up nothing' '
+	cat >swap.c <<-\EOF &&
+	#include <dlfcn.h>
+	#include <stdio.h>
+	#include <sys/stat.h>
+	#include <unistd.h>
+	int main(int argc, char **argv)
+	{
+		if (!dlopen(argv[1], RTLD_NOW)) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 1;
+		}
+		unlink(argv[1]);
+		if (argc > 2 ? symlink(argv[2], argv[1]) : mkfifo(argv[1], 0600))
+			return 1;
+		return 0;
+	}
+	EOF
+	cc -o swap swap.c -ldl &&
+	echo "int lib_fn(int x) { return x + 1; }" >lib.c &&
+	cc -shared -fPIC -Wl,--build-id=none -o nobid.so lib.c &&
+	! readelf -n nobid.so | grep "Build ID" &&
+	cp nobid.so swapped.so &&
+	timeout -s KILL 60 "$MEMSIGHT" record -q -o fifo.trace -- ./swap "$PWD/swapped.so" &&
+	test -p swapped.so &&
+	"$MEMSIGHT" info fifo.trace | grep "^status: *complete$" &&
+	cc -shared -fPIC -o secret.so lib.c && chmod 600 secret.so &&
+	rm swapped.so && cp nobid.so swapped.so &&
+	timeout -s KILL 60 "$MEMSIGHT" record -q -o link.trace -- ./swap "$PWD/swapped.so" "$PWD/secret.so" &&
+	test -L swapped.so &&
+	"$MEMSIGHT" info link.trace | grep "^status: *complete$" &&
+	bid=$(readelf -n secret.so | sed -n "s/.*Build ID: //p") &&
+	test -n "$bid" &&
+	"$MEMSIGHT" archive link.trace 2>err &&
+	"$MEMSIGHT" info link.trace >info &&
+	cat info &&
+	! grep -i "$bid" info
+'
+
 test_done

@@ -82,14 +82,14 @@ int procsnap_build_id_mem(const void *image, size_t len, unsigned char *id)
 	return build_id_elf(elf_memory((char *)image, len), id);
 }
 
-int procsnap_build_id(const char *path, unsigned char *id)
+static int build_id_file(const char *path, const dev_t *dev, ino_t ino, unsigned char *id)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), len;
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (dev && (st.st_dev != *dev || st.st_ino != ino))) {
 		close(fd);
 		return -1;
 	}
@@ -118,6 +118,16 @@ int procsnap_build_id(const char *path, unsigned char *id)
 		memcpy(cache[nr_cache].id, id, len);
 	nr_cache++;
 	return len;
+}
+
+int procsnap_build_id(const char *path, unsigned char *id)
+{
+	return build_id_file(path, NULL, 0, id);
+}
+
+int procsnap_build_id_of(const char *path, dev_t dev, ino_t ino, unsigned char *id)
+{
+	return build_id_file(path, &dev, ino, id);
 }
 
 void procsnap_build_id_hex(const unsigned char *id, int len, char *out)

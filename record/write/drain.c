@@ -13,28 +13,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../../formats/stackdump.h"
 #include "../procs/procsnap.h"
 #include "../recorder.h"
 
-static void nobid_add(struct recorder *rc, const char *name)
+static void nobid_add(struct recorder *rc, const char *name, const unsigned char *rec)
 {
+	struct rec_nobid nb = { .name = NULL };
+	uint32_t pid, maj, min;
+	uint64_t ino;
+
+	memcpy(&pid, rec + 8, 4);
+	memcpy(&nb.start, rec + 16, 8);
+	memcpy(&nb.end, rec + 24, 8);
+	memcpy(&maj, rec + 40, 4);
+	memcpy(&min, rec + 44, 4);
+	memcpy(&ino, rec + 48, 8);
+	nb.end += nb.start;
+	nb.pid = (pid_t)pid;
+	nb.dev = makedev(maj, min);
+	nb.ino = (ino_t)ino;
 	for (size_t i = 0; i < rc->nr_nobid; i++)
-		if (!strcmp(rc->nobid[i], name))
+		if (rc->nobid[i].dev == nb.dev && rc->nobid[i].ino == nb.ino && !strcmp(rc->nobid[i].name, name))
 			return;
 	if (rc->nr_nobid == rc->nobid_alloc) {
 		size_t n = rc->nobid_alloc ? rc->nobid_alloc * 2 : 32;
-		char **p = realloc(rc->nobid, n * sizeof(*p));
+		struct rec_nobid *p = realloc(rc->nobid, n * sizeof(*p));
 
 		if (!p)
 			return;
 		rc->nobid = p;
 		rc->nobid_alloc = n;
 	}
-	if ((rc->nobid[rc->nr_nobid] = strdup(name)))
-		rc->nr_nobid++;
+	if ((nb.name = strdup(name)))
+		rc->nobid[rc->nr_nobid++] = nb;
 }
 
 /* An OOM kill: the state of the system now, while the victim is likely
@@ -324,7 +339,7 @@ static void note(struct recorder *rc, const struct rec_event *e, const unsigned 
 			if (n < sizeof(name)) {
 				memcpy(name, rec + 72, n);
 				name[n] = 0;
-				nobid_add(rc, name);
+				nobid_add(rc, name, rec);
 			}
 		}
 		break;

@@ -199,18 +199,25 @@ void rec_meta_end(struct recorder *rc)
 		meta_add(rc, TRACE_META_KSYMS, text, len);
 	free(text);
 
-	/* Build-ids the kernel could not give (page not in memory). */
+	/* Build-ids the kernel could not give (page not in memory): read
+	 * through the mapping while its process lives, else by its path
+	 * when that is still the file that was mapped. */
 	text = NULL;
 	len = alloc = 0;
 	for (size_t i = 0; i < rc->nr_nobid; i++) {
+		const struct rec_nobid *nb = &rc->nobid[i];
 		unsigned char id[BUILD_ID_MAX];
-		char hex[2 * BUILD_ID_MAX + 1];
-		int l = procsnap_build_id(rc->nobid[i], id), n;
+		char hex[2 * BUILD_ID_MAX + 1], mf[80];
+		int l, n;
 
+		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", (int)nb->pid, (unsigned long long)nb->start,
+			 (unsigned long long)nb->end);
+		if ((l = procsnap_build_id_of(mf, nb->dev, nb->ino, id)) <= 0)
+			l = procsnap_build_id_of(nb->name, nb->dev, nb->ino, id);
 		if (l <= 0)
 			continue;
 		procsnap_build_id_hex(id, l, hex);
-		n = snprintf(line, sizeof(line), "%s\t%s\n", hex, rc->nobid[i]);
+		n = snprintf(line, sizeof(line), "%s\t%s\n", hex, nb->name);
 		if (len + n + 1 > alloc) {
 			char *p = realloc(text, alloc = (len + n + 1) * 2);
 
