@@ -70,6 +70,16 @@ enum trace_meta_kind {
 	TRACE_META_JITMAP = 15,	    /* a runtime's perf map or jitdump: a header line, then the file's bytes */
 };
 
+/* The most ELF bytes an OBJECT entry holds: the recorder embeds nothing
+ * bigger, and a reader refuses an entry that claims more. */
+#define TRACE_OBJECT_MAX ((64u << 20) - 4096)
+/* What a reader lets a trace's OBJECT entries expand to, their ELF bytes
+ * and the compressed sections in them together: TRACE_OBJECT_GROWTH times
+ * the trace's size, and TRACE_OBJECT_SLACK more. ELF stored compressed
+ * takes 2 to 4 times less room; a bomb of zeros, thousands of times. */
+#define TRACE_OBJECT_GROWTH 32u
+#define TRACE_OBJECT_SLACK (256ull << 20)
+
 /* The path of an OBJECT entry holding the kernel's vDSO image, which has
  * no file: as the vDSO's mappings are named. */
 #define TRACE_OBJECT_VDSO "[vdso]"

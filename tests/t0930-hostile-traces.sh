@@ -80,6 +80,36 @@ test_expect_success 'a planted cache entry under a link or as a FIFO is not read
 	test_cmp honest.folded honest.fifo
 '
 
+# Bombs: the ELF a trace carries, and the compressed sections in it, may
+# expand to a bound set by the trace's own size (32 times it, and 256 MiB);
+# past it an object is refused with one line, and nothing is inflated.
+test_expect_success 'a compressed-section bomb: refused with one line, in bounded memory' '
+	"$BUILD/test-tool" zbomb zb.bin 1024 &&
+	objcopy --add-section .zdebug_info=zb.bin run bomb.elf &&
+	"$BUILD/test-tool" reembed honest.trace zbomb.trace 3 $BID bomb.elf &&
+	(ulimit -v 900000 && MEMSIGHT_CACHE_DIR=$PWD/cz timeout 60 "$MEMSIGHT" folded zbomb.trace >zbomb.folded 2>err) &&
+	cat err &&
+	test "$(grep -c "the trace.s copy of .* (build-id $BID) has compressed sections that inflate to 1024 MiB, past the [0-9]* MiB its objects may expand to (32 times the trace.s size, and 256 MiB): not used" err)" = 1 &&
+	test -s zbomb.folded &&
+	test "$(du -sm cz | cut -f1)" -lt 64
+'
+
+test_expect_success 'a trace of objects that are zeros: what they expand to stays bounded, and each refused one is said' '
+	head -c $((63 << 20)) /dev/zero >zeros &&
+	cp honest.trace zeros.trace &&
+	"$MEMSIGHT" info honest.trace | sed -n "s/^  \(minimal\|full\|debug\) .* \([0-9a-f]\{40\}\)  .*/\1 \2/p" >entries &&
+	test "$(wc -l <entries)" -ge 5 &&
+	while read mode bid; do
+		case $mode in minimal) m=1 ;; full) m=2 ;; debug) m=3 ;; esac
+		"$BUILD/test-tool" reembed zeros.trace zeros.next $m $bid zeros && mv zeros.next zeros.trace || return 1
+	done <entries &&
+	test "$(stat -c %s zeros.trace)" -lt $((1 << 20)) &&
+	(ulimit -v 900000 && MEMSIGHT_CACHE_DIR=$PWD/c0 timeout 60 "$MEMSIGHT" folded zeros.trace >/dev/null 2>err) &&
+	cat err &&
+	grep "the trace.s copy of .* holds 63 MiB, past the 256 MiB its objects may expand to" err &&
+	test $(cat c0/*.elf | wc -c) -le $(((256 << 20) + 32 * $(stat -c %s zeros.trace)))
+'
+
 # A process names itself: markup and a terminal's escapes in its name.
 test_expect_success 'a process named with markup and escapes: SVG escaped and valid, text without control bytes' '
 	cat >named.c <<-\EOF &&

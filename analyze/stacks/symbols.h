@@ -117,6 +117,10 @@ struct symbols {
 	size_t nr_ksyms;
 	struct embedded **embedded; /* the trace's objects (symbols_embedded_ref) */
 	size_t nr_embedded;
+	/* What the embedded objects may still expand to, in bytes (see
+	 * TRACE_OBJECT_GROWTH); set by the first of them. */
+	uint64_t embedded_room;
+	int embedded_room_set;
 	void *dbgd;		 /* debuginfod_client *, with debuginfod_urls */
 	uint64_t checked, differ; /* with check */
 };

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,45 @@
 #include <unistd.h>
 
 #include "../../formats/cache.h"
+#include "../../formats/msg.h"
 #include "../sha256.h"
+
+/* The room the embedded objects have left (struct symbols), taken by the
+ * loader thread and the main one. */
+static pthread_mutex_t room_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One line for an object not used: what it claims (with its size in
+ * MiB), and the bound it passes. */
+static void refused(const struct embedded *e, const char *what, unsigned long long mib)
+{
+	char hex[41];
+
+	symbols_build_id_hex(e->bid, e->bid_len, hex);
+	if (mib)
+		msg_warn("the trace's copy of '%s' (build-id %s) %s %llu MiB, past the %llu MiB its objects may expand "
+			 "to (%u times the trace's size, and %llu MiB): not used, so what ran in it may stay unnamed",
+			 e->path, hex, what, mib,
+			 (TRACE_OBJECT_GROWTH * (unsigned long long)e->r->size + TRACE_OBJECT_SLACK) >> 20,
+			 TRACE_OBJECT_GROWTH, TRACE_OBJECT_SLACK >> 20);
+	else
+		msg_warn("the trace's copy of '%s' (build-id %s) claims more than the %u MiB an embedded object may "
+			 "hold: not used, so what ran in it may stay unnamed",
+			 e->path, hex, (TRACE_OBJECT_MAX + 4095) >> 20);
+}
+
+/* Take n bytes of the room the trace's objects may expand to; 0, or -1
+ * when that would pass the bound. */
+static int room_take(struct symbols *s, uint64_t n)
+{
+	int ok;
+
+	pthread_mutex_lock(&room_lock);
+	ok = n <= s->embedded_room;
+	if (ok)
+		s->embedded_room -= n;
+	pthread_mutex_unlock(&room_lock);
+	return ok ? 0 : -1;
+}
 
 int symbols_embedded_ref(struct symbols *s, const struct trace_reader *r, size_t chunk)
 {
@@ -59,6 +98,16 @@ int symbols_embedded_ref(struct symbols *s, const struct trace_reader *r, size_t
 		return ret;
 	}
 	e->path[pl] = 0;
+	e->owner = s;
+	if (!s->embedded_room_set) {
+		s->embedded_room = TRACE_OBJECT_GROWTH * (uint64_t)r->size + TRACE_OBJECT_SLACK;
+		s->embedded_room_set = 1;
+	}
+	/* No recorder writes one this big: a bomb, or damage. */
+	if (e->len > TRACE_OBJECT_MAX) {
+		refused(e, NULL, 0);
+		e->fd = -2;
+	}
 	s->embedded[s->nr_embedded++] = e;
 	return 0;
 }
@@ -96,6 +145,44 @@ static int cache_name(const struct embedded *e, char *buf, size_t len)
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+/* What the compressed sections of the ELF file fd would expand to when
+ * libelf inflates them (SHF_COMPRESSED, and GNU's older .zdebug_ ones). */
+static uint64_t inflated_sections(int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	uint64_t sum = 0;
+	size_t shstr;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstr)) {
+		if (elf)
+			elf_end(elf);
+		return 0;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		const char *name;
+		unsigned char z[12];
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			if (gelf_getchdr(scn, &ch))
+				sum += ch.ch_size;
+		} else if ((name = elf_strptr(elf, shstr, sh.sh_name)) && !strncmp(name, ".zdebug", 7) &&
+			   sh.sh_size >= 12 && pread(fd, z, 12, sh.sh_offset) == 12 && !memcmp(z, "ZLIB", 4)) {
+			uint64_t n = 0;
+
+			for (int i = 4; i < 12; i++)
+				n = n << 8 | z[i];
+			sum += n;
+		}
+	}
+	elf_end(elf);
+	return sum;
+}
+
 /* Decompress e's ELF, a piece at a time through write(): neither page
  * faults nor a populating mmap, which holds the address space's lock and
  * stalls the other thread's mmap and faults for as long as it runs. Into
@@ -105,21 +192,24 @@ static int cache_name(const struct embedded *e, char *buf, size_t len)
  * again (fd -2). */
 static int embedded_open(struct embedded *e)
 {
-	char name[PATH_MAX], tmp[PATH_MAX + 32], err[256];
+	char name[PATH_MAX], tmp[PATH_MAX + 32] = "", err[256];
 	int fd, cached = e->fd != -2 && !cache_name(e, name, sizeof(name));
+	uint64_t inflated;
 	struct stat st;
 
 	if (e->fd == -2)
 		return -1;
 	e->fd = -2;
+	if (room_take(e->owner, e->len)) {
+		refused(e, "holds", (e->len + (1 << 20) - 1) >> 20);
+		return -1;
+	}
 	if (cached) {
 		/* Not through a link, nor blocking on a FIFO left under the
 		 * name. */
 		fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size == e->len) {
-			e->fd = fd;
-			return 0;
-		}
+		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size == e->len)
+			goto made;
 		if (fd >= 0)
 			close(fd);
 		snprintf(tmp, sizeof(tmp), "%s.%d.%lx", name, (int)getpid(), (unsigned long)pthread_self());
@@ -141,8 +231,18 @@ static int embedded_open(struct embedded *e)
 			return -1;
 		}
 	}
+made:
+	/* libelf inflates a compressed section whole, in memory, when libdw
+	 * reads it: what the sections claim counts as the file does. */
+	if (room_take(e->owner, inflated = inflated_sections(fd))) {
+		refused(e, "has compressed sections that inflate to", (inflated + (1 << 20) - 1) >> 20);
+		close(fd);
+		if (cached && tmp[0])
+			unlink(tmp);
+		return -1;
+	}
 	/* Complete: only now under its name, so no reader sees it half made. */
-	if (cached && rename(tmp, name))
+	if (cached && tmp[0] && rename(tmp, name))
 		unlink(tmp);
 	e->fd = fd;
 	return 0;

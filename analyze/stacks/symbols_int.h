@@ -58,6 +58,7 @@ struct embedded {
 	uint64_t skip;		/* payload bytes before the ELF */
 	size_t len;		/* of the ELF */
 	uint64_t original_size;
+	struct symbols *owner;
 };
 
 /* symbols_find.c */

@@ -31,7 +31,6 @@
 #include "../procs/procsnap.h"
 
 /* One chunk holds at most 64 MiB; leave room for the header. */
-#define EMBED_MAX ((64u << 20) - 4096)
 
 int embed_mode_parse(const char *s)
 {
@@ -101,7 +100,7 @@ static unsigned char *pack(int fd, const char *path, enum embed_mode mode, const
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto out;
 	if (mode == EMBED_FULL) {
-		if ((size_t)st.st_size > EMBED_MAX) {
+		if ((size_t)st.st_size > TRACE_OBJECT_MAX) {
 			*too_big = 1;
 			goto out;
 		}
@@ -114,7 +113,7 @@ static unsigned char *pack(int fd, const char *path, enum embed_mode mode, const
 		if (!elf || elf_kind(elf) != ELF_K_ELF ||
 		    cut_elf(elf, mode == EMBED_DEBUG ? ELFCUT_DEBUG : ELFCUT_MINIMAL, &elf_bytes, &elf_len))
 			goto out;
-		if (elf_len > EMBED_MAX) {
+		if (elf_len > TRACE_OBJECT_MAX) {
 			*too_big = 1;
 			goto out;
 		}

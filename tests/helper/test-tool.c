@@ -40,6 +40,9 @@
  *       IN with the embedded object of that build-id and mode (1 minimal,
  *       2 full, 3 debug) holding FILE's bytes instead, as a forger would
  *       make it; every other chunk copied as it is stored
+ *   test-tool zbomb FILE MIB
+ *       a GNU .zdebug section's bytes ("ZLIB", the size, zlib's stream)
+ *       that inflate to MIB MiB of zeros, for objcopy --add-section
  *   test-tool sha256 FILE
  *       the file's SHA-256, in hex
  *   test-tool hashmap|suppress|json|symcheck|catalog
@@ -52,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../../formats/stackdump.h"
 #include "../../formats/trace.h"
@@ -961,6 +965,48 @@ out:
 	return ret;
 }
 
+static int cmd_zbomb(const char *path, unsigned long mib)
+{
+	static unsigned char zero[1 << 16], out[1 << 16];
+	uint64_t size = (uint64_t)mib << 20;
+	unsigned char head[12] = "ZLIB";
+	z_stream z = { 0 };
+	FILE *f = fopen(path, "wb");
+	int ret = 1;
+
+	if (!f || deflateInit(&z, 9) != Z_OK) {
+		perror(path);
+		return 1;
+	}
+	for (int i = 0; i < 8; i++)
+		head[4 + i] = size >> (56 - 8 * i);
+	fwrite(head, 1, sizeof(head), f);
+	for (uint64_t left = size;;) {
+		uInt n = left < sizeof(zero) ? (uInt)left : sizeof(zero);
+		int flush = n == left ? Z_FINISH : Z_NO_FLUSH, r;
+
+		z.next_in = zero;
+		z.avail_in = n;
+		left -= n;
+		do {
+			z.next_out = out;
+			z.avail_out = sizeof(out);
+			r = deflate(&z, flush);
+			fwrite(out, 1, sizeof(out) - z.avail_out, f);
+		} while (z.avail_out == 0);
+		if (r == Z_STREAM_END) {
+			ret = 0;
+			break;
+		}
+		if (flush == Z_FINISH)
+			break;
+	}
+	deflateEnd(&z);
+	if (fclose(f))
+		ret = 1;
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	int ret;
@@ -969,6 +1015,8 @@ int main(int argc, char **argv)
 		return cmd_write(argc, argv);
 	if (argc == 7 && !strcmp(argv[1], "reembed"))
 		return cmd_reembed(argv[2], argv[3], atoi(argv[4]), argv[5], argv[6]);
+	if (argc == 4 && !strcmp(argv[1], "zbomb"))
+		return cmd_zbomb(argv[2], strtoul(argv[3], NULL, 10));
 	if (argc == 3 && !strcmp(argv[1], "read"))
 		return cmd_read(argv[2]);
 	if (argc == 6 && !strcmp(argv[1], "ringify"))
