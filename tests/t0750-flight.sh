@@ -65,6 +65,31 @@ test_expect_success 'archive of a copy: a linear trace of the window, with its o
 	test "$(under phase_last copy.trace)" = 64
 '
 
+# Renamed over, a live ring goes on in a deleted file: everything recorded
+# afterwards would be lost.
+test_expect_success 'archive of a ring a recorder still writes: refused in place, written elsewhere with -o' '
+	"$MEMSIGHT" record --ring $RING -e faults -o live.trace -- "$SAMPLES/phases" 16 100000 16 >/dev/null 2>&1 &
+	rec=$! &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info live.trace 2>/dev/null | grep -q "^flight:"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	ino=$(stat -c %i live.trace) &&
+	test_must_fail "$MEMSIGHT" archive live.trace 2>err &&
+	cat err &&
+	test_one_line err &&
+	grep "^memsight archive: .live.trace. is being recorded (a recorder holds it): archive a copy of it, or write the archive elsewhere with -o FILE$" err &&
+	"$MEMSIGHT" archive -o window.trace live.trace &&
+	test "$(stat -c %i live.trace)" = "$ino" &&
+	kill -INT $rec && wait $rec;
+	pkill -9 -x phases;
+	"$MEMSIGHT" info live.trace | grep "^status:      complete$" &&
+	"$MEMSIGHT" info window.trace >info &&
+	grep "^flight:      the window of a ring" info &&
+	grep "^embedded:    [1-9]" info &&
+	test "$(stat -c %i live.trace)" = "$ino" &&
+	test_must_fail "$MEMSIGHT" archive -o "$SAMPLES" live.trace 2>err &&
+	test_one_line err
+'
+
 test_expect_success 'kill -9 while the ring wraps leaves a file that reads up to its last good chunk' '
 	"$MEMSIGHT" record --ring $RING --compression none -e faults -o killed.trace -- \
 		"$SAMPLES/phases" 16 100000 16 >/dev/null 2>&1 &

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -580,7 +581,21 @@ static int paths_list(const struct archive_paths *a, struct embed_list *l)
 	return 0;
 }
 
-int embed_archive(const char *path, enum embed_mode mode, struct embed_archived *out, char *err, size_t errlen)
+/* Whether a recorder writes the trace at path now: it holds a lock on
+ * its output for as long as it runs. */
+static int being_recorded(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), busy = 0;
+
+	if (fd >= 0) {
+		busy = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
+		close(fd);
+	}
+	return busy;
+}
+
+int embed_archive(const char *path, const char *to_path, enum embed_mode mode, struct embed_archived *out, char *err,
+		  size_t errlen)
 {
 	struct trace_reader r;
 	struct trace_writer w;
@@ -593,6 +608,17 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 	char tmp[PATH_MAX];
 	int fd, ret = -1, had = 0;
 
+	/* Renamed over, a live ring would go on in a deleted file, and all
+	 * it records from then on would be lost. */
+	if (!to_path && being_recorded(path)) {
+		snprintf(err, errlen,
+			 "'%s' is being recorded (a recorder holds it): archive a copy of it, or write the archive "
+			 "elsewhere with -o FILE",
+			 path);
+		return -1;
+	}
+	if (!to_path)
+		to_path = path;
 	if (trace_reader_open(&r, path, err, errlen))
 		return -1;
 	/* A ring is archived as the window it holds now, running or not. */
@@ -603,10 +629,10 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 	}
 	o.file_flags = r.file_flags & TRACE_FILE_RING ? TRACE_FILE_WINDOW : r.file_flags;
 	o.created_ns = r.created_ns;
-	snprintf(tmp, sizeof(tmp), "%s.archive-XXXXXX", path);
+	snprintf(tmp, sizeof(tmp), "%s.archive-XXXXXX", to_path);
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a file beside '%s': %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot create a file beside '%s': %s", to_path, strerror(errno));
 		trace_reader_release(&r);
 		return -1;
 	}
@@ -660,8 +686,8 @@ int embed_archive(const char *path, enum embed_mode mode, struct embed_archived 
 		snprintf(err, errlen, "cannot write '%s': %s", tmp, trace_writer_strerror(&w));
 		goto out;
 	}
-	if (rename(tmp, path)) {
-		snprintf(err, errlen, "cannot replace '%s': %s", path, strerror(errno));
+	if (rename(tmp, to_path)) {
+		snprintf(err, errlen, "cannot write '%s': %s", to_path, strerror(errno));
 		goto out;
 	}
 	tmp[0] = 0;

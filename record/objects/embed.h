@@ -90,8 +90,10 @@ struct embed_archived {
 };
 
 /* Embed into the finished trace at path the objects its stacks need,
- * packed again in mode: the file is rewritten beside it and renamed over
- * it. Returns 0, or -1 with the reason in err. */
-int embed_archive(const char *path, enum embed_mode mode, struct embed_archived *out, char *err, size_t errlen);
+ * packed again in mode, written beside to_path and renamed over it; over
+ * path itself when to_path is NULL, which a file a recorder still writes
+ * (a live ring) refuses. Returns 0, or -1 with the reason in err. */
+int embed_archive(const char *path, const char *to_path, enum embed_mode mode, struct embed_archived *out, char *err,
+		  size_t errlen);
 
 #endif
