@@ -262,22 +262,32 @@ out:
 	return ret;
 }
 
-static void cleanup(struct recorder *rc)
+/* The events go as soon as their rings are drained: a child closes them
+ * while the trace is finished (rec_events_release). */
+static void events_close(struct recorder *rc)
 {
 	size_t page = sysconf(_SC_PAGESIZE);
 
-	/* Started before the command; a failed start ends here. */
-	writeq_stop(&rc->q);
-	/* Unmapped first: the child that closes the events need not copy
-	 * the rings' page tables. */
+	/* Unmapped first: a mapped ring holds its event open, and the child
+	 * that closes the events need not copy the rings' page tables. */
 	for (int c = 0; rc->rings && c < rc->ncpus; c++) {
 		if (rc->rings[c].base)
 			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);
-		free(rc->rings[c].chunk);
+		rc->rings[c].base = NULL;
 	}
+	rec_events_release(rc);
+}
+
+static void cleanup(struct recorder *rc)
+{
+	/* Started before the command; a failed start ends here. */
+	writeq_stop(&rc->q);
+	events_close(rc);
+	for (int c = 0; rc->rings && c < rc->ncpus; c++)
+		free(rc->rings[c].chunk);
 	allocstream_close(rc);
 	free(rc->wrapper_out.chunk);
-	rec_events_release(rc);
+	rec_events_wait(rc);
 	free(rc->rings);
 	free(rc->fds);
 	free(rc->ids);
@@ -487,6 +497,7 @@ int main(int argc, char **argv)
 	}
 	if (!record_prepare(&rc, &mask, &oldmask) && !record_start(&rc)) {
 		ret = run(&rc, &mask) ? 1 : 0;
+		events_close(&rc);
 		/* -p: the processes are stopped and scanned now, at the end. */
 		for (size_t i = 0; !ret && rc.leak_check && i < rc.nr_pids; i++)
 			if (!kill(rc.pids[i], 0))

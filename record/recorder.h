@@ -152,6 +152,7 @@ struct recorder {
 	} *nobid;
 	size_t nr_nobid, nobid_alloc;
 	pid_t child;
+	pid_t closer;		/* the child closing the events (rec_events_release), 0 when none */
 	int go_fd, err_fd;
 	int child_status;
 	struct rusage child_ru;
@@ -195,6 +196,7 @@ int rec_events_setup(struct recorder *rc);
 int rec_events_open(struct recorder *rc);
 struct rec_event *rec_event_of(struct recorder *rc, uint64_t id);
 void rec_events_release(struct recorder *rc);
+void rec_events_wait(struct recorder *rc);
 
 /* write/drain.c */
 void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len);

@@ -181,4 +181,20 @@ test_expect_success 'a program that swaps a FIFO or a link in at a mapped file'"
 	! grep -i "$bid" info
 '
 
+# The kernel releases each tracepoint and uprobe event after a grace
+# period, one at a time: a recorder that returned before that would leave
+# a process and uprobe definitions behind, and the next recording started
+# at once would wait on them.
+test_expect_success 'when record returns, its events are closed and its uprobes gone' '
+	uprobes=/sys/kernel/tracing/uprobe_events &&
+	[ -r $uprobes ] || uprobes=/sys/kernel/debug/tracing/uprobe_events &&
+	for via in wrapper uprobes; do
+		"$MEMSIGHT" record -q -e malloc --malloc-via $via -o closed-$via.trace -- true &
+		pid=$! &&
+		wait $pid &&
+		! pgrep -f "memsight-record .*-o closed-$via.trace" &&
+		! grep "memsight_$pid[_/]" $uprobes || return 1
+	done
+'
+
 test_done

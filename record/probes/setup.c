@@ -5,6 +5,7 @@
  * refuses, and handing the closing of them all to a child at the end.
  */
 #include <errno.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -655,15 +656,17 @@ struct rec_event *rec_event_of(struct recorder *rc, uint64_t id)
 
 /*
  * The last close of a tracepoint or uprobe event waits for an RCU grace
- * period in the kernel (about 28 ms here), once per event and one after
+ * period in the kernel (about 20 ms here), once per event and one after
  * another, as the kernel holds one mutex around each; threads cannot make
- * them overlap. By now the trace is complete and nothing waits on them, so
- * a child takes them over, with what must follow them (the uprobe
+ * them overlap. Once the rings are drained nothing reads the events, so a
+ * child takes them over, with what must follow them (the uprobe
  * definitions, which can only go once no event uses them) and the trace
- * this one replaced (whose pages are freed on its last close), and the
- * recorder exits at once. The child keeps the recorder's blocked signals
- * and lets go of its standard streams, so neither a second Ctrl-C nor a
- * pipe reading the recorder's output waits for it.
+ * this one replaced (whose pages are freed on its last close), while the
+ * recorder finishes the trace; rec_events_wait waits for it before the
+ * recorder exits. A recorder that left it running would hand the kernel's
+ * mutex, and its uprobe definitions, to the next recording started at
+ * once. The child keeps the recorder's blocked signals and lets go of its
+ * standard streams.
  */
 void rec_events_release(struct recorder *rc)
 {
@@ -693,5 +696,15 @@ void rec_events_release(struct recorder *rc)
 	rc->old_fd = -1;
 	if (child < 0)
 		uprobes_remove();
+	else
+		rc->closer = child;
+}
+
+void rec_events_wait(struct recorder *rc)
+{
+	if (rc->closer > 0)
+		while (waitpid(rc->closer, NULL, 0) < 0 && errno == EINTR)
+			;
+	rc->closer = 0;
 }
 
