@@ -197,4 +197,18 @@ test_expect_success 'when record returns, its events are closed and its uprobes 
 	done
 '
 
+test_expect_success 'a recorder killed with SIGKILL leaves no uprobe definitions behind' '
+	uprobes=/sys/kernel/tracing/uprobe_events &&
+	[ -r $uprobes ] || uprobes=/sys/kernel/debug/tracing/uprobe_events &&
+	for via in wrapper uprobes; do
+		"$MEMSIGHT" record -q -e malloc --malloc-via $via -o killed-$via.trace -- sleep 29.5 &
+		pid=$! &&
+		i=0 && while [ $i -lt 100 ] && ! grep -q "memsight_$pid[_/]" $uprobes; do sleep 0.05; i=$((i + 1)); done &&
+		grep "memsight_$pid[_/]" $uprobes &&
+		kill -9 $pid && { wait $pid; pkill -f "^sleep 29.5$"; :; } &&
+		i=0 && while [ $i -lt 100 ] && grep -q "memsight_$pid[_/]" $uprobes; do sleep 0.05; i=$((i + 1)); done &&
+		! grep "memsight_$pid[_/]" $uprobes || return 1
+	done
+'
+
 test_done

@@ -706,5 +706,7 @@ void rec_events_wait(struct recorder *rc)
 		while (waitpid(rc->closer, NULL, 0) < 0 && errno == EINTR)
 			;
 	rc->closer = 0;
+	/* The definitions are gone: what would have removed them goes too. */
+	uprobes_guard_end();
 }
 

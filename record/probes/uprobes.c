@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,6 +47,10 @@ static struct {
 static size_t nr_defined;
 /* "aligned_alloc=memalign ...": functions probed once for a shared address. */
 static char aliases[512];
+/* The child that removes the definitions if the recorder dies (uprobes_guard),
+ * and the pipe whose end tells it so. */
+static pid_t guard_pid;
+static int guard_fd = -1;
 
 static int write_uprobe_events(const char *line)
 {
@@ -762,6 +767,7 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 				      : add_usdt(u->emitters.paths[i - u->objects.nr], group, 0, u, o, evs, nr, err, errlen))
 			goto fail;
 	}
+	uprobes_guard();
 	return 0;
 fail:
 	if (!err[0])
@@ -775,6 +781,52 @@ fail:
 const char *uprobes_aliases(void)
 {
 	return aliases;
+}
+
+void uprobes_guard(void)
+{
+	int p[2];
+	char c;
+
+	if (guard_pid > 0 || !nr_defined || pipe2(p, O_CLOEXEC))
+		return;
+	guard_pid = fork();
+	if (guard_pid == 0) {
+		sigset_t all;
+
+		/* Only a kill of its own ends it: not the Ctrl-C of the
+		 * recorder's terminal, which comes before the cleanup. It keeps
+		 * nothing of the recorder's open but the pipe: not its perf
+		 * events, which would never be released, nor its standard
+		 * streams, which a reader of the recorder's output waits on. */
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
+		prctl(PR_SET_NAME, "memsight-guard");
+		dup2(p[0], 0);
+		close_range(1, ~0u, 0);
+		while (read(0, &c, 1) < 0 && errno == EINTR)
+			;
+		uprobes_remove();
+		_exit(0);
+	}
+	close(p[0]);
+	if (guard_pid < 0) {
+		guard_pid = 0;
+		close(p[1]);
+		return;
+	}
+	guard_fd = p[1];
+}
+
+void uprobes_guard_end(void)
+{
+	if (guard_fd >= 0)
+		close(guard_fd);
+	guard_fd = -1;
+	if (guard_pid > 0)
+		while (waitpid(guard_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	guard_pid = 0;
 }
 
 /* An event's last perf user can let go of it a little after its fd is
