@@ -4,13 +4,22 @@
 #include "cache.h"
 #include "msg.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#define CACHE_MAX_DEFAULT (2ull << 30)
+#define CACHE_TEMP_TAG ".tmp-"
+/* A temporary file this old is no writer's any more. */
+#define CACHE_TEMP_STALE_S 3600
 
 /* As ssh holds ~/.ssh: the directory is ours, not a link, and no one
  * else may write into it. One that is ours but open to others is closed
@@ -81,14 +90,128 @@ int cache_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+int cache_temp(const char *path, char *tmp, size_t len)
+{
+	int n = snprintf(tmp, len, "%s" CACHE_TEMP_TAG "XXXXXX", path);
+
+	if (n <= 0 || (size_t)n >= len)
+		return -1;
+	return mkostemp(tmp, O_CLOEXEC);
+}
+
+int cache_dir_of(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	int n;
+
+	if (!slash)
+		return -1;
+	n = snprintf(buf, len, "%.*s", (int)(slash - path), path);
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+void cache_touch(int fd)
+{
+	futimens(fd, NULL);
+}
+
+static uint64_t cache_max(void)
+{
+	const char *v = getenv("MEMSIGHT_CACHE_MAX");
+	unsigned long long n;
+	char *end;
+
+	if (!v || !*v)
+		return CACHE_MAX_DEFAULT;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	switch (*end) {
+	case 'k': case 'K': n <<= 10; end++; break;
+	case 'm': case 'M': n <<= 20; end++; break;
+	case 'g': case 'G': n <<= 30; end++; break;
+	}
+	if (errno || *end || *v == '-') {
+		static int said;
+
+		if (!__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED))
+			msg_warn("MEMSIGHT_CACHE_MAX='%s' is no size (give bytes, or a number with K, M or G): the cache is "
+				 "kept to %llu GiB",
+				 v, CACHE_MAX_DEFAULT >> 30);
+		return CACHE_MAX_DEFAULT;
+	}
+	return n ? n : UINT64_MAX;
+}
+
+struct cache_entry {
+	char name[NAME_MAX + 1];
+	struct timespec used;
+	uint64_t size;
+};
+
+static int entry_older(const void *a, const void *b)
+{
+	const struct cache_entry *x = a, *y = b;
+
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
+}
+
+void cache_trim(const char *dir)
+{
+	uint64_t max = cache_max(), total = 0;
+	struct cache_entry *v = NULL;
+	size_t nr = 0, alloc = 0;
+	time_t now = time(NULL);
+	struct dirent *de;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (de->d_name[0] == '.' || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (strstr(de->d_name, CACHE_TEMP_TAG)) {
+			if (now - st.st_mtime > CACHE_TEMP_STALE_S)
+				unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
+		if (nr == alloc) {
+			struct cache_entry *p = realloc(v, (alloc = alloc ? 2 * alloc : 64) * sizeof(*v));
+
+			if (!p)
+				goto out;
+			v = p;
+		}
+		snprintf(v[nr].name, sizeof(v[nr].name), "%s", de->d_name);
+		v[nr].used = st.st_mtim;
+		v[nr].size = (uint64_t)st.st_blocks * 512;
+		total += v[nr++].size;
+	}
+	if (total > max) {
+		uint64_t goal = max / 10 * 9;
+
+		qsort(v, nr, sizeof(*v), entry_older);
+		for (size_t i = 0; i + 1 < nr && total > goal; i++)
+			if (!unlinkat(dfd, v[i].name, 0))
+				total -= v[i].size;
+	}
+out:
+	free(v);
+	closedir(d);
+}
+
 int cache_store(const char *path, const void *a, size_t alen, const void *b, size_t blen)
 {
-	char tmp[PATH_MAX];
-	int fd, n = snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	int fd = cache_temp(path, tmp, sizeof(tmp));
 
-	if (n <= 0 || (size_t)n >= sizeof(tmp))
-		return -1;
-	fd = mkstemp(tmp);
 	if (fd < 0)
 		return -1;
 	/* A full disk leaves no half file under the real name. */
@@ -101,5 +224,7 @@ int cache_store(const char *path, const void *a, size_t alen, const void *b, siz
 		unlink(tmp);
 		return -1;
 	}
+	if (!cache_dir_of(path, dir, sizeof(dir)))
+		cache_trim(dir);
 	return 0;
 }

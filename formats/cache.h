@@ -22,9 +22,27 @@
 int cache_dir(char *buf, size_t len);
 
 /* Write the two parts (b may be NULL) as the file path, through a
- * temporary file beside it and a rename. Returns 0 or -1 (nothing left
- * behind). */
+ * temporary file beside it and a rename, then cache_trim. Returns 0 or -1
+ * (nothing left behind). */
 int cache_store(const char *path, const void *a, size_t alen, const void *b, size_t blen);
+
+/* A temporary file for the entry at path, "PATH.tmp-XXXXXX", mode 0600,
+ * its name into tmp: a descriptor, or -1. Whoever makes one renames it
+ * over path when it is whole and calls cache_trim, or unlinks it. */
+int cache_temp(const char *path, char *tmp, size_t len);
+
+/* After an entry was added to the cache dir: temporary files a crashed
+ * writer left (an hour old) go, and while the entries pass the size cap
+ * (MEMSIGHT_CACHE_MAX: bytes, with K, M or G; default 2G; 0 for none) the
+ * least recently used go, down to nine tenths of it; the newest stays,
+ * whatever its size, as its writer is about to open it. */
+void cache_trim(const char *dir);
+
+/* An entry was used: it goes last when the cache is trimmed. */
+void cache_touch(int fd);
+
+/* The cache directory of an entry's path, into buf; 0 or -1. */
+int cache_dir_of(const char *path, char *buf, size_t len);
 
 /* Write all n bytes to fd, through short writes and EINTR; 0 or -1. */
 int cache_write_all(int fd, const void *buf, size_t n);

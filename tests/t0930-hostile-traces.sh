@@ -110,6 +110,29 @@ test_expect_success 'a trace of objects that are zeros: what they expand to stay
 	test $(cat c0/*.elf | wc -c) -le $(((256 << 20) + 32 * $(stat -c %s zeros.trace)))
 '
 
+# The cache is kept to a size (MEMSIGHT_CACHE_MAX), least recently used
+# first, and what a crashed writer left there goes once it is stale.
+test_expect_success 'the cache stays within MEMSIGHT_CACHE_MAX, and a crashed writer'"'"'s temporary file goes' '
+	mkdir capped &&
+	MEMSIGHT_CACHE_DIR=$PWD/capped "$MEMSIGHT" folded honest.trace >uncapped.folded 2>/dev/null &&
+	full=$(cat capped/* | wc -c) &&
+	echo "uncapped: $full bytes" &&
+	test $full -gt $((6 << 20)) &&
+	rm -rf capped && mkdir capped &&
+	: >capped/x.elf.tmp-AAAAAA && touch -d "2 hours ago" capped/x.elf.tmp-AAAAAA &&
+	: >capped/y.elf.tmp-BBBBBB &&
+	MEMSIGHT_CACHE_DIR=$PWD/capped MEMSIGHT_CACHE_MAX=6M "$MEMSIGHT" folded honest.trace >capped.folded 2>err &&
+	test_cmp uncapped.folded capped.folded &&
+	! test -e capped/x.elf.tmp-AAAAAA &&
+	test -e capped/y.elf.tmp-BBBBBB &&
+	rm capped/y.elf.tmp-BBBBBB &&
+	kept=$(cat capped/* | wc -c) &&
+	echo "capped at 6 MiB: $kept bytes in $(ls capped | wc -l) files" &&
+	{ test $kept -le $((6 << 20)) || test "$(ls capped | wc -l)" = 1; } &&
+	MEMSIGHT_CACHE_DIR=$PWD/capped MEMSIGHT_CACHE_MAX=lots "$MEMSIGHT" folded honest.trace >/dev/null 2>err &&
+	test "$(grep -c "MEMSIGHT_CACHE_MAX=.lots. is no size" err)" = 1
+'
+
 # A process names itself: markup and a terminal's escapes in its name.
 test_expect_success 'a process named with markup and escapes: SVG escaped and valid, text without control bytes' '
 	cat >named.c <<-\EOF &&

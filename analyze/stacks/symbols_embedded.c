@@ -208,12 +208,13 @@ static int embedded_open(struct embedded *e)
 		/* Not through a link, nor blocking on a FIFO left under the
 		 * name. */
 		fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size == e->len)
+		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size == e->len) {
+			cache_touch(fd);
 			goto made;
+		}
 		if (fd >= 0)
 			close(fd);
-		snprintf(tmp, sizeof(tmp), "%s.%d.%lx", name, (int)getpid(), (unsigned long)pthread_self());
-		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		fd = cache_temp(name, tmp, sizeof(tmp));
 		cached = fd >= 0;
 	}
 	if (cached && trace_chunk_stream(e->r, e->chunk, e->skip, e->len, fd_write_all, &fd, err, sizeof(err)) < 0) {
@@ -242,8 +243,14 @@ made:
 		return -1;
 	}
 	/* Complete: only now under its name, so no reader sees it half made. */
-	if (cached && tmp[0] && rename(tmp, name))
-		unlink(tmp);
+	if (cached && tmp[0]) {
+		char dir[PATH_MAX];
+
+		if (rename(tmp, name))
+			unlink(tmp);
+		else if (!cache_dir_of(name, dir, sizeof(dir)))
+			cache_trim(dir);
+	}
 	e->fd = fd;
 	return 0;
 }

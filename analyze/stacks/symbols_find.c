@@ -86,8 +86,10 @@ static int cut_open(const char *name, const unsigned char *bid, int bid_len)
 		ok = dwelf_elf_gnu_build_id(elf, &got) == bid_len && !memcmp(got, bid, bid_len);
 	if (elf)
 		elf_end(elf);
-	if (ok)
+	if (ok) {
+		cache_touch(fd);
 		return fd;
+	}
 	close(fd);
 	unlink(name);
 	return -1;
@@ -109,8 +111,7 @@ static const char *debug_plain(const unsigned char *bid, int bid_len, const char
 	}
 	if (!elfcut_debug_compressed(path))
 		return path;
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", buf);
-	fd = mkstemp(tmp);
+	fd = cache_temp(buf, tmp, sizeof(tmp));
 	if (fd < 0)
 		return path;
 	src = symbols_file_open(path);
@@ -121,8 +122,13 @@ static const char *debug_plain(const unsigned char *bid, int bid_len, const char
 	if (src >= 0)
 		close(src);
 	/* Complete (a full disk fails the write): only now under its name. */
-	if (!close(fd) && ok && !rename(tmp, buf))
+	if (!close(fd) && ok && !rename(tmp, buf)) {
+		char dir[PATH_MAX];
+
+		if (!cache_dir_of(buf, dir, sizeof(dir)))
+			cache_trim(dir);
 		return buf;
+	}
 	unlink(tmp);
 	return path;
 }

@@ -226,6 +226,7 @@ static int embed_cache_load(const char *name, struct trace_writer *w, size_t *ra
 	/* A damaged file is only a miss: the entry is packed again. */
 	if (trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, p, stored, len))
 		goto out;
+	cache_touch(fd);
 	*raw = len;
 	ret = 0;
 out:
