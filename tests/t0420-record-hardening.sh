@@ -90,12 +90,14 @@ test_expect_success 'a command killed by a signal: said so, in info and in the e
 	"$MEMSIGHT" info ended.trace | grep "^command:     killed by SIGTERM (at the end of the recording), "
 '
 
+# The recorder is the oldest process with its command line: the command's
+# child has that line too until it executes, and a signal there kills it.
 test_expect_success 'SIGUSR1, SIGUSR2, SIGALRM and SIGPIPE leave a recording running; it ends with its trailer' '
 	"$MEMSIGHT" record -e faults -o sig.trace -- sleep 1.5 2>err &
 	pid=$! &&
 	rp= &&
 	for i in $(seq 100); do
-		rp=$(pgrep -f "memsight-record -e faults -o sig.trace") && break
+		rp=$(pgrep -o -f "memsight-record -e faults -o sig.trace") && break
 		sleep 0.02
 	done &&
 	test -n "$rp" &&
@@ -113,7 +115,7 @@ test_expect_success 'SIGQUIT and SIGXCPU end a recording cleanly, as SIGTERM doe
 		pid=$! &&
 		rp= &&
 		for i in $(seq 100); do
-			rp=$(pgrep -f "memsight-record -q -e faults -o $s.trace") && break
+			rp=$(pgrep -o -f "memsight-record -q -e faults -o $s.trace") && break
 			sleep 0.02
 		done &&
 		test -n "$rp" && sleep 0.3 &&
