@@ -85,6 +85,28 @@ test_expect_success 'a process already running (-p); it exits and the recording 
 	grep -A4 "^19200 bytes in 300 allocations from stack (pid $pid alloc_zoo)$" leaks | grep "^		late_leak+0x"
 '
 
+# Attached in the middle of calls: a call begun before the recording
+# returns into it, and one under way as it stops has its entry without
+# its return. Neither makes a block freed once look freed twice.
+test_expect_success '-p of a process in the middle of its churn: no block freed once is taken as freed twice' '
+	"$S/alloc_zoo" churn 20000000 >/dev/null &
+	pid=$! &&
+	sleep 0.3 &&
+	for i in 1 2 3; do
+		record -o churn$i.trace -p $pid -d 1 &&
+		"$MEMSIGHT" leaks --json churn$i.trace >churn$i.json || { kill $pid; return 1; }
+		grep -o "\"lost\":[0-9]*\|\"unmatched_frees\":[0-9]*,\"double_frees\":[0-9]*" churn$i.json | tr "\n" " " && echo
+	done &&
+	kill $pid && { wait $pid; :; } &&
+	checked=0 &&
+	for i in 1 2 3; do
+		grep -q "\"lost\":0," churn$i.json || continue
+		checked=$((checked + 1)) &&
+		grep "\"double_frees\":0," churn$i.json || return 1
+	done &&
+	test $checked -gt 0
+'
+
 JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 if [ -e $JEMALLOC ]; then
 	test_expect_success 'another allocator through -O: jemalloc' '

@@ -701,9 +701,13 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	}
 	ret = session_field(s, smp, AF_RET);
 	if (!ps->nr) {
-		/* No entry kept (-s N or -z/-Z): the pointer is still known,
-		 * so its free will match. */
-		if (!ret || alloc_fns[e->fn].op != ALLOC_OP_ALLOC)
+		/* No entry kept (-s N or -z/-Z), or the call began before the
+		 * recording did (its return probes come on first): the pointer
+		 * is still known, so its free will match, and a block that had
+		 * the same address before is not taken as freed twice. */
+		op = alloc_fns[e->fn].op;
+		if (!ret || (op != ALLOC_OP_ALLOC && op != ALLOC_OP_ALLOC_N && op != ALLOC_OP_REALLOC &&
+			     op != ALLOC_OP_REALLOC_N))
 			return 0;
 		return do_alloc(a, s, smp->pid, ret, 0, 0, e->fn, smp->time, NULL, 0, rp->cb, rp->arg);
 	}
