@@ -56,4 +56,32 @@ test_expect_success '-g fp is still there, and says what it records' '
 	"$MEMSIGHT" info fp.trace | grep "^call graph:  fp$"
 '
 
+# The kernel walks a frame-pointer chain at most kernel.perf_event_max_stack
+# frames deep: a deeper one lost its outer callers, and the analyzer says so.
+test_expect_success '-g fp: stacks deeper than the kernel walks are said to be cut, with the limit' '
+	cat >deep.c <<-\EOF &&
+	#include <stdlib.h>
+	#include <string.h>
+	__attribute__((noinline)) void down(int n, char *p)
+	{
+		if (n) {
+			down(n - 1, p);
+			__asm__ volatile("" ::: "memory");
+			return;
+		}
+		memset(p, 1, 64 << 12);
+	}
+	int main(void) { char *p = malloc(64 << 12); down(300, p); return 0; }
+	EOF
+	cc -O1 -fno-omit-frame-pointer -o deep deep.c &&
+	"$MEMSIGHT" record -q -g fp -e faults -o deep.trace -- ./deep &&
+	max=$(cat /proc/sys/kernel/perf_event_max_stack) &&
+	"$MEMSIGHT" folded deep.trace >deep.folded 2>err &&
+	cat err &&
+	grep "^memsight: [1-9][0-9]* of [0-9]* frame-pointer stacks are $max frames deep, as deep as the recording kernel walks (kernel.perf_event_max_stack): their outermost callers are missing" err &&
+	"$MEMSIGHT" record -q -e faults -o deepdw.trace -- ./deep &&
+	"$MEMSIGHT" folded deepdw.trace >/dev/null 2>err &&
+	! grep "frames deep" err
+'
+
 test_done

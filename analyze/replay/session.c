@@ -495,6 +495,11 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 				p->maps[i].dso = vdso_dso(s, p->maps[i].end - p->maps[i].start);
 	}
 	jit_warn(s);
+	{
+		char v[16];
+
+		s->max_stack = atoi(session_host(s, "perf_event_max_stack", v, sizeof(v), "0"));
+	}
 	if (!s->nr_evs)
 		return fail(err, errlen, "'%s' holds no event descriptions%s", path,
 			    s->r.stop[0] ? " (the trace is cut short before them)" : "");
@@ -871,7 +876,7 @@ static void sample_fp_cut(struct session *s, struct sample *smp)
 {
 	const struct process *p = NULL;
 	const struct map *m = NULL;
-	int user = 0, first = 0;
+	int user = 0, first = 0, frames = 0;
 
 	for (uint64_t i = 0; i < smp->nr_ips; i++) {
 		uint64_t ip = smp->ips[i];
@@ -883,6 +888,10 @@ static void sample_fp_cut(struct session *s, struct sample *smp)
 				s->fp_stacks++;
 			continue;
 		}
+		/* The kernel walks at most max_stack frames, its own and the
+		 * user's together: a chain that long lost its outer callers. */
+		if (++frames == s->max_stack && user && i + 1 == smp->nr_ips)
+			s->fp_deep++;
 		if (!user || first) {
 			first = 0;
 			continue;
@@ -937,6 +946,12 @@ void session_report_unwind(struct session *s)
 			"memsight: %llu of %llu frame-pointer stacks ran into code built without frame pointers and were "
 			"cut where they left the code; record with -g dwarf for whole stacks\n",
 			(unsigned long long)s->fp_cut, (unsigned long long)s->fp_stacks);
+	if (s->fp_deep)
+		fprintf(stderr,
+			"memsight: %llu of %llu frame-pointer stacks are %d frames deep, as deep as the recording kernel "
+			"walks (kernel.perf_event_max_stack): their outermost callers are missing; raise it with sysctl "
+			"before recording, or record with -g dwarf\n",
+			(unsigned long long)s->fp_deep, (unsigned long long)s->fp_stacks, s->max_stack);
 	if (s->uw && s->o.unwind_stats)
 		fprintf(stderr, "unwind: %llu stacks, %llu frames, deepest dump byte read %llu\n",
 			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,

@@ -195,6 +195,8 @@ struct session {
 	char *cgroup_want;	     /* --cgroup, as a path below the hierarchy's root */
 	uint64_t fp_stacks;	/* user frame-pointer callchains seen */
 	uint64_t fp_cut;	/* of those, cut where they left the process's code */
+	uint64_t fp_deep;	/* of those, as deep as the kernel walks (max_stack): callers lost */
+	int max_stack;		/* the recording kernel's perf_event_max_stack; 0 when not known */
 	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
 	size_t nr_at_end, at_end_alloc;
 	struct exec_hook {

@@ -69,6 +69,17 @@ static void write_host(struct recorder *rc)
 	ADD("stack_dump %s\n", scrub_mode_name(rc->scrub.mode));
 	ADD("groups %s\n", rc->groups);
 	ADD("build_id_in_mmap2 %d\n", rc->build_id);
+	{
+		/* How deep the kernel walks a frame-pointer chain: one that
+		 * deep lost its outer callers. */
+		char v[16] = "";
+		int fd = open("/proc/sys/kernel/perf_event_max_stack", O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0 && read(fd, v, sizeof(v) - 1) > 0 && atoi(v) > 0)
+			ADD("perf_event_max_stack %d\n", atoi(v));
+		if (fd >= 0)
+			close(fd);
+	}
 	if (rc->allocator[0]) {
 		ADD("allocator %s\n", rc->allocator);
 		ADD("alloc_sample %u\n", rc->sample ? rc->sample : 1);
