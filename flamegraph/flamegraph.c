@@ -37,7 +37,8 @@ static const char usage_text[] =
 
 struct flamegraph {
 	struct flame_opts o;
-	const char *event, *weight, *output;
+	const char *event, *weight, *output; /* -e and -w as given, NULL for the analyzer's choice */
+	char folded_event[16], folded_weight[16]; /* what the analyzer folded (its header line) */
 	const char *forward[MAX_FORWARD];
 	int nr_forward;
 };
@@ -106,10 +107,19 @@ static FILE *open_trace(const char *path, const struct flamegraph *fg, pid_t *ch
 	if (*child < 0)
 		return NULL;
 	if (!*child) {
-		char *argv[MAX_FORWARD + 8] = { prog, "folded", "--event", (char *)fg->event, "--weight",
-						(char *)fg->weight };
-		int nargs = 6;
+		char *argv[MAX_FORWARD + 10] = { prog, "folded", "--header" };
+		int nargs = 3;
 
+		/* What to fold is the analyzer's to choose, as for memsight
+		 * folded, unless given; its header line says what it chose. */
+		if (fg->event) {
+			argv[nargs++] = "--event";
+			argv[nargs++] = (char *)fg->event;
+		}
+		if (fg->weight) {
+			argv[nargs++] = "--weight";
+			argv[nargs++] = (char *)fg->weight;
+		}
 		for (int i = 0; i < fg->nr_forward; i++)
 			argv[nargs++] = (char *)fg->forward[i];
 		argv[nargs++] = (char *)path;
@@ -138,10 +148,10 @@ static int is_trace(const char *path)
 	return yes;
 }
 
-/* A trace's title and unit, from its event and weight, unless given. */
+/* A trace's title and unit, from what the analyzer folded, unless given. */
 static void trace_titles(struct flamegraph *fg)
 {
-	const char *event = fg->event, *weight = fg->weight;
+	const char *event = fg->folded_event, *weight = fg->folded_weight;
 	const char *what = !strcmp(event, "brk")    ? "Heap Expansion (brk)"
 			   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)"
 			   : !strcmp(event, "malloc")
@@ -169,7 +179,7 @@ static void trace_titles(struct flamegraph *fg)
 /* Every line into the tree; lines that are not folded stacks are counted
  * and skipped (a header, a blank), a count no graph can draw is an error.
  * Returns the stacks added, or -1 after reporting. */
-static long read_folded(FILE *in, struct flame_node *root)
+static long read_folded(FILE *in, struct flame_node *root, struct flamegraph *fg)
 {
 	unsigned long added = 0, skipped = 0, first_bad = 0, lineno = 0;
 	char *line = NULL;
@@ -177,7 +187,13 @@ static long read_folded(FILE *in, struct flame_node *root)
 	long ret = -1;
 
 	while (getline(&line, &alloc, in) > 0) {
-		int r = flame_tree_add(root, line);
+		int r;
+
+		if (!lineno && fg && sscanf(line, "# event %15s weight %15s", fg->folded_event, fg->folded_weight) == 2) {
+			lineno++;
+			continue;
+		}
+		r = flame_tree_add(root, line);
 
 		lineno++;
 		if (r == -2) {
@@ -215,7 +231,6 @@ static struct flame_node *load(struct flamegraph *fg, const char *path)
 	if (!strcmp(path, "-")) {
 		in = stdin;
 	} else if (is_trace(path)) {
-		trace_titles(fg);
 		in = open_trace(path, fg, &child);
 		if (!in)
 			return msg_error("cannot run the analyzer on '%s': %s", path, strerror(errno)), NULL;
@@ -227,7 +242,7 @@ static struct flame_node *load(struct flamegraph *fg, const char *path)
 		msg_error("out of memory");
 		added = -1;
 	} else {
-		added = read_folded(in, root);
+		added = read_folded(in, root, child ? fg : NULL);
 	}
 	if (in != stdin)
 		fclose(in);
@@ -239,9 +254,15 @@ static struct flame_node *load(struct flamegraph *fg, const char *path)
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
 			added = -1;
 	}
-	if (!added)
+	if (!added && child)
+		msg_error("'%s' holds no stacks of %s%s: pick other events with -e", path,
+			  fg->folded_event[0] ? fg->folded_event : "what was asked for",
+			  !strcmp(fg->folded_weight, "leaked") ? " still held at the end" : "");
+	else if (!added)
 		msg_error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
 			  !strcmp(path, "-") ? "standard input" : path);
+	if (added > 0 && child)
+		trace_titles(fg);
 	if (added <= 0) {
 		flame_tree_free(root);
 		return NULL;
@@ -277,16 +298,17 @@ static int write_svg(const struct flamegraph *fg, struct flame_node *root)
 
 int main(int argc, char **argv)
 {
-	struct flamegraph fg = { .o = { NULL, NULL, NULL, "mem", 1200, 0.1, 0 }, .event = "faults", .weight = "count" };
+	struct flamegraph fg = { .o = { NULL, NULL, NULL, "mem", 1200, 0.1, 0 } };
 #define FORWARD(id, name, argh, optional, help) , { 0, name, OPT_CALLBACK_, NULL, argh, help, opt_forward, 0, optional }
 	const struct opt options[] = {
 		OPT_STRING('e', "event", &fg.event, "EVENT",
-			   "for a trace: brk, mmap, faults (default), malloc, kmem, reclaim\nor swap"),
+			   "for a trace: brk, mmap, faults (default when recorded),\n"
+			   "malloc (default otherwise), kmem, reclaim or swap"),
 		OPT_STRING('w', "weight", &fg.weight, "WEIGHT",
 			   "for a trace: count (default), bytes or pages; for malloc and\n"
 			   "kmem also leaked (bytes still outstanding when recording\n"
-			   "ended), for malloc peak (bytes held when the heap was\n"
-			   "largest); for reclaim latency (microseconds)"),
+			   "ended; malloc's default), for malloc peak (bytes held when\n"
+			   "the heap was largest); for reclaim latency (microseconds)"),
 		{ 0, "fault-type", OPT_CALLBACK_, NULL, "KIND",
 		  "for a trace's faults: only these kinds (repeatable): read, write,\n"
 		  "exec, cow, kernel", opt_forward, 0, 0 },

@@ -85,6 +85,28 @@ test_expect_success 'a process already running (-p); it exits and the recording 
 	grep -A4 "^19200 bytes in 300 allocations from stack (pid $pid alloc_zoo)$" leaks | grep "^		late_leak+0x"
 '
 
+# What a view shows of a recording of the malloc family alone: the bytes
+# still held at the end, as leaks and pprof's inuse_space show them.
+test_expect_success 'malloc alone: folded and flamegraph fold what is still held, and say so; --diff of two too' '
+	record -o only.trace -- "$S/loop_leak" 100 >truth &&
+	grep "^loop_leak: 100 allocations of 4 bytes from leak(), 400 bytes leaked$" truth &&
+	"$MEMSIGHT" folded only.trace >f 2>err &&
+	test "$(grep -c "has no page faults: folding its allocations by the bytes still held at the end (-e and -w choose)" err)" = 1 &&
+	grep ";main;someFunc;leak;malloc 400$" f &&
+	"$MEMSIGHT" folded -w count only.trace >fc 2>/dev/null &&
+	grep ";main;someFunc;leak;malloc 100$" fc &&
+	"$MEMSIGHT" flamegraph -o only.svg only.trace 2>/dev/null &&
+	grep -q "Outstanding Allocations (leaks)" only.svg &&
+	grep -q "<title>leak (400 bytes" only.svg &&
+	record -o only2.trace -- "$S/loop_leak" 300 >/dev/null &&
+	"$MEMSIGHT" flamegraph --diff -o diff.svg only.trace only2.trace 2>/dev/null &&
+	grep -q "<title>leak (1200 bytes, [0-9.]*%, +800 since the base)" diff.svg &&
+	"$MEMSIGHT" record -q -e brk -o brk.trace -- true &&
+	test_must_fail "$MEMSIGHT" folded brk.trace 2>err &&
+	test_one_line err &&
+	grep "recorded no page faults and no allocations: name the events to fold with -e" err
+'
+
 # Attached in the middle of calls: a call begun before the recording
 # returns into it, and one under way as it stops has its entry without
 # its return. Neither makes a block freed once look freed twice.

@@ -31,6 +31,7 @@ struct folded {
 	enum weight weight;
 	long pid;
 	unsigned fault_types;	/* --fault-type: bits of enum fault_kind; 0 for all */
+	int src_given, weight_given; /* -e, -w */
 	struct stacktab tab;
 };
 
@@ -275,6 +276,7 @@ static int opt_event(const struct opt *o, const char *arg, void *ctx)
 		if (!strcmp(arg, events[i].name)) {
 			f->src = events[i].src;
 			f->kind = events[i].kind;
+			f->src_given = 1;
 			return 0;
 		}
 	}
@@ -282,16 +284,19 @@ static int opt_event(const struct opt *o, const char *arg, void *ctx)
 			 arg);
 }
 
+static const char *const weight_names[] = { [W_COUNT] = "count", [W_BYTES] = "bytes", [W_PAGES] = "pages",
+					   [W_LEAKED] = "leaked", [W_LATENCY] = "latency", [W_PEAK] = "peak" };
+
 static int opt_weight(const struct opt *o, const char *arg, void *ctx)
 {
-	static const char *const names[] = { [W_COUNT] = "count", [W_BYTES] = "bytes", [W_PAGES] = "pages",
-					     [W_LEAKED] = "leaked", [W_LATENCY] = "latency", [W_PEAK] = "peak" };
+	const char *const *names = weight_names;
 	struct folded *f = o->value;
 
 	(void)ctx;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < sizeof(weight_names) / sizeof(weight_names[0]); i++) {
 		if (!strcmp(arg, names[i])) {
 			f->weight = i;
+			f->weight_given = 1;
 			return 0;
 		}
 	}
@@ -330,10 +335,11 @@ static int fold(struct folded *f, struct session *s)
 int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 {
 	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS };
-	int kernel = -1, ret;
+	int kernel = -1, ret, header = 0;
 	const struct opt options[] = {
 		OPT_CALLBACK('e', "event", &f, "EVENT",
-			     "brk, mmap, faults (default), malloc, kmem (kernel allocations),\n"
+			     "brk, mmap, faults (default when recorded), malloc (default\n"
+			     "otherwise, weighed by leaked), kmem (kernel allocations),\n"
 			     "reclaim (direct and memcg) or swap (major faults on anonymous memory)",
 			     opt_event),
 		OPT_CALLBACK('w', "weight", &f, "WEIGHT",
@@ -346,6 +352,9 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		OPT_FAULT_TYPE(&f.fault_types),
 		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"),
 		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),
+		OPT_SET(0, "header", &header, 1,
+			"first a line '# event EVENT weight WEIGHT': what was folded\n"
+			"(memsight flamegraph titles its graph by it)"),
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -355,6 +364,24 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
+	if (cmd_open(&s, argv[optind], a))
+		return 1;
+	/* Without -e: the faults, when they were recorded; else the malloc
+	 * family, by what is still held at the end, as pprof's inuse_space
+	 * and leaks show it. */
+	if (!f.src_given && !session_group_recorded(&s, "faults")) {
+		if (!allocs_recorded(&s)) {
+			msg_error("'%s' recorded no page faults and no allocations: name the events to fold with -e "
+				  "(brk, mmap, kmem, reclaim or swap)",
+				  s.path);
+			return cmd_close(&s, 1);
+		}
+		f.src = FS_MALLOC;
+		if (!f.weight_given)
+			f.weight = W_LEAKED;
+		msg_note("'%s' has no page faults: folding its allocations%s (-e and -w choose)", s.path,
+			 f.weight_given ? "" : " by the bytes still held at the end");
+	}
 	if (kernel < 0)
 		/* A syscall's kernel half is always the same entry path; for
 		 * the kernel's own memory it is the point. */
@@ -362,20 +389,28 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 			 f.src == FS_SWAP;
 	if (f.fault_types && (f.src != FS_MEMOPS || f.kind != MEMOP_FAULT)) {
 		msg_error("--fault-type is for faults: give -e faults");
-		return 2;
+		return cmd_close(&s, 2);
 	}
 	if (!weight_applies(&f)) {
 		msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
 			  "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
-		return 2;
+		return cmd_close(&s, 2);
 	}
-	if (cmd_open(&s, argv[optind], a))
-		return 1;
 	if (f.fault_types && !session_fault_kinds(&s)) {
 		msg_error("'%s' has no fault kinds: it was recorded with the page-faults software event (a kernel "
 			  "without the exceptions tracepoints); drop --fault-type", s.path);
 		return cmd_close(&s, 1);
 	}
+	if (header)
+		printf("# event %s weight %s\n",
+		       f.src == FS_MALLOC    ? "malloc"
+		       : f.src == FS_KMEM    ? "kmem"
+		       : f.src == FS_RECLAIM ? "reclaim"
+		       : f.src == FS_SWAP    ? "swap"
+		       : f.kind == MEMOP_BRK ? "brk"
+		       : f.kind == MEMOP_MMAP ? "mmap"
+					      : "faults",
+		       weight_names[f.weight]);
 	stacktab_init_by_comm(&f.tab, kernel, 1);
 	hashmap_init(&f.begins, 0);
 	ret = fold(&f, &s);
