@@ -93,6 +93,11 @@ test_expect_success 'malloc alone: folded and flamegraph fold what is still held
 	"$MEMSIGHT" folded only.trace >f 2>err &&
 	test "$(grep -c "has no page faults: folding its allocations by the bytes still held at the end (-e and -w choose)" err)" = 1 &&
 	grep ";main;someFunc;leak;malloc 400$" f &&
+	test "$(wc -l <f)" = 1 &&
+	grep "left out 4096 bytes still held that leaks suppresses too (libc.s one-time allocations; --no-default-suppressions keeps them)" err &&
+	"$MEMSIGHT" leaks only.trace | grep "^# suppressed: 4096 bytes in 1 allocations" &&
+	"$MEMSIGHT" folded --no-default-suppressions only.trace >fall 2>/dev/null &&
+	grep ";_IO_file_doallocate;malloc 4096$" fall &&
 	"$MEMSIGHT" folded -w count only.trace >fc 2>/dev/null &&
 	grep ";main;someFunc;leak;malloc 100$" fc &&
 	"$MEMSIGHT" flamegraph -o only.svg only.trace 2>/dev/null &&

@@ -51,6 +51,14 @@ enum {
 	OPTS_STACK_LIST(CMD_STACK_ID)
 #undef CMD_STACK_ID
 };
+/* The suppressions of what is still held at the end, as leaks and folded
+ * take them: a file of LeakSanitizer's rules, and the built-in list on
+ * (defaults 1) unless turned off. */
+#define OPT_SUPPRESSIONS(file, defaults)                                                                \
+	OPT_STRING(0, "suppress", file, "FILE",                                                          \
+		   "more suppressions, one 'leak:PATTERN' per line (LeakSanitizer's format)"),          \
+		OPT_SET(0, "no-default-suppressions", defaults, 0,                                        \
+			"report libc's one-time allocations (stdio buffers, TLS, loader) too")
 /* --cgroup PATH into the struct analyze_opts given to cmd_parse. */
 int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
 /* In a command's table: the options that choose the samples it counts,

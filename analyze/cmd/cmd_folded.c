@@ -14,6 +14,7 @@
 #include "../model/kallocs.h"
 #include "../model/memops.h"
 #include "../model/stacktab.h"
+#include "../model/suppress.h"
 
 static const char usage_text[] =
 	"usage: memsight folded [options] FILE\n"
@@ -32,6 +33,7 @@ struct folded {
 	long pid;
 	unsigned fault_types;	/* --fault-type: bits of enum fault_kind; 0 for all */
 	int src_given, weight_given; /* -e, -w */
+	struct suppress sup;	/* for leaked: what leaks leaves out, left out here too */
 	struct stacktab tab;
 };
 
@@ -164,12 +166,25 @@ static int fold_allocs(struct folded *f, struct session *s)
 			site->stack->weight = site->at_peak * a.sample;
 		}
 	if (f->weight == W_LEAKED) {
+		struct frame fr[STACK_MAX_FRAMES];
+		uint64_t left_out = 0;
+
 		hashmap_for_each(&a.procs, p) hashmap_for_each((struct hashmap *)p->ptr, r) {
 			struct alloc_rec *rec = r->ptr;
 
 			if (rec->stack)
 				rec->stack->weight += alloc_rec_bytes(rec) * a.sample;
 		}
+		stacktab_for_each(&a.stacks, e) {
+			if (e->weight && suppress_match(&f->sup, fr, stack_entry_frames(e, fr, STACK_MAX_FRAMES))) {
+				left_out += e->weight;
+				e->weight = 0;
+			}
+		}
+		if (left_out)
+			msg_note("left out %llu bytes still held that leaks suppresses too (libc's one-time allocations%s; "
+				 "--no-default-suppressions keeps them)",
+				 (unsigned long long)left_out, f->sup.nr ? " and --suppress" : "");
 	}
 	/* Print from the allocation stacks: swap the table in. */
 	stacktab_release(&f->tab);
@@ -335,7 +350,9 @@ static int fold(struct folded *f, struct session *s)
 int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 {
 	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS };
-	int kernel = -1, ret, header = 0;
+	int kernel = -1, ret, header = 0, defaults = 1;
+	const char *supfile = NULL;
+	char err[512];
 	const struct opt options[] = {
 		OPT_CALLBACK('e', "event", &f, "EVENT",
 			     "brk, mmap, faults (default when recorded), malloc (default\n"
@@ -352,6 +369,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		OPT_FAULT_TYPE(&f.fault_types),
 		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"),
 		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),
+		OPT_SUPPRESSIONS(&supfile, &defaults),
 		OPT_SET(0, "header", &header, 1,
 			"first a line '# event EVENT weight WEIGHT': what was folded\n"
 			"(memsight flamegraph titles its graph by it)"),
@@ -364,8 +382,14 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open(&s, argv[optind], a))
+	if (suppress_setup(&f.sup, defaults, supfile, err, sizeof(err))) {
+		msg_error("%s", err);
+		return 2;
+	}
+	if (cmd_open(&s, argv[optind], a)) {
+		suppress_release(&f.sup);
 		return 1;
+	}
 	/* Without -e: the faults, when they were recorded; else the malloc
 	 * family, by what is still held at the end, as pprof's inuse_space
 	 * and leaks show it. */
@@ -374,7 +398,8 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 			msg_error("'%s' recorded no page faults and no allocations: name the events to fold with -e "
 				  "(brk, mmap, kmem, reclaim or swap)",
 				  s.path);
-			return cmd_close(&s, 1);
+			ret = 1;
+			goto out;
 		}
 		f.src = FS_MALLOC;
 		if (!f.weight_given)
@@ -389,17 +414,20 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 			 f.src == FS_SWAP;
 	if (f.fault_types && (f.src != FS_MEMOPS || f.kind != MEMOP_FAULT)) {
 		msg_error("--fault-type is for faults: give -e faults");
-		return cmd_close(&s, 2);
+		ret = 2;
+		goto out;
 	}
 	if (!weight_applies(&f)) {
 		msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
 			  "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
-		return cmd_close(&s, 2);
+		ret = 2;
+		goto out;
 	}
 	if (f.fault_types && !session_fault_kinds(&s)) {
 		msg_error("'%s' has no fault kinds: it was recorded with the page-faults software event (a kernel "
 			  "without the exceptions tracepoints); drop --fault-type", s.path);
-		return cmd_close(&s, 1);
+		ret = 1;
+		goto out;
 	}
 	if (header)
 		printf("# event %s weight %s\n",
@@ -417,5 +445,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 	hashmap_for_each(&f.begins, slot) free(slot->ptr);
 	hashmap_release(&f.begins);
 	stacktab_release(&f.tab);
+out:
+	suppress_release(&f.sup);
 	return cmd_close(&s, ret);
 }

@@ -847,10 +847,7 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 		OPT_STRING(0, "sort", &o.sort, "KEY", "size (default): most bytes first; growth: steadiest growth first"),
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &o.json, "one JSON object instead of text"),
-		OPT_STRING(0, "suppress", &o.supfile, "FILE",
-			   "more suppressions, one 'leak:PATTERN' per line (LeakSanitizer's format)"),
-		OPT_SET(0, "no-default-suppressions", &o.defaults, 0,
-			"report libc's one-time allocations (stdio buffers, TLS, loader) too"),
+		OPT_SUPPRESSIONS(&o.supfile, &o.defaults),
 		OPT_CALLBACK(0, "fail-over", &o, "BYTES",
 			     "exit with status 3 when more than BYTES are reported leaked, 4 when\n"
 			     "events were lost and the leaks they could hide or fake decide it",
@@ -879,10 +876,8 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 	}
 	if (o.kernel)
 		return leaks_kernel(argv[optind], &o, a);
-	suppress_init(&sup);
-	if ((o.defaults && suppress_add_defaults(&sup)) || (o.supfile && suppress_load(&sup, o.supfile, err, sizeof(err)))) {
-		msg_error("%s", o.supfile ? err : "out of memory");
-		suppress_release(&sup);
+	if (suppress_setup(&sup, o.defaults, o.supfile, err, sizeof(err))) {
+		msg_error("%s", err);
 		return 2;
 	}
 	r = leaks_user(argv[optind], &o, a, &sup);

@@ -189,3 +189,18 @@ const char *suppress_match(const struct suppress *s, const struct frame *f, int 
 	}
 	return NULL;
 }
+
+int suppress_setup(struct suppress *s, int defaults, const char *file, char *err, size_t errlen)
+{
+	suppress_init(s);
+	if (defaults && suppress_add_defaults(s)) {
+		snprintf(err, errlen, "out of memory");
+		suppress_release(s);
+		return -1;
+	}
+	if (file && suppress_load(s, file, err, errlen)) {
+		suppress_release(s);
+		return -1;
+	}
+	return 0;
+}

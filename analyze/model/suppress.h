@@ -27,6 +27,9 @@ void suppress_release(struct suppress *s);
 int suppress_add_defaults(struct suppress *s);
 /* Returns 0, or -1 with a reason in err (cannot read, or a bad line). */
 int suppress_load(struct suppress *s, const char *path, char *err, size_t errlen);
+/* suppress_init, then the built-in list when defaults is set and the rules
+ * of file when it is not NULL. 0, or -1 with a reason in err (s released). */
+int suppress_setup(struct suppress *s, int defaults, const char *file, char *err, size_t errlen);
 /* The pattern that matches one of the frames, or NULL. */
 const char *suppress_match(const struct suppress *s, const struct frame *f, int n);
 
