@@ -138,6 +138,7 @@ void machine_fork(struct machine *m, int ppid, int ptid, int pid, int tid)
 		snprintf(child->comm, sizeof(child->comm), "%s", comm);
 		child->exited = 0;
 		child->threads = 1;
+		child->leader_counted = 1;
 		child->code_gen++;
 		free(child->maps);
 		child->maps = NULL;
@@ -163,7 +164,10 @@ void machine_exit(struct machine *m, int pid, int tid)
 
 	if (!p)
 		return;
-	if (p->threads > 0)
+	/* A leader that began before the recording was never counted: its
+	 * end (pthread_exit, while the threads it started run on) is not one
+	 * of theirs. */
+	if (p->threads > 0 && (pid != tid || p->leader_counted))
 		p->threads--;
 	if (pid == tid) {
 		p->exited = 1;

@@ -30,6 +30,7 @@ struct process {
 	size_t nr_maps, maps_alloc;
 	int exited;		/* its leader thread has */
 	int threads;		/* started while recorded, not exited: the maps go with the last */
+	int leader_counted;	/* its leader was seen to start, and is one of threads */
 	void *priv;		/* the command's per-process state */
 	unsigned code_gen;	/* bumped when a file mapping comes or goes */
 	void *unwind;		/* the unwinder's address space, for one code_gen */
