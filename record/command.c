@@ -113,12 +113,28 @@ void rec_child_stop(struct recorder *rc)
 			rc->child_stopped = 1;
 			kill(rc->child, SIGTERM);
 		}
-		/* Followed for --leak-check: stops come before the end. */
-		while (wait4(rc->child, &rc->child_status, 0, &rc->child_ru) == rc->child)
+		/* Followed for --leak-check: stops come before the end, its
+		 * threads' too once its main thread has gone. */
+		for (;;) {
+			int st, flags = rc->leak_check && leakcheck_following_threads(&rc->lc) ? __WALL : 0;
+			struct rusage ru;
+			pid_t p = wait4(flags ? -1 : rc->child, &st, flags, &ru);
+
+			if (p < 0 && errno == EINTR)
+				continue;
+			if (p < 0)
+				break;
+			if (p != rc->child) {
+				leakcheck_status(&rc->lc, p, st);
+				continue;
+			}
+			rc->child_status = st;
+			rc->child_ru = ru;
 			if (!rc->leak_check || !leakcheck_status(&rc->lc, rc->child, rc->child_status)) {
 				rc->child_done = 1;
 				break;
 			}
+		}
 	}
 }
 
@@ -128,8 +144,14 @@ int rec_child_reap(struct recorder *rc)
 	int st;
 	struct rusage ru;
 
-	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
-		/* A stop of the command --leak-check follows, not its end. */
+	while ((p = wait4(-1, &st, WNOHANG | (rc->leak_check && leakcheck_following_threads(&rc->lc) ? __WALL : 0),
+			  &ru)) > 0) {
+		/* A stop of the command --leak-check follows, or of one of its
+		 * threads, not its end. */
+		if (p != rc->child && rc->leak_check) {
+			leakcheck_status(&rc->lc, p, st);
+			continue;
+		}
 		if (p == rc->child && rc->leak_check && leakcheck_status(&rc->lc, p, st))
 			continue;
 		if (p == rc->child) {

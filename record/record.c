@@ -316,6 +316,7 @@ static void cleanup(struct recorder *rc)
 	free(rc->bounce);
 	scrub_free(&rc->scrub);
 	cgroup_filter_release(&rc->cg);
+	leakcheck_release(&rc->lc);
 	execmap_release(&rc->em);
 	jitmaps_release(&rc->jm);
 	objset_release(&rc->objs);

@@ -21,6 +21,10 @@
  *               one definitely lost, the other indirectly, charged to it
  *   realloc     a block grown by realloc and kept (still reachable), one
  *               grown and dropped (definitely lost)
+ *   mainexit    main calls pthread_exit at once; a thread it started
+ *               goes on to allocate 150 blocks, keeps 100 (still
+ *               reachable) and drops 50 (definitely lost), and its end
+ *               is the process's
  *
  * Prints the truth with write(2), so that stdio allocates nothing: one
  * line per kind, "leak_cases: KIND B bytes in N blocks".
@@ -197,6 +201,34 @@ static void realloc_case(void)
 	say("still reachable", 5000, 1);
 }
 
+static void *volatile kept_by_worker[100];
+
+static void *late_worker(void *arg)
+{
+	(void)arg;
+	/* Well after main has gone. */
+	usleep(100 * 1000);
+	for (int i = 0; i < 150; i++) {
+		void *volatile p = malloc(100);
+
+		memset(p, 0, 100);
+		if (i < 100)
+			kept_by_worker[i] = p;
+	}
+	say("definitely lost", 50 * 100, 50);
+	say("still reachable", 100 * 100, 100);
+	return NULL;
+}
+
+static void mainexit(void)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, late_worker, NULL))
+		exit(1);
+	pthread_exit(NULL);
+}
+
 /* Zero the stack below main's frame: no copy of a dropped pointer left
  * there by the case's own frames, for any checker to find. */
 __attribute__((noinline)) static void scrub_stack(void)
@@ -230,8 +262,11 @@ int main(int argc, char **argv)
 		cycle();
 	else if (!strcmp(mode, "realloc"))
 		realloc_case();
+	else if (!strcmp(mode, "mainexit"))
+		mainexit();
 	else {
-		fprintf(stderr, "usage: leak_cases tails|random|thread|rodata|interior|tree|merged|cycle|realloc [N]\n");
+		fprintf(stderr,
+			"usage: leak_cases tails|random|thread|rodata|interior|tree|merged|cycle|realloc|mainexit [N]\n");
 		return 2;
 	}
 	scrub_stack();

@@ -6,7 +6,8 @@
  * stopping processes given with -p when the recording ends, reading the
  * stopped threads' registers, and letting them go. reach.c reads the
  * memory. A followed command's signals pass through untouched; nothing
- * but its exit stops it. Knows nothing of perf or the trace.
+ * but its exit stops it, and when its main thread exits before the
+ * others, theirs. Knows nothing of perf or the trace.
  */
 #ifndef MEMSIGHT_RECORD_LEAKCHECK_H
 #define MEMSIGHT_RECORD_LEAKCHECK_H
@@ -21,6 +22,11 @@ typedef int (*leakcheck_emit)(void *arg, const void *payload, size_t len);
 struct leakcheck {
 	leakcheck_emit emit;
 	void *arg;
+	/* The followed command's main thread exited while others ran on
+	 * (pthread_exit): those are followed now, to the last one's exit. */
+	pid_t tgid;
+	pid_t *threads;
+	size_t nr_threads, alloc_threads;
 	int scans;		/* processes scanned */
 	int failed;		/* scans that could not be made */
 	int last_err;		/* the errno of the last failure */
@@ -30,10 +36,16 @@ struct leakcheck {
 /* Follow child (forked, not yet exec'd) to its exit. Returns 0 or a
  * negative errno. */
 int leakcheck_follow(pid_t child);
-/* A wait status of the followed child. A ptrace stop is handled here (at
- * the exit stop the memory is scanned, then the child let go; a signal is
- * passed on) and 1 returned: the child goes on. 0: its real end. */
+/* A wait status of the followed child, or of one of its threads (wait
+ * for those with __WALL). A ptrace stop is handled here (at the exit stop
+ * of the process's last thread the memory is scanned, then it is let go; a
+ * signal is passed on) and 1 returned: the child goes on. 0: its real end,
+ * or a status of no thread followed. */
 int leakcheck_status(struct leakcheck *lc, pid_t pid, int status);
+/* Whether threads other than the child are followed (then wait with
+ * __WALL). */
+int leakcheck_following_threads(const struct leakcheck *lc);
+void leakcheck_release(struct leakcheck *lc);
 /* Stop every thread of pid, scan it, let it go. Returns 0 or a negative
  * errno (then nothing was scanned). */
 int leakcheck_attach(struct leakcheck *lc, pid_t pid);

@@ -256,11 +256,14 @@ int reach_scan(pid_t pid, const struct reach_thread *threads, size_t nr_threads,
 	struct scan sc = { 0 };
 	uint64_t t0 = now_ns(), bytes = 0, took;
 	unsigned char *buf = malloc(REACH_READ), *part = NULL;
+	/* The memory is read through a thread of the scan: a leader that
+	 * has exited (pthread_exit) has none to read through any more. */
+	pid_t at = nr_threads ? threads[0].tid : pid;
 	int r;
 
 	if (!buf)
 		return -ENOMEM;
-	if ((r = maps_load(&sc, pid, threads, nr_threads)))
+	if ((r = maps_load(&sc, at, threads, nr_threads)))
 		goto out;
 	sc.targets = malloc((sc.nr ? sc.nr : 1) * sizeof(*sc.targets));
 	if (!sc.targets) {
@@ -281,7 +284,7 @@ int reach_scan(pid_t pid, const struct reach_thread *threads, size_t nr_threads,
 		for (size_t k = 0; threads[i].in_syscall && k < sc.nr; k++)
 			if (sc.regions[k].kind == REACH_REGION_STACK && threads[i].sp >= sc.regions[k].start &&
 			    threads[i].sp < sc.regions[k].end) {
-				uint64_t top = exit_path_top(&sc, pid, &sc.regions[k], threads[i].sp & ~7ull);
+				uint64_t top = exit_path_top(&sc, at, &sc.regions[k], threads[i].sp & ~7ull);
 
 				if (top > sc.regions[k].from)
 					sc.regions[k].from = top;
@@ -291,7 +294,7 @@ int reach_scan(pid_t pid, const struct reach_thread *threads, size_t nr_threads,
 			if (target(&sc, threads[i].regs[k]) && (r = pair_add(&sc, 0, threads[i].regs[k])))
 				goto out;
 	for (size_t i = 0; i < sc.nr; i++)
-		if (sc.regions[i].kind != REACH_REGION_UNREADABLE && (r = scan_region(&sc, pid, &sc.regions[i], buf, &bytes)))
+		if (sc.regions[i].kind != REACH_REGION_UNREADABLE && (r = scan_region(&sc, at, &sc.regions[i], buf, &bytes)))
 			goto out;
 	took = now_ns() - t0;
 	/* Parts, each with every region and its share of the pairs. */
