@@ -21,6 +21,7 @@ static const char usage_text[] =
 /* What the options say that the defaults after them depend on. */
 struct options_seen {
 	struct recorder *rc;
+	char **argv;
 };
 
 static int opt_groups(const struct opt *o, const char *arg, void *ctx)
@@ -77,6 +78,24 @@ static int opt_duration(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+/* Whether word names a program to run: a path, or a name in $PATH. */
+static int is_program(const char *word)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(word, '/'))
+		return !access(word, X_OK);
+	for (const char *p = path; p && *p;) {
+		size_t n = strcspn(p, ":");
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, word) < (int)sizeof(buf) && !access(buf, X_OK))
+			return 1;
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}
+
 static int opt_call_graph(const struct opt *o, const char *arg, void *ctx)
 {
 	struct options_seen *seen = ctx;
@@ -102,6 +121,14 @@ static int opt_call_graph(const struct opt *o, const char *arg, void *ctx)
 						 arg);
 		}
 		rc->stack_size = v;
+	} else if (optind > 0 && arg == seen->argv[optind - 1] && (arg[0] == '-' || is_program(arg))) {
+		/* A bare -g, as perf's: the next word is not a mode but an
+		 * option or the command, read again as that (`record -g
+		 * ./prog`, `record -g -e malloc ...`). A mistyped mode is no
+		 * program, and says so below. */
+		rc->callchain = REC_CG_DWARF;
+		rc->stack_size = REC_DWARF_STACK_DEFAULT;
+		optind--;
 	} else {
 		return msg_error("unknown call-graph mode '%s': use fp, dwarf[,SIZE] or none", arg);
 	}
@@ -402,7 +429,7 @@ static int options_finish(struct recorder *rc)
 
 int rec_options_parse(struct recorder *rc, int argc, char **argv)
 {
-	struct options_seen seen = { rc };
+	struct options_seen seen = { rc, argv };
 	/* The recorder's one environment knob: tests point it at a copy of
 	 * tracefs that lacks some events, to show what a kernel without
 	 * them does. */
@@ -428,7 +455,8 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "fp: kernel and user frame-pointer callchains, a third\n"
 			     "  of the recorder's work, broken by code without frame\n"
 			     "  pointers\n"
-			     "none: no stacks",
+			     "none: no stacks\n"
+			     "-g alone, as perf's: the default",
 			     opt_call_graph),
 		OPT_CALLBACK(0, "stack-dump", &rc->stack_dump, "MODE",
 			     "unwind (default): of each stack dump and user register,\n"

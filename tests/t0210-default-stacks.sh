@@ -53,7 +53,14 @@ test_expect_success 'C++ with no -g: the method that called operator new is in t
 
 test_expect_success '-g fp is still there, and says what it records' '
 	"$MEMSIGHT" record -q -g fp -o fp.trace -- "$SAMPLES/cxx_leak" 3 >/dev/null &&
-	"$MEMSIGHT" info fp.trace | grep "^call graph:  fp$"
+	"$MEMSIGHT" info fp.trace | grep "^call graph:  fp$" &&
+	for args in "-g -- true" "-g true" "-g -e faults -- true" "--call-graph -- true"; do
+		"$MEMSIGHT" record -q -o bare.trace $args &&
+		"$MEMSIGHT" info bare.trace | grep "^call graph:  dwarf,8192$" || return 1
+	done &&
+	test_must_fail "$MEMSIGHT" record -q -o bad.trace -g dwraf -- true 2>err &&
+	test_one_line err &&
+	grep "unknown call-graph mode .dwraf.: use fp, dwarf\[,SIZE\] or none" err
 '
 
 # The kernel walks a frame-pointer chain at most kernel.perf_event_max_stack
