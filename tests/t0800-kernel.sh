@@ -182,7 +182,7 @@ test_expect_success 'pipes held open: kernel memory outstanding, by syscall path
 test_expect_success 'kmem flame graphs: the leaked weight is what leaks --kernel counts' '
 	"$MEMSIGHT" leaks --kernel --json held.trace >all.json &&
 	"$MEMSIGHT" folded -e kmem -w leaked held.trace >leaked.folded &&
-	json all.json "die unless \$d->{outstanding_bytes} == $(awk "{ s += \$NF } END { print s }" leaked.folded)" &&
+	json all.json "die unless \$d->{leaked_bytes} == $(awk "{ s += \$NF } END { print s }" leaked.folded)" &&
 	"$MEMSIGHT" folded -e kmem -w bytes held.trace | grep -q ";alloc_pipe_info_\[k\];" &&
 	"$MEMSIGHT" flamegraph -e kmem -w leaked held.trace >kmem.svg && xmllint --noout kmem.svg &&
 	grep "Outstanding Kernel Memory" kmem.svg &&

@@ -52,6 +52,15 @@ struct leaks_opts {
 	unsigned fail_kinds;	   /* --errors-for-leak-kinds: bits by enum reach_kind */
 };
 
+/* How many of nv stacks a view shows: --top when given; else 10 in text,
+ * which a reader reads down, and all in JSON, which a program sums. */
+static size_t leaks_shown(const struct leaks_opts *o, int json, size_t nv)
+{
+	uint64_t top = o->top ? o->top : json ? nv : 10;
+
+	return nv < top ? nv : (size_t)top;
+}
+
 struct leaks {
 	const struct leaks_opts *o;
 	uint64_t older_ns, end, start;
@@ -210,8 +219,8 @@ static void kleaks_json(const struct kleaks *l, const struct session *s)
 	json_bool(&j, "kernel", 1);
 	json_bool(&j, "estimate", k->period > 1);
 	json_u64(&j, "period", k->period);
-	json_u64(&j, "outstanding_bytes", l->total);
-	json_u64(&j, "outstanding", l->count);
+	json_u64(&j, "leaked_bytes", l->total);
+	json_u64(&j, "leaked_allocations", l->count);
 	json_begin(&j, "classes");
 	for (int c = 0; c < KA_NR; c++) {
 		json_begin(&j, kalloc_class_names[c]);
@@ -225,8 +234,10 @@ static void kleaks_json(const struct kleaks *l, const struct session *s)
 		json_end(&j);
 	}
 	json_end(&j);
+	json_u64(&j, "stacks_total", l->nv);
+	json_u64(&j, "stacks_shown", leaks_shown(l->o, 1, l->nv));
 	json_begin_array(&j, "stacks");
-	for (size_t i = 0; i < l->nv && i < l->o->top; i++) {
+	for (size_t i = 0; i < leaks_shown(l->o, 1, l->nv); i++) {
 		json_begin(&j, NULL);
 		json_i64(&j, "pid", l->v[i]->pid);
 		json_str(&j, "comm", l->v[i]->stack->comm);
@@ -263,7 +274,7 @@ static void kleaks_text(const struct kleaks *l, const struct session *s)
 		       (unsigned long long)(k->replaced[0] + k->replaced[1] + k->replaced[2]));
 	if (l->nostack.bytes)
 		printf("# %llu bytes outstanding have no stack\n", (unsigned long long)l->nostack.bytes);
-	for (size_t i = 0; i < l->nv && i < l->o->top; i++) {
+	for (size_t i = 0; i < leaks_shown(l->o, 0, l->nv); i++) {
 		struct kgroup *g = l->v[i];
 		const char *sep = "";
 
@@ -546,8 +557,10 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	} else {
 		json_null(&j, "leak_check");
 	}
+	json_u64(&j, "stacks_total", l->nv);
+	json_u64(&j, "stacks_shown", leaks_shown(l->o, 1, l->nv));
 	json_begin_array(&j, "stacks");
-	for (size_t i = 0; i < l->nv && i < l->o->top; i++)
+	for (size_t i = 0; i < leaks_shown(l->o, 1, l->nv); i++)
 		leaks_json_group(&j, l, l->v[i]);
 	json_end(&j);
 	json_end(&j);
@@ -700,7 +713,7 @@ static void leaks_text(const struct leaks *l, struct session *s)
 {
 	leaks_text_header(l, s);
 	leaks_text_notes(l, s);
-	for (size_t i = 0; i < l->nv && i < l->o->top; i++)
+	for (size_t i = 0; i < leaks_shown(l->o, 0, l->nv); i++)
 		leaks_text_group(l, l->v[i]);
 }
 
@@ -836,11 +849,10 @@ static int opt_fail_over(const struct opt *o, const char *arg, void *ctx)
 int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 {
 	struct leaks_opts o = { .pid = -1,
-				.top = 10,
 				.defaults = 1,
 				.fail_kinds = 1u << REACH_LOST | 1u << REACH_POSSIBLE };
 	const struct opt options[] = {
-		OPT_U64('T', "top", &o.top, "N", "stacks shown (default 10)"),
+		OPT_U64('T', "top", &o.top, "N", "stacks shown (default 10 in text, all in JSON)"),
 		OPT_U64('o', "older", &o.older_ms, "MS",
 			"only allocations at least MS milliseconds old when the recording ended"),
 		OPT_PID(&o.pid),
