@@ -39,6 +39,7 @@ struct flamegraph {
 	struct flame_opts o;
 	const char *event, *weight, *output; /* -e and -w as given, NULL for the analyzer's choice */
 	char folded_event[16], folded_weight[16]; /* what the analyzer folded (its header line) */
+	int folded_estimate;			   /* and whether its weights are estimates */
 	const char *forward[MAX_FORWARD];
 	int nr_forward;
 };
@@ -166,6 +167,8 @@ static void trace_titles(struct flamegraph *fg)
 
 	if (!fg->o.title)
 		fg->o.title = what;
+	if (!fg->o.subtitle && fg->folded_estimate)
+		fg->o.subtitle = "ESTIMATE: a sampled recording; each sample counts for what it stands for";
 	if (!fg->o.countname)
 		fg->o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") || !strcmp(weight, "peak") ? "bytes"
 				  : !strcmp(weight, "pages")					    ? "pages"
@@ -189,7 +192,9 @@ static long read_folded(FILE *in, struct flame_node *root, struct flamegraph *fg
 	while (getline(&line, &alloc, in) > 0) {
 		int r;
 
-		if (!lineno && fg && sscanf(line, "# event %15s weight %15s", fg->folded_event, fg->folded_weight) == 2) {
+		if (!lineno && fg &&
+		    sscanf(line, "# event %15s weight %15s estimate %d", fg->folded_event, fg->folded_weight,
+			   &fg->folded_estimate) >= 2) {
 			lineno++;
 			continue;
 		}

@@ -77,4 +77,26 @@ test_expect_success 'events decode syscall arguments with the stored formats' '
 	grep "sys_enter_mmap: addr: 0x00000000, len: 0x04001000" mm
 '
 
+# faults/10: one fault in ten is recorded, and every view counts each for
+# ten, and says its figures are estimates.
+test_expect_success 'faults/10: faults, folded and flamegraph scale by 10 and say they estimate' '
+	"$MEMSIGHT" record -q -e faults/10 -o f10.trace -- "$XOR" in.bin >truth10 &&
+	truth=$(sed -n "s/^xor_encoder: page faults \([0-9]*\) .*/\1/p" truth10) &&
+	"$MEMSIGHT" faults f10.trace >f10 &&
+	head -3 f10 &&
+	grep "^# ESTIMATE: one fault in 10 was recorded (-e faults/10); each counts for 10$" f10 &&
+	got=$(sed -n "s/^# memsight faults of .f10.trace.: \([0-9]*\) page faults.*/\1/p" f10) &&
+	echo "sample counted $truth, faults estimates $got" &&
+	diff=$((truth > got ? truth - got : got - truth)) &&
+	test $((diff * 20)) -le "$truth" &&
+	"$MEMSIGHT" faults --json f10.trace | grep "\"estimate\":true,\"period\":10,\"faults\":$got," &&
+	"$MEMSIGHT" folded f10.trace >f10.folded 2>err &&
+	grep "one event in 10 kept): weights are estimates, scaled by 10" err &&
+	test "$(awk "{ s += \$NF } END { print s }" f10.folded)" = "$got" &&
+	"$MEMSIGHT" flamegraph -o f10.svg f10.trace 2>/dev/null &&
+	grep -q "ESTIMATE: a sampled recording" f10.svg &&
+	"$MEMSIGHT" faults xor.trace >f1 &&
+	! grep ESTIMATE f1
+'
+
 test_done

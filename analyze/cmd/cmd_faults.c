@@ -41,12 +41,13 @@ struct faults {
 	uint64_t total, major, file, anon, unknown, major_anon, major_file;
 	uint64_t by_kind[FAULT_KINDS];
 	int kinds;		/* the trace's faults carry their kind */
+	uint64_t period;	/* faults/N: each recorded fault stands for N (1: every one recorded) */
 };
 
-static void kinds_add(uint64_t *by_kind, unsigned kinds)
+static void kinds_add(uint64_t *by_kind, unsigned kinds, uint64_t w)
 {
 	for (int k = 0; k < FAULT_KINDS; k++)
-		by_kind[k] += kinds >> k & 1;
+		by_kind[k] += (kinds >> k & 1) * w;
 }
 
 static int file_backed(const struct map *m)
@@ -62,6 +63,7 @@ static int on_fault(struct session *s, const struct memop *op, void *arg)
 	struct hm_slot *slot;
 	struct fault_file *ff;
 	int fb = file_backed(op->map), major = op->kind == MEMOP_FAULT_MAJ;
+	uint64_t w = op->weight;
 
 	if ((op->kind != MEMOP_FAULT && !major) || (f->pid >= 0 && op->pid != f->pid))
 		return 0;
@@ -74,42 +76,46 @@ static int on_fault(struct session *s, const struct memop *op, void *arg)
 	if (major) {
 		/* The software event counts every fault; major ones are
 		 * counted again by their own event. */
-		ff->major++;
-		f->major++;
+		ff->major += w;
+		f->major += w;
+		if (w > f->period)
+			f->period = w;
 		if (fb) {
-			f->major_file++;
+			f->major_file += w;
 		} else if (op->map) {
-			f->major_anon++;
-			if (op->stack->nr_ips && !stacktab_add(&f->swapin, s, op->stack, 1))
+			f->major_anon += w;
+			if (op->stack->nr_ips && !stacktab_add(&f->swapin, s, op->stack, w))
 				return -1;
 		}
 		return 0;
 	}
-	ff->faults++;
-	kinds_add(ff->by_kind, op->fault_kinds);
-	f->total++;
-	kinds_add(f->by_kind, op->fault_kinds);
+	if (w > f->period)
+		f->period = w;
+	ff->faults += w;
+	kinds_add(ff->by_kind, op->fault_kinds, w);
+	f->total += w;
+	kinds_add(f->by_kind, op->fault_kinds, w);
 	f->kinds |= op->fault_kinds != 0;
 	if (!op->map)
-		f->unknown++;
+		f->unknown += w;
 	else if (fb)
-		f->file++;
+		f->file += w;
 	else
-		f->anon++;
+		f->anon += w;
 	slot = hashmap_u64(&f->procs, (uint32_t)op->pid, NULL);
 	if (!slot || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*ff)))))
 		return -1;
 	ff = slot->ptr;
 	ff->pid = op->pid;
 	ff->name = machine_comm(&s->m, op->pid, op->pid);
-	ff->faults++;
-	kinds_add(ff->by_kind, op->fault_kinds);
+	ff->faults += w;
+	kinds_add(ff->by_kind, op->fault_kinds, w);
 	if (op->stack->nr_ips) {
-		struct stack_entry *e = stacktab_add(&f->minor, s, op->stack, 1);
+		struct stack_entry *e = stacktab_add(&f->minor, s, op->stack, w);
 
 		if (!e)
 			return -1;
-		kinds_add(stack_entry_extra(e), op->fault_kinds);
+		kinds_add(stack_entry_extra(e), op->fault_kinds, w);
 	}
 	return 0;
 }
@@ -187,6 +193,8 @@ static void print_json(const struct session *s, const struct faults *f, const st
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
+	json_bool(&j, "estimate", f->period > 1);
+	json_u64(&j, "period", f->period ? f->period : 1);
 	json_u64(&j, "faults", f->total);
 	json_u64(&j, "file_backed", f->file);
 	json_u64(&j, "anonymous", f->anon);
@@ -264,6 +272,9 @@ static void print_text(const struct session *s, const struct faults *f, const st
 	       s->path, (unsigned long long)f->total, (unsigned long long)f->file, (unsigned long long)f->anon,
 	       f->unknown ? ", some outside any known mapping" : "", (unsigned long long)f->major,
 	       (unsigned long long)f->major_file, (unsigned long long)f->major_anon);
+	if (f->period > 1)
+		printf("# ESTIMATE: one fault in %llu was recorded (-e faults/%llu); each counts for %llu\n",
+		       (unsigned long long)f->period, (unsigned long long)f->period, (unsigned long long)f->period);
 	if (!f->kinds && f->total)
 		printf("# no fault kinds: recorded with the page-faults software event\n");
 	printf("\n%10s %8s", "FAULTS", "MAJOR");

@@ -23,6 +23,8 @@ static const char usage_text[] =
 	"for flame graphs (memsight flamegraph, flamegraph.pl, speedscope).\n";
 
 enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY, W_PEAK };
+static const char *const weight_names[] = { [W_COUNT] = "count", [W_BYTES] = "bytes", [W_PAGES] = "pages",
+					   [W_LEAKED] = "leaked", [W_LATENCY] = "latency", [W_PEAK] = "peak" };
 enum fold_source { FS_MEMOPS, FS_MALLOC, FS_KMEM, FS_RECLAIM, FS_SWAP };
 
 struct folded {
@@ -34,6 +36,9 @@ struct folded {
 	unsigned fault_types;	/* --fault-type: bits of enum fault_kind; 0 for all */
 	int src_given, weight_given; /* -e, -w */
 	struct suppress sup;	/* for leaked: what leaks leaves out, left out here too */
+	uint64_t period;	/* GROUP/N: each recorded operation stands for N (the largest seen) */
+	int estimate;		/* the weights are estimates (a sampled recording) */
+	int header;		/* --header */
 	struct stacktab tab;
 };
 
@@ -49,7 +54,9 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		if (op->kind != MEMOP_FAULT_MAJ || !op->map || (op->map->name && op->map->name[0] == '/' &&
 								 op->map->name[1] != '/'))
 			return 0;
-		return stacktab_add(&f->tab, s, op->stack, 1) ? 0 : -1;
+		if (op->weight > f->period)
+			f->period = op->weight;
+		return stacktab_add(&f->tab, s, op->stack, op->weight) ? 0 : -1;
 	}
 	if (!memop_is(op, f->kind))
 		return 0;
@@ -66,6 +73,10 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		w = (op->grow + s->page_size - 1) / s->page_size;
 		break;
 	}
+	/* GROUP/N: each recorded operation stands for N. */
+	if (op->weight > f->period)
+		f->period = op->weight;
+	w *= op->weight;
 	return w && !stacktab_add(&f->tab, s, op->stack, w) ? -1 : 0;
 }
 
@@ -118,6 +129,17 @@ static int print_folded(struct folded *f)
 	struct hashmap lines;
 	struct line *v;
 	size_t n = 0;
+
+	if (f->header)
+		printf("# event %s weight %s estimate %d\n",
+		       f->src == FS_MALLOC     ? "malloc"
+		       : f->src == FS_KMEM     ? "kmem"
+		       : f->src == FS_RECLAIM  ? "reclaim"
+		       : f->src == FS_SWAP     ? "swap"
+		       : f->kind == MEMOP_BRK  ? "brk"
+		       : f->kind == MEMOP_MMAP ? "mmap"
+					       : "faults",
+		       weight_names[f->weight], f->estimate || f->period > 1);
 
 	hashmap_init(&lines, 1);
 	if (stacktab_by_names(&f->tab, add_line, &lines)) {
@@ -190,6 +212,7 @@ static int fold_allocs(struct folded *f, struct session *s)
 	stacktab_release(&f->tab);
 	f->tab = a.stacks;
 	stacktab_init(&a.stacks, 0, 1);
+	f->estimate = a.sample > 1 || a.rate;
 	if (a.sample > 1)
 		msg_note("sampled recording (-s %u): weights are estimates, scaled by %u",
 			a.sample, a.sample);
@@ -230,6 +253,7 @@ static int fold_kmem(struct folded *f, struct session *s)
 				if (rec->stack)
 					rec->stack->weight += rec->bytes * k.period;
 			}
+	f->period = k.period;
 	if (!f->tab.kernel)
 		msg_note("kmem stacks keep their kernel frames");
 	stacktab_release(&f->tab);
@@ -299,9 +323,6 @@ static int opt_event(const struct opt *o, const char *arg, void *ctx)
 			 arg);
 }
 
-static const char *const weight_names[] = { [W_COUNT] = "count", [W_BYTES] = "bytes", [W_PAGES] = "pages",
-					   [W_LEAKED] = "leaked", [W_LATENCY] = "latency", [W_PEAK] = "peak" };
-
 static int opt_weight(const struct opt *o, const char *arg, void *ctx)
 {
 	const char *const *names = weight_names;
@@ -344,6 +365,9 @@ static int fold(struct folded *f, struct session *s)
 	}
 	if (memops_replay(s, on_op, f, err, sizeof(err)))
 		return msg_error("%s", err), 1;
+	if (f->period > 1)
+		msg_note("sampled recording (one event in %llu kept): weights are estimates, scaled by %llu",
+			 (unsigned long long)f->period, (unsigned long long)f->period);
 	return print_folded(f) ? 1 : 0;
 }
 
@@ -371,8 +395,9 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),
 		OPT_SUPPRESSIONS(&supfile, &defaults),
 		OPT_SET(0, "header", &header, 1,
-			"first a line '# event EVENT weight WEIGHT': what was folded\n"
-			"(memsight flamegraph titles its graph by it)"),
+			"first a line '# event EVENT weight WEIGHT estimate 0|1': what was\n"
+			"folded, and whether its weights are estimates of a sampled\n"
+			"recording (memsight flamegraph titles its graph by it)"),
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -429,16 +454,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		ret = 1;
 		goto out;
 	}
-	if (header)
-		printf("# event %s weight %s\n",
-		       f.src == FS_MALLOC    ? "malloc"
-		       : f.src == FS_KMEM    ? "kmem"
-		       : f.src == FS_RECLAIM ? "reclaim"
-		       : f.src == FS_SWAP    ? "swap"
-		       : f.kind == MEMOP_BRK ? "brk"
-		       : f.kind == MEMOP_MMAP ? "mmap"
-					      : "faults",
-		       weight_names[f.weight]);
+	f.header = header;
 	stacktab_init_by_comm(&f.tab, kernel, 1);
 	hashmap_init(&f.begins, 0);
 	ret = fold(&f, &s);

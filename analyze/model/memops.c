@@ -64,6 +64,8 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	op.pid = smp->pid;
 	op.tid = smp->tid;
 	op.time = smp->time;
+	/* A GROUP/N event took one sample in N of its firings. */
+	op.weight = !smp->ev->attr.freq && smp->ev->attr.sample_period > 1 ? smp->ev->attr.sample_period : 1;
 	switch (k) {
 	case EVK_FAULT:
 	case EVK_FAULT_MAJ:

@@ -64,6 +64,7 @@ struct memop {
 	const struct map *map;	/* fault: the mapping hit, NULL if none known */
 	unsigned fault_kinds;	/* fault: bits of enum fault_kind; 0 when the event has no error code */
 	const struct sample *stack; /* the sample whose callchain caused it */
+	uint64_t weight;	/* the operations it stands for: N of a GROUP/N recording, else 1 */
 };
 
 typedef int (*memop_fn)(struct session *s, const struct memop *op, void *arg);
