@@ -67,10 +67,17 @@ for opt in O0 O2; do
 		elif [ $mode = mainexit ]; then
 			echo "# -$opt mainexit: held against the truth only: valgrind also counts the last thread's TLS block (glibc's DTV) possibly lost, which memsight's default suppressions leave out"
 		elif command -v valgrind >/dev/null; then
+			# A word valgrind's own run leaves behind (1 in some
+			# dozens of runs here) can point into the middle of a
+			# dropped block and make it possibly lost to valgrind:
+			# such a run is made again, once.
 			test_expect_success "-$opt $mode: and valgrind's, block for block" '
-				valgrind --leak-check=full --show-leak-kinds=all ./lc-$opt $mode $n >/dev/null 2>vg &&
-				vg_kinds vg >vgk &&
 				ms_kinds leaks.json >got &&
+				for run in 1 2; do
+					valgrind --leak-check=full --show-leak-kinds=all ./lc-$opt $mode $n >/dev/null 2>vg &&
+					vg_kinds vg >vgk || return 1
+					cmp -s vgk got && break
+				done &&
 				test_cmp vgk got
 			'
 		fi
