@@ -70,6 +70,10 @@ enum trace_meta_kind {
 	TRACE_META_JITMAP = 15,	    /* a runtime's perf map or jitdump: a header line, then the file's bytes */
 };
 
+/* Where memsight record writes without -o, and what an analyzer reads
+ * when it is given no trace (as perf's perf.data). */
+#define TRACE_DEFAULT_PATH "memsight.trace"
+
 /* The most ELF bytes an OBJECT entry holds: the recorder embeds nothing
  * bigger, and a reader refuses an entry that claims more. */
 #define TRACE_OBJECT_MAX ((64u << 20) - 4096)

@@ -538,7 +538,7 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 	};
 	int r;
 
-	rc->output = "memsight.trace";
+	rc->output = TRACE_DEFAULT_PATH;
 	rc->callchain = REC_CG_DWARF;
 	rc->embed.mode = EMBED_MINIMAL;
 	rc->embed.max_bytes = EMBED_MAX_DEFAULT;

@@ -88,6 +88,27 @@ test_expect_success 'a missing file' '
 	test_one_line err && grep "cannot open .nosuch.trace.: No such file or directory" err
 '
 
+# As perf report reads perf.data: an analyzer given no trace reads
+# ./memsight.trace, where record writes without -o; -i names one too.
+test_expect_success 'no trace given: ./memsight.trace, or -i FILE; both, or neither there, one line' '
+	mkdir dflt && cd dflt &&
+	test_must_fail "$MEMSIGHT" faults 2>err &&
+	test_one_line err &&
+	grep "give a trace file: there is no ./memsight.trace here, where memsight record writes without -o (see memsight faults -h)" err &&
+	cp "$TOP/samples/traces/xor-8m.trace" xor.trace &&
+	"$MEMSIGHT" faults xor.trace >by-name &&
+	"$MEMSIGHT" faults -i xor.trace >by-i &&
+	test_cmp by-name by-i &&
+	cp xor.trace memsight.trace &&
+	"$MEMSIGHT" faults >by-default &&
+	sed "s/memsight.trace/xor.trace/" by-default >by-default.renamed &&
+	test_cmp by-name by-default.renamed &&
+	"$MEMSIGHT" info | grep "^file: *memsight.trace " &&
+	test_must_fail "$MEMSIGHT" leaks -i xor.trace xor.trace 2>err &&
+	test_one_line err &&
+	grep "give one trace file, as FILE or with -i" err
+'
+
 test_expect_success 'bad analyzer options' '
 	"$BUILD/test-tool" write t.trace &&
 	test_must_fail "$MEMSIGHT" folded -e bogus t.trace 2>err &&

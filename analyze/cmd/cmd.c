@@ -37,6 +37,13 @@ int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+int cmd_opt_input(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)o;
+	((struct analyze_opts *)ctx)->trace = arg;
+	return 0;
+}
+
 int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx)
 {
 	struct analyze_opts *a = ctx;
@@ -75,9 +82,24 @@ int cmd_parse(int argc, char **argv, const struct opt *opts, const char *usage, 
 
 	if (r >= 0)
 		return r;
-	if (optind == argc - 1)
+	if (optind == argc - 1 && !a->trace) {
+		a->trace = argv[optind];
 		return -1;
-	msg_error("give one trace file (see %s -h)", msg_who());
+	}
+	if (optind < argc) {
+		msg_error("give one trace file%s (see %s -h)", a->trace ? ", as FILE or with -i" : "", msg_who());
+		return 2;
+	}
+	if (a->trace)
+		return -1;
+	/* As perf report reads perf.data: what memsight record writes
+	 * without -o. */
+	if (!access(TRACE_DEFAULT_PATH, F_OK)) {
+		a->trace = TRACE_DEFAULT_PATH;
+		return -1;
+	}
+	msg_error("give a trace file: there is no ./%s here, where memsight record writes without -o (see %s -h)",
+		  TRACE_DEFAULT_PATH, msg_who());
 	return 2;
 }
 

@@ -59,6 +59,13 @@ enum {
 		   "more suppressions, one 'leak:PATTERN' per line (LeakSanitizer's format)"),          \
 		OPT_SET(0, "no-default-suppressions", defaults, 0,                                        \
 			"report libc's one-time allocations (stdio buffers, TLS, loader) too")
+/* -i FILE, as perf's, into the struct analyze_opts given to cmd_parse. */
+#define OPT_INPUT                                                                                        \
+	OPT_CALLBACK('i', "input", NULL, "FILE",                                                         \
+		     "the trace to read, as FILE (default: ./memsight.trace, the\n"                     \
+		     "recorder's default output)",                                                       \
+		     cmd_opt_input)
+int cmd_opt_input(const struct opt *o, const char *arg, void *ctx);
 /* --cgroup PATH into the struct analyze_opts given to cmd_parse. */
 int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
 /* In a command's table: the options that choose the samples it counts,

@@ -10,7 +10,7 @@
 #include "../model/stacktab.h"
 
 static const char usage_text[] =
-	"usage: memsight brk [options] FILE\n"
+	"usage: memsight brk [options] [FILE]\n"
 	"\n"
 	"Heap growth through brk() (record -e brk) by stack, in bytes, as brkstack\n"
 	"shows it: where the break was moved up, largest first.\n";
@@ -90,6 +90,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&o.pid),
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &o.json, "one JSON object instead of text"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -103,7 +104,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open_group(&s, argv[optind], a, "brk", "brk", NULL))
+	if (cmd_open_group(&s, a->trace, a, "brk", "brk", NULL))
 		return 1;
 	stacktab_init_per_command(&o.tab, 0, 1);
 	if (memops_replay(&s, on_brk, &b, err, sizeof(err))) {

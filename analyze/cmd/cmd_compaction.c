@@ -11,7 +11,7 @@
 #include "../model/stacktab.h"
 
 static const char usage_text[] =
-	"usage: memsight compaction [options] FILE\n"
+	"usage: memsight compaction [options] [FILE]\n"
 	"\n"
 	"Page migrations by reason (record -e migrate) and compaction runs with their\n"
 	"time and outcome (record -e compaction), summarised; the stacks that asked\n"
@@ -181,6 +181,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 	const struct opt options[] = {
 		OPT_U64('T', "top", &top, "N", "stacks shown (default 5)"),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -194,7 +195,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open_group(&s, argv[optind], a, "migration or compaction", "migrate", "compaction"))
+	if (cmd_open_group(&s, a->trace, a, "migration or compaction", "migrate", "compaction"))
 		return 1;
 	memset(&c, 0, sizeof(c));
 	hashmap_init(&c.begins, 0);

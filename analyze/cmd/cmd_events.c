@@ -12,7 +12,7 @@
 #include "../model/memops.h"
 
 static const char usage_text[] =
-	"usage: memsight events [options] FILE\n"
+	"usage: memsight events [options] [FILE]\n"
 	"\n"
 	"Every event of the trace in time order, one per line, with its fields and\n"
 	"its stack, in the manner of perf script.\n";
@@ -87,6 +87,7 @@ int cmd_events(int argc, char **argv, struct analyze_opts *a)
 		OPT_STRING('e', "event", &o.event, "NAME", "only this event or group (e.g. page-faults, mmap)"),
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -97,7 +98,7 @@ int cmd_events(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open(&s, argv[optind], a))
+	if (cmd_open(&s, a->trace, a))
 		return 1;
 	trace_seq_init(&o.seq);
 	if (session_replay(&s, print_sample, &o, err, sizeof(err)))

@@ -14,7 +14,7 @@
 #include "../model/stacktab.h"
 
 static const char usage_text[] =
-	"usage: memsight faults [options] FILE\n"
+	"usage: memsight faults [options] [FILE]\n"
 	"\n"
 	"Page faults by backing file (file-backed against anonymous memory), by\n"
 	"process and by stack, each split by kind (read, write, exec; cow, a write\n"
@@ -308,6 +308,7 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 		OPT_BOOL(0, "kernel", &f.kernel, "include kernel frames in the stacks"),
 		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
 		OPT_LINES(&f.lines),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -319,7 +320,7 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open_group(&s, argv[optind], a, "page fault", "faults", "swap"))
+	if (cmd_open_group(&s, a->trace, a, "page fault", "faults", "swap"))
 		return 1;
 	hashmap_init(&f.files, 0);
 	hashmap_init(&f.procs, 0);

@@ -17,7 +17,7 @@
 #include "../model/suppress.h"
 
 static const char usage_text[] =
-	"usage: memsight folded [options] FILE\n"
+	"usage: memsight folded [options] [FILE]\n"
 	"\n"
 	"Folded stacks, one line per distinct stack: comm;outer;...;inner WEIGHT,\n"
 	"for flame graphs (memsight flamegraph, flamegraph.pl, speedscope).\n";
@@ -398,6 +398,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 			"first a line '# event EVENT weight WEIGHT estimate 0|1': what was\n"
 			"folded, and whether its weights are estimates of a sampled\n"
 			"recording (memsight flamegraph titles its graph by it)"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -411,7 +412,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		msg_error("%s", err);
 		return 2;
 	}
-	if (cmd_open(&s, argv[optind], a)) {
+	if (cmd_open(&s, a->trace, a)) {
 		suppress_release(&f.sup);
 		return 1;
 	}

@@ -12,7 +12,7 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-	"usage: memsight info [--dump] FILE\n"
+	"usage: memsight info [--dump] [FILE]\n"
 	"\n"
 	"What a trace holds: the host, the recording, its events and their counts,\n"
 	"losses, the objects it carries, its chunks.\n";
@@ -321,6 +321,7 @@ int cmd_info(int argc, char **argv, struct analyze_opts *a)
 	int dump = 0;
 	const struct opt options[] = {
 		OPT_BOOL(0, "dump", &dump, "list every chunk: offset, type, codec, stream, sizes, crc, time"),
+		OPT_INPUT,
 		OPT_END(),
 	};
 	struct session s;
@@ -329,7 +330,7 @@ int cmd_info(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open(&s, argv[optind], a))
+	if (cmd_open(&s, a->trace, a))
 		return 1;
 	/* Counting needs no stacks: no unwinding. */
 	s.no_unwind = 1;

@@ -15,7 +15,7 @@
 #include "../model/suppress.h"
 
 static const char usage_text[] =
-	"usage: memsight leaks [options] FILE\n"
+	"usage: memsight leaks [options] [FILE]\n"
 	"\n"
 	"Allocations still outstanding when the recording ended (record -e malloc),\n"
 	"grouped by the stack that made them, largest first, with when they were\n"
@@ -872,6 +872,7 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 		OPT_BOOL(0, "kernel", &o.kernel,
 			 "kernel memory instead (record -e kmem): slab objects, pages and\n"
 			 "percpu chunks still allocated, by kernel and user stack"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -887,12 +888,12 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 		return 2;
 	}
 	if (o.kernel)
-		return leaks_kernel(argv[optind], &o, a);
+		return leaks_kernel(a->trace, &o, a);
 	if (suppress_setup(&sup, o.defaults, o.supfile, err, sizeof(err))) {
 		msg_error("%s", err);
 		return 2;
 	}
-	r = leaks_user(argv[optind], &o, a, &sup);
+	r = leaks_user(a->trace, &o, a, &sup);
 	suppress_release(&sup);
 	return r;
 }

@@ -13,7 +13,7 @@
 #define MMAPS_FRAMES 64
 
 static const char usage_text[] =
-	"usage: memsight mmaps [options] FILE\n"
+	"usage: memsight mmaps [options] [FILE]\n"
 	"\n"
 	"Every mmap and mremap of the recording (record -e mmap) in time order, as\n"
 	"mmapsnoop shows them: time, process, size, protection, flags, the file\n"
@@ -130,6 +130,7 @@ int cmd_mmaps(int argc, char **argv, struct analyze_opts *a)
 		OPT_NO_STACKS(&o.stacks),
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &o.json, "one JSON object per line instead of text"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -140,7 +141,7 @@ int cmd_mmaps(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open_group(&s, argv[optind], a, "mmap", "mmap", NULL))
+	if (cmd_open_group(&s, a->trace, a, "mmap", "mmap", NULL))
 		return 1;
 	s.no_unwind = !o.stacks && !o.json;
 	if (memops_replay(&s, on_mmap, &o, err, sizeof(err))) {

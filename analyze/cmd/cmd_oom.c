@@ -11,7 +11,7 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-	"usage: memsight oom [options] FILE\n"
+	"usage: memsight oom [options] [FILE]\n"
 	"\n"
 	"Every OOM kill: victim pid and comm, its memory (total_vm, anon, file and\n"
 	"shmem RSS, page tables) and oom_score_adj, the task whose allocation\n"
@@ -216,6 +216,7 @@ int cmd_oom(int argc, char **argv, struct analyze_opts *a)
 	const struct opt options[] = {
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -227,7 +228,7 @@ int cmd_oom(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open_group(&s, argv[optind], a, "OOM", "oom", NULL))
+	if (cmd_open_group(&s, a->trace, a, "OOM", "oom", NULL))
 		return 1;
 	if (session_replay(&s, on_sample, &o, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");

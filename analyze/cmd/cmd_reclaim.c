@@ -13,7 +13,7 @@
 #include "../model/stacktab.h"
 
 static const char usage_text[] =
-	"usage: memsight reclaim [options] FILE\n"
+	"usage: memsight reclaim [options] [FILE]\n"
 	"\n"
 	"Direct and memcg reclaim latency per process (record -e reclaim) as log2\n"
 	"histograms, the slowest reclaims with their stacks, kswapd from wake to\n"
@@ -396,6 +396,7 @@ int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&r.pid),
 		OPT_LINES(&r.lines),
 		OPT_BOOL(0, "json", &r.json, "one JSON object instead of text"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -406,7 +407,7 @@ int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 
 	if (c >= 0)
 		return c;
-	if (cmd_open_group(&s, argv[optind], a, "reclaim", "reclaim", NULL))
+	if (cmd_open_group(&s, a->trace, a, "reclaim", "reclaim", NULL))
 		return 1;
 	stacktab_init(&r.stacks, 1, 1);
 	hashmap_init(&r.begins, 0);

@@ -17,7 +17,7 @@
 #include "../../formats/replace.h"
 
 static const char usage_text[] =
-	"usage: memsight report [options] FILE\n"
+	"usage: memsight report [options] [FILE]\n"
 	"\n"
 	"One section per kind of event recorded (brk, mmap, page faults, malloc):\n"
 	"per process counts and bytes, then the heaviest stacks.\n";
@@ -614,6 +614,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			   "leak table linked to its stacks, a flame graph (and icicle)\n"
 			   "for every recorded event and weight, the RSS chart"),
 		OPT_PID(&r.pid),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -632,7 +633,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 		msg_error("cannot create '%s': %s", html, strerror(errno));
 		return 1;
 	}
-	if (cmd_open(&s, argv[optind], a)) {
+	if (cmd_open(&s, a->trace, a)) {
 		if (page)
 			fclose(page);
 		return 1;
@@ -673,7 +674,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 					msg_error("out of memory");
 					ret = 1;
 				} else
-					ret = report_html(page, html, argv[optind], text, n, &s, a) ? 1 : 0;
+					ret = report_html(page, html, a->trace, text, n, &s, a) ? 1 : 0;
 			}
 			free(text);
 			if (t)

@@ -17,7 +17,7 @@
 #include "../../formats/replace.h"
 
 static const char usage_text[] =
-	"usage: memsight rss [options] FILE\n"
+	"usage: memsight rss [options] [FILE]\n"
 	"\n"
 	"Resident memory over time per process (record -e rss): file, anonymous and\n"
 	"shmem pages and swap entries, as the kernel counts them.\n";
@@ -269,6 +269,7 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&r.pid),
 		OPT_STRING(0, "svg", &svg, "FILE", "draw the RSS of each process over time as an SVG line chart"),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_END(),
 	};
@@ -287,7 +288,7 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 		msg_error("--points must be at least 1");
 		return 2;
 	}
-	if (cmd_open_group(&s, argv[optind], a, "rss_stat", "rss", NULL))
+	if (cmd_open_group(&s, a->trace, a, "rss_stat", "rss", NULL))
 		return 1;
 	hashmap_init(&r.by_mm, 0);
 	s.no_unwind = 1;

@@ -13,7 +13,7 @@
 #define SHM_FRAMES 64
 
 static const char usage_text[] =
-	"usage: memsight shm [options] FILE\n"
+	"usage: memsight shm [options] [FILE]\n"
 	"\n"
 	"Every System V shared memory call (record -e shm) in time order, as\n"
 	"shmsnoop shows them: shmget, shmat, shmdt and shmctl with their arguments,\n"
@@ -161,6 +161,7 @@ int cmd_shm(int argc, char **argv, struct analyze_opts *a)
 		OPT_NO_STACKS(&o.stacks),
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &o.json, "one JSON object per line instead of text"),
+		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -171,7 +172,7 @@ int cmd_shm(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	if (cmd_open_group(&s, argv[optind], a, "shm", "shm", NULL))
+	if (cmd_open_group(&s, a->trace, a, "shm", "shm", NULL))
 		return 1;
 	hashmap_init(&o.pending, 0);
 	err[0] = 0;

@@ -139,6 +139,7 @@ struct analyze_opts {
 	int unwind_stats;	/* say how much stack dump complete stacks needed */
 	int unwind_check;	/* check the cached unwind rules against libdw's walk */
 	const char *cgroup;	/* --cgroup: only the samples of this cgroup and those below it */
+	const char *trace;	/* the trace a command reads: FILE, -i FILE, or ./memsight.trace */
 #define ANALYZE_MAX_DEBUG_DIRS 16
 	const char *debug_dirs[ANALYZE_MAX_DEBUG_DIRS]; /* sym.debug_dirs points here */
 	const char *env_debuginfod_urls; /* $DEBUGINFOD_URLS, for a bare --debuginfod */
