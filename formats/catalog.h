@@ -34,7 +34,7 @@
 #define CATALOG_GROUPS(X)                                                                              \
 	X("brk", "brk() calls with the new break")                                                     \
 	X("mmap", "mmap, munmap, mremap with sizes and results")                                       \
-	X("faults", "every page fault (period 1) with its address and kind")                           \
+	X("faults", "every page fault (period 1) with its address and kind;\npage-faults, perf's name, is this group")   \
 	X("malloc", "malloc, calloc, realloc, free, ... (wrapper or uprobes)")                            \
 	X("kmem", "kmalloc, kmem_cache, page and percpu allocations\nand frees")                       \
 	X("reclaim", "direct and memcg reclaim, kswapd, slab shrinking")                               \

@@ -58,6 +58,8 @@ test_expect_success '-g fp is still there, and says what it records' '
 		"$MEMSIGHT" record -q -o bare.trace $args &&
 		"$MEMSIGHT" info bare.trace | grep "^call graph:  dwarf,8192$" || return 1
 	done &&
+	"$MEMSIGHT" record -q -e page-faults -o pf.trace -- true &&
+	"$MEMSIGHT" info pf.trace | grep "^  exceptions:page_fault_user *faults " &&
 	test_must_fail "$MEMSIGHT" record -q -o bad.trace -g dwraf -- true 2>err &&
 	test_one_line err &&
 	grep "unknown call-graph mode .dwraf.: use fp, dwarf\[,SIZE\] or none" err

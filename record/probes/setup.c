@@ -392,6 +392,9 @@ int rec_events_setup(struct recorder *rc)
 
 		if (group_parse(tok, &period))
 			goto out;
+		/* perf's name for the event, which events -h uses too. */
+		if (!strcmp(tok, "page-faults"))
+			tok = "faults";
 		if (!strcmp(tok, "malloc")) {
 			if (setup_malloc(rc, &o))
 				goto out;
