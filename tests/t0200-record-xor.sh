@@ -99,4 +99,22 @@ test_expect_success 'faults/10: faults, folded and flamegraph scale by 10 and sa
 	! grep ESTIMATE f1
 '
 
+# brk/2: calls count twice; the growth, measured from break to break,
+# holds the calls not recorded already.
+test_expect_success 'brk/2: brk counts each call twice and the growth once, and says it estimates' '
+	"$MEMSIGHT" record -q -e brk/2 -o b2.trace -- "$XOR" in.bin >/dev/null &&
+	"$MEMSIGHT" brk --json xor.trace >b1.json &&
+	"$MEMSIGHT" brk --json b2.trace >b2.json &&
+	"$MEMSIGHT" brk b2.trace | grep "^# ESTIMATE: one brk call in 2 was recorded (-e brk/2); each counts for 2$" &&
+	grep "\"estimate\":true,\"period\":2," b2.json &&
+	g1=$(sed -n "s/.*\"grow_bytes\":\([0-9]*\).*/\1/p" b1.json) &&
+	g2=$(sed -n "s/.*\"grow_bytes\":\([0-9]*\).*/\1/p" b2.json) &&
+	c1=$(sed -n "s/.*\"brk_calls\":\([0-9]*\).*/\1/p" b1.json) &&
+	c2=$(sed -n "s/.*\"brk_calls\":\([0-9]*\).*/\1/p" b2.json) &&
+	echo "grew $g1 in $c1 calls; sampled: $g2 in $c2" &&
+	d=$((g1 > g2 ? g1 - g2 : g2 - g1)) && test $((d * 20)) -le $g1 &&
+	d=$((c1 > c2 ? c1 - c2 : c2 - c1)) && test $((d * 10)) -le $c1 &&
+	test "$("$MEMSIGHT" folded -e brk -w bytes b2.trace 2>/dev/null | awk "{ s += \$NF } END { print s }")" = "$g2"
+'
+
 test_done

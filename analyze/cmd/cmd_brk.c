@@ -25,6 +25,7 @@ struct brk_opts {
 struct brk_state {
 	struct brk_opts *o;
 	uint64_t grow, calls, failed;
+	uint64_t period;	/* brk/N: each recorded call stands for N (1: every one recorded) */
 };
 
 static int on_brk(struct session *s, const struct memop *op, void *arg)
@@ -33,13 +34,17 @@ static int on_brk(struct session *s, const struct memop *op, void *arg)
 
 	if (op->kind != MEMOP_BRK || (b->o->pid >= 0 && op->pid != b->o->pid))
 		return 0;
-	b->calls++;
+	if (op->weight > b->period)
+		b->period = op->weight;
+	b->calls += op->weight;
 	if (op->failed) {
-		b->failed++;
+		b->failed += op->weight;
 		return 0;
 	}
 	if (!op->grow || !op->stack)
 		return 0;
+	/* The growth is from the break one recorded call left to the one
+	 * the next made: it holds the calls in between already. */
 	b->grow += op->grow;
 	return stacktab_add(&b->o->tab, s, op->stack, op->grow) ? 0 : -1;
 }
@@ -51,6 +56,8 @@ static void print_json(const struct session *s, const struct brk_state *b, struc
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
+	json_bool(&j, "estimate", b->period > 1);
+	json_u64(&j, "period", b->period);
 	json_u64(&j, "brk_calls", b->calls);
 	json_u64(&j, "failed", b->failed);
 	json_u64(&j, "grow_bytes", b->grow);
@@ -59,7 +66,7 @@ static void print_json(const struct session *s, const struct brk_state *b, struc
 		json_begin(&j, NULL);
 		cmd_json_who(&j, s, v[i]);
 		json_u64(&j, "bytes", v[i]->weight);
-		json_u64(&j, "calls", v[i]->count);
+		json_u64(&j, "calls", v[i]->count * b->period);
 		cmd_json_stack(&j, "frames", v[i], b->o->lines);
 		json_end(&j);
 	}
@@ -73,11 +80,14 @@ static void print_text(const struct session *s, const struct brk_state *b, struc
 
 	printf("# memsight brk of '%s': the heap grew %s in %llu brk calls (%llu failed) from %zu stacks\n", s->path,
 	       fmt_bytes(b->grow, sz, sizeof(sz)), (unsigned long long)b->calls, (unsigned long long)b->failed, n);
+	if (b->period > 1)
+		printf("# ESTIMATE: one brk call in %llu was recorded (-e brk/%llu); each counts for %llu\n",
+		       (unsigned long long)b->period, (unsigned long long)b->period, (unsigned long long)b->period);
 	for (size_t i = 0; v && i < n && i < b->o->top; i++) {
 		char who[128];
 
 		printf("\n%llu bytes in %llu brk calls from stack (%s)\n", (unsigned long long)v[i]->weight,
-		       (unsigned long long)v[i]->count, stack_entry_who(v[i], who, sizeof(who)));
+		       (unsigned long long)(v[i]->count * b->period), stack_entry_who(v[i], who, sizeof(who)));
 		print_stack(v[i], b->o->lines, "\t\t");
 	}
 }
@@ -95,7 +105,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 		OPT_STACKS,
 		OPT_END(),
 	};
-	struct brk_state b = { &o, 0, 0, 0 };
+	struct brk_state b = { &o, 0, 0, 0, 1 };
 	struct stack_entry **v;
 	struct session s;
 	char err[512];

@@ -73,10 +73,13 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		w = (op->grow + s->page_size - 1) / s->page_size;
 		break;
 	}
-	/* GROUP/N: each recorded operation stands for N. */
+	/* GROUP/N: each recorded operation stands for N. A brk's growth
+	 * runs from the break the last recorded call left, so it holds the
+	 * unrecorded calls between already. */
 	if (op->weight > f->period)
 		f->period = op->weight;
-	w *= op->weight;
+	if (op->kind != MEMOP_BRK || f->weight == W_COUNT)
+		w *= op->weight;
 	return w && !stacktab_add(&f->tab, s, op->stack, w) ? -1 : 0;
 }
 
