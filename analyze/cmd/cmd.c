@@ -78,8 +78,12 @@ int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx)
 
 int cmd_parse(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a)
 {
-	int r = opts_parse(argc, argv, opts, usage, a);
+	int r;
 
+	/* A command that runs others (report --html) hands them a as it is:
+	 * the trace is each one's own to name. */
+	a->trace = NULL;
+	r = opts_parse(argc, argv, opts, usage, a);
 	if (r >= 0)
 		return r;
 	if (optind == argc - 1 && !a->trace) {
