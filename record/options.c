@@ -78,28 +78,11 @@ static int opt_duration(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
-/* Whether word names a program to run: a path, or a name in $PATH. */
-static int is_program(const char *word)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-
-	if (strchr(word, '/'))
-		return !access(word, X_OK);
-	for (const char *p = path; p && *p;) {
-		size_t n = strcspn(p, ":");
-
-		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, word) < (int)sizeof(buf) && !access(buf, X_OK))
-			return 1;
-		p += n + (p[n] == ':');
-	}
-	return 0;
-}
-
 static int opt_call_graph(const struct opt *o, const char *arg, void *ctx)
 {
 	struct options_seen *seen = ctx;
 	struct recorder *rc = seen->rc;
+	char path[PATH_MAX];
 
 	(void)o;
 	if (!strcmp(arg, "fp")) {
@@ -121,7 +104,7 @@ static int opt_call_graph(const struct opt *o, const char *arg, void *ctx)
 						 arg);
 		}
 		rc->stack_size = v;
-	} else if (optind > 0 && arg == seen->argv[optind - 1] && (arg[0] == '-' || is_program(arg))) {
+	} else if (optind > 0 && arg == seen->argv[optind - 1] && (arg[0] == '-' || !uprobes_command_path(arg, path, sizeof(path)))) {
 		/* A bare -g, as perf's: the next word is not a mode but an
 		 * option or the command, read again as that (`record -g
 		 * ./prog`, `record -g -e malloc ...`). A mistyped mode is no

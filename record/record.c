@@ -88,8 +88,8 @@ static void count_lost(struct recorder *rc)
 static void events_switch(struct recorder *rc, int on)
 {
 	for (size_t e = 0; e < rc->nr_evs; e++) {
-		size_t l = strlen(rc->evs[e].name);
-		int ret = l > 4 && !strcmp(rc->evs[e].name + l - 4, "_ret");
+		size_t l = strlen(rc->evs[e].name), k = strlen(UPROBES_RETURN_SUFFIX);
+		int ret = l > k && !strcmp(rc->evs[e].name + l - k, UPROBES_RETURN_SUFFIX);
 
 		if (ret == on)
 			for (size_t j = 0; j < rc->evs[e].nr_ids; j++)

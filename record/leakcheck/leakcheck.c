@@ -181,6 +181,7 @@ int leakcheck_status(struct leakcheck *lc, pid_t pid, int status)
 			scan(lc, tgid, &t, 1);
 			lc->tgid = 0;
 			thread_forget(lc, pid);
+			/* The others are gone or going: let go of them all. */
 			leakcheck_release(lc);
 		}
 		thread_forget(lc, pid);

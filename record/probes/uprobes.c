@@ -144,8 +144,7 @@ int uprobes_system_allocators(struct uprobe_objects *o)
 	return o->nr ? 0 : -ENOENT;
 }
 
-/* argv[0] as execvp would find it. */
-static int command_path(const char *cmd, char *out, size_t len)
+int uprobes_command_path(const char *cmd, char *out, size_t len)
 {
 	const char *path = getenv("PATH");
 
@@ -296,7 +295,7 @@ static int command_program(const char *argv0, char *path, size_t len)
 	FILE *f;
 	int dyn;
 
-	if (command_path(argv0, path, len))
+	if (uprobes_command_path(argv0, path, len))
 		return -1;
 	dyn = elf_dynamic(path);
 	if (dyn >= 0)
@@ -741,7 +740,7 @@ static int add_object(const char *object, const char *group, const struct uprobe
 			return -1;
 		if (alloc_fns[k].op == ALLOC_OP_FREE || alloc_fns[k].op == ALLOC_OP_ALLOC_AT)
 			continue;
-		snprintf(name, sizeof(name), "%s_ret", alloc_fns[k].symbol);
+		snprintf(name, sizeof(name), "%s" UPROBES_RETURN_SUFFIX, alloc_fns[k].symbol);
 		snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64\n", group, name, object, off[k]);
 		if (define(line, group, name, err, errlen) || load_event(group, name, k, 0, 0, u, o, evs, nr))
 			return -1;

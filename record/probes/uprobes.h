@@ -70,6 +70,13 @@ int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char
  * libjemalloc) as the first of found it names. 0, or -ENOENT. */
 int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, char *out, size_t len);
 
+/* argv[0] as execvp would find it, into out: 0, or -1 when there is no
+ * such program. */
+int uprobes_command_path(const char *cmd, char *out, size_t len);
+
+/* What ends the name of an event of a return probe (malloc_ret). */
+#define UPROBES_RETURN_SUFFIX "_ret"
+
 /* Define the probes and append their events. Returns 0, or -1 with a
  * one-line reason in err (no such object, no allocation function in it,
  * tracefs refused a definition). On error nothing stays defined. */
