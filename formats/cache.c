@@ -119,6 +119,7 @@ static uint64_t cache_max(void)
 {
 	const char *v = getenv("MEMSIGHT_CACHE_MAX");
 	unsigned long long n;
+	int shift = 0;
 	char *end;
 
 	if (!v || !*v)
@@ -126,10 +127,14 @@ static uint64_t cache_max(void)
 	errno = 0;
 	n = strtoull(v, &end, 10);
 	switch (*end) {
-	case 'k': case 'K': n <<= 10; end++; break;
-	case 'm': case 'M': n <<= 20; end++; break;
-	case 'g': case 'G': n <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	}
+	/* A size past what 64 bits hold is no bound at all. */
+	if (!errno && !*end && *v != '-' && n > UINT64_MAX >> shift)
+		return UINT64_MAX;
+	n <<= shift;
 	if (errno || *end || *v == '-') {
 		static int said;
 
