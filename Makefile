@@ -78,6 +78,7 @@ RECORD_SRC := \
 	record/objects/objset.c \
 	record/options.c \
 	record/probes/events.c \
+	record/probes/lateprobe.c \
 	record/probes/setup.c \
 	record/probes/usdt.c \
 	record/probes/uprobes.c \

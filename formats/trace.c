@@ -77,6 +77,8 @@ const char *trace_meta_kind_name(unsigned kind)
 	case TRACE_META_OBJECTS: return "objects";
 	case TRACE_META_CGROUPS: return "cgroups";
 	case TRACE_META_NSPIDS: return "nspids";
+	case TRACE_META_JITMAP: return "jitmap";
+	case TRACE_META_PROBES: return "probes";
 	}
 	return "unknown";
 }

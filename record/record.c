@@ -229,6 +229,8 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		before = rc->drained;
 		if (rec_drain_all(rc, 1))
 			goto out;
+		if (rc->late.nr_pend || rc->late.lines_len)
+			rec_late_probes(rc);
 		flight_objects(rc);
 		/* --cgroup, by the recorder: processes moved into the cgroup
 		 * since are kept from now on. */
@@ -254,8 +256,8 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * well, and back off to the wakeups alone once they stop. */
 		if (rc->drained != before)
 			timeout = POLL_ACTIVE_MS;
-		else if ((timeout *= 4) > POLL_IDLE_MS)
-			timeout = POLL_IDLE_MS;
+		else if ((timeout *= 4) > (rc->late.on ? POLL_LATE_MS : POLL_IDLE_MS))
+			timeout = rc->late.on ? POLL_LATE_MS : POLL_IDLE_MS;
 	}
 	ret = 0;
 out:
@@ -265,6 +267,10 @@ out:
 	rec_child_stop(rc);
 	if (rec_drain_all(rc, 0))
 		ret = -1;
+	/* Which processes the late probes covered, to the last. */
+	rc->late.nr_pend = 0;
+	if (rc->late.lines_len)
+		rec_late_probes(rc);
 	/* A snapshot still waiting for its --after is taken as things are. */
 	flight_poll(rc, 1);
 	flight_objects(rc);
@@ -318,6 +324,7 @@ static void cleanup(struct recorder *rc)
 	cgroup_filter_release(&rc->cg);
 	leakcheck_release(&rc->lc);
 	execmap_release(&rc->em);
+	lateprobe_release(&rc->late);
 	jitmaps_release(&rc->jm);
 	objset_release(&rc->objs);
 	for (size_t i = 0; i < rc->nr_nobid; i++)

@@ -32,6 +32,7 @@
 #include "leakcheck/leakcheck.h"
 #include "write/scrub.h"
 #include "probes/uprobes.h"
+#include "probes/lateprobe.h"
 #include "write/writeq.h"
 #include "write/allocstream.h"
 
@@ -49,6 +50,11 @@
  * fills in about 10 ms at the 1.5 GB/s of dwarf stacks on page faults. */
 #define POLL_ACTIVE_MS 2
 #define POLL_IDLE_MS 500
+/* A mapping wakes no one (only samples count toward a wakeup): while
+ * allocators found mapped are probed as they come, the rings are looked
+ * at this often even when quiet, so the probes go live within about this
+ * long of an exec or dlopen. */
+#define POLL_LATE_MS 8
 /* Chunk buffers faulted in before the command starts: dwarf samples
  * arrive at up to 1.5 GB/s here, and the queue holds what the
  * compressor has not caught up with. Raw dumps queued up to 34 MiB on
@@ -169,6 +175,7 @@ struct recorder {
 	int format_lost;	/* the kernel counts each event's lost samples */
 	struct flight fl;	/* --ring, --trigger: the flight recorder */
 	struct allocstream as;	/* the wrapper's reports, without traps */
+	struct lateprobe late;	/* allocators found while recording (drain loop, event loop) */
 	struct ring wrapper_out; /* their samples, waiting to be written (no ring of its own) */
 };
 
@@ -196,6 +203,9 @@ int rec_events_setup(struct recorder *rc);
 int rec_events_open(struct recorder *rc);
 struct rec_event *rec_event_of(struct recorder *rc, uint64_t id);
 void rec_events_release(struct recorder *rc);
+/* Between two drain passes: probe the allocator objects lateprobe found
+ * mapped and not covered, and say which processes they cover. */
+void rec_late_probes(struct recorder *rc);
 void rec_events_wait(struct recorder *rc);
 
 /* write/drain.c */
@@ -227,6 +237,11 @@ void allocstream_close(struct recorder *rc);
 /* write/tracemeta.c */
 int rec_meta_start(struct recorder *rc);
 void rec_meta_end(struct recorder *rc);
+/* A META chunk learned while recording that every reader needs, whatever
+ * part of a ring it reads; an event's description (lasting: learned while
+ * recording). */
+void rec_meta_lasting(struct recorder *rc, uint32_t kind, const void *data, size_t len);
+int rec_meta_event(struct recorder *rc, const struct rec_event *e, int lasting);
 int rec_reach_emit(void *arg, const void *payload, size_t len);
 void rec_summary(struct recorder *rc);
 

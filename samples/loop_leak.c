@@ -2,7 +2,8 @@
  * samples/loop_leak.c: a leak() loop: every
  * iteration malloc()s an int in leak() and drops the pointer.
  *
- * usage: loop_leak [ITERATIONS [DELAY_MS]]   (default 100, no delay)
+ * usage: loop_leak [ITERATIONS [DELAY_MS [START_MS]]]   (default 100, no delay)
+ * START_MS: a pause before the first allocation, as a service starting up.
  * Prints: ITERATIONS allocations of 4 bytes from leak(), ITERATIONS*4 bytes.
  */
 #include <stdio.h>
@@ -36,6 +37,11 @@ int main(int argc, char **argv)
 {
 	int iterations = argc > 1 ? atoi(argv[1]) : 100;
 	int delay_ms = argc > 2 ? atoi(argv[2]) : 0;
+	int start_ms = argc > 3 ? atoi(argv[3]) : 0;
+	struct timespec start = { start_ms / 1000, (start_ms % 1000) * 1000000L };
+
+	if (start_ms)
+		nanosleep(&start, NULL);
 
 	someFunc(iterations, delay_ms);
 	printf("loop_leak: %d allocations of %zu bytes from leak(), %zu bytes leaked\n", iterations, sizeof(int),

@@ -135,19 +135,55 @@ test_expect_success 'malloc looked up with dlsym in libc itself is seen, every c
 	grep "^# memsight leaks of .dls.trace.: 1048576.. bytes in 100 allocations outstanding" leaks
 '
 
-test_expect_success 'an allocator the uprobes do not cover is named, and the gate cannot pass' '
+test_expect_success 'through uprobes, an allocator the command maps after it starts is probed then: exact, said, and the gate cannot vouch' '
+	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
+	"$MEMSIGHT" record -e malloc --malloc-via uprobes -o late.trace -- \
+		env LD_PRELOAD="$JE" "$S/loop_leak" 100 0 300 >truth 2>err &&
+	cat err &&
+	grep "^loop_leak: 100 allocations of 4 bytes from leak(), 400 bytes leaked$" truth &&
+	grep "^memsight record: malloc: probing $JE, which pid [0-9]* mapped while recording, [0-9.]* ms after it did$" err &&
+	"$MEMSIGHT" leaks late.trace >leaks &&
+	cat leaks &&
+	leak_is leaks 400 100 "malloc+0x0 \[libjemalloc.so.2\]$" "leak+0x" "someFunc+0x" "main+0x" &&
+	grep "^# INCOMPLETE: 1 allocator was probed only after a program mapped it, what went through it before not in this table: $JE of loop_leak (pid [0-9]*), [0-9.]* ms after$" leaks &&
+	"$MEMSIGHT" leaks --json late.trace >leaks.json &&
+	grep "\"incomplete\":true" leaks.json &&
+	grep "\"probed_late\":\[{\"pid\":[0-9]*,\"comm\":\"loop_leak\",\"object\":\"$JE\",\"late_ns\":[1-9][0-9]*}\]" leaks.json &&
+	{ "$MEMSIGHT" leaks late.trace --fail-over 1000000 2>err; test $? = 4; } &&
+	grep "loop_leak (pid [0-9]*) allocated through $JE before it could be probed" err
+'
+
+test_expect_success 'through uprobes, a program gone before its allocator could be probed is named either way; the gate cannot pass' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
 	"$MEMSIGHT" record -q -e malloc --malloc-via uprobes -o unje.trace -- \
 		env LD_PRELOAD="$JE" "$S/loop_leak" 100 >truth &&
 	grep "^loop_leak: 100 allocations of 4 bytes from leak(), 400 bytes leaked$" truth &&
 	"$MEMSIGHT" leaks unje.trace >leaks &&
 	cat leaks &&
-	grep "^# INCOMPLETE: 1 program ran unseen by the malloc probes, .*: loop_leak (pid [0-9]*) allocating through $JE, which was not probed$" leaks &&
+	grep -E "^# INCOMPLETE: (1 program ran unseen by the malloc probes, .*: loop_leak \(pid [0-9]*\) allocating through $JE, which was not probed|1 allocator was probed only after a program mapped it, .*: $JE of loop_leak \(pid [0-9]*\), [0-9.]* ms after)$" leaks &&
 	"$MEMSIGHT" leaks --json unje.trace >leaks.json &&
 	grep "\"incomplete\":true" leaks.json &&
-	grep "\"unseen\":\[{\"pid\":[0-9]*,\"comm\":\"loop_leak\",\"object\":\"$JE\"}\]" leaks.json &&
 	{ "$MEMSIGHT" leaks unje.trace --fail-over 1000000 2>err; test $? = 4; } &&
-	grep "loop_leak (pid [0-9]*) ran unseen by the malloc probes" err
+	grep -E "loop_leak \(pid [0-9]*\) (ran unseen by the malloc probes|allocated through $JE before it could be probed)" err
+'
+
+test_expect_success 'with -p, an allocator a child execs into is probed when mapped, and in what the target starts after: both exact' '
+	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
+	rm -f go && mkfifo go &&
+	sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth1; env LD_PRELOAD=$JE $S/loop_leak 50 >truth2" &
+	sp=$! &&
+	"$MEMSIGHT" record -e malloc -p $sp -o p.trace 2>err &
+	rp=$! &&
+	n=0; while ! grep -q "^memsight record: malloc: probing" err && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
+	sleep 0.3 && echo go >go &&
+	wait $sp && wait $rp &&
+	cat err truth1 truth2 &&
+	grep "^loop_leak: 50 allocations of 4 bytes from leak(), 200 bytes leaked$" truth2 &&
+	"$MEMSIGHT" leaks p.trace >leaks &&
+	cat leaks &&
+	leak_is leaks 400 100 "malloc+0x0 \[libjemalloc.so.2\]$" "leak+0x" "someFunc+0x" "main+0x" &&
+	leak_is leaks 200 50 "malloc+0x0 \[libjemalloc.so.2\]$" "leak+0x" "someFunc+0x" "main+0x" &&
+	test $(grep -c "^# NOTE: 1 allocator was probed only after a program mapped it, .*: $JE of loop_leak (pid [0-9]*), [0-9.]* ms after$" leaks) = 1
 '
 
 test_expect_success 'a static program the command starts runs without the wrapper: named, the gate cannot pass' '

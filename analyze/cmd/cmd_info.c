@@ -43,6 +43,33 @@ static size_t event_site_of(struct session *s, size_t i)
 	return i;
 }
 
+/* Allocators the recorder found mapped while recording and probed then:
+ * each process that mapped one, and how late its probes came. */
+static void print_probes(struct session *s)
+{
+	size_t lines = 0, late = 0;
+
+	for (size_t i = 0; i < s->probes_len; i++)
+		lines += s->probes[i] == '\n';
+	if (!lines)
+		return;
+	printf("probed while recording: %zu processes mapped allocators found then\n", lines);
+	for (const char *p = s->probes, *end = s->probes + s->probes_len; p < end;) {
+		const char *nl = memchr(p, '\n', end - p);
+		unsigned long long ns = 0;
+		int pid = 0, n = 0;
+
+		if (!nl)
+			break;
+		if (sscanf(p, "%d\t%llu\t%n", &pid, &ns, &n) == 2 && n && ns && late++ < 10)
+			printf("  pid %-7d %-15s %.*s, probed %.1f ms after it mapped it\n", pid,
+			       machine_comm(&s->m, pid, pid), (int)(nl - p - n), p + n, ns / 1e6);
+		p = nl + 1;
+	}
+	if (late > 10)
+		printf("  and %zu more probed after their process mapped them\n", late - 10);
+}
+
 static void print_recording(struct session *s)
 {
 	char buf[512], when[64], sz[32];
@@ -112,6 +139,7 @@ static void print_recording(struct session *s)
 			snprintf(name, sizeof(name), "%s", e->d.name);
 		printf("  %-28s %-8s %10llu samples%s\n", name, e->d.group, n, stacks ? "  with stacks" : "");
 	}
+	print_probes(s);
 }
 
 /* Where a loss came from: the compression queue backing up into the

@@ -515,7 +515,7 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	json_u64(&j, "sample", a->sample);
 	json_u64(&j, "sample_bytes", a->rate);
 	json_double(&j, "duration_s", "%.6f", l->dur);
-	json_bool(&j, "incomplete", session_incomplete(s) || a->nr_unseen);
+	json_bool(&j, "incomplete", session_incomplete(s) || a->nr_unseen || (a->watch && a->nr_late));
 	json_u64(&j, "lost", l->lost);
 	json_u64(&j, "leaked_bytes", l->leak_bytes);
 	json_u64(&j, "leaked_allocations", l->leak_count * a->sample);
@@ -537,6 +537,16 @@ static void leaks_json(const struct leaks *l, struct session *s)
 			json_str(&j, "object", a->unseen[i].object);
 		else
 			json_null(&j, "object");
+		json_end(&j);
+	}
+	json_end(&j);
+	json_begin_array(&j, "probed_late");
+	for (size_t i = 0; i < a->nr_late; i++) {
+		json_begin(&j, NULL);
+		json_i64(&j, "pid", a->late[i].pid);
+		json_str(&j, "comm", a->late[i].comm);
+		json_str(&j, "object", a->late[i].object);
+		json_u64(&j, "late_ns", a->late[i].late_ns);
 		json_end(&j);
 	}
 	json_end(&j);
@@ -589,6 +599,26 @@ static void leaks_text_unseen(const struct allocs *a)
 	printf("\n");
 }
 
+/* Allocators found while recording, probed after a program had mapped
+ * them: what it allocated through them before is not in the table. */
+static void leaks_text_late(const struct allocs *a)
+{
+	size_t shown = a->nr_late < 4 ? a->nr_late : 3;
+
+	if (!a->nr_late)
+		return;
+	printf("# %s: %zu allocator%s probed only after a program mapped %s, what went through %s before not in "
+	       "this table:",
+	       a->watch ? "INCOMPLETE" : "NOTE", a->nr_late, a->nr_late == 1 ? " was" : "s were",
+	       a->nr_late == 1 ? "it" : "them", a->nr_late == 1 ? "it" : "them");
+	for (size_t i = 0; i < shown; i++)
+		printf("%s %s of %s (pid %d), %.1f ms after", i ? ";" : "", a->late[i].object, a->late[i].comm,
+		       a->late[i].pid, a->late[i].late_ns / 1e6);
+	if (shown < a->nr_late)
+		printf("; and %zu more", a->nr_late - shown);
+	printf("\n");
+}
+
 /* The header's lines: totals, then whatever qualifies them. */
 static void leaks_text_header(const struct leaks *l, struct session *s)
 {
@@ -635,6 +665,7 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 		       "lost allocation may hide a leak\n",
 		       l->lost ? "events were lost while recording" : "the trace is cut short");
 	leaks_text_unseen(a);
+	leaks_text_late(a);
 	if (l->sup_groups)
 		printf("# suppressed: %llu bytes in %llu allocations from %llu stacks (libc's one-time "
 		       "allocations%s; --no-default-suppressions shows them)\n",
@@ -745,6 +776,13 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 			  l->a.unseen[0].object ? "record without --malloc-via uprobes, so that memsight's wrapper "
 						  "follows its programs"
 						: "record that program as the command itself");
+		return 4;
+	}
+	if (l->a.watch && l->a.nr_late) {
+		msg_error("%s (pid %d) allocated through %s before it could be probed: cannot tell whether the leaks "
+			  "pass --fail-over %llu; record without --malloc-via uprobes, so that memsight's wrapper follows "
+			  "its programs",
+			  l->a.late[0].comm, l->a.late[0].pid, l->a.late[0].object, (unsigned long long)limit);
 		return 4;
 	}
 	if (l->gate_bytes > limit) {

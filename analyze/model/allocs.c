@@ -107,6 +107,79 @@ static int probed_has(const struct allocs *a, const char *path)
 	return 0;
 }
 
+/* Whether the recorder probed path, as pid mapped it, while recording. */
+static const struct alloc_covered *covered_find(const struct allocs *a, int pid, const char *path)
+{
+	struct hm_slot *slot = hashmap_u64_find(&a->covered_by_pid, (uint32_t)pid);
+
+	for (size_t i = slot ? slot->val : 0; i; i = a->covered[i - 1].next)
+		if (!strcmp(a->covered[i - 1].path, path))
+			return &a->covered[i - 1];
+	return NULL;
+}
+
+/* META probes, "pid\tlate_ns\tpath" lines, split in a copy. */
+static int covered_load(struct allocs *a, struct session *s)
+{
+	size_t nr = 0;
+
+	for (size_t i = 0; i < s->probes_len; i++)
+		nr += s->probes[i] == '\n';
+	if (!nr)
+		return 0;
+	if (!(a->covered = calloc(nr, sizeof(*a->covered))) || !(a->covered_text = malloc(s->probes_len)))
+		return -ENOMEM;
+	memcpy(a->covered_text, s->probes, s->probes_len);
+	for (char *p = a->covered_text, *end = a->covered_text + s->probes_len; p < end;) {
+		char *nl = memchr(p, '\n', end - p), *tab1, *tab2;
+		struct alloc_covered *c = &a->covered[a->nr_covered];
+		struct hm_slot *slot;
+		int created;
+
+		if (!nl)
+			break;
+		*nl = 0;
+		tab1 = strchr(p, '\t');
+		tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
+		if (tab2 && tab2[1]) {
+			c->pid = atoi(p);
+			c->late_ns = strtoull(tab1 + 1, NULL, 10);
+			c->path = tab2 + 1;
+			if (!covered_find(a, c->pid, c->path) &&
+			    (slot = hashmap_u64(&a->covered_by_pid, (uint32_t)c->pid, &created))) {
+				c->next = created ? 0 : slot->val;
+				slot->val = ++a->nr_covered;
+			}
+		}
+		p = nl + 1;
+	}
+	for (size_t i = 0; i < a->nr_covered; i++) {
+		struct alloc_late *v;
+
+		if (!a->covered[i].late_ns || !(v = realloc(a->late, (a->nr_late + 1) * sizeof(*v))))
+			continue;
+		a->late = v;
+		v += a->nr_late;
+		memset(v, 0, sizeof(*v));
+		v->pid = a->covered[i].pid;
+		v->late_ns = a->covered[i].late_ns;
+		if ((v->object = strdup(a->covered[i].path)))
+			a->nr_late++;
+	}
+	return 0;
+}
+
+/* The processes' names, as the replay left them. */
+static void late_names(void *arg)
+{
+	struct allocs *a = arg;
+	struct session *s = a->late_session;
+
+	for (size_t i = 0; i < a->nr_late; i++)
+		snprintf(a->late[i].comm, sizeof(a->late[i].comm), "%s",
+			 machine_comm(&s->m, a->late[i].pid, a->late[i].pid));
+}
+
 static void image_judge(struct allocs *a, int pid, struct image *im)
 {
 	struct alloc_unseen *v;
@@ -175,7 +248,7 @@ static void on_code_map(void *arg, struct session *s, int pid, const struct map 
 	if (!strcmp(path_base(map->name), WRAPPER_BASENAME))
 		im->wrapper = 1;
 	if (a->watch == WATCH_UPROBES && !im->unprobed && alloc_object_is_allocator(map->name) &&
-	    !probed_has(a, map->name))
+	    !probed_has(a, map->name) && !covered_find(a, pid, map->name))
 		im->unprobed = map->name;
 }
 
@@ -271,6 +344,12 @@ int allocs_init(struct allocs *a, struct session *s)
 	hashmap_init(&a->foreign, 0);
 	if (session_on_exec(s, on_exec, a) || session_on_code_map(s, note_allocator, a))
 		return -ENOMEM;
+	hashmap_init(&a->covered_by_pid, 0);
+	if (covered_load(a, s))
+		return -ENOMEM;
+	a->late_session = s;
+	if (a->nr_late && session_at_replay_end(s, late_names, a))
+		return -ENOMEM;
 	return allocs_watch(a, s);
 }
 
@@ -304,6 +383,12 @@ void allocs_release(struct allocs *a)
 	for (size_t i = 0; i < a->nr_unseen; i++)
 		free(a->unseen[i].object);
 	free(a->unseen);
+	for (size_t i = 0; i < a->nr_late; i++)
+		free(a->late[i].object);
+	free(a->late);
+	free(a->covered);
+	free(a->covered_text);
+	hashmap_release(&a->covered_by_pid);
 	free(a->probed);
 }
 

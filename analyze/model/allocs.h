@@ -74,6 +74,23 @@ struct alloc_unseen {
 	char *object;		/* the allocator not probed; NULL: the wrapper was not in it */
 };
 
+/* An allocator object a process mapped before the recorder could probe it
+ * (found while recording): what went through it in between is not seen. */
+struct alloc_late {
+	int pid;
+	char comm[16];
+	char *object;
+	uint64_t late_ns;	/* from its mapping (or the recording's start) to its probes */
+};
+
+/* A process an allocator probed while recording covered (META probes). */
+struct alloc_covered {
+	int pid;
+	const char *path;	/* in covered_text */
+	uint64_t late_ns;
+	size_t next;		/* the pid's next entry + 1, 0 for none */
+};
+
 struct allocs {
 	struct stacktab stacks;	  /* allocation stacks; weight = bytes allocated */
 	struct hashmap procs;	  /* pid -> struct hashmap * (ptr -> struct alloc_rec *) */
@@ -105,6 +122,13 @@ struct allocs {
 	struct hashmap images;	   /* pid -> struct image * of its program image so far */
 	struct alloc_unseen *unseen; /* images judged unseen, in the order they ended */
 	size_t nr_unseen;
+	struct alloc_covered *covered; /* allocators probed while recording, per process */
+	char *covered_text;	   /* the META probes lines they point into */
+	size_t nr_covered;
+	struct hashmap covered_by_pid; /* pid -> first index in covered + 1 */
+	struct alloc_late *late;   /* those probed after a process had mapped them */
+	size_t nr_late;
+	struct session *late_session; /* whose replay names them, at its end */
 	struct hashmap foreign;	   /* pids that mapped an allocator other than glibc's */
 };
 

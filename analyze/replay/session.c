@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,30 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		memset(e, 0, sizeof(*e));
 		if (trace_event_desc_decode(data, len, &e->d))
 			return fail(o->err, o->errlen, "an event description in the trace is malformed");
+		/* The same event again, opened on more processes while
+		 * recording: its ids join the first description's. */
+		for (size_t i = 0; i < s->nr_evs; i++) {
+			struct sess_event *f = &s->evs[i];
+			uint64_t *ids;
+
+			if (strcmp(f->d.name, e->d.name) || f->d.attr_size != e->d.attr_size ||
+			    e->d.attr_size < offsetof(struct perf_event_attr, config) + sizeof(f->attr.config) ||
+			    memcmp(&f->attr.config, &((struct perf_event_attr *)e->d.attr)->config, sizeof(f->attr.config)))
+				continue;
+			if (!(ids = realloc(f->d.ids, (f->d.nr_ids + e->d.nr_ids) * sizeof(*ids))))
+				return fail(o->err, o->errlen, "out of memory");
+			f->d.ids = ids;
+			for (uint32_t k = 0; k < e->d.nr_ids; k++) {
+				uint32_t j = 0;
+
+				while (j < f->d.nr_ids && ids[j] != e->d.ids[k])
+					j++;
+				if (j == f->d.nr_ids)
+					ids[f->d.nr_ids++] = e->d.ids[k];
+			}
+			trace_event_desc_release(&e->d);
+			return 0;
+		}
 		s->nr_evs++;
 		memcpy(&e->attr, e->d.attr, e->d.attr_size < sizeof(e->attr) ? e->d.attr_size : sizeof(e->attr));
 		if (e->attr.type == PERF_TYPE_TRACEPOINT && e->d.format[0]) {
@@ -382,14 +407,17 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 	case TRACE_META_BUILDIDS:
 	case TRACE_META_SNAPSHOT:
 	case TRACE_META_OBJECTS:
+	case TRACE_META_PROBES:
 	case TRACE_META_STATS: {
 		char **dst = kind == TRACE_META_STATS	     ? &s->stats
 			     : kind == TRACE_META_SNAPSHOT ? &s->snapshot
 			     : kind == TRACE_META_OBJECTS  ? &s->objects
+			     : kind == TRACE_META_PROBES   ? &s->probes
 							   : &s->buildids;
 		size_t *dlen = kind == TRACE_META_STATS	     ? &s->stats_len
 			       : kind == TRACE_META_SNAPSHOT ? &s->snapshot_len
 			       : kind == TRACE_META_OBJECTS  ? &s->objects_len
+			       : kind == TRACE_META_PROBES   ? &s->probes_len
 							     : &s->buildids_len;
 		char *p = realloc(*dst, *dlen + len + 1);
 
@@ -534,6 +562,7 @@ void session_release(struct session *s)
 	hashmap_release(&s->proc_cgroup);
 	hashmap_release(&s->nspids);
 	free(s->buildids);
+	free(s->probes);
 	free(s->at_end);
 	free(s->on_code_map);
 	free(s->on_exec);

@@ -155,6 +155,8 @@ struct session {
 	size_t stats_len;
 	char *buildids;
 	size_t buildids_len;
+	char *probes;		/* META probes: "pid\tlate_ns\tpath\n", allocators probed while recording */
+	size_t probes_len;
 	char *snapshot;		/* TRACE_META_SNAPSHOT: the trigger that cut this window */
 	size_t snapshot_len;
 	char *objects;		/* TRACE_META_OBJECTS: the objects stacks touched, carried or why not */

@@ -20,6 +20,7 @@ struct rec_event {
 	char *format;		 /* tracefs format text, NULL for non-tracepoints */
 	struct perf_event_attr attr;
 	uint64_t *ids;		 /* one per fd opened */
+	size_t described;	 /* ids in the trace's description of it so far (one opened late) */
 	int *fds;		 /* the fds, in the order of ids */
 	size_t nr_ids, ids_alloc;
 	uint64_t samples;	 /* counted by the drain loop */

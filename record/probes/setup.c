@@ -292,6 +292,11 @@ define:
 		return msg_error("%s", err);
 	if (!rc->quiet && !u.sampled)
 		note_uprobes(&u.objects, why);
+	/* Allocators mapped later (an exec, a dlopen, a container's own
+	 * libc) are probed as they come. */
+	if (!u.sampled)
+		lateprobe_start(&rc->late, &u, o, !rc->system_wide, u.objects.nr + u.emitters.nr,
+				rec_now_ns(CLOCK_MONOTONIC));
 	return 0;
 }
 
@@ -503,8 +508,10 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 	int fd = perf_open(&e->attr, cg ? rc->cg.fd : pid, cpu, cg ? PERF_FLAG_PID_CGROUP : 0);
 
 	if (fd < 0) {
-		/* A CPU that is offline has nothing to record. */
-		if (errno == ENODEV && pid == -1)
+		/* A CPU that is offline has nothing to record; nor has a
+		 * thread that ended before an allocator found late is probed
+		 * in it. */
+		if ((errno == ENODEV && pid == -1) || (errno == ESRCH && rc->late.opening))
 			return 0;
 		return explain_open_error(rc, errno, e->name);
 	}
@@ -550,6 +557,28 @@ static int id_cmp(const void *a, const void *b)
 	const struct id_map *x = a, *y = b;
 
 	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The events by id, for the drain loop (rec_event_of). */
+static int ids_index(struct recorder *rc)
+{
+	size_t n = 0;
+	struct id_map *v;
+
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		n += rc->evs[e].nr_ids;
+	if (!(v = malloc((n ? n : 1) * sizeof(*v))))
+		return -ENOMEM;
+	n = 0;
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		for (size_t i = 0; i < rc->evs[e].nr_ids; i++)
+			v[n++] = (struct id_map){ rc->evs[e].ids[i], &rc->evs[e] };
+	if (n > 1)
+		qsort(v, n, sizeof(*v), id_cmp);
+	free(rc->ids);
+	rc->ids = v;
+	rc->nr_ids = n;
+	return 0;
 }
 
 int rec_events_open(struct recorder *rc)
@@ -621,23 +650,155 @@ int rec_events_open(struct recorder *rc)
 			goto out;
 		}
 	}
-	for (size_t e = 0; e < rc->nr_evs; e++)
-		rc->nr_ids += rc->evs[e].nr_ids;
-	rc->ids = malloc(rc->nr_ids * sizeof(*rc->ids));
-	if (!rc->ids) {
+	if (ids_index(rc)) {
 		msg_error("out of memory");
 		goto out;
 	}
-	rc->nr_ids = 0;
-	for (size_t e = 0; e < rc->nr_evs; e++)
-		for (size_t i = 0; i < rc->evs[e].nr_ids; i++)
-			rc->ids[rc->nr_ids++] = (struct id_map){ rc->evs[e].ids[i], &rc->evs[e] };
-	if (rc->nr_ids > 1)
-		qsort(rc->ids, rc->nr_ids, sizeof(*rc->ids), id_cmp);
 	ret = 0;
 out:
 	free(targets);
 	return ret;
+}
+
+/* Open events [first, end) on the tasks of pid (per task) or on every CPU,
+ * switched on at once: the returns before the entries, so no call is
+ * seen to start without its end. Returns 0, or -1 after an error. */
+static int late_open(struct recorder *rc, size_t first, size_t end, pid_t pid)
+{
+	pid_t *tids = NULL, all = -1;
+	int n = 1;
+
+	if (rc->late.per_task && (n = procsnap_list(pid, &tids)) <= 0)
+		return -1;
+	rc->late.opening = 1;
+	for (int ret = 1; ret >= 0; ret--) {
+		for (size_t e = first; e < end; e++) {
+			struct rec_event *ev = &rc->evs[e];
+			size_t l = strlen(ev->name), k = strlen(UPROBES_RETURN_SUFFIX);
+
+			if ((l > k && !strcmp(ev->name + l - k, UPROBES_RETURN_SUFFIX)) != ret || ev->dropped)
+				continue;
+			ev->attr.disabled = 0;
+			ev->attr.enable_on_exec = 0;
+			for (int t = 0; t < n; t++)
+				for (int c = 0; c < rc->ncpus; c++)
+					if (open_one(rc, ev, tids ? tids[t] : all, c) < 0) {
+						free(tids);
+						rc->late.opening = 0;
+						return -1;
+					}
+		}
+	}
+	free(tids);
+	rc->late.opening = 0;
+	return 0;
+}
+
+/* Per task: the recording's own processes (the command, the -p targets)
+ * get an object's events too, so that what they start from now on maps
+ * it probed, from its first call. */
+static void late_roots(struct recorder *rc, struct late_obj *ob)
+{
+	size_t n = rc->command ? 1 : rc->nr_pids;
+
+	for (size_t i = 0; i < n; i++) {
+		pid_t root = rc->command ? rc->child : rc->pids[i];
+		uint64_t since;
+
+		if (root <= 0 || lateprobe_covers(&rc->late, ob, root, &since) ||
+		    late_open(rc, ob->first_ev, ob->end_ev, root))
+			continue;
+		lateprobe_pid_add(ob, root, rec_now_ns(CLOCK_MONOTONIC));
+	}
+}
+
+void rec_late_probes(struct recorder *rc)
+{
+	struct lateprobe *lp = &rc->late;
+	char *lines;
+	size_t len;
+	int changed = 0;
+
+	for (size_t i = 0; i < lp->nr_pend; i++) {
+		struct late_pending *p = &lp->pend[i];
+		struct late_obj *ob = lateprobe_obj_find(lp, p->dev, p->ino);
+		char kpath[96], err[512] = "";
+		uint64_t since;
+		int fresh = 0;
+
+		if (ob && lateprobe_covers(lp, ob, p->pid, &since)) {
+			lateprobe_line(lp, p->pid, p->time, since, p->path);
+			continue;
+		}
+		if (ob && ob->failed)
+			continue;
+		snprintf(kpath, sizeof(kpath), "/proc/%d/map_files/%llx-%llx", (int)p->pid,
+			 (unsigned long long)p->start, (unsigned long long)p->end);
+		if (!ob) {
+			size_t first = rc->nr_evs;
+
+			if (!(ob = lateprobe_obj_add(lp, p->dev, p->ino)))
+				continue;
+			if (lp->late_objects >= UPROBES_MAX_LATE) {
+				snprintf(err, sizeof(err), "more than %d allocator objects found while recording",
+					 UPROBES_MAX_LATE);
+			} else if (!uprobes_add_late(kpath, lp->next_group, &lp->u, &lp->o, &rc->evs, &rc->nr_evs, err,
+						     sizeof(err))) {
+				lp->next_group++;
+				lp->late_objects++;
+				ob->first_ev = first;
+				ob->end_ev = rc->nr_evs;
+				fresh = 1;
+				changed = 1;
+			}
+			if (!fresh) {
+				ob->failed = 1;
+				msg_warn("cannot probe %s, which pid %d mapped while recording (%s): its allocations are not "
+					 "recorded",
+					 p->path, (int)p->pid, err);
+				continue;
+			}
+		}
+		/* A process gone before its turn has nothing left to probe. */
+		if (late_open(rc, ob->first_ev, ob->end_ev, p->pid)) {
+			if (fresh)
+				ob->live_ns = rec_now_ns(CLOCK_MONOTONIC);
+			changed = 1;
+			continue;
+		}
+		since = rec_now_ns(CLOCK_MONOTONIC);
+		if (fresh)
+			ob->live_ns = since;
+		if (lp->per_task) {
+			lateprobe_pid_add(ob, p->pid, since);
+			late_roots(rc, ob);
+		}
+		changed = 1;
+		lateprobe_line(lp, p->pid, p->time, since, p->path);
+		if (!rc->quiet)
+			msg_note("malloc: probing %s, which pid %d %s, %.1f ms after %s", p->path, (int)p->pid,
+				 p->time ? "mapped while recording" : "maps as its own",
+				 (since - (p->time ? p->time : lp->start_ns)) / 1e6,
+				 p->time ? "it did" : "recording began");
+	}
+	lp->nr_pend = 0;
+	if (!changed)
+		goto lines;
+	if (ids_index(rc))
+		msg_warn("out of memory indexing the events of an allocator found while recording");
+	/* Every description again with all its ids: a reader takes them
+	 * together. */
+	for (size_t i = 0; i < lp->nr; i++)
+		for (size_t e = lp->objs[i].first_ev; !lp->objs[i].at_start && e < lp->objs[i].end_ev; e++) {
+			struct rec_event *ev = &rc->evs[e];
+
+			if (ev->nr_ids > ev->described && !rec_meta_event(rc, ev, 1))
+				ev->described = ev->nr_ids;
+		}
+lines:
+	if ((lines = lateprobe_take_lines(lp, &len)))
+		rec_meta_lasting(rc, TRACE_META_PROBES, lines, len);
+	free(lines);
 }
 
 struct rec_event *rec_event_of(struct recorder *rc, uint64_t id)

@@ -43,7 +43,7 @@
 static struct {
 	char group[64];
 	char event[64];
-} defined[UPROBES_MAX_OBJECTS * 4 * AF_NR];
+} defined[(UPROBES_MAX_OBJECTS * 2 + UPROBES_MAX_LATE) * 2 * AF_NR];
 static size_t nr_defined;
 /* "aligned_alloc=memalign ...": functions probed once for a shared address. */
 static char aliases[512];
@@ -777,15 +777,67 @@ fail:
 	return -1;
 }
 
+int uprobes_add_late(const char *object, int index, const struct uprobe_opts *u, const struct rec_opts_events *o,
+		     struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+{
+	size_t start = *nr, defs = nr_defined;
+	char group[64];
+
+	snprintf(group, sizeof(group), "memsight_%d_%d", (int)getpid(), index);
+	if (!add_object(object, group, u, o, evs, nr, err, errlen))
+		return 0;
+	events_free(*evs + start, *nr - start);
+	*nr = start;
+	/* Only this object's definitions go: the others are in use. */
+	for (size_t i = nr_defined; i-- > defs;) {
+		char line[192];
+
+		snprintf(line, sizeof(line), "-:%s/%s\n", defined[i].group, defined[i].event);
+		write_uprobe_events(line);
+	}
+	nr_defined = defs;
+	return -1;
+}
+
 const char *uprobes_aliases(void)
 {
 	return aliases;
+}
+
+/* Remove every definition under the groups of recorder pid (memsight_PID
+ * and memsight_PID_N), trying those the kernel still holds (EBUSY) again
+ * for up to 3 s. */
+static void remove_groups_of(pid_t pid)
+{
+	for (int round = 0; round < 300; round++) {
+		size_t len, left = 0;
+		char *text = events_tracefs_read("uprobe_events", &len), *p, *save = NULL;
+
+		if (!text)
+			return;
+		for (p = strtok_r(text, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+			char grp[64], ev[128], line[256];
+			int owner, n = 0;
+
+			if (sscanf(p, "%*[pr]:%63[^/]/%127s", grp, ev) != 2 ||
+			    sscanf(grp, "memsight_%d%n", &owner, &n) != 1 || owner != pid ||
+			    (grp[n] && grp[n] != '_'))
+				continue;
+			snprintf(line, sizeof(line), "-:%s/%s\n", grp, ev);
+			left += write_uprobe_events(line) == -EBUSY;
+		}
+		free(text);
+		if (!left)
+			return;
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
 }
 
 void uprobes_guard(void)
 {
 	int p[2];
 	char c;
+	pid_t owner = getpid();
 
 	if (guard_pid > 0 || !nr_defined || pipe2(p, O_CLOEXEC))
 		return;
@@ -805,7 +857,9 @@ void uprobes_guard(void)
 		close_range(1, ~0u, 0);
 		while (read(0, &c, 1) < 0 && errno == EINTR)
 			;
-		uprobes_remove();
+		/* By group, not by this copy of the list: probes of
+		 * allocators found later were defined after the fork. */
+		remove_groups_of(owner);
 		_exit(0);
 	}
 	close(p[0]);

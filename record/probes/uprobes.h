@@ -18,8 +18,10 @@
 
 #include "events.h"
 
-/* At most this many allocator objects are probed at once. */
+/* At most this many allocator objects are probed at once, and this many
+ * more found while recording (uprobes_add_late). */
 #define UPROBES_MAX_OBJECTS 4
+#define UPROBES_MAX_LATE 16
 
 /* Allocator objects, the first one libc's where there is one. */
 struct uprobe_objects {
@@ -82,6 +84,13 @@ int uprobes_command_path(const char *cmd, char *out, size_t len);
  * tracefs refused a definition). On error nothing stays defined. */
 int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs,
 		size_t *nr, char *err, size_t errlen);
+
+/* An allocator object found while recording: its probes under the group
+ * memsight_PID_index, appended to evs as uprobes_add does. object is a
+ * path the kernel resolves to the very file mapped (/proc/PID/map_files/...).
+ * Returns 0, or -1 with a reason in err and none of its probes left. */
+int uprobes_add_late(const char *object, int index, const struct uprobe_opts *u, const struct rec_opts_events *o,
+		     struct rec_event **evs, size_t *nr, char *err, size_t errlen);
 
 /* After uprobes_add: the functions probed once for a shared address, as
  * "FUNCTION=ALIAS[,ALIAS] ..." ("" when none), for the host META. */

@@ -108,6 +108,7 @@ struct flight {
 	unsigned taken, failed;
 	unsigned char (*head_bids)[21]; /* the build-ids the ring's head carries: length, then the id */
 	size_t nr_head_bids;
+	unsigned head_full_said; /* what learned late could not go into the head: said once */
 };
 
 struct recorder;

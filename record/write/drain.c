@@ -108,6 +108,7 @@ static int snapshot_map(void *arg, pid_t pid, const struct procsnap_map *m)
 	execmap_apply(&rc->em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = pid, .start = m->start, .end = m->end,
 						     .obj = object_of(rc, pid, m->start, m->end, m->path, bid, bl) });
 	jitmaps_seen(&rc->jm, pid, m->start, m->end, m->path);
+	lateprobe_map(&rc->late, pid, m->start, m->end, m->path, 0);
 	return 0;
 }
 
@@ -201,6 +202,7 @@ static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t s
 		e.obj = object_of(rc, a, addr, addr + len, (const char *)rec + 72, rec + 44,
 				  misc & PERF_RECORD_MISC_MMAP_BUILD_ID ? rec[40] : 0);
 		jitmaps_seen(&rc->jm, a, addr, addr + len, (const char *)rec + 72);
+		lateprobe_map(&rc->late, a, addr, addr + len, (const char *)rec + 72, e.time);
 		break;
 	}
 	case PERF_RECORD_FORK:
@@ -218,8 +220,12 @@ static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t s
 		e.other = b;
 		/* A runtime writes its perf map as it exits (the JVM's
 		 * -XX:+DumpPerfMapAtExit): copied now, the process just gone. */
-		if (type == PERF_RECORD_EXIT)
+		if (type == PERF_RECORD_EXIT) {
 			rec_jitmaps_collect(rc, a, 1);
+			lateprobe_exit(&rc->late, a);
+		} else {
+			lateprobe_fork(&rc->late, a, b, e.time);
+		}
 		break;
 	case PERF_RECORD_COMM:
 		if (size < 16 || !(misc & PERF_RECORD_MISC_COMM_EXEC))

@@ -20,6 +20,62 @@ static void meta_add(struct recorder *rc, enum trace_meta_kind kind, const void 
 	trace_writer_add(&rc->w, TRACE_CHUNK_META, kind, 0, data, len, 0);
 }
 
+/* A META chunk learned mid-recording that every reader of the trace needs
+ * whatever part of it it reads (a late event's description, which
+ * processes its probes cover): in order with the records, or for a ring
+ * in its head, on the compression thread that owns the writer. */
+struct lasting {
+	uint32_t kind;
+	size_t len;
+	unsigned char data[];
+};
+
+static void lasting_write(void *arg, void *data)
+{
+	struct recorder *rc = arg;
+	struct lasting *l = data;
+
+	trace_writer_to_head(&rc->w, 1);
+	if (trace_writer_add(&rc->w, TRACE_CHUNK_META, l->kind, 0, l->data, l->len, 0) == -ENOSPC &&
+	    !rc->fl.head_full_said++)
+		msg_warn("the ring's head has no room left for what it learns while recording (a probe found late): "
+			 "its snapshots may not name it; give a bigger --ring");
+	trace_writer_to_head(&rc->w, 0);
+}
+
+void rec_meta_lasting(struct recorder *rc, uint32_t kind, const void *data, size_t len)
+{
+	struct lasting *l;
+
+	if (!rc->fl.ring_size) {
+		writeq_push_meta(&rc->q, kind, data, len);
+		return;
+	}
+	if (!(l = malloc(sizeof(*l) + len)))
+		return;
+	l->kind = kind;
+	l->len = len;
+	memcpy(l->data, data, len);
+	writeq_push_call(&rc->q, lasting_write, rc, l);
+}
+
+int rec_meta_event(struct recorder *rc, const struct rec_event *e, int lasting)
+{
+	struct trace_event_desc d = { (char *)e->name, (char *)e->group, e->format, (void *)&e->attr, sizeof(e->attr),
+				      e->ids, e->nr_ids };
+	unsigned char *buf;
+	size_t len;
+
+	if (trace_event_desc_encode(&d, &buf, &len))
+		return -ENOMEM;
+	if (lasting)
+		rec_meta_lasting(rc, TRACE_META_EVENT, buf, len);
+	else
+		meta_add(rc, TRACE_META_EVENT, buf, len);
+	free(buf);
+	return 0;
+}
+
 /* This boot's id: an analyzer that reads the same one knows the recorded
  * pids are this machine's (and may be running still). */
 static int boot_id(char *buf, size_t len)
@@ -136,17 +192,9 @@ int rec_meta_start(struct recorder *rc)
 			free(text);
 		}
 	}
-	for (size_t i = 0; i < rc->nr_evs; i++) {
-		struct rec_event *e = &rc->evs[i];
-		struct trace_event_desc d = { e->name, (char *)e->group, e->format, &e->attr,
-					      sizeof(e->attr), e->ids, e->nr_ids };
-		unsigned char *buf;
-
-		if (trace_event_desc_encode(&d, &buf, &len))
+	for (size_t i = 0; i < rc->nr_evs; i++)
+		if (rec_meta_event(rc, &rc->evs[i], 0))
 			return msg_error("out of memory");
-		meta_add(rc, TRACE_META_EVENT, buf, len);
-		free(buf);
-	}
 	if (rc->system_wide || rc->nr_pids) {
 		pid_t *pids = rc->pids;
 		int n = rc->nr_pids;
