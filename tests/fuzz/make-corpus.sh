@@ -21,6 +21,9 @@ cp "$top/samples/traces/xor-8m.trace" "$raw/trace/xor-8m"
 rec -e malloc --leak-check -g fp -o "$raw/trace/malloc-reach" -- "$S/alloc_zoo" reach 20
 rec -e malloc -g fp -o "$raw/trace/malloc-nested" -- "$S/alloc_zoo" nested 30
 rec -e malloc -g dwarf,512 -o "$raw/trace/malloc-dwarf" -- "$S/fib_leak" 3
+# An allocator probed while recording: late event entries and META probes.
+rec -e malloc --malloc-via uprobes -g fp -o "$raw/trace/malloc-late" -- \
+	env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 "$S/loop_leak" 5 0 100
 rec -e brk,mmap,faults -g fp -o "$raw/trace/faults" -- "$S/loop_leak" 2
 rec -e faults -g fp -o "$raw/trace/fault-kinds" -- "$S/fault_kinds" 8
 "$M" record -q --embed none --compression zlib -e shm,rss -g fp -o "$raw/trace/shm" -- "$S/shm_cycle" >/dev/null 2>&1
