@@ -204,7 +204,7 @@ SAMPLER := $(B)/libmemsight-sample.so
 SAMPLE_BINS := $(addprefix $(B)/samples/,$(SAMPLES)) $(addprefix $(B)/samples/nofp/,$(NOFP_SAMPLES)) \
 	$(addprefix $(B)/samples/nounwind/,$(NOUNWIND_SAMPLES))
 
-all: $(PROGRAMS) $(SAMPLER) $(B)/test-tool $(SAMPLE_BINS)
+all: $(PROGRAMS) $(SAMPLER) $(B)/test-tool $(B)/test-record $(SAMPLE_BINS)
 
 $(B)/obj/%.o: %.c
 	$(call say,CC,$<)
@@ -240,6 +240,12 @@ $(B)/memsight-flamegraph: $(call obj,$(FLAMEGRAPH_SRC))
 $(B)/test-tool: $(call obj,$(TOOL_SRC) $(filter-out analyze/main.c,$(ANALYZE_SRC)) $(FORMATS_SRC))
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(ANALYZE_LIBS) -lm
+
+# The recorder's unit tests: the parts they test, and formats/.
+$(B)/test-record: $(call obj,tests/helper/test-record.c record/write/scrub.c record/procs/execmap.c \
+		record/probes/events.c $(FORMATS_SRC))
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ -lelf -lzstd -lz
 
 # Samples keep frame pointers: the frame-pointer stack tests need them.
 SAMPLE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Wextra
@@ -326,7 +332,7 @@ check: test-deps
 	$(MAKE) fuzz-targets
 	prove -f tests/t[0-9]*.sh
 
-sanitized: $(PROGRAMS) $(SAMPLER) $(B)/test-tool
+sanitized: $(PROGRAMS) $(SAMPLER) $(B)/test-tool $(B)/test-record
 
 demo: deps
 	$(MAKE) all

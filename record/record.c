@@ -415,6 +415,7 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	rc->bounce = malloc(1u << 16);
 	if (!rc->bounce || scrub_init(&rc->scrub, rc->stack_dump, &rc->em))
 		return msg_error("out of memory for packing stack dumps");
+	rec_scrub_learn(rc);
 	/* Every signal whose default would end the recorder without its
 	 * trailer comes through the signalfd instead: it stops the
 	 * recording cleanly, or is ignored; the threads started from here on

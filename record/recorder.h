@@ -210,6 +210,8 @@ void rec_events_wait(struct recorder *rc);
 
 /* write/drain.c */
 void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len);
+/* The scrub learns a process it meets unknown from /proc, once. */
+void rec_scrub_learn(struct recorder *rc);
 size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len);
 void rec_ring_flush(struct recorder *rc, struct ring *r);
 /* Every chunk buffer handed to the compression thread: the end, a snapshot. */

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The analyzer's internals on their own, without root or a recording:
 # hashmaps, suppression matching, the JSON writer, interval naming, the
-# event catalogue (test-tool's unit tests, tests/helper/test-unit.c).
+# event catalogue (test-tool's unit tests, tests/helper/test-unit.c); and
+# the recorder's stack-dump scrub (test-record, tests/helper/test-record.c).
 . "$(dirname "$0")/test-lib.sh"
 
 # unit NAME [ARGS]: every TAP line of the unit passes, and there are COUNT.
@@ -64,6 +65,13 @@ test_expect_success 'the catalogue gives record -h its groups, in order' '
 	"$MEMSIGHT" record -h >help &&
 	sed -n "/^  -e, --event/,/^      --filter/s/^                           \([a-z][a-z]*\)  *[A-Za-z].*/\1/p" help >listed &&
 	test_cmp groups listed
+'
+
+test_expect_success 'the scrub keeps what unwinding reads and no secret: a known process, one learned from /proc, one it cannot learn; 64- and 32-bit' '
+	"$BUILD/test-record" scrub >out
+	status=$?
+	cat out &&
+	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = 32
 '
 
 test_done

@@ -117,6 +117,51 @@ void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len)
 	procsnap_maps_each(text, len, snapshot_map, rc);
 }
 
+/* Compression thread: a process learned mid-recording joins the picture a
+ * ring restates. */
+struct learned {
+	size_t len;
+	char text[];
+};
+
+static void learned_keep(void *arg, void *data)
+{
+	struct recorder *rc = arg;
+	struct learned *l = data;
+
+	proctrack_load(&rc->fl.pt, l->text, l->len);
+}
+
+/* Drain loop, from the scrub: a process sampled whose start no record
+ * showed (it began as the recording did) is read from /proc now, for the
+ * scrub and for the trace, as the processes there at the start were. */
+static int learn_process(void *arg, int pid)
+{
+	struct recorder *rc = arg;
+	struct learned *l;
+	char *text;
+	size_t len;
+
+	if (procsnap_process(pid, &text, &len))
+		return -1;
+	rec_procs_snapshot(rc, text, len);
+	if (!rc->fl.ring_size) {
+		writeq_push_meta(&rc->q, TRACE_META_PROCESS, text, len);
+	} else if ((l = malloc(sizeof(*l) + len))) {
+		l->len = len;
+		memcpy(l->text, text, len);
+		writeq_push_call(&rc->q, learned_keep, rc, l);
+	}
+	free(text);
+	return 0;
+}
+
+void rec_scrub_learn(struct recorder *rc)
+{
+	rc->scrub.learn = learn_process;
+	rc->scrub.learn_arg = rc;
+}
+
 /* A runtime's perf map or jitdump, copied (jitmaps_emit): into the trace
  * in order with the records, or for a ring kept for every window. */
 static int jit_emit(void *arg, const void *payload, size_t len)

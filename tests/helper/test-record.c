@@ -1,0 +1,188 @@
+/*
+ * tests/helper/test-record.c: unit tests of the recorder's internals, run
+ * without root, perf or a recording. Prints TAP lines ("ok N - what" or
+ * "not ok N - what: why"); the shell test counts them.
+ *
+ *   test-record scrub   the stack-dump scrub on samples made here: a
+ *                       process whose code is known, one it learns, one
+ *                       it cannot; 64- and 32-bit. A secret planted in the
+ *                       registers and the dump must not come out, the
+ *                       words unwinding reads must.
+ */
+#include <asm/perf_regs.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../record/procs/execmap.h"
+#include "../../record/write/scrub.h"
+
+static int tap_n, tap_failed;
+
+static void tap(int ok, const char *what)
+{
+	printf("%sok %d - %s\n", ok ? "" : "not ", ++tap_n, what);
+	tap_failed += !ok;
+}
+
+#define PID 4242
+#define DUMP 512
+/* Where the stack and the code are: a 64-bit process's, or a 32-bit one's. */
+#define SP (wide ? 0x7ffc00001000ull : 0xffd01000ull)
+#define CODE (wide ? 0x555500001000ull : 0x56601000ull)
+#define REGS_MASK 0xff01ffull /* ax bx cx dx si di bp sp ip r8-r15 */
+
+/* A secret a 64-bit word holds (below 2^47, so the pointers rule keeps
+ * it), a 32-bit one, a return address into CODE, and a saved frame
+ * pointer into the dump. */
+static const uint64_t secret64 = 0x0000743372633373ull; /* "s3cr3t" */
+static const uint32_t secret32 = 0x32317770u;		/* "pw12" */
+
+/* A sample of IDENTIFIER, IP, TID, TIME, REGS_USER and STACK_USER, as the
+ * kernel writes it; returns its size. */
+static size_t sample_make(unsigned char *rec, uint64_t abi, int wide)
+{
+	struct perf_event_header h = { PERF_RECORD_SAMPLE, 0, 0 };
+	uint64_t v, regs[19];
+	size_t off = sizeof(h), k = 0;
+	unsigned char dump[DUMP];
+
+	memset(dump, 0, sizeof(dump));
+	v = 1; /* identifier */
+	memcpy(rec + off, &v, 8), off += 8;
+	v = CODE + 0x10; /* ip */
+	memcpy(rec + off, &v, 8), off += 8;
+	v = (uint64_t)PID << 32 | PID;
+	memcpy(rec + off, &v, 8), off += 8;
+	v = 1000; /* time */
+	memcpy(rec + off, &v, 8), off += 8;
+	memcpy(rec + off, &abi, 8), off += 8;
+	for (int r = 0; r < 24; r++) {
+		if (!(REGS_MASK & (1ull << r)))
+			continue;
+		regs[k++] = r == PERF_REG_X86_IP ? CODE + 0x10
+			  : r == PERF_REG_X86_SP ? SP
+			  : r == PERF_REG_X86_BP ? SP + 64
+			  : r == PERF_REG_X86_AX ? (wide ? secret64 : secret32)
+						 : 0;
+	}
+	memcpy(rec + off, regs, 8 * k), off += 8 * k;
+	v = DUMP;
+	memcpy(rec + off, &v, 8), off += 8;
+	if (wide) {
+		uint64_t w[4] = { secret64, SP + 128, CODE + 0x20, secret64 };
+
+		memcpy(dump + 64, w, sizeof(w));
+	} else {
+		uint32_t w[4] = { secret32, (uint32_t)(SP + 128), (uint32_t)(CODE + 0x20), secret32 };
+
+		memcpy(dump + 64, w, sizeof(w));
+	}
+	memcpy(rec + off, dump, DUMP), off += DUMP;
+	memcpy(rec + off, &v, 8), off += 8; /* dyn_size: all of it */
+	h.size = (uint16_t)off;
+	memcpy(rec, &h, sizeof(h));
+	return off;
+}
+
+static int has(const unsigned char *p, size_t n, const void *w, size_t wl)
+{
+	return memmem(p, n, w, wl) != NULL;
+}
+
+static int learned;
+
+static int learn_none(void *arg, int pid)
+{
+	(void)arg;
+	(void)pid;
+	learned++;
+	return -1;
+}
+
+static int learn_wide;
+
+static int learn_code(void *arg, int pid)
+{
+	int wide = learn_wide;
+
+	learned++;
+	execmap_apply(arg, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = pid, .start = CODE,
+						    .end = CODE + 0x1000, .obj = 1 });
+	return 0;
+}
+
+enum known { KNOWN, LEARNED, UNKNOWN };
+
+static void scrub_case(enum scrub_mode mode, enum known known, int wide)
+{
+	static unsigned char rec[4096], out[4096];
+	struct execmap em;
+	struct scrub s;
+	uint64_t abi = wide ? PERF_SAMPLE_REGS_ABI_64 : PERF_SAMPLE_REGS_ABI_32;
+	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	uint64_t fp = SP + 128, ret = CODE + 0x20;
+	uint32_t fp32 = (uint32_t)fp, ret32 = (uint32_t)ret;
+	size_t size = sample_make(rec, abi, wide), n = 0;
+	char what[192];
+	const char *kn = known == KNOWN ? "known" : known == LEARNED ? "learned from /proc" : "unknown";
+
+	execmap_init(&em);
+	if (scrub_init(&s, mode, &em)) {
+		tap(0, "scrub_init");
+		return;
+	}
+	if (known == KNOWN)
+		execmap_apply(&em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = PID, .start = CODE,
+							    .end = CODE + 0x1000, .obj = 1 });
+	s.learn = known == LEARNED ? learn_code : learn_none;
+	s.learn_arg = &em;
+	learned = 0;
+	learn_wide = wide;
+	/* The same process three times: learn is asked once. */
+	for (int i = 0; i < 3; i++)
+		n = scrub_copy(&s, st, REGS_MASK, 0, rec, size, out);
+	if (mode == SCRUB_POINTERS) {
+		snprintf(what, sizeof(what), "pointers rule, %s process, %d-bit: the secret stays, as documented", kn,
+			 wide ? 64 : 32);
+		tap(wide ? has(out, n, &secret64, 8) : has(out, n, &secret32, 4), what);
+		goto out;
+	}
+	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the secret is gone from registers and dump",
+		 kn, wide ? 64 : 32);
+	tap(wide ? !has(out, n, &secret64, 8) : !has(out, n, &secret32, 4), what);
+	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the frame pointer into the dump is kept", kn,
+		 wide ? 64 : 32);
+	tap(wide ? has(out, n, &fp, 8) : has(out, n, &fp32, 4), what);
+	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the return address is %s", kn, wide ? 64 : 32,
+		 known == UNKNOWN ? "gone (no code to tell it by)" : "kept");
+	tap((wide ? has(out, n, &ret, 8) : has(out, n, &ret32, 4)) == (known != UNKNOWN), what);
+	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: /proc is asked %s", kn, wide ? 64 : 32,
+		 known == KNOWN ? "never" : "once");
+	tap(learned == (known == KNOWN ? 0 : 1), what);
+	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: counted as unknown %s", kn, wide ? 64 : 32,
+		 known == UNKNOWN ? "each time" : "never");
+	tap(s.dumps_unknown == (known == UNKNOWN ? 3u : 0u), what);
+out:
+	scrub_free(&s);
+	execmap_release(&em);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2 || strcmp(argv[1], "scrub")) {
+		fprintf(stderr, "usage: test-record scrub\n");
+		return 2;
+	}
+	for (int wide = 1; wide >= 0; wide--) {
+		scrub_case(SCRUB_UNWIND, KNOWN, wide);
+		scrub_case(SCRUB_UNWIND, LEARNED, wide);
+		scrub_case(SCRUB_UNWIND, UNKNOWN, wide);
+		scrub_case(SCRUB_POINTERS, UNKNOWN, wide);
+	}
+	printf("1..%d\n", tap_n);
+	return tap_failed != 0;
+}
