@@ -179,6 +179,20 @@ test_expect_success 'stack dumps keep only what unwinding reads: input read onto
 	"$MEMSIGHT" info sec.trace | grep "^stack dumps: addresses of code and of the dump only, other words zeroed when recorded ([0-9.]*% of [0-9]* words kept)$"
 '
 
+# The same in a 32-bit process, whose stack is read as 4-byte words.
+test_expect_success 'stack dumps of a 32-bit process keep no input either (make test-deps installs gcc-multilib)' '
+	cc -m32 -O1 -g -fno-omit-frame-pointer -o xor32 "$TOP/samples/xor_encoder.c" &&
+	yes memsight-secret-marker | head -c 1048576 >secret &&
+	"$MEMSIGHT" record -q -g dwarf --stack-dump raw -o sec32-raw.trace -- ./xor32 secret /dev/null >/dev/null &&
+	"$MEMSIGHT" record -q -g dwarf -o sec32.trace -- ./xor32 secret /dev/null >/dev/null &&
+	"$BUILD/test-tool" grep sec32-raw.trace memsight-secret-marker >raw.grep &&
+	"$BUILD/test-tool" grep sec32.trace memsight-secret-marker >ptr.grep &&
+	cat raw.grep ptr.grep &&
+	test "$(sed -n "s/^matches //p" raw.grep)" -gt 1000 &&
+	grep "^matches 0$" ptr.grep &&
+	test "$("$MEMSIGHT" info sec32.trace | sed -n "s/^samples: *//p")" -gt 100
+'
+
 # Allocation stacks are the same in every run, so raw and scrubbed dumps of
 # two runs must unwind to the same frames and counts, posix_memalign (whose
 # result the analyzer reads from the dump) included.
