@@ -196,4 +196,14 @@ test_expect_success 'bad archive input: one line each' '
 	test_one_line err && grep "unknown --embed mode" err
 '
 
+test_expect_success '--embed-max bounds what is carried: no entry takes the total past it, and what is left out is said' '
+	"$MEMSIGHT" record -q --embed-max 96K -e faults -o max.trace -- "$SAMPLES/loop_leak" 3 >/dev/null &&
+	"$MEMSIGHT" info max.trace >info &&
+	cat info &&
+	kib=$(sed -n "s/^embedded: .*, \([0-9.]*\) KiB$/\1/p" info) &&
+	test -n "$kib" &&
+	awk -v k="$kib" "BEGIN { exit !(k > 0 && k <= 96) }" &&
+	grep "^  /.*libc.so.6: past the --embed-max bound$" info
+'
+
 test_done

@@ -203,7 +203,7 @@ static int embed_cache_name(const char *path, enum embed_mode mode, const unsign
 }
 
 /* The cached entry at name into w; 0 when it was there and whole. */
-static int embed_cache_load(const char *name, struct trace_writer *w, size_t *raw)
+static int embed_cache_load(const char *name, struct trace_writer *w, size_t *raw, uint64_t room)
 {
 	unsigned char h[EMBED_CACHE_HEADER], *p = NULL;
 	uint32_t codec, len, stored, crc;
@@ -223,6 +223,10 @@ static int embed_cache_load(const char *name, struct trace_writer *w, size_t *ra
 	    pread(fd, p, stored, EMBED_CACHE_HEADER) != (ssize_t)stored ||
 	    crc32(0, p, stored) != crc)
 		goto out;
+	if (len > room) {
+		ret = -2;
+		goto out;
+	}
 	/* A damaged file is only a miss: the entry is packed again. */
 	if (trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, p, stored, len))
 		goto out;
@@ -253,14 +257,26 @@ static size_t embed_one(struct embed_set *e, struct trace_writer *w, int fd, con
 {
 	char name[PATH_MAX];
 	int cached = !embed_cache_name(path, mode, bid, bl, w->codec, name, sizeof(name)), codec, r = 0;
+	uint64_t room = e->max_bytes > e->bytes ? e->max_bytes - e->bytes : 0;
 	size_t len, slen;
 	const void *stored;
 	unsigned char *p;
 
 	*too_big = 0;
-	if (!cached || (r = embed_cache_load(name, w, &len)) < 0) {
+	/* --embed-max is a bound on what is carried: an entry that would
+	 * pass it is left out, whatever came before it. */
+	if (cached && (r = embed_cache_load(name, w, &len, room)) == -2) {
+		*too_big = 2;
+		return 0;
+	}
+	if (!cached || r < 0) {
 		if (!(p = pack(fd, path, mode, bid, bl, &len, too_big)))
 			return 0;
+		if (len > room) {
+			free(p);
+			*too_big = 2;
+			return 0;
+		}
 		codec = trace_writer_encode(w, p, len, &stored, &slen);
 		if (codec >= 0) {
 			if (cached)
@@ -285,7 +301,7 @@ static size_t embed_one(struct embed_set *e, struct trace_writer *w, int fd, con
 /* The kernel maps the same vDSO image into every 64-bit process, so the
  * recorder's own is the recorded processes' one. Only when recording:
  * memsight archive may run under another kernel. */
-static size_t embed_vdso(struct embed_set *e, struct trace_writer *w)
+static size_t embed_vdso(struct embed_set *e, struct trace_writer *w, int *too_big)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
@@ -305,6 +321,11 @@ static size_t embed_vdso(struct embed_set *e, struct trace_writer *w)
 	p = payload(TRACE_OBJECT_VDSO, EMBED_FULL, bid, bl, hi - lo, (const unsigned char *)lo, hi - lo, &len);
 	if (!p)
 		return 0;
+	if (e->bytes + len > e->max_bytes) {
+		free(p);
+		*too_big = 2;
+		return 0;
+	}
 	trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECT, 0, p, len, 0);
 	e->objects++;
 	e->bytes += len;
@@ -409,7 +430,7 @@ void embed_list_write(struct embed_set *e, const struct embed_list *l, struct tr
 		else if (e->bytes >= e->max_bytes)
 			state = "over-bound";
 		else if (it->vdso)
-			state = embed_vdso(e, w) ? "carried" : "unreadable";
+			state = embed_vdso(e, w, &too_big) ? "carried" : too_big ? "over-bound" : "unreadable";
 		else if (!embed_one(e, w, it->fd, it->path, e->mode, it->bid, it->bid_len, &too_big))
 			state = too_big == 2 ? "over-bound" : too_big ? "too-big" : "unreadable";
 		else {
