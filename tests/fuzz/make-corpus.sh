@@ -34,6 +34,21 @@ rec -e faults -g fp -o "$raw/phases.trace" -- "$S/phases" 16 8 16
 "$M" record -q --embed none -a -e kmem/50,reclaim,oom,compaction,migrate -g none -d 0.3 -o "$raw/trace/kmem" >/dev/null 2>&1
 
 "$T" seeds "$top/samples/traces/xor-8m.trace" "$raw/chunk"
+
+# Hostile traces, as tests/t0930-hostile-traces.sh makes them: a program's
+# debug entry forged with another's compressed DWARF under the same
+# build-id, and its other entries replaced by zeros.
+bid=5e1ec7ab1e0ddba11c0ffee0ddf00dcafe5a5a5a
+for f in real_function evil_function; do
+	printf '#include <stdlib.h>\n#include <string.h>\n__attribute__((noinline)) void %s(long n)\n{ for (long i = 0; i < n; i++) memset(malloc(4096), 1, 4096); }\nint main(void) { %s(16); return 0; }\n' \
+		$f $f >"$raw/$f.c"
+	cc -O1 -g -fno-omit-frame-pointer -fno-inline -Wl,--build-id=0x$bid -o "$raw/$f" "$raw/$f.c"
+done
+objcopy --only-keep-debug --compress-debug-sections=zlib "$raw/evil_function" "$raw/forged.debug"
+"$M" record -q --compression none --embed-max 96K -e faults -g fp -o "$raw/honest.trace" -- "$raw/real_function" >/dev/null 2>&1
+"$T" reembed "$raw/honest.trace" "$raw/trace/forged-debug" 3 $bid "$raw/forged.debug" >/dev/null
+head -c 65536 /dev/zero >"$raw/zeros"
+"$T" reembed "$raw/honest.trace" "$raw/trace/zero-object" 1 $bid "$raw/zeros" >/dev/null
 # Minimal and debug entries of a sample, ld.so and the vDSO; a sample in full.
 "$M" record -q -e brk -g fp -o "$raw/inl.trace" -- "$S/inline_alloc" >/dev/null 2>&1
 "$T" seeds "$raw/inl.trace" "$raw/objects"
