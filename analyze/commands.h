@@ -21,6 +21,7 @@
 	X(events, ANALYZE, "every event of a trace, one per line, with its stack")                                 \
 	X(report, ANALYZE, "per event type and process: counts, bytes, heap growth, faults, top stacks")         \
 	X(folded, ANALYZE, "folded stacks (comm;outer;...;inner COUNT) for flame graphs")                        \
+	X(functions, ANALYZE, "per function: self and total, the flat table of perf report and heaptrack")        \
 	X(diff, ANALYZE, "per-stack growth between two recordings, largest first; a gate for CI")                \
 	X(pprof, ANALYZE, "a gzipped profile.proto for go tool pprof, Pyroscope and Parca")                       \
 	X(leaks, ANALYZE,                                                                                          \

@@ -54,6 +54,27 @@ test_expect_success 'folded: faults and brk bytes add up to the report' '
 	test "$(awk "{ s += \$NF } END { print s }" pages)" = 2991
 '
 
+# Per function: SELF is where a stack ends, TOTAL where it passes; both
+# are what the folded stacks say, summed by hand.
+test_expect_success 'functions: self and total per function, as the folded stacks add up' '
+	"$MEMSIGHT" functions $D --top 0 "$T" >fn &&
+	cat fn &&
+	grep "^# memsight functions of .*: faults, weight count, 4169 in all; [0-9]* functions$" fn &&
+	grep "^ *2048  *49.1% *2064  *49.5%  read_in_chunks \[xor_encoder\]$" fn &&
+	sed -n 3p fn | grep "read_in_chunks" &&
+	test "$(awk "NR > 2 { s += \$1 } END { print s }" fn)" = 4169 &&
+	"$MEMSIGHT" folded $D "$T" >faults &&
+	for f in main read_in_chunks process_chunk; do
+		want=$(awk -v fn=$f "{ n = split(\$1, p, \";\"); for (i = 2; i <= n; i++) if (p[i] == fn) { s += \$NF; break } } END { print s }" faults) &&
+		got=$(awk -v fn=$f "\$5 == fn { print \$3 }" fn) &&
+		echo "$f: folded $want, functions $got" &&
+		test "$want" = "$got" || return 1
+	done &&
+	"$MEMSIGHT" functions $D --json --sort total -T 3 "$T" >fn.json &&
+	grep "^{\"trace\":\"[^\"]*\",\"event\":\"faults\",\"weight\":\"count\",\"estimate\":false,\"total\":4169,\"functions_total\":[0-9]*,\"functions_shown\":3,\"functions\":\[{\"function\":\"__libc_start_call_main\"" fn.json &&
+	grep "{\"function\":\"read_in_chunks\",\"object\":\"xor_encoder\",\"kernel\":false,\"self\":2048,\"total\":2064}" fn.json
+'
+
 test_expect_success 'events: one header line per sample, stacks follow' '
 	"$MEMSIGHT" events $D "$T" >events &&
 	test $(grep -c "^ *[^ 	].* [0-9]*/[0-9]* *\[[0-9]*\] [0-9]*\.[0-9]*: " events) = 4319 &&

@@ -30,6 +30,18 @@ test_expect_success 'the leak() loop: iterations*4 bytes from leak()' '
 	sed -n 5p stack | grep "^		someFunc+0x"
 '
 
+test_expect_success 'functions: what is held is leak()'"'"'s own, past the allocator; its callers hold it in total' '
+	"$MEMSIGHT" functions loop.trace >fn 2>err &&
+	cat fn &&
+	grep "^# memsight functions of .loop.trace.: malloc, weight leaked, 4000 in all; [0-9]* functions$" fn &&
+	sed -n 3p fn | grep "^ *4000 100.0% *4000 100.0%  leak \[loop_leak\]$" &&
+	grep "^ *0   0.0% *4000 100.0%  someFunc \[loop_leak\]$" fn &&
+	grep "^ *0   0.0% *4000 100.0%  main \[loop_leak\]$" fn &&
+	grep "^ *0   0.0% *4000 100.0%  malloc " fn &&
+	"$MEMSIGHT" functions -w count loop.trace >fn.count 2>/dev/null &&
+	grep "^ *1000  *[0-9.]*% *1000  *[0-9.]*%  leak \[loop_leak\]$" fn.count
+'
+
 test_expect_success 'malloc/free churn that frees everything: zero bytes leaked' '
 	record -o churn.trace -- "$S/alloc_zoo" churn 2000 >truth &&
 	"$MEMSIGHT" leaks --json churn.trace >leaks.json &&

@@ -1,14 +1,18 @@
 /*
  * analyze/cmd/cmd_folded.c: memsight folded, Brendan Gregg's folded stack format
- * (comm;outer;...;inner WEIGHT), one weight per run. Stacks are summed by
- * their raw addresses first and named once each, so the cost per sample is
- * a hash, not a symbol lookup.
+ * (comm;outer;...;inner WEIGHT), one weight per run; and memsight functions,
+ * the same stacks summed per function (self: where the stack ends; total:
+ * anywhere in it), perf report's and heaptrack's flat table. Stacks are
+ * summed by their raw addresses first and named once each, so the cost per
+ * sample is a hash, not a symbol lookup.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "json.h"
+#include "../../formats/allocfns.h"
 #include "../model/allocs.h"
 #include "../model/heapprof.h"
 #include "../model/kallocs.h"
@@ -21,6 +25,14 @@ static const char usage_text[] =
 	"\n"
 	"Folded stacks, one line per distinct stack: comm;outer;...;inner WEIGHT,\n"
 	"for flame graphs (memsight flamegraph, flamegraph.pl, speedscope).\n";
+
+static const char functions_usage[] =
+	"usage: memsight functions [options] [FILE]\n"
+	"\n"
+	"The same stacks as folded, per function: SELF, the weight of the stacks\n"
+	"that end in it (for malloc, in the first frame that is not an allocation\n"
+	"function), and TOTAL, of those it is anywhere in (perf report's children),\n"
+	"largest first.\n";
 
 enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY, W_PEAK };
 static const char *const weight_names[] = { [W_COUNT] = "count", [W_BYTES] = "bytes", [W_PAGES] = "pages",
@@ -40,6 +52,12 @@ struct folded {
 	int estimate;		/* the weights are estimates (a sampled recording) */
 	int header;		/* --header */
 	struct stacktab tab;
+	/* memsight functions */
+	int flat;
+	uint64_t top;		/* rows shown, 0 for all */
+	int by_total;		/* --sort total */
+	int json;
+	const char *path;
 };
 
 static int on_op(struct session *s, const struct memop *op, void *arg)
@@ -127,22 +145,183 @@ static int add_line(const struct stack_entry *e, uint64_t weight, void *arg)
 	return 0;
 }
 
+static const char *fold_event_name(const struct folded *f)
+{
+	return f->src == FS_MALLOC	? "malloc"
+	       : f->src == FS_KMEM	? "kmem"
+	       : f->src == FS_RECLAIM	? "reclaim"
+	       : f->src == FS_SWAP	? "swap"
+	       : f->kind == MEMOP_BRK	? "brk"
+	       : f->kind == MEMOP_MMAP ? "mmap"
+				       : "faults";
+}
+
+/* memsight functions: one row per function (and object). stamp: the last
+ * group whose total it took, so a recursive function counts once. */
+struct fn_row {
+	uint64_t self, total, stamp;
+};
+
+struct flat {
+	struct hashmap rows;	/* "function\tobject\tk" -> struct fn_row * */
+	uint64_t groups, all;
+	int skip_alloc;		/* self goes past the allocation functions a stack ends in */
+};
+
+static int flat_add(const struct stack_entry *e, uint64_t weight, void *arg)
+{
+	struct flat *fl = arg;
+	struct frame fr[STACK_MAX_FRAMES];
+	int n = stack_entry_frames(e, fr, STACK_MAX_FRAMES), self = 0;
+	char key[1024], name[512];
+
+	if (!weight)
+		return 0;
+	fl->groups++;
+	fl->all += weight;
+	/* For allocations, the stack's first frames are the allocator's
+	 * entry points (and memsight's wrapper): the cost is its caller's. */
+	while (fl->skip_alloc && self + 1 < n && fr[self].sym && alloc_fn_is_entry(fr[self].sym))
+		self++;
+	for (int i = 0; i < n; i++) {
+		/* An unnamed frame's name is its object's already. */
+		const char *obj = fr[i].obj && fr[i].sym ? strrchr(fr[i].obj, '/') : NULL;
+		struct hm_slot *slot;
+		struct fn_row *r;
+
+		snprintf(key, sizeof(key), "%s\t%s\t%d", frame_name(&fr[i], name, sizeof(name), 0),
+			 obj ? obj + 1 : fr[i].obj && fr[i].sym ? fr[i].obj : "", fr[i].kernel);
+		if (!(slot = hashmap_str(&fl->rows, key, NULL)) || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*r)))))
+			return -1;
+		r = slot->ptr;
+		if (i == self)
+			r->self += weight;
+		if (r->stamp != fl->groups) {
+			r->total += weight;
+			r->stamp = fl->groups;
+		}
+	}
+	return 0;
+}
+
+struct flat_line {
+	const char *key;
+	const struct fn_row *r;
+};
+
+static int by_self(const void *a, const void *b)
+{
+	const struct flat_line *x = a, *y = b;
+
+	if (x->r->self != y->r->self)
+		return x->r->self < y->r->self ? 1 : -1;
+	if (x->r->total != y->r->total)
+		return x->r->total < y->r->total ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct flat_line *x = a, *y = b;
+
+	if (x->r->total != y->r->total)
+		return x->r->total < y->r->total ? 1 : -1;
+	return by_self(a, b);
+}
+
+/* The key's three fields, split into the caller's buffers. */
+static void flat_key(const char *key, char *fn, size_t fl, char *obj, size_t ol, int *kernel)
+{
+	const char *t1 = strchr(key, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+
+	snprintf(fn, fl, "%.*s", t1 ? (int)(t1 - key) : (int)strlen(key), key);
+	snprintf(obj, ol, "%.*s", t1 && t2 ? (int)(t2 - t1 - 1) : 0, t1 ? t1 + 1 : "");
+	*kernel = t2 ? atoi(t2 + 1) : 0;
+}
+
+static int print_flat(struct folded *f)
+{
+	struct flat fl = { .skip_alloc = f->src == FS_MALLOC };
+	struct flat_line *v = NULL;
+	size_t n = 0, shown;
+	int ret = 0;
+
+	hashmap_init(&fl.rows, 1);
+	if (stacktab_by_names(&f->tab, flat_add, &fl) ||
+	    !(v = malloc((fl.rows.nr ? fl.rows.nr : 1) * sizeof(*v)))) {
+		ret = msg_error("out of memory");
+		goto out;
+	}
+	hashmap_for_each(&fl.rows, slot) v[n++] = (struct flat_line){ slot->skey, slot->ptr };
+	if (n > 1)
+		qsort(v, n, sizeof(*v), f->by_total ? by_total : by_self);
+	shown = f->top && f->top < n ? f->top : n;
+	if (f->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_begin(&j, NULL);
+		json_str(&j, "trace", f->path);
+		json_str(&j, "event", fold_event_name(f));
+		json_str(&j, "weight", weight_names[f->weight]);
+		json_bool(&j, "estimate", f->estimate || f->period > 1);
+		json_u64(&j, "total", fl.all);
+		json_u64(&j, "functions_total", n);
+		json_u64(&j, "functions_shown", shown);
+		json_begin_array(&j, "functions");
+		for (size_t i = 0; i < shown; i++) {
+			char fn[512], obj[512];
+			int k;
+
+			flat_key(v[i].key, fn, sizeof(fn), obj, sizeof(obj), &k);
+			json_begin(&j, NULL);
+			json_str(&j, "function", fn);
+			if (obj[0])
+				json_str(&j, "object", obj);
+			else
+				json_null(&j, "object");
+			json_bool(&j, "kernel", k);
+			json_u64(&j, "self", v[i].r->self);
+			json_u64(&j, "total", v[i].r->total);
+			json_end(&j);
+		}
+		json_end(&j);
+		json_end(&j);
+		goto out;
+	}
+	printf("# memsight functions of '%s': %s, weight %s, %llu in all%s; %zu functions%s\n", f->path,
+	       fold_event_name(f), weight_names[f->weight], (unsigned long long)fl.all,
+	       f->estimate || f->period > 1 ? " (ESTIMATE: a sampled recording)" : "", n,
+	       shown < n ? ", the first shown (--top)" : "");
+	printf("%14s %6s %14s %6s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%", "FUNCTION [OBJECT]");
+	for (size_t i = 0; i < shown; i++) {
+		char fn[512], obj[512];
+		int k;
+
+		flat_key(v[i].key, fn, sizeof(fn), obj, sizeof(obj), &k);
+		printf("%14llu %5.1f%% %14llu %5.1f%%  %s%s%s%s%s\n", (unsigned long long)v[i].r->self,
+		       fl.all ? 100.0 * v[i].r->self / fl.all : 0.0, (unsigned long long)v[i].r->total,
+		       fl.all ? 100.0 * v[i].r->total / fl.all : 0.0, fn, k ? " [kernel]" : "", obj[0] ? " [" : "", obj,
+		       obj[0] ? "]" : "");
+	}
+out:
+	hashmap_for_each(&fl.rows, slot) free(slot->ptr);
+	hashmap_release(&fl.rows);
+	free(v);
+	return ret;
+}
+
 static int print_folded(struct folded *f)
 {
 	struct hashmap lines;
 	struct line *v;
 	size_t n = 0;
 
+	if (f->flat)
+		return print_flat(f);
 	if (f->header)
-		printf("# event %s weight %s estimate %d\n",
-		       f->src == FS_MALLOC     ? "malloc"
-		       : f->src == FS_KMEM     ? "kmem"
-		       : f->src == FS_RECLAIM  ? "reclaim"
-		       : f->src == FS_SWAP     ? "swap"
-		       : f->kind == MEMOP_BRK  ? "brk"
-		       : f->kind == MEMOP_MMAP ? "mmap"
-					       : "faults",
-		       weight_names[f->weight], f->estimate || f->period > 1);
+		printf("# event %s weight %s estimate %d\n", fold_event_name(f), weight_names[f->weight],
+		       f->estimate || f->period > 1);
 
 	hashmap_init(&lines, 1);
 	if (stacktab_by_names(&f->tab, add_line, &lines)) {
@@ -374,29 +553,42 @@ static int fold(struct folded *f, struct session *s)
 	return print_folded(f) ? 1 : 0;
 }
 
-int cmd_folded(int argc, char **argv, struct analyze_opts *a)
+/* What folded and functions both take. */
+#define FOLD_OPTIONS                                                                                    \
+	OPT_CALLBACK('e', "event", &f, "EVENT",                                                         \
+		     "brk, mmap, faults (default when recorded), malloc (default\n"                    \
+		     "otherwise, weighed by leaked), kmem (kernel allocations),\n"                     \
+		     "reclaim (direct and memcg) or swap (major faults on anonymous memory)",          \
+		     opt_event),                                                                        \
+		OPT_CALLBACK('w', "weight", &f, "WEIGHT",                                               \
+			     "count (default), bytes or pages; for malloc and kmem: leaked\n"           \
+			     "(outstanding bytes), bytes (allocated) or count (allocations), and\n"     \
+			     "pages for kmem; for malloc also peak (bytes held when the heap was\n"     \
+			     "largest); for reclaim: latency (microseconds) or count",                 \
+			     opt_weight),                                                               \
+		OPT_PID(&f.pid), OPT_FAULT_TYPE(&f.fault_types),                                        \
+		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"), \
+		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),     \
+		OPT_SUPPRESSIONS(&supfile, &defaults)
+
+static int opt_sort(const struct opt *o, const char *arg, void *ctx)
 {
-	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS };
+	(void)ctx;
+	if (strcmp(arg, "self") && strcmp(arg, "total"))
+		return msg_error("unknown --sort '%s': use self or total", arg);
+	*(int *)o->value = !strcmp(arg, "total");
+	return 0;
+}
+
+static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
+{
+	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS, .flat = flat,
+			    .top = 40 };
 	int kernel = -1, ret, header = 0, defaults = 1;
 	const char *supfile = NULL;
 	char err[512];
-	const struct opt options[] = {
-		OPT_CALLBACK('e', "event", &f, "EVENT",
-			     "brk, mmap, faults (default when recorded), malloc (default\n"
-			     "otherwise, weighed by leaked), kmem (kernel allocations),\n"
-			     "reclaim (direct and memcg) or swap (major faults on anonymous memory)",
-			     opt_event),
-		OPT_CALLBACK('w', "weight", &f, "WEIGHT",
-			     "count (default), bytes or pages; for malloc and kmem: leaked\n"
-			     "(outstanding bytes), bytes (allocated) or count (allocations), and\n"
-			     "pages for kmem; for malloc also peak (bytes held when the heap was\n"
-			     "largest); for reclaim: latency (microseconds) or count",
-			     opt_weight),
-		OPT_PID(&f.pid),
-		OPT_FAULT_TYPE(&f.fault_types),
-		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"),
-		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),
-		OPT_SUPPRESSIONS(&supfile, &defaults),
+	const struct opt folded_options[] = {
+		FOLD_OPTIONS,
 		OPT_SET(0, "header", &header, 1,
 			"first a line '# event EVENT weight WEIGHT estimate 0|1': what was\n"
 			"folded, and whether its weights are estimates of a sampled\n"
@@ -406,8 +598,18 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		OPT_STACKS,
 		OPT_END(),
 	};
+	const struct opt functions_options[] = {
+		FOLD_OPTIONS,
+		OPT_U64('T', "top", &f.top, "N", "functions shown (default 40; 0 for all)"),
+		OPT_CALLBACK(0, "sort", &f.by_total, "KEY", "self (default) or total", opt_sort),
+		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
+		OPT_INPUT,
+		OPT_SAMPLES,
+		OPT_STACKS,
+		OPT_END(),
+	};
 	struct session s;
-	int r = cmd_parse(argc, argv, options, usage_text, a);
+	int r = cmd_parse(argc, argv, flat ? functions_options : folded_options, flat ? functions_usage : usage_text, a);
 
 	if (r >= 0)
 		return r;
@@ -459,6 +661,7 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 		goto out;
 	}
 	f.header = header;
+	f.path = s.path;
 	stacktab_init_by_comm(&f.tab, kernel, 1);
 	hashmap_init(&f.begins, 0);
 	ret = fold(&f, &s);
@@ -468,4 +671,14 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 out:
 	suppress_release(&f.sup);
 	return cmd_close(&s, ret);
+}
+
+int cmd_folded(int argc, char **argv, struct analyze_opts *a)
+{
+	return folded_main(argc, argv, a, 0);
+}
+
+int cmd_functions(int argc, char **argv, struct analyze_opts *a)
+{
+	return folded_main(argc, argv, a, 1);
 }
