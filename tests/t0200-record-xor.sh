@@ -95,8 +95,16 @@ test_expect_success 'faults/10: faults, folded and flamegraph scale by 10 and sa
 	test "$(awk "{ s += \$NF } END { print s }" f10.folded)" = "$got" &&
 	"$MEMSIGHT" flamegraph -o f10.svg f10.trace 2>/dev/null &&
 	grep -q "ESTIMATE: a sampled recording" f10.svg &&
+	"$MEMSIGHT" report f10.trace >r10 2>/dev/null &&
+	sed -n "/^== faults/,/^by kind/p" r10 >r10.faults &&
+	cat r10.faults &&
+	grep "^ESTIMATE: one fault in 10 was recorded (-e faults/10); each counts for 10$" r10.faults &&
+	grep "^ *[0-9]* xor_encoder  *$got  *[0-9]" r10.faults &&
+	test "$(sed -n "/^top stacks by faults:/,/^$/s/^  \([0-9]*\) faults from stack.*/\1/p" r10 | head -1)" -ge 10 &&
 	"$MEMSIGHT" faults xor.trace >f1 &&
-	! grep ESTIMATE f1
+	! grep ESTIMATE f1 &&
+	"$MEMSIGHT" report xor.trace >r1 2>/dev/null &&
+	! grep ESTIMATE r1
 '
 
 # brk/2: calls count twice; the growth, measured from break to break,

@@ -24,7 +24,14 @@ test_expect_success 'the gate: exit 3 past --fail-over, 0 within it; --json carr
 	"$MEMSIGHT" diff --json base.folded new.folded >out.json &&
 	perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>);
 		die unless \$d->{delta} == 240 && \$d->{stacks}[0]{status} eq q{grew} && \$d->{stacks}[0]{delta} == 200
-			&& \$d->{stacks}[2]{status} eq q{gone}" <out.json
+			&& \$d->{stacks}[2]{status} eq q{gone}" <out.json &&
+	perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>); my \$s = \$d->{stacks}[0];
+		die unless \$s->{comm} eq q{app} && @{\$s->{frames}} == 2
+			&& \$s->{frames}[0]{function} eq q{parse} && \$s->{frames}[1]{function} eq q{main}
+			&& !\$s->{frames}[0]{kernel} && !defined \$s->{frames}[0]{object}
+			&& !\$d->{base_estimate} && !\$d->{new_estimate}" <out.json &&
+	printf "app;main;do_sys_open_[k] 5\n" >k.folded &&
+	"$MEMSIGHT" diff --json base.folded k.folded | grep "{\"function\":\"do_sys_open\",\"offset\":null,\"object\":null,\"kernel\":true,\"inlined\":null}"
 '
 
 test_expect_success 'a differential flame graph of folded stacks: well-formed, red grew, blue shrank, the change in tooltips' '
@@ -65,6 +72,16 @@ if recording_allowed; then
 		grep ", malloc by leaked: .*, +8000$" out &&
 		sed -n 4p out | grep -E "^ +\+8000 +4000 +12000  grew   loop_leak;.*;leak;malloc$" &&
 		"$MEMSIGHT" diff --fail-over 7999 l1.trace l3.trace >/dev/null 2>&1; test $? = 3
+	'
+
+	test_expect_success 'a sampled recording on one side: diff says its figures are estimates' '
+		"$MEMSIGHT" record -q -e faults -o f1.trace -- "$SAMPLES/loop_leak" 10 >/dev/null &&
+		"$MEMSIGHT" record -q -e faults/4 -o f4.trace -- "$SAMPLES/loop_leak" 10 >/dev/null &&
+		"$MEMSIGHT" diff f1.trace f4.trace >out 2>/dev/null &&
+		grep -x "# ESTIMATE: NEW is a sampled recording; its figures are estimates" out &&
+		"$MEMSIGHT" diff --json f1.trace f4.trace 2>/dev/null | grep "\"base_estimate\":false,\"new_estimate\":true," &&
+		"$MEMSIGHT" diff f1.trace f1.trace >same 2>/dev/null &&
+		! grep ESTIMATE same
 	'
 
 	test_expect_success 'the differential flame graph of the two: well-formed, +8000 bytes at leak()' '

@@ -72,6 +72,17 @@ if recording_allowed; then
 		go tool pprof -raw mm.pb.gz >raw 2>err &&
 		grep "^calls/count space/bytes\[dflt\]$" raw
 	'
+
+	test_expect_success 'faults/4: each recorded fault counts for 4, as faults counts them' '
+		"$MEMSIGHT" record -q -e faults/4 -o f4.trace -- "$SAMPLES/loop_leak" 10 >/dev/null &&
+		"$MEMSIGHT" pprof -e faults -o f4.pb.gz f4.trace 2>err &&
+		grep "kept one faults event in 4: values are estimates, scaled by 4" err &&
+		got=$("$MEMSIGHT" faults f4.trace 2>/dev/null | sed -n "s/^# memsight faults of .*: \([0-9]*\) page faults.*/\1/p") &&
+		test $((got % 4)) = 0 &&
+		go tool pprof -top f4.pb.gz >top 2>/dev/null &&
+		cat top &&
+		grep "Total samples = $got *$" top
+	'
 fi
 
 test_done

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cmd.h"
+#include "json.h"
 #include "../hashmap.h"
 
 static const char usage_text[] =
@@ -35,6 +36,7 @@ struct diff {
 	long double base_total, new_total;
 	char forward[16][256];	/* the stack and symbol options, for folded */
 	int nr_forward;
+	int estimate[2];	/* a side's weights are estimates (a sampled recording) */
 };
 
 /* Is path a memsight trace (its magic), rather than folded text? */
@@ -58,6 +60,13 @@ static int add_line(struct diff *d, char *line, int side, const char *path, long
 	struct diff_stack *ds;
 
 	line[strcspn(line, "\r\n")] = 0;
+	/* folded --header's line says whether the weights are estimates. */
+	if (!strncmp(line, "# event ", 8)) {
+		const char *e = strstr(line, " estimate ");
+
+		d->estimate[side] |= e && atoi(e + 10) == 1;
+		return 0;
+	}
 	if (!*line)
 		return 0;
 	sp = strrchr(line, ' ');
@@ -99,8 +108,8 @@ static int read_folded(struct diff *d, FILE *f, int side, const char *path)
  * command prints it; returns its exit status. */
 static int fold_trace(struct diff *d, const char *path, struct analyze_opts *a, FILE *tmp)
 {
-	char *argv[32] = { "folded" };
-	int argc = 1;
+	char *argv[32] = { "folded", "--header" };
+	int argc = 2;
 
 	if (d->event) {
 		argv[argc++] = "--event";
@@ -169,6 +178,9 @@ static void print_text(const struct diff *d, struct diff_stack **v, size_t n, co
 	printf("# memsight diff of '%s' and '%s'%s%s%s%s: %.0Lf then %.0Lf, %+.0Lf\n", base, new,
 	       d->event ? ", " : "", d->event ? d->event : "", d->weight ? " by " : "", d->weight ? d->weight : "",
 	       d->base_total, d->new_total, d->new_total - d->base_total);
+	if (d->estimate[0] || d->estimate[1])
+		printf("# ESTIMATE: %s a sampled recording; its figures are estimates\n",
+		       d->estimate[0] && d->estimate[1] ? "both are" : d->estimate[0] ? "BASE is" : "NEW is");
 	printf("\n%12s %12s %12s  %-6s %s\n", "DELTA", "BASE", "NEW", "", "STACK");
 	for (size_t i = 0; i < n && i < d->top; i++) {
 		if (v[i]->new == v[i]->base)
@@ -176,6 +188,40 @@ static void print_text(const struct diff *d, struct diff_stack **v, size_t n, co
 		printf("%+12.0Lf %12.0Lf %12.0Lf  %-6s %s\n", v[i]->new - v[i]->base, v[i]->base, v[i]->new,
 		       status_of(v[i]), v[i]->stack);
 	}
+}
+
+/* A folded stack as the other commands' JSON gives a stack: its comm, then
+ * its frames innermost first, in the shared frame schema. Folded text
+ * holds names only: a frame's object, offset and whether it was inlined
+ * are null. */
+static void json_folded_frames(struct json *j, const char *stack)
+{
+	const char *semi = strchr(stack, ';'), *end;
+	char name[1024];
+
+	snprintf(name, sizeof(name), "%.*s", semi ? (int)(semi - stack) : (int)strlen(stack), stack);
+	json_str(j, "comm", name);
+	json_begin_array(j, "frames");
+	for (end = stack + strlen(stack); semi && end > semi;) {
+		const char *start = end;
+		size_t len;
+		int kernel;
+
+		while (start > semi + 1 && start[-1] != ';')
+			start--;
+		len = (size_t)(end - start);
+		kernel = len >= 4 && !memcmp(end - 4, "_[k]", 4);
+		json_begin(j, NULL);
+		snprintf(name, sizeof(name), "%.*s", (int)(kernel ? len - 4 : len), start);
+		json_str(j, "function", name);
+		json_null(j, "offset");
+		json_null(j, "object");
+		json_bool(j, "kernel", kernel);
+		json_null(j, "inlined");
+		json_end(j);
+		end = start - 1;
+	}
+	json_end(j);
 }
 
 static void print_json(const struct diff *d, struct diff_stack **v, size_t n, const char *base, const char *new)
@@ -190,6 +236,8 @@ static void print_json(const struct diff *d, struct diff_stack **v, size_t n, co
 		json_str(&j, "event", d->event);
 	if (d->weight)
 		json_str(&j, "weight", d->weight);
+	json_bool(&j, "base_estimate", d->estimate[0]);
+	json_bool(&j, "new_estimate", d->estimate[1]);
 	json_double(&j, "base_total", "%.0f", (double)d->base_total);
 	json_double(&j, "new_total", "%.0f", (double)d->new_total);
 	json_double(&j, "delta", "%.0f", (double)(d->new_total - d->base_total));
@@ -199,6 +247,7 @@ static void print_json(const struct diff *d, struct diff_stack **v, size_t n, co
 			continue;
 		json_begin(&j, NULL);
 		json_str(&j, "stack", v[i]->stack);
+		json_folded_frames(&j, v[i]->stack);
 		json_double(&j, "base", "%.0f", (double)v[i]->base);
 		json_double(&j, "new", "%.0f", (double)v[i]->new);
 		json_double(&j, "delta", "%.0f", (double)(v[i]->new - v[i]->base));

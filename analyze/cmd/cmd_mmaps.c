@@ -22,6 +22,7 @@ static const char usage_text[] =
 struct mmaps {
 	long pid;
 	int stacks, json, lines, nr;
+	unsigned sampled_said;	/* the GROUP/N note, once */
 };
 
 static void prot_str(uint64_t prot, char *out)
@@ -85,6 +86,10 @@ static int on_mmap(struct session *s, const struct memop *op, void *arg)
 	prot_str(op->prot, prot);
 	mmap_flags_str(op->flags, flags, sizeof(flags));
 	o->nr++;
+	/* GROUP/N: a list of calls cannot hold those not recorded. */
+	if (op->weight > 1 && !o->sampled_said++)
+		msg_note("'%s' kept one mapping call in %llu (-e mmap/%llu): these are the ones kept", s->path,
+			 (unsigned long long)op->weight, (unsigned long long)op->weight);
 	if (o->json) {
 		struct json j;
 
@@ -102,6 +107,8 @@ static int on_mmap(struct session *s, const struct memop *op, void *arg)
 		json_str(&j, "file", file);
 		json_i64(&j, "ret", (long long)op->ret);
 		json_bool(&j, "failed", op->failed);
+		if (op->weight > 1)
+			json_u64(&j, "period", op->weight);
 		stack_json(&j, o, s, op->stack);
 		json_end(&j);
 		return 0;

@@ -339,6 +339,7 @@ struct ops_ctx {
 	struct stacktab *tab;
 	enum memop_kind kind;
 	long pid;
+	uint64_t period;	/* GROUP/N: what each recorded event stands for (the largest) */
 };
 
 static int on_op(struct session *s, const struct memop *op, void *arg)
@@ -350,6 +351,8 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		return 0;
 	if (!memop_is(op, c->kind))
 		return 0;
+	if (op->weight > c->period)
+		c->period = op->weight;
 	return stacktab_add(c->tab, s, op->stack, c->kind == MEMOP_FAULT ? 1 : op->grow) ? 0 : -1;
 }
 
@@ -361,7 +364,7 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 	struct allocs a;
 	struct kallocs k;
 	char host[256];
-	uint64_t scale = 1;
+	uint64_t scale = 1, scale_weight = 1;
 	int ret = -1, k_made = 0, kernel = sources[src].src == SRC_FAULTS || sources[src].src == SRC_KMEM;
 
 	session_host(s, "hostname", host, sizeof(host), "?");
@@ -420,7 +423,7 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 	default: {
 		static const enum memop_kind kinds[] = { [SRC_FAULTS] = MEMOP_FAULT, [SRC_BRK] = MEMOP_BRK,
 							  [SRC_MMAP] = MEMOP_MMAP };
-		struct ops_ctx c = { &tab, kinds[sources[src].src], p->pid };
+		struct ops_ctx c = { &tab, kinds[sources[src].src], p->pid, 1 };
 
 		if (cmd_need_group(s, sources[src].name, sources[src].name, NULL)) {
 			err[0] = 0;
@@ -428,6 +431,13 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 		}
 		if (memops_replay(s, on_op, &c, err, errlen))
 			goto out;
+		/* GROUP/N: each recorded event counts for N; a brk's growth,
+		 * from break to break, holds the calls not recorded already. */
+		scale = c.period;
+		scale_weight = c.kind == MEMOP_BRK ? 1 : c.period;
+		if (c.period > 1)
+			msg_note("'%s' kept one %s event in %llu: values are estimates, scaled by %llu", s->path,
+				 sources[src].name, (unsigned long long)c.period, (unsigned long long)c.period);
 	}
 	}
 	if (s->last_time > s->first_time) {
@@ -456,10 +466,10 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 			v[2] = live ? live[0] * scale : 0;
 			v[3] = live ? live[1] * scale : 0;
 		} else if (sources[src].nr_types == 2) {
-			v[0] = e->count;
-			v[1] = e->weight;
+			v[0] = e->count * scale;
+			v[1] = e->weight * scale_weight;
 		} else {
-			v[0] = e->count;
+			v[0] = e->count * scale;
 		}
 		sample_add(p, e, v, host);
 	}

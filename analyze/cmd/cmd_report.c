@@ -54,6 +54,9 @@ struct report {
 	size_t nr_big;
 	struct hashmap fmaps;	/* (pid, start) -> struct fault_map * */
 	int have_brk, have_mmap, have_faults, have_malloc;
+	/* GROUP/N: each recorded brk, mmap or fault stands for N (the
+	 * largest seen per section). */
+	uint64_t period_brk, period_mmap, period_faults;
 	uint64_t fault_kinds[FAULT_KINDS];
 	int fault_kinds_known;
 	struct memops_state *mo;
@@ -104,63 +107,72 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 {
 	struct report *r = arg;
 	struct proc_stats *p;
+	uint64_t w;
 
 	if (r->pid >= 0 && op->pid != r->pid)
 		return 0;
 	p = stats_of(r, s, op);
 	if (!p)
 		return -1;
+	/* GROUP/N: a recorded event counts for N. A brk's growth runs from
+	 * the break the last recorded call left, so it is counted once. */
+	w = op->weight ? op->weight : 1;
 	switch (op->kind) {
 	case MEMOP_BRK:
 		r->have_brk = 1;
-		p->brk_calls++;
+		r->period_brk = w > r->period_brk ? w : r->period_brk;
+		p->brk_calls += w;
 		p->brk_grow += op->grow;
 		if (op->brk_old && op->brk_new < op->brk_old)
 			p->brk_shrink += op->brk_old - op->brk_new;
 		return stacktab_add(&r->brk, s, op->stack, op->grow) ? 0 : -1;
 	case MEMOP_MMAP:
 		r->have_mmap = 1;
+		r->period_mmap = w > r->period_mmap ? w : r->period_mmap;
 		if (op->failed) {
-			p->map_failed++;
+			p->map_failed += w;
 			return 0;
 		}
-		p->mmaps++;
-		p->mmap_bytes += op->len;
+		p->mmaps += w;
+		p->mmap_bytes += op->len * w;
 		big_add(r, s, op);
-		return stacktab_add(&r->mmap, s, op->stack, op->len) ? 0 : -1;
+		return stacktab_add(&r->mmap, s, op->stack, op->len * w) ? 0 : -1;
 	case MEMOP_MUNMAP:
 		r->have_mmap = 1;
+		r->period_mmap = w > r->period_mmap ? w : r->period_mmap;
 		if (op->failed) {
-			p->map_failed++;
+			p->map_failed += w;
 			return 0;
 		}
-		p->munmaps++;
-		p->munmap_bytes += op->len;
+		p->munmaps += w;
+		p->munmap_bytes += op->len * w;
 		return 0;
 	case MEMOP_MREMAP:
 		r->have_mmap = 1;
+		r->period_mmap = w > r->period_mmap ? w : r->period_mmap;
 		if (op->failed) {
-			p->map_failed++;
+			p->map_failed += w;
 			return 0;
 		}
-		p->mremaps++;
-		p->mremap_grow += op->grow;
-		return op->grow && !stacktab_add(&r->mmap, s, op->stack, op->grow) ? -1 : 0;
+		p->mremaps += w;
+		p->mremap_grow += op->grow * w;
+		return op->grow && !stacktab_add(&r->mmap, s, op->stack, op->grow * w) ? -1 : 0;
 	case MEMOP_FAULT: {
 		struct hm_slot *slot;
 		struct fault_map *fm;
 		uint64_t key;
 
 		r->have_faults = 1;
-		p->faults++;
+		r->period_faults = w > r->period_faults ? w : r->period_faults;
+		p->faults += w;
 		r->fault_kinds_known |= op->fault_kinds != 0;
 		for (int k = 0; k < FAULT_KINDS; k++)
-			r->fault_kinds[k] += op->fault_kinds >> k & 1;
+			r->fault_kinds[k] += (op->fault_kinds >> k & 1) * w;
 		/* "//anon" is anonymous memory, whatever its leading slash. */
 		if (op->map && op->map->name[0] == '/' && op->map->name[1] != '/')
-			p->file++;
+			p->file += w;
 		else
-			p->anon++;
+			p->anon += w;
 		if (op->map) {
 			key = (uint64_t)(uint32_t)op->pid << 40 ^ op->map->start;
 			slot = hashmap_u64(&r->fmaps, key, NULL);
@@ -176,13 +188,13 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 			fm = slot->ptr;
 			if (fm) {
 				fm->end = op->map->end;
-				fm->count++;
+				fm->count += w;
 			}
 		}
-		return stacktab_add(&r->faults, s, op->stack, 1) ? 0 : -1;
+		return stacktab_add(&r->faults, s, op->stack, w) ? 0 : -1;
 	}
 	case MEMOP_FAULT_MAJ:
-		p->major++;
+		p->major += w;
 		return 0;
 	}
 	return 0;
@@ -510,6 +522,15 @@ static void print_cgroups(struct session *s)
 	free(v);
 }
 
+/* A section of a GROUP/N recording says its figures are estimates, as
+ * faults and brk say it. */
+static void report_estimate(const char *what, const char *group, uint64_t period)
+{
+	if (period > 1)
+		printf("ESTIMATE: one %s in %llu was recorded (-e %s/%llu); each counts for %llu\n\n", what,
+		       (unsigned long long)period, group, (unsigned long long)period, (unsigned long long)period);
+}
+
 static void print_report(struct report *r, struct session *s)
 {
 	struct proc_row *rows = malloc((r->procs.nr ? r->procs.nr : 1) * sizeof(*rows));
@@ -527,6 +548,7 @@ static void print_report(struct report *r, struct session *s)
 
 	if (r->have_brk) {
 		printf("\n== brk: heap growth ==\n\n");
+		report_estimate("brk call", "brk", r->period_brk);
 		printf("%8s %-16s %8s %14s %12s\n", "PID", "COMM", "CALLS", "GROWTH", "SHRINK");
 		section_table(r, SEC_BRK, rows, s);
 		printf("\ntop stacks by heap growth:\n");
@@ -534,6 +556,7 @@ static void print_report(struct report *r, struct session *s)
 	}
 	if (r->have_mmap) {
 		printf("\n== mmap: mappings ==\n\n");
+		report_estimate("mapping call", "mmap", r->period_mmap);
 		printf("%8s %-16s %7s %14s %8s %14s %8s %14s %7s\n", "PID", "COMM", "MMAPS", "MAPPED", "MUNMAPS",
 		       "UNMAPPED", "MREMAPS", "REMAP GROWTH", "FAILED");
 		section_table(r, SEC_MMAP, rows, s);
@@ -560,6 +583,7 @@ static void print_report(struct report *r, struct session *s)
 		size_t nf = 0;
 
 		printf("\n== faults: page faults ==\n\n");
+		report_estimate("fault", "faults", r->period_faults);
 		printf("%8s %-16s %10s %8s %10s %10s %12s\n", "PID", "COMM", "FAULTS", "MAJOR", "ANON", "FILE", "MEMORY");
 		section_table(r, SEC_FAULTS, rows, s);
 		if (r->fault_kinds_known) {
