@@ -18,6 +18,16 @@ test_expect_success 'info: complete, no loss, the counts of every event' '
 	grep "^command:     exit status 0, the kernel counted 4195 page faults (0 major)$" info
 '
 
+test_expect_success 'info --json: the same facts as the text, as one object' '
+	"$MEMSIGHT" info --json --dump "$T" >info.json &&
+	perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>);
+		my (\$pf) = grep { \$_->{name} eq q{page-faults} } @{\$d->{events}};
+		die q{totals} unless \$d->{complete} && \$d->{lost} == 0 && \$d->{samples} == 4319;
+		die q{faults} unless \$pf && \$pf->{samples} == 4169 && \$pf->{group} eq q{faults} && \$pf->{stacks};
+		die q{command} unless \$d->{command}{exit_status} == 0 && \$d->{command}{page_faults} == 4195;
+		die q{chunks} unless \$d->{chunks}{total} == @{\$d->{chunk_list}} && \$d->{chunk_list}[-1]{type} eq q{TRAILER}" <info.json
+'
+
 test_expect_success 'info --dump lists every chunk with its crc' '
 	"$MEMSIGHT" info --dump "$T" >dump &&
 	chunks=$(sed -n "s/^chunks:      \([0-9]*\),.*/\1/p" dump) &&
@@ -41,6 +51,18 @@ test_expect_success 'report: every page of the buffer faulted in read_in_chunks,
 	grep "^      read_in_chunks+0x[0-9a-f]* \[xor_encoder\]$" first &&
 	grep "^      main+0x[0-9a-f]* \[xor_encoder\]$" first &&
 	grep "^    [0-9]* xor_encoder  *65  *8519680 " report
+'
+
+test_expect_success 'report --json: the same sections and figures as the text' '
+	"$MEMSIGHT" report --json $D "$T" >report.json &&
+	perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>); my \$f = \$d->{faults};
+		die q{faults} unless \$f->{processes}[0]{faults} == 4169 && \$f->{stacks}[0]{faults} == 2048
+			&& \$f->{stacks}[0]{frames}[0]{function} eq q{read_in_chunks} && !\$f->{estimate};
+		die q{mmap} unless \$d->{mmap}{largest}[0]{bytes} == 8392704 && \$d->{mmap}{largest}[0]{anonymous};
+		die q{brk} unless \$d->{brk}{processes}[0]{growth_bytes} == 8519680 && \$d->{brk}{processes}[0]{calls} == 65;
+		die q{malloc} if defined \$d->{malloc}" <report.json &&
+	test_must_fail "$MEMSIGHT" report --json --html x.html "$T" 2>err &&
+	test_one_line err
 '
 
 test_expect_success 'folded: faults and brk bytes add up to the report' '
@@ -81,6 +103,17 @@ test_expect_success 'events: one header line per sample, stacks follow' '
 	"$MEMSIGHT" events -G -e brk $D "$T" >brk.ev &&
 	test $(wc -l <brk.ev) = 130 &&
 	grep "sys_exit_brk: 0x" brk.ev
+'
+
+test_expect_success 'events --json: one object a line, every event, fields by name, frames in the shared schema' '
+	"$MEMSIGHT" events --json $D "$T" >events.json &&
+	test $(wc -l <events.json) = 4319 &&
+	perl -MJSON::PP -ne "my \$d = decode_json(\$_); \$n{\$d->{event}}++;
+		\$rim++ if grep { \$_->{function} eq q{read_in_chunks} && \$_->{object} eq q{xor_encoder} } @{\$d->{frames}};
+		\$exits++ if \$d->{event} eq q{syscalls:sys_exit_brk} && \$d->{fields}{ret} > 0;
+		END { die q{faults} unless \$n{q{page-faults}} == 4169; die q{brk} unless \$exits == 65;
+			die q{frames} unless \$rim >= 2048 }" events.json &&
+	"$MEMSIGHT" events --json -G -e brk $D "$T" | grep -v "\"frames\"" | test $(wc -l) = 130
 '
 
 test_expect_success 'a cut copy still analyzes, and says where it stopped' '

@@ -9,6 +9,7 @@
 #include <traceevent/event-parse.h>
 
 #include "cmd.h"
+#include "json.h"
 #include "../model/memops.h"
 
 static const char usage_text[] =
@@ -21,8 +22,92 @@ struct events_opts {
 	const char *event;
 	long pid;
 	int stacks;
+	int json;
 	struct trace_seq seq;
 };
+
+/* A tracepoint's own fields (not the common ones) as JSON members: numbers
+ * as numbers, strings and char arrays as strings, other arrays as their
+ * hex bytes. */
+static void json_fields(struct json *j, struct session *s, const struct sample *smp)
+{
+	struct tep_record rec = { .ts = smp->time, .cpu = smp->cpu, .size = smp->raw_size, .data = (void *)smp->raw };
+	char buf[1024];
+
+	(void)s;
+	json_begin(j, "fields");
+	for (struct tep_format_field *f = smp->ev->tp->format.fields; f; f = f->next) {
+		unsigned long long v;
+		int len = 0;
+
+		if ((f->flags & (TEP_FIELD_IS_STRING | TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_ARRAY))) {
+			const unsigned char *raw = tep_get_field_raw(NULL, smp->ev->tp, f->name, &rec, &len, 0);
+			size_t k = 0;
+
+			if (!raw || len < 0) {
+				json_null(j, f->name);
+				continue;
+			}
+			if (f->flags & TEP_FIELD_IS_STRING || !strncmp(f->type, "char", 4) ||
+			    strstr(f->type, " char") || !strncmp(f->type, "__data_loc char", 15)) {
+				while (k < (size_t)len && k + 1 < sizeof(buf) && raw[k])
+					buf[k] = (char)raw[k], k++;
+				buf[k] = 0;
+			} else {
+				for (int i = 0; i < len && k + 3 < sizeof(buf); i++)
+					k += snprintf(buf + k, sizeof(buf) - k, "%02x", raw[i]);
+			}
+			json_str(j, f->name, buf);
+			continue;
+		}
+		if (tep_read_number_field(f, smp->raw, &v) || f->offset + f->size > (int)smp->raw_size) {
+			json_null(j, f->name);
+			continue;
+		}
+		if (f->flags & TEP_FIELD_IS_SIGNED) {
+			long long sv = f->size == 1 ? (int8_t)v : f->size == 2 ? (int16_t)v : f->size == 4 ? (int32_t)v : (long long)v;
+
+			json_i64(j, f->name, sv);
+		} else {
+			json_u64(j, f->name, v);
+		}
+	}
+	json_end(j);
+}
+
+/* --json: one object per event, a line each (JSON Lines). */
+static void print_json(struct events_opts *o, struct session *s, struct sample *smp)
+{
+	struct frame fr[256];
+	struct json j;
+
+	json_init(&j, stdout);
+	json_begin(&j, NULL);
+	json_str(&j, "comm", machine_comm(&s->m, smp->pid, smp->tid));
+	json_i64(&j, "pid", smp->pid);
+	json_i64(&j, "tid", smp->tid);
+	json_i64(&j, "cpu", smp->cpu);
+	json_u64(&j, "time_ns", smp->time);
+	json_str(&j, "event", smp->ev->d.name);
+	json_str(&j, "group", smp->ev->d.group);
+	if (smp->ev->kind == EVK_FAULT && smp->ev->tp && smp->raw) {
+		unsigned kinds = fault_kinds(sample_num(smp, "error_code"));
+
+		json_begin_array(&j, "fault_kinds");
+		for (int k = 0; k < FAULT_KINDS; k++)
+			if (kinds >> k & 1)
+				json_str(&j, NULL, fault_kind_names[k]);
+		json_end(&j);
+	}
+	if (smp->ev->tp && smp->raw)
+		json_fields(&j, s, smp);
+	else if (smp->ev->attr.sample_type & PERF_SAMPLE_ADDR)
+		json_u64(&j, "addr", smp->addr);
+	json_u64(&j, "ip", smp->ip);
+	if (o->stacks)
+		cmd_json_frames(&j, "frames", fr, smp->nr_ips ? session_frames(s, smp, fr, 256, 1, 1) : 0, 0);
+	json_end(&j);
+}
 
 static int print_sample(struct session *s, struct sample *smp, void *arg)
 {
@@ -40,6 +125,10 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 	if (o->event && strcmp(o->event, smp->ev->d.name) && strcmp(o->event, smp->ev->d.group) &&
 	    !(smp->ev->kind == EVK_FAULT && !strcmp(o->event, "page-faults")))
 		return 0;
+	if (o->json) {
+		print_json(o, s, smp);
+		return 0;
+	}
 	printf("%16s %6u/%-6u [%03u] %llu.%06llu: %s:", machine_comm(&s->m, smp->pid, smp->tid), smp->pid, smp->tid,
 	       smp->cpu, (unsigned long long)(smp->time / 1000000000ull),
 	       (unsigned long long)(smp->time % 1000000000ull / 1000), smp->ev->d.name);
@@ -82,11 +171,12 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 
 int cmd_events(int argc, char **argv, struct analyze_opts *a)
 {
-	struct events_opts o = { NULL, -1, 1, { 0 } };
+	struct events_opts o = { NULL, -1, 1, 0, { 0 } };
 	const struct opt options[] = {
 		OPT_STRING('e', "event", &o.event, "NAME", "only this event or group (e.g. page-faults, mmap)"),
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),
+		OPT_BOOL(0, "json", &o.json, "one JSON object per event, a line each, instead of text"),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,

@@ -10,9 +10,10 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "json.h"
 
 static const char usage_text[] =
-	"usage: memsight info [--dump] [FILE]\n"
+	"usage: memsight info [--dump] [--json] [FILE]\n"
 	"\n"
 	"What a trace holds: the host, the recording, its events and their counts,\n"
 	"losses, the objects it carries, its chunks.\n";
@@ -319,6 +320,211 @@ static void print_chunks(struct session *s)
 	       payload[TRACE_CHUNK_DATA] ? (double)raw[TRACE_CHUNK_DATA] / payload[TRACE_CHUNK_DATA] : 0.0);
 }
 
+/* --json: what the text says, as one object. */
+static void info_json(struct session *s, int dump)
+{
+	static const char *const modes[] = { "?", "minimal", "full", "debug" };
+	struct embedded_info ei;
+	struct json j;
+	char buf[512];
+	uint64_t per_type[8] = { 0 }, payload[8] = { 0 }, raw[8] = { 0 };
+
+	json_init(&j, stdout);
+	json_begin(&j, NULL);
+	json_str(&j, "trace", s->path);
+	json_u64(&j, "size", s->r.size);
+	json_u64(&j, "format_version", s->r.version);
+	json_bool(&j, "complete", s->r.complete && !s->r.stop[0]);
+	if (s->r.stop[0])
+		json_str(&j, "stopped", s->r.stop);
+	else
+		json_null(&j, "stopped");
+	if (cmd_window(s, buf, sizeof(buf))[0])
+		json_str(&j, "flight", buf);
+	else
+		json_null(&j, "flight");
+	json_u64(&j, "created_ns", s->r.created_ns);
+	json_begin(&j, "host");
+	json_str(&j, "hostname", session_host(s, "hostname", buf, sizeof(buf), "?"));
+	json_str(&j, "sysname", session_host(s, "sysname", buf, sizeof(buf), "?"));
+	json_str(&j, "release", session_host(s, "release", buf, sizeof(buf), "?"));
+	json_str(&j, "machine", session_host(s, "machine", buf, sizeof(buf), "?"));
+	json_i64(&j, "nr_cpus", atoi(session_host(s, "nr_cpus", buf, sizeof(buf), "0")));
+	json_u64(&j, "page_size", s->page_size);
+	json_end(&j);
+	json_str(&j, "recorded_by", session_host(s, "command", buf, sizeof(buf), "?"));
+	json_str(&j, "target", session_host(s, "target", buf, sizeof(buf), "?"));
+	json_str(&j, "call_graph", session_host(s, "call_graph", buf, sizeof(buf), "?"));
+	json_str(&j, "stack_dump", session_host(s, "stack_dump", buf, sizeof(buf), "raw"));
+	json_double(&j, "duration_s", "%.6f", s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0);
+	json_u64(&j, "samples", s->nr_samples);
+	json_u64(&j, "lost", s->lost > s->lost_records ? s->lost : s->lost_records);
+	json_begin_array(&j, "events");
+	for (size_t i = 0; i < s->nr_evs; i++) {
+		struct sess_event *e = &s->evs[i];
+		unsigned long long n = e->nr_samples;
+		size_t sites = 1;
+
+		if (e->kind == EVK_TRACKING || event_site_of(s, i) != i)
+			continue;
+		for (size_t k = i + 1; k < s->nr_evs; k++)
+			if (event_site_of(s, k) == i) {
+				n += s->evs[k].nr_samples;
+				sites++;
+			}
+		json_begin(&j, NULL);
+		json_str(&j, "name", e->d.name);
+		json_str(&j, "group", e->d.group);
+		json_u64(&j, "samples", n);
+		json_u64(&j, "sites", sites);
+		json_bool(&j, "stacks", (e->attr.sample_type & PERF_SAMPLE_CALLCHAIN) ||
+						((e->attr.sample_type & PERF_SAMPLE_STACK_USER) && e->kind != EVK_ALLOC_RET));
+		json_end(&j);
+	}
+	json_end(&j);
+	json_begin_array(&j, "probed_while_recording");
+	for (const char *p = s->probes, *end = s->probes + s->probes_len; p && p < end;) {
+		const char *nl = memchr(p, '\n', end - p);
+		unsigned long long ns = 0;
+		int pid = 0, n = 0;
+
+		if (!nl)
+			break;
+		if (sscanf(p, "%d\t%llu\t%n", &pid, &ns, &n) == 2 && n) {
+			snprintf(buf, sizeof(buf), "%.*s", (int)(nl - p - n), p + n);
+			json_begin(&j, NULL);
+			json_i64(&j, "pid", pid);
+			json_str(&j, "comm", machine_comm(&s->m, pid, pid));
+			json_str(&j, "object", buf);
+			json_u64(&j, "late_ns", ns);
+			json_end(&j);
+		}
+		p = nl + 1;
+	}
+	json_end(&j);
+	if (s->stats) {
+		json_begin(&j, "writer");
+		json_str(&j, "codec", trace_codec_name((int)session_stat(s, "writer_codec", TRACE_CODEC_ZSTD)));
+		json_i64(&j, "level", session_stat(s, "writer_level", -1));
+		json_i64(&j, "queue_peak_bytes", session_stat(s, "writer_queue_peak", 0));
+		json_i64(&j, "queue_waits", session_stat(s, "writer_queue_waits", 0));
+		json_i64(&j, "fast_chunks", session_stat(s, "writer_fast_chunks", 0));
+		json_i64(&j, "raw_chunks", session_stat(s, "writer_raw_chunks", 0));
+		json_i64(&j, "boosts", session_stat(s, "writer_boosts", 0));
+		json_i64(&j, "records_not_written", session_stat(s, "records_not_written", 0));
+		json_end(&j);
+	} else {
+		json_null(&j, "writer");
+	}
+	if (s->stats && session_stat(s, "command_minflt", -1) >= 0) {
+		int st = (int)session_stat(s, "command_status", 0);
+
+		json_begin(&j, "command");
+		if (WIFSIGNALED(st)) {
+			json_null(&j, "exit_status");
+			json_str(&j, "signal", sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+		} else {
+			json_i64(&j, "exit_status", WEXITSTATUS(st));
+			json_null(&j, "signal");
+		}
+		json_bool(&j, "stopped_by_recorder", session_stat(s, "command_stopped", 0) != 0);
+		json_i64(&j, "page_faults", session_stat(s, "command_minflt", 0) + session_stat(s, "command_majflt", 0));
+		json_i64(&j, "major_faults", session_stat(s, "command_majflt", 0));
+		json_end(&j);
+	} else {
+		json_null(&j, "command");
+	}
+	json_i64(&j, "processes_in_snapshot", s->nr_snapshots);
+	json_u64(&j, "kernel_symbols", s->syms.nr_ksyms);
+	json_begin_array(&j, "jit_maps");
+	for (size_t i = 0; i < s->jit.nr_files; i++) {
+		const struct jit_file *f = &s->jit.files[i];
+
+		json_begin(&j, NULL);
+		json_str(&j, "kind", jitsyms_kind_name(f->kind));
+		json_i64(&j, "pid", f->pid);
+		json_str(&j, "comm", machine_comm(&s->m, f->pid, f->pid));
+		json_str(&j, "path", f->path);
+		json_u64(&j, "functions", f->syms);
+		json_u64(&j, "size", f->size);
+		json_u64(&j, "kept", f->kept);
+		json_u64(&j, "skipped", f->bad);
+		json_end(&j);
+	}
+	json_end(&j);
+	json_begin_array(&j, "embedded");
+	for (size_t i = 0; !symbols_embedded_get(&s->syms, i, &ei); i++) {
+		char hex[41];
+
+		symbols_build_id_hex(ei.build_id, ei.bid_len, hex);
+		json_begin(&j, NULL);
+		json_str(&j, "mode", modes[ei.mode >= 1 && ei.mode <= 3 ? ei.mode : 0]);
+		json_u64(&j, "bytes", ei.size);
+		json_u64(&j, "original_size", ei.original_size);
+		json_str(&j, "build_id", hex);
+		json_str(&j, "path", ei.path);
+		json_end(&j);
+	}
+	json_end(&j);
+	/* META objects lines: BUILDID\tSTATE\tPATH. */
+	json_begin_array(&j, "not_carried");
+	for (const char *p = s->objects, *end = p ? p + s->objects_len : NULL; p && p < end;) {
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end;
+		const char *t1 = memchr(p, '\t', le - p), *t2 = t1 ? memchr(t1 + 1, '\t', le - t1 - 1) : NULL;
+		char word[32];
+
+		if (t2 && strncmp(t1 + 1, "carried\t", 8) && (size_t)(t2 - t1 - 1) < sizeof(word)) {
+			memcpy(word, t1 + 1, t2 - t1 - 1);
+			word[t2 - t1 - 1] = 0;
+			snprintf(buf, sizeof(buf), "%.*s", (int)(le - t2 - 1), t2 + 1);
+			json_begin(&j, NULL);
+			json_str(&j, "path", buf);
+			json_str(&j, "state", word);
+			json_str(&j, "why", not_carried_why(word));
+			json_end(&j);
+		}
+		p = nl ? nl + 1 : end;
+	}
+	json_end(&j);
+	for (size_t i = 0; i < s->r.nr_chunks; i++) {
+		unsigned ty = s->r.chunks[i].type < 8 ? s->r.chunks[i].type : 0;
+
+		per_type[ty]++;
+		payload[ty] += s->r.chunks[i].payload_len;
+		raw[ty] += s->r.chunks[i].raw_len;
+	}
+	json_begin(&j, "chunks");
+	json_u64(&j, "total", s->r.nr_chunks);
+	for (unsigned ty = 1; ty < 8; ty++)
+		if (per_type[ty])
+			json_u64(&j, trace_chunk_type_name(ty), per_type[ty]);
+	json_end(&j);
+	json_u64(&j, "data_bytes", raw[TRACE_CHUNK_DATA]);
+	json_u64(&j, "data_stored_bytes", payload[TRACE_CHUNK_DATA]);
+	if (dump) {
+		json_begin_array(&j, "chunk_list");
+		for (size_t i = 0; i < s->r.nr_chunks; i++) {
+			const struct trace_chunk *ch = &s->r.chunks[i];
+
+			json_begin(&j, NULL);
+			json_u64(&j, "offset", ch->offset);
+			json_str(&j, "type", trace_chunk_type_name(ch->type));
+			json_str(&j, "codec", trace_codec_name(ch->codec));
+			if (ch->type == TRACE_CHUNK_META)
+				json_str(&j, "meta", trace_meta_kind_name(ch->stream));
+			else
+				json_u64(&j, "stream", ch->stream);
+			json_u64(&j, "stored", ch->payload_len);
+			json_u64(&j, "raw", ch->raw_len);
+			json_u64(&j, "crc", ch->crc);
+			json_u64(&j, "time", ch->time);
+			json_end(&j);
+		}
+		json_end(&j);
+	}
+	json_end(&j);
+}
+
 /* --dump: every chunk, as a hex editor's ruler would place it. */
 static void print_dump(struct session *s)
 {
@@ -346,9 +552,10 @@ static void print_dump(struct session *s)
 
 int cmd_info(int argc, char **argv, struct analyze_opts *a)
 {
-	int dump = 0;
+	int dump = 0, json = 0;
 	const struct opt options[] = {
 		OPT_BOOL(0, "dump", &dump, "list every chunk: offset, type, codec, stream, sizes, crc, time"),
+		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
 		OPT_INPUT,
 		OPT_END(),
 	};
@@ -366,6 +573,11 @@ int cmd_info(int argc, char **argv, struct analyze_opts *a)
 		msg_error("%s", err);
 		session_release(&s);
 		return 1;
+	}
+	if (json) {
+		info_json(&s, dump);
+		session_release(&s);
+		return 0;
 	}
 	print_recording(&s);
 	if (s.stats)

@@ -11,6 +11,7 @@
 
 #include "../model/allocs.h"
 #include "cmd.h"
+#include "json.h"
 #include "../model/heapprof.h"
 #include "../model/memops.h"
 #include "../model/stacktab.h"
@@ -623,11 +624,233 @@ static void print_report(struct report *r, struct session *s)
 	free(rows);
 }
 
+/* --json: a section's heaviest stacks, as the text lists them. */
+static void json_stacks(struct json *j, const char *key, struct stacktab *t, size_t top, int by_count,
+			const char *weight_key, uint64_t count_scale, const char *count_key)
+{
+	size_t n = 0;
+	struct stack_entry **v = stacktab_sorted(t, by_count, &n);
+
+	json_begin_array(j, key);
+	for (size_t i = 0; v && i < n && i < top; i++) {
+		json_begin(j, NULL);
+		json_str(j, "comm", v[i]->comm);
+		if (v[i]->procs > 1)
+			json_null(j, "pid");
+		else
+			json_i64(j, "pid", v[i]->pid);
+		json_u64(j, "processes", v[i]->procs);
+		if (weight_key)
+			json_u64(j, weight_key, v[i]->weight);
+		if (count_key)
+			json_u64(j, count_key, v[i]->count * count_scale);
+		cmd_json_stack(j, "frames", v[i], 0);
+		json_end(j);
+	}
+	json_end(j);
+	free(v);
+}
+
+static void json_section_head(struct json *j, const char *key, uint64_t period)
+{
+	json_begin(j, key);
+	json_bool(j, "estimate", period > 1);
+	json_u64(j, "period", period ? period : 1);
+}
+
+static void report_json(struct report *r, struct session *s)
+{
+	struct json j;
+	char hb[256];
+
+	json_init(&j, stdout);
+	json_begin(&j, NULL);
+	json_str(&j, "trace", s->path);
+	json_str(&j, "recorded_by", session_host(s, "command", hb, sizeof(hb), "?"));
+	json_u64(&j, "samples", s->nr_samples);
+	json_double(&j, "duration_s", "%.6f", s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0);
+	json_u64(&j, "lost", s->lost > s->lost_records ? s->lost : s->lost_records);
+	s->loss_said = 1;
+	if (r->have_brk) {
+		json_section_head(&j, "brk", r->period_brk);
+		json_begin_array(&j, "processes");
+		hashmap_for_each(&r->procs, slot) {
+			const struct proc_stats *p = slot->ptr;
+
+			if (!p->brk_calls)
+				continue;
+			json_begin(&j, NULL);
+			cmd_json_process(&j, s, p->pid);
+			json_str(&j, "comm", p->comm);
+			json_u64(&j, "calls", p->brk_calls);
+			json_u64(&j, "growth_bytes", p->brk_grow);
+			json_u64(&j, "shrink_bytes", p->brk_shrink);
+			json_end(&j);
+		}
+		json_end(&j);
+		json_stacks(&j, "stacks", &r->brk, r->top, 0, "bytes", r->period_brk ? r->period_brk : 1, "calls");
+		json_end(&j);
+	} else {
+		json_null(&j, "brk");
+	}
+	if (r->have_mmap) {
+		json_section_head(&j, "mmap", r->period_mmap);
+		json_begin_array(&j, "processes");
+		hashmap_for_each(&r->procs, slot) {
+			const struct proc_stats *p = slot->ptr;
+
+			if (!p->mmaps && !p->munmaps && !p->mremaps && !p->map_failed)
+				continue;
+			json_begin(&j, NULL);
+			cmd_json_process(&j, s, p->pid);
+			json_str(&j, "comm", p->comm);
+			json_u64(&j, "mmaps", p->mmaps);
+			json_u64(&j, "mapped_bytes", p->mmap_bytes);
+			json_u64(&j, "munmaps", p->munmaps);
+			json_u64(&j, "unmapped_bytes", p->munmap_bytes);
+			json_u64(&j, "mremaps", p->mremaps);
+			json_u64(&j, "remap_growth_bytes", p->mremap_grow);
+			json_u64(&j, "failed", p->map_failed);
+			json_end(&j);
+		}
+		json_end(&j);
+		json_begin_array(&j, "largest");
+		for (size_t i = 0; i < r->nr_big; i++) {
+			struct big_map *m = &r->big[i];
+			char perm[8];
+
+			prot_str(m->prot, m->flags, perm);
+			json_begin(&j, NULL);
+			json_u64(&j, "bytes", m->len);
+			json_u64(&j, "addr", m->addr);
+			json_str(&j, "prot", perm);
+			json_bool(&j, "anonymous", (m->flags & MAP_ANONYMOUS) != 0);
+			cmd_json_process(&j, s, m->pid);
+			json_str(&j, "comm", m->comm);
+			cmd_json_frames(&j, "frames", m->frames, m->nr_frames, 0);
+			json_end(&j);
+		}
+		json_end(&j);
+		json_stacks(&j, "stacks", &r->mmap, r->top, 0, "bytes", 1, NULL);
+		json_end(&j);
+	} else {
+		json_null(&j, "mmap");
+	}
+	if (r->have_faults) {
+		struct fault_map **fm = malloc((r->fmaps.nr ? r->fmaps.nr : 1) * sizeof(*fm));
+		size_t nf = 0;
+
+		json_section_head(&j, "faults", r->period_faults);
+		json_begin_array(&j, "processes");
+		hashmap_for_each(&r->procs, slot) {
+			const struct proc_stats *p = slot->ptr;
+
+			if (!p->faults)
+				continue;
+			json_begin(&j, NULL);
+			cmd_json_process(&j, s, p->pid);
+			json_str(&j, "comm", p->comm);
+			json_u64(&j, "faults", p->faults);
+			json_u64(&j, "major", p->major);
+			json_u64(&j, "anonymous", p->anon);
+			json_u64(&j, "file", p->file);
+			json_end(&j);
+		}
+		json_end(&j);
+		if (r->fault_kinds_known) {
+			json_begin(&j, "kinds");
+			for (int k = 0; k < FAULT_KINDS; k++)
+				json_u64(&j, fault_kind_names[k], r->fault_kinds[k]);
+			json_end(&j);
+		} else {
+			json_null(&j, "kinds");
+		}
+		json_stacks(&j, "stacks", &r->faults, r->top, 1, "faults", 1, NULL);
+		json_begin_array(&j, "mappings");
+		if (fm) {
+			hashmap_for_each(&r->fmaps, slot) fm[nf++] = slot->ptr;
+			nf = fmaps_coalesce(fm, nf);
+			if (nf > 1)
+				qsort(fm, nf, sizeof(*fm), fmap_cmp);
+			for (size_t i = 0; i < nf && i < r->top; i++) {
+				json_begin(&j, NULL);
+				json_u64(&j, "faults", fm[i]->count);
+				json_u64(&j, "start", fm[i]->start);
+				json_u64(&j, "end", fm[i]->end);
+				json_str(&j, "name", fm[i]->name);
+				cmd_json_process(&j, s, fm[i]->pid);
+				json_str(&j, "comm", fm[i]->comm);
+				json_end(&j);
+			}
+			free(fm);
+		}
+		json_end(&j);
+		json_end(&j);
+	} else {
+		json_null(&j, "faults");
+	}
+	if (r->have_malloc) {
+		struct heapprof *h = &r->heap;
+		uint64_t k = r->a.sample;
+		struct heap_site **sv = malloc((h->sites.nr ? h->sites.nr : 1) * sizeof(*sv));
+		size_t ns = 0;
+
+		json_begin(&j, "malloc");
+		json_bool(&j, "estimate", k > 1 || r->a.rate);
+		json_u64(&j, "sample", k);
+		json_u64(&j, "sample_bytes", r->a.rate);
+		json_begin_array(&j, "processes");
+		hashmap_for_each(&h->procs, slot) {
+			const struct heap_proc *p = slot->ptr;
+
+			json_begin(&j, NULL);
+			cmd_json_process(&j, s, p->pid);
+			json_str(&j, "comm", p->comm);
+			json_u64(&j, "calls", p->calls * k);
+			json_u64(&j, "allocated_bytes", p->bytes * k);
+			json_u64(&j, "frees", p->frees * k);
+			json_u64(&j, "temporary", p->temporary * k);
+			json_u64(&j, "peak_bytes", p->peak * k);
+			json_double(&j, "peak_s", "%.6f",
+				    p->peak_time > s->first_time ? (p->peak_time - s->first_time) / 1e9 : 0.0);
+			json_u64(&j, "end_bytes", p->cur * k);
+			json_end(&j);
+		}
+		json_end(&j);
+		json_stacks(&j, "stacks", &r->a.stacks, r->top, 0, NULL, k, "allocations");
+		json_begin(&j, "peak");
+		json_u64(&j, "bytes", h->peak * k);
+		json_double(&j, "time_s", "%.6f", h->peak_time > s->first_time ? (h->peak_time - s->first_time) / 1e9 : 0.0);
+		json_begin_array(&j, "stacks");
+		if (sv) {
+			hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
+			if (ns > 1)
+				qsort(sv, ns, sizeof(*sv), site_cmp);
+			for (size_t i = 0; i < ns && i < r->top; i++) {
+				json_begin(&j, NULL);
+				json_str(&j, "comm", sv[i]->stack->comm);
+				json_i64(&j, "pid", sv[i]->stack->pid);
+				json_u64(&j, "bytes", sv[i]->at_peak * k);
+				cmd_json_stack(&j, "frames", sv[i]->stack, 0);
+				json_end(&j);
+			}
+			free(sv);
+		}
+		json_end(&j);
+		json_end(&j);
+		json_end(&j);
+	} else {
+		json_null(&j, "malloc");
+	}
+	json_end(&j);
+}
+
 int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
 	struct report r = { .pid = -1, .top = 5, .procs_shown = 20 };
 	const char *html = NULL;
 	FILE *page = NULL;
+	int json = 0;
 	const struct opt options[] = {
 		OPT_U64('T', "top", &r.top, "N", "stacks and mappings shown per section (default 5)"),
 		OPT_U64(0, "procs", &r.procs_shown, "N",
@@ -637,6 +860,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			   "write one self-contained HTML page instead: this report, the\n"
 			   "leak table linked to its stacks, a flame graph (and icicle)\n"
 			   "for every recorded event and weight, the RSS chart"),
+		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
 		OPT_PID(&r.pid),
 		OPT_INPUT,
 		OPT_SAMPLES,
@@ -649,6 +873,10 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 
 	if (c >= 0)
 		return c;
+	if (html && json) {
+		msg_error("--html and --json are two outputs: give one");
+		return 2;
+	}
 	/* The page's file first: a path that cannot be written fails now, not
 	 * after the replay. */
 	if (html && replace_check(html, REPLACE_HTML, "an HTML page"))
@@ -703,6 +931,8 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			free(text);
 			if (t)
 				fclose(t);
+		} else if (json) {
+			report_json(&r, &s);
 		} else {
 			print_report(&r, &s);
 		}
