@@ -164,7 +164,9 @@ test_expect_success 'shm: every call with its arguments and result, as the sampl
 	awk "NR > 1 { r = \$NF; \$1 = \$2 = \$3 = \$NF = \"\"; gsub(/^ +| +$/, \"\"); gsub(/ +/, \" \"); print \$0 \" ret=\" r }" \
 		view >got &&
 	test_cmp truth got &&
-	"$MEMSIGHT" shm --json shm.trace | perl -MJSON::PP -ne "decode_json(\$_)"
+	"$MEMSIGHT" shm --json shm.trace >shm.json &&
+	N=$(($(wc -l <view) - 1)) perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>);
+		die unless \$d->{trace} eq q{shm.trace} && @{\$d->{events}} == \$ENV{N} && \$ENV{N} > 0" <shm.json
 '
 
 test_expect_success 'pipes held open: kernel memory outstanding, by syscall path, N objects a site' '

@@ -246,6 +246,20 @@ void cmd_json_process(struct json *j, const struct session *s, int pid)
 	}
 }
 
+void cmd_json_events_begin(struct json *j, const char *trace)
+{
+	json_init(j, stdout);
+	json_begin(j, NULL);
+	json_str(j, "trace", trace);
+	json_begin_array(j, "events");
+}
+
+void cmd_json_events_end(struct json *j)
+{
+	json_end(j);
+	json_end(j);
+}
+
 void cmd_json_who(struct json *j, const struct session *s, const struct stack_entry *e)
 {
 	if (e->procs > 1)

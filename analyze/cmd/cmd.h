@@ -120,6 +120,11 @@ void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e
 /* A process as JSON: "pid", and where known "nspid" (its pid inside its
  * pid namespace), "cgroup" and "container". */
 void cmd_json_process(struct json *j, const struct session *s, int pid);
+/* A list of events as JSON: one object {"trace": TRACE, "events": [...]},
+ * its events streamed into the array as they come (json_begin(j, NULL)
+ * ... json_end(j) each), closed by cmd_json_events_end. */
+void cmd_json_events_begin(struct json *j, const char *trace);
+void cmd_json_events_end(struct json *j);
 /* Who ran a stack, as JSON: "pid" (null when several processes did, and
  * with cmd_json_process's keys when one did), "comm" and "processes". */
 void cmd_json_who(struct json *j, const struct session *s, const struct stack_entry *e);

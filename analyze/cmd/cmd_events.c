@@ -24,6 +24,7 @@ struct events_opts {
 	int stacks;
 	int json;
 	struct trace_seq seq;
+	struct json doc;	/* --json: one object, the events streamed into its array */
 };
 
 /* A tracepoint's own fields (not the common ones) as JSON members: numbers
@@ -75,38 +76,37 @@ static void json_fields(struct json *j, struct session *s, const struct sample *
 	json_end(j);
 }
 
-/* --json: one object per event, a line each (JSON Lines). */
+/* --json: one event into the document's array. */
 static void print_json(struct events_opts *o, struct session *s, struct sample *smp)
 {
 	struct frame fr[256];
-	struct json j;
+	struct json *jd = &o->doc;
 
-	json_init(&j, stdout);
-	json_begin(&j, NULL);
-	json_str(&j, "comm", machine_comm(&s->m, smp->pid, smp->tid));
-	json_i64(&j, "pid", smp->pid);
-	json_i64(&j, "tid", smp->tid);
-	json_i64(&j, "cpu", smp->cpu);
-	json_u64(&j, "time_ns", smp->time);
-	json_str(&j, "event", smp->ev->d.name);
-	json_str(&j, "group", smp->ev->d.group);
+	json_begin(jd, NULL);
+	json_str(jd, "comm", machine_comm(&s->m, smp->pid, smp->tid));
+	json_i64(jd, "pid", smp->pid);
+	json_i64(jd, "tid", smp->tid);
+	json_i64(jd, "cpu", smp->cpu);
+	json_u64(jd, "time_ns", smp->time);
+	json_str(jd, "event", smp->ev->d.name);
+	json_str(jd, "group", smp->ev->d.group);
 	if (smp->ev->kind == EVK_FAULT && smp->ev->tp && smp->raw) {
 		unsigned kinds = fault_kinds(sample_num(smp, "error_code"));
 
-		json_begin_array(&j, "fault_kinds");
+		json_begin_array(jd, "fault_kinds");
 		for (int k = 0; k < FAULT_KINDS; k++)
 			if (kinds >> k & 1)
-				json_str(&j, NULL, fault_kind_names[k]);
-		json_end(&j);
+				json_str(jd, NULL, fault_kind_names[k]);
+		json_end(jd);
 	}
 	if (smp->ev->tp && smp->raw)
-		json_fields(&j, s, smp);
+		json_fields(jd, s, smp);
 	else if (smp->ev->attr.sample_type & PERF_SAMPLE_ADDR)
-		json_u64(&j, "addr", smp->addr);
-	json_u64(&j, "ip", smp->ip);
+		json_u64(jd, "addr", smp->addr);
+	json_u64(jd, "ip", smp->ip);
 	if (o->stacks)
-		cmd_json_frames(&j, "frames", fr, smp->nr_ips ? session_frames(s, smp, fr, 256, 1, 1) : 0, 0);
-	json_end(&j);
+		cmd_json_frames(jd, "frames", fr, smp->nr_ips ? session_frames(s, smp, fr, 256, 1, 1) : 0, 0);
+	json_end(jd);
 }
 
 static int print_sample(struct session *s, struct sample *smp, void *arg)
@@ -171,12 +171,12 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 
 int cmd_events(int argc, char **argv, struct analyze_opts *a)
 {
-	struct events_opts o = { NULL, -1, 1, 0, { 0 } };
+	struct events_opts o = { .pid = -1, .stacks = 1 };
 	const struct opt options[] = {
 		OPT_STRING('e', "event", &o.event, "NAME", "only this event or group (e.g. page-faults, mmap)"),
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),
-		OPT_BOOL(0, "json", &o.json, "one JSON object per event, a line each, instead of text"),
+		OPT_BOOL(0, "json", &o.json, "one JSON object, the events in its array \"events\", instead of text"),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
@@ -191,10 +191,13 @@ int cmd_events(int argc, char **argv, struct analyze_opts *a)
 	if (cmd_open(&s, a->trace, a))
 		return 1;
 	trace_seq_init(&o.seq);
-	if (session_replay(&s, print_sample, &o, err, sizeof(err)))
+	if (o.json)
+		cmd_json_events_begin(&o.doc, s.path);
+	ret = session_replay(&s, print_sample, &o, err, sizeof(err)) ? 1 : 0;
+	if (o.json)
+		cmd_json_events_end(&o.doc);
+	if (ret)
 		msg_error("%s", err);
-	else
-		ret = 0;
 	trace_seq_destroy(&o.seq);
 	return cmd_close(&s, ret);
 }

@@ -23,6 +23,7 @@ struct mmaps {
 	long pid;
 	int stacks, json, lines, nr;
 	unsigned sampled_said;	/* the GROUP/N note, once */
+	struct json doc;	/* --json: one object, its events streamed into its array */
 };
 
 static void prot_str(uint64_t prot, char *out)
@@ -91,26 +92,25 @@ static int on_mmap(struct session *s, const struct memop *op, void *arg)
 		msg_note("'%s' kept one mapping call in %llu (-e mmap/%llu): these are the ones kept", s->path,
 			 (unsigned long long)op->weight, (unsigned long long)op->weight);
 	if (o->json) {
-		struct json j;
+		struct json *jd = &o->doc;
 
-		json_init(&j, stdout);
-		json_begin(&j, NULL);
-		json_double(&j, "time_s", "%.6f", (op->time - s->first_time) / 1e9);
-		json_i64(&j, "pid", op->pid);
-		json_i64(&j, "tid", op->tid);
-		json_str(&j, "comm", machine_comm(&s->m, op->pid, op->tid));
-		json_str(&j, "call", op->kind == MEMOP_MMAP ? "mmap" : "mremap");
-		json_u64(&j, "size", op->len);
-		json_str(&j, "prot", prot);
-		json_str(&j, "flags", flags);
-		json_i64(&j, "fd", (int)op->fd);
-		json_str(&j, "file", file);
-		json_i64(&j, "ret", (long long)op->ret);
-		json_bool(&j, "failed", op->failed);
+		json_begin(jd, NULL);
+		json_double(jd, "time_s", "%.6f", (op->time - s->first_time) / 1e9);
+		json_i64(jd, "pid", op->pid);
+		json_i64(jd, "tid", op->tid);
+		json_str(jd, "comm", machine_comm(&s->m, op->pid, op->tid));
+		json_str(jd, "call", op->kind == MEMOP_MMAP ? "mmap" : "mremap");
+		json_u64(jd, "size", op->len);
+		json_str(jd, "prot", prot);
+		json_str(jd, "flags", flags);
+		json_i64(jd, "fd", (int)op->fd);
+		json_str(jd, "file", file);
+		json_i64(jd, "ret", (long long)op->ret);
+		json_bool(jd, "failed", op->failed);
 		if (op->weight > 1)
-			json_u64(&j, "period", op->weight);
-		stack_json(&j, o, s, op->stack);
-		json_end(&j);
+			json_u64(jd, "period", op->weight);
+		stack_json(jd, o, s, op->stack);
+		json_end(jd);
 		return 0;
 	}
 	if (o->nr == 1)
@@ -136,7 +136,7 @@ int cmd_mmaps(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),
 		OPT_LINES(&o.lines),
-		OPT_BOOL(0, "json", &o.json, "one JSON object per line instead of text"),
+		OPT_BOOL(0, "json", &o.json, "one JSON object, the calls in its array \"events\", instead of text"),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
@@ -150,10 +150,13 @@ int cmd_mmaps(int argc, char **argv, struct analyze_opts *a)
 		return r;
 	if (cmd_open_group(&s, a->trace, a, "mmap", "mmap", NULL))
 		return 1;
+	if (o.json)
+		cmd_json_events_begin(&o.doc, s.path);
 	s.no_unwind = !o.stacks && !o.json;
-	if (memops_replay(&s, on_mmap, &o, err, sizeof(err))) {
+	r = memops_replay(&s, on_mmap, &o, err, sizeof(err));
+	if (o.json)
+		cmd_json_events_end(&o.doc);
+	if (r)
 		msg_error("%s", err);
-		return cmd_close(&s, 1);
-	}
-	return cmd_close(&s, 0);
+	return cmd_close(&s, r ? 1 : 0);
 }

@@ -23,6 +23,7 @@ struct shm {
 	long pid;
 	int stacks, json, lines, nr;
 	struct hashmap pending;	/* tid -> struct shm_call * */
+	struct json doc;	/* --json: one object, its calls streamed into its array */
 };
 
 struct shm_call {
@@ -104,22 +105,21 @@ static int on_shm(struct session *s, struct sample *smp, void *arg)
 	}
 	o->nr++;
 	if (o->json) {
-		struct json j;
+		struct json *jd = &o->doc;
 
-		json_init(&j, stdout);
-		json_begin(&j, NULL);
-		json_double(&j, "time_s", "%.6f", (c->time - s->first_time) / 1e9);
-		json_i64(&j, "pid", smp->pid);
-		json_i64(&j, "tid", smp->tid);
-		json_str(&j, "comm", machine_comm(&s->m, smp->pid, smp->tid));
-		json_str(&j, "call", c->call);
-		json_begin(&j, "args");
+		json_begin(jd, NULL);
+		json_double(jd, "time_s", "%.6f", (c->time - s->first_time) / 1e9);
+		json_i64(jd, "pid", smp->pid);
+		json_i64(jd, "tid", smp->tid);
+		json_str(jd, "comm", machine_comm(&s->m, smp->pid, smp->tid));
+		json_str(jd, "call", c->call);
+		json_begin(jd, "args");
 		for (int i = 0; i < 3 && shm_args[k][i]; i++)
-			json_u64(&j, shm_args[k][i], c->a[i]);
-		json_end(&j);
-		json_i64(&j, "ret", ret);
-		cmd_json_frames(&j, "frames", c->frames, c->nr_frames, o->lines);
-		json_end(&j);
+			json_u64(jd, shm_args[k][i], c->a[i]);
+		json_end(jd);
+		json_i64(jd, "ret", ret);
+		cmd_json_frames(jd, "frames", c->frames, c->nr_frames, o->lines);
+		json_end(jd);
 	} else {
 		char args[256];
 		size_t n = 0;
@@ -160,7 +160,7 @@ int cmd_shm(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),
 		OPT_LINES(&o.lines),
-		OPT_BOOL(0, "json", &o.json, "one JSON object per line instead of text"),
+		OPT_BOOL(0, "json", &o.json, "one JSON object, the calls in its array \"events\", instead of text"),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
@@ -176,10 +176,14 @@ int cmd_shm(int argc, char **argv, struct analyze_opts *a)
 		return 1;
 	hashmap_init(&o.pending, 0);
 	err[0] = 0;
-	if (session_replay(&s, on_shm, &o, err, sizeof(err))) {
-		msg_error("%s", err[0] ? err : "out of memory");
+	if (o.json)
+		cmd_json_events_begin(&o.doc, s.path);
+	if (session_replay(&s, on_shm, &o, err, sizeof(err)))
 		ret = 1;
-	}
+	if (o.json)
+		cmd_json_events_end(&o.doc);
+	if (ret)
+		msg_error("%s", err[0] ? err : "out of memory");
 	hashmap_for_each(&o.pending, slot) free(slot->ptr);
 	hashmap_release(&o.pending);
 	return cmd_close(&s, ret);
