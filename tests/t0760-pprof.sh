@@ -55,6 +55,21 @@ if recording_allowed; then
 		grep "comm:\[loop_leak\] host:\[$(hostname)\]" raw
 	'
 
+	test_expect_success 'inuse holds what leaks holds: libc'"'"'s one-time allocations are left out, and kept on asking' '
+		"$MEMSIGHT" pprof -o sup.pb.gz leak.trace 2>err &&
+		cat err &&
+		grep "inuse leaves out [0-9]* bytes still held that leaks suppresses too" err &&
+		"$MEMSIGHT" leaks --json leak.trace >leaks.json &&
+		held=$(sed -n "s/.*\"leaked_bytes\":\([0-9]*\),.*/\1/p" leaks.json) &&
+		go tool pprof -sample_index=inuse_space -unit=B -top sup.pb.gz >top 2>/dev/null &&
+		cat top &&
+		grep "of ${held}B total" top &&
+		"$MEMSIGHT" pprof --no-default-suppressions -o all.pb.gz leak.trace 2>err &&
+		! grep "leaves out" err &&
+		go tool pprof -sample_index=inuse_space -unit=B -top all.pb.gz >top 2>/dev/null &&
+		! grep "of ${held}B total" top
+	'
+
 	test_expect_success 'two traces merge into one profile, a pid label each' '
 		"$MEMSIGHT" record -q -e malloc -o leak2.trace -- "$SAMPLES/loop_leak" 500 >/dev/null &&
 		"$MEMSIGHT" pprof -o both.pb.gz leak.trace leak2.trace &&

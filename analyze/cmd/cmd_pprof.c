@@ -23,6 +23,7 @@
 #include "../model/allocs.h"
 #include "../model/kallocs.h"
 #include "../model/memops.h"
+#include "../model/suppress.h"
 #include "../model/stacktab.h"
 #include "../stacks/symbols.h"
 #include "../../formats/replace.h"
@@ -35,7 +36,8 @@ static const char usage_text[] =
 	"into one profile; each sample is labelled with host, pid and comm.\n"
 	"\n"
 	"Sample types: malloc and kmem: alloc_objects/count, alloc_space/bytes,\n"
-	"inuse_objects/count, inuse_space/bytes (outstanding at the end);\n"
+	"inuse_objects/count, inuse_space/bytes (outstanding at the end, as leaks\n"
+	"counts them: what it suppresses left out);\n"
 	"faults: faults/count; brk and mmap: calls/count, space/bytes.\n";
 
 /* ---- protobuf --------------------------------------------------------- */
@@ -132,6 +134,8 @@ struct profile {
 	int nr_types;
 	uint64_t first_time, duration;
 	long pid;
+	struct suppress sup;	/* what leaks leaves out, left out of inuse too */
+	uint64_t left_out;	/* bytes still held that it left out */
 };
 
 static uint64_t str_id(struct profile *p, const char *s)
@@ -386,10 +390,17 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 		scale = a.sample;
 		hashmap_for_each(&a.procs, pr) hashmap_for_each((struct hashmap *)pr->ptr, r) {
 			struct alloc_rec *rec = r->ptr;
+			struct frame fr[STACK_MAX_FRAMES];
 			int64_t *v;
 
 			if (!rec->stack || (p->pid >= 0 && rec->pid != p->pid))
 				continue;
+			/* In use as leaks counts it: libc's one-time allocations
+			 * (and --suppress) are no part of it. */
+			if (suppress_match(&p->sup, fr, stack_entry_frames(rec->stack, fr, STACK_MAX_FRAMES))) {
+				p->left_out += alloc_rec_bytes(rec) * a.sample;
+				continue;
+			}
 			if (!(v = hashmap_u64_obj(&inuse, (uintptr_t)rec->stack, 2 * sizeof(*v))))
 				goto oom;
 			v[0] += alloc_rec_count(rec);
@@ -563,8 +574,8 @@ static int opt_event(const struct opt *o, const char *arg, void *ctx)
 int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 {
 	struct profile p = { .pid = -1 };
-	const char *out = NULL, *weight = NULL;
-	int src = -1, ret = 1, dflt = -1;
+	const char *out = NULL, *weight = NULL, *supfile = NULL;
+	int src = -1, ret = 1, dflt = -1, defaults = 1;
 	uint64_t period = 1;
 	const struct opt options[] = {
 		OPT_CALLBACK('e', "event", &src, "EVENT",
@@ -577,6 +588,7 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 			   "(default); for brk and mmap calls or space (default)"),
 		OPT_STRING('o', "output", &out, "FILE", "where the gzipped profile goes (- for standard output)"),
 		OPT_PID(&p.pid),
+		OPT_SUPPRESSIONS(&supfile, &defaults),
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
@@ -601,6 +613,10 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 	/* Before the replay: a file it must not replace fails now. */
 	if (strcmp(out, "-") && replace_check(out, REPLACE_GZIP, "a pprof profile"))
 		return 1;
+	if (suppress_setup(&p.sup, defaults, supfile, err, sizeof(err))) {
+		msg_error("%s", err);
+		return 2;
+	}
 	hashmap_init(&p.strings, 1);
 	hashmap_init(&p.mappings, 1);
 	hashmap_init(&p.functions, 1);
@@ -672,8 +688,13 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 				  "pvalloc|mallocx|rallocx|operator new.*|operator delete.*)"));
 	pb_int(&p.out, PF_DEFAULT_TYPE,
 	       str_id(&p, dflt >= 0 ? sources[src].types[dflt][0] : sources[src].dflt));
+	if (p.left_out)
+		msg_note("inuse leaves out %llu bytes still held that leaks suppresses too (libc's one-time allocations%s; "
+			 "--no-default-suppressions keeps them)",
+			 (unsigned long long)p.left_out, p.sup.nr ? " and --suppress" : "");
 	ret = profile_write(&p, out) ? 1 : 0;
 out:
+	suppress_release(&p.sup);
 	free(p.out.p);
 	free(p.tmp.p);
 	free(p.tmp2.p);
