@@ -82,6 +82,31 @@ int opts_u64(const char *name, const char *arg, uint64_t *out)
 	return 0;
 }
 
+int opts_seconds(const char *s, size_t len, double *out)
+{
+	static const struct {
+		const char *unit;
+		double seconds;
+	} units[] = { { "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60 }, { "h", 3600 } };
+	char buf[64], *end;
+	double v;
+
+	if (!len || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	errno = 0;
+	v = strtod(buf, &end);
+	if (end == buf || errno || !(v >= 0) || v > 1e12)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			*out = v * units[i].seconds;
+			return 0;
+		}
+	return -1;
+}
+
 static int apply(const struct opt *o, const char *arg, void *ctx)
 {
 	char name[64];

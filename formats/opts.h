@@ -66,6 +66,10 @@ int opts_parse(int argc, char **argv, const struct opt *opts, const char *usage,
 void opts_usage(FILE *f, const struct opt *opts, const char *usage);
 /* A non-negative number for option name; reports and returns -1 when not. */
 int opts_u64(const char *name, const char *arg, uint64_t *out);
+/* A duration of len bytes of s: seconds ("10", "0.5"), or with a unit
+ * ("250ms", "30s", "1m", "2h", "100us"), into *out seconds; -1 (nothing
+ * reported) when it is none. */
+int opts_seconds(const char *s, size_t len, double *out);
 
 /*
  * The analyzer's options of stacks and symbols: X(id, long name, argument

@@ -68,12 +68,13 @@ static int opt_pids(const struct opt *o, const char *arg, void *ctx)
 
 static int opt_duration(const struct opt *o, const char *arg, void *ctx)
 {
-	char *end;
-	double v = strtod(arg, &end);
+	double v;
 
 	(void)ctx;
-	if (*end || !(v > 0))
-		return msg_error("invalid duration '%s': give seconds, e.g. -d 10 or -d 0.5", arg);
+	if (opts_seconds(arg, strlen(arg), &v) || !(v > 0))
+		return msg_error("invalid duration '%s': give seconds, or a time with its unit: -d 10, -d 0.5, -d 30s, "
+				 "-d 1m, -d 500ms",
+				 arg);
 	*(double *)o->value = v;
 	return 0;
 }
@@ -271,12 +272,12 @@ static int opt_trigger(const struct opt *o, const char *arg, void *ctx)
 
 static int opt_after(const struct opt *o, const char *arg, void *ctx)
 {
-	char *end;
-	double v = strtod(arg, &end);
+	double v;
 
 	(void)ctx;
-	if (end == arg || *end || !(v >= 0) || v > 3600)
-		return msg_error("invalid --after '%s': give seconds from 0 to 3600, e.g. --after 5", arg);
+	if (opts_seconds(arg, strlen(arg), &v) || v > 3600)
+		return msg_error("invalid --after '%s': give from 0 to 3600 seconds, e.g. --after 5 or --after 500ms",
+				 arg);
 	*(double *)o->value = v;
 	return 0;
 }
@@ -429,7 +430,7 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		OPT_STRING('G', "cgroup", &rc->cgroup, "PATH",
 			   "with -a: only the processes of this cgroup and those\nbelow it (a container's), v1 or v2"),
 		OPT_STRING('o', "output", &rc->output, "FILE", "trace file to write (default: memsight.trace)"),
-		OPT_CALLBACK('d', "duration", &rc->duration, "SECONDS", "stop after SECONDS", opt_duration),
+		OPT_CALLBACK('d', "duration", &rc->duration, "TIME", "stop after TIME: seconds, or with a unit (30s, 1m, 500ms)", opt_duration),
 		OPT_CALLBACK('g', "call-graph", NULL, "MODE",
 			     "dwarf[,SIZE] (default): kernel callchain, user registers\n"
 			     "  and SIZE bytes of user stack (default 8192), unwound\n"

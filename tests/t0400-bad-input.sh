@@ -32,6 +32,10 @@ test_expect_success 'no target' '
 test_expect_success 'bad option values' '
 	test_must_fail "$MEMSIGHT" record -d soon -- true 2>err &&
 	test_one_line err && grep "invalid duration .soon." err &&
+	for d in 1m5 5x -1s ""; do
+		test_must_fail "$MEMSIGHT" record -d "$d" -- true 2>err &&
+		test_one_line err && grep "invalid duration" err || return 1
+	done &&
 	test_must_fail "$MEMSIGHT" record -m 1000 -- true 2>err &&
 	test_one_line err && grep "power of two" err &&
 	test_must_fail "$MEMSIGHT" record -g lbr -- true 2>err &&

@@ -86,7 +86,7 @@ test_expect_success 'a command killed by a signal: said so, in info and in the e
 	"$MEMSIGHT" info killed.trace | grep "^command:     killed by SIGKILL, " &&
 	{ "$MEMSIGHT" record -q -o three.trace -- sh -c "exit 3"; test $? = 3; } &&
 	"$MEMSIGHT" info three.trace | grep "^command:     exit status 3, " &&
-	"$MEMSIGHT" record -q -d 0.3 -o ended.trace -- sleep 10 &&
+	"$MEMSIGHT" record -q -d 300ms -o ended.trace -- sleep 10 &&
 	"$MEMSIGHT" info ended.trace | grep "^command:     killed by SIGTERM (at the end of the recording), "
 '
 

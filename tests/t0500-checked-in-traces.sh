@@ -97,6 +97,23 @@ test_expect_success 'functions: self and total per function, as the folded stack
 	grep "{\"function\":\"read_in_chunks\",\"object\":\"xor_encoder\",\"kernel\":false,\"self\":2048,\"total\":2064}" fn.json
 '
 
+test_expect_success '--time, --comm, --pid and --tid choose the events every view counts; a choice of none says so' '
+	"$MEMSIGHT" faults --time 0,5ms "$T" >early 2>/dev/null &&
+	"$MEMSIGHT" faults --time 0.005, "$T" >late 2>/dev/null &&
+	e=$(sed -n "1s/.*: \([0-9]*\) page faults.*/\1/p" early) &&
+	l=$(sed -n "1s/.*: \([0-9]*\) page faults.*/\1/p" late) &&
+	echo "early $e, late $l" &&
+	test "$e" -gt 0 && test "$l" -gt 0 && test $((e + l)) = 4169 &&
+	"$MEMSIGHT" folded --time 0.005, "$T" 2>/dev/null | awk "{ s += \$NF } END { exit s != $l }" &&
+	pid=$("$MEMSIGHT" events -G -e brk "$T" 2>/dev/null | sed -n "1s/.* \([0-9]*\)\/[0-9]* .*/\1/p") &&
+	"$MEMSIGHT" faults --comm xor_encoder --pid 1,$pid --tid $pid "$T" 2>/dev/null | grep "^# memsight faults of .*: 4169 page faults" &&
+	"$MEMSIGHT" faults --comm nosuch "$T" >none 2>err &&
+	cat err && test_one_line err &&
+	grep "none of the 4319 events of .* is of the processes, threads, names or time asked for" err &&
+	test_must_fail "$MEMSIGHT" faults --time 3,1 "$T" 2>err && test_one_line err &&
+	test_must_fail "$MEMSIGHT" faults --pid x "$T" 2>err && test_one_line err
+'
+
 test_expect_success 'events: one header line per sample, stacks follow' '
 	"$MEMSIGHT" events $D "$T" >events &&
 	test $(grep -c "^ *[^ 	].* [0-9]*/[0-9]* *\[[0-9]*\] [0-9]*\.[0-9]*: " events) = 4319 &&

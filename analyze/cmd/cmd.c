@@ -17,14 +17,99 @@
 #include "../model/memops.h"
 #include "../stacks/unwind.h"
 
+/* PID[,PID...] into v (n of them so far), at most ANALYZE_MAX_SELECT. */
+static int id_list(const char *opt, const char *arg, int *v, int *n)
+{
+	char buf[32];
+
+	for (const char *p = arg;; p++) {
+		size_t l = strcspn(p, ",");
+		uint64_t id;
+
+		if (!l || l >= sizeof(buf))
+			return msg_error("%s '%s': give numbers, comma-separated (%s 123,456)", opt, arg, opt);
+		memcpy(buf, p, l);
+		buf[l] = 0;
+		if (opts_u64(opt, buf, &id))
+			return -1;
+		if (id > INT32_MAX)
+			return msg_error("%s %s is no process or thread id", opt, buf);
+		if (*n == ANALYZE_MAX_SELECT)
+			return msg_error("%s: at most %d", opt, ANALYZE_MAX_SELECT);
+		v[(*n)++] = (int)id;
+		p += l;
+		if (!*p)
+			return 0;
+	}
+}
+
 int cmd_opt_pid(const struct opt *o, const char *arg, void *ctx)
 {
-	uint64_t v;
+	struct analyze_opts *a = ctx;
 
-	(void)ctx;
-	if (opts_u64("--pid", arg, &v))
+	if (id_list("--pid", arg, a->pids, &a->nr_pids))
 		return -1;
-	*(long *)o->value = (long)v;
+	/* The replay keeps only these processes' samples; a command that
+	 * names its one process still has it. */
+	if (o->value)
+		*(long *)o->value = a->nr_pids == 1 ? a->pids[0] : -1;
+	return 0;
+}
+
+int cmd_opt_tid(const struct opt *o, const char *arg, void *ctx)
+{
+	struct analyze_opts *a = ctx;
+
+	(void)o;
+	return id_list("--tid", arg, a->tids, &a->nr_tids);
+}
+
+int cmd_opt_comm(const struct opt *o, const char *arg, void *ctx)
+{
+	struct analyze_opts *a = ctx;
+
+	(void)o;
+	for (const char *p = arg;; p++) {
+		size_t l = strcspn(p, ",");
+
+		if (!l)
+			return msg_error("--comm '%s': give names, comma-separated (--comm nginx,redis-server)", arg);
+		if (a->nr_comms == ANALYZE_MAX_SELECT)
+			return msg_error("--comm: at most %d names", ANALYZE_MAX_SELECT);
+		/* The kernel keeps 15 bytes of a name. */
+		snprintf(a->comms[a->nr_comms++], sizeof(a->comms[0]), "%.*s", (int)(l < 15 ? l : 15), p);
+		p += l;
+		if (!*p)
+			return 0;
+	}
+}
+
+/* A time from the trace's start, in ns; -1 when it is none. */
+static int time_parse(const char *s, size_t len, uint64_t *ns)
+{
+	double v;
+
+	if (opts_seconds(s, len, &v))
+		return -1;
+	*ns = (uint64_t)(v * 1e9);
+	return 0;
+}
+
+int cmd_opt_time(const struct opt *o, const char *arg, void *ctx)
+{
+	struct analyze_opts *a = ctx;
+	const char *comma = strchr(arg, ',');
+	size_t l1 = comma ? (size_t)(comma - arg) : strlen(arg);
+
+	(void)o;
+	a->time_from = 0;
+	a->time_to = 0;
+	if (!comma || (l1 && time_parse(arg, l1, &a->time_from)) ||
+	    (comma[1] && time_parse(comma + 1, strlen(comma + 1), &a->time_to)) ||
+	    (a->time_to && a->time_to <= a->time_from))
+		return msg_error("--time '%s': give START,END in seconds from the trace's first event, either one may be "
+				 "left out (--time 1.5,3, --time 10s, --time ,500ms)",
+				 arg);
 	return 0;
 }
 

@@ -34,7 +34,10 @@ int cmd_opt_pid(const struct opt *o, const char *arg, void *ctx);
  * analyze_opts that is cmd_parse's ctx. */
 int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx);
 
-#define OPT_PID(v) OPT_CALLBACK(0, "pid", v, "PID", "only this process", cmd_opt_pid)
+#define OPT_PID(v) OPT_CALLBACK(0, "pid", v, "PID", "only these processes (comma-separated)", cmd_opt_pid)
+int cmd_opt_tid(const struct opt *o, const char *arg, void *ctx);
+int cmd_opt_comm(const struct opt *o, const char *arg, void *ctx);
+int cmd_opt_time(const struct opt *o, const char *arg, void *ctx);
 /* --fault-type KIND, repeatable, into an unsigned of enum fault_kind bits. */
 #define OPT_FAULT_TYPE(v)                                                                               \
 	OPT_CALLBACK(0, "fault-type", v, "KIND",                                                        \
@@ -70,7 +73,23 @@ int cmd_opt_input(const struct opt *o, const char *arg, void *ctx);
 int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
 /* In a command's table: the options that choose the samples it counts,
  * under their heading, into the struct analyze_opts given to cmd_parse. */
-#define OPT_SAMPLES                                                                                     	OPT_GROUP("which samples:"),                                                                    	OPT_CALLBACK(0, "cgroup", NULL, "PATH",                                                         		     "only the processes of this cgroup and those below it (a\n"                        		     "container's), in a recording with -a: its directory, or\n"                        		     "its path below the cgroup hierarchy's root",                                       		     cmd_opt_cgroup)
+#define OPT_SAMPLES                                                                                     \
+	OPT_GROUP("which samples:"),                                                                    \
+	OPT_CALLBACK(0, "cgroup", NULL, "PATH",                                                         \
+		     "only the processes of this cgroup and those below it (a\n"                        \
+		     "container's), in a recording with -a: its directory, or\n"                        \
+		     "its path below the cgroup hierarchy's root",                                       \
+		     cmd_opt_cgroup),                                                                    \
+	OPT_CALLBACK(0, "tid", NULL, "TID", "only these threads (comma-separated)", cmd_opt_tid),       \
+	OPT_CALLBACK(0, "comm", NULL, "NAME",                                                           \
+		     "only the processes of these names (comma-separated), as\n"                       \
+		     "the kernel names them at each event",                                              \
+		     cmd_opt_comm),                                                                      \
+	OPT_CALLBACK(0, "time", NULL, "START,END",                                                       \
+		     "only the events of this window, in seconds from the trace's\n"                    \
+		     "first (1.5,3; 2s,; ,500ms): what a command counts, pairs or\n"                    \
+		     "holds is what happened in it",                                                     \
+		     cmd_opt_time)
 /* In a command's table: the options of stacks and symbols, under their
  * heading, into the struct analyze_opts given to cmd_parse. */
 #define OPT_STACKS OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(CMD_STACK_OPT)

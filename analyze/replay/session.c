@@ -771,6 +771,7 @@ struct replay_state {
 	session_sample_fn fn;
 	void *arg;
 	uint64_t bad;
+	uint64_t unselected;	/* samples --pid, --tid, --comm or --time left out */
 };
 
 /* The kernel's vDSO, when the recorder embedded the image (it has no
@@ -1001,6 +1002,38 @@ void session_report_unwind(struct session *s)
 				(unsigned long long)unwind_stats(s->uw)->need_kib[i]);
 }
 
+/* --pid, --tid, --comm and --time: whether a sample is one the command
+ * asked for. */
+static int sample_selected(struct session *s, const struct sample *smp)
+{
+	const struct analyze_opts *o = &s->o;
+	int in = !o->nr_pids;
+
+	for (int i = 0; i < o->nr_pids && !in; i++)
+		in = (int)smp->pid == o->pids[i];
+	if (!in)
+		return 0;
+	in = !o->nr_tids;
+	for (int i = 0; i < o->nr_tids && !in; i++)
+		in = (int)smp->tid == o->tids[i];
+	if (!in)
+		return 0;
+	if (o->nr_comms) {
+		const char *comm = machine_comm(&s->m, smp->pid, smp->tid);
+
+		in = 0;
+		for (int i = 0; i < o->nr_comms && !in; i++)
+			in = comm && !strcmp(comm, o->comms[i]);
+		if (!in)
+			return 0;
+	}
+	if (o->time_from && smp->time - s->first_time < o->time_from)
+		return 0;
+	if (o->time_to && smp->time - s->first_time > o->time_to)
+		return 0;
+	return 1;
+}
+
 static int on_record(const void *data, size_t len, uint32_t stream, uint64_t time, void *arg)
 {
 	struct replay_state *st = arg;
@@ -1033,6 +1066,10 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 		}
 		if (s->cgroup_want && !cgroup_under(session_cgroup_path(s, smp.cgroup), s->cgroup_want))
 			return 0;
+		if (!sample_selected(s, &smp)) {
+			st->unselected++;
+			return 0;
+		}
 		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && smp.ev->attr.exclude_callchain_user &&
 		    !s->no_unwind) {
 			sample_unwind(s, &smp);
@@ -1100,7 +1137,7 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 
 int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen)
 {
-	struct replay_state st = { s, fn, arg, 0 };
+	struct replay_state st = { s, fn, arg, 0, 0 };
 	struct trace_handler h = { .record = on_record };
 	int r;
 
@@ -1117,6 +1154,12 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	if (st.bad)
 		msg_warn("%llu samples in '%s' could not be decoded and were skipped",
 			(unsigned long long)st.bad, s->path);
+	/* A selection that matched nothing says so, rather than pass for an
+	 * empty trace. */
+	if (!r && !s->nr_samples && st.unselected && !s->selection_said++)
+		msg_warn("none of the %llu events of '%s' is of the processes, threads, names or time asked for "
+			 "(--pid, --tid, --comm, --time): memsight report lists its processes",
+			 (unsigned long long)st.unselected, s->path);
 	return r;
 }
 

@@ -139,6 +139,14 @@ struct analyze_opts {
 	int unwind_stats;	/* say how much stack dump complete stacks needed */
 	int unwind_check;	/* check the cached unwind rules against libdw's walk */
 	const char *cgroup;	/* --cgroup: only the samples of this cgroup and those below it */
+	/* --pid, --tid, --comm: only the samples of these (none given: all);
+	 * --time: of this window, in ns from the first sample (end 0: on). */
+#define ANALYZE_MAX_SELECT 64
+	int pids[ANALYZE_MAX_SELECT], nr_pids;
+	int tids[ANALYZE_MAX_SELECT], nr_tids;
+	char comms[ANALYZE_MAX_SELECT][16];
+	int nr_comms;
+	uint64_t time_from, time_to;
 	const char *trace;	/* the trace a command reads: FILE, -i FILE, or ./memsight.trace */
 #define ANALYZE_MAX_DEBUG_DIRS 16
 	const char *debug_dirs[ANALYZE_MAX_DEBUG_DIRS]; /* sym.debug_dirs points here */
@@ -156,6 +164,7 @@ struct session {
 	char *buildids;
 	size_t buildids_len;
 	char *probes;		/* META probes: "pid\tlate_ns\tpath\n", allocators probed while recording */
+	unsigned selection_said; /* that --pid, --comm, ... matched nothing, said once */
 	size_t probes_len;
 	char *snapshot;		/* TRACE_META_SNAPSHOT: the trigger that cut this window */
 	size_t snapshot_len;
