@@ -175,6 +175,7 @@ struct trace_writer {
 	size_t nr_index, index_alloc;
 	uint64_t last_index_offset;
 	uint64_t nr_chunks, nr_records, lost;
+	uint64_t data_stored;	/* bytes of DATA chunks written, headers included */
 	uint64_t first_time, last_time;
 	size_t reserve;		/* bytes kept allocated past the end (trace_writer_reserve) */
 	int full;		/* the reserve could not be kept: the disk is full */

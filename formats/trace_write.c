@@ -300,6 +300,8 @@ static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type ty
 	if (writer_out(w, h, sizeof(h), payload, plen))
 		return w->err;
 	w->nr_chunks++;
+	if (type == TRACE_CHUNK_DATA)
+		w->data_stored += sizeof(h) + plen;
 	if (w->ring_start) {
 		w->seg_used += sizeof(h) + plen;
 		w->ring_bytes += sizeof(h) + plen;

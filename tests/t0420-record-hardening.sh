@@ -76,7 +76,7 @@ test_expect_success 'exec through a wrapper: the shell blocks are released by th
 	"$MEMSIGHT" record -q -e malloc -o execm.trace -- sh -c "exec $S/loop_leak 50" >/dev/null &&
 	"$MEMSIGHT" leaks execm.trace >leaks &&
 	cat leaks &&
-	grep "^# memsight leaks of .execm.trace.: 200 bytes in 50 allocations outstanding from 1 stacks$" leaks &&
+	grep "^# memsight leaks of .execm.trace.: 200 bytes in 50 allocations outstanding from 1 stack$" leaks &&
 	grep "^# [0-9]* allocations made before an exec were released by it" leaks
 '
 

@@ -83,7 +83,7 @@ test_expect_success 'libc time-zone data and setenv copies are suppressed; the p
 	"$MEMSIGHT" record -q -e malloc -o tz.trace -- "$S/alloc_zoo" tz 5 >truth &&
 	"$MEMSIGHT" leaks tz.trace >leaks &&
 	cat leaks &&
-	grep "^# memsight leaks of .tz.trace.: $(truth_bytes truth tz_leak) bytes in 5 allocations outstanding from 1 stacks$" leaks &&
+	grep "^# memsight leaks of .tz.trace.: $(truth_bytes truth tz_leak) bytes in 5 allocations outstanding from 1 stack$" leaks &&
 	grep -A4 "^$(truth_bytes truth tz_leak) bytes in 5 allocations from stack" leaks | grep "^		tz_leak+0x" &&
 	"$MEMSIGHT" leaks --no-default-suppressions tz.trace >all &&
 	grep "__tzstring_len+0x" all && grep "__add_to_environ+0x" all
@@ -181,7 +181,7 @@ if [ -n "$JEMALLOC" ]; then
 		grep "^memsight record: malloc: $JE_HOW" err &&
 		"$MEMSIGHT" leaks je.trace >leaks &&
 		cat leaks &&
-		grep "^# memsight leaks of .je.trace.: 400 bytes in 100 allocations outstanding from 1 stacks$" leaks &&
+		grep "^# memsight leaks of .je.trace.: 400 bytes in 100 allocations outstanding from 1 stack$" leaks &&
 		grep -A4 "^400 bytes in 100 allocations from stack" leaks >stack &&
 		sed -n 3p stack | grep "^		malloc$JE_AT$" &&
 		sed -n 4p stack | grep "^		leak+0x"

@@ -44,7 +44,7 @@ test_expect_success 'a program whose own allocator emits otel_memory probes: exa
 	grep "^usdt_alloc: pool left 24000 bytes in 500 allocations from make_record$" truth &&
 	grep "malloc: and the otel_memory probes of .*usdt_alloc$" err &&
 	"$MEMSIGHT" leaks own.trace >leaks 2>leaks.err &&
-	grep "^# memsight leaks of .own.trace.: 24000 bytes in 500 allocations outstanding from 1 stacks$" leaks &&
+	grep "^# memsight leaks of .own.trace.: 24000 bytes in 500 allocations outstanding from 1 stack$" leaks &&
 	leak_is leaks 24000 500 "pool_alloc+0x" "make_record+0x" "main+0x" ||
 	{ cat leaks.err; "$MEMSIGHT" info own.trace; false; }
 '
@@ -69,7 +69,7 @@ for a in jemalloc mimalloc; do
 			grep "^loop_leak: 1000 allocations of 4 bytes from leak(), 4000 bytes leaked$" truth &&
 			"$MEMSIGHT" leaks $a-$how.trace >leaks &&
 			cat leaks &&
-			grep "^# memsight leaks of .$a-$how.trace.: 4000 bytes in 1000 allocations outstanding from 1 stacks$" leaks &&
+			grep "^# memsight leaks of .$a-$how.trace.: 4000 bytes in 1000 allocations outstanding from 1 stack$" leaks &&
 			leak_is leaks 4000 1000 "malloc+0x[0-9a-f]* \[libmemsight-sample.so\]$" "leak+0x" "someFunc+0x" "main+0x" &&
 			"$MEMSIGHT" mmaps $a-$how.trace >maps &&
 			grep -q "loop_leak.*lib$a" maps

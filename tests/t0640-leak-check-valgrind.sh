@@ -87,7 +87,7 @@ done
 test_expect_success 'a definitely lost block carries the indirect ones it holds, in text and JSON' '
 	"$MEMSIGHT" leaks O2-tree.trace >leaks &&
 	"$MEMSIGHT" leaks --json O2-tree.trace >leaks.json &&
-	grep "^560 (48 direct, 512 indirect) bytes in 1 allocations from stack (pid [0-9]* lc-O2): definitely lost$" leaks &&
+	grep "^560 (48 direct, 512 indirect) bytes in 1 allocation from stack (pid [0-9]* lc-O2): definitely lost$" leaks &&
 	grep "^	holding, indirectly lost: " leaks >held &&
 	printf "\tholding, indirectly lost: %s bytes in 4 allocations from stack\n" 256 128 128 >want.held &&
 	test_cmp want.held held &&

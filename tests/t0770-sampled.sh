@@ -15,7 +15,7 @@ LIB=$BUILD/libmemsight-sample.so
 record() { "$MEMSIGHT" record -q -e malloc "$@"; }
 # The estimated bytes of the stack whose frames include function F.
 est_bytes() {
-	awk -v f="$2" '/^~?[0-9]+ bytes in [0-9]+ allocations from stack/ { b = $1; sub(/^~/, "", b) }
+	awk -v f="$2" '/^~?[0-9]+ bytes in [0-9]+ allocations? from stack/ { b = $1; sub(/^~/, "", b) }
 		$1 ~ "^" f "\\+0x" { print b; exit }' "$1"
 }
 
@@ -64,7 +64,7 @@ test_expect_success 'at one byte, realloc chains are exact' '
 	grep -A4 "^~65536 bytes in 64 allocations from stack" leaks >stack &&
 	sed -n 3p stack | grep "^		realloc+0x[0-9a-f]* \[libmemsight-sample.so\]$" &&
 	sed -n 4p stack | grep "^		grow_chain+0x" &&
-	grep "from 1 stacks (ESTIMATE)$" leaks
+	grep "from 1 stack (ESTIMATE)$" leaks
 '
 
 test_expect_success 'at one byte, posix_memalign and aligned_alloc are exact' '

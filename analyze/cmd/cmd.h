@@ -113,6 +113,11 @@ int cmd_open_group(struct session *s, const char *path, const struct analyze_opt
 int cmd_close(struct session *s, int ret);
 
 /* v as "N B" or with a binary unit ("1.5 MiB") in buf; returns buf. */
+/* "s" after a count of n, or "" when n is one. */
+static inline const char *cmd_s(unsigned long long n)
+{
+	return n == 1 ? "" : "s";
+}
 const char *fmt_bytes(uint64_t v, char *buf, size_t len);
 /* What part of a flight recording the file holds (a ring, or a snapshot
  * of one: its trigger, what was overwritten before its window), "" for a

@@ -277,6 +277,9 @@ static void print_text(const struct session *s, const struct faults *f, const st
 		       (unsigned long long)f->period, (unsigned long long)f->period, (unsigned long long)f->period);
 	if (!f->kinds && f->total)
 		printf("# no fault kinds: recorded with the page-faults software event\n");
+	else if (f->total)
+		printf("# kinds: each fault is a read, a write or an exec; cow (a write to a present page) and kernel (the "
+		       "kernel touching user memory) are among those, counted again\n");
 	printf("\n%10s %8s", "FAULTS", "MAJOR");
 	kinds_text(f, NULL);
 	printf("  %-6s %s\n", "TYPE", "MAPPING");

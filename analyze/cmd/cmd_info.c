@@ -105,7 +105,11 @@ static void print_recording(struct session *s)
 			printf(" (%.1f%% of %llu words kept)", 100.0 * kept / words, (unsigned long long)words);
 		printf("\n");
 	}
-	if (s->last_time > s->first_time)
+	if (session_stat(s, "duration_ns", -1) >= 0 && !(s->r.file_flags & (TRACE_FILE_RING | TRACE_FILE_WINDOW)))
+		printf("duration:    %.3f s of recording, %.3f s of it between the first and the last sample\n",
+		       session_stat(s, "duration_ns", 0) / 1e9,
+		       s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0);
+	else if (s->last_time > s->first_time)
 		printf("duration:    %.3f s of samples%s\n", (s->last_time - s->first_time) / 1e9,
 		       s->r.file_flags & (TRACE_FILE_RING | TRACE_FILE_WINDOW) ? ", the window" : "");
 	printf("samples:     %llu\n", (unsigned long long)s->nr_samples);

@@ -255,9 +255,9 @@ static void kleaks_text(const struct kleaks *l, const struct session *s)
 {
 	const struct kallocs *k = &l->k;
 
-	printf("# memsight leaks --kernel of '%s': %llu bytes in %llu allocations outstanding from %zu stacks%s\n",
-	       s->path, (unsigned long long)l->total, (unsigned long long)l->count, l->nv,
-	       k->period > 1 ? " (ESTIMATE)" : "");
+	printf("# memsight leaks --kernel of '%s': %llu bytes in %llu allocation%s outstanding from %zu stack%s%s\n",
+	       s->path, (unsigned long long)l->total, (unsigned long long)l->count, cmd_s(l->count), l->nv,
+	       cmd_s(l->nv), k->period > 1 ? " (ESTIMATE)" : "");
 	if (k->period > 1)
 		printf("# sampled recording (kmem/%llu): allocations and frees are sampled apart, so pairs are "
 		       "missed; counts scaled by %llu\n",
@@ -629,9 +629,10 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 
 	for (size_t i = 0; i < l->nv; i++)
 		lost_stacks += l->v[i]->reach != REACH_REACHABLE;
-	printf("# memsight leaks of '%s': %llu bytes in %llu allocations %s from %zu stacks%s\n", s->path,
+	printf("# memsight leaks of '%s': %llu bytes in %llu allocation%s %s from %zu stack%s%s\n", s->path,
 	       (unsigned long long)l->leak_bytes, (unsigned long long)l->leak_count * a->sample,
-	       rst->processes ? "lost" : "outstanding", rst->processes ? lost_stacks : l->nv,
+	       cmd_s(l->leak_count * a->sample), rst->processes ? "lost" : "outstanding",
+	       rst->processes ? lost_stacks : l->nv, cmd_s(rst->processes ? lost_stacks : l->nv),
 	       a->sample > 1 || a->rate ? " (ESTIMATE)" : "");
 	if (a->sample > 1)
 		printf("# sampled recording (-s %u): bytes and counts are estimates, scaled by %u\n", a->sample, a->sample);
@@ -667,10 +668,11 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 	leaks_text_unseen(a);
 	leaks_text_late(a);
 	if (l->sup_groups)
-		printf("# suppressed: %llu bytes in %llu allocations from %llu stacks (libc's one-time "
+		printf("# suppressed: %llu bytes in %llu allocation%s from %llu stack%s (libc's one-time "
 		       "allocations%s; --no-default-suppressions shows them)\n",
 		       (unsigned long long)l->sup_bytes, (unsigned long long)l->sup_count * a->sample,
-		       (unsigned long long)l->sup_groups, l->o->supfile ? " and --suppress" : "");
+		       cmd_s(l->sup_count * a->sample), (unsigned long long)l->sup_groups, cmd_s(l->sup_groups),
+		       l->o->supfile ? " and --suppress" : "");
 }
 
 /* What the allocations and frees themselves say about the figures. */
@@ -709,15 +711,20 @@ static void leaks_text_group(const struct leaks *l, const struct group *g)
 	char sz[32];
 
 	if (g->reach == REACH_LOST && g->indirect_bytes)
-		printf("\n%s%llu (%llu direct, %llu indirect) bytes in %llu allocations from stack (pid %d %s): %s\n",
+		printf("\n%s%llu (%llu direct, %llu indirect) bytes in %llu allocation%s from stack (pid %d %s): %s\n",
 		       sample > 1 || l->a.rate ? "~" : "", (unsigned long long)(g->bytes + g->indirect_bytes),
 		       (unsigned long long)g->bytes, (unsigned long long)g->indirect_bytes,
-		       (unsigned long long)g->count * sample, g->pid, g->comm, reach_kind_names[g->reach]);
+		       (unsigned long long)g->count * sample, cmd_s((unsigned long long)g->count * sample), g->pid, g->comm,
+		       reach_kind_names[g->reach]);
 	else
-		printf("\n%s%llu bytes in %llu allocations from stack (pid %d %s)%s%s\n", sample > 1 || l->a.rate ? "~" : "",
-		       (unsigned long long)g->bytes, (unsigned long long)g->count * sample, g->pid, g->comm,
-		       g->reach ? ": " : "", g->reach ? reach_kind_names[g->reach] : "");
-	if (l->dur >= LEAKS_GROWTH_MIN_S)
+		printf("\n%s%llu bytes in %llu allocation%s from stack (pid %d %s)%s%s\n", sample > 1 || l->a.rate ? "~" : "",
+		       (unsigned long long)g->bytes, (unsigned long long)g->count * sample,
+		       cmd_s((unsigned long long)g->count * sample), g->pid, g->comm, g->reach ? ": " : "",
+		       g->reach ? reach_kind_names[g->reach] : "");
+	/* One allocation grows nothing: it was made, once. */
+	if (g->count == 1)
+		printf("\tmade +%.3fs of %.3fs, once\n", (g->first - l->start) / 1e9, l->dur);
+	else if (l->dur >= LEAKS_GROWTH_MIN_S)
 		printf("\tmade +%.3fs..+%.3fs of %.3fs; %s %s/s over the last half\n", (g->first - l->start) / 1e9,
 		       (g->last - l->start) / 1e9, l->dur, g->growth > 0 ? "growing" : "not growing",
 		       fmt_bytes((uint64_t)g->growth, sz, sizeof(sz)));
@@ -733,8 +740,9 @@ static void leaks_text_group(const struct leaks *l, const struct group *g)
 	for (size_t i = 0; i < g->nr_held; i++) {
 		const struct held *h = &g->held[i];
 
-		printf("\tholding, indirectly lost: %llu bytes in %llu allocations from stack\n",
-		       (unsigned long long)h->bytes * sample, (unsigned long long)h->count * sample);
+		printf("\tholding, indirectly lost: %llu bytes in %llu allocation%s from stack\n",
+		       (unsigned long long)h->bytes * sample, (unsigned long long)h->count * sample,
+		       cmd_s((unsigned long long)h->count * sample));
 		if (h->g->stack)
 			print_stack(h->g->stack, l->o->lines, "\t\t\t");
 	}

@@ -543,9 +543,18 @@ static void print_report(struct report *r, struct session *s)
 	printf("# memsight report of '%s'\n", s->path);
 	printf("# recorded by: %s\n", session_host(s, "command", hb, sizeof(hb), "?"));
 	s->loss_said = 1;
-	printf("# %llu samples over %.3f s, %llu lost\n", (unsigned long long)s->nr_samples,
-	       s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0,
-	       (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records));
+	/* The recording's own length: its samples may span less of it, or
+	 * none. A window of a ring is as long as its samples. */
+	{
+		long long rec = s->r.file_flags & (TRACE_FILE_RING | TRACE_FILE_WINDOW) ? -1
+											   : session_stat(s, "duration_ns", -1);
+		double span = s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0;
+
+		printf("# %llu sample%s in %.3f s%s, %llu lost\n", (unsigned long long)s->nr_samples,
+		       s->nr_samples == 1 ? "" : "s", rec >= 0 ? rec / 1e9 : span,
+		       rec >= 0 ? " of recording" : " of samples",
+		       (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records));
+	}
 
 	if (r->have_brk) {
 		printf("\n== brk: heap growth ==\n\n");
@@ -596,7 +605,7 @@ static void print_report(struct report *r, struct session *s)
 				[FAULT_KERNEL] = "by the kernel on user memory: read(), recv(), copy_to_user",
 			};
 
-			printf("\nby kind:\n");
+			printf("\nby kind (read, write and exec add up to the faults; cow and kernel are among them):\n");
 			for (int k = 0; k < FAULT_KINDS; k++)
 				printf("  %10llu %-7s %s\n", (unsigned long long)r->fault_kinds[k], fault_kind_names[k],
 				       what[k]);

@@ -373,9 +373,16 @@ void rec_summary(struct recorder *rc)
 		lost += rc->rings[c].lost;
 	if (rc->quiet && !lost && !unwritten)
 		return;
-	msg_note("%llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes/record)",
-		(unsigned long long)written, secs, bytes / 1048576.0, rc->output,
-		written ? (double)bytes / written : 0.0);
+	/* Bytes a record: of the records' own chunks, not of the objects
+	 * and symbols the trace carries beside them. */
+	if (secs < 1)
+		msg_note("%llu records in %.0f ms, %.2f MiB written to '%s' (%.1f bytes a record)",
+			 (unsigned long long)written, secs * 1e3, bytes / 1048576.0, rc->output,
+			 written ? (double)rc->w.data_stored / written : 0.0);
+	else
+		msg_note("%llu records in %.2f s, %.2f MiB written to '%s' (%.1f bytes a record)",
+			 (unsigned long long)written, secs, bytes / 1048576.0, rc->output,
+			 written ? (double)rc->w.data_stored / written : 0.0);
 	/* Records that never reached the file are lost as surely as those
 	 * the kernel dropped: never "0 lost" then. */
 	if (unwritten)
