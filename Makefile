@@ -61,6 +61,7 @@ FORMATS_SRC := \
 	formats/replace.c \
 	formats/sibling.c \
 	formats/stackdump.c \
+	formats/suggest.c \
 	formats/trace.c \
 	formats/trace_merge.c \
 	formats/trace_read.c \
@@ -147,7 +148,8 @@ FLAMEGRAPH_SRC := \
 	formats/msg.c \
 	formats/opts.c \
 	formats/replace.c \
-	formats/sibling.c
+	formats/sibling.c \
+	formats/suggest.c
 
 TOOL_SRC := \
 	tests/helper/test-tool.c \
@@ -211,7 +213,7 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/memsight: $(call obj,memsight.c formats/sibling.c)
+$(B)/memsight: $(call obj,memsight.c formats/sibling.c formats/suggest.c)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 

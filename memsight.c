@@ -14,6 +14,7 @@
 
 #include "analyze/commands.h"
 #include "formats/sibling.h"
+#include "formats/suggest.h"
 
 static const struct command {
 	const char *name, *program, *summary;
@@ -124,6 +125,15 @@ int main(int argc, char **argv)
 		memcpy(args + 1, argv + 1, argc * sizeof(*args));
 		run(c->program, args);
 	}
-	fprintf(stderr, "memsight: '%s' is not a memsight command; see 'memsight -h'\n", argv[1]);
+	{
+		const char *names[NR_COMMANDS + 1], *near;
+
+		for (size_t i = 0; i < NR_COMMANDS; i++)
+			names[i] = commands[i].name;
+		names[NR_COMMANDS] = "help";
+		near = suggest_closest(argv[1], names, NR_COMMANDS + 1);
+		fprintf(stderr, "memsight: '%s' is not a memsight command%s%s%s; see 'memsight -h'\n", argv[1],
+			near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+	}
 	return 2;
 }

@@ -3,6 +3,7 @@
  * printed as help.
  */
 #include "opts.h"
+#include "suggest.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -128,15 +129,29 @@ static int apply(const struct opt *o, const char *arg, void *ctx)
 	}
 }
 
-/* getopt_long's own messages name argv[0]; ours name the command. */
-static int bad_option(char **argv, int c)
+/* getopt_long's own messages name argv[0]; ours name the command, and
+ * for a long option mistyped, the one it likely was. */
+static int bad_option(char **argv, int c, const struct option *longopts, size_t nl)
 {
-	const char *arg = argv[optind - 1];
+	const char *arg = argv[optind - 1], *names[MAX_OPTS + 2], *near = NULL;
+	char word[64];
 
-	if (c == ':')
+	if (c == ':') {
 		msg_error("option '%s' needs a value; see '%s -h'", arg, msg_who());
-	else if (optopt && optopt < 256 && arg[0] == '-' && arg[1] != '-')
+		return 2;
+	}
+	if (optopt && optopt < 256 && arg[0] == '-' && arg[1] != '-') {
 		msg_error("unknown option '-%c'; see '%s -h'", optopt, msg_who());
+		return 2;
+	}
+	if (!strncmp(arg, "--", 2)) {
+		snprintf(word, sizeof(word), "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+		for (size_t i = 0; i < nl; i++)
+			names[i] = longopts[i].name;
+		near = suggest_closest(word, names, nl);
+	}
+	if (near)
+		msg_error("unknown option '%s' (did you mean '--%s'?); see '%s -h'", arg, near, msg_who());
 	else
 		msg_error("unknown option '%s'; see '%s -h'", arg, msg_who());
 	return 2;
@@ -180,7 +195,7 @@ int opts_parse(int argc, char **argv, const struct opt *opts, const char *usage,
 			return 0;
 		}
 		if (c == '?' || c == ':')
-			return bad_option(argv, c);
+			return bad_option(argv, c, longopts, nl);
 		for (size_t i = 0; opts[i].type != OPT_END_ && !hit; i++)
 			if (is_option(&opts[i]) && (opts[i].short_name ? c == opts[i].short_name : c == LONG_CODE(i)))
 				hit = &opts[i];

@@ -42,7 +42,20 @@ test_expect_success 'memsight help COMMAND is COMMAND -h' '
 
 test_expect_success 'an unknown command is one line and a usage exit' '
 	test_must_fail "$MEMSIGHT" frobnicate 2>err &&
-	test_one_line err && grep "is not a memsight command" err
+	test_one_line err && grep "is not a memsight command; see" err
+'
+
+test_expect_success 'a mistyped command or long option: one line that names the one meant' '
+	test_must_fail "$MEMSIGHT" lekas x.trace 2>err &&
+	test_one_line err && grep "^memsight: .lekas. is not a memsight command (did you mean .leaks.?); see" err &&
+	test_must_fail "$MEMSIGHT" flamegrpah 2>err &&
+	test_one_line err && grep "did you mean .flamegraph.?" err &&
+	test_must_fail "$MEMSIGHT" faults --pdi 3 x.trace 2>err &&
+	test_one_line err && grep "^memsight faults: unknown option .--pdi. (did you mean .--pid.?); see .memsight faults -h.$" err &&
+	test_must_fail "$MEMSIGHT" record --ouptut=x -- true 2>err &&
+	test_one_line err && grep "did you mean .--output.?" err &&
+	test_must_fail "$MEMSIGHT" leaks --zzzzzzz x.trace 2>err &&
+	test_one_line err && ! grep "did you mean" err
 '
 
 test_done
