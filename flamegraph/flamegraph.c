@@ -157,6 +157,7 @@ static void trace_titles(struct flamegraph *fg)
 			   : !strcmp(event, "mmap") ? "Memory Mappings (mmap)"
 			   : !strcmp(event, "malloc")
 				   ? (!strcmp(weight, "leaked")	 ? "Outstanding Allocations (leaks)"
+				      : !strcmp(weight, "lost") ? "Lost Allocations (definitely and possibly lost)"
 				      : !strcmp(weight, "peak") ? "Heap at its Peak"
 								 : "Allocations (malloc family)")
 			   : !strcmp(event, "kmem") ? (!strcmp(weight, "leaked") ? "Outstanding Kernel Memory"
@@ -170,7 +171,9 @@ static void trace_titles(struct flamegraph *fg)
 	if (!fg->o.subtitle && fg->folded_estimate)
 		fg->o.subtitle = "ESTIMATE: a sampled recording; each sample counts for what it stands for";
 	if (!fg->o.countname)
-		fg->o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") || !strcmp(weight, "peak") ? "bytes"
+		fg->o.countname = !strcmp(weight, "bytes") || !strcmp(weight, "leaked") || !strcmp(weight, "peak") ||
+						  !strcmp(weight, "lost")
+					  ? "bytes"
 				  : !strcmp(weight, "pages")					    ? "pages"
 				  : !strcmp(weight, "latency")					    ? "us"
 				  : !strcmp(event, "swap")					    ? "swap-ins"
@@ -313,7 +316,8 @@ int main(int argc, char **argv)
 			   "for a trace: count (default), bytes or pages; for malloc and\n"
 			   "kmem also leaked (bytes still outstanding when recording\n"
 			   "ended; malloc's default), for malloc peak (bytes held when\n"
-			   "the heap was largest); for reclaim latency (microseconds)"),
+			   "the heap was largest) and lost (with --leak-check: definitely\n"
+			   "and possibly lost); for reclaim latency (microseconds)"),
 		{ 0, "fault-type", OPT_CALLBACK_, NULL, "KIND",
 		  "for a trace's faults: only these kinds (repeatable): read, write,\n"
 		  "exec, cow, kernel", opt_forward, 0, 0 },

@@ -215,4 +215,37 @@ else
 	echo "# libjemalloc2 is not installed (make test-deps installs it): skipping the jemalloc tests"
 fi
 
+# One leak total in every view: leaks, folded -w leaked, the leak flame
+# graph, pprof's inuse_space and diff from nothing. leak_cases tails leaves
+# blocks definitely lost and others still reachable: without --leak-check
+# all of them are held; with it, what is still reachable is not leaked.
+leak_total_agrees() {
+	trace=$1 want=$2
+	"$MEMSIGHT" leaks --json $trace | perl -MJSON::PP -e "local \$/; print decode_json(<STDIN>)->{leaked_bytes}" >got &&
+	echo " $(cat got) leaks" &&
+	test "$(cat got)" = "$want" &&
+	"$MEMSIGHT" folded -w leaked $trace 2>/dev/null | awk "{ s += \$NF } END { print s + 0 }" >got &&
+	test "$(cat got)" = "$want" &&
+	"$MEMSIGHT" flamegraph -w leaked -o lt.svg $trace 2>/dev/null &&
+	grep -q "<title>all ($want bytes, 100.00%)" lt.svg &&
+	: >nothing.folded &&
+	"$MEMSIGHT" diff --json nothing.folded $trace 2>/dev/null | grep -q "\"new_total\":$want," &&
+	"$MEMSIGHT" pprof -o lt.pb.gz $trace 2>/dev/null &&
+	go tool pprof -sample_index=inuse_space -unit=B -top lt.pb.gz 2>/dev/null | grep -q " of ${want}B total"
+}
+
+test_expect_success 'the leak total is one number in leaks, folded, the flame graph, pprof and diff (make test-deps installs go)' '
+	"$MEMSIGHT" record -q -e malloc -o tails.trace -- "$S/leak_cases" tails >truth &&
+	"$MEMSIGHT" record -q -e malloc --leak-check -o tails-lc.trace -- "$S/leak_cases" tails >truth.lc &&
+	cat truth &&
+	lost=$(sed -n "s/^leak_cases: definitely lost \([0-9]*\) bytes in .*/\1/p" truth) &&
+	reach=$(sed -n "s/^leak_cases: still reachable \([0-9]*\) bytes in .*/\1/p" truth) &&
+	test "$lost" -gt 0 && test "$reach" -gt 0 &&
+	leak_total_agrees tails.trace $((lost + reach)) &&
+	leak_total_agrees tails-lc.trace $lost &&
+	"$MEMSIGHT" folded -w lost tails-lc.trace 2>/dev/null | awk "{ s += \$NF } END { exit s != $lost }" &&
+	test_must_fail "$MEMSIGHT" folded -e malloc -w lost tails.trace 2>err &&
+	test_one_line err && grep "needs a scan of the heap: record with --leak-check" err
+'
+
 test_done

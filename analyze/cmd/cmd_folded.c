@@ -17,6 +17,7 @@
 #include "../model/heapprof.h"
 #include "../model/kallocs.h"
 #include "../model/memops.h"
+#include "../model/reach.h"
 #include "../model/stacktab.h"
 #include "../model/suppress.h"
 
@@ -34,9 +35,10 @@ static const char functions_usage[] =
 	"function), and TOTAL, of those it is anywhere in (perf report's children),\n"
 	"largest first.\n";
 
-enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY, W_PEAK };
+enum weight { W_COUNT, W_BYTES, W_PAGES, W_LEAKED, W_LATENCY, W_PEAK, W_LOST };
 static const char *const weight_names[] = { [W_COUNT] = "count", [W_BYTES] = "bytes", [W_PAGES] = "pages",
-					   [W_LEAKED] = "leaked", [W_LATENCY] = "latency", [W_PEAK] = "peak" };
+					   [W_LEAKED] = "leaked", [W_LATENCY] = "latency", [W_PEAK] = "peak",
+					   [W_LOST] = "lost" };
 enum fold_source { FS_MEMOPS, FS_MALLOC, FS_KMEM, FS_RECLAIM, FS_SWAP };
 
 struct folded {
@@ -360,6 +362,20 @@ static int fold_allocs(struct folded *f, struct session *s)
 		goto out;
 	}
 	heapprof_finish(&h);
+	/* What leaks counts as lost (a --leak-check scan): not what is still
+	 * reachable; -w lost, definitely and possibly lost, as the gate. */
+	if (f->weight == W_LOST && !s->nr_reach) {
+		msg_error("-w lost needs a scan of the heap: record with --leak-check (-w leaked weighs what is still held)");
+		goto out;
+	}
+	if ((f->weight == W_LEAKED || f->weight == W_LOST) && s->nr_reach) {
+		struct reach_stats rst = { 0 };
+
+		if (reach_classify(s, &a, &rst, err, sizeof(err))) {
+			msg_error("%s", err);
+			goto out;
+		}
+	}
 	stacktab_for_each(&a.stacks, e) {
 		e->weight = f->weight == W_COUNT ? e->count * a.sample : f->weight == W_BYTES ? e->weight * a.sample : 0;
 	}
@@ -369,15 +385,17 @@ static int fold_allocs(struct folded *f, struct session *s)
 
 			site->stack->weight = site->at_peak * a.sample;
 		}
-	if (f->weight == W_LEAKED) {
+	if (f->weight == W_LEAKED || f->weight == W_LOST) {
 		struct frame fr[STACK_MAX_FRAMES];
 		uint64_t left_out = 0;
 
 		hashmap_for_each(&a.procs, p) hashmap_for_each((struct hashmap *)p->ptr, r) {
 			struct alloc_rec *rec = r->ptr;
 
-			if (rec->stack)
-				rec->stack->weight += alloc_rec_bytes(rec) * a.sample;
+			if (!rec->stack || (s->nr_reach && rec->reach == REACH_REACHABLE) ||
+			    (f->weight == W_LOST && rec->reach != REACH_LOST && rec->reach != REACH_POSSIBLE))
+				continue;
+			rec->stack->weight += alloc_rec_bytes(rec) * a.sample;
 		}
 		stacktab_for_each(&a.stacks, e) {
 			if (e->weight && suppress_match(&f->sup, fr, stack_entry_frames(e, fr, STACK_MAX_FRAMES))) {
@@ -518,7 +536,7 @@ static int opt_weight(const struct opt *o, const char *arg, void *ctx)
 			return 0;
 		}
 	}
-	return msg_error("unknown weight '%s': use count, bytes, pages, leaked, peak or latency", arg);
+	return msg_error("unknown weight '%s': use count, bytes, pages, leaked, lost, peak or latency", arg);
 }
 
 /* Which weights each source has. */
@@ -527,6 +545,7 @@ static int weight_applies(const struct folded *f)
 	return f->weight == W_COUNT || (f->weight == W_BYTES && f->src != FS_RECLAIM && f->src != FS_SWAP) ||
 	       (f->weight == W_PAGES && (f->src == FS_MEMOPS || f->src == FS_KMEM)) ||
 	       (f->weight == W_LEAKED && (f->src == FS_MALLOC || f->src == FS_KMEM)) ||
+	       (f->weight == W_LOST && f->src == FS_MALLOC) ||
 	       (f->weight == W_PEAK && f->src == FS_MALLOC) || (f->weight == W_LATENCY && f->src == FS_RECLAIM);
 }
 
@@ -562,9 +581,11 @@ static int fold(struct folded *f, struct session *s)
 		     opt_event),                                                                        \
 		OPT_CALLBACK('w', "weight", &f, "WEIGHT",                                               \
 			     "count (default), bytes or pages; for malloc and kmem: leaked\n"           \
-			     "(outstanding bytes), bytes (allocated) or count (allocations), and\n"     \
-			     "pages for kmem; for malloc also peak (bytes held when the heap was\n"     \
-			     "largest); for reclaim: latency (microseconds) or count",                 \
+			     "(outstanding bytes; with --leak-check, not still reachable), bytes\n"     \
+			     "(allocated) or count (allocations), and pages for kmem; for malloc\n"    \
+			     "also peak (bytes held when the heap was largest) and lost (with\n"       \
+			     "--leak-check: definitely and possibly lost); for reclaim: latency\n"     \
+			     "(microseconds) or count",                                                  \
 			     opt_weight),                                                               \
 		OPT_PID(&f.pid), OPT_FAULT_TYPE(&f.fault_types),                                        \
 		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"), \
@@ -649,7 +670,7 @@ static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
 		goto out;
 	}
 	if (!weight_applies(&f)) {
-		msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak for "
+		msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak and lost for "
 			  "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
 		ret = 2;
 		goto out;

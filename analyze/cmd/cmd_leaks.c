@@ -642,11 +642,12 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 		       fmt_bytes(a->rate, sz, sizeof(sz)));
 	if (rst->processes)
 		printf("# leak check of %d process%s (paused %.1f ms to scan %s): definitely lost %llu bytes in "
-		       "%llu allocations, indirectly lost %llu in %llu, possibly lost %llu in %llu, still reachable %llu "
+		       "%llu allocation%s, indirectly lost %llu in %llu, possibly lost %llu in %llu, still reachable %llu "
 		       "in %llu\n",
 		       rst->processes, rst->processes == 1 ? "" : "es", rst->scan_ns / 1e6,
 		       fmt_bytes(rst->scanned_bytes, sz, sizeof(sz)), (unsigned long long)l->kind_bytes[REACH_LOST],
 		       (unsigned long long)l->kind_count[REACH_LOST] * a->sample,
+		       cmd_s((unsigned long long)l->kind_count[REACH_LOST] * a->sample),
 		       (unsigned long long)l->kind_bytes[REACH_INDIRECT],
 		       (unsigned long long)l->kind_count[REACH_INDIRECT] * a->sample,
 		       (unsigned long long)l->kind_bytes[REACH_POSSIBLE],

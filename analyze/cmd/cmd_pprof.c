@@ -23,6 +23,7 @@
 #include "../model/allocs.h"
 #include "../model/kallocs.h"
 #include "../model/memops.h"
+#include "../model/reach.h"
 #include "../model/suppress.h"
 #include "../model/stacktab.h"
 #include "../stacks/symbols.h"
@@ -37,7 +38,8 @@ static const char usage_text[] =
 	"\n"
 	"Sample types: malloc and kmem: alloc_objects/count, alloc_space/bytes,\n"
 	"inuse_objects/count, inuse_space/bytes (outstanding at the end, as leaks\n"
-	"counts them: what it suppresses left out);\n"
+	"counts them: what it suppresses, and with --leak-check what is still\n"
+	"reachable, left out);\n"
 	"faults: faults/count; brk and mmap: calls/count, space/bytes.\n";
 
 /* ---- protobuf --------------------------------------------------------- */
@@ -386,6 +388,14 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 		allocs_init(&a, s);
 		if (allocs_replay(&a, s, NULL, NULL, err, errlen))
 			goto out;
+		/* With a --leak-check scan, in use as leaks counts it: what is
+		 * still reachable is not. */
+		if (s->nr_reach) {
+			struct reach_stats rst = { 0 };
+
+			if (reach_classify(s, &a, &rst, err, errlen))
+				goto out;
+		}
 		t = &a.stacks;
 		scale = a.sample;
 		hashmap_for_each(&a.procs, pr) hashmap_for_each((struct hashmap *)pr->ptr, r) {
@@ -393,7 +403,8 @@ static int trace_add(struct profile *p, struct session *s, int src, char *err, s
 			struct frame fr[STACK_MAX_FRAMES];
 			int64_t *v;
 
-			if (!rec->stack || (p->pid >= 0 && rec->pid != p->pid))
+			if (!rec->stack || (p->pid >= 0 && rec->pid != p->pid) ||
+			    (s->nr_reach && rec->reach == REACH_REACHABLE))
 				continue;
 			/* In use as leaks counts it: libc's one-time allocations
 			 * (and --suppress) are no part of it. */
