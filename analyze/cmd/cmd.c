@@ -202,9 +202,6 @@ int cmd_open(struct session *s, const char *path, const struct analyze_opts *a)
 		return -1;
 	}
 	session_warn_incomplete(s);
-	/* Results of a ring or a snapshot cover its window alone: say so. */
-	if (cmd_window(s, err, sizeof(err))[0])
-		msg_note("'%s' is %s", s->path, err);
 	return 0;
 }
 
@@ -231,7 +228,12 @@ int cmd_open_group(struct session *s, const char *path, const struct analyze_opt
 int cmd_close(struct session *s, int ret)
 {
 	uint64_t lost = s->lost > s->lost_records ? s->lost : s->lost_records;
+	char window[512];
 
+	/* Results of a ring or a snapshot cover its window alone: said with
+	 * them (a failed command says only why). */
+	if (!ret && cmd_window(s, window, sizeof(window))[0])
+		msg_note("'%s' is %s", s->path, window);
 	/* Every figure counts what was kept: said once, whatever the view
 	 * (no figures, no word: a failed command said why). */
 	if (lost && !s->loss_said && !ret)

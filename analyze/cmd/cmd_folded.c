@@ -255,6 +255,9 @@ static int print_flat(struct folded *f)
 		goto out;
 	}
 	hashmap_for_each(&fl.rows, slot) v[n++] = (struct flat_line){ slot->skey, slot->ptr };
+	if (!n)
+		msg_note("no function in '%s': no %s stack weighs anything by %s", f->path, fold_event_name(f),
+			 weight_names[f->weight]);
 	if (n > 1)
 		qsort(v, n, sizeof(*v), f->by_total ? by_total : by_self);
 	shown = f->top && f->top < n ? f->top : n;
@@ -336,6 +339,9 @@ static int print_folded(struct folded *f)
 		return msg_error("out of memory");
 	}
 	hashmap_for_each(&lines, slot) v[n++] = (struct line){ slot->skey, slot->val };
+	if (!n)
+		msg_note("nothing to fold in '%s': no %s stack weighs anything by %s", f->path, fold_event_name(f),
+			 weight_names[f->weight]);
 	if (n > 1)
 		qsort(v, n, sizeof(*v), line_cmp);
 	for (size_t i = 0; i < n; i++)
