@@ -85,7 +85,9 @@ int opts_seconds(const char *s, size_t len, double *out);
 	  "found here; never without this option")                                                   \
 	X(UNWINDER, "unwinder", "NAME", 0, "for --call-graph dwarf traces: libdw (default) or libunwind") \
 	X(NO_INLINE, "no-inline", NULL, 0,                                                           \
-	  "no frames for inlined functions (shown by default where the\ndebug information has them)")
+	  "no frames for inlined functions (shown by default where the\ndebug information has them)") \
+	X(FULL_NAMES, "full-names", NULL, 0,                                                         \
+	  "C++ names with their template arguments (by default each\n<...> is shortened to <>, as heaptrack shows them)")
 #define OPTS_STACK_TITLE "stacks and symbols:"
 
 #endif

@@ -67,6 +67,10 @@ test_expect_success 'the catalogue gives record -h its groups, in order' '
 	test_cmp groups listed
 '
 
+test_expect_success 'C++ names: template arguments shortened to <>, operators kept whole' '
+	units_pass 8 names
+'
+
 test_expect_success 'the scrub keeps what unwinding reads and no secret: a known process, one learned from /proc, one it cannot learn; 64- and 32-bit' '
 	"$BUILD/test-record" scrub >out
 	status=$?

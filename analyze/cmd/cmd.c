@@ -157,6 +157,9 @@ int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx)
 	case CMD_STACK_NO_INLINE:
 		a->no_inline = 1;
 		return 0;
+	case CMD_STACK_FULL_NAMES:
+		a->sym.full_names = 1;
+		return 0;
 	}
 	return 0;
 }

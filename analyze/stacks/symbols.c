@@ -28,6 +28,50 @@ int symbols_init(struct symbols *s, const struct symbols_opts *o)
 	return symbols_debuginfod_start(s);
 }
 
+void symbols_shorten(char *name)
+{
+	char *w = name;
+
+	for (const char *r = name; *r;) {
+		if (!strncmp(r, "operator", 8) && (r == name || r[-1] == ':' || r[-1] == ' ')) {
+			/* operator<, operator<<=, operator->*, ...: its own name,
+			 * the longest spelling first. */
+			static const char *const ops[] = { "<=>", "<<=", ">>=", "->*", "<<", ">>", "<=", ">=", "->", "<", ">" };
+
+			memmove(w, r, 8);
+			w += 8;
+			r += 8;
+			for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
+				if (!strncmp(r, ops[k], strlen(ops[k]))) {
+					memmove(w, r, strlen(ops[k]));
+					w += strlen(ops[k]);
+					r += strlen(ops[k]);
+					break;
+				}
+			continue;
+		}
+		if (*r == '<') {
+			int depth = 0;
+			const char *q = r;
+
+			for (; *q; q++) {
+				depth += *q == '<';
+				depth -= *q == '>';
+				if (!depth)
+					break;
+			}
+			if (*q) {
+				*w++ = '<';
+				*w++ = '>';
+				r = q + 1;
+				continue;
+			}
+		}
+		*w++ = *r++;
+	}
+	*w = 0;
+}
+
 static void dso_free(struct dso *d)
 {
 	hashmap_for_each(&d->cache, slot) {
@@ -496,10 +540,13 @@ static struct sym_hit *dso_hit(struct dso *d, uint64_t look)
 			char *dm = __cxa_demangle(name, NULL, NULL, &status);
 
 			/* Kept for the life of the cache. */
-			if (dm && !status)
+			if (dm && !status) {
+				if (!d->owner->o.full_names)
+					symbols_shorten(dm);
 				hit->name = hit->demangled = dm;
-			else
+			} else {
 				free(dm);
+			}
 		}
 	}
 	return slot->ptr;

@@ -107,7 +107,14 @@ struct symbols_opts {
 	int hermetic;		 /* only the trace's objects and the directories given */
 	int same_boot;		 /* recorded on this machine since it started: /proc/PID/root may hold objects */
 	int check;		 /* ask libdwfl for every address too, and count differences */
+	int full_names;		 /* C++ template arguments kept (else shortened to <>) */
 };
+
+/* A demangled C++ name (malloc'd, changed in place) as the symbols give it
+ * unless full_names: every template argument list <...> as <>, so one
+ * function's instantiations read and fold as one, as heaptrack shows
+ * them. Operators (<, <<, <=, <=>, >, >>, >=, ->) are left alone. */
+void symbols_shorten(char *name);
 
 struct symbols {
 	struct symbols_opts o;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *die_function_name(Dwarf_Die *die)
+static char *die_function_name(Dwarf_Die *die, int full_names)
 {
 	Dwarf_Attribute a;
 	Dwarf_Die origin;
@@ -30,8 +30,11 @@ static char *die_function_name(Dwarf_Die *die)
 		name = dwarf_diename(&origin);
 	if (!name)
 		return strdup("[inlined]");
-	if (name[0] == '_' && name[1] == 'Z' && (dm = __cxa_demangle(name, NULL, NULL, &status)) && !status)
+	if (name[0] == '_' && name[1] == 'Z' && (dm = __cxa_demangle(name, NULL, NULL, &status)) && !status) {
+		if (!full_names)
+			symbols_shorten(dm);
 		return dm;
+	}
 	return strdup(name);
 }
 
@@ -181,7 +184,7 @@ void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
 			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
 				continue;
 			si = &hit->inl[hit->nr_inline++];
-			si->name = die_function_name(&scopes[i]);
+			si->name = die_function_name(&scopes[i], d->owner->o.full_names);
 			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &v) == 0)
 				si->call_line = v;
 			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &v) == 0 &&

@@ -507,8 +507,40 @@ static int unit_sha256(const char *path)
 	return 0;
 }
 
+/* ---- names ------------------------------------------------------------ */
+
+/* C++ names as the symbols give them by default: template arguments as
+ * <>, operators whole. */
+static int unit_names(void)
+{
+	static const char *const cases[][2] = {
+		{ "std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>(__gnu_cxx::__normal_iterator<int*, "
+		  "std::vector<int, std::allocator<int> > >, int const&)",
+		  "std::vector<>::_M_realloc_insert<>(__gnu_cxx::__normal_iterator<>, int const&)" },
+		{ "demo::Cache::remember(int)", "demo::Cache::remember(int)" },
+		{ "std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >"
+		  "(std::basic_ostream<char, std::char_traits<char> >&, char const*)",
+		  "std::basic_ostream<>& std::operator<< <>(std::basic_ostream<>&, char const*)" },
+		{ "bool operator<(Key const&, Key const&)", "bool operator<(Key const&, Key const&)" },
+		{ "Iter<T>::operator->() const", "Iter<>::operator->() const" },
+		{ "auto operator<=><Foo>(Foo const&, Foo const&)", "auto operator<=><>(Foo const&, Foo const&)" },
+		{ "unbalanced<int", "unbalanced<int" },
+		{ "malloc", "malloc" },
+	};
+	char buf[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+		symbols_shorten(buf);
+		tap(!strcmp(buf, cases[i][1]), cases[i][1], buf);
+	}
+	return tap_failed;
+}
+
 int unit_main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "names"))
+		return unit_names();
 	if (argc == 3 && !strcmp(argv[1], "sha256"))
 		return unit_sha256(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "hashmap"))
