@@ -5,7 +5,8 @@
 #   make check      install what is missing, build, run every test (TAP, through prove)
 #   make bench      benchmarks against perf (tests/bench), prints ratios
 #   make fuzz       the fuzz targets, FUZZ_SECONDS (default 3600) each, corpora in build-fuzz/
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   memsight in bin/, its helpers in libexec/memsight/, man pages,
+#                   bash completion, the flight recorder's systemd unit
 #
 # V=1 shows full commands; DEVELOPER=1 adds -Werror and more warnings; SANITIZE=1
 # builds with AddressSanitizer and UndefinedBehaviorSanitizer into build-san/.
@@ -15,8 +16,13 @@
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
-# Where the allocation sampler (libmemsight-sample.so) is installed.
-LIBDIR ?= $(PREFIX)/lib/memsight
+# The helpers (memsight-record, -analyze, -flamegraph) and the allocation
+# sampler: memsight finds them at ../libexec/memsight from its own
+# directory, wherever that is (formats/sibling.h), so this layout is fixed.
+LIBEXECDIR = $(PREFIX)/libexec/memsight
+MANDIR ?= $(PREFIX)/share/man
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
 B := build
 VERSION := 0.1
 
@@ -29,8 +35,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 endif
-ALL_CFLAGS = $(CFLAGS) -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -DMEMSIGHT_VERSION='"$(VERSION)"' \
-	-DMEMSIGHT_LIBDIR='"$(LIBDIR)"' -MMD -MP
+ALL_CFLAGS = $(CFLAGS) -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -DMEMSIGHT_VERSION='"$(VERSION)"' -MMD -MP
 ifeq ($(DEVELOPER),1)
 ALL_CFLAGS += -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
 endif
@@ -346,12 +351,26 @@ bench: bench-deps
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
 	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh && sh tests/bench/bench-flight.sh && sh tests/bench/bench-outputs.sh
 
-install: $(PROGRAMS) $(SAMPLER)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
-	install -m 755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
-	install -m 644 $(SAMPLER) $(DESTDIR)$(LIBDIR)/
+# The man pages and bash completion, made from what memsight says (-h).
+$(B)/cli/completion/memsight: $(PROGRAMS) analyze/cli-files.sh
+	$(call say,GEN,$(B)/cli)
+	$(Q)sh analyze/cli-files.sh $(B)/memsight $(B)/cli
+
+cli-files: $(B)/cli/completion/memsight
+
+install: $(PROGRAMS) $(SAMPLER) $(B)/cli/completion/memsight
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(COMPLETIONDIR) \
+		$(DESTDIR)$(SYSTEMDDIR)
+	install -m 755 $(B)/memsight $(DESTDIR)$(BINDIR)/
+	install -m 755 $(filter-out $(B)/memsight,$(PROGRAMS)) $(DESTDIR)$(LIBEXECDIR)/
+	install -m 644 $(SAMPLER) $(DESTDIR)$(LIBEXECDIR)/
+	install -m 644 $(B)/cli/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(B)/cli/completion/memsight $(DESTDIR)$(COMPLETIONDIR)/
+	sed 's|/usr/local/bin/memsight|$(BINDIR)/memsight|' record/ring/memsight-flight.service \
+		>$(DESTDIR)$(SYSTEMDDIR)/memsight-flight.service
+	chmod 644 $(DESTDIR)$(SYSTEMDDIR)/memsight-flight.service
 
 clean:
 	rm -rf build build-san $(FUZZ) demo
 
-.PHONY: all deps test-deps bench-deps check sanitized fuzz fuzz-targets demo bench install clean
+.PHONY: all deps test-deps bench-deps check sanitized fuzz fuzz-targets demo bench install cli-files clean

@@ -24,6 +24,8 @@ int sibling_path(const char *name, int mode, char *out, size_t len)
 	*slash = 0;
 	if ((size_t)snprintf(out, len, "%s/%s", self, name) < len && !access(out, mode))
 		return 0;
-	snprintf(out, len, "%s", self);
+	if ((size_t)snprintf(out, len, "%s/" SIBLING_LIBEXEC "/%s", self, name) < len && !access(out, mode))
+		return 0;
+	snprintf(out, len, "%s (and %s/" SIBLING_LIBEXEC ")", self, self);
 	return -1;
 }

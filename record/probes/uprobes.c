@@ -458,16 +458,7 @@ int uprobes_find_sampler(pid_t pid, char *path, size_t len)
 
 int uprobes_sampler_library(char *path, size_t len)
 {
-	char dir[PATH_MAX];
-
-	if (!sibling_path(UPROBES_SAMPLER, R_OK, path, len))
-		return 0;
-	snprintf(dir, sizeof(dir), "%s", path);
-	snprintf(path, len, "%s/" UPROBES_SAMPLER, MEMSIGHT_LIBDIR);
-	if (!access(path, R_OK))
-		return 0;
-	snprintf(path, len, "%s and %s", dir, MEMSIGHT_LIBDIR);
-	return -ENOENT;
+	return sibling_path(UPROBES_SAMPLER, R_OK, path, len) ? -ENOENT : 0;
 }
 
 static int find_offsets(const char *obj, unsigned long long *off, int sampled, char *err, size_t errlen)

@@ -51,9 +51,9 @@ int uprobes_pid_emitters(pid_t pid, struct uprobe_objects *o);
 
 /* The sampler pid maps (its path into path), or -ENOENT. */
 int uprobes_find_sampler(pid_t pid, char *path, size_t len);
-/* The sampler this memsight came with: beside memsight-record (a build
- * tree), else where make install put it. 0, or -ENOENT (where it looked
- * in path). */
+/* The sampler this memsight came with: beside memsight-record, as a build
+ * tree and make install put them. 0, or -ENOENT (where it looked in
+ * path). */
 int uprobes_sampler_library(char *path, size_t len);
 
 /* The allocators pid maps (pid 0: this process): its libc, then any of
