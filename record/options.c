@@ -517,6 +517,12 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "restarts replaced (default 16)",
 			     opt_max_snapshots),
 		OPT_BOOL('q', "quiet", &rc->quiet, "no summary on stderr"),
+		OPT_BOOL('f', "force", &rc->force,
+			 "let -o replace a file that is not a trace (a trace it replaces is\n"
+			 "kept as FILE.old, as perf keeps perf.data.old)"),
+		OPT_STRING(0, "pidfile", &rc->pidfile, "FILE",
+			   "write the recorder's pid to FILE while it records (for kill -INT,\n"
+			   "or -USR1 to a ring)"),
 		OPT_COMMAND(),
 		OPT_END(),
 	};

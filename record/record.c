@@ -314,6 +314,7 @@ static void cleanup(struct recorder *rc)
 	allocstream_close(rc);
 	free(rc->wrapper_out.chunk);
 	rec_events_wait(rc);
+	rec_pidfile_remove(rc);
 	free(rc->rings);
 	free(rc->fds);
 	free(rc->ids);
@@ -425,7 +426,7 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
 		sigaddset(mask, handled[i]);
 	sigprocmask(SIG_BLOCK, mask, oldmask);
-	if (rec_output_check(rc->output) || rec_events_setup(rc) || flight_setup(rc) || rec_output_create(rc))
+	if (rec_output_check(rc->output, rc->force) || rec_events_setup(rc) || flight_setup(rc) || rec_output_create(rc))
 		return -1;
 	if (allocstream_listen(rc) || (rc->command && rec_child_start(rc, oldmask)))
 		return -1;
@@ -455,10 +456,11 @@ static int record_start(struct recorder *rc)
 	 * before the restart: keep it, and as many before it as snapshots. */
 	if (rc->fl.ring_size && rc->old_fd >= 0 && flight_keep_previous(&rc->fl, rc->output, rc->fl.max_snapshots))
 		msg_warn("cannot keep the old ring as '%s': %s", rc->fl.previous, strerror(errno));
+	rec_output_keep_old(rc);
 	if (rename(rc->tmp_path, rc->output))
 		return msg_error("cannot create '%s': %s", rc->output, strerror(errno));
 	rc->renamed = 1;
-	return 0;
+	return rec_pidfile_write(rc);
 }
 
 /* What closes the trace: the end META, the losses, the trailer; then the

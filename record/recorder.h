@@ -107,6 +107,9 @@ struct recorder {
 	enum trace_codec codec;
 	int level;
 	int quiet;
+	int force;		/* -f: -o may replace any regular file */
+	const char *pidfile;	/* --pidfile */
+	int pidfile_written;
 	const char *object;
 	unsigned long long min_size, max_size;
 	unsigned sample;
@@ -254,7 +257,10 @@ void rec_child_stop(struct recorder *rc);
 int rec_child_reap(struct recorder *rc);
 
 /* write/output.c */
-int rec_output_check(const char *path);
+int rec_output_check(const char *path, int force);
+void rec_output_keep_old(struct recorder *rc);
+int rec_pidfile_write(struct recorder *rc);
+void rec_pidfile_remove(struct recorder *rc);
 int rec_output_create(struct recorder *rc);
 
 #endif

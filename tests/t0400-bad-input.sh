@@ -77,11 +77,18 @@ test_expect_success 'no output replaces a file it could not have written' '
 	test_must_fail "$MEMSIGHT" flamegraph -e faults -o victim.c "$XOR" 2>err &&
 	test_one_line err && grep "is not an SVG file" err &&
 	test_cmp orig.c victim.c &&
+	echo "not a pid" >notpid &&
+	test_must_fail "$MEMSIGHT" record -q -e brk --pidfile notpid -o p.trace -- true 2>err &&
+	test_one_line err && grep "is not a pid file" err &&
 	if recording_allowed; then
 		: >empty.trace &&
 		"$MEMSIGHT" record -q -e brk -o empty.trace -- true &&
 		"$MEMSIGHT" info empty.trace >/dev/null &&
-		"$MEMSIGHT" record -q -e brk -o empty.trace -- true
+		cp empty.trace first.trace &&
+		"$MEMSIGHT" record -q -e brk -o empty.trace -- true &&
+		cmp first.trace empty.trace.old &&
+		"$MEMSIGHT" record -q -e brk -f -o victim.c -- true &&
+		"$MEMSIGHT" info victim.c >/dev/null && test ! -e victim.c.old
 	fi &&
 	"$MEMSIGHT" flamegraph -e faults -o f.svg "$XOR" 2>/dev/null &&
 	"$MEMSIGHT" flamegraph -e faults -o f.svg "$XOR" 2>/dev/null

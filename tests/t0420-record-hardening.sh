@@ -213,4 +213,15 @@ test_expect_success 'a recorder killed with SIGKILL leaves no uprobe definitions
 	done
 '
 
+test_expect_success '--pidfile holds the recorder'"'"'s pid while it records; SIGINT through it ends the trace cleanly' '
+	"$MEMSIGHT" record -q -e faults --pidfile rec.pid -o pf.trace -- sleep 30 &
+	n=0; while ! test -s rec.pid && test $n -lt 100; do sleep 0.1; n=$((n + 1)); done &&
+	pid=$(cat rec.pid) &&
+	grep -q memsight-record /proc/$pid/cmdline &&
+	kill -INT $pid &&
+	wait &&
+	test ! -e rec.pid &&
+	"$MEMSIGHT" info pf.trace | grep -x "status:      complete"
+'
+
 test_done

@@ -64,7 +64,7 @@ int archive_main(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return msg_error("give one trace file (see memsight archive -h)"), 2;
-	if (to && rec_output_check(to))
+	if (to && rec_output_check(to, 0))
 		return 1;
 	/* OUT that is FILE itself is FILE replaced, and checked as that. */
 	if (to && !stat(to, &a) && !stat(argv[optind], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)

@@ -22,7 +22,7 @@
  * a regular file may (not /dev/null, a FIFO, a directory, or a symlink,
  * whose target would stay as it was), and all is checked before anything
  * starts. */
-int rec_output_check(const char *path)
+int rec_output_check(const char *path, int force)
 {
 	struct stat st;
 	const char *what;
@@ -36,8 +36,9 @@ int rec_output_check(const char *path)
 			return 0;
 		return msg_error("cannot use '%s' as the output: %s", path, strerror(errno));
 	}
+	/* --force, as perf's: any regular file may go. */
 	if (S_ISREG(st.st_mode))
-		return replace_check(path, REPLACE_TRACE, "a memsight trace");
+		return force ? 0 : replace_check(path, REPLACE_TRACE, "a memsight trace");
 	what = S_ISDIR(st.st_mode)   ? "a directory"
 	       : S_ISLNK(st.st_mode) ? "a symbolic link"
 	       : S_ISFIFO(st.st_mode) ? "a FIFO"
@@ -111,3 +112,65 @@ int rec_output_create(struct recorder *rc)
 	return 0;
 }
 
+/* A trace the new one replaces is kept as NAME.old, as perf keeps
+ * perf.data.old, unless NAME.old is something other than a trace (or
+ * what is replaced is no trace: --force). A ring keeps its own
+ * (ring/flight.c). */
+void rec_output_keep_old(struct recorder *rc)
+{
+	char old[PATH_MAX + 8], head[8];
+	struct stat st;
+
+	if (rc->fl.ring_size || rc->old_fd < 0 || pread(rc->old_fd, head, 8, 0) != 8 ||
+	    memcmp(head, TRACE_MAGIC, 8))
+		return;
+	if ((size_t)snprintf(old, sizeof(old), "%s.old", rc->output) >= sizeof(old))
+		return;
+	if (!lstat(old, &st) && (!S_ISREG(st.st_mode) || replace_refused(old, REPLACE_TRACE))) {
+		msg_note("'%s' is not a trace: the trace '%s' held is replaced without a copy kept", old, rc->output);
+		return;
+	}
+	if (rename(rc->output, old))
+		msg_warn("cannot keep the old trace as '%s': %s", old, strerror(errno));
+}
+
+/* --pidfile: the recorder's pid, for the signals that end it or ask a ring
+ * for a snapshot, written once recording starts and removed at its end. */
+int rec_pidfile_write(struct recorder *rc)
+{
+	char line[32];
+	int fd, n;
+
+	if (!rc->pidfile)
+		return 0;
+	/* Only an empty file or an earlier pid file is replaced. */
+	fd = open(rc->pidfile, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		char c;
+
+		n = (int)read(fd, &c, 1);
+		close(fd);
+		if (n == 1 && (c < '0' || c > '9'))
+			return msg_error("'%s' is not a pid file, which --pidfile would replace: remove it first, or give "
+					 "another name",
+					 rc->pidfile);
+	}
+	fd = open(rc->pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return msg_error("cannot write the pid file '%s': %s", rc->pidfile, strerror(errno));
+	n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+	if (write(fd, line, n) != n) {
+		close(fd);
+		return msg_error("cannot write the pid file '%s': %s", rc->pidfile, strerror(errno));
+	}
+	close(fd);
+	rc->pidfile_written = 1;
+	return 0;
+}
+
+void rec_pidfile_remove(struct recorder *rc)
+{
+	if (rc->pidfile_written)
+		unlink(rc->pidfile);
+	rc->pidfile_written = 0;
+}
