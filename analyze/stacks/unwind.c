@@ -13,7 +13,7 @@ const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 	[UNWIND_STOP_NONE] = "complete",
 	[UNWIND_STOP_NO_REGS] = "had no registers",
 	[UNWIND_STOP_NO_STACK] = "had no stack bytes (the page at the stack pointer was not in memory)",
-	[UNWIND_STOP_STACK_END] = "ran past the stack dump (record with a larger --call-graph dwarf,SIZE)",
+	[UNWIND_STOP_STACK_END] = "ran past the stack dump",
 	[UNWIND_STOP_NO_OBJECT] = "reached an address outside every mapping, or an object not here",
 	[UNWIND_STOP_NO_CFI] = "met code without a usable unwind entry (.eh_frame/.debug_frame)",
 	[UNWIND_STOP_DEPTH] = "were deeper than the frame limit",
@@ -213,6 +213,8 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	}
 	if (*stop == UNWIND_STOP_NONE)
 		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
+	if (*stop == UNWIND_STOP_STACK_END && in->stack.size > u->st.past_dump)
+		u->st.past_dump = in->stack.size;
 	u->st.stopped[*stop]++;
 	u->st.frames += n;
 	return n;
@@ -225,6 +227,8 @@ const struct unwind_stats *unwind_stats(const struct unwinder *u)
 
 void unwind_report(const struct unwinder *u, FILE *f)
 {
+	unsigned dump_size = (unsigned)u->st.past_dump;
+
 	uint64_t checked, differ, further, broken = 0;
 
 	unwind_libdw_fast_stats(&checked, &differ, &further);
@@ -238,9 +242,16 @@ void unwind_report(const struct unwinder *u, FILE *f)
 		return;
 	fprintf(f, "memsight: %llu of %llu user stacks stop short of main or a thread's start (%s unwinder):",
 		(unsigned long long)broken, (unsigned long long)u->st.stacks, u->ops->name);
-	for (int i = 1, sep = 0; i < UNWIND_STOP_NR; i++)
-		if (u->st.stopped[i])
-			fprintf(f, "%s %llu %s", sep++ ? ";" : "", (unsigned long long)u->st.stopped[i],
-				unwind_stop_names[i]);
+	for (int i = 1, sep = 0; i < UNWIND_STOP_NR; i++) {
+		if (!u->st.stopped[i])
+			continue;
+		fprintf(f, "%s %llu %s", sep++ ? ";" : "", (unsigned long long)u->st.stopped[i], unwind_stop_names[i]);
+		/* How big a dump would have done: twice this one, as far as
+		 * perf takes them. */
+		if (i == UNWIND_STOP_STACK_END && dump_size)
+			fprintf(f, " of %u bytes (record with --call-graph dwarf,%u%s)", dump_size,
+				dump_size * 2 < 65528 ? dump_size * 2 : 65528,
+				dump_size * 2 < 65528 ? " or more" : ", the most perf_event_open takes");
+	}
 	fprintf(f, "\n");
 }

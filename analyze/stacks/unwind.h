@@ -53,6 +53,7 @@ struct unwind_stats {
 	uint64_t stopped[UNWIND_STOP_NR];
 	uint64_t frames;
 	uint64_t max_stack_used; /* deepest dump byte any stack read, +1 */
+	uint64_t past_dump;	/* the largest dump a stack ran past the end of */
 	/* Complete stacks by the dump bytes they needed, in 1 KiB steps
 	 * (the last counts 15 KiB and more): what --call-graph dwarf,SIZE
 	 * would have been enough. */
@@ -83,7 +84,8 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		  enum unwind_stop *stop);
 const struct unwind_stats *unwind_stats(const struct unwinder *u);
 /* One line for stderr: how many stacks stopped before their outermost
- * frame, by reason; nothing when every stack was finished. */
+ * frame, by reason (for those that ran past their dump, its size and
+ * one that would do better); nothing when every stack was finished. */
 void unwind_report(const struct unwinder *u, FILE *f);
 
 #endif
