@@ -18,6 +18,23 @@ test_expect_success 'README.md lists every command, and only those, as memsight 
 	test_cmp help readme
 '
 
+# The README's command lines use only commands and options that exist: each
+# memsight command in its sh blocks, and each option it gives, is in that
+# command's -h.
+test_expect_success 'every memsight command line in README.md names a command and options it has' '
+	perl -ne "print if /^\x60\x60\x60sh\$/ .. /^\x60\x60\x60\$/" "$TOP/README.md" |
+		sed -e "s/ #.*//" -e "s/&&/\n/g; s/|/\n/g; s/;/\n/g" | sed -n "s/^ *\(memsight .*\)/\1/p" >lines &&
+	test $(wc -l <lines) -ge 20 &&
+	while read -r m cmd args; do
+		"$MEMSIGHT" $cmd -h >h 2>/dev/null || { echo "no command: memsight $cmd"; return 1; }
+		for a in $args; do
+			test "$a" = "--" && break
+			o=$(expr "x$a" : "x\(--[a-z][a-z-]*\)") || o=$(expr "x$a" : "x\(-[a-zA-Z]\)$") || continue
+			grep -qE -- "(^|[ ,])$o([ ,=[]|\$)" h || { echo "memsight $cmd has no $o: $cmd $args"; return 1; }
+		done
+	done <lines
+'
+
 test_expect_success 'the helpers answer -h directly too' '
 	"$BUILD/memsight-record" -h | head -1 | grep "^usage: memsight record" &&
 	"$BUILD/memsight-analyze" -h | head -1 | grep "^usage: memsight-analyze" &&
