@@ -210,10 +210,25 @@ int cmd_open(struct session *s, const char *path, const struct analyze_opts *a)
 
 int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt)
 {
+	char has[256] = "";
+	size_t n = 0;
+
 	if (session_group_recorded(s, group) || (alt && session_group_recorded(s, alt)))
 		return 0;
-	return msg_error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s", s->path, what,
-			 group, alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "");
+	/* What the trace holds instead, each group once. */
+	for (size_t i = 0; i < s->nr_evs; i++) {
+		const char *g = s->evs[i].d.group;
+		size_t l = strlen(g);
+		int dup = 0;
+
+		for (const char *p = has; g[0] && (p = strstr(p, g)); p += l)
+			dup |= (p == has || p[-1] == ' ') && (p[l] == ',' || !p[l]);
+		if (!g[0] || dup)
+			continue;
+		n += snprintf(has + n, n < sizeof(has) ? sizeof(has) - n : 0, "%s%s", n ? ", " : "", g);
+	}
+	return msg_error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s (it holds %s)", s->path,
+			 what, group, alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "", has[0] ? has : "no events");
 }
 
 int cmd_open_group(struct session *s, const char *path, const struct analyze_opts *a, const char *what,
