@@ -394,7 +394,7 @@ static uint64_t block_pointers(const struct scrub *s, const unsigned char *restr
  * loop's work for every dwarf sample.
  */
 static size_t pack_words(struct scrub *s, struct em_gen *p, const unsigned char *d, uint64_t dump,
-			 uint64_t dyn, uint64_t sp, int64_t *last)
+			 uint64_t dyn, uint64_t sp, int strict, int64_t *last)
 {
 	size_t words = dyn / 8, blocks = (words + 63) / 64, n = 0;
 	unsigned char *bitmap = s->pack + PACKED_HEAD;
@@ -403,7 +403,7 @@ static size_t pack_words(struct scrub *s, struct em_gen *p, const unsigned char 
 	for (size_t b = 0; b < blocks; b++) {
 		size_t lim = words - 64 * b < 64 ? words - 64 * b : 64;
 		uint64_t bits = p			  ? block_unwind(s, p, d + 8 * 64 * b, lim, sp, dyn, out, &n, last)
-				: s->mode == SCRUB_UNWIND ? block_stack(d + 8 * 64 * b, lim, sp, dyn, out, &n)
+				: strict		  ? block_stack(d + 8 * 64 * b, lim, sp, dyn, out, &n)
 							  : block_pointers(s, d + 8 * 64 * b, lim, out, &n);
 
 		memcpy(bitmap + 8 * b, &bits, 8);
@@ -542,7 +542,7 @@ size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, co
 		stack_regs(regs_mask, regs, sp, dyn);
 	else
 		scrub_words(s, regs, 8 * nregs);
-	len = pack_words(s, p, src + field + 8, dump, dyn, sp, &last);
+	len = pack_words(s, p, src + field + 8, dump, dyn, sp, strict, &last);
 	if (len >= 16 + dump) {
 		/* Kept so much that packing would not save: the kernel's
 		 * layout, with what the rule dropped zeroed. */

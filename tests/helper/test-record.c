@@ -171,6 +171,33 @@ out:
 	execmap_release(&em);
 }
 
+/* A dump that holds a result (posix_memalign's pointer, returned through
+ * memory) keeps the pointers rule, whatever the process: the word it
+ * reads stays. */
+static void scrub_data_case(void)
+{
+	static unsigned char rec[4096], out[4096];
+	struct execmap em;
+	struct scrub s;
+	int wide = 1;
+	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	size_t size = sample_make(rec, PERF_SAMPLE_REGS_ABI_64, wide), n;
+
+	execmap_init(&em);
+	if (scrub_init(&s, SCRUB_UNWIND, &em)) {
+		tap(0, "scrub_init");
+		return;
+	}
+	s.learn = learn_none;
+	s.learn_arg = &em;
+	n = scrub_copy(&s, st, REGS_MASK, 1, rec, size, out);
+	tap(has(out, n, &secret64, 8), "a dump that holds a result keeps the words that could be pointers");
+	scrub_free(&s);
+	execmap_release(&em);
+	(void)wide;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2 || strcmp(argv[1], "scrub")) {
@@ -183,6 +210,7 @@ int main(int argc, char **argv)
 		scrub_case(SCRUB_UNWIND, UNKNOWN, wide);
 		scrub_case(SCRUB_POINTERS, UNKNOWN, wide);
 	}
+	scrub_data_case();
 	printf("1..%d\n", tap_n);
 	return tap_failed != 0;
 }
