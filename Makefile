@@ -53,7 +53,7 @@ BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev lib
 	libzstd-dev zlib1g-dev systemtap-sdt-dev
 # debuginfod: a local server for the --debuginfod test.
 # clang and its runtimes: libFuzzer and the sanitizers.
-TEST_PKGS := perl gcc-multilib libxml2-utils libjemalloc2 libmimalloc2.0 libc6-dev openjdk-17-jdk-headless nodejs debuginfod valgrind clang libclang-rt-dev golang-go chromium
+TEST_PKGS := perl python3-jsonschema gcc-multilib libxml2-utils libjemalloc2 libmimalloc2.0 libc6-dev openjdk-17-jdk-headless nodejs debuginfod valgrind clang libclang-rt-dev golang-go chromium
 BENCH_PKGS := linux-perf heaptrack bpftrace time nodejs redis-server redis-tools
 
 FORMATS_SRC := \

@@ -123,6 +123,7 @@ if [ -n "$CG" ]; then
 		grep "^memsight record: the command was killed by SIGKILL$" rec &&
 		pid=$(sed -n "s/^mem_hog: pid \([0-9]*\) comm mem_hog$/\1/p" truth) && test -n "$pid" &&
 		"$MEMSIGHT" oom --json oom.trace >oom.json &&
+		json_valid oom oom.json &&
 		json oom.json "my \$k = \$d->{kills}; die unless @\$k == 1; my \$v = \$k->[0]{victim};
 			die qq{pid \$v->{pid}} unless \$v->{pid} == $pid && \$v->{comm} eq q{mem_hog};
 			die q{no anon rss} unless \$v->{anon_rss_kb} > 16384;

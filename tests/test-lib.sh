@@ -136,3 +136,13 @@ test_done() {
 	echo "1..$test_count"
 	[ "$test_failed" -eq 0 ]
 }
+
+# json_valid COMMAND FILE: FILE is what formats/json.schema.json says
+# COMMAND's --json is (python3-jsonschema, which make test-deps installs).
+json_valid() {
+	/usr/bin/python3 -c '
+import json, sys, jsonschema
+s = json.load(open(sys.argv[1]))
+jsonschema.validate(json.load(open(sys.argv[3])), {"$ref": "#/$defs/" + sys.argv[2], "$defs": s["$defs"]})
+' "$TOP/formats/json.schema.json" "$1" "$2"
+}
