@@ -31,6 +31,18 @@ test_expect_success 'the views of the checked-in trace' '
 	valid diff diff.json
 '
 
+test_expect_success 'JSON is complete unless -T asks otherwise, and then says "truncated"' '
+	for c in faults brk functions; do
+		"$MEMSIGHT" $c --json $D "$T" >all.json 2>/dev/null &&
+		! grep -q "\"truncated\"" all.json &&
+		"$MEMSIGHT" $c --json -T 1 $D "$T" >one.json 2>/dev/null || return 1
+	done &&
+	"$MEMSIGHT" faults --json $D "$T" >all.json 2>/dev/null &&
+	n=$(perl -MJSON::PP -e "local \$/; print scalar @{decode_json(<STDIN>)->{stacks}}" <all.json) &&
+	test "$n" -gt 10 &&
+	"$MEMSIGHT" faults --json -T 2 $D "$T" 2>/dev/null | grep -q "\"truncated\":{\"shown\":2,\"total\":$n}"
+'
+
 test_expect_success 'a frame without its function, or with a key the schema lacks, is refused' '
 	sed "0,/\"function\":\"[^\"]*\",/s///" faults.json >bad1.json &&
 	! cmp -s faults.json bad1.json &&

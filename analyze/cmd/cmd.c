@@ -351,6 +351,21 @@ void cmd_json_process(struct json *j, const struct session *s, int pid)
 	}
 }
 
+uint64_t cmd_top(uint64_t given, int json, uint64_t text_default)
+{
+	return given ? given : json ? UINT64_MAX : text_default;
+}
+
+void cmd_json_truncated(struct json *j, uint64_t shown, uint64_t total)
+{
+	if (shown >= total)
+		return;
+	json_begin(j, "truncated");
+	json_u64(j, "shown", shown);
+	json_u64(j, "total", total);
+	json_end(j);
+}
+
 void cmd_json_events_begin(struct json *j, const char *trace)
 {
 	json_init(j, stdout);

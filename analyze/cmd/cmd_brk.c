@@ -61,6 +61,7 @@ static void print_json(const struct session *s, const struct brk_state *b, struc
 	json_u64(&j, "brk_calls", b->calls);
 	json_u64(&j, "failed", b->failed);
 	json_u64(&j, "grow_bytes", b->grow);
+	cmd_json_truncated(&j, n < b->o->top ? n : b->o->top, n);
 	json_begin_array(&j, "stacks");
 	for (size_t i = 0; v && i < n && i < b->o->top; i++) {
 		json_begin(&j, NULL);
@@ -94,9 +95,9 @@ static void print_text(const struct session *s, const struct brk_state *b, struc
 
 int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 {
-	struct brk_opts o = { .pid = -1, .top = 10 };
+	struct brk_opts o = { .pid = -1 };
 	const struct opt options[] = {
-		OPT_U64('T', "top", &o.top, "N", "stacks shown (default 10)"),
+		OPT_U64('T', "top", &o.top, "N", "stacks shown (default 10 in text, all in JSON)"),
 		OPT_PID(&o.pid),
 		OPT_LINES(&o.lines),
 		OPT_BOOL(0, "json", &o.json, "one JSON object instead of text"),
@@ -114,6 +115,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
+	o.top = cmd_top(o.top, o.json, 10);
 	if (cmd_open_group(&s, a->trace, a, "brk", "brk", NULL))
 		return 1;
 	stacktab_init_per_command(&o.tab, 0, 1);

@@ -176,10 +176,10 @@ static void print_text(const struct compaction *c, const struct session *s, stru
 
 int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 {
-	uint64_t top = 5;
+	uint64_t top = 0;
 	int json = 0;
 	const struct opt options[] = {
-		OPT_U64('T', "top", &top, "N", "stacks shown (default 5)"),
+		OPT_U64('T', "top", &top, "N", "stacks shown (default 5 in text, all in JSON)"),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
 		OPT_INPUT,
 		OPT_SAMPLES,
@@ -195,6 +195,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
+	top = cmd_top(top, json, 5);
 	if (cmd_open_group(&s, a->trace, a, "migration or compaction", "migrate", "compaction"))
 		return 1;
 	memset(&c, 0, sizeof(c));

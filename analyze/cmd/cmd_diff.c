@@ -241,6 +241,16 @@ static void print_json(const struct diff *d, struct diff_stack **v, size_t n, co
 	json_double(&j, "base_total", "%.0f", (double)d->base_total);
 	json_double(&j, "new_total", "%.0f", (double)d->new_total);
 	json_double(&j, "delta", "%.0f", (double)(d->new_total - d->base_total));
+	{
+		uint64_t changed = 0, shown = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (v[i]->new != v[i]->base) {
+				changed++;
+				shown += i < d->top;
+			}
+		cmd_json_truncated(&j, shown, changed);
+	}
 	json_begin_array(&j, "stacks");
 	for (size_t i = 0; i < n && i < d->top; i++) {
 		if (v[i]->new == v[i]->base)
@@ -273,7 +283,7 @@ static int opt_forward(const struct opt *o, const char *arg, void *ctx)
 
 int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 {
-	struct diff d = { .top = 20 };
+	struct diff d = { .top = 0 };
 	uint64_t limit = UINT64_MAX;
 #define DIFF_FORWARD(id, name, argh, optional, help) \
 	, { 0, name, OPT_CALLBACK_, &d, argh, help, opt_forward, 0, optional }
@@ -284,7 +294,7 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 		OPT_STRING('w', "weight", &d.weight, "WEIGHT",
 			   "for traces: the weight, as folded takes it (default: leaked for\n"
 			   "malloc, count for faults, bytes for brk and mmap)"),
-		OPT_U64('T', "top", &d.top, "N", "stacks shown (default 20)"),
+		OPT_U64('T', "top", &d.top, "N", "stacks shown (default 20 in text, all in JSON)"),
 		OPT_U64(0, "fail-over", &limit, "N",
 			"exit with status 3 when the total grew by more than N (in the\n"
 			"weight's unit: bytes, faults, pages)"),
@@ -306,6 +316,7 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 	}
 	base = argv[optind];
 	new = argv[optind + 1];
+	d.top = cmd_top(d.top, d.json, 20);
 	if (!d.event && is_trace(base) && is_trace(new)) {
 		/* What memsight diff is mostly for: leak growth. */
 		struct session s;

@@ -224,6 +224,7 @@ static void print_json(const struct session *s, const struct faults *f, const st
 		json_end(&j);
 	}
 	json_end(&j);
+	cmd_json_truncated(&j, o->nm < f->top ? o->nm : f->top, o->nm);
 	stacks_json(&j, s, f, "stacks", o->minor, o->nm);
 	stacks_json(&j, s, f, "swapin_stacks", o->swapin, o->ns);
 	json_end(&j);
@@ -304,9 +305,9 @@ static void print_text(const struct session *s, const struct faults *f, const st
 
 int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 {
-	struct faults f = { .pid = -1, .top = 10 };
+	struct faults f = { .pid = -1 };
 	const struct opt options[] = {
-		OPT_U64('T', "top", &f.top, "N", "files and stacks shown (default 10)"),
+		OPT_U64('T', "top", &f.top, "N", "files and stacks shown (default 10 in text, all in JSON)"),
 		OPT_PID(&f.pid),
 		OPT_BOOL(0, "kernel", &f.kernel, "include kernel frames in the stacks"),
 		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
@@ -323,6 +324,7 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
+	f.top = cmd_top(f.top, f.json, 10);
 	if (cmd_open_group(&s, a->trace, a, "page fault", "faults", "swap"))
 		return 1;
 	hashmap_init(&f.files, 0);

@@ -260,7 +260,7 @@ static int print_flat(struct folded *f)
 			 weight_names[f->weight]);
 	if (n > 1)
 		qsort(v, n, sizeof(*v), f->by_total ? by_total : by_self);
-	shown = f->top && f->top < n ? f->top : n;
+	shown = f->top < n ? f->top : n;
 	if (f->json) {
 		struct json j;
 
@@ -609,8 +609,7 @@ static int opt_sort(const struct opt *o, const char *arg, void *ctx)
 
 static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
 {
-	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS, .flat = flat,
-			    .top = 40 };
+	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS, .flat = flat };
 	int kernel = -1, ret, header = 0, defaults = 1;
 	const char *supfile = NULL;
 	char err[512];
@@ -627,7 +626,7 @@ static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
 	};
 	const struct opt functions_options[] = {
 		FOLD_OPTIONS,
-		OPT_U64('T', "top", &f.top, "N", "functions shown (default 40; 0 for all)"),
+		OPT_U64('T', "top", &f.top, "N", "functions shown (default 40 in text, all in JSON)"),
 		OPT_CALLBACK(0, "sort", &f.by_total, "KEY", "self (default) or total", opt_sort),
 		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
 		OPT_INPUT,
@@ -689,6 +688,7 @@ static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
 	}
 	f.header = header;
 	f.path = s.path;
+	f.top = cmd_top(f.top, f.json, 40);
 	stacktab_init_by_comm(&f.tab, kernel, 1);
 	hashmap_init(&f.begins, 0);
 	ret = fold(&f, &s);

@@ -390,9 +390,9 @@ static void print_text(const struct reclaim *r, struct session *s)
 
 int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 {
-	struct reclaim r = { .pid = -1, .top = 10 };
+	struct reclaim r = { .pid = -1 };
 	const struct opt options[] = {
-		OPT_U64('T', "top", &r.top, "N", "slowest reclaims and shrinkers shown (default 10)"),
+		OPT_U64('T', "top", &r.top, "N", "slowest reclaims and shrinkers shown (default 10 in text, all in JSON)"),
 		OPT_PID(&r.pid),
 		OPT_LINES(&r.lines),
 		OPT_BOOL(0, "json", &r.json, "one JSON object instead of text"),
@@ -407,6 +407,7 @@ int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 
 	if (c >= 0)
 		return c;
+	r.top = cmd_top(r.top, r.json, 10);
 	if (cmd_open_group(&s, a->trace, a, "reclaim", "reclaim", NULL))
 		return 1;
 	stacktab_init(&r.stacks, 1, 1);

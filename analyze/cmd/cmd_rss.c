@@ -261,10 +261,10 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 {
 	struct rss r = { .pid = -1 };
 	const char *svg = NULL;
-	uint64_t top = 10, points = 20;
+	uint64_t top = 0, points = 20;
 	int json = 0;
 	const struct opt options[] = {
-		OPT_U64('T', "top", &top, "N", "processes shown, largest peak first (default 10)"),
+		OPT_U64('T', "top", &top, "N", "processes shown, largest peak first (default 10 in text, all in JSON)"),
 		OPT_U64('n', "points", &points, "N", "rows per process in the text table (default 20)"),
 		OPT_PID(&r.pid),
 		OPT_STRING(0, "svg", &svg, "FILE", "draw the RSS of each process over time as an SVG line chart"),
@@ -281,6 +281,7 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 
 	if (c >= 0)
 		return c;
+	top = cmd_top(top, json, 10);
 	/* Before the replay: a file it must not replace fails now. */
 	if (svg && replace_check(svg, REPLACE_SVG, "an SVG file"))
 		return 1;
