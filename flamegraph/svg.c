@@ -414,6 +414,10 @@ int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_o
 	int mem = !strcmp(o->palette, "mem"), depth;
 
 	L.scale = root->value > 0 ? (o->width - 2 * PAD_SIDE) / root->value : 0;
+	/* A total so small (3e-313) that the width over it is past every
+	 * double draws nothing, rather than frames of infinite width. */
+	if (!isfinite(L.scale))
+		L.scale = 0;
 	depth = depth_of(root, L.scale, o->minwidth);
 	if (depth < 0)
 		return -1;

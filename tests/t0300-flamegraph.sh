@@ -130,4 +130,13 @@ test_expect_success 'a stack a million frames deep: drawn to a bounded depth, no
 	test "$(stat -c %s deep.svg)" -lt 10000000
 '
 
+# Found by fuzz-folded: a total so small that the graph's width over it is
+# past every double (tests/fuzz/corpus/folded/denormal-total).
+test_expect_success 'weights too small to scale make a valid, empty graph, not infinite widths' '
+	printf "a;b 3e-313\n" >tiny.folded &&
+	"$MEMSIGHT" flamegraph tiny.folded >tiny.svg &&
+	xmllint --noout tiny.svg &&
+	! grep -q "inf\"" tiny.svg
+'
+
 test_done
