@@ -243,4 +243,28 @@ test_expect_success 'leak groups that tie come in the order seen, every run' '
 	test $(grep -c "^12 bytes in 3 allocations from stack (pid [0-9]* loop_leak)\$" tie.1) = 4
 '
 
+# heaptrack shows C++ names with their template arguments as <>: one
+# function's instantiations read as one. --full-names keeps them.
+test_expect_success 'C++ frames: template arguments shortened to <> by default, whole with --full-names' '
+	cat >vec.cc <<-EOF &&
+	#include <vector>
+	static std::vector<int> *keep;
+	__attribute__((noinline)) void fill(int n)
+	{
+		keep = new std::vector<int>();
+		for (int i = 0; i < n; i++)
+			keep->push_back(i);
+	}
+	int main() { fill(1000); keep = nullptr; return 0; }
+	EOF
+	g++ -O1 -g -fno-omit-frame-pointer -o vec vec.cc &&
+	record -o vec.trace -- ./vec &&
+	"$MEMSIGHT" leaks vec.trace >short 2>/dev/null &&
+	"$MEMSIGHT" leaks --full-names vec.trace >full 2>/dev/null &&
+	grep -q "std::allocator_traits<>::allocate(std::allocator<>&, unsigned long)" short &&
+	! grep -q "std::allocator<int>" short &&
+	grep -q "std::allocator_traits<std::allocator<int> >::allocate(std::allocator<int>&, unsigned long)" full &&
+	grep -q "fill(int)" short
+'
+
 test_done
