@@ -186,6 +186,25 @@ test_expect_success 'with -p, an allocator a child execs into is probed when map
 	test $(grep -c "^# NOTE: 1 allocator was probed only after a program mapped it, .*: $JE of loop_leak (pid [0-9]*), [0-9.]* ms after$" leaks) = 1
 '
 
+test_expect_success 'a ring: an allocator probed while recording is in every snapshot (its events in the ring'"'"'s head)' '
+	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
+	rm -f go && mkfifo go &&
+	sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth; sleep 1" &
+	sp=$! &&
+	"$MEMSIGHT" record -e malloc -p $sp --ring 64M --trigger signal --pidfile rec.pid -o ring.trace 2>err &
+	rp=$! &&
+	n=0; while ! grep -q "^memsight record: malloc: probing" err && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
+	echo go >go &&
+	n=0; while ! grep -q "^loop_leak: 100 allocations" truth 2>/dev/null && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
+	kill -USR1 $(cat rec.pid) &&
+	wait $sp && wait $rp &&
+	cat err &&
+	snap=$(ls ring.*.signal.trace) &&
+	"$MEMSIGHT" leaks $snap >leaks 2>/dev/null &&
+	cat leaks &&
+	leak_is leaks 400 100 "malloc+0x0 \[libjemalloc.so.2\]$" "leak+0x" "someFunc+0x" "main+0x"
+'
+
 test_expect_success 'a static program the command starts runs without the wrapper: named, the gate cannot pass' '
 	printf "#include <stdlib.h>\nvoid *keep[10];\nint main(void) { for (int i = 0; i < 10; i++) keep[i] = malloc(100); return 0; }\n" >static.c &&
 	if ! cc -static -o static-prog static.c 2>/dev/null; then
