@@ -186,6 +186,18 @@ test_expect_success 'with -p, an allocator a child execs into is probed when map
 	test $(grep -c "^# NOTE: 1 allocator was probed only after a program mapped it, .*: $JE of loop_leak (pid [0-9]*), [0-9.]* ms after$" leaks) = 1
 '
 
+test_expect_success 'with -a, an allocator a program maps is probed on every CPU when it appears: exact from then on' '
+	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
+	"$MEMSIGHT" record -a -e malloc -o all.trace -- \
+		sh -c "env LD_PRELOAD=$JE $S/loop_leak 100 0 300; env LD_PRELOAD=$JE $S/loop_leak 50" >truth 2>err &&
+	cat err truth &&
+	grep "^memsight record: malloc: probing $JE, which pid [0-9]* mapped while recording, [0-9.]* ms after it did$" err &&
+	"$MEMSIGHT" leaks --comm loop_leak all.trace >leaks 2>/dev/null &&
+	cat leaks &&
+	leak_is leaks 400 100 "malloc+0x0 \[libjemalloc.so.2\]$" "leak+0x" "someFunc+0x" "main+0x" &&
+	leak_is leaks 200 50 "malloc+0x0 \[libjemalloc.so.2\]$" "leak+0x" "someFunc+0x" "main+0x"
+'
+
 test_expect_success 'a ring: an allocator probed while recording is in every snapshot (its events in the ring'"'"'s head)' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
 	rm -f go && mkfifo go &&
