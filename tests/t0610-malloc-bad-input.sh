@@ -57,7 +57,7 @@ test_expect_success 'bad sizes and sampling' '
 
 test_expect_success 'a target that exits during the recording leaves a complete trace and no probe' '
 	probes_back_to 0 && before=0 &&
-	"$S/alloc_zoo" wait 8 50 >truth &
+	{ "$S/alloc_zoo" wait 8 50 >truth & } &&
 	pid=$! &&
 	while ! grep -q waiting truth; do sleep 0.05; done &&
 	"$MEMSIGHT" record -q -e malloc -o exit.trace -p $pid -d 30 &&
