@@ -170,9 +170,9 @@ test_expect_success 'through uprobes, a program gone before its allocator could 
 test_expect_success 'with -p, an allocator a child execs into is probed when mapped, and in what the target starts after: both exact' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
 	rm -f go && mkfifo go &&
-	sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth1; env LD_PRELOAD=$JE $S/loop_leak 50 >truth2" &
+	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth1; env LD_PRELOAD=$JE $S/loop_leak 50 >truth2" & } &&
 	sp=$! &&
-	"$MEMSIGHT" record -e malloc -p $sp -o p.trace 2>err &
+	{ "$MEMSIGHT" record -e malloc -p $sp -o p.trace 2>err & } &&
 	rp=$! &&
 	n=0; while ! grep -q "^memsight record: malloc: probing" err && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
 	sleep 0.3 && echo go >go &&
@@ -201,9 +201,9 @@ test_expect_success 'with -a, an allocator a program maps is probed on every CPU
 test_expect_success 'a ring: an allocator probed while recording is in every snapshot (its events in the ring'"'"'s head)' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
 	rm -f go && mkfifo go &&
-	sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth; sleep 1" &
+	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth; sleep 1" & } &&
 	sp=$! &&
-	"$MEMSIGHT" record -e malloc -p $sp --ring 64M --trigger signal --pidfile rec.pid -o ring.trace 2>err &
+	{ "$MEMSIGHT" record -e malloc -p $sp --ring 64M --trigger signal --pidfile rec.pid -o ring.trace 2>err & } &&
 	rp=$! &&
 	n=0; while ! grep -q "^memsight record: malloc: probing" err && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
 	echo go >go &&
