@@ -172,9 +172,9 @@ test_expect_success 'with -p, an allocator a child execs into is probed when map
 	rm -f go && mkfifo go &&
 	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth1; env LD_PRELOAD=$JE $S/loop_leak 50 >truth2" & } &&
 	sp=$! &&
-	{ "$MEMSIGHT" record -e malloc -p $sp -o p.trace 2>err & } &&
+	{ "$MEMSIGHT" record -e malloc -p $sp --pidfile p.pid -o p.trace 2>err & } &&
 	rp=$! &&
-	n=0; while ! grep -q "^memsight record: malloc: probing" err && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
+	n=0; while ! test -s p.pid && test $n -lt 300; do sleep 0.1; n=$((n+1)); done &&
 	sleep 0.3 && echo go >go &&
 	wait $sp && wait $rp &&
 	cat err truth1 truth2 &&
@@ -205,9 +205,9 @@ test_expect_success 'a ring: an allocator probed while recording is in every sna
 	sp=$! &&
 	{ "$MEMSIGHT" record -e malloc -p $sp --ring 64M --trigger signal --pidfile rec.pid -o ring.trace 2>err & } &&
 	rp=$! &&
-	n=0; while ! grep -q "^memsight record: malloc: probing" err && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
-	echo go >go &&
-	n=0; while ! grep -q "^loop_leak: 100 allocations" truth 2>/dev/null && test $n -lt 100; do sleep 0.1; n=$((n+1)); done &&
+	n=0; while ! test -s rec.pid && test $n -lt 300; do sleep 0.1; n=$((n+1)); done &&
+	sleep 0.3 && echo go >go &&
+	n=0; while ! grep -q "^loop_leak: 100 allocations" truth 2>/dev/null && test $n -lt 300; do sleep 0.1; n=$((n+1)); done &&
 	kill -USR1 $(cat rec.pid) &&
 	wait $sp && wait $rp &&
 	cat err &&
