@@ -71,7 +71,7 @@ test_expect_success 'C++ names: template arguments shortened to <>, operators ke
 	units_pass 8 names
 '
 
-test_expect_success 'the scrub keeps what unwinding reads and no secret: a known process, one learned from /proc, one it cannot learn; 64- and 32-bit' '
+test_expect_success 'the scrub keeps what unwinding reads and no secret: a known process, one learned from /proc; one it cannot learn keeps what could be pointers; 64- and 32-bit' '
 	"$BUILD/test-record" scrub >out
 	status=$?
 	cat out &&

@@ -111,61 +111,6 @@ static int asked_first(struct scrub *s, int pid)
 	return 1;
 }
 
-/* The stack rule, for a process whose code is not known: of n bytes of
- * 8-byte words (or 4-byte ones), keep only those that point into the dump
- * [sp, sp + dyn]; a last partial word goes. */
-static void stack_words(unsigned char *p, size_t n, uint64_t sp, uint64_t dyn, int wide)
-{
-	size_t k, w = wide ? 8 : 4;
-
-	for (k = 0; k + w <= n; k += w) {
-		uint64_t v = 0;
-
-		memcpy(&v, p + k, w);
-		if (v - sp > dyn)
-			memset(p + k, 0, w);
-	}
-	memset(p + k, 0, n - k);
-}
-
-/* The stack rule over the registers: the ip and sp stay, and any other
- * that points into the dump (a frame pointer). */
-static void stack_regs(uint64_t mask, unsigned char *regs, uint64_t sp, uint64_t dyn)
-{
-	size_t k = 0;
-
-	for (int r = 0; r < 64; r++) {
-		uint64_t v;
-
-		if (!(mask & (1ull << r)))
-			continue;
-		memcpy(&v, regs + 8 * k, 8);
-		if (r != PERF_REG_X86_IP && r != PERF_REG_X86_SP && v - sp > dyn)
-			memset(regs + 8 * k, 0, 8);
-		k++;
-	}
-}
-
-/* The same, packed, as block_pointers packs. */
-static uint64_t block_stack(const unsigned char *restrict w, size_t lim, uint64_t sp, uint64_t dyn,
-			    unsigned char *restrict out, size_t *n)
-{
-	uint64_t bits = 0;
-	size_t k = *n;
-
-	for (size_t j = 0; j < lim; j++) {
-		uint64_t v, keep;
-
-		memcpy(&v, w + 8 * j, 8);
-		keep = v - sp <= dyn;
-		memcpy(out + 8 * k, &v, 8);
-		k += keep;
-		bits |= keep << j;
-	}
-	*n = k;
-	return bits;
-}
-
 /* Zero the 8-byte words of p[0..n) that could not be user addresses, and
  * a last partial word, which no unwinder reads. */
 static void scrub_words(const struct scrub *s, unsigned char *p, size_t n)
@@ -394,7 +339,7 @@ static uint64_t block_pointers(const struct scrub *s, const unsigned char *restr
  * loop's work for every dwarf sample.
  */
 static size_t pack_words(struct scrub *s, struct em_gen *p, const unsigned char *d, uint64_t dump,
-			 uint64_t dyn, uint64_t sp, int strict, int64_t *last)
+			 uint64_t dyn, uint64_t sp, int64_t *last)
 {
 	size_t words = dyn / 8, blocks = (words + 63) / 64, n = 0;
 	unsigned char *bitmap = s->pack + PACKED_HEAD;
@@ -402,9 +347,8 @@ static size_t pack_words(struct scrub *s, struct em_gen *p, const unsigned char 
 
 	for (size_t b = 0; b < blocks; b++) {
 		size_t lim = words - 64 * b < 64 ? words - 64 * b : 64;
-		uint64_t bits = p			  ? block_unwind(s, p, d + 8 * 64 * b, lim, sp, dyn, out, &n, last)
-				: strict		  ? block_stack(d + 8 * 64 * b, lim, sp, dyn, out, &n)
-							  : block_pointers(s, d + 8 * 64 * b, lim, out, &n);
+		uint64_t bits = p ? block_unwind(s, p, d + 8 * 64 * b, lim, sp, dyn, out, &n, last)
+				  : block_pointers(s, d + 8 * 64 * b, lim, out, &n);
 
 		memcpy(bitmap + 8 * b, &bits, 8);
 	}
@@ -444,7 +388,6 @@ size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, co
 	struct em_gen *p = NULL;
 	struct perf_event_header h;
 	int64_t last = -1;
-	int strict = 0;
 	uint32_t pid;
 
 	/* memsight never asks for READ or BRANCH_STACK, whose layouts depend
@@ -517,8 +460,6 @@ size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, co
 		if (!p)
 			s->dumps_unknown++;
 	}
-	/* Unknown under the unwind rule: only what points into the dump. */
-	strict = s->mode == SCRUB_UNWIND && s->map && !p && !data;
 	if (abi != PERF_SAMPLE_REGS_ABI_64) {
 		/* A 32-bit process: scrubbed in place by 4-byte words, not
 		 * packed. */
@@ -527,9 +468,6 @@ size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, co
 		if (p) {
 			unwind_regs(s, p, regs_mask, regs, sp & 0xffffffffull, dyn, &last, 1);
 			unwind_dump32(s, p, dst + field + 8, dyn, sp & 0xffffffffull, &last);
-		} else if (strict) {
-			stack_regs(regs_mask, regs, sp & 0xffffffffull, dyn);
-			stack_words(dst + field + 8, dyn, sp & 0xffffffffull, dyn, 0);
 		} else {
 			scrub_words32(regs, 8 * nregs);
 			scrub_words32(dst + field + 8, dyn);
@@ -538,11 +476,9 @@ size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, co
 	}
 	if (p)
 		unwind_regs(s, p, regs_mask, regs, sp, dyn, &last, 0);
-	else if (strict)
-		stack_regs(regs_mask, regs, sp, dyn);
 	else
 		scrub_words(s, regs, 8 * nregs);
-	len = pack_words(s, p, src + field + 8, dump, dyn, sp, strict, &last);
+	len = pack_words(s, p, src + field + 8, dump, dyn, sp, &last);
 	if (len >= 16 + dump) {
 		/* Kept so much that packing would not save: the kernel's
 		 * layout, with what the rule dropped zeroed. */

@@ -11,8 +11,9 @@
  * executable mappings (procs/execmap.h) or into the dump: the stacks
  * unwind the same, data is gone, and heap pointers with it. A process
  * whose mappings are not known is learned from /proc once (the learn
- * callback); one that cannot be keeps only what points into its dump,
- * never more than the unwind rule would. raw keeps what the kernel
+ * callback); one that cannot be (it is gone) gets the older rule,
+ * pointers: every word that could be a user address is kept, its return
+ * addresses among them. raw keeps what the kernel
  * copied. Either way the bytes past dyn_size (left in the ring by older
  * records) are zeroed, and with the first two rules a dump is stored
  * packed (formats/stackdump.h: its kept words and a bitmap) when that is
@@ -44,7 +45,7 @@ struct scrub {
 	struct execmap *map;	/* the processes' code, for SCRUB_UNWIND */
 	int avx2;		/* the CPU has AVX2: four words at a time */
 	uint64_t words_seen, words_kept; /* over every dump scrubbed */
-	uint64_t dumps_unknown;	/* dumps of processes whose code was not known: stack addresses kept */
+	uint64_t dumps_unknown;	/* dumps of processes whose code was not known: pointers kept */
 	/* Learn the code of a process the map does not know, from what is
 	 * there now; 0 when it did. Asked once per process. */
 	int (*learn)(void *arg, int pid);

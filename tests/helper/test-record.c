@@ -151,15 +151,14 @@ static void scrub_case(enum scrub_mode mode, enum known known, int wide)
 		tap(wide ? has(out, n, &secret64, 8) : has(out, n, &secret32, 4), what);
 		goto out;
 	}
-	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the secret is gone from registers and dump",
-		 kn, wide ? 64 : 32);
-	tap(wide ? !has(out, n, &secret64, 8) : !has(out, n, &secret32, 4), what);
+	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the secret is %s", kn, wide ? 64 : 32,
+		 known == UNKNOWN ? "kept (the pointers rule: it could be an address)" : "gone from registers and dump");
+	tap((wide ? has(out, n, &secret64, 8) : has(out, n, &secret32, 4)) == (known == UNKNOWN), what);
 	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the frame pointer into the dump is kept", kn,
 		 wide ? 64 : 32);
 	tap(wide ? has(out, n, &fp, 8) : has(out, n, &fp32, 4), what);
-	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the return address is %s", kn, wide ? 64 : 32,
-		 known == UNKNOWN ? "gone (no code to tell it by)" : "kept");
-	tap((wide ? has(out, n, &ret, 8) : has(out, n, &ret32, 4)) == (known != UNKNOWN), what);
+	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: the return address is kept", kn, wide ? 64 : 32);
+	tap(wide ? has(out, n, &ret, 8) : has(out, n, &ret32, 4), what);
 	snprintf(what, sizeof(what), "unwind rule, %s process, %d-bit: /proc is asked %s", kn, wide ? 64 : 32,
 		 known == KNOWN ? "never" : "once");
 	tap(learned == (known == KNOWN ? 0 : 1), what);
