@@ -106,6 +106,7 @@ ANALYZE_SRC := \
 	analyze/cmd/cmd_brk.c \
 	analyze/cmd/cmd_compaction.c \
 	analyze/cmd/cmd_diff.c \
+	analyze/cmd/cmd_errors.c \
 	analyze/cmd/cmd_events.c \
 	analyze/cmd/cmd_faults.c \
 	analyze/cmd/cmd_folded.c \
@@ -174,6 +175,7 @@ SAMPLES := \
 	jit_code \
 	leak_cases \
 	loop_leak \
+	mem_errors \
 	mem_hog \
 	phases \
 	pipe_hold \

@@ -43,7 +43,8 @@
 	X("rss", "RSS counter changes (kmem:rss_stat)")                                                \
 	X("migrate", "page migrations")                                                                \
 	X("compaction", "compaction runs, kcompactd, khugepaged's THP collapses")                      \
-	X("swap", "major faults with stacks (swap-ins on anonymous\nmemory; no kernel has a swap-in tracepoint)")
+	X("swap", "major faults with stacks (swap-ins on anonymous\nmemory; no kernel has a swap-in tracepoint)")     \
+	X("signals", "fatal signals of memory errors (SEGV, BUS, ABRT,\nILL, TRAP, FPE) with stacks; with malloc, frees take\nstacks too (for memsight errors)")
 
 #define CATALOG_EVENTS(X)                                                                                       \
 	X("brk", "syscalls:sys_enter_brk", TP, 0, 1, 0, BRK_ENTER, "brk")                                        \
@@ -109,7 +110,15 @@
 	/* No kernel has a swap-in tracepoint and kprobes are not always there: a   \
 	 * major fault on anonymous memory is a swap-in, so the group is major      \
 	 * faults with their stacks and addresses. */                                \
-	X("swap", "major-faults", SW, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, 1, FAULT_MAJ, NULL)
+	X("swap", "major-faults", SW, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, 1, FAULT_MAJ, NULL)                     \
+	/* Delivery, not generation: the task is then in its own context, so  \
+	 * the user stack is the one that faulted, aborted or trapped. */      \
+	X("signals", "signal:signal_deliver", TP, 0, 1, 0, SIGNAL, NULL)
+
+/* The signals group's kernel filter: the signals that end or stop a task
+ * for a memory error (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV),
+ * by their x86-64 numbers, which tracefs filters compare. */
+#define CATALOG_SIGNALS_FILTER "sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11"
 
 /* The tracking event: no samples, it carries the MMAP2, COMM, FORK and
  * EXIT records; the analyzer files it as EVK_TRACKING. */

@@ -406,6 +406,9 @@ static int options_finish(struct recorder *rc)
 	if (rc->sample_bytes && (rc->sample || rc->object || rc->min_size || rc->max_size || rc->leak_check))
 		return msg_error("--sample-bytes chooses which allocations to keep by itself: drop -s, -O, -z, -Z and "
 				 "--leak-check");
+	/* memsight errors names who freed a block used after its free, or
+	 * freed twice: a recording of memory errors gives frees stacks. */
+	rc->free_stacks = groups_has(rc->groups, "signals") && groups_has(rc->groups, "malloc") && !rc->sample_bytes;
 	if (rc->leak_check && rc->fl.ring_size)
 		return msg_error("--leak-check scans at the end, which a ring's window may not reach: record it without --ring");
 	return flight_options_check(rc, groups_has);
@@ -507,8 +510,9 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "oom: an OOM kill (-e oom); rss:PID_OR_COMM>SIZE: a\n"
 			     "process's RSS passes SIZE (-e rss); psi:some|full>PCT:\n"
 			     "memory pressure passes PCT% of a second; reclaim>MS: a\n"
-			     "reclaim stall passes MS (-e reclaim); signal: SIGUSR1;\n"
-			     "repeatable",
+			     "reclaim stall passes MS (-e reclaim); crash[:COMM]: a\n"
+			     "process dies of a memory error's signal (-e signals);\n"
+			     "signal: SIGUSR1; repeatable",
 			     opt_trigger),
 		OPT_CALLBACK(0, "after", &rc->fl.after, "SECONDS",
 			     "a snapshot also keeps what follows its trigger (default 2)", opt_after),

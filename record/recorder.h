@@ -117,6 +117,7 @@ struct recorder {
 	enum { MALLOC_VIA_DEFAULT, MALLOC_VIA_WRAPPER, MALLOC_VIA_UPROBES } malloc_via; /* --malloc-via */
 	char sampler[PATH_MAX];	/* the sampler library probed, "" when the malloc family is */
 	int leak_check;
+	int free_stacks;	/* frees take stacks too (-e malloc,signals) */
 	struct leakcheck lc;
 	const char *cgroup;	/* --cgroup, as given */
 	char allocator[UPROBES_MAX_OBJECTS * (PATH_MAX + 1)];

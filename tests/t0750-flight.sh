@@ -209,7 +209,7 @@ test_expect_success 'a ring too small for two segments, or too large: one clear 
 test_expect_success 'an unknown trigger, or one whose events are not recorded: one clear line' '
 	test_must_fail "$MEMSIGHT" record --ring 8M --trigger swapstorm -o t.trace -- true 2>err &&
 	cat err && test_one_line err &&
-	grep "unknown trigger .swapstorm.: use oom, rss:PID_OR_COMM>SIZE, psi:some|full>PCT, reclaim>MS or signal" err &&
+	grep "unknown trigger .swapstorm.: use oom, rss:PID_OR_COMM>SIZE, psi:some|full>PCT, reclaim>MS, crash.:COMM. or signal" err &&
 	test_must_fail "$MEMSIGHT" record --ring 8M --trigger oom -e faults -o t.trace -- true 2>err &&
 	cat err && test_one_line err &&
 	grep "trigger oom watches the oom events, which are not recorded: add oom to -e" err &&

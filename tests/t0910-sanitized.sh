@@ -16,7 +16,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99
 export ASAN_OPTIONS UBSAN_OPTIONS
 
 for t in t0001-format t0300-flamegraph t0400-bad-input t0500-checked-in-traces t0420-record-hardening t0610-malloc-bad-input \
-	t0725-production-box t0750-flight t0760-pprof t0770-sampled t0780-html; do
+	t0650-errors t0725-production-box t0750-flight t0760-pprof t0770-sampled t0780-html; do
 	test_expect_success "$t passes on the sanitized build" "
 		MEMSIGHT_BUILD='$san' sh '$TOP/tests/$t.sh' >out 2>err;
 		rc=\$?;

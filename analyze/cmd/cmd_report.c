@@ -205,7 +205,7 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 {
 	struct report *r = arg;
 
-	if (r->pid >= 0 && ev->rec->pid != r->pid)
+	if (r->pid >= 0 && ev->pid != r->pid)
 		return 0;
 	return heapprof_event(&r->heap, s, ev);
 }
@@ -854,6 +854,26 @@ static void report_json(struct report *r, struct session *s)
 	json_end(&j);
 }
 
+/* memsight errors' text, before the report's, when it found any. */
+static void report_errors(const struct analyze_opts *a)
+{
+	struct analyze_opts copy = *a;
+	char *argv[] = { "errors", "--fail", "-i", (char *)a->trace, NULL };
+	FILE *t = tmpfile();
+	char buf[8192];
+	size_t n;
+
+	if (!t)
+		return;
+	if (cmd_capture(t, cmd_errors, 4, argv, &copy) == 3) {
+		rewind(t);
+		while ((n = fread(buf, 1, sizeof(buf), t)) > 0)
+			fwrite(buf, 1, n, stdout);
+		printf("\n");
+	}
+	fclose(t);
+}
+
 int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
 	struct report r = { .pid = -1, .top = 5, .procs_shown = 20 };
@@ -899,6 +919,9 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			fclose(page);
 		return 1;
 	}
+	/* Memory errors come first: they are why the process ended. */
+	if (!json && !html && session_group_recorded(&s, "signals"))
+		report_errors(a);
 	hashmap_init(&r.procs, 0);
 	hashmap_init(&r.fmaps, 0);
 	stacktab_init_per_command(&r.brk, 0, 1);

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #define MAX_IPS 512
-#define X86_REG_SP 7
 
 struct pending {
 	enum alloc_fn fn;	 /* the probe's, which its return names too */
@@ -280,7 +279,7 @@ static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
 		rec = r->ptr;
 		a->exec_released++;
 		if (a->cb) {
-			struct alloc_event ev = { ALLOC_FREED, rec, time, pid };
+			struct alloc_event ev = { ALLOC_FREED, rec, time, pid, pid, rec->ptr, NULL };
 
 			a->cb(s, &ev, a->cb_arg);
 		}
@@ -573,7 +572,7 @@ static struct hashmap *freed_table(struct allocs *a, int pid)
 }
 
 static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, uint64_t time, int internal,
-		   alloc_cb cb, void *arg)
+		   const struct sample *stack, alloc_cb cb, void *arg)
 {
 	struct hashmap *m = proc_table(a, pid), *freed = freed_table(a, pid);
 	struct hm_slot *slot;
@@ -589,19 +588,31 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 		 * program freed before. From the program itself that is a
 		 * double free. */
 		if (freed && hashmap_u64_find(freed, ptr)) {
-			if (internal)
+			if (internal) {
 				a->refrees++;
-			else
-				a->double_frees++;
+				return 0;
+			}
+			a->double_frees++;
+			if (cb) {
+				struct alloc_event ev = { ALLOC_DOUBLE_FREE, NULL, time, a->tid, pid, ptr, stack };
+
+				return cb(s, &ev, arg);
+			}
 			return 0;
 		}
 		/* Its own block, taken without a probed entry point (the
 		 * tcache it frees as a thread ends), or one freed for the
 		 * program through libc's internals. */
-		if (internal)
+		if (internal) {
 			a->internal_frees++;
-		else
-			a->unmatched_frees++;
+			return 0;
+		}
+		a->unmatched_frees++;
+		if (cb) {
+			struct alloc_event ev = { ALLOC_BAD_FREE, NULL, time, a->tid, pid, ptr, stack };
+
+			return cb(s, &ev, arg);
+		}
 		return 0;
 	}
 	if (freed)
@@ -611,7 +622,7 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 	a->nr_frees += alloc_rec_count(r);
 	a->free_bytes += alloc_rec_bytes(r);
 	if (cb) {
-		struct alloc_event ev = { ALLOC_FREED, r, time, a->tid };
+		struct alloc_event ev = { ALLOC_FREED, r, time, a->tid, pid, ptr, stack };
 
 		ret = cb(s, &ev, arg);
 	}
@@ -676,7 +687,7 @@ static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, 
 	a->nr_allocs += alloc_rec_count(r);
 	a->alloc_bytes += alloc_rec_bytes(r);
 	if (cb) {
-		struct alloc_event ev = { ALLOC_NEW, r, time, a->tid };
+		struct alloc_event ev = { ALLOC_NEW, r, time, a->tid, pid, ptr, NULL };
 
 		return cb(s, &ev, arg);
 	}
@@ -695,7 +706,7 @@ static int read_memptr(const struct sample *smp, uint64_t memptr, uint64_t *out)
 {
 	uint64_t sp;
 
-	if (!sample_reg(smp, X86_REG_SP, &sp) || memptr < sp)
+	if (!sample_reg(smp, SAMPLE_REG_SP, &sp) || memptr < sp)
 		return 0;
 	return !stackdump_read(&smp->stack, NULL, memptr - sp, out, 8);
 }
@@ -718,13 +729,18 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		return -1;
 	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_FREE) {
 		uint64_t ptr = session_field(s, smp, AF_PTR), caller = session_field(s, smp, AF_CALLER);
+		struct pending one;
 
 		/* realloc(p, 0) frees p through free: the realloc counts it. */
 		if (nested_call(s, ps, smp, caller)) {
 			a->nested++;
 			return 0;
 		}
-		return do_free(a, s, smp->pid, ptr, smp->time, caller_in_allocator(s, smp, caller), rp->cb, rp->arg);
+		/* A free that took a stack gives it as an allocation's is. */
+		if (smp->nr_ips)
+			repair_stack(s, ps, &one, smp);
+		return do_free(a, s, smp->pid, ptr, smp->time, caller_in_allocator(s, smp, caller),
+			       smp->nr_ips ? &one.smp : NULL, rp->cb, rp->arg);
 	}
 	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_ALLOC_AT) {
 		/* A sampler's sample: pointer, size and rate (or weight) at once. */
@@ -819,11 +835,11 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 			/* realloc(p, 0) frees p and may return NULL; any other
 			 * NULL leaves the old block as it was. */
 			if (p->ptr && !size)
-				return do_free(a, s, smp->pid, p->ptr, smp->time, 0, rp->cb, rp->arg);
+				return do_free(a, s, smp->pid, p->ptr, smp->time, 0, NULL, rp->cb, rp->arg);
 			a->failed++;
 			return 0;
 		}
-		if (p->ptr && do_free(a, s, smp->pid, p->ptr, smp->time, 0, rp->cb, rp->arg))
+		if (p->ptr && do_free(a, s, smp->pid, p->ptr, smp->time, 0, NULL, rp->cb, rp->arg))
 			return -1;
 	} else if (!ret) {
 		a->failed++;

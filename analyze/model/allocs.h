@@ -53,13 +53,20 @@ static inline uint64_t alloc_rec_count(const struct alloc_rec *r)
 	return r->rate ? (uint64_t)whole + ((double)(h >> 11) * (1.0 / 9007199254740992.0) < w - whole) : 1;
 }
 
-enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED };
+/* ALLOC_DOUBLE_FREE: the program freed a block it had freed already, not
+ * allocated again since. ALLOC_BAD_FREE: it freed a pointer the recording
+ * never saw returned, which is memory from before the recording unless
+ * the recording saw the process start. Neither has a rec. */
+enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED, ALLOC_DOUBLE_FREE, ALLOC_BAD_FREE };
 
 struct alloc_event {
 	enum alloc_event_kind kind;
 	const struct alloc_rec *rec; /* ALLOC_FREED: the allocation being freed */
 	uint64_t time;		     /* of the event (the free's time for ALLOC_FREED) */
 	int tid;		     /* the thread that allocated or freed */
+	int pid;
+	uint64_t ptr;		     /* the pointer freed */
+	const struct sample *stack;  /* a free's stack, where its probe took one (-e malloc,signals); else NULL */
 };
 
 typedef int (*alloc_cb)(struct session *s, const struct alloc_event *ev, void *arg);

@@ -38,6 +38,9 @@ static void peak_take(struct heapprof *h)
 int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_event *ev)
 {
 	const struct alloc_rec *r = ev->rec;
+
+	if (!r)
+		return 0;
 	struct heap_proc *p = hashmap_u64_obj(&h->procs, (uint32_t)r->pid, sizeof(*p));
 	struct heap_site *site = r->stack ? hashmap_u64_obj(&h->sites, (uintptr_t)r->stack, sizeof(*site)) : NULL;
 	struct hm_slot *last = hashmap_u64(&h->last, (uint32_t)ev->tid, NULL);

@@ -887,6 +887,21 @@ static void sample_unwind(struct session *s, struct sample *smp)
 	}
 	s->chain[n++] = PERF_CONTEXT_USER;
 	got = unwind_sample(s->uw, &in, s->chain + n, SESS_MAX_USER_FRAMES, &stop);
+	/* An event that took a frame-pointer chain beside its dump (a fatal
+	 * signal's: its stack pointer may lie in a guard gap, where no dump
+	 * can be read) has it stand in where the dump gave no caller. */
+	if (got <= 1) {
+		uint64_t i = 0, k = 0;
+
+		while (i < smp->nr_ips && smp->ips[i] != PERF_CONTEXT_USER)
+			i++;
+		for (i++; i < smp->nr_ips && k < SESS_MAX_USER_FRAMES && smp->ips[i] < PERF_CONTEXT_MAX; i++)
+			k++;
+		if (k > (uint64_t)got) {
+			memcpy(s->chain + n, smp->ips + (i - k), k * sizeof(uint64_t));
+			got = (int)k;
+		}
+	}
 	n += got;
 	if (!got)
 		n--;
@@ -1070,8 +1085,8 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			st->unselected++;
 			return 0;
 		}
-		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && smp.ev->attr.exclude_callchain_user &&
-		    !s->no_unwind) {
+		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) &&
+		    (smp.ev->attr.exclude_callchain_user || smp.ev->kind == EVK_SIGNAL) && !s->no_unwind) {
 			sample_unwind(s, &smp);
 		} else if (smp.nr_ips && !smp.ev->attr.exclude_callchain_user) {
 			sample_fp_cut(s, &smp);

@@ -74,6 +74,7 @@ enum ev_kind {
 	EVK_COMPACT_DEFER,
 	EVK_KCOMPACTD_WAKE,
 	EVK_KCOMPACTD_SLEEP,
+	EVK_SIGNAL,		/* signal:signal_deliver of a memory error's signal */
 };
 
 /* Field slots of allocation events in sess_event.fields. */
@@ -128,6 +129,9 @@ struct oom_context {
 
 /* A user register of a sample by perf_regs number; 0 when not recorded. */
 int sample_reg(const struct sample *smp, int reg, uint64_t *val);
+/* perf_regs.h's x86-64 numbers of the stack pointer and the ip. */
+#define SAMPLE_REG_SP 7
+#define SAMPLE_REG_IP 8
 
 /* How a trace is analyzed: the options of stacks and symbols every
  * command that shows stacks takes, and the diagnostics the environment

@@ -360,6 +360,23 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 			e.attr.watermark = 0;
 			e.attr.wakeup_events = 1;
 		}
+		if (!strcmp(s->name, "signal:signal_deliver")) {
+			/* Only memory errors' signals, filtered in the kernel;
+			 * each wakes the drain loop (a crash trigger fires on
+			 * it), and each keeps the stack pointer, which tells a
+			 * stack overflow from a wild write. */
+			snprintf(e.filter, sizeof(e.filter), "%s", CATALOG_SIGNALS_FILTER);
+			e.attr.watermark = 0;
+			e.attr.wakeup_events = 1;
+			/* With a dump, a frame-pointer chain too: at a stack
+			 * overflow the stack pointer is in the guard gap, and
+			 * no dump from it can be read. */
+			e.attr.exclude_callchain_user = 0;
+			if (!(e.attr.sample_type & PERF_SAMPLE_REGS_USER)) {
+				e.attr.sample_type |= PERF_SAMPLE_REGS_USER;
+				e.attr.sample_regs_user = 1ull << REC_REG_SP;
+			}
+		}
 		if (events_push(evs, nr, &e)) {
 			free(e.format);
 			return -ENOMEM;

@@ -44,6 +44,8 @@ enum rec_callchain {
  * general-purpose ones and ip; not flags or segments), and the default
  * stack dump (see record.c for how it was chosen). */
 #define REC_DWARF_REGS 0xff01ffull
+/* perf_regs.h numbering for x86-64: the stack pointer. */
+#define REC_REG_SP 7
 #define REC_DWARF_STACK_DEFAULT 8192u
 
 struct rec_opts_events {

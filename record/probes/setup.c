@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "../../formats/catalog.h"
 #include "../procs/procsnap.h"
 #include "../recorder.h"
 
@@ -213,7 +214,7 @@ static void note_uprobes(const struct uprobe_objects *objs, const char *why)
 static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 {
 	struct uprobe_opts u = { .min_size = rc->min_size, .max_size = rc->max_size, .sample = rc->sample,
-				 .exclude_pid = rc->system_wide ? getpid() : 0 };
+				 .exclude_pid = rc->system_wide ? getpid() : 0, .free_stacks = rc->free_stacks };
 	struct uprobe_objects found = { .nr = 0 };
 	char err[512] = "", why[PATH_MAX + 64] = "";
 	size_t n = 0;
@@ -351,9 +352,13 @@ static int filters_apply(struct recorder *rc)
 						continue;
 				}
 				expr = arg + l + 1;
-				if (e->filter[0])
+				if (e->filter[0] && strcmp(e->filter, CATALOG_SIGNALS_FILTER))
 					return msg_error("two filters for '%s': join them with && in one --filter", e->name);
-				if ((size_t)snprintf(e->filter, sizeof(e->filter), "%s", expr) >= sizeof(e->filter))
+				/* The signals group's own filter stays: EXPR narrows it. */
+				if ((e->filter[0] ? (size_t)snprintf(e->filter, sizeof(e->filter), "(%s) && (%s)",
+								     CATALOG_SIGNALS_FILTER, expr)
+						  : (size_t)snprintf(e->filter, sizeof(e->filter), "%s", expr)) >=
+				    sizeof(e->filter))
 					return msg_error("the filter for '%s' is too long: at most %zu bytes", e->name,
 						     sizeof(e->filter) - 1);
 				matched++;

@@ -32,9 +32,6 @@
 #include "../../formats/sibling.h"
 #include "usdt.h"
 
-/* perf_regs.h numbering for x86_64: the stack pointer. */
-#define X86_REG_SP 7
-
 /* posix_memalign returns its pointer through memory: the return sample
  * carries this much of the caller's stack, where such pointers usually
  * live, so the analyzer can read it. */
@@ -579,7 +576,7 @@ static int load_event(const char *group, const char *name, enum alloc_fn fn, int
 	e.attr.sample_period = 1;
 	e.attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			     PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
-	if (entry && alloc_fns[fn].op != ALLOC_OP_FREE) {
+	if (entry && (alloc_fns[fn].op != ALLOC_OP_FREE || u->free_stacks)) {
 		/* Stacks at entry, never at return: a pending return probe
 		 * has replaced a return address on the stack by then. */
 		events_stack_attr(&e.attr, o);
@@ -593,12 +590,12 @@ static int load_event(const char *group, const char *name, enum alloc_fn fn, int
 		/* -s N: one entry in N, counted in the kernel. Returns and
 		 * frees are all kept, so every free still finds its pointer;
 		 * so are the entries whose return needs them. */
-		if (!(alloc_fns[fn].flags & ALLOC_FN_EVERY))
+		if (!(alloc_fns[fn].flags & ALLOC_FN_EVERY) && alloc_fns[fn].op != ALLOC_OP_FREE)
 			e.attr.sample_period = u->sample ? u->sample : 1;
 	}
 	if (!entry && alloc_fns[fn].op == ALLOC_OP_ALLOC_OUT) {
 		e.attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		e.attr.sample_regs_user = 1ull << X86_REG_SP;
+		e.attr.sample_regs_user = 1ull << REC_REG_SP;
 		e.attr.sample_stack_user = POSIX_MEMALIGN_STACK;
 		e.dump_data = 1;
 	}

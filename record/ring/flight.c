@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ struct flight_req {
 
 static const char *const kind_names[] = {
 	[FLIGHT_SIGNAL] = "signal", [FLIGHT_OOM] = "oom", [FLIGHT_RSS] = "rss",
-	[FLIGHT_PSI] = "psi",	    [FLIGHT_RECLAIM] = "reclaim",
+	[FLIGHT_PSI] = "psi",	    [FLIGHT_RECLAIM] = "reclaim", [FLIGHT_CRASH] = "crash",
 };
 
 int flight_trigger_add(struct flight *f, const char *spec)
@@ -44,6 +45,14 @@ int flight_trigger_add(struct flight *f, const char *spec)
 		t.kind = FLIGHT_SIGNAL;
 	} else if (kl == 3 && !strncmp(spec, "oom", 3) && !arg) {
 		t.kind = FLIGHT_OOM;
+	} else if (kl == 5 && !strncmp(spec, "crash", 5)) {
+		if (arg && (!arg[1] || strlen(arg + 1) > 15))
+			return msg_error("invalid trigger '%s': give crash, or crash:COMM with COMM a process name of at most "
+					 "15 characters, as the kernel keeps it",
+					 spec);
+		if (arg)
+			snprintf(t.comm, sizeof(t.comm), "%s", arg + 1);
+		t.kind = FLIGHT_CRASH;
 	} else if (kl == 3 && !strncmp(spec, "rss", 3) && arg) {
 		const char *gt = strchr(arg + 1, '>');
 		char who[64], *end;
@@ -86,8 +95,8 @@ int flight_trigger_add(struct flight *f, const char *spec)
 		t.ns = (uint64_t)(ms * 1e6);
 		t.kind = FLIGHT_RECLAIM;
 	} else {
-		return msg_error("unknown trigger '%s': use oom, rss:PID_OR_COMM>SIZE, psi:some|full>PCT, reclaim>MS "
-				 "or signal",
+		return msg_error("unknown trigger '%s': use oom, rss:PID_OR_COMM>SIZE, psi:some|full>PCT, reclaim>MS, "
+				 "crash[:COMM] or signal",
 				 spec);
 	}
 	v = realloc(f->trig, (f->nr_trig + 1) * sizeof(*v));
@@ -114,7 +123,10 @@ int flight_options_check(struct recorder *rc, int (*has_group)(const char *group
 	static const struct {
 		enum flight_kind kind;
 		const char *group;
-	} needs[] = { { FLIGHT_OOM, "oom" }, { FLIGHT_RSS, "rss" }, { FLIGHT_RECLAIM, "reclaim" } };
+	} needs[] = { { FLIGHT_OOM, "oom" },
+		      { FLIGHT_RSS, "rss" },
+		      { FLIGHT_RECLAIM, "reclaim" },
+		      { FLIGHT_CRASH, "signals" } };
 	char path[PATH_MAX], *slash, *dot;
 
 	if (f->nr_trig && !f->ring_size)
@@ -171,6 +183,14 @@ int flight_setup(struct recorder *rc)
 		if (flight_wants(f, FLIGHT_RECLAIM) && strstr(e->name, "vmscan:mm_vmscan_") &&
 		    strstr(e->name, "reclaim_end"))
 			e->watch = WATCH_RECLAIM_END;
+		if (flight_wants(f, FLIGHT_CRASH) && !strcmp(e->name, "signal:signal_deliver") && e->format) {
+			e->watch = WATCH_CRASH;
+			f->sig_off = events_field_offset(e->format, "sig");
+			f->handler_off = events_field_offset(e->format, "sa_handler");
+			if (f->sig_off < 0 || f->handler_off < 0)
+				return msg_error("signal:signal_deliver has no field 'sig' or 'sa_handler' on this kernel: "
+						 "--trigger crash cannot work here");
+		}
 	}
 	for (size_t i = 0; i < f->nr_trig; i++) {
 		struct flight_trigger *t = &f->trig[i];
@@ -371,12 +391,120 @@ static void reclaim_seen(struct recorder *rc, const struct rec_event *e, const u
 	f->stalls[i] = f->stalls[--f->nr_stalls];
 }
 
+static struct flight_comm *comm_find(struct flight *f, pid_t tid)
+{
+	for (size_t i = 0; i < f->nr_comms; i++)
+		if (f->comms[i].pid == tid)
+			return &f->comms[i];
+	return NULL;
+}
+
+void flight_task_comm(struct flight *f, pid_t tid, pid_t parent, const char *comm)
+{
+	struct flight_comm *had;
+	char inherited[16];
+	size_t i;
+	int named = 0;
+
+	for (size_t k = 0; k < f->nr_trig; k++)
+		named |= f->trig[k].kind == FLIGHT_CRASH && f->trig[k].comm[0];
+	if (!named)
+		return;
+	had = comm_find(f, tid);
+	i = had ? (size_t)(had - f->comms) : f->nr_comms;
+	if (!comm && parent < 0) {
+		if (had)
+			had->gone = 1;
+		return;
+	}
+	if (!comm) {
+		const struct flight_comm *p = comm_find(f, parent);
+
+		if (!p)
+			return;
+		/* a copy: the table may move below */
+		memcpy(inherited, p->comm, sizeof(inherited));
+		comm = inherited;
+	}
+	if (i == f->nr_comms) {
+		if (f->nr_comms == f->alloc_comms) {
+			size_t n = f->alloc_comms ? f->alloc_comms * 2 : 64;
+			struct flight_comm *v = realloc(f->comms, n * sizeof(*v));
+
+			if (!v)
+				return;
+			f->comms = v;
+			f->alloc_comms = n;
+		}
+		f->nr_comms++;
+	}
+	f->comms[i].pid = tid;
+	f->comms[i].gone = 0;
+	snprintf(f->comms[i].comm, sizeof(f->comms[i].comm), "%s", comm);
+}
+
+void flight_task_sweep(struct flight *f)
+{
+	for (size_t i = f->nr_comms; i-- > 0;)
+		if (f->comms[i].gone)
+			f->comms[i] = f->comms[--f->nr_comms];
+}
+
+/* A memory error's signal (the kernel filter lets no other through). */
+static void crash_seen(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
+{
+	struct flight *f = &rc->fl;
+	const unsigned char *raw;
+	uint32_t raw_len, tid[2];
+	int32_t sig;
+	uint64_t handler;
+	const struct flight_comm *known;
+	char comm[16] = "", path[64], detail[192];
+	ssize_t n;
+	int fd;
+
+	raw = events_sample_raw(e, rec, size, &raw_len);
+	if (!raw || (uint32_t)f->sig_off + 4 > raw_len || (uint32_t)f->handler_off + 8 > raw_len)
+		return;
+	memcpy(&sig, raw + f->sig_off, 4);
+	memcpy(&handler, raw + f->handler_off, 8);
+	/* A handler of the process's own may recover (a JVM takes SIGSEGV
+	 * for its null checks); a crash is the default action, which ends
+	 * it. A crash handler that gives up raises it again with that one. */
+	if (handler)
+		return;
+	memcpy(tid, rec + 24, 8);
+	/* Its name as the recording saw it taken, else (a task from before
+	 * the recording) as /proc has it while the task is still there. */
+	if ((known = comm_find(f, (pid_t)tid[1])))
+		memcpy(comm, known->comm, sizeof(comm));
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", tid[0], tid[1]);
+	if (!comm[0] && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		comm[n > 0 ? n - (comm[n - 1] == '\n') : 0] = 0;
+	}
+	for (size_t i = 0; i < f->nr_trig; i++) {
+		const struct flight_trigger *t = &f->trig[i];
+
+		if (t->kind != FLIGHT_CRASH || (t->comm[0] && strcmp(t->comm, comm)))
+			continue;
+		snprintf(detail, sizeof(detail), "pid %u tid %u (%s) got %s", tid[0], tid[1], comm[0] ? comm : "?",
+			 sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGABRT ? "SIGABRT"
+			 : sig == SIGILL ? "SIGILL" : sig == SIGTRAP ? "SIGTRAP" : sig == SIGFPE ? "SIGFPE" : "a signal");
+		flight_fire(rc, FLIGHT_CRASH, detail);
+		break;
+	}
+}
+
 void flight_inspect(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size)
 {
 	if (size < 40)
 		return;
 	if (e->watch == WATCH_RSS)
 		rss_seen(rc, e, rec, size);
+	else if (e->watch == WATCH_CRASH)
+		crash_seen(rc, e, rec, size);
 	else
 		reclaim_seen(rc, e, rec);
 }
@@ -819,6 +947,7 @@ void flight_release(struct flight *f)
 	jit_release(&f->jit);
 	free(f->rss);
 	free(f->stalls);
+	free(f->comms);
 	free(f->head_bids);
 	for (size_t i = 0; i < f->nr_snaps; i++)
 		free(f->snaps[i]);

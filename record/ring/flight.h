@@ -5,7 +5,7 @@
  * file (formats/trace.h lays it out; this module restates, as each of its
  * segments begins, the processes and kernel symbols a reader of the
  * window needs), the triggers that watch for trouble (an OOM kill, a
- * process's RSS, memory pressure, a reclaim stall, SIGUSR1), and the
+ * process's RSS, memory pressure, a reclaim stall, a crash, SIGUSR1), and the
  * snapshots they save: the ring's window as a trace of its own, written
  * by the compression thread between two chunks, so the ring is still.
  *
@@ -32,6 +32,7 @@ enum flight_kind {
 	FLIGHT_RSS,
 	FLIGHT_PSI,
 	FLIGHT_RECLAIM,
+	FLIGHT_CRASH,
 };
 
 /* What an event is watched for (rec_event.watch). */
@@ -39,12 +40,13 @@ enum flight_watch {
 	WATCH_RSS = 1,
 	WATCH_RECLAIM_BEGIN,
 	WATCH_RECLAIM_END,
+	WATCH_CRASH,
 };
 
 struct flight_trigger {
 	enum flight_kind kind;
 	char spec[128];		/* as given to --trigger */
-	pid_t pid;		/* rss: the process, or 0 to match comm */
+	pid_t pid;		/* rss: the process, or 0 to match comm; crash: comm "" is any */
 	char comm[16];
 	uint64_t bytes;		/* rss: the size that fires */
 	int full;		/* psi: "full" rather than "some" */
@@ -95,6 +97,13 @@ struct flight {
 	uint64_t due_ns;
 	struct flight_req *req;
 	int rss_off[4];		/* rss_stat: mm_id, curr, member, size */
+	int sig_off, handler_off; /* signal_deliver: sig, sa_handler */
+	struct flight_comm {
+		pid_t pid;
+		int gone;	/* it ended; kept until the drain pass that read its end is over */
+		char comm[16];
+	} *comms;		/* crash:COMM: the names tasks took while recording */
+	size_t nr_comms, alloc_comms;
 	struct flight_rss *rss;
 	size_t nr_rss, alloc_rss;
 	struct flight_stall *stalls;
@@ -133,6 +142,14 @@ int flight_ring_begin(struct recorder *rc);
 void flight_objects(struct recorder *rc);
 /* Drain loop: a sample of a watched event. */
 void flight_inspect(struct recorder *rc, const struct rec_event *e, const unsigned char *rec, size_t size);
+/* Drain loop: task tid took the name comm, or was made by parent (and has
+ * its name), or ended (parent -1): for crash:COMM, which reads a name so
+ * when the task is gone before the signal's sample is read. */
+void flight_task_comm(struct flight *f, pid_t tid, pid_t parent, const char *comm);
+/* Drain loop, as a pass begins: forget the tasks that ended before it
+ * (a pass reads the tasks' records before its samples, so a task's end
+ * comes before the signal that ended it). */
+void flight_task_sweep(struct flight *f);
 /* Something happened that a trigger asked for. Triggers that fire while a
  * snapshot waits for its --after join it. */
 void flight_fire(struct recorder *rc, enum flight_kind kind, const char *detail);

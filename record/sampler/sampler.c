@@ -335,7 +335,8 @@ void sampler_kept(void *p, size_t size)
 
 void sampler_forget(void *p)
 {
-	if ((!sampler_rate || table_take((uintptr_t)p)) && (otel_memory_free_semaphore || recorded) && !stream_free(p))
+	if ((!sampler_rate || table_take((uintptr_t)p)) && (otel_memory_free_semaphore || recorded) &&
+	    !stream_free(p, stack_top((uintptr_t)__builtin_frame_address(0))))
 		site_free(p);
 }
 

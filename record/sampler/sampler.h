@@ -69,7 +69,7 @@ static inline int sampler_take(size_t size)
  * for this thread, and the probe site must take it. top: where the
  * thread's frames end, 0 when not known. */
 SAMPLER_API int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top);
-SAMPLER_API int stream_free(void *p);
+SAMPLER_API int stream_free(void *p, uintptr_t top);
 
 /* The path of this library as the process loaded it ("" until known), and
  * the environment a recording gave the process, for what it executes. */

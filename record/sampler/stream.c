@@ -57,6 +57,7 @@ static int asked = -1;		/* MEMSIGHT_STREAM read: 1 a stream, 0 none */
 static struct sockaddr_un addr;
 static socklen_t addr_len;
 static uint64_t dump_max;
+static int free_stacks;		/* frees carry stacks too */
 static int conn = -1;		/* this process's connection */
 static pid_t conn_pid;		/* the process that made it */
 static int dead;		/* the recorder went away */
@@ -76,7 +77,7 @@ static void lock_give(void)
 	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
 }
 
-/* MEMSIGHT_STREAM=PATH,DUMP, once; under the lock. */
+/* MEMSIGHT_STREAM=PATH,DUMP[:1], once; under the lock. */
 static void config_read(void)
 {
 	const char *v = getenv(STREAM_ENV), *comma;
@@ -87,7 +88,8 @@ static void config_read(void)
 	if (!v || !(comma = strrchr(v, ',')) || (n = (size_t)(comma - v)) == 0 || n >= sizeof(addr.sun_path))
 		return;
 	dump_max = strtoull(comma + 1, &end, 10);
-	if (*end || dump_max > 65536)
+	free_stacks = !strcmp(end, ":1");
+	if ((*end && !free_stacks) || dump_max > 65536)
 		return;
 	dump_max &= ~7ull;
 	addr.sun_family = AF_UNIX;
@@ -320,7 +322,10 @@ __asm__(".text\n"
 	"	.cfi_endproc\n"
 	".size stream_regs, .-stream_regs\n");
 
-int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top)
+/* A report with the stack of the call it is made in (regs as they are in
+ * the caller of the caller of this, which inlines it). */
+static inline __attribute__((always_inline)) int with_stack(int kind, void *p, size_t size, uint64_t weight,
+							     uintptr_t top)
 {
 	struct stream_thread *t = ready();
 	uint64_t regs[STREAM_NR_REGS], dump;
@@ -345,7 +350,7 @@ int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top)
 		t->busy = 0;
 		return 0;
 	}
-	rec_head(&r->h, need, STREAM_ALLOC, p);
+	rec_head(&r->h, need, kind, p);
 	r->size = size;
 	r->weight = weight;
 	memcpy(r->regs, regs, sizeof(regs));
@@ -357,12 +362,19 @@ int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top)
 	return 1;
 }
 
-int stream_free(void *p)
+int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top)
 {
-	struct stream_thread *t = ready();
+	return with_stack(STREAM_ALLOC, p, size, weight, top);
+}
+
+int stream_free(void *p, uintptr_t top)
+{
+	struct stream_thread *t;
 	struct stream_rec *r;
 
-	if (!t)
+	if (free_stacks)
+		return with_stack(STREAM_FREE, p, 0, 0, top);
+	if (!(t = ready()))
 		return 0;
 	t->busy = 1;
 	__asm__ volatile("" ::: "memory");

@@ -3,10 +3,10 @@
  * a recorder without a trap. The contract between stream.c, in the
  * recorded process, and record/write/allocstream.c, in the recorder.
  *
- * A recording that starts its command gives it MEMSIGHT_STREAM=PATH,DUMP:
- * the unix socket (SOCK_SEQPACKET) the recorder listens on, in a directory
- * only the recorder's user may enter, and the most bytes of stack a report
- * carries. A process that can connect does so once (again after fork or
+ * A recording that starts its command gives it MEMSIGHT_STREAM=PATH,DUMP
+ * or PATH,DUMP:1: the unix socket (SOCK_SEQPACKET) the recorder listens
+ * on, in a directory only the recorder's user may enter, the most bytes of
+ * stack a report carries, and (":1") whether frees carry stacks too. A process that can connect does so once (again after fork or
  * exec); one that cannot, reports at the probe sites as before. Each of
  * its threads makes a ring of its own, a memfd of STREAM_HDR_SIZE +
  * STREAM_DATA_SIZE bytes sealed against shrinking, and sends it over the connection (SCM_RIGHTS,
@@ -63,7 +63,8 @@ struct stream_hello {
 
 enum { STREAM_PAD, STREAM_ALLOC, STREAM_FREE };
 
-/* Every record starts so. A STREAM_FREE record is this alone. */
+/* Every record starts so. A STREAM_FREE record is this alone, or where
+ * frees carry stacks, a struct stream_alloc of size and weight 0. */
 struct stream_rec {
 	uint32_t size;	/* bytes, this header included, a multiple of 8 */
 	uint16_t kind;

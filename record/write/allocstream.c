@@ -222,7 +222,7 @@ int allocstream_listen(struct recorder *rc)
 		allocstream_close(rc);
 		return 0;
 	}
-	snprintf(as->env, sizeof(as->env), "%s,%u", as->path, as->dump_max);
+	snprintf(as->env, sizeof(as->env), "%s,%u%s", as->path, as->dump_max, rc->free_stacks ? ":1" : "");
 	return 0;
 }
 
@@ -504,9 +504,12 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 	uint32_t raw_len, raw_size;
 	struct perf_event_header ph = { PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, 0 };
 	uint32_t tid[2] = { (uint32_t)r->pid, (uint32_t)r->tid }, cpu[2];
+	int stacked;
 
 	memcpy(&h, rec, sizeof(h));
-	if (h.kind == STREAM_ALLOC) {
+	/* An allocation, or a free that carries its stack (stream.h). */
+	stacked = h.kind == STREAM_ALLOC || size > sizeof(h);
+	if (stacked) {
 		if (size < sizeof(a))
 			return 0;
 		memcpy(&a, rec, sizeof(a));
@@ -515,10 +518,8 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 		dump = ring_rec + sizeof(a);
 		dump_len = a.dump_len;
 		ip = a.regs[STREAM_REG_IP];
-		e = as->alloc_ev;
-	} else {
-		e = as->free_ev;
 	}
+	e = h.kind == STREAM_ALLOC ? as->alloc_ev : as->free_ev;
 	st = e->attr.sample_type;
 	cpu[0] = h.cpu;
 	cpu[1] = 0;
@@ -548,7 +549,7 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 		uint64_t n = 0, bp, sp;
 
 		p += 8;
-		if (h.kind == STREAM_ALLOC) {
+		if (stacked) {
 			put64(&p, PERF_CONTEXT_USER);
 			put64(&p, ip);
 			n = 2;
@@ -594,7 +595,7 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 		p += 4 + raw_size;
 	}
 	if (st & PERF_SAMPLE_REGS_USER) {
-		if (h.kind == STREAM_ALLOC && e->attr.sample_regs_user) {
+		if (stacked && e->attr.sample_regs_user) {
 			int k = 0;
 
 			put64(&p, PERF_SAMPLE_REGS_ABI_64);

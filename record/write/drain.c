@@ -212,6 +212,17 @@ static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t s
 	struct execmap_entry e = { .time = trace_record_time(rec, size) };
 	uint32_t a, b, c;
 
+	/* The names of tasks, as a crash trigger reads them: a thread (or a
+	 * forked process) takes its parent's, until it takes its own. */
+	if (type == PERF_RECORD_COMM && size > 16 && memchr(rec + 16, 0, size - 16)) {
+		memcpy(&c, rec + 12, 4);
+		flight_task_comm(&rc->fl, (pid_t)c, 0, (const char *)rec + 16);
+	} else if ((type == PERF_RECORD_FORK || type == PERF_RECORD_EXIT) && size >= 24) {
+		memcpy(&c, rec + 16, 4);
+		memcpy(&b, rec + 20, 4);
+		flight_task_comm(&rc->fl, (pid_t)c, type == PERF_RECORD_FORK ? (pid_t)b : -1, NULL);
+	}
+
 	/* --cgroup, by the recorder: a child of a kept process is kept, and
 	 * what the others do is not looked at. */
 	if (type == PERF_RECORD_FORK && size >= 24) {
@@ -562,6 +573,7 @@ int rec_drain_all(struct recorder *rc, int flush_old)
 {
 	uint64_t now = rec_now_ns(CLOCK_MONOTONIC);
 
+	flight_task_sweep(&rc->fl);
 	for (int c = 0; c < rc->ncpus; c++)
 		if (rc->rings[c].base)
 			rc->rings[c].head = __atomic_load_n(&rc->rings[c].pc->data_head, __ATOMIC_ACQUIRE);

@@ -3,7 +3,8 @@
 # build-like workload (gcc over the samples, ROUNDS times: many short
 # processes) runs alone, then under the documented always-on recording (-a,
 # fp stacks, faults, brk, mmap, oom, reclaim and rss into a 256 MiB ring,
-# with triggers, one snapshot taken by SIGUSR1 near the end), then under
+# with triggers, one snapshot taken by SIGUSR1 near the end), the same with
+# the signals group and --trigger crash added, then under
 # perf record --overwrite (perf's flight-recorder mode) of the same events
 # with a ring of the same size in memory. Prints the workload's slowdown and
 # each recorder's CPU time and peak memory; asserts nothing.
@@ -38,22 +39,34 @@ usage() {
 alone=$(wall)
 echo "workload: gcc -O1 -c over the samples, $ROUNDS rounds, alone: ${alone} s"
 
-"$b/memsight" record -q -a -e faults,brk,mmap,oom,reclaim,rss --ring 256M --trigger oom --trigger 'psi:some>20' \
-	--trigger signal --after 1 -o ring.trace 2>ms.err &
-ms=$!
-sleep 1
-ms_wall=$(wall)
-grep -q VmHWM /proc/$ms/status 2>/dev/null || { echo "the recorder ended early:"; cat ms.err; exit 1; }
-kill -USR1 $ms
-sleep 3
-set -- $(usage $ms)
-ms_cpu=$1 ms_kb=$2
-kill -INT $ms
-wait $ms
-"$b/memsight" info ring.trace >ms.info
-ms_lost=$(sed -n 's/^lost: *\([0-9]*\).*/\1/p' ms.info)
-ms_went=$(sed -n 's/^ring_bytes //p' ms.info)
-snap=$(ls ring.*.signal.trace 2>/dev/null | head -1)
+# One always-on recording: "wall cpu_s peak_kb lost ring_bytes snapshot"
+# into $1.res, with the groups $2 and the triggers after them.
+ms_run() {
+	name=$1 groups=$2
+	shift 2
+	rm -f ring.trace ring.*.trace
+	"$b/memsight" record -q -a -e $groups --ring 256M "$@" --trigger signal --after 1 -o ring.trace 2>$name.err &
+	ms=$!
+	sleep 1
+	mw=$(wall)
+	grep -q VmHWM /proc/$ms/status 2>/dev/null || { echo "the recorder ended early:"; cat $name.err; exit 1; }
+	kill -USR1 $ms
+	sleep 3
+	set -- $(usage $ms)
+	kill -INT $ms
+	wait $ms
+	ms=
+	"$b/memsight" info ring.trace >$name.info
+	snap=$(ls ring.*.signal.trace 2>/dev/null | head -1)
+	echo "$mw $1 $2 $(sed -n 's/^lost: *\([0-9]*\).*/\1/p' $name.info) $(stat -c %s ring.trace)" \
+		"$([ -n "$snap" ] && stat -c %s "$snap" || echo 0)" >$name.res
+}
+
+ms_run ms faults,brk,mmap,oom,reclaim,rss --trigger oom --trigger 'psi:some>20'
+read ms_wall ms_cpu ms_kb ms_lost ring_bytes snap_bytes <ms.res
+# The same with the signals of memory errors, and a snapshot on a crash.
+ms_run sig faults,brk,mmap,oom,reclaim,rss,signals --trigger oom --trigger 'psi:some>20' --trigger crash
+read sig_wall sig_cpu sig_kb sig_lost x x <sig.res
 
 perf record -q -a -g --overwrite -m $((256 / ncpu))M -e $events -c 1 -o perf.data 2>pf.err &
 pf=$!
@@ -65,10 +78,14 @@ kill -INT $pf
 wait $pf
 
 awk -v a="$alone" -v mw="$ms_wall" -v mc="$ms_cpu" -v mk="$ms_kb" -v ml="$ms_lost" \
-    -v ring=$(stat -c %s ring.trace) -v snap="$snap" -v sb=$( [ -n "$snap" ] && stat -c %s "$snap" || echo 0) \
+    -v ring="$ring_bytes" -v sb="$snap_bytes" -v snap=$([ "$snap_bytes" != 0 ] && echo 1 || echo 0) \
+    -v sw="$sig_wall" -v sc="$sig_cpu" -v sk="$sig_kb" -v sl="$sig_lost" \
     -v pw="$pf_wall" -v pc="$pf_cpu" -v pk="$pf_kb" -v pb=$(stat -c %s perf.data) 'BEGIN {
 	printf "memsight --ring 256M: workload %.2f s (%.3fx alone), recorder CPU %.2f s (%.1f%% of the run), peak RSS %.0f MB, " \
 	       "%d lost, ring file %.0f MB, snapshot %s %.1f MB\n", mw, mw / a, mc, 100 * mc / mw, mk / 1024, ml, ring / 1048576, snap ? "saved," : "MISSING,", sb / 1048576
 	printf "perf record --overwrite (256 MB of rings): workload %.2f s (%.3fx alone), recorder CPU %.2f s (%.1f%% of the run), peak RSS %.0f MB, " \
 	       "perf.data %.0f MB\n", pw, pw / a, pc, 100 * pc / pw, pk / 1024, pb / 1048576
-	printf "slowdown memsight / perf: %.3f; recorder CPU memsight / perf: %.2f\n", (mw / a) / (pw / a), mc / pc }'
+	printf "memsight --ring 256M with signals and --trigger crash: workload %.2f s (%.3fx alone), recorder CPU %.2f s, " \
+	       "peak RSS %.0f MB, %d lost\n", sw, sw / a, sc, sk / 1024, sl
+	printf "slowdown memsight / perf: %.3f; recorder CPU memsight / perf: %.2f; with signals / without: workload %.3f, " \
+	       "recorder CPU %.2f\n", (mw / a) / (pw / a), mc / pc, sw / mw, sc / mc }'

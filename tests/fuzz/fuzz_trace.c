@@ -37,6 +37,7 @@ static const struct {
 	{ cmd_reclaim, { "reclaim" } },
 	{ cmd_compaction, { "compaction" } },
 	{ cmd_oom, { "oom" } },
+	{ cmd_errors, { "errors", "--json" } },
 	{ cmd_rss, { "rss" } },
 	{ cmd_pprof, { "pprof", "-o", "/dev/null" } },
 };

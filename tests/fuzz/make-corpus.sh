@@ -26,6 +26,9 @@ rec -e malloc --malloc-via uprobes -g fp -o "$raw/trace/malloc-late" -- \
 	env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 "$S/loop_leak" 5 0 100
 rec -e brk,mmap,faults -g fp -o "$raw/trace/faults" -- "$S/loop_leak" 2
 rec -e faults -g fp -o "$raw/trace/fault-kinds" -- "$S/fault_kinds" 8
+# Memory errors: a use after free, a double free the allocator aborts on.
+rec -e malloc,faults,signals -g fp -o "$raw/trace/errors-uaf" -- "$S/mem_errors" uaf
+rec -e malloc,faults,signals -g fp -o "$raw/trace/errors-doublefree" -- "$S/mem_errors" doublefree
 "$M" record -q --embed none --compression zlib -e shm,rss -g fp -o "$raw/trace/shm" -- "$S/shm_cycle" >/dev/null 2>&1
 # A ring that wrapped: three segments of 8 KiB.
 rec -e faults -g fp -o "$raw/phases.trace" -- "$S/phases" 16 8 16
