@@ -862,13 +862,15 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
  * unwound from its registers and stack dump, as one chain. */
 static void sample_unwind(struct session *s, struct sample *smp)
 {
-	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack };
+	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack, 0 };
 	enum unwind_stop stop;
-	uint64_t n = 0;
+	uint64_t n = 0, fp_at = 0, fp_nr = 0;
 	int got;
 
 	if (!s->uw && !(s->uw = unwind_new(s->o.unwinder, &s->m, s->o.unwind_check)))
 		return;
+	if (smp->ev->kind == EVK_FAULT || smp->ev->kind == EVK_FAULT_MAJ)
+		in.fault_addr = smp->ev->tp ? sample_num(smp, "address") : smp->addr;
 	for (uint64_t i = 0; i < smp->nr_ips && n < SESS_MAX_CHAIN - SESS_MAX_USER_FRAMES - 1; i++) {
 		if (smp->ips[i] == PERF_CONTEXT_USER)
 			break;
@@ -886,21 +888,22 @@ static void sample_unwind(struct session *s, struct sample *smp)
 		goto out;
 	}
 	s->chain[n++] = PERF_CONTEXT_USER;
-	got = unwind_sample(s->uw, &in, s->chain + n, SESS_MAX_USER_FRAMES, &stop);
 	/* An event that took a frame-pointer chain beside its dump (a fatal
 	 * signal's: its stack pointer may lie in a guard gap, where no dump
-	 * can be read) has it stand in where the dump gave no caller. */
-	if (got <= 1) {
-		uint64_t i = 0, k = 0;
+	 * can be read) has it stand in where the dump holds nothing. */
+	{
+		uint64_t i = 0;
 
 		while (i < smp->nr_ips && smp->ips[i] != PERF_CONTEXT_USER)
 			i++;
-		for (i++; i < smp->nr_ips && k < SESS_MAX_USER_FRAMES && smp->ips[i] < PERF_CONTEXT_MAX; i++)
-			k++;
-		if (k > (uint64_t)got) {
-			memcpy(s->chain + n, smp->ips + (i - k), k * sizeof(uint64_t));
-			got = (int)k;
-		}
+		for (fp_at = ++i; i < smp->nr_ips && fp_nr < SESS_MAX_USER_FRAMES && smp->ips[i] < PERF_CONTEXT_MAX; i++)
+			fp_nr++;
+	}
+	if (fp_nr && !smp->stack.size) {
+		memcpy(s->chain + n, smp->ips + fp_at, fp_nr * sizeof(uint64_t));
+		got = (int)fp_nr;
+	} else {
+		got = unwind_sample(s->uw, &in, s->chain + n, SESS_MAX_USER_FRAMES, &stop);
 	}
 	n += got;
 	if (!got)

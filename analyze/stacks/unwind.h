@@ -46,6 +46,7 @@ struct unwind_input {
 	uint64_t regs_mask;
 	const uint64_t *regs;	/* packed in mask bit order */
 	struct stackdump stack;
+	uint64_t fault_addr;	/* a page fault's address, 0 for other samples */
 };
 
 struct unwind_stats {
