@@ -52,10 +52,10 @@ test_expect_success 'C++ with no -g: the method that called operator new is in t
 	"$MEMSIGHT" leaks cxx.trace >leaks &&
 	cat leaks &&
 	grep -A6 "^960 bytes in 30 allocations from stack" leaks >stack &&
-	sed -n 3p stack | grep "^		malloc$ALLOC_AT$" &&
-	sed -n 4p stack | grep "^		operator new(unsigned long)+0x[0-9a-f]* \[libstdc++.so.6[0-9.]*\]$" &&
-	sed -n 5p stack | grep "^		demo::Registry::add(int)+0x[0-9a-f]* \[cxx_leak\]$" &&
-	sed -n 6p stack | grep "^		main+0x[0-9a-f]* \[cxx_leak\]$"
+	sed -n 3p stack | grep "^		malloc$ALLOC_AT$SRCLINE" &&
+	sed -n 4p stack | grep "^		operator new(unsigned long)+0x[0-9a-f]* \[libstdc++.so.6[0-9.]*\]$SRCLINE" &&
+	sed -n 5p stack | grep "^		demo::Registry::add(int)+0x[0-9a-f]* \[cxx_leak\] .*cxx_leak.cc:[0-9]*$" &&
+	sed -n 6p stack | grep "^		main+0x[0-9a-f]* \[cxx_leak\] .*cxx_leak.cc:[0-9]*$"
 '
 
 test_expect_success '-g fp is still there, and says what it records' '

@@ -48,8 +48,8 @@ test_expect_success 'report: every page of the buffer faulted in read_in_chunks,
 	sed -n 2,5p top >first &&
 	cat first &&
 	grep "^  2048 faults from stack" first &&
-	grep "^      read_in_chunks+0x[0-9a-f]* \[xor_encoder\]$" first &&
-	grep "^      main+0x[0-9a-f]* \[xor_encoder\]$" first &&
+	grep "^      read_in_chunks+0x[0-9a-f]* \[xor_encoder\] samples/xor_encoder.c:[0-9]*$" first &&
+	grep "^      main+0x[0-9a-f]* \[xor_encoder\] samples/xor_encoder.c:[0-9]*$" first &&
 	grep "^    [0-9]* xor_encoder  *65  *8519680 " report
 '
 

@@ -15,9 +15,9 @@ test_expect_success 'fibonacci: exactly N*8192 bytes in N allocations, calloc <-
 	cat leaks &&
 	grep "^# memsight leaks of .fib.trace.: 409600 bytes in 50 allocations outstanding from 1 stack$" leaks &&
 	grep -A5 "^409600 bytes in 50 allocations from stack" leaks >stack &&
-	sed -n 3p stack | grep "^		calloc$ALLOC_AT$" &&
-	sed -n 4p stack | grep "^		fibonacci+0x[0-9a-f]* \[fib_leak\]$" &&
-	sed -n 5p stack | grep "^		child+0x[0-9a-f]* \[fib_leak\]$" &&
+	sed -n 3p stack | grep "^		calloc$ALLOC_AT$SRCLINE" &&
+	sed -n 4p stack | grep "^		fibonacci+0x[0-9a-f]* \[fib_leak\] .*fib_leak.c:[0-9]*$" &&
+	sed -n 5p stack | grep "^		child+0x[0-9a-f]* \[fib_leak\] .*fib_leak.c:[0-9]*$" &&
 	grep "^# suppressed: " leaks
 '
 
@@ -25,7 +25,7 @@ test_expect_success 'the leak() loop: iterations*4 bytes from leak()' '
 	record -o loop.trace -- "$S/loop_leak" 1000 >truth &&
 	"$MEMSIGHT" leaks loop.trace >leaks &&
 	grep -A4 "^4000 bytes in 1000 allocations from stack" leaks >stack &&
-	sed -n 3p stack | grep "^		malloc$ALLOC_AT$" &&
+	sed -n 3p stack | grep "^		malloc$ALLOC_AT$SRCLINE" &&
 	sed -n 4p stack | grep "^		leak+0x" &&
 	sed -n 5p stack | grep "^		someFunc+0x"
 '
@@ -56,7 +56,7 @@ test_expect_success 'realloc chains: realloc(NULL) is malloc, each realloc frees
 	test "$(truth_bytes truth grow_chain)" = 65536 &&
 	"$MEMSIGHT" leaks realloc.trace >leaks &&
 	grep -A4 "^65536 bytes in 64 allocations from stack" leaks >stack &&
-	sed -n 3p stack | grep "^		realloc$ALLOC_AT$" &&
+	sed -n 3p stack | grep "^		realloc$ALLOC_AT$SRCLINE" &&
 	sed -n 4p stack | grep "^		grow_chain+0x" &&
 	grep "from 1 stack$" leaks
 '
@@ -64,7 +64,7 @@ test_expect_success 'realloc chains: realloc(NULL) is malloc, each realloc frees
 test_expect_success 'posix_memalign and aligned_alloc' '
 	record -o align.trace -- "$S/alloc_zoo" memalign 20 >truth &&
 	"$MEMSIGHT" leaks align.trace >leaks &&
-	grep -A3 "^20000 bytes in 20 allocations from stack" leaks | grep "^		posix_memalign$ALLOC_AT$" &&
+	grep -A3 "^20000 bytes in 20 allocations from stack" leaks | grep "^		posix_memalign$ALLOC_AT$SRCLINE" &&
 	grep -A4 "^163840 bytes in 20 allocations from stack" leaks | grep "^		aligned_blocks+0x" &&
 	grep "^# memsight leaks of .align.trace.: 183840 bytes in 40 allocations" leaks
 '

@@ -183,7 +183,7 @@ if [ -n "$JEMALLOC" ]; then
 		cat leaks &&
 		grep "^# memsight leaks of .je.trace.: 400 bytes in 100 allocations outstanding from 1 stack$" leaks &&
 		grep -A4 "^400 bytes in 100 allocations from stack" leaks >stack &&
-		sed -n 3p stack | grep "^		malloc$JE_AT$" &&
+		sed -n 3p stack | grep "^		malloc$JE_AT$SRCLINE" &&
 		sed -n 4p stack | grep "^		leak+0x"
 	'
 
@@ -192,7 +192,7 @@ if [ -n "$JEMALLOC" ]; then
 		"$MEMSIGHT" leaks jecxx.trace >leaks &&
 		cat leaks &&
 		grep -A4 "^320 bytes in 10 allocations from stack" leaks >stack &&
-		sed -n 3p stack | grep "^		operator new(unsigned long)$JE_AT$" &&
+		sed -n 3p stack | grep "^		operator new(unsigned long)$JE_AT$SRCLINE" &&
 		sed -n 4p stack | grep "^		demo::Registry::add(int)+0x"
 	'
 

@@ -70,7 +70,7 @@ for a in jemalloc mimalloc; do
 			"$MEMSIGHT" leaks $a-$how.trace >leaks &&
 			cat leaks &&
 			grep "^# memsight leaks of .$a-$how.trace.: 4000 bytes in 1000 allocations outstanding from 1 stack$" leaks &&
-			leak_is leaks 4000 1000 "malloc+0x[0-9a-f]* \[libmemsight-sample.so\]$" "leak+0x" "someFunc+0x" "main+0x" &&
+			leak_is leaks 4000 1000 "malloc+0x[0-9a-f]* \[libmemsight-sample.so\]$SRCLINE" "leak+0x" "someFunc+0x" "main+0x" &&
 			"$MEMSIGHT" mmaps $a-$how.trace >maps &&
 			grep -q "loop_leak.*lib$a" maps
 		'

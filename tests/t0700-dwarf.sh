@@ -64,10 +64,10 @@ test_expect_success 'inlined allocation helpers, two levels deep, are frames of 
 	"$MEMSIGHT" leaks inl.trace >leaks &&
 	cat leaks &&
 	grep -A5 "^9600 bytes in 200 allocations from stack" leaks >stack &&
-	sed -n 3p stack | grep "^		malloc$ALLOC_AT$" &&
-	sed -n 4p stack | grep "^		new_node (inlined) \[inline_alloc\]$" &&
-	sed -n 5p stack | grep "^		push_front (inlined) \[inline_alloc\]$" &&
-	sed -n 6p stack | grep "^		build_list+0x[0-9a-f]* \[inline_alloc\]$" &&
+	sed -n 3p stack | grep "^		malloc$ALLOC_AT$SRCLINE" &&
+	sed -n 4p stack | grep "^		new_node (inlined) \[inline_alloc\]$SRCLINE" &&
+	sed -n 5p stack | grep "^		push_front (inlined) \[inline_alloc\]$SRCLINE" &&
+	sed -n 6p stack | grep "^		build_list+0x[0-9a-f]* \[inline_alloc\]$SRCLINE" &&
 	"$MEMSIGHT" leaks --lines inl.trace | grep "new_node (inlined) \[inline_alloc\] samples/inline_alloc.c:[0-9]*$" &&
 	"$MEMSIGHT" leaks --no-inline inl.trace >plain &&
 	! grep "new_node\|push_front" plain &&
@@ -290,7 +290,7 @@ test_expect_success 'a compressed debug file is read through its uncompressed cu
 	mv zstrip/ia.debug zdbg/.build-id/$(echo $bid | cut -c1-2)/$(echo $bid | cut -c3-).debug &&
 	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o z.trace -- zstrip/inline_alloc 200 >truth &&
 	"$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.1 &&
-	grep -A4 "^9600 bytes in 200 allocations from stack" leaks.1 | sed -n 4p | grep "^		new_node (inlined) \[inline_alloc\]$" &&
+	grep -A4 "^9600 bytes in 200 allocations from stack" leaks.1 | sed -n 4p | grep "^		new_node (inlined) \[inline_alloc\]$SRCLINE" &&
 	test -s "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" &&
 	! readelf -SW "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" | grep " \.debug_info .* C " &&
 	: >"$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" &&

@@ -62,7 +62,7 @@ test_expect_success 'at one byte, realloc chains are exact' '
 	"$MEMSIGHT" leaks realloc.trace >leaks &&
 	cat leaks &&
 	grep -A4 "^~65536 bytes in 64 allocations from stack" leaks >stack &&
-	sed -n 3p stack | grep "^		realloc+0x[0-9a-f]* \[libmemsight-sample.so\]$" &&
+	sed -n 3p stack | grep "^		realloc+0x[0-9a-f]* \[libmemsight-sample.so\]$SRCLINE" &&
 	sed -n 4p stack | grep "^		grow_chain+0x" &&
 	grep "from 1 stack (ESTIMATE)$" leaks
 '

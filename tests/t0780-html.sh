@@ -74,7 +74,7 @@ if recording_allowed; then
 		"$MEMSIGHT" record -q -e malloc -o leak.trace -- "$SAMPLES/loop_leak" 1000 >truth &&
 		"$MEMSIGHT" report --html l.html leak.trace 2>err &&
 		grep "wrote .l.html.: the report, the leaks and 4 flame graphs" err &&
-		grep -q "<tr><td><a href=\"#leak-0\">4000</a></td><td>1000</td><td>pid [0-9]* loop_leak</td><td>leak+0x[0-9a-f]* \[loop_leak\]</td></tr>" l.html &&
+		grep -q "<tr><td><a href=\"#leak-0\">4000</a></td><td>1000</td><td>pid [0-9]* loop_leak</td><td>leak+0x[0-9a-f]* \[loop_leak\] samples/loop_leak.c:[0-9]*</td></tr>" l.html &&
 		grep -q "<span id=\"leak-0\"></span>4000 bytes in 1000 allocations from stack" l.html
 	'
 fi

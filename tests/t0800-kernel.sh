@@ -195,7 +195,7 @@ test_expect_success 'kmem flame graphs: the leaked weight is what leaks --kernel
 test_expect_success 'pipes closed: what the pipes allocated is freed, and the pairing balances' '
 	"$MEMSIGHT" record -q -a -e kmem -o closed.trace -- "$S/pipe_hold" 50 0 300 >/dev/null &&
 	pid=$("$MEMSIGHT" info closed.trace | sed -n "s/^target: *system command //p") &&
-	"$MEMSIGHT" leaks --kernel --pid $pid --json -T 100000 closed.trace >closed.json &&
+	"$MEMSIGHT" leaks --kernel --pid $pid --json --no-lines -T 100000 closed.trace >closed.json &&
 	json closed.json "for my \$s (@{\$d->{stacks}}) { my @f = map { \$_->{function} // q{} } @{\$s->{frames}};
 			die q{pipe_info outstanding} if \$f[1] eq q{alloc_pipe_info} }
 		my \$c = \$d->{classes}{slab};
@@ -207,7 +207,7 @@ test_expect_success 'pipes closed: what the pipes allocated is freed, and the pa
 # without "inlined" and "kernel".
 test_expect_success 'leaks --json and leaks --kernel --json give frames the same keys' '
 	"$MEMSIGHT" record -q -e malloc -o inl.trace -- "$SAMPLES/nofp/inline_alloc" 20 >/dev/null &&
-	"$MEMSIGHT" leaks --json inl.trace >user.json &&
+	"$MEMSIGHT" leaks --json --no-lines inl.trace >user.json &&
 	keys="for my \$s (@{\$d->{stacks}}) { for (@{\$s->{frames}}) { print join(q{,}, sort keys %\$_), q{ } } }" &&
 	json user.json "$keys" | tr " " "\n" | grep . | sort -u >user.keys &&
 	json closed.json "$keys" | tr " " "\n" | grep . | sort -u >kernel.keys &&

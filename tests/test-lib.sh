@@ -27,6 +27,9 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${MEMSIGHT_BUILD:-$TOP/build}
 MEMSIGHT=$BUILD/memsight
 SAMPLES=$TOP/build/samples
+# The end of a frame's line in text: its file:line where the object has
+# debug information (shown by default), or nothing.
+SRCLINE='\( [^ ]*:[0-9][0-9]*\)\{0,1\}$'
 PATH=$BUILD:$PATH
 ALLOC_AT='+0x[0-9a-f]* \[libmemsight-sample.so\]'
 WRAPPED=1

@@ -45,7 +45,12 @@ int cmd_opt_time(const struct opt *o, const char *arg, void *ctx);
 		     "write to a present page; kernel, a kernel-mode fault on a user address",         \
 		     cmd_opt_fault_type)
 int cmd_opt_fault_type(const struct opt *o, const char *arg, void *ctx);
-#define OPT_LINES(v) OPT_BOOL(0, "lines", v, "add file:line to each frame")
+/* file:line on frames, as heaptrack prints them: on unless --no-lines
+ * (the command sets *v to 1 before parsing). */
+#define OPT_LINES(v)                                                                                    \
+	OPT_BOOL(0, "lines", v, "file:line on each frame where debug information has it (the\n"       \
+		 "default)"),                                                                       \
+		OPT_SET(0, "no-lines", v, 0, "frames without file:line (faster on a big trace)")
 #define OPT_NO_STACKS(v) OPT_SET('G', "no-stacks", v, 0, "leave the stacks out")
 #define CMD_STACK_OPT(id, name, argh, optional, help) \
 	, { 0, name, OPT_CALLBACK_, NULL, argh, help, cmd_opt_stack, CMD_STACK_##id, optional }

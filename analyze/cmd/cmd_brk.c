@@ -95,7 +95,7 @@ static void print_text(const struct session *s, const struct brk_state *b, struc
 
 int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 {
-	struct brk_opts o = { .pid = -1 };
+	struct brk_opts o = { .pid = -1, .lines = 1 };
 	const struct opt options[] = {
 		OPT_U64('T', "top", &o.top, "N", "stacks shown (default 10 in text, all in JSON)"),
 		OPT_PID(&o.pid),

@@ -149,7 +149,7 @@ static void print_json(const struct compaction *c, const struct session *s)
 }
 
 static void print_text(const struct compaction *c, const struct session *s, struct stack_entry **st, size_t nst,
-		       uint64_t top)
+		       uint64_t top, int lines)
 {
 	printf("# memsight compaction of '%s'\n\n# page migrations\n%-20s %10s %12s %10s\n", s->path, "REASON",
 	       "CALLS", "SUCCEEDED", "FAILED");
@@ -170,17 +170,18 @@ static void print_text(const struct compaction *c, const struct session *s, stru
 
 		printf("\n%llu direct compactions from stack (%s)\n", (unsigned long long)st[i]->weight,
 		       stack_entry_who(st[i], who, sizeof(who)));
-		print_stack(st[i], 0, "\t\t");
+		print_stack(st[i], lines, "\t\t");
 	}
 }
 
 int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 {
 	uint64_t top = 0;
-	int json = 0;
+	int json = 0, lines = 1;
 	const struct opt options[] = {
 		OPT_U64('T', "top", &top, "N", "stacks shown (default 5 in text, all in JSON)"),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_LINES(&lines),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
@@ -209,7 +210,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 		if (json)
 			print_json(&c, &s);
 		else
-			print_text(&c, &s, st, nst, top);
+			print_text(&c, &s, st, nst, top, lines);
 		ret = 0;
 	}
 	free(st);

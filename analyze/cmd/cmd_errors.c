@@ -675,7 +675,7 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 
 int cmd_errors(int argc, char **argv, struct analyze_opts *a)
 {
-	struct errors e = { .lines = 0 };
+	struct errors e = { .lines = 1 };
 	int json = 0, fail = 0, ret;
 	const struct opt options[] = {
 		OPT_LINES(&e.lines),

@@ -305,7 +305,7 @@ static void print_text(const struct session *s, const struct faults *f, const st
 
 int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 {
-	struct faults f = { .pid = -1 };
+	struct faults f = { .pid = -1, .lines = 1 };
 	const struct opt options[] = {
 		OPT_U64('T', "top", &f.top, "N", "files and stacks shown (default 10 in text, all in JSON)"),
 		OPT_PID(&f.pid),

@@ -684,12 +684,13 @@ static void leaks_text_notes(const struct leaks *l, struct session *s)
 	/* With events lost, the allocation between two frees of an address
 	 * may be what was lost: never stated as the program's fault then. */
 	if (a->double_frees && session_incomplete(s))
-		printf("# %llu frees of blocks freed already: POSSIBLY double frees, or frees whose allocation was "
+		printf("# %llu free%s of blocks freed already: POSSIBLY double frees, or frees whose allocation was "
 		       "lost with the events\n",
-		       (unsigned long long)a->double_frees);
+		       (unsigned long long)a->double_frees, cmd_s(a->double_frees));
 	else if (a->double_frees)
-		printf("# %llu frees of blocks the program had freed already (double frees)\n",
-		       (unsigned long long)a->double_frees);
+		printf("# %llu free%s of blocks the program had freed already (double frees%s)\n",
+		       (unsigned long long)a->double_frees, cmd_s(a->double_frees),
+		       session_group_recorded(s, "signals") ? ": memsight errors shows their stacks" : "");
 	if (a->exec_released)
 		printf("# %llu allocations made before an exec were released by it, with the program that made them\n",
 		       (unsigned long long)a->exec_released);
@@ -895,7 +896,7 @@ static int opt_fail_over(const struct opt *o, const char *arg, void *ctx)
 
 int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 {
-	struct leaks_opts o = { .pid = -1,
+	struct leaks_opts o = { .pid = -1, .lines = 1,
 				.defaults = 1,
 				.fail_kinds = 1u << REACH_LOST | 1u << REACH_POSSIBLE };
 	const struct opt options[] = {

@@ -131,7 +131,7 @@ static int on_mmap(struct session *s, const struct memop *op, void *arg)
 
 int cmd_mmaps(int argc, char **argv, struct analyze_opts *a)
 {
-	struct mmaps o = { .pid = -1, .stacks = 1 };
+	struct mmaps o = { .pid = -1, .stacks = 1, .lines = 1 };
 	const struct opt options[] = {
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),

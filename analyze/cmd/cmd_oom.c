@@ -211,7 +211,7 @@ static void text_kill(const struct session *s, const struct kill *k, const struc
 
 int cmd_oom(int argc, char **argv, struct analyze_opts *a)
 {
-	struct oom o = { 0 };
+	struct oom o = { .lines = 1 };
 	int json = 0;
 	const struct opt options[] = {
 		OPT_LINES(&o.lines),

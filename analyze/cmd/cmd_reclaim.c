@@ -390,7 +390,7 @@ static void print_text(const struct reclaim *r, struct session *s)
 
 int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 {
-	struct reclaim r = { .pid = -1 };
+	struct reclaim r = { .pid = -1, .lines = 1 };
 	const struct opt options[] = {
 		OPT_U64('T', "top", &r.top, "N", "slowest reclaims and shrinkers shown (default 10 in text, all in JSON)"),
 		OPT_PID(&r.pid),

@@ -48,6 +48,7 @@ struct fault_map {
 struct report {
 	long pid;
 	uint64_t top;
+	int lines;		/* file:line on frames */
 	uint64_t procs_shown;	/* --procs: rows of a process table, 0 for all */
 	struct hashmap procs;	/* pid -> struct proc_stats * */
 	struct stacktab brk, mmap, faults;
@@ -274,6 +275,30 @@ static int site_cmp(const void *a, const void *b)
 /* The malloc section: per process the calls, bytes, frees, temporary
  * allocations, peak heap and when, and what was left; the sites that
  * allocated most and those that held most at the peak. */
+
+/* The n heaviest stacks of t, each under its line of weight and calls
+ * (count_order: counted events only) and who ran it. */
+static void print_top(const struct report *r, struct stacktab *t, int count_order, const char *unit)
+{
+	size_t k;
+	struct stack_entry **v = stacktab_sorted(t, count_order, &k);
+	char who[512];
+
+	if (!v)
+		return;
+	for (size_t i = 0; i < k && i < r->top; i++) {
+		if (!count_order && !v[i]->weight)
+			break;
+		if (count_order)
+			printf("  %llu %s from stack (%s)\n", (unsigned long long)v[i]->count, unit,
+			       stack_entry_who(v[i], who, sizeof(who)));
+		else
+			printf("  %llu %s in %llu call%s from stack (%s)\n", (unsigned long long)v[i]->weight, unit,
+			       (unsigned long long)v[i]->count, cmd_s(v[i]->count), stack_entry_who(v[i], who, sizeof(who)));
+		print_stack(v[i], r->lines, "      ");
+	}
+	free(v);
+}
 static void print_malloc(struct report *r, struct session *s)
 {
 	struct heapprof *h = &r->heap;
@@ -326,7 +351,7 @@ static void print_malloc(struct report *r, struct session *s)
 		       (unsigned long long)(rest.bytes * k), est, (unsigned long long)(rest.frees * k), est,
 		       (unsigned long long)(rest.temporary * k), est, "-", "-", est, fmt_bytes(rest.cur * k, b, sizeof(b)));
 	printf("\ntop stacks by bytes allocated:\n");
-	stacktab_print(&r->a.stacks, stdout, r->top, 0, "bytes", "  ");
+	print_top(r, &r->a.stacks, 0, "bytes");
 	hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
 	if (ns > 1)
 		qsort(sv, ns, sizeof(*sv), site_cmp);
@@ -336,7 +361,7 @@ static void print_malloc(struct report *r, struct session *s)
 	for (size_t i = 0; i < ns && i < r->top; i++) {
 		printf("  %s%llu bytes from stack (pid %d %s)\n", est, (unsigned long long)(sv[i]->at_peak * k),
 		       sv[i]->stack->pid, sv[i]->stack->comm);
-		print_stack(sv[i]->stack, 0, "      ");
+		print_stack(sv[i]->stack, r->lines, "      ");
 	}
 out:
 	free(pv);
@@ -535,7 +560,7 @@ static void report_estimate(const char *what, const char *group, uint64_t period
 static void print_report(struct report *r, struct session *s)
 {
 	struct proc_row *rows = malloc((r->procs.nr ? r->procs.nr : 1) * sizeof(*rows));
-	char a[32], b[32], name[512], hb[256];
+	char a[32], b[32], hb[256];
 
 	if (!rows)
 		return;
@@ -562,7 +587,7 @@ static void print_report(struct report *r, struct session *s)
 		printf("%8s %-16s %8s %14s %12s\n", "PID", "COMM", "CALLS", "GROWTH", "SHRINK");
 		section_table(r, SEC_BRK, rows, s);
 		printf("\ntop stacks by heap growth:\n");
-		stacktab_print(&r->brk, stdout, r->top, 0, "bytes", "  ");
+		print_top(r, &r->brk, 0, "bytes");
 	}
 	if (r->have_mmap) {
 		printf("\n== mmap: mappings ==\n\n");
@@ -579,14 +604,11 @@ static void print_report(struct report *r, struct session *s)
 			printf("  %llu bytes (%s) at 0x%llx %s %s (pid %d %s)\n", (unsigned long long)m->len,
 			       fmt_bytes(m->len, a, sizeof(a)), (unsigned long long)m->addr, perm,
 			       m->flags & MAP_ANONYMOUS ? "anonymous" : "file", m->pid, m->comm);
-			for (int j = 0; j < m->nr_frames; j++)
-				printf("      %s [%s]\n", frame_name(&m->frames[j], name, sizeof(name), 1),
-				       m->frames[j].obj ? (strrchr(m->frames[j].obj, '/') ? strrchr(m->frames[j].obj, '/') + 1
-										 : m->frames[j].obj)
-							: "unknown");
+			if (m->nr_frames)
+				print_frames(m->frames, m->nr_frames, r->lines, "      ");
 		}
 		printf("\ntop stacks by bytes mapped:\n");
-		stacktab_print(&r->mmap, stdout, r->top, 0, "bytes", "  ");
+		print_top(r, &r->mmap, 0, "bytes");
 	}
 	if (r->have_faults) {
 		struct fault_map **fm = malloc((r->fmaps.nr ? r->fmaps.nr : 1) * sizeof(*fm));
@@ -611,7 +633,7 @@ static void print_report(struct report *r, struct session *s)
 				       what[k]);
 		}
 		printf("\ntop stacks by faults:\n");
-		stacktab_print(&r->faults, stdout, r->top, 1, "faults", "  ");
+		print_top(r, &r->faults, 1, "faults");
 		if (fm) {
 			hashmap_for_each(&r->fmaps, slot) fm[nf++] = slot->ptr;
 			nf = fmaps_coalesce(fm, nf);
@@ -634,7 +656,7 @@ static void print_report(struct report *r, struct session *s)
 }
 
 /* --json: a section's heaviest stacks, as the text lists them. */
-static void json_stacks(struct json *j, const char *key, struct stacktab *t, size_t top, int by_count,
+static void json_stacks(struct json *j, const char *key, struct stacktab *t, size_t top, int lines, int by_count,
 			const char *weight_key, uint64_t count_scale, const char *count_key)
 {
 	size_t n = 0;
@@ -653,7 +675,7 @@ static void json_stacks(struct json *j, const char *key, struct stacktab *t, siz
 			json_u64(j, weight_key, v[i]->weight);
 		if (count_key)
 			json_u64(j, count_key, v[i]->count * count_scale);
-		cmd_json_stack(j, "frames", v[i], 0);
+		cmd_json_stack(j, "frames", v[i], lines);
 		json_end(j);
 	}
 	json_end(j);
@@ -697,7 +719,7 @@ static void report_json(struct report *r, struct session *s)
 			json_end(&j);
 		}
 		json_end(&j);
-		json_stacks(&j, "stacks", &r->brk, r->top, 0, "bytes", r->period_brk ? r->period_brk : 1, "calls");
+		json_stacks(&j, "stacks", &r->brk, r->top, r->lines, 0, "bytes", r->period_brk ? r->period_brk : 1, "calls");
 		json_end(&j);
 	} else {
 		json_null(&j, "brk");
@@ -736,11 +758,11 @@ static void report_json(struct report *r, struct session *s)
 			json_bool(&j, "anonymous", (m->flags & MAP_ANONYMOUS) != 0);
 			cmd_json_process(&j, s, m->pid);
 			json_str(&j, "comm", m->comm);
-			cmd_json_frames(&j, "frames", m->frames, m->nr_frames, 0);
+			cmd_json_frames(&j, "frames", m->frames, m->nr_frames, r->lines);
 			json_end(&j);
 		}
 		json_end(&j);
-		json_stacks(&j, "stacks", &r->mmap, r->top, 0, "bytes", 1, NULL);
+		json_stacks(&j, "stacks", &r->mmap, r->top, r->lines, 0, "bytes", 1, NULL);
 		json_end(&j);
 	} else {
 		json_null(&j, "mmap");
@@ -774,7 +796,7 @@ static void report_json(struct report *r, struct session *s)
 		} else {
 			json_null(&j, "kinds");
 		}
-		json_stacks(&j, "stacks", &r->faults, r->top, 1, "faults", 1, NULL);
+		json_stacks(&j, "stacks", &r->faults, r->top, r->lines, 1, "faults", 1, NULL);
 		json_begin_array(&j, "mappings");
 		if (fm) {
 			hashmap_for_each(&r->fmaps, slot) fm[nf++] = slot->ptr;
@@ -826,7 +848,7 @@ static void report_json(struct report *r, struct session *s)
 			json_end(&j);
 		}
 		json_end(&j);
-		json_stacks(&j, "stacks", &r->a.stacks, r->top, 0, NULL, k, "allocations");
+		json_stacks(&j, "stacks", &r->a.stacks, r->top, r->lines, 0, NULL, k, "allocations");
 		json_begin(&j, "peak");
 		json_u64(&j, "bytes", h->peak * k);
 		json_double(&j, "time_s", "%.6f", h->peak_time > s->first_time ? (h->peak_time - s->first_time) / 1e9 : 0.0);
@@ -840,7 +862,7 @@ static void report_json(struct report *r, struct session *s)
 				json_str(&j, "comm", sv[i]->stack->comm);
 				json_i64(&j, "pid", sv[i]->stack->pid);
 				json_u64(&j, "bytes", sv[i]->at_peak * k);
-				cmd_json_stack(&j, "frames", sv[i]->stack, 0);
+				cmd_json_stack(&j, "frames", sv[i]->stack, r->lines);
 				json_end(&j);
 			}
 			free(sv);
@@ -876,7 +898,7 @@ static void report_errors(const struct analyze_opts *a)
 
 int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
-	struct report r = { .pid = -1, .top = 5, .procs_shown = 20 };
+	struct report r = { .pid = -1, .top = 5, .procs_shown = 20, .lines = 1 };
 	const char *html = NULL;
 	FILE *page = NULL;
 	int json = 0;
@@ -890,6 +912,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			   "leak table linked to its stacks, a flame graph (and icicle)\n"
 			   "for every recorded event and weight, the RSS chart"),
 		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_LINES(&r.lines),
 		OPT_PID(&r.pid),
 		OPT_INPUT,
 		OPT_SAMPLES,

@@ -155,7 +155,7 @@ static int on_shm(struct session *s, struct sample *smp, void *arg)
 
 int cmd_shm(int argc, char **argv, struct analyze_opts *a)
 {
-	struct shm o = { .pid = -1, .stacks = 1 };
+	struct shm o = { .pid = -1, .stacks = 1, .lines = 1 };
 	const struct opt options[] = {
 		OPT_PID(&o.pid),
 		OPT_NO_STACKS(&o.stacks),

@@ -670,38 +670,3 @@ struct stack_entry **stacktab_sorted(struct stacktab *t, int count_order, size_t
 	return v;
 }
 
-void stacktab_print(struct stacktab *t, FILE *f, size_t n, int count_order, const char *unit,
-		    const char *indent)
-{
-	size_t k;
-	struct stack_entry **v = stacktab_sorted(t, count_order, &k);
-	char buf[512];
-	struct frame fr[STACK_MAX_FRAMES];
-
-	if (!v)
-		return;
-	for (size_t i = 0; i < k && i < n; i++) {
-		struct stack_entry *e = v[i];
-
-		if (!count_order && !e->weight)
-			break;
-		if (count_order)
-			fprintf(f, "%s%llu %s from stack (%s)\n", indent, (unsigned long long)e->count, unit,
-				stack_entry_who(e, buf, sizeof(buf)));
-		else
-			fprintf(f, "%s%llu %s in %llu calls from stack (%s)\n", indent, (unsigned long long)e->weight,
-				unit, (unsigned long long)e->count, stack_entry_who(e, buf, sizeof(buf)));
-		int nr = stack_entry_frames(e, fr, STACK_MAX_FRAMES);
-
-		for (int j = 0; j < nr; j++) {
-			const char *obj = fr[j].kernel ? "kernel.kallsyms" : fr[j].obj ? fr[j].obj : "unknown";
-			const char *base = strrchr(obj, '/');
-
-			fprintf(f, "%s    %s [%s]\n", indent, frame_name(&fr[j], buf, sizeof(buf), 1),
-				base ? base + 1 : obj);
-		}
-		if (!nr)
-			fprintf(f, "%s    (no stack recorded)\n", indent);
-	}
-	free(v);
-}

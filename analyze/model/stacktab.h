@@ -1,9 +1,8 @@
 /*
  * analyze/model/stacktab.h: weights summed per distinct stack.
  *
- * Owns the interning of callchains and printing the heaviest ones in the
- * memleak-like form "N unit in M calls from stack" with symbolized frames.
- * A stack is interned as its code path: each frame's object and offset
+ * Owns the interning of callchains, their order by weight and their
+ * frames, named. A stack is interned as its code path: each frame's object and offset
  * there, looked up in the maps of the moment it is seen, so the same code
  * run by a thousand processes is one path. A path points to its frames'
  * sites, each distinct object and offset once, named once: frame-pointer
@@ -160,8 +159,5 @@ void stacktab_name_all(struct stacktab *t);
 /* Every entry, heaviest first (most counted first when count_order), in a
  * malloc'd array of *n; NULL on out-of-memory. */
 struct stack_entry **stacktab_sorted(struct stacktab *t, int count_order, size_t *n);
-/* Print the top n entries by weight (count when by_count). */
-void stacktab_print(struct stacktab *t, FILE *f, size_t n, int by_count, const char *unit,
-		    const char *indent);
 
 #endif
