@@ -353,8 +353,10 @@ bench: bench-deps
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
 	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh && sh tests/bench/bench-flight.sh && sh tests/bench/bench-outputs.sh
 
-# The man pages and bash completion, made from what memsight says (-h).
-$(B)/cli/completion/memsight: $(PROGRAMS) analyze/cli-files.sh
+# The man pages and bash completion, made from what memsight says (-h),
+# and the commands' guides.
+GUIDES := $(wildcard record/*.md analyze/cmd/*.md flamegraph/*.md)
+$(B)/cli/completion/memsight: $(PROGRAMS) analyze/cli-files.sh $(filter-out record/README.md,$(GUIDES))
 	$(call say,GEN,$(B)/cli)
 	$(Q)sh analyze/cli-files.sh $(B)/memsight $(B)/cli
 

@@ -18,11 +18,12 @@ test_expect_success 'README.md lists every command, and only those, as memsight 
 	test_cmp help readme
 '
 
-# The README's command lines use only commands and options that exist: each
-# memsight command in its sh blocks, and each option it gives, is in that
-# command's -h.
-test_expect_success 'every memsight command line in README.md names a command and options it has' '
-	perl -ne "print if /^\x60\x60\x60sh\$/ .. /^\x60\x60\x60\$/" "$TOP/README.md" |
+# The README's and the guides' command lines use only commands and options
+# that exist: each memsight command in their sh blocks, and each option it
+# gives, is in that command's -h.
+test_expect_success 'every memsight command line in README.md and the guides names a command and options it has' '
+	cat "$TOP/README.md" "$TOP"/record/*.md "$TOP"/analyze/cmd/*.md "$TOP"/flamegraph/*.md |
+		perl -ne "print if /^\x60\x60\x60sh\$/ .. /^\x60\x60\x60\$/" |
 		sed -e "s/ #.*//" -e "s/&&/\n/g; s/|/\n/g; s/;/\n/g" | sed -n "s/^ *\(memsight .*\)/\1/p" >lines &&
 	test $(wc -l <lines) -ge 20 &&
 	while read -r m cmd args; do

@@ -37,11 +37,22 @@ test_expect_success 'each man page is its command'"'"'s -h, word for word' '
 	for c in $("$MEMSIGHT" --list-commands) ""; do
 		page="$P/share/man/man1/memsight${c:+-$c}.1" &&
 		test -f "$page" &&
-		sed -n "/^\.nf$/,/^\.fi$/p" "$page" | sed -e "1d;\$d" -e "s/^\\\\&//" -e "s/\\\\e/\\\\/g" >page.txt &&
+		sed -n "/^\.SH DESCRIPTION$/,/^\.fi$/p" "$page" | sed -e "1,2d;\$d" -e "s/^\\\\&//" -e "s/\\\\e/\\\\/g" >page.txt &&
 		"$MEMSIGHT" $c -h >help.txt &&
 		test_cmp help.txt page.txt || return 1
 	done &&
 	man -l "$P/share/man/man1/memsight-leaks.1" 2>/dev/null | grep -q "memsight-leaks - allocations still outstanding"
+'
+
+test_expect_success 'a command'"'"'s man page goes on with its guide, the file the README points to' '
+	man -l "$P/share/man/man1/memsight-errors.1" 2>/dev/null >errors.man &&
+	grep -q "^EXPLAIN A CRASH$" errors.man &&
+	grep -q "memsight record -e malloc,faults,signals" errors.man &&
+	grep -q "(analyze/cmd/errors.md)" "$TOP/README.md" &&
+	man -l "$P/share/man/man1/memsight-record.1" 2>/dev/null | grep -q "^LEAVE IT RUNNING: THE FLIGHT RECORDER$" &&
+	for p in "$P"/share/man/man1/*.1; do
+		groff -man -ww -z "$p" 2>warn && ! test -s warn || { echo "$p:"; cat warn; return 1; }
+	done
 '
 
 test_expect_success 'bash completion: commands, then a command'"'"'s options' '
