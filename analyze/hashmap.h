@@ -36,7 +36,9 @@ struct hm_slot *hashmap_u64_find(const struct hashmap *m, uint64_t key);
 struct hm_slot *hashmap_str_find(const struct hashmap *m, const char *key);
 void hashmap_u64_remove(struct hashmap *m, uint64_t key);
 /* The object of size bytes kept at key, made zeroed on first use (and
- * owned by the caller, who frees it); NULL on out-of-memory. */
+ * owned by the caller, who frees it); NULL on out-of-memory. A zeroed
+ * struct hashmap is an empty map with u64 keys: a map of maps makes its
+ * inner ones so. */
 void *hashmap_u64_obj(struct hashmap *m, uint64_t key, size_t size);
 #define hashmap_for_each(m, s) \
 	for (struct hm_slot *s = (m)->slots; s && s < (m)->slots + (m)->alloc; s++) \

@@ -51,6 +51,7 @@ int cmd_opt_fault_type(const struct opt *o, const char *arg, void *ctx);
 	OPT_BOOL(0, "lines", v, "file:line on each frame where debug information has it (the\n"       \
 		 "default)"),                                                                       \
 		OPT_SET(0, "no-lines", v, 0, "frames without file:line (faster on a big trace)")
+#define OPT_JSON(v) OPT_BOOL(0, "json", v, "one JSON object instead of text")
 #define OPT_NO_STACKS(v) OPT_SET('G', "no-stacks", v, 0, "leave the stacks out")
 #define CMD_STACK_OPT(id, name, argh, optional, help) \
 	, { 0, name, OPT_CALLBACK_, NULL, argh, help, cmd_opt_stack, CMD_STACK_##id, optional }

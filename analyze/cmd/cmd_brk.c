@@ -100,7 +100,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 		OPT_U64('T', "top", &o.top, "N", "stacks shown (default 10 in text, all in JSON)"),
 		OPT_PID(&o.pid),
 		OPT_LINES(&o.lines),
-		OPT_BOOL(0, "json", &o.json, "one JSON object instead of text"),
+		OPT_JSON(&o.json),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,

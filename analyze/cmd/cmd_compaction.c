@@ -180,7 +180,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 	int json = 0, lines = 1;
 	const struct opt options[] = {
 		OPT_U64('T', "top", &top, "N", "stacks shown (default 5 in text, all in JSON)"),
-		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_JSON(&json),
 		OPT_LINES(&lines),
 		OPT_INPUT,
 		OPT_SAMPLES,

@@ -298,7 +298,7 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 		OPT_U64(0, "fail-over", &limit, "N",
 			"exit with status 3 when the total grew by more than N (in the\n"
 			"weight's unit: bytes, faults, pages)"),
-		OPT_BOOL(0, "json", &d.json, "one JSON object instead of text"),
+		OPT_JSON(&d.json),
 		OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(DIFF_FORWARD),
 		OPT_END(),
 	};

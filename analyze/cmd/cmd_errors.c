@@ -157,13 +157,7 @@ static struct err *err_new(struct errors *e, struct session *s, enum err_kind ki
 
 static struct hashmap *freed_of(struct errors *e, int pid)
 {
-	struct hm_slot *slot = hashmap_u64(&e->freed, (uint32_t)pid, NULL);
-
-	if (!slot)
-		return NULL;
-	if (!slot->ptr && (slot->ptr = malloc(sizeof(struct hashmap))))
-		hashmap_init(slot->ptr, 0);
-	return slot->ptr;
+	return hashmap_u64_obj(&e->freed, (uint32_t)pid, sizeof(struct hashmap));
 }
 
 static void freed_drop(struct hashmap *m)
@@ -679,7 +673,7 @@ int cmd_errors(int argc, char **argv, struct analyze_opts *a)
 	int json = 0, fail = 0, ret;
 	const struct opt options[] = {
 		OPT_LINES(&e.lines),
-		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_JSON(&json),
 		OPT_BOOL(0, "fail", &fail, "exit 3 when any memory error was recorded (for CI)"),
 		OPT_BOOL(0, "all", &e.all, "also the signals a process handled and went on after"),
 		OPT_INPUT,

@@ -310,7 +310,7 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 		OPT_U64('T', "top", &f.top, "N", "files and stacks shown (default 10 in text, all in JSON)"),
 		OPT_PID(&f.pid),
 		OPT_BOOL(0, "kernel", &f.kernel, "include kernel frames in the stacks"),
-		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
+		OPT_JSON(&f.json),
 		OPT_LINES(&f.lines),
 		OPT_INPUT,
 		OPT_SAMPLES,

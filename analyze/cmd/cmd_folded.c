@@ -628,7 +628,7 @@ static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
 		FOLD_OPTIONS,
 		OPT_U64('T', "top", &f.top, "N", "functions shown (default 40 in text, all in JSON)"),
 		OPT_CALLBACK(0, "sort", &f.by_total, "KEY", "self (default) or total", opt_sort),
-		OPT_BOOL(0, "json", &f.json, "one JSON object instead of text"),
+		OPT_JSON(&f.json),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,

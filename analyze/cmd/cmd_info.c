@@ -559,7 +559,7 @@ int cmd_info(int argc, char **argv, struct analyze_opts *a)
 	int dump = 0, json = 0;
 	const struct opt options[] = {
 		OPT_BOOL(0, "dump", &dump, "list every chunk: offset, type, codec, stream, sizes, crc, time"),
-		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_JSON(&json),
 		OPT_INPUT,
 		OPT_END(),
 	};

@@ -906,7 +906,7 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 		OPT_PID(&o.pid),
 		OPT_STRING(0, "sort", &o.sort, "KEY", "size (default): most bytes first; growth: steadiest growth first"),
 		OPT_LINES(&o.lines),
-		OPT_BOOL(0, "json", &o.json, "one JSON object instead of text"),
+		OPT_JSON(&o.json),
 		OPT_SUPPRESSIONS(&o.supfile, &o.defaults),
 		OPT_CALLBACK(0, "fail-over", &o, "BYTES",
 			     "exit with status 3 when more than BYTES are reported leaked, 4 when\n"

@@ -215,7 +215,7 @@ int cmd_oom(int argc, char **argv, struct analyze_opts *a)
 	int json = 0;
 	const struct opt options[] = {
 		OPT_LINES(&o.lines),
-		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_JSON(&json),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,

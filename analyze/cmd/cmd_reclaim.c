@@ -395,7 +395,7 @@ int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 		OPT_U64('T', "top", &r.top, "N", "slowest reclaims and shrinkers shown (default 10 in text, all in JSON)"),
 		OPT_PID(&r.pid),
 		OPT_LINES(&r.lines),
-		OPT_BOOL(0, "json", &r.json, "one JSON object instead of text"),
+		OPT_JSON(&r.json),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,

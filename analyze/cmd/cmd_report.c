@@ -911,7 +911,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			   "write one self-contained HTML page instead: this report, the\n"
 			   "leak table linked to its stacks, a flame graph (and icicle)\n"
 			   "for every recorded event and weight, the RSS chart"),
-		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_JSON(&json),
 		OPT_LINES(&r.lines),
 		OPT_PID(&r.pid),
 		OPT_INPUT,

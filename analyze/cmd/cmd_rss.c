@@ -268,7 +268,7 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 		OPT_U64('n', "points", &points, "N", "rows per process in the text table (default 20)"),
 		OPT_PID(&r.pid),
 		OPT_STRING(0, "svg", &svg, "FILE", "draw the RSS of each process over time as an SVG line chart"),
-		OPT_BOOL(0, "json", &json, "one JSON object instead of text"),
+		OPT_JSON(&json),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_END(),

@@ -393,13 +393,7 @@ void allocs_release(struct allocs *a)
 
 static struct hashmap *proc_table(struct allocs *a, int pid)
 {
-	struct hm_slot *s = hashmap_u64(&a->procs, (uint32_t)pid, NULL);
-
-	if (!s)
-		return NULL;
-	if (!s->ptr && (s->ptr = malloc(sizeof(struct hashmap))))
-		hashmap_init(s->ptr, 0);
-	return s->ptr;
+	return hashmap_u64_obj(&a->procs, (uint32_t)pid, sizeof(struct hashmap));
 }
 
 static struct pending_stack *thread_stack(struct allocs *a, int tid)
@@ -562,13 +556,7 @@ static int caller_in_allocator(struct session *s, const struct sample *smp, uint
  * recording. */
 static struct hashmap *freed_table(struct allocs *a, int pid)
 {
-	struct hm_slot *s = hashmap_u64(&a->freed, (uint32_t)pid, NULL);
-
-	if (!s)
-		return NULL;
-	if (!s->ptr && (s->ptr = malloc(sizeof(struct hashmap))))
-		hashmap_init(s->ptr, 0);
-	return s->ptr;
+	return hashmap_u64_obj(&a->freed, (uint32_t)pid, sizeof(struct hashmap));
 }
 
 static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, uint64_t time, int internal,
