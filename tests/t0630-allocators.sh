@@ -209,7 +209,7 @@ test_expect_success 'a ring: an allocator probed while recording is in every sna
 	sleep 0.3 && echo go >go &&
 	n=0; while ! grep -q "^loop_leak: 100 allocations" truth 2>/dev/null && test $n -lt 300; do sleep 0.1; n=$((n+1)); done &&
 	kill -USR1 $(cat rec.pid) &&
-	wait $sp && wait $rp &&
+	wait $sp && { wait $rp || { echo "the recorder exited $?:"; cat err; false; }; } &&
 	cat err &&
 	snap=$(ls ring.*.signal.trace) &&
 	"$MEMSIGHT" leaks $snap >leaks 2>/dev/null &&
