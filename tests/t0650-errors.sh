@@ -142,11 +142,17 @@ test_expect_success 'a SIGSEGV the process handled and went on after (a JVM'"'"'
 	grep "\"handled\":true,\"recovered\":true" handled.json
 '
 
-test_expect_success 'report lists the errors first' '
+test_expect_success 'report lists the errors first, in text and in its HTML page' '
 	"$MEMSIGHT" report uaf.trace >report 2>/dev/null &&
 	head -1 report | grep "^# memsight errors of .uaf.trace.: 1 memory error$" &&
 	grep "^# memsight report of " report &&
-	"$MEMSIGHT" report none.trace 2>/dev/null | head -1 | grep "^# memsight report of "
+	"$MEMSIGHT" report none.trace 2>/dev/null | head -1 | grep "^# memsight report of " &&
+	"$MEMSIGHT" report --html uaf.html uaf.trace 2>err &&
+	grep "wrote .uaf.html.: the memory errors, the report, the leaks and" err &&
+	grep -q "<nav><a href=\"#errors\">memory errors</a><a href=\"#report\">" uaf.html &&
+	grep -q "^use after free at " uaf.html &&
+	"$MEMSIGHT" report --html none.html none.trace 2>err &&
+	grep "wrote .none.html.: the report, the leaks" err && ! grep -q "id=\"errors\"" none.html
 '
 
 test_expect_success 'without malloc, the kinds a mapping tells: a NULL dereference' '

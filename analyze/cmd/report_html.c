@@ -209,6 +209,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 {
 	int ret = 0, r, shown = 0;
 	char buf[256];
+	FILE *errors = NULL;
+	int had_errors = 0;
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>memsight report: ", out);
 	cmd_markup_escape(out, trace, strlen(trace));
@@ -236,10 +238,24 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 		cmd_markup_escape(out, buf, strlen(buf));
 		fputs(". ", out);
 	}
+	/* Memory errors first, when the recording holds any: they are why
+	 * a process ended. */
+	if (session_group_recorded(s, "signals")) {
+		char *argv[] = { "errors", "--fail", (char *)trace, NULL };
+
+		errors = captured(cmd_errors, argv, a, &r);
+		if (r != 3 && errors) {
+			fclose(errors);
+			errors = NULL;
+		}
+	}
 	fputs("Each flame graph zooms on a click and searches with its Search button (or Ctrl-F); the button "
 	      "above it turns it into an icicle graph (roots on top). Frames narrower than " HTML_MINWIDTH
-	      " pixel are merged into their callers; each graph says how many.</p>\n<nav><a href=\"#report\">report</a>",
+	      " pixel are merged into their callers; each graph says how many.</p>\n<nav>",
 	      out);
+	if (errors)
+		fputs("<a href=\"#errors\">memory errors</a>", out);
+	fputs("<a href=\"#report\">report</a>", out);
 	if (allocs_recorded(s))
 		fputs("<a href=\"#leaks\">leaks</a>", out);
 	for (size_t i = 0; i < sizeof(graphs) / sizeof(graphs[0]); i++)
@@ -247,7 +263,20 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 			fprintf(out, "<a href=\"#g%zu\">%s %s</a>", i, graphs[i].event, graphs[i].weight);
 	if (session_group_recorded(s, "rss"))
 		fputs("<a href=\"#rss\">RSS</a>", out);
-	fputs("</nav>\n<h2 id=\"report\">Report</h2>\n<pre>", out);
+	fputs("</nav>\n", out);
+	if (errors) {
+		size_t n = 0;
+		char *t = slurp(errors, &n);
+
+		fputs("<h2 id=\"errors\">Memory errors</h2>\n<pre>", out);
+		if (t)
+			cmd_markup_escape(out, t, n);
+		fputs("</pre>\n", out);
+		free(t);
+		fclose(errors);
+		had_errors = 1;
+	}
+	fputs("<h2 id=\"report\">Report</h2>\n<pre>", out);
 	cmd_markup_escape(out, text, text_len);
 	fputs("</pre>\n", out);
 
@@ -329,7 +358,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	fputs("</body>\n</html>\n", out);
 	if (fflush(out) || ferror(out))
 		return msg_error("cannot write '%s': %s", path, strerror(errno));
-	msg_note("wrote '%s': the report%s and %d flame graph%s", path, allocs_recorded(s) ? ", the leaks" : "",
-			 shown, shown == 1 ? "" : "s");
+	msg_note("wrote '%s': %sthe report%s and %d flame graph%s", path, had_errors ? "the memory errors, " : "",
+		 allocs_recorded(s) ? ", the leaks" : "", shown, cmd_s(shown));
 	return ret;
 }
