@@ -20,7 +20,7 @@ test_expect_success 'a trace recorded elsewhere: one page with the report and a 
 	"$MEMSIGHT" report --debug-dir "$DEBUG" --html r.html "$XOR" 2>err &&
 	cat err &&
 	grep "wrote .r.html.: the report and 3 flame graphs" err &&
-	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 4 &&
+	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 6 &&
 	grep -q "<h2 id=\"g0\">Page faults by stack</h2>" r.html &&
 	grep -q "^== faults: page faults ==" r.html &&
 	test $(grep -o "<object id=\"g[0-9]*-\(flame\|icicle\)\"" r.html | wc -l) = 6
@@ -76,6 +76,24 @@ if recording_allowed; then
 		grep "wrote .l.html.: the report, the leaks and 4 flame graphs" err &&
 		grep -q "<tr><td><a href=\"#leak-0\">4000</a></td><td>1000</td><td>pid [0-9]* loop_leak</td><td>leak+0x[0-9a-f]* \[loop_leak\] samples/loop_leak.c:[0-9]*</td></tr>" l.html &&
 		grep -q "<span id=\"leak-0\"></span>4000 bytes in 1000 allocations from stack" l.html
+	'
+fi
+
+if [ -n "$CHROMIUM" ]; then
+	test_expect_success 'the page opens on a summary and a table by function, drawn in the browser from the commands'"'"' own figures' '
+		"$MEMSIGHT" record -q -e malloc,faults -o sum.trace -- "$SAMPLES/loop_leak" 1000 >truth &&
+		"$MEMSIGHT" report --html sum.html sum.trace 2>/dev/null &&
+		: >browser.err &&
+		browse --dump-dom "file://$TRASH/sum.html" >dom &&
+		no_js_errors &&
+		leaked=$("$MEMSIGHT" leaks --json sum.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; print decode_json(<STDIN>)->{leaked_bytes}") &&
+		test "$leaked" = 4000 &&
+		grep -q "<td id=\"sum-leaked\" data-bytes=\"4000\">3.9 KiB in 1,000 allocations</td>" dom &&
+		grep -q "<td>3.9 KiB in 1,000 allocations from leak (pid [0-9]* loop_leak)</td>" dom &&
+		grep -q "<td id=\"sum-lost\">nothing</td>" dom &&
+		"$MEMSIGHT" functions -e malloc -w leaked sum.trace 2>/dev/null | sed -n 3p >top &&
+		read self pct total tpct fn obj <top &&
+		grep -q "<table class=\"leaks\" id=\"functions-table\"><tr><th style=\"cursor: pointer;\">function</th>.*</tr><tbody><tr><td>$fn</td><td>loop_leak</td><td>$self</td><td>$total</td></tr>" dom
 	'
 fi
 

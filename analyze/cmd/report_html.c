@@ -137,6 +137,179 @@ static void svg_object(FILE *out, FILE *svg, const char *id, const char *style)
 	free(p);
 }
 
+/* Run one command with its standard output into a fresh temporary file. */
+static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **argv, struct analyze_opts *a, int *ret)
+{
+	FILE *f = tmpfile();
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	if (!f) {
+		*ret = msg_error("cannot make a temporary file: %s", strerror(errno));
+		return NULL;
+	}
+	*ret = cmd_capture(f, fn, argc, argv, a);
+	return f;
+}
+
+/* A command's --json, as the value of "key" in the page's data (null when
+ * it fails: the trace lacks its events). JSON text may hold "</" in its
+ * strings (a path, a command line); "<\/" is the same string to JSON and
+ * ends no script. */
+static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct analyze_opts *), char **argv,
+		      struct analyze_opts *a, int first)
+{
+	int r;
+	FILE *f = captured(fn, argv, a, &r);
+	size_t n = 0;
+	char *t = f && !r ? slurp(f, &n) : NULL;
+
+	fprintf(out, "%s\"%s\":", first ? "" : ",", key);
+	while (n && (t[n - 1] == '\n' || t[n - 1] == ' '))
+		n--;
+	if (!n)
+		fputs("null", out);
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] == '<' && i + 1 < n && t[i + 1] == '/')
+			fputs("<\\", out);
+		else
+			fputc(t[i], out);
+	}
+	free(t);
+	if (f)
+		fclose(f);
+}
+
+/* The page's data: what its summary and its tables are drawn from, the
+ * commands' own JSON. */
+static void page_data(FILE *out, const char *trace, struct session *s, struct analyze_opts *a)
+{
+	char *info[] = { "info", "--json", (char *)trace, NULL };
+	char *report[] = { "report", "--json", "--no-lines", (char *)trace, NULL };
+	char *leaks[] = { "leaks", "--json", "--no-lines", "--top", "3", (char *)trace, NULL };
+	/* By function, what leaked where allocations were recorded (the
+	 * offenders), else what the trace holds by default. */
+	char *functions[] = { "functions", "--json", "--top", "200", (char *)trace, NULL, NULL, NULL, NULL, NULL };
+	char *errors[] = { "errors", "--json", "--no-lines", (char *)trace, NULL };
+
+	fputs("<script type=\"application/json\" id=\"data\">{", out);
+	data_json(out, "info", cmd_info, info, a, 1);
+	data_json(out, "report", cmd_report, report, a, 0);
+	if (allocs_recorded(s))
+		data_json(out, "leaks", cmd_leaks, leaks, a, 0);
+	else
+		fputs(",\"leaks\":null", out);
+	if (allocs_recorded(s)) {
+		functions[4] = "-e";
+		functions[5] = "malloc";
+		functions[6] = "-w";
+		functions[7] = "leaked";
+		functions[8] = (char *)trace;
+	}
+	data_json(out, "functions", cmd_functions, functions, a, 0);
+	if (session_group_recorded(s, "signals"))
+		data_json(out, "errors", cmd_errors, errors, a, 0);
+	else
+		fputs(",\"errors\":null", out);
+	fputs("}</script>\n", out);
+}
+
+/* Draws the summary and the table by function from the page's data. */
+static const char page_script[] =
+	"<script>\n"
+	"(function () {\n"
+	"  var d = JSON.parse(document.getElementById('data').textContent);\n"
+	"  function bytes(v) {\n"
+	"    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;\n"
+	"    while (v >= 1024 && i < 4) { v /= 1024; i++; }\n"
+	"    return i ? v.toFixed(1) + ' ' + u[i] : v + ' B';\n"
+	"  }\n"
+	"  function secs(t) { return t < 1 ? (t * 1000).toFixed(1) + ' ms' : t < 120 ? t.toFixed(1) + ' s' : (t / 60).toFixed(1) + ' min'; }\n"
+	"  function count(n, what) { return n.toLocaleString('en') + ' ' + what + (n === 1 ? '' : 's'); }\n"
+	"  function add(parent, tag, text, cls) {\n"
+	"    var e = document.createElement(tag);\n"
+	"    if (text !== undefined) e.textContent = text;\n"
+	"    if (cls) e.className = cls;\n"
+	"    parent.appendChild(e);\n"
+	"    return e;\n"
+	"  }\n"
+	"  /* The first frame past the allocation functions: where a block was asked for. */\n"
+	"  var alloc = /^(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|operator new.*|operator delete.*)$/;\n"
+	"  function site(frames) {\n"
+	"    for (var i = 0; i < frames.length; i++)\n"
+	"      if (frames[i].function && !alloc.test(frames[i].function)) return frames[i].function;\n"
+	"    return frames.length ? frames[0].function || '?' : '(no stack)';\n"
+	"  }\n"
+	"  var sum = document.getElementById('summary'), t = add(sum, 'table', undefined, 'summary');\n"
+	"  function row(key, value, id) {\n"
+	"    var r = add(t, 'tr');\n"
+	"    add(r, 'th', key);\n"
+	"    var c = add(r, 'td', value);\n"
+	"    if (id) c.id = id;\n"
+	"    return c;\n"
+	"  }\n"
+	"  var i = d.info;\n"
+	"  if (i) {\n"
+	"    row('Recorded', i.recorded_by || i.target || '');\n"
+	"    row('For', secs(i.duration_s || 0) + ', ' + count(i.samples || 0, 'event') + ' kept');\n"
+	"    row('Lost', i.lost ? count(i.lost, 'event') + ' lost: every figure counts only those kept' : 'nothing', 'sum-lost');\n"
+	"    if (i.flight) row('Window', 'This file is ' + i.flight, 'sum-window');\n"
+	"  }\n"
+	"  var e = d.errors;\n"
+	"  if (e && e.errors.length) {\n"
+	"    var kinds = {};\n"
+	"    e.errors.forEach(function (x) { kinds[x.kind] = (kinds[x.kind] || 0) + 1; });\n"
+	"    row('Memory errors', Object.keys(kinds).map(function (k) { return kinds[k] + ' ' + k; }).join(', '), 'sum-errors');\n"
+	"  }\n"
+	"  var l = d.leaks;\n"
+	"  if (l) {\n"
+	"    var c = row('Leaked', bytes(l.leaked_bytes) + ' in ' + count(l.leaked_allocations, 'allocation') +\n"
+	"                (l.estimate ? ' (estimated)' : ''), 'sum-leaked');\n"
+	"    c.setAttribute('data-bytes', l.leaked_bytes);\n"
+	"    l.stacks.slice(0, 3).forEach(function (s, k) {\n"
+	"      row(k ? '' : 'Top stacks', bytes(s.bytes) + ' in ' + count(s.allocations, 'allocation') + ' from ' + site(s.frames) +\n"
+	"          ' (pid ' + s.pid + ' ' + s.comm + ')');\n"
+	"    });\n"
+	"  }\n"
+	"  var m = d.report && d.report.malloc;\n"
+	"  if (m && m.peak && m.peak.bytes)\n"
+	"    row('Peak heap', bytes(m.peak.bytes) + ' at +' + secs(m.peak.time_s || 0), 'sum-peak');\n"
+	"  var f = d.functions;\n"
+	"  if (f && f.functions.length) {\n"
+	"    f.functions.filter(function (x) { return x.self > 0; }).slice(0, 3).forEach(function (x, k) {\n"
+	"      var w = function (v) { return f.weight === 'count' ? v.toLocaleString('en') : bytes(v); };\n"
+	"      row(k ? '' : 'Top functions', x.function + ': ' + w(x.self) + ' self, ' + w(x.total) + ' total (' + f.event +\n"
+	"          ', ' + f.weight + ')');\n"
+	"    });\n"
+	"    /* The flat table, sorted by a click on a column's head. */\n"
+	"    var sec = document.getElementById('functions'), tb = add(sec, 'table', undefined, 'leaks');\n"
+	"    tb.id = 'functions-table';\n"
+	"    var head = add(tb, 'tr'), cols = ['function', 'object', 'self', 'total'], body = add(tb, 'tbody');\n"
+	"    function fill(rows) {\n"
+	"      body.textContent = '';\n"
+	"      rows.forEach(function (x) {\n"
+	"        var r = add(body, 'tr');\n"
+	"        cols.forEach(function (k) { add(r, 'td', x[k] === null ? '' : String(x[k])); });\n"
+	"      });\n"
+	"    }\n"
+	"    cols.forEach(function (k) {\n"
+	"      var h = add(head, 'th', k);\n"
+	"      h.style.cursor = 'pointer';\n"
+	"      h.onclick = function () {\n"
+	"        var num = k === 'self' || k === 'total';\n"
+	"        fill(f.functions.slice().sort(function (a, b) {\n"
+	"          return num ? b[k] - a[k] : String(a[k]).localeCompare(String(b[k]));\n"
+	"        }));\n"
+	"      };\n"
+	"    });\n"
+	"    add(sec, 'p', 'By ' + f.event + ', weighted by ' + f.weight + (f.estimate ? ' (estimates)' : '') + '; ' +\n"
+	"        f.functions_shown + ' of ' + f.functions_total + ' functions.');\n"
+	"    fill(f.functions);\n"
+	"  }\n"
+	"})();\n"
+	"</script>\n";
+
 /* The leaks text with an anchor at each stack, and a table of them first. */
 static void leaks_section(FILE *out, const char *text)
 {
@@ -188,21 +361,6 @@ static void leaks_section(FILE *out, const char *text)
 	fputs("</pre>\n", out);
 }
 
-/* Run one command with its standard output into a fresh temporary file. */
-static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **argv, struct analyze_opts *a, int *ret)
-{
-	FILE *f = tmpfile();
-	int argc = 0;
-
-	while (argv[argc])
-		argc++;
-	if (!f) {
-		*ret = msg_error("cannot make a temporary file: %s", strerror(errno));
-		return NULL;
-	}
-	*ret = cmd_capture(f, fn, argc, argv, a);
-	return f;
-}
 
 int report_html(FILE *out, const char *path, const char *trace, const char *text, size_t text_len, struct session *s,
 		struct analyze_opts *a)
@@ -222,6 +380,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      "table.leaks td, table.leaks th { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }\n"
 	      "object { width: 100%; display: block; }\n"
 	      "button { margin: 0.3em 0; }\n"
+	      "table.summary th { text-align: left; padding-right: 1em; vertical-align: top; }\n"
 	      "</style>\n"
 	      "<script>\n"
 	      "function flip(id) {\n"
@@ -255,7 +414,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      out);
 	if (errors)
 		fputs("<a href=\"#errors\">memory errors</a>", out);
-	fputs("<a href=\"#report\">report</a>", out);
+	fputs("<a href=\"#summary-head\">summary</a><a href=\"#functions-head\">functions</a><a href=\"#report\">report</a>", out);
 	if (allocs_recorded(s))
 		fputs("<a href=\"#leaks\">leaks</a>", out);
 	for (size_t i = 0; i < sizeof(graphs) / sizeof(graphs[0]); i++)
@@ -263,7 +422,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 			fprintf(out, "<a href=\"#g%zu\">%s %s</a>", i, graphs[i].event, graphs[i].weight);
 	if (session_group_recorded(s, "rss"))
 		fputs("<a href=\"#rss\">RSS</a>", out);
-	fputs("</nav>\n", out);
+	fputs("</nav>\n<h2 id=\"summary-head\">Summary</h2>\n<section id=\"summary\"></section>\n", out);
 	if (errors) {
 		size_t n = 0;
 		char *t = slurp(errors, &n);
@@ -276,6 +435,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 		fclose(errors);
 		had_errors = 1;
 	}
+	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
 	fputs("<h2 id=\"report\">Report</h2>\n<pre>", out);
 	cmd_markup_escape(out, text, text_len);
 	fputs("</pre>\n", out);
@@ -355,6 +515,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 			unlink(tmp);
 		}
 	}
+	page_data(out, trace, s, a);
+	fputs(page_script, out);
 	fputs("</body>\n</html>\n", out);
 	if (fflush(out) || ferror(out))
 		return msg_error("cannot write '%s': %s", path, strerror(errno));
