@@ -97,6 +97,19 @@ if [ -n "$CHROMIUM" ]; then
 	'
 fi
 
+if [ -n "$CHROMIUM" ]; then
+	test_expect_success 'a trace whose strings hold markup: the page shows them as text, and runs no script of theirs' '
+		"$MEMSIGHT" record -q -o evil.trace -- sh -c "true \"</script><script>document.title=1</script><!--\"" &&
+		"$MEMSIGHT" report --html evil.html evil.trace 2>/dev/null &&
+		! grep -q "</script><script>document.title" evil.html &&
+		: >browser.err &&
+		browse --dump-dom "file://$TRASH/evil.html" >dom &&
+		no_js_errors &&
+		grep -q "<title>memsight report: evil.trace</title>" dom &&
+		grep -q "&lt;/script&gt;&lt;script&gt;document.title=1&lt;/script&gt;&lt;!--" dom
+	'
+fi
+
 test_expect_success 'bad input: an output that cannot be written, in one line' '
 	test_must_fail "$MEMSIGHT" report --html /nonexistent/dir/r.html "$XOR" 2>err &&
 	test_one_line err && grep "cannot create ./nonexistent/dir/r.html." err

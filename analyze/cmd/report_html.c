@@ -154,9 +154,9 @@ static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **arg
 }
 
 /* A command's --json, as the value of "key" in the page's data (null when
- * it fails: the trace lacks its events). JSON text may hold "</" in its
- * strings (a path, a command line); "<\/" is the same string to JSON and
- * ends no script. */
+ * it fails: the trace lacks its events). JSON has '<' only in strings (a
+ * path, a command line, from whoever made the trace): written \u003c, the
+ * same string to JSON, it can neither end the script nor open a comment. */
 static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct analyze_opts *), char **argv,
 		      struct analyze_opts *a, int first)
 {
@@ -171,8 +171,8 @@ static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct
 	if (!n)
 		fputs("null", out);
 	for (size_t i = 0; i < n; i++) {
-		if (t[i] == '<' && i + 1 < n && t[i + 1] == '/')
-			fputs("<\\", out);
+		if (t[i] == '<')
+			fputs("\\u003c", out);
 		else
 			fputc(t[i], out);
 	}
