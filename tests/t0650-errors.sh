@@ -27,7 +27,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print("count=%d" % len(d["errors"]))
 for e in d["errors"][:1]:
-    for k in ("kind", "signal", "address", "distance", "recursion", "proven", "access", "where"):
+    for k in ("kind", "signal", "address", "distance", "recursion", "stack_depth_bytes", "proven", "access", "where"):
         if k in e:
             print("%s=%s" % (k, e[k]))
     if "block" in e:
@@ -85,12 +85,16 @@ test_expect_success 'heap overflow: a write 8 bytes past the end of a block, pas
 	stack_starts overflow alloc "malloc make_block heap_overflow main"
 '
 
-test_expect_success 'stack overflow: recursion to the guard gap, its frames folded' '
+test_expect_success 'stack overflow: recursion to the guard gap, its frames folded, the stack as deep as its limit' '
 	record_mode recursion &&
 	has recursion kind=stack-overflow && has recursion signal=SIGSEGV &&
 	n=$(sed -n "s/^recursion=//p" recursion.entry) && test "$n" -ge 20 &&
 	stack_starts recursion frames "recurse recurse recurse" &&
+	depth=$(sed -n "s/^stack_depth_bytes=//p" recursion.entry) &&
+	lim=$(ulimit -s) &&
+	{ test "$lim" = unlimited || { test "$depth" -le $((lim * 1024)) && test "$depth" -gt $((lim * 1024 - 65536)); }; } &&
 	"$MEMSIGHT" errors recursion.trace >recursion.text 2>/dev/null &&
+	grep "; the stack [0-9.]* [KMG]iB deep, from the highest stack pointer the thread showed$" recursion.text &&
 	grep "in the guard gap below the thread.s stack; $n frames of recurse in a row in the recorded stack" recursion.text &&
 	grep "^		\.\.\. the same frame [0-9]* more times$" recursion.text
 '

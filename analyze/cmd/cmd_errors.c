@@ -95,6 +95,7 @@ struct err {
 	int64_t offset;		 /* into the block (negative: before it) */
 	uint64_t since_free;	 /* use after free, double free: ns since the (first) free */
 	int reused;		 /* the freed address is in a live block again */
+	uint64_t stack_depth;	 /* stack overflow: bytes from the highest stack pointer the thread showed */
 	int lost_before;	 /* events were lost before it: the history it rests on may miss some */
 	const char *where;	 /* wild pointer: what lies there */
 	const struct stack_entry *alloc_stack, *free_stack, *free2_stack;
@@ -122,6 +123,7 @@ struct errors {
 	size_t nr;
 	uint64_t unmatched;	   /* frees of pointers never seen returned, not shown as errors */
 	struct hashmap last_seen;  /* pid -> time of its last sample */
+	struct hashmap top_sp;	   /* tid -> the highest stack pointer its samples showed */
 	int lines, all;
 };
 
@@ -178,6 +180,8 @@ static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
 		freed_drop(slot->ptr);
 		hashmap_init(slot->ptr, 0);
 	}
+	/* and its stack is a new one */
+	hashmap_u64_remove(&e->top_sp, (uint32_t)pid);
 }
 
 /* The live block holding addr, else the nearest one it lies past the end
@@ -372,7 +376,11 @@ static int classify_fault(struct errors *e, struct session *s, struct err *x, co
 		return 0;
 	}
 	if (sample_reg(smp, SAMPLE_REG_SP, &sp) && (!map || x->code == SEGV_ACCERR) && a + NEAR_SP > sp && a < sp + NEAR_SP) {
+		struct hm_slot *top = hashmap_u64_find(&e->top_sp, (uint32_t)x->tid);
+
 		x->kind = ERR_STACK;
+		if (top && top->val > sp)
+			x->stack_depth = top->val - sp;
 		return 0;
 	}
 	x->kind = ERR_WILD;
@@ -444,6 +452,20 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	if (!seen)
 		return -1;
 	seen->val = smp->time;
+	/* How deep a stack went shows only against where it started: the
+	 * highest stack pointer of the thread's samples (a DWARF stack's
+	 * registers), its first frames' at the latest. */
+	{
+		uint64_t sp, ip;
+		struct hm_slot *top;
+
+		/* Not a fault the kernel took loading the program, whose
+		 * registers are the old image's: its ip lies in no mapping. */
+		if (sample_reg(smp, SAMPLE_REG_SP, &sp) && sample_reg(smp, SAMPLE_REG_IP, &ip) &&
+		    machine_find_map(&s->m, smp->pid, ip) && (top = hashmap_u64(&e->top_sp, (uint32_t)smp->tid, NULL)) &&
+		    sp > top->val)
+			top->val = sp;
+	}
 
 	if (smp->ev->kind == EVK_FAULT && smp->ev->tp) {
 		uint64_t code = sample_num(smp, "error_code"), addr = sample_num(smp, "address");
@@ -554,6 +576,9 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 			printf(" %d times in a row in the recorded stack", depth);
 		if (depth && at + depth * period >= nr)
 			printf(", and deeper than it reaches");
+		if (x->stack_depth)
+			printf("; the stack %s deep, from the highest stack pointer the thread showed",
+			       fmt_bytes(x->stack_depth, b1, sizeof(b1)));
 		printf("\n");
 		break;
 	case ERR_NULL:
@@ -653,6 +678,8 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 
 		json_i64(j, "recursion", recursion_depth(fr, nr, &at, &period));
 		json_i64(j, "recursion_period", period);
+		if (x->stack_depth)
+			json_u64(j, "stack_depth_bytes", x->stack_depth);
 	}
 	if (x->kind == ERR_WILD)
 		json_str(j, "where", x->where);
@@ -699,7 +726,8 @@ int cmd_errors(int argc, char **argv, struct analyze_opts *a)
 	hashmap_init(&e.faults, 0);
 	hashmap_init(&e.bad_frees, 0);
 	hashmap_init(&e.last_seen, 0);
-	ret = e.have_malloc && (allocs_init(&e.a, &s) || session_on_exec(&s, on_exec, &e)) ? -1 : 0;
+	hashmap_init(&e.top_sp, 0);
+	ret = (e.have_malloc && allocs_init(&e.a, &s)) || session_on_exec(&s, on_exec, &e) ? -1 : 0;
 	if (!ret && session_replay(&s, on_sample, &e, err, sizeof(err)))
 		ret = -1;
 	if (e.have_malloc)
@@ -773,6 +801,7 @@ out:
 	hashmap_for_each(&e.bad_frees, slot) free(slot->ptr);
 	hashmap_release(&e.bad_frees);
 	hashmap_release(&e.last_seen);
+	hashmap_release(&e.top_sp);
 	stacktab_release(&e.frees);
 	stacktab_release(&e.stacks);
 	if (e.have_malloc)
