@@ -83,6 +83,7 @@ if [ -n "$CHROMIUM" ]; then
 	test_expect_success 'the page opens on a summary and a table by function, drawn in the browser from the commands'"'"' own figures' '
 		"$MEMSIGHT" record -q -e malloc,faults -o sum.trace -- "$SAMPLES/loop_leak" 1000 >truth &&
 		"$MEMSIGHT" report --html sum.html sum.trace 2>/dev/null &&
+		"$MEMSIGHT" report --json sum.trace >rep.json 2>/dev/null && json_valid report rep.json &&
 		: >browser.err &&
 		browse --dump-dom "file://$TRASH/sum.html" >dom &&
 		no_js_errors &&
@@ -91,6 +92,8 @@ if [ -n "$CHROMIUM" ]; then
 		grep -q "<td id=\"sum-leaked\" data-bytes=\"4000\">3.9 KiB in 1,000 allocations</td>" dom &&
 		grep -q "<td>3.9 KiB in 1,000 allocations from leak (pid [0-9]* loop_leak)</td>" dom &&
 		grep -q "<td id=\"sum-lost\">nothing</td>" dom &&
+		grep -q "<table class=\"leaks\" id=\"sizes-table\"><tr><th>size</th>.*<tr><td>up to 4 B</td><td>1,000</td><td>3.9 KiB</td>" dom &&
+		grep -q "<td id=\"sum-temporary\">[0-9,]* allocations\{0,1\} of [0-9,]* freed before the thread allocated again</td>" dom &&
 		"$MEMSIGHT" functions -e malloc -w leaked sum.trace 2>/dev/null | sed -n 3p >top &&
 		read self pct total tpct fn obj <top &&
 		grep -q "<table class=\"leaks\" id=\"functions-table\"><tr><th style=\"cursor: pointer;\">function</th>.*</tr><tbody><tr><td>$fn</td><td>loop_leak</td><td>$self</td><td>$total</td></tr>" dom

@@ -848,6 +848,21 @@ static void report_json(struct report *r, struct session *s)
 			json_end(&j);
 		}
 		json_end(&j);
+		/* Allocations by size, each class up to a power of two. */
+		json_begin_array(&j, "sizes");
+		for (int c = 0; c < HEAP_SIZE_CLASSES; c++) {
+			if (!h->size_calls[c])
+				continue;
+			json_begin(&j, NULL);
+			if (c < HEAP_SIZE_CLASSES - 1)
+				json_u64(&j, "up_to", 1ull << c);
+			else
+				json_null(&j, "up_to");
+			json_u64(&j, "allocations", h->size_calls[c] * k);
+			json_u64(&j, "bytes", h->size_bytes[c] * k);
+			json_end(&j);
+		}
+		json_end(&j);
 		json_stacks(&j, "stacks", &r->a.stacks, r->top, r->lines, 0, NULL, k, "allocations");
 		json_begin(&j, "peak");
 		json_u64(&j, "bytes", h->peak * k);

@@ -275,6 +275,26 @@ static const char page_script[] =
 	"  var m = d.report && d.report.malloc;\n"
 	"  if (m && m.peak && m.peak.bytes)\n"
 	"    row('Peak heap', bytes(m.peak.bytes) + ' at +' + secs(m.peak.time_s || 0), 'sum-peak');\n"
+	"  if (m) {\n"
+	"    var calls = 0, temp = 0;\n"
+	"    m.processes.forEach(function (p) { calls += p.calls; temp += p.temporary; });\n"
+	"    row('Temporary', count(temp, 'allocation') + ' of ' + calls.toLocaleString('en') +\n"
+	"        ' freed before the thread allocated again', 'sum-temporary');\n"
+	"    /* Allocations by size: a bar for each power of two. */\n"
+	"    var st = add(document.getElementById('sizes'), 'table', undefined, 'leaks'), most = 1;\n"
+	"    st.id = 'sizes-table';\n"
+	"    m.sizes.forEach(function (c) { if (c.allocations > most) most = c.allocations; });\n"
+	"    var hr = add(st, 'tr');\n"
+	"    ['size', 'allocations', 'bytes', ''].forEach(function (h) { add(hr, 'th', h); });\n"
+	"    m.sizes.forEach(function (c) {\n"
+	"      var r = add(st, 'tr');\n"
+	"      add(r, 'td', c.up_to === null ? 'larger' : 'up to ' + bytes(c.up_to));\n"
+	"      add(r, 'td', c.allocations.toLocaleString('en'));\n"
+	"      add(r, 'td', bytes(c.bytes));\n"
+	"      var bar = add(add(r, 'td'), 'div', undefined, 'bar');\n"
+	"      bar.style.width = Math.max(1, Math.round(300 * c.allocations / most)) + 'px';\n"
+	"    });\n"
+	"  }\n"
 	"  var f = d.functions;\n"
 	"  if (f && f.functions.length) {\n"
 	"    f.functions.filter(function (x) { return x.self > 0; }).slice(0, 3).forEach(function (x, k) {\n"
@@ -381,6 +401,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      "object { width: 100%; display: block; }\n"
 	      "button { margin: 0.3em 0; }\n"
 	      "table.summary th { text-align: left; padding-right: 1em; vertical-align: top; }\n"
+	      "div.bar { background: #c33; height: 0.8em; }\n"
 	      "</style>\n"
 	      "<script>\n"
 	      "function flip(id) {\n"
@@ -414,7 +435,10 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      out);
 	if (errors)
 		fputs("<a href=\"#errors\">memory errors</a>", out);
-	fputs("<a href=\"#summary-head\">summary</a><a href=\"#functions-head\">functions</a><a href=\"#report\">report</a>", out);
+	fputs("<a href=\"#summary-head\">summary</a><a href=\"#functions-head\">functions</a>", out);
+	if (allocs_recorded(s))
+		fputs("<a href=\"#sizes-head\">sizes</a>", out);
+	fputs("<a href=\"#report\">report</a>", out);
 	if (allocs_recorded(s))
 		fputs("<a href=\"#leaks\">leaks</a>", out);
 	for (size_t i = 0; i < sizeof(graphs) / sizeof(graphs[0]); i++)
@@ -436,6 +460,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 		had_errors = 1;
 	}
 	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
+	if (allocs_recorded(s))
+		fputs("<h2 id=\"sizes-head\">Allocation sizes</h2>\n<section id=\"sizes\"></section>\n", out);
 	fputs("<h2 id=\"report\">Report</h2>\n<pre>", out);
 	cmd_markup_escape(out, text, text_len);
 	fputs("</pre>\n", out);

@@ -53,6 +53,12 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	if (site)
 		site->stack = r->stack;
 	if (ev->kind == ALLOC_NEW) {
+		unsigned c = r->size > 1 ? 64 - (unsigned)__builtin_clzll(r->size - 1) : 0;
+
+		if (c >= HEAP_SIZE_CLASSES)
+			c = HEAP_SIZE_CLASSES - 1;
+		h->size_calls[c] += alloc_rec_count(r);
+		h->size_bytes[c] += bytes;
 		p->calls += alloc_rec_count(r);
 		p->bytes += bytes;
 		p->cur += bytes;

@@ -4,8 +4,9 @@
  * Owns what the allocation events add up to as the program runs, per
  * process and per allocation stack: calls and bytes allocated, frees,
  * bytes allocated now, the peak and when it was reached, the bytes each
- * stack held at that peak, and temporary allocations (a block its thread
- * freed before allocating anything else, as heaptrack counts them). Fed
+ * stack held at that peak, temporary allocations (a block its thread
+ * freed before allocating anything else, as heaptrack counts them), and
+ * the allocations by size, each power of two a class. Fed
  * one alloc_event at a time, as allocs replays them in time order. The
  * peak per stack is taken lazily: only the first free after the heap
  * climbed to a new peak copies every stack's bytes, as heaptrack does, so
@@ -32,8 +33,13 @@ struct heap_proc {
 	uint64_t cur, peak, peak_time;
 };
 
+/* Size classes: class c holds the sizes above 2^(c-1) and up to 2^c
+ * (class 0: 0 and 1 bytes); the last, everything larger. */
+#define HEAP_SIZE_CLASSES 48
+
 struct heapprof {
 	struct hashmap sites;	/* struct stack_entry * -> struct heap_site * */
+	uint64_t size_calls[HEAP_SIZE_CLASSES], size_bytes[HEAP_SIZE_CLASSES];
 	struct hashmap procs;	/* pid -> struct heap_proc * */
 	struct hashmap last;	/* tid -> the block it allocated last (0 once it freed or allocated again) */
 	uint64_t cur, peak, peak_time;
