@@ -131,6 +131,7 @@ ANALYZE_SRC := \
 	analyze/model/reach.c \
 	analyze/model/stacktab.c \
 	analyze/model/suppress.c \
+	analyze/model/timeline.c \
 	analyze/replay/fields.c \
 	analyze/replay/frames.c \
 	analyze/replay/machine.c \

@@ -20,7 +20,7 @@ test_expect_success 'a trace recorded elsewhere: one page with the report and a 
 	"$MEMSIGHT" report --debug-dir "$DEBUG" --html r.html "$XOR" 2>err &&
 	cat err &&
 	grep "wrote .r.html.: the report and 3 flame graphs" err &&
-	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 6 &&
+	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 7 &&
 	grep -q "<h2 id=\"g0\">Page faults by stack</h2>" r.html &&
 	grep -q "^== faults: page faults ==" r.html &&
 	test $(grep -o "<object id=\"g[0-9]*-\(flame\|icicle\)\"" r.html | wc -l) = 6
@@ -84,6 +84,11 @@ if [ -n "$CHROMIUM" ]; then
 		"$MEMSIGHT" record -q -e malloc,faults -o sum.trace -- "$SAMPLES/loop_leak" 1000 >truth &&
 		"$MEMSIGHT" report --html sum.html sum.trace 2>/dev/null &&
 		"$MEMSIGHT" report --json sum.trace >rep.json 2>/dev/null && json_valid report rep.json &&
+		perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>); my \$t = \$d->{timeline}; my (\$f, \$h) = (0, 0);
+			\$f += \$_ for @{\$t->{faults}}; \$h = \$_ > \$h ? \$_ : \$h for @{\$t->{heap_bytes}};
+			my \$pf = 0; \$pf += \$_->{faults} for @{\$d->{faults}{processes}};
+			die qq{faults over time \$f, in all \$pf\n} unless \$f == \$pf;
+			die qq{heap over time up to \$h, peak \$d->{malloc}{peak}{bytes}\n} unless \$h == \$d->{malloc}{peak}{bytes}" <rep.json &&
 		: >browser.err &&
 		browse --dump-dom "file://$TRASH/sum.html" >dom &&
 		no_js_errors &&
@@ -92,6 +97,8 @@ if [ -n "$CHROMIUM" ]; then
 		grep -q "<td id=\"sum-leaked\" data-bytes=\"4000\">3.9 KiB in 1,000 allocations</td>" dom &&
 		grep -q "<td>3.9 KiB in 1,000 allocations from leak (pid [0-9]* loop_leak)</td>" dom &&
 		grep -q "<td id=\"sum-lost\">nothing</td>" dom &&
+		grep -q "<svg id=\"timeline-chart\" viewBox=\"0 0 1000 184\" width=\"100%\"><rect " dom &&
+		grep -q "<polyline id=\"timeline-heap\" points=\"[0-9., ]*\"" dom &&
 		grep -q "<table class=\"leaks\" id=\"sizes-table\"><tr><th>size</th>.*<tr><td>up to 4 B</td><td>1,000</td><td>3.9 KiB</td>" dom &&
 		grep -q "<td id=\"sum-temporary\">[0-9,]* allocations\{0,1\} of [0-9,]* freed before the thread allocated again</td>" dom &&
 		"$MEMSIGHT" functions -e malloc -w leaked sum.trace 2>/dev/null | sed -n 3p >top &&

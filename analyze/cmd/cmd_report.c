@@ -15,6 +15,7 @@
 #include "../model/heapprof.h"
 #include "../model/memops.h"
 #include "../model/stacktab.h"
+#include "../model/timeline.h"
 #include "../../formats/replace.h"
 
 static const char usage_text[] =
@@ -49,6 +50,7 @@ struct report {
 	long pid;
 	uint64_t top;
 	int lines;		/* file:line on frames */
+	struct timeline tl;	/* faults, brk growth and the heap over time */
 	uint64_t procs_shown;	/* --procs: rows of a process table, 0 for all */
 	struct hashmap procs;	/* pid -> struct proc_stats * */
 	struct stacktab brk, mmap, faults;
@@ -121,6 +123,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 	w = op->weight ? op->weight : 1;
 	switch (op->kind) {
 	case MEMOP_BRK:
+		timeline_at(&r->tl, op->time)->brk_bytes += op->grow;
 		r->have_brk = 1;
 		r->period_brk = w > r->period_brk ? w : r->period_brk;
 		p->brk_calls += w;
@@ -167,6 +170,7 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 		r->have_faults = 1;
 		r->period_faults = w > r->period_faults ? w : r->period_faults;
 		p->faults += w;
+		timeline_at(&r->tl, op->time)->faults += w;
 		r->fault_kinds_known |= op->fault_kinds != 0;
 		for (int k = 0; k < FAULT_KINDS; k++)
 			r->fault_kinds[k] += (op->fault_kinds >> k & 1) * w;
@@ -206,9 +210,14 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 {
 	struct report *r = arg;
 
+	int ret;
+
 	if (r->pid >= 0 && ev->pid != r->pid)
 		return 0;
-	return heapprof_event(&r->heap, s, ev);
+	ret = heapprof_event(&r->heap, s, ev);
+	if (!ret && ev->rec)
+		timeline_heap(&r->tl, ev->time, r->heap.cur);
+	return ret;
 }
 
 /* One replay feeds both: the memory operations and the allocations. */
@@ -689,6 +698,36 @@ static void json_section_head(struct json *j, const char *key, uint64_t period)
 	json_u64(j, "period", period ? period : 1);
 }
 
+/* The figures over time: per bucket, the faults and brk growth in it (as
+ * the sections count them, GROUP/N scaled) and the most malloc's blocks
+ * held (null without malloc). */
+static void timeline_json(struct json *j, const struct report *r, const struct session *s)
+{
+	const struct timeline *t = &r->tl;
+	uint64_t k = r->a.sample ? r->a.sample : 1;
+
+	json_begin(j, "timeline");
+	json_double(j, "start_s", "%.6f", t->t0 > s->first_time ? (t->t0 - s->first_time) / 1e9 : 0.0);
+	json_double(j, "bucket_s", "%.6f", t->width / 1e9);
+	json_begin_array(j, "faults");
+	for (size_t i = 0; i < t->n; i++)
+		json_u64(j, NULL, t->v[i].faults);
+	json_end(j);
+	json_begin_array(j, "brk_bytes");
+	for (size_t i = 0; i < t->n; i++)
+		json_u64(j, NULL, t->v[i].brk_bytes);
+	json_end(j);
+	if (r->have_malloc) {
+		json_begin_array(j, "heap_bytes");
+		for (size_t i = 0; i < t->n; i++)
+			json_u64(j, NULL, t->v[i].heap_max * k);
+		json_end(j);
+	} else {
+		json_null(j, "heap_bytes");
+	}
+	json_end(j);
+}
+
 static void report_json(struct report *r, struct session *s)
 {
 	struct json j;
@@ -702,6 +741,7 @@ static void report_json(struct report *r, struct session *s)
 	json_double(&j, "duration_s", "%.6f", s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0);
 	json_u64(&j, "lost", s->lost > s->lost_records ? s->lost : s->lost_records);
 	s->loss_said = 1;
+	timeline_json(&j, r, s);
 	if (r->have_brk) {
 		json_section_head(&j, "brk", r->period_brk);
 		json_begin_array(&j, "processes");
@@ -970,6 +1010,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	r.have_malloc = allocs_recorded(&s);
 	allocs_init(&r.a, &s);
 	heapprof_init(&r.heap);
+	timeline_init(&r.tl);
 	if (!r.big || !r.mo) {
 		msg_error("out of memory");
 	} else if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
@@ -977,6 +1018,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	} else {
 		allocs_end(&r.a);
 		heapprof_finish(&r.heap);
+		timeline_finish(&r.tl);
 		ret = 0;
 		if (html) {
 			FILE *t = tmpfile();

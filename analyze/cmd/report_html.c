@@ -295,6 +295,61 @@ static const char page_script[] =
 	"      bar.style.width = Math.max(1, Math.round(300 * c.allocations / most)) + 'px';\n"
 	"    });\n"
 	"  }\n"
+	"  /* Over time: faults as bars, the heap as a line, brk growth summed; a drag selects a window. */\n"
+	"  var tl = d.report && d.report.timeline;\n"
+	"  if (tl && tl.faults.length) {\n"
+	"    var ns = 'http://www.w3.org/2000/svg', W = 1000, H = 160, n = tl.faults.length, bw = W / n;\n"
+	"    var tsec = document.getElementById('timeline');\n"
+	"    function mk(tag, attrs, parent) {\n"
+	"      var e = document.createElementNS(ns, tag);\n"
+	"      for (var k in attrs) e.setAttribute(k, attrs[k]);\n"
+	"      parent.appendChild(e);\n"
+	"      return e;\n"
+	"    }\n"
+	"    var svg = mk('svg', { id: 'timeline-chart', viewBox: '0 0 ' + W + ' ' + (H + 24), width: '100%' }, tsec);\n"
+	"    var most = function (a) { var m = 1; a.forEach(function (v) { if (v > m) m = v; }); return m; };\n"
+	"    var fm = most(tl.faults);\n"
+	"    tl.faults.forEach(function (v, i) {\n"
+	"      if (v) mk('rect', { x: i * bw, y: H - H * v / fm, width: Math.max(bw - 0.5, 0.5), height: H * v / fm, fill: '#8ab0dc' }, svg);\n"
+	"    });\n"
+	"    var line = function (vals, color, id) {\n"
+	"      var m = most(vals), pts = vals.map(function (v, i) { return (i * bw + bw / 2).toFixed(1) + ',' + (H - H * v / m).toFixed(1); });\n"
+	"      mk('polyline', { id: id, points: pts.join(' '), fill: 'none', stroke: color, 'stroke-width': 2 }, svg);\n"
+	"      return m;\n"
+	"    };\n"
+	"    var legend = ['page faults: bars, up to ' + fm.toLocaleString('en') + ' a bucket'];\n"
+	"    if (tl.heap_bytes) legend.push('malloc heap in use: red, up to ' + bytes(line(tl.heap_bytes, '#c33', 'timeline-heap')));\n"
+	"    var sum = 0, grown = tl.brk_bytes.map(function (v) { return sum += v; });\n"
+	"    if (sum) legend.push('brk growth so far: green, ' + bytes(line(grown, '#393', 'timeline-brk')));\n"
+	"    var end = tl.start_s + n * tl.bucket_s;\n"
+	"    mk('text', { x: 0, y: H + 18, 'font-size': 12 }, svg).textContent = '+' + secs(tl.start_s);\n"
+	"    mk('text', { x: W, y: H + 18, 'font-size': 12, 'text-anchor': 'end' }, svg).textContent = '+' + secs(end);\n"
+	"    add(tsec, 'p', legend.join('; ') + '. Drag across the chart to select a window.');\n"
+	"    var out = add(tsec, 'p'), sel = mk('rect', { y: 0, height: H, fill: 'rgba(0,0,0,0.12)', width: 0 }, svg), from = null;\n"
+	"    out.id = 'timeline-range';\n"
+	"    var at = function (ev) {\n"
+	"      var b = svg.getBoundingClientRect();\n"
+	"      return Math.min(W, Math.max(0, (ev.clientX - b.left) * W / b.width));\n"
+	"    };\n"
+	"    svg.onmousedown = function (ev) { from = at(ev); sel.setAttribute('x', from); sel.setAttribute('width', 0); ev.preventDefault(); };\n"
+	"    svg.onmousemove = function (ev) {\n"
+	"      if (from === null) return;\n"
+	"      var x = at(ev);\n"
+	"      sel.setAttribute('x', Math.min(from, x));\n"
+	"      sel.setAttribute('width', Math.abs(x - from));\n"
+	"    };\n"
+	"    svg.onmouseup = function (ev) {\n"
+	"      if (from === null) return;\n"
+	"      var x = at(ev), i = Math.floor(Math.min(from, x) / bw), j = Math.min(n, Math.ceil(Math.max(from, x) / bw));\n"
+	"      from = null;\n"
+	"      if (j <= i) j = i + 1;\n"
+	"      var a = tl.start_s + i * tl.bucket_s, z = tl.start_s + j * tl.bucket_s, f = 0;\n"
+	"      for (var k = i; k < j; k++) f += tl.faults[k];\n"
+	"      out.textContent = 'From +' + a.toFixed(3) + ' s to +' + z.toFixed(3) + ' s: ' + count(f, 'page fault') +\n"
+	"        (tl.heap_bytes ? ', the heap up to ' + bytes(most(tl.heap_bytes.slice(i, j))) : '') +\n"
+	"        '. The leaks of that window: memsight leaks --time ' + a.toFixed(3) + ',' + z.toFixed(3) + ' ' + (d.info ? d.info.trace : '');\n"
+	"    };\n"
+	"  }\n"
 	"  var f = d.functions;\n"
 	"  if (f && f.functions.length) {\n"
 	"    f.functions.filter(function (x) { return x.self > 0; }).slice(0, 3).forEach(function (x, k) {\n"
@@ -435,7 +490,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      out);
 	if (errors)
 		fputs("<a href=\"#errors\">memory errors</a>", out);
-	fputs("<a href=\"#summary-head\">summary</a><a href=\"#functions-head\">functions</a>", out);
+	fputs("<a href=\"#summary-head\">summary</a><a href=\"#timeline-head\">over time</a>"
+	      "<a href=\"#functions-head\">functions</a>", out);
 	if (allocs_recorded(s))
 		fputs("<a href=\"#sizes-head\">sizes</a>", out);
 	fputs("<a href=\"#report\">report</a>", out);
@@ -459,6 +515,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 		fclose(errors);
 		had_errors = 1;
 	}
+	fputs("<h2 id=\"timeline-head\">Over time</h2>\n<section id=\"timeline\"></section>\n", out);
 	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
 	if (allocs_recorded(s))
 		fputs("<h2 id=\"sizes-head\">Allocation sizes</h2>\n<section id=\"sizes\"></section>\n", out);

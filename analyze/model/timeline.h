@@ -1,0 +1,43 @@
+/*
+ * analyze/model/timeline.h: a recording's figures over time, in at most
+ * TIMELINE_MAX buckets of one width.
+ *
+ * Owns putting each moment of a replay in its bucket: buckets start a
+ * millisecond wide and double, each pair merged, whenever the recording
+ * outgrows them, so a trace of any length keeps at most TIMELINE_MAX of
+ * them and reads in one pass. Knows the figures it holds, not where they
+ * come from.
+ */
+#ifndef MEMSIGHT_TIMELINE_H
+#define MEMSIGHT_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TIMELINE_MAX 512
+
+struct timeline_bucket {
+	uint64_t faults;	/* page faults in it */
+	uint64_t brk_bytes;	/* heap growth by brk in it */
+	uint64_t heap_max;	/* the most bytes malloc's blocks held in it */
+	uint64_t heap_end;	/* what they held at its last allocation or free */
+	int heap_seen;		/* an allocation or a free fell in it */
+};
+
+struct timeline {
+	uint64_t t0;		/* the first moment, 0 before it */
+	uint64_t width;		/* ns a bucket */
+	size_t n;		/* buckets in use */
+	struct timeline_bucket v[TIMELINE_MAX];
+};
+
+void timeline_init(struct timeline *t);
+/* The bucket of a moment (times come in order, as a replay gives them). */
+struct timeline_bucket *timeline_at(struct timeline *t, uint64_t time);
+/* The heap at a moment: held bytes after an allocation or a free. */
+void timeline_heap(struct timeline *t, uint64_t time, uint64_t held);
+/* After the replay: each bucket held, from its start, what the one before
+ * it ended with. */
+void timeline_finish(struct timeline *t);
+
+#endif
