@@ -20,7 +20,7 @@ test_expect_success 'a trace recorded elsewhere: one page with the report and a 
 	"$MEMSIGHT" report --debug-dir "$DEBUG" --html r.html "$XOR" 2>err &&
 	cat err &&
 	grep "wrote .r.html.: the report and 3 flame graphs" err &&
-	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 7 &&
+	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 10 &&
 	grep -q "<h2 id=\"g0\">Page faults by stack</h2>" r.html &&
 	grep -q "^== faults: page faults ==" r.html &&
 	test $(grep -o "<object id=\"g[0-9]*-\(flame\|icicle\)\"" r.html | wc -l) = 6
@@ -80,7 +80,7 @@ if recording_allowed; then
 fi
 
 if [ -n "$CHROMIUM" ]; then
-	test_expect_success 'the page opens on a summary and a table by function, drawn in the browser from the commands'"'"' own figures' '
+	test_expect_success 'the page opens on a summary, the recording over time, a table by function and the trees, drawn in the browser from the commands'"'"' own figures' '
 		"$MEMSIGHT" record -q -e malloc,faults -o sum.trace -- "$SAMPLES/loop_leak" 1000 >truth &&
 		"$MEMSIGHT" report --html sum.html sum.trace 2>/dev/null &&
 		"$MEMSIGHT" report --json sum.trace >rep.json 2>/dev/null && json_valid report rep.json &&
@@ -99,11 +99,16 @@ if [ -n "$CHROMIUM" ]; then
 		grep -q "<td id=\"sum-lost\">nothing</td>" dom &&
 		grep -q "<svg id=\"timeline-chart\" viewBox=\"0 0 1000 184\" width=\"100%\"><rect " dom &&
 		grep -q "<polyline id=\"timeline-heap\" points=\"[0-9., ]*\"" dom &&
+		grep -q "<section id=\"topdown\"><p>What leaked, 3.9 KiB, from its one stack, from the outermost callers in:</p><details open=\"\"><summary><span>3.9 KiB (100.0%), 1,000 allocations </span><a class=\"fn\" href=\"#callers-head\">_start</a>" dom &&
+		grep -q "<section id=\"bottomup\"><p>What leaked, 3.9 KiB, from its one stack, from the functions that asked out:</p><details open=\"\"><summary><span>3.9 KiB (100.0%), 1,000 allocations </span><a class=\"fn\" href=\"#callers-head\">leak</a>" dom &&
+		browse --dump-dom "file://$TRASH/sum.html#callers=someFunc" >dom.callers &&
+		no_js_errors &&
+		grep -q "<p class=\"callers-of\">someFunc: 3.9 KiB in all, 0 B in it itself.</p><h3>Callers</h3><ul id=\"callers-list\"><li>3.9 KiB <a class=\"fn\" href=\"#callers-head\">main</a></li></ul><h3>Callees</h3><ul id=\"callees-list\"><li>3.9 KiB <a class=\"fn\" href=\"#callers-head\">leak</a></li></ul>" dom.callers &&
 		grep -q "<table class=\"leaks\" id=\"sizes-table\"><tr><th>size</th>.*<tr><td>up to 4 B</td><td>1,000</td><td>3.9 KiB</td>" dom &&
 		grep -q "<td id=\"sum-temporary\">[0-9,]* allocations\{0,1\} of [0-9,]* freed before the thread allocated again</td>" dom &&
 		"$MEMSIGHT" functions -e malloc -w leaked sum.trace 2>/dev/null | sed -n 3p >top &&
 		read self pct total tpct fn obj <top &&
-		grep -q "<table class=\"leaks\" id=\"functions-table\"><tr><th style=\"cursor: pointer;\">function</th>.*</tr><tbody><tr><td>$fn</td><td>loop_leak</td><td>$self</td><td>$total</td></tr>" dom
+		grep -q "<table class=\"leaks\" id=\"functions-table\"><tr><th style=\"cursor: pointer;\">function</th>.*</tr><tbody><tr><td><a class=\"fn\" href=\"#callers-head\">$fn</a></td><td>loop_leak</td><td>$self</td><td>$total</td></tr>" dom
 	'
 fi
 

@@ -153,6 +153,10 @@ static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **arg
 	return f;
 }
 
+/* The heaviest stacks the page's trees and caller/callee view are made of:
+ * enough for what a person reads, and a page of a few MB at most. */
+#define TREE_STACKS "500"
+
 /* A command's --json, as the value of "key" in the page's data (null when
  * it fails: the trace lacks its events). JSON has '<' only in strings (a
  * path, a command line, from whoever made the trace): written \u003c, the
@@ -192,6 +196,9 @@ static void page_data(FILE *out, const char *trace, struct session *s, struct an
 	 * offenders), else what the trace holds by default. */
 	char *functions[] = { "functions", "--json", "--top", "200", (char *)trace, NULL, NULL, NULL, NULL, NULL };
 	char *errors[] = { "errors", "--json", "--no-lines", (char *)trace, NULL };
+	/* The stacks the trees are made of: what leaked, else the faults. */
+	char *leak_stacks[] = { "leaks", "--json", "--no-lines", "--top", TREE_STACKS, (char *)trace, NULL };
+	char *fault_stacks[] = { "faults", "--json", "--no-lines", "--top", TREE_STACKS, (char *)trace, NULL };
 
 	fputs("<script type=\"application/json\" id=\"data\">{", out);
 	data_json(out, "info", cmd_info, info, a, 1);
@@ -208,6 +215,12 @@ static void page_data(FILE *out, const char *trace, struct session *s, struct an
 		functions[8] = (char *)trace;
 	}
 	data_json(out, "functions", cmd_functions, functions, a, 0);
+	if (allocs_recorded(s))
+		data_json(out, "stacks", cmd_leaks, leak_stacks, a, 0);
+	else if (session_group_recorded(s, "faults"))
+		data_json(out, "stacks", cmd_faults, fault_stacks, a, 0);
+	else
+		fputs(",\"stacks\":null", out);
 	if (session_group_recorded(s, "signals"))
 		data_json(out, "errors", cmd_errors, errors, a, 0);
 	else
@@ -350,6 +363,95 @@ static const char page_script[] =
 	"        '. The leaks of that window: memsight leaks --time ' + a.toFixed(3) + ',' + z.toFixed(3) + ' ' + (d.info ? d.info.trace : '');\n"
 	"    };\n"
 	"  }\n"
+	"  /* Top-down and bottom-up trees of the heaviest stacks, and the callers\n"
+	"   * and callees of a function clicked anywhere on the page. */\n"
+	"  var st = d.stacks, paths = [];\n"
+	"  if (st && st.stacks) {\n"
+	"    st.stacks.forEach(function (x) {\n"
+	"      var fr = x.frames.filter(function (f) { return !f.kernel || st.faults !== undefined; })\n"
+	"                       .map(function (f) { return f.function || ('[' + (f.object || 'unknown') + ']'); });\n"
+	"      /* a leak is its asker's: the allocation functions above it left out */\n"
+	"      while (x.bytes !== undefined && fr.length > 1 && alloc.test(fr[0])) fr.shift();\n"
+	"      paths.push({ w: x.bytes !== undefined ? x.bytes : x.faults, n: x.allocations !== undefined ? x.allocations : x.faults, f: fr });\n"
+	"    });\n"
+	"  }\n"
+	"  var unit = st && st.leaked_bytes !== undefined ? 'bytes' : 'faults';\n"
+	"  var fmt = function (v) { return unit === 'bytes' ? bytes(v) : v.toLocaleString('en') + ' faults'; };\n"
+	"  var total = 0;\n"
+	"  paths.forEach(function (p) { total += p.w; });\n"
+	"  function tree(root, order) {\n"
+	"    var top = { kids: {}, w: 0, n: 0 };\n"
+	"    paths.forEach(function (p) {\n"
+	"      var node = top, fr = order === 'down' ? p.f.slice().reverse() : p.f;\n"
+	"      top.w += p.w; top.n += p.n;\n"
+	"      fr.forEach(function (name) {\n"
+	"        node = node.kids[name] || (node.kids[name] = { name: name, kids: {}, w: 0, n: 0 });\n"
+	"        node.w += p.w; node.n += p.n;\n"
+	"      });\n"
+	"    });\n"
+	"    function draw(parent, node, depth) {\n"
+	"      Object.keys(node.kids).map(function (k) { return node.kids[k]; })\n"
+	"        .sort(function (a, b) { return b.w - a.w; }).forEach(function (k) {\n"
+	"          var det = add(parent, 'details'), sm = add(det, 'summary');\n"
+	"          add(sm, 'span', fmt(k.w) + ' (' + (total ? (100 * k.w / total).toFixed(1) : '0') + '%), ' + k.n.toLocaleString('en') + ' ' + (unit === 'bytes' ? 'allocations' : 'faults') + ' ');\n"
+	"          var fn = add(sm, 'a', k.name, 'fn');\n"
+	"          fn.href = '#callers-head';\n"
+	"          if (depth < 1) det.open = true;\n"
+	"          var filled = false;\n"
+	"          det.ontoggle = function () { if (det.open && !filled) { filled = true; draw(det, k, depth + 1); } };\n"
+	"          if (det.open) { filled = true; draw(det, k, depth + 1); }\n"
+	"        });\n"
+	"    }\n"
+	"    draw(root, top, 0);\n"
+	"  }\n"
+	"  if (paths.length) {\n"
+	"    var lead = (unit === 'bytes' ? 'What leaked' : 'The page faults') + ', ' + fmt(total) + ', from ' +\n"
+	"      (paths.length === 1 ? 'its one stack' : 'the ' + paths.length + ' heaviest stacks');\n"
+	"    add(document.getElementById('topdown'), 'p', lead + ', from the outermost callers in:');\n"
+	"    tree(document.getElementById('topdown'), 'down');\n"
+	"    add(document.getElementById('bottomup'), 'p', lead + ', from the functions that asked out:');\n"
+	"    tree(document.getElementById('bottomup'), 'up');\n"
+	"  }\n"
+	"  /* Callers and callees: the frames next to each place the function is in. */\n"
+	"  function callers(name) {\n"
+	"    var sec = document.getElementById('callers'), up = {}, down = {}, self = 0, all = 0;\n"
+	"    paths.forEach(function (p) {\n"
+	"      var seen = false;\n"
+	"      p.f.forEach(function (f, i) {\n"
+	"        if (f !== name) return;\n"
+	"        if (!seen) { all += p.w; seen = true; }\n"
+	"        if (i === 0) self += p.w;\n"
+	"        if (i + 1 < p.f.length) up[p.f[i + 1]] = (up[p.f[i + 1]] || 0) + p.w;\n"
+	"        if (i > 0) down[p.f[i - 1]] = (down[p.f[i - 1]] || 0) + p.w;\n"
+	"      });\n"
+	"    });\n"
+	"    sec.textContent = '';\n"
+	"    add(sec, 'p', name + ': ' + fmt(all) + ' in all, ' + fmt(self) + ' in it itself.', 'callers-of');\n"
+	"    [['Callers', up, 'callers-list'], ['Callees', down, 'callees-list']].forEach(function (c) {\n"
+	"      add(sec, 'h3', c[0]);\n"
+	"      var ul = add(sec, 'ul');\n"
+	"      ul.id = c[2];\n"
+	"      Object.keys(c[1]).sort(function (a, b) { return c[1][b] - c[1][a]; }).forEach(function (k) {\n"
+	"        var li = add(ul, 'li', fmt(c[1][k]) + ' ');\n"
+	"        var a = add(li, 'a', k, 'fn');\n"
+	"        a.href = '#callers-head';\n"
+	"      });\n"
+	"      if (!ul.firstChild) add(ul, 'li', '(none)');\n"
+	"    });\n"
+	"  }\n"
+	"  /* A function clicked: its callers and callees, and the URL says so (a\n"
+	"   * permalink: #callers=NAME opens on them). */\n"
+	"  document.addEventListener('click', function (ev) {\n"
+	"    var t = ev.target;\n"
+	"    if (t && t.classList && t.classList.contains('fn') && paths.length) {\n"
+	"      callers(t.textContent);\n"
+	"      history.replaceState(null, '', '#callers=' + encodeURIComponent(t.textContent));\n"
+	"      ev.preventDefault();\n"
+	"      document.getElementById('callers-head').scrollIntoView();\n"
+	"    }\n"
+	"  });\n"
+	"  if (location.hash.indexOf('#callers=') === 0 && paths.length)\n"
+	"    callers(decodeURIComponent(location.hash.slice(9)));\n"
 	"  var f = d.functions;\n"
 	"  if (f && f.functions.length) {\n"
 	"    f.functions.filter(function (x) { return x.self > 0; }).slice(0, 3).forEach(function (x, k) {\n"
@@ -358,14 +460,30 @@ static const char page_script[] =
 	"          ', ' + f.weight + ')');\n"
 	"    });\n"
 	"    /* The flat table, sorted by a click on a column's head. */\n"
-	"    var sec = document.getElementById('functions'), tb = add(sec, 'table', undefined, 'leaks');\n"
+	"    var sec = document.getElementById('functions');\n"
+	"    var q = add(sec, 'input');\n"
+	"    q.id = 'function-search';\n"
+	"    q.placeholder = 'search functions (press /)';\n"
+	"    q.oninput = function () {\n"
+	"      var s = q.value.toLowerCase();\n"
+	"      Array.prototype.forEach.call(body.rows, function (r) {\n"
+	"        r.style.display = r.cells[0].textContent.toLowerCase().indexOf(s) < 0 ? 'none' : '';\n"
+	"      });\n"
+	"    };\n"
+	"    document.addEventListener('keydown', function (ev) {\n"
+	"      if (ev.key === '/' && document.activeElement !== q) { ev.preventDefault(); q.focus(); }\n"
+	"    });\n"
+	"    var tb = add(sec, 'table', undefined, 'leaks');\n"
 	"    tb.id = 'functions-table';\n"
 	"    var head = add(tb, 'tr'), cols = ['function', 'object', 'self', 'total'], body = add(tb, 'tbody');\n"
 	"    function fill(rows) {\n"
 	"      body.textContent = '';\n"
 	"      rows.forEach(function (x) {\n"
 	"        var r = add(body, 'tr');\n"
-	"        cols.forEach(function (k) { add(r, 'td', x[k] === null ? '' : String(x[k])); });\n"
+	"        cols.forEach(function (k) {\n"
+	"          var c = add(r, 'td', k === 'function' ? undefined : x[k] === null ? '' : String(x[k]));\n"
+	"          if (k === 'function') { var a = add(c, 'a', x[k], 'fn'); a.href = '#callers-head'; }\n"
+	"        });\n"
 	"      });\n"
 	"    }\n"
 	"    cols.forEach(function (k) {\n"
@@ -491,7 +609,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	if (errors)
 		fputs("<a href=\"#errors\">memory errors</a>", out);
 	fputs("<a href=\"#summary-head\">summary</a><a href=\"#timeline-head\">over time</a>"
-	      "<a href=\"#functions-head\">functions</a>", out);
+	      "<a href=\"#functions-head\">functions</a><a href=\"#topdown-head\">top-down</a>"
+	      "<a href=\"#bottomup-head\">bottom-up</a><a href=\"#callers-head\">callers</a>", out);
 	if (allocs_recorded(s))
 		fputs("<a href=\"#sizes-head\">sizes</a>", out);
 	fputs("<a href=\"#report\">report</a>", out);
@@ -517,6 +636,11 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	}
 	fputs("<h2 id=\"timeline-head\">Over time</h2>\n<section id=\"timeline\"></section>\n", out);
 	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
+	fputs("<h2 id=\"topdown-head\">Top-down</h2>\n<section id=\"topdown\"></section>\n"
+	      "<h2 id=\"bottomup-head\">Bottom-up</h2>\n<section id=\"bottomup\"></section>\n"
+	      "<h2 id=\"callers-head\">Callers and callees</h2>\n<section id=\"callers\"><p>Click a function anywhere on "
+	      "the page.</p></section>\n",
+	      out);
 	if (allocs_recorded(s))
 		fputs("<h2 id=\"sizes-head\">Allocation sizes</h2>\n<section id=\"sizes\"></section>\n", out);
 	fputs("<h2 id=\"report\">Report</h2>\n<pre>", out);
