@@ -330,13 +330,17 @@ static int walk(struct layout *L, const struct flame_node *root)
 	return 0;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char script[] =
 	"<script type=\"text/ecmascript\"><![CDATA[\n"
 	"'use strict';\n"
 	"var svg = document.documentElement, frames = [], zoomed = null, matchRe = null;\n"
 	"var W = +svg.getAttribute('data-width'), SIDE = +svg.getAttribute('data-side');\n"
 	"var TOTAL = +svg.getAttribute('data-total'), UNIT = svg.getAttribute('data-unit');\n"
-	"var details, matched, resetBtn, searchBtn;\n"
+	"var H = +svg.getAttribute('data-height'), INV = svg.getAttribute('data-inverted') === '1';\n"
+	"var details, matched, resetBtn, searchBtn, flipBtn;\n"
 	"function init() {\n"
 	"  details = document.getElementById('details'); matched = document.getElementById('matched');\n"
 	"  resetBtn = document.getElementById('reset'); searchBtn = document.getElementById('search');\n"
@@ -353,6 +357,8 @@ static const char script[] =
 	"    f.g.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
 	"  });\n"
 	"  resetBtn.addEventListener('click', function () { zoom(null); });\n"
+	"  flipBtn = document.getElementById('flip');\n"
+	"  flipBtn.addEventListener('click', flip);\n"
 	"  searchBtn.addEventListener('click', function () { search(); });\n"
 	"  document.addEventListener('keydown', function (e) {\n"
 	"    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); search(); }\n"
@@ -361,6 +367,8 @@ static const char script[] =
 	"  /* A search in the address (graph.svg?s=REGEX), as a link can carry it. */\n"
 	"  var q = /[?#&]s=([^&#]*)/.exec(location.href);\n"
 	"  if (q) searchFor(decodeURIComponent(q[1]));\n"
+	"  /* And the other way up (graph.svg#flip). */\n"
+	"  if (/[?#&]flip(&|$)/.test(location.href)) flip();\n"
 	"}\n"
 	"function fit(f, w) {\n"
 	"  var n = Math.floor((w - 6) / (" "12" " * 0.59));\n"
@@ -378,6 +386,15 @@ static const char script[] =
 	"    f.t.setAttribute('x', (x + 3).toFixed(2)); f.g.style.opacity = above ? 0.5 : 1; fit(f, w);\n"
 	"  });\n"
 	"  resetBtn.style.opacity = z ? 1 : 0;\n"
+	"}\n"
+	"/* Roots at the bottom (a flame graph) or at the top (an icicle graph). */\n"
+	"function flip() {\n"
+	"  INV = !INV;\n"
+	"  frames.forEach(function (f) {\n"
+	"    var y = INV ? " STR(PAD_TOP) " + f.d * " STR(FRAME_H) " : H - " STR(PAD_BOTTOM) " - (f.d + 1) * " STR(FRAME_H) ";\n"
+	"    f.r.setAttribute('y', y); f.t.setAttribute('y', y + " STR(FRAME_H) " - 4);\n"
+	"  });\n"
+	"  flipBtn.textContent = INV ? 'Flame graph' : 'Icicle';\n"
 	"}\n"
 	"function clearSearch() {\n"
 	"  matchRe = null; frames.forEach(function (f) { f.r.style.fill = ''; });\n"
@@ -427,8 +444,8 @@ int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_o
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n");
 	fprintf(f, "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
 		   "xmlns=\"http://www.w3.org/2000/svg\" data-width=\"%.0f\" data-side=\"%d\" data-total=\"%.17g\" "
-		   "data-unit=\"",
-		o->width, L.height, o->width, L.height, o->width, PAD_SIDE, root->value);
+		   "data-height=\"%d\" data-inverted=\"%d\" data-unit=\"",
+		o->width, L.height, o->width, L.height, o->width, PAD_SIDE, root->value, L.height, o->inverted ? 1 : 0);
 	xml_escape(f, o->countname);
 	fprintf(f, "\">\n");
 	fprintf(f, "<defs><linearGradient id=\"bg\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">"
@@ -455,6 +472,8 @@ int flame_svg_write(FILE *f, const struct flame_node *root, const struct flame_o
 	fprintf(f, "<text id=\"search\" class=\"btn\" x=\"%.0f\" y=\"24\" text-anchor=\"end\" style=\"opacity:0.6\">"
 		   "Search</text>\n",
 		o->width - PAD_SIDE);
+	fprintf(f, "<text id=\"flip\" class=\"btn\" x=\"%.0f\" y=\"24\" text-anchor=\"end\" style=\"opacity:0.6\">%s</text>\n",
+		o->width - PAD_SIDE - 70, o->inverted ? "Flame graph" : "Icicle");
 	fprintf(f, "<text id=\"matched\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\"> </text>\n", o->width - PAD_SIDE,
 		L.height - 12);
 	fprintf(f, "<g id=\"frames\">\n");

@@ -2,9 +2,13 @@
  * analyze/cmd/report_html.c: memsight report --html, one self-contained
  * page to open in a browser and attach to a ticket.
  *
- * Owns putting the other commands' results on one page: the report's
- * tables, the leak table with a link to each stack, a flame graph (and its
- * icicle) for every event and weight the trace recorded, and the RSS chart.
+ * Owns putting the other commands' results on one page: a summary, the
+ * recording over time, a table by function, top-down and bottom-up trees
+ * and the callers and callees of a function (drawn by the page's script
+ * from the commands' --json, carried as data), the memory errors, the
+ * report's tables, the leak table with a link to each stack, a flame graph
+ * for every event and weight the trace recorded (an icicle by its own
+ * button), and the RSS chart.
  * It runs those commands in this process with their output captured
  * (folded, leaks, rss) and memsight-flamegraph beside this program for the
  * SVGs, which go into the page as data: URIs, so the page needs no network
@@ -79,7 +83,7 @@ static char *slurp(FILE *f, size_t *len)
 }
 
 /* The SVG of folded stacks in `folded`, into `svg`. */
-static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g, int inverted)
+static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g)
 {
 	char prog[4096], in[64], out[64], count[64];
 	char *argv[16];
@@ -102,8 +106,6 @@ static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g, int in
 	argv[argc++] = count;
 	argv[argc++] = "--minwidth";
 	argv[argc++] = HTML_MINWIDTH;
-	if (inverted)
-		argv[argc++] = "--inverted";
 	argv[argc++] = "-o";
 	argv[argc++] = out;
 	argv[argc++] = in;
@@ -576,13 +578,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      "table.summary th { text-align: left; padding-right: 1em; vertical-align: top; }\n"
 	      "div.bar { background: #c33; height: 0.8em; }\n"
 	      "</style>\n"
-	      "<script>\n"
-	      "function flip(id) {\n"
-	      "  var f = document.getElementById(id + '-flame'), i = document.getElementById(id + '-icicle');\n"
-	      "  var icicle = f.style.display !== 'none';\n"
-	      "  f.style.display = icicle ? 'none' : 'block'; i.style.display = icicle ? 'block' : 'none';\n"
-	      "}\n"
-	      "</script>\n</head>\n<body>\n<h1>memsight report of ",
+	      "</head>\n<body>\n<h1>memsight report of ",
 	      out);
 	cmd_markup_escape(out, trace, strlen(trace));
 	fputs("</h1>\n<p>", out);
@@ -602,8 +598,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 			errors = NULL;
 		}
 	}
-	fputs("Each flame graph zooms on a click and searches with its Search button (or Ctrl-F); the button "
-	      "above it turns it into an icicle graph (roots on top). Frames narrower than " HTML_MINWIDTH
+	fputs("Each flame graph zooms on a click and searches with its Search button (or Ctrl-F); its Icicle "
+	      "button turns it into an icicle graph (roots on top). Frames narrower than " HTML_MINWIDTH
 	      " pixel are merged into their callers; each graph says how many.</p>\n<nav>",
 	      out);
 	if (errors)
@@ -681,22 +677,17 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 			fclose(folded);
 			continue;
 		}
-		snprintf(id, sizeof(id), "g%zu", i);
-		fprintf(out, "<button onclick=\"flip('%s')\">flame graph / icicle</button>\n", id);
-		for (int inv = 0; inv < 2; inv++) {
-			char oid[48];
-
-			svg = tmpfile();
-			if (!svg || flamegraph_run(folded, svg, g, inv)) {
-				if (svg)
-					fclose(svg);
-				fclose(folded);
-				return 1;
-			}
-			snprintf(oid, sizeof(oid), "%s-%s", id, inv ? "icicle" : "flame");
-			svg_object(out, svg, oid, inv ? "display:none" : "display:block");
-			fclose(svg);
+		/* One graph: its own Icicle button turns it the other way up. */
+		snprintf(id, sizeof(id), "g%zu-flame", i);
+		svg = tmpfile();
+		if (!svg || flamegraph_run(folded, svg, g)) {
+			if (svg)
+				fclose(svg);
+			fclose(folded);
+			return 1;
 		}
+		svg_object(out, svg, id, "display:block");
+		fclose(svg);
 		fclose(folded);
 		shown++;
 	}
