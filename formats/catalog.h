@@ -120,6 +120,20 @@
  * by their x86-64 numbers, which tracefs filters compare. */
 #define CATALOG_SIGNALS_FILTER "sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11"
 
+/* The name of one of them, "signal" for any other. */
+static inline const char *catalog_signal_name(int sig)
+{
+	switch (sig) {
+	case 4: return "SIGILL";
+	case 5: return "SIGTRAP";
+	case 6: return "SIGABRT";
+	case 7: return "SIGBUS";
+	case 8: return "SIGFPE";
+	case 11: return "SIGSEGV";
+	default: return "signal";
+	}
+}
+
 /* The tracking event: no samples, it carries the MMAP2, COMM, FORK and
  * EXIT records; the analyzer files it as EVK_TRACKING. */
 #define CATALOG_TRACKING_EVENT "dummy"

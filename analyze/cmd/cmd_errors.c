@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../formats/catalog.h"
 #include "../model/allocs.h"
 #include "../model/memops.h"
 #include "cmd.h"
@@ -126,19 +127,6 @@ struct errors {
 	struct hashmap top_sp;	   /* tid -> the highest stack pointer its samples showed */
 	int lines, all;
 };
-
-static const char *signal_name(int sig)
-{
-	switch (sig) {
-	case SIGILL: return "SIGILL";
-	case SIGTRAP: return "SIGTRAP";
-	case SIGABRT: return "SIGABRT";
-	case SIGBUS: return "SIGBUS";
-	case SIGFPE: return "SIGFPE";
-	case SIGSEGV: return "SIGSEGV";
-	default: return "signal";
-	}
-}
 
 static struct err *err_new(struct errors *e, struct session *s, enum err_kind kind, uint64_t time, int pid, int tid)
 {
@@ -545,7 +533,7 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 	printf("\n%s at +%.6fs: pid %d tid %d (%s)", kind_titles[x->kind], (x->time - s->first_time) / 1e9, x->pid,
 	       x->tid, x->comm);
 	if (x->sig > 0)
-		printf(", %s", signal_name(x->sig));
+		printf(", %s", catalog_signal_name(x->sig));
 	printf("\n\t");
 	switch (x->kind) {
 	case ERR_UAF:
@@ -605,14 +593,14 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 		break;
 	case ERR_SIGNAL:
 		if (x->have_addr)
-			printf("%s code %d at 0x%llx\n", signal_name(x->sig), x->code, (unsigned long long)x->addr);
+			printf("%s code %d at 0x%llx\n", catalog_signal_name(x->sig), x->code, (unsigned long long)x->addr);
 		else if (x->sig == SIGSEGV && x->code == SI_KERNEL)
 			printf("SIGSEGV from a general protection fault: a non-canonical address (a pointer with "
 			       "garbage in its top bits) or a privileged instruction; the kernel gives no address\n");
 		else if (x->code <= 0)
-			printf("%s sent by a process (code %d), not raised by an access\n", signal_name(x->sig), x->code);
+			printf("%s sent by a process (code %d), not raised by an access\n", catalog_signal_name(x->sig), x->code);
 		else
-			printf("%s code %d%s\n", signal_name(x->sig), x->code,
+			printf("%s code %d%s\n", catalog_signal_name(x->sig), x->code,
 			       x->sig == SIGSEGV || x->sig == SIGBUS ? "; its address is unknown: record -e faults too" : "");
 		break;
 	}
@@ -644,7 +632,7 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 	json_i64(j, "tid", x->tid);
 	json_str(j, "comm", x->comm);
 	if (x->sig > 0) {
-		json_str(j, "signal", signal_name(x->sig));
+		json_str(j, "signal", catalog_signal_name(x->sig));
 		json_i64(j, "code", x->code);
 		json_bool(j, "handled", x->handled);
 		json_bool(j, "recovered", x->recovered);

@@ -1088,8 +1088,11 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			st->unselected++;
 			return 0;
 		}
+		/* A dump with the registers to unwind it from (the ip among
+		 * them) is unwound; a dump that holds a result (the stack
+		 * pointer alone) is read by the model that wants it. */
 		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) &&
-		    (smp.ev->attr.exclude_callchain_user || smp.ev->kind == EVK_SIGNAL) && !s->no_unwind) {
+		    (smp.ev->attr.sample_regs_user >> SAMPLE_REG_IP & 1) && !s->no_unwind) {
 			sample_unwind(s, &smp);
 		} else if (smp.nr_ips && !smp.ev->attr.exclude_callchain_user) {
 			sample_fp_cut(s, &smp);

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../formats/catalog.h"
 #include "../procs/procsnap.h"
 #include "../recorder.h"
 
@@ -490,8 +490,7 @@ static void crash_seen(struct recorder *rc, const struct rec_event *e, const uns
 		if (t->kind != FLIGHT_CRASH || (t->comm[0] && strcmp(t->comm, comm)))
 			continue;
 		snprintf(detail, sizeof(detail), "pid %u tid %u (%s) got %s", tid[0], tid[1], comm[0] ? comm : "?",
-			 sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGABRT ? "SIGABRT"
-			 : sig == SIGILL ? "SIGILL" : sig == SIGTRAP ? "SIGTRAP" : sig == SIGFPE ? "SIGFPE" : "a signal");
+			 catalog_signal_name(sig));
 		flight_fire(rc, FLIGHT_CRASH, detail);
 		break;
 	}
