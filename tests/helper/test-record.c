@@ -8,6 +8,11 @@
  *                       it cannot; 64- and 32-bit. A secret planted in the
  *                       registers and the dump must not come out, the
  *                       words unwinding reads must.
+ *   test-record reach   the --leak-check scan of this process: a region
+ *                       laid out as a finished thread's stack (writable,
+ *                       over a guard page) holds no root, on a 64 MiB
+ *                       boundary too; one that starts with a glibc arena
+ *                       heap's heap_info is scanned.
  */
 #include <asm/perf_regs.h>
 #include <linux/perf_event.h>
@@ -15,7 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "../../formats/meta.h"
+#include "../../record/leakcheck/reach.h"
 #include "../../record/procs/execmap.h"
 #include "../../record/write/scrub.h"
 
@@ -197,10 +206,87 @@ static void scrub_data_case(void)
 	(void)wide;
 }
 
+/* Whether the scan's payloads hold a word found in [lo, hi) that points
+ * at what. */
+struct reach_find {
+	uint64_t lo, hi, what;
+	int found, parts;
+};
+
+static int reach_find_emit(void *arg, const void *payload, size_t len)
+{
+	struct reach_find *f = arg;
+	struct reach_part p;
+
+	if (reach_part_decode(payload, len, &p))
+		return -1;
+	f->parts++;
+	for (uint64_t i = 0; i < p.nr_pairs; i++) {
+		uint64_t where, what;
+
+		memcpy(&where, p.pairs + i * REACH_PAIR_SIZE, 8);
+		memcpy(&what, p.pairs + i * REACH_PAIR_SIZE + 8, 8);
+		f->found |= where >= f->lo && where < f->hi && what == f->what;
+	}
+	return 0;
+}
+
+/* Lay out [at - 4096, at) PROT_NONE and [at, at + 64K) writable within a
+ * PROT_NONE reservation, plant a pointer to block in it, with a heap_info
+ * before it or not, and say whether the scan reports the pointer. */
+static int reach_planted(uint64_t at, void *block, int heap_info)
+{
+	uint64_t *w = (uint64_t *)(uintptr_t)at;
+	struct reach_thread self = { getpid(), (uint64_t)(uintptr_t)&w, { 0 }, 0, 1 };
+	struct reach_find f = { at, at + (64 << 10), (uint64_t)(uintptr_t)block, 0, 0 };
+
+	if (mprotect(w, 64 << 10, PROT_READ | PROT_WRITE))
+		return -1;
+	memset(w, 0, 64 << 10);
+	if (heap_info) {
+		/* arena, previous heap, size in use, size writable, page size */
+		w[0] = at + 48;
+		w[2] = 32 << 10;
+		w[3] = 64 << 10;
+		w[4] = 4096;
+	}
+	w[100] = (uint64_t)(uintptr_t)block;
+	if (reach_scan(getpid(), &self, 1, reach_find_emit, &f) || !f.parts)
+		f.found = -1;
+	mprotect(w, 64 << 10, PROT_NONE);
+	return f.found;
+}
+
+static void reach_case(void)
+{
+	/* 192 MiB reserved: room for a 64 MiB boundary with a page below it. */
+	size_t span = 192u << 20;
+	unsigned char *res = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *volatile block = malloc(777);
+	uint64_t aligned;
+
+	if (res == MAP_FAILED || !block) {
+		tap(0, "reserving the address space");
+		return;
+	}
+	aligned = ((uint64_t)(uintptr_t)res + (64u << 20)) & ~((64ull << 20) - 1);
+	tap(reach_planted(aligned + (1u << 20), block, 0) == 0,
+	    "a finished thread's stack (writable over a guard page) holds no root");
+	tap(reach_planted(aligned, block, 0) == 0, "nor does one on a 64 MiB boundary");
+	tap(reach_planted(aligned, block, 1) == 1, "a glibc arena heap there, with its heap_info, is scanned");
+	munmap(res, span);
+	free(block);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "reach")) {
+		reach_case();
+		printf("1..%d\n", tap_n);
+		return tap_failed != 0;
+	}
 	if (argc != 2 || strcmp(argv[1], "scrub")) {
-		fprintf(stderr, "usage: test-record scrub\n");
+		fprintf(stderr, "usage: test-record scrub|reach\n");
 		return 2;
 	}
 	for (int wide = 1; wide >= 0; wide--) {
