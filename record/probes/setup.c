@@ -233,7 +233,9 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 		for (size_t i = 0; i < rc->nr_pids; i++) {
 			struct uprobe_objects one;
 
-			if (uprobes_find_allocators(rc->pids[i], &one))
+			/* A process that was just started: its loader maps
+			 * libc within milliseconds, even on a loaded machine. */
+			if (uprobes_await_allocators(rc->pids[i], &one, 2000))
 				continue;
 			for (int k = 0; k < one.nr && found.nr < UPROBES_MAX_OBJECTS; k++) {
 				int dup = 0;

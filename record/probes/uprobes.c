@@ -121,6 +121,25 @@ int uprobes_find_allocators(pid_t pid, struct uprobe_objects *o)
 	return o->nr ? 0 : -ENOENT;
 }
 
+static int elf_dynamic(const char *path);
+
+int uprobes_await_allocators(pid_t pid, struct uprobe_objects *o, int wait_ms)
+{
+	char exe[64];
+	int r = uprobes_find_allocators(pid, o);
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	if (r != -ENOENT || elf_dynamic(exe) != 1)
+		return r;
+	for (int waited = 0; r == -ENOENT && waited < wait_ms; waited += 2) {
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+		r = uprobes_find_allocators(pid, o);
+	}
+	return r;
+}
+
 int uprobes_system_allocators(struct uprobe_objects *o)
 {
 	DIR *d = opendir("/proc");

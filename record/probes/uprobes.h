@@ -60,6 +60,10 @@ int uprobes_sampler_library(char *path, size_t len);
 /* The allocators pid maps (pid 0: this process): its libc, then any of
  * jemalloc, tcmalloc or mimalloc. Returns 0, or -ENOENT when it maps none. */
 int uprobes_find_allocators(pid_t pid, struct uprobe_objects *o);
+/* The same for a process that may be starting: a dynamically linked
+ * program whose loader has not mapped its libc yet (one just exec'd) is
+ * waited for, up to wait_ms. */
+int uprobes_await_allocators(pid_t pid, struct uprobe_objects *o, int wait_ms);
 /* The first of them, its libc where it has one. */
 int uprobes_find_libc(pid_t pid, char *path, size_t len);
 /* The allocators every running process maps, for -a. */
