@@ -91,7 +91,8 @@ static int time_parse(const char *s, size_t len, uint64_t *ns)
 
 	if (opts_seconds(s, len, &v))
 		return -1;
-	*ns = (uint64_t)(v * 1e9);
+	/* Rounded: 0.123456789 is not 123456789 ns in binary. */
+	*ns = (uint64_t)(v * 1e9 + 0.5);
 	return 0;
 }
 

@@ -1123,6 +1123,10 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			snprintf(comm, sizeof(comm), "%.*s", (int)strnlen((const char *)rec + 16, len - 16),
 				 (const char *)rec + 16);
 			machine_set_comm(&s->m, pid, tid, comm, !!(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+			/* An exec after --time's window is outside it: what it
+			 * releases was still held at the window's end. */
+			if (s->o.time_to && time > s->first_time && time - s->first_time > s->o.time_to)
+				break;
 			for (size_t i = 0; (h->misc & PERF_RECORD_MISC_COMM_EXEC) && i < s->nr_on_exec; i++)
 				s->on_exec[i].fn(s->on_exec[i].arg, s, pid, time);
 		}
