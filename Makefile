@@ -131,6 +131,7 @@ ANALYZE_SRC := \
 	analyze/model/reach.c \
 	analyze/model/stacktab.c \
 	analyze/model/suppress.c \
+	analyze/model/stacktime.c \
 	analyze/model/timeline.c \
 	analyze/replay/fields.c \
 	analyze/replay/frames.c \
@@ -219,7 +220,16 @@ all: $(PROGRAMS) $(SAMPLER) $(B)/test-tool $(B)/test-record $(SAMPLE_BINS)
 $(B)/obj/%.o: %.c
 	$(call say,CC,$<)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -I$(B)/gen -c -o $@ $<
+
+# report --html's script, written as JavaScript, made a C string: each
+# line quoted, and no "</script" that would end the page's element early.
+$(B)/gen/report_js.inc: analyze/cmd/report.js
+	$(call say,GEN,$@)
+	@mkdir -p $(dir $@)
+	$(Q)! grep -qi '</script' $< || { echo "$<: '</script' would end the page's script"; exit 1; }
+	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$$/\\n"/' $< >$@.tmp && mv $@.tmp $@
+$(B)/obj/analyze/cmd/report_html.o $(FUZZ)/obj/analyze/cmd/report_html.o: $(B)/gen/report_js.inc
 
 $(B)/memsight: $(call obj,memsight.c formats/sibling.c formats/suggest.c)
 	$(call say,LINK,$@)
@@ -283,7 +293,7 @@ $(B)/samples/%: samples/%.cc
 $(FUZZ)/obj/%.o: %.c
 	$(call say,FUZZCC,$<)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(B)/gen -c -o $@ $<
 
 $(FUZZ)/fuzz-trace $(FUZZ)/fuzz-chunk $(FUZZ)/fuzz-embedded: $(FUZZ)/fuzz-%: $(call fuzzobj,tests/fuzz/fuzz_%.c $(FUZZ_ANALYZE))
 	$(call say,LINK,$@)
@@ -327,8 +337,14 @@ endef
 deps:
 	$(call install_pkgs,$(BUILD_PKGS))
 
+# The browser tests drive Debian's chromium with playwright-core, the
+# version tests/browser/package-lock.json pins, from the npm registry.
 test-deps:
 	$(call install_pkgs,$(BUILD_PKGS) $(TEST_PKGS))
+	@command -v npm >/dev/null || { echo "installing: npm"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
+	@test -f tests/browser/node_modules/playwright-core/package.json || \
+		{ echo "installing: playwright-core (npm, into tests/browser)"; \
+		  cd tests/browser && npm ci --no-audit --no-fund --loglevel=error >/dev/null; }
 
 bench-deps:
 	$(call install_pkgs,$(BUILD_PKGS) $(BENCH_PKGS))

@@ -135,10 +135,11 @@ int cmd_stdout_to(FILE *f);
 void cmd_stdout_restore(int saved);
 /* Run a command with what it prints going into f; its exit status. */
 int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int argc, char **argv, struct analyze_opts *a);
-/* report --html: the page at path, from the report's text and the other
- * commands run on trace (report_html.c). */
+/* report --html: the page at path, from the report's text, its JSON
+ * (report_json's page form: the data its views are drawn from) and the
+ * other commands run on trace (report_html.c). */
 int report_html(FILE *out, const char *path, const char *trace, const char *text, size_t text_len,
-		struct session *s, struct analyze_opts *a);
+		const char *data, size_t data_len, struct session *s, struct analyze_opts *a);
 /* Frames as an array of {function, offset, object, kernel, inlined[,
  * file, line]}: the one frame schema of every command's JSON. */
 void cmd_json_frames(struct json *j, const char *key, const struct frame *fr, int n, int lines);

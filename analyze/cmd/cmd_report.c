@@ -15,6 +15,8 @@
 #include "../model/heapprof.h"
 #include "../model/memops.h"
 #include "../model/stacktab.h"
+#include "../model/stacktime.h"
+#include "../model/suppress.h"
 #include "../model/timeline.h"
 #include "../../formats/replace.h"
 
@@ -51,6 +53,7 @@ struct report {
 	uint64_t top;
 	int lines;		/* file:line on frames */
 	struct timeline tl;	/* faults, brk growth and the heap over time */
+	struct stacktime st;	/* the same by stack: faults, blocks made and freed */
 	uint64_t procs_shown;	/* --procs: rows of a process table, 0 for all */
 	struct hashmap procs;	/* pid -> struct proc_stats * */
 	struct stacktab brk, mmap, faults;
@@ -197,7 +200,11 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 				fm->count += w;
 			}
 		}
-		return stacktab_add(&r->faults, s, op->stack, w) ? 0 : -1;
+		{
+			struct stack_entry *e = stacktab_add(&r->faults, s, op->stack, w);
+
+			return e && !stacktime_faults(&r->st, e, op->time, w) ? 0 : -1;
+		}
 	}
 	case MEMOP_FAULT_MAJ:
 		p->major += w;
@@ -215,8 +222,11 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 	if (r->pid >= 0 && ev->pid != r->pid)
 		return 0;
 	ret = heapprof_event(&r->heap, s, ev);
-	if (!ret && ev->rec)
+	if (!ret && ev->rec) {
 		timeline_heap(&r->tl, ev->time, r->heap.cur);
+		ret = stacktime_block(&r->st, ev->rec->stack, ev->rec->time, ev->kind == ALLOC_FREED ? ev->time : 0,
+				      alloc_rec_bytes(ev->rec), alloc_rec_count(ev->rec), ev->kind == ALLOC_FREED);
+	}
 	return ret;
 }
 
@@ -229,6 +239,22 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	if (!ret && r->have_malloc)
 		ret = allocs_sample(&r->a, s, smp, on_alloc, r);
 	return ret;
+}
+
+/* The blocks still held at the end, made where they were. */
+static int stacktime_held(struct report *r)
+{
+	hashmap_for_each(&r->a.procs, p) {
+		hashmap_for_each((struct hashmap *)p->ptr, rs) {
+			const struct alloc_rec *a = rs->ptr;
+
+			if (r->pid >= 0 && a->pid != r->pid)
+				continue;
+			if (stacktime_block(&r->st, a->stack, a->time, 0, alloc_rec_bytes(a), alloc_rec_count(a), 1))
+				return -1;
+		}
+	}
+	return stacktime_finish(&r->st);
 }
 
 /* A row of a process table, with what ranks it in its section. */
@@ -728,7 +754,243 @@ static void timeline_json(struct json *j, const struct report *r, const struct s
 	json_end(j);
 }
 
-static void report_json(struct report *r, struct session *s)
+/* The stacks the page's trees and time window are drawn from, each
+ * with its cells; the rest summed into one. Bounded for a page: at most
+ * STACK_TIMELINE_STACKS stacks, and buckets merged in pairs until the
+ * cells are at most STACK_TIMELINE_CELLS. */
+#define STACK_TIMELINE_STACKS 300
+#define STACK_TIMELINE_CELLS 60000
+
+struct st_rank {
+	const struct stacktime_stack *x;
+	double score;
+};
+
+static int st_rank_cmp(const void *a, const void *b)
+{
+	const struct st_rank *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return (x->x->stack->seq > y->x->stack->seq) - (x->x->stack->seq < y->x->stack->seq);
+}
+
+/* Distinct cells of the chosen stacks with buckets shifted right by shift
+ * (the rest count as one stack). */
+static size_t st_cells_at(const struct st_rank *v, size_t n, size_t shown, int shift)
+{
+	struct hashmap seen;
+	size_t total = 0;
+
+	hashmap_init(&seen, 0);
+	for (size_t i = 0; i < n; i++) {
+		hashmap_for_each(&v[i].x->cells, cs) {
+			const struct stacktime_cell *c = cs->ptr;
+			uint32_t from = c->from >> shift, to = c->to == STACKTIME_HELD ? c->to : c->to >> shift;
+			/* Buckets are fewer than TIMELINE_MAX: 10 bits each. */
+			uint64_t key = (uint64_t)c->kind << 62 | (uint64_t)(i < shown ? i : shown) << 20 | (uint64_t)from << 10 |
+				       (to == STACKTIME_HELD ? 1023 : to);
+			int created = 0;
+
+			if (c->kind == STACKTIME_LIVE && from == to)
+				continue;
+			if (!hashmap_u64(&seen, key, &created))
+				break;
+			total += created;
+		}
+	}
+	hashmap_release(&seen);
+	return total;
+}
+
+/* One stack's cells (or the sum of v's), in buckets >> shift, by kind:
+ * "made": [bucket, bytes, allocations], "live": [made in, freed in or
+ * null, bytes, allocations], "faults": [bucket, faults]. */
+static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int shift, uint64_t k)
+{
+	static const char *const keys[] = { "made", "live", "faults" };
+	struct hashmap sum;
+
+	hashmap_init(&sum, 0);
+	for (size_t i = 0; i < n; i++) {
+		hashmap_for_each(&v[i].x->cells, cs) {
+			const struct stacktime_cell *c = cs->ptr;
+			uint32_t from = c->from >> shift, to = c->to == STACKTIME_HELD ? c->to : c->to >> shift;
+			uint64_t key = (uint64_t)c->kind << 62 | (uint64_t)from << 31 | to;
+			struct stacktime_cell *t;
+			struct hm_slot *slot;
+
+			if (c->kind == STACKTIME_LIVE && from == to)
+				continue;
+			if (!(slot = hashmap_u64(&sum, key, NULL)) || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*t)))))
+				continue;
+			t = slot->ptr;
+			*t = (struct stacktime_cell){ c->kind, from, to, t->bytes + c->bytes, t->count + c->count };
+		}
+	}
+	for (int kind = STACKTIME_MADE; kind <= STACKTIME_FAULTS; kind++) {
+		json_begin_array(j, keys[kind]);
+		hashmap_for_each(&sum, cs) {
+			const struct stacktime_cell *c = cs->ptr;
+
+			if ((int)c->kind != kind)
+				continue;
+			json_begin_array(j, NULL);
+			json_u64(j, NULL, c->from);
+			if (kind == STACKTIME_LIVE) {
+				if (c->to == STACKTIME_HELD)
+					json_null(j, NULL);
+				else
+					json_u64(j, NULL, c->to);
+			}
+			if (kind != STACKTIME_FAULTS)
+				json_u64(j, NULL, c->bytes * k);
+			json_u64(j, NULL, c->count * (kind == STACKTIME_FAULTS ? 1 : k));
+			json_end(j);
+		}
+		json_end(j);
+	}
+	hashmap_for_each(&sum, cs) free(cs->ptr);
+	hashmap_release(&sum);
+}
+
+/* By stack over time: what the page's trees sum for any window of
+ * buckets, as leaks --time and faults --time count it. Allocations from
+ * the stacks leaks suppresses by default are left out, as leaks leaves
+ * them out. */
+/* A stack for the page: its frames' names (the function, or [object]),
+ * innermost first, as indices into names, each name once. */
+struct name_table {
+	struct hashmap index;	/* name -> its index + 1 */
+	const char **v;
+	size_t n, alloc;
+};
+
+static void compact_frames_json(struct json *j, struct name_table *t, const struct stack_entry *e)
+{
+	struct frame fr[STACK_MAX_FRAMES];
+	int n = stack_entry_frames(e, fr, STACK_MAX_FRAMES);
+
+	json_begin_array(j, "f");
+	for (int i = 0; i < n; i++) {
+		char obj[300];
+		const char *name = fr[i].sym;
+		struct hm_slot *slot;
+		int created = 0;
+
+		if (!name) {
+			snprintf(obj, sizeof(obj), "[%s]", frame_obj_base(&fr[i]) ? frame_obj_base(&fr[i]) : "unknown");
+			name = obj;
+		}
+		/* Room for a new name first: a name in the index has its place. */
+		if (t->n == t->alloc) {
+			const char **v = realloc(t->v, (t->alloc ? 2 * t->alloc : 256) * sizeof(*v));
+
+			if (!v)
+				break;
+			t->v = v;
+			t->alloc = t->alloc ? 2 * t->alloc : 256;
+		}
+		if (!(slot = hashmap_str(&t->index, name, &created)))
+			break;
+		if (created) {
+			t->v[t->n++] = slot->skey;
+			slot->val = t->n;
+		}
+		json_u64(j, NULL, slot->val - 1);
+	}
+	json_end(j);
+}
+
+static void stack_timeline_json(struct json *j, const struct report *r, struct session *s, int page)
+{
+	struct name_table names = { .n = 0 };
+	const struct stacktime *st = &r->st;
+	uint64_t k = r->a.sample ? r->a.sample : 1, tot[3] = { 0 };
+	struct st_rank *v = malloc((st->stacks.nr ? st->stacks.nr : 1) * sizeof(*v));
+	struct frame fr[STACK_MAX_FRAMES];
+	struct suppress sup;
+	char err[256];
+	size_t n = 0, shown, left_out = 0;
+	int shift = 0;
+
+	hashmap_init(&names.index, 1);
+	if (!v || suppress_setup(&sup, 1, NULL, err, sizeof(err))) {
+		free(v);
+		hashmap_release(&names.index);
+		json_null(j, "stack_timeline");
+		return;
+	}
+	hashmap_for_each(&st->stacks, slot) {
+		const struct stacktime_stack *x = slot->ptr;
+
+		if (x->made_count && suppress_match(&sup, fr, stack_entry_frames(x->stack, fr, STACK_MAX_FRAMES))) {
+			left_out++;
+			continue;
+		}
+		v[n++] = (struct st_rank){ x, 0 };
+		tot[0] += x->spanning_bytes;
+		tot[1] += x->made_bytes;
+		tot[2] += x->faults;
+	}
+	suppress_release(&sup);
+	/* A stack counts by its largest share of what can leak in a window,
+	 * of what was allocated, or of the faults. */
+	for (size_t i = 0; i < n; i++) {
+		const struct stacktime_stack *x = v[i].x;
+		double a = tot[0] ? (double)x->spanning_bytes / tot[0] : 0, b = tot[1] ? (double)x->made_bytes / tot[1] : 0,
+		       c = tot[2] ? (double)x->faults / tot[2] : 0;
+
+		v[i].score = a > b ? (a > c ? a : c) : (b > c ? b : c);
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), st_rank_cmp);
+	shown = n < STACK_TIMELINE_STACKS ? n : STACK_TIMELINE_STACKS;
+	while (shift < 20 && st_cells_at(v, n, shown, shift) > STACK_TIMELINE_CELLS)
+		shift++;
+	json_begin(j, "stack_timeline");
+	/* In ns, whole: a window of buckets is then a --time to the ns. */
+	json_u64(j, "start_ns", r->tl.t0 > s->first_time ? r->tl.t0 - s->first_time : 0);
+	json_u64(j, "bucket_ns", r->tl.width << shift);
+	json_u64(j, "buckets", (r->tl.n + (1ull << shift) - 1) >> shift);
+	json_u64(j, "stacks_total", n);
+	json_u64(j, "suppressed_stacks", left_out);
+	json_begin_array(j, "stacks");
+	for (size_t i = 0; i < shown; i++) {
+		json_begin(j, NULL);
+		json_i64(j, "pid", v[i].x->stack->pid);
+		json_str(j, "comm", v[i].x->stack->comm);
+		{
+			struct hm_slot *hs = hashmap_u64_find(&r->heap.sites, (uint64_t)(uintptr_t)v[i].x->stack);
+
+			json_u64(j, "peak_bytes", hs ? ((const struct heap_site *)hs->ptr)->at_peak * k : 0);
+		}
+		st_cells_json(j, &v[i], 1, shift, k);
+		if (page)
+			compact_frames_json(j, &names, v[i].x->stack);
+		else
+			cmd_json_stack(j, "frames", v[i].x->stack, r->lines);
+		json_end(j);
+	}
+	json_end(j);
+	json_begin(j, "other");
+	json_u64(j, "stacks", n - shown);
+	st_cells_json(j, v + shown, n - shown, shift, k);
+	json_end(j);
+	if (page) {
+		json_begin_array(j, "names");
+		for (size_t i = 0; i < names.n; i++)
+			json_str(j, NULL, names.v[i]);
+		json_end(j);
+	}
+	json_end(j);
+	free(v);
+	free(names.v);
+	hashmap_release(&names.index);
+}
+
+/* page: the form report --html carries (stack_timeline's frames as names). */
+static void report_json(struct report *r, struct session *s, int page)
 {
 	struct json j;
 	char hb[256];
@@ -742,6 +1004,7 @@ static void report_json(struct report *r, struct session *s)
 	json_u64(&j, "lost", s->lost > s->lost_records ? s->lost : s->lost_records);
 	s->loss_said = 1;
 	timeline_json(&j, r, s);
+	stack_timeline_json(&j, r, s, page);
 	if (r->have_brk) {
 		json_section_head(&j, "brk", r->period_brk);
 		json_begin_array(&j, "processes");
@@ -951,6 +1214,42 @@ static void report_errors(const struct analyze_opts *a)
 	fclose(t);
 }
 
+/* The report as text, or as the page's JSON, into a malloc'd buffer
+ * (its length in *len); NULL, said, when it cannot be made. */
+static char *report_captured(struct report *r, struct session *s, int page_json, size_t *len)
+{
+	FILE *t = tmpfile();
+	int saved = t ? cmd_stdout_to(t) : -1;
+	char *buf = NULL;
+	long n;
+
+	if (saved < 0) {
+		msg_error("cannot make a temporary file: %s", strerror(errno));
+		if (t)
+			fclose(t);
+		return NULL;
+	}
+	if (page_json)
+		report_json(r, s, 1);
+	else
+		print_report(r, s);
+	fflush(stdout);
+	cmd_stdout_restore(saved);
+	n = ftell(t);
+	buf = n >= 0 ? malloc(n + 1) : NULL;
+	rewind(t);
+	if (!buf || fread(buf, 1, n, t) != (size_t)n) {
+		msg_error("out of memory");
+		free(buf);
+		buf = NULL;
+	} else {
+		buf[n] = 0;
+		*len = n;
+	}
+	fclose(t);
+	return buf;
+}
+
 int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
 	struct report r = { .pid = -1, .top = 5, .procs_shown = 20, .lines = 1 };
@@ -963,8 +1262,10 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			"processes shown per table (default 20; 0 for all): past N, the\n"
 			"N heaviest, heaviest first, and a row that sums the rest"),
 		OPT_STRING(0, "html", &html, "FILE",
-			   "write one self-contained HTML page instead: this report, the\n"
-			   "leak table linked to its stacks, a flame graph (and icicle)\n"
+			   "write one self-contained HTML page instead: a summary, the\n"
+			   "recording over time (a drag selects a window every view then\n"
+			   "counts), a table by function, top-down and bottom-up trees,\n"
+			   "callers and callees, this report, the leak table, a flame graph\n"
 			   "for every recorded event and weight, the RSS chart"),
 		OPT_JSON(&json),
 		OPT_LINES(&r.lines),
@@ -1011,6 +1312,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	allocs_init(&r.a, &s);
 	heapprof_init(&r.heap);
 	timeline_init(&r.tl);
+	stacktime_init(&r.st, &r.tl);
 	if (!r.big || !r.mo) {
 		msg_error("out of memory");
 	} else if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
@@ -1020,36 +1322,30 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 		heapprof_finish(&r.heap);
 		timeline_finish(&r.tl);
 		ret = 0;
+		if (stacktime_held(&r)) {
+			msg_error("out of memory");
+			ret = 1;
+		}
 		if (html) {
-			FILE *t = tmpfile();
-			int saved = t ? cmd_stdout_to(t) : -1;
-			char *text = NULL;
-			long n;
+			/* The page takes the report twice, as text and as
+			 * the data its views are drawn from. */
+			size_t n = 0, jn = 0;
+			char *text = report_captured(&r, &s, 0, &n), *data = text ? report_captured(&r, &s, 1, &jn) : NULL;
 
-			if (saved < 0) {
+			if (!data)
 				ret = 1;
-			} else {
-				print_report(&r, &s);
-				cmd_stdout_restore(saved);
-				n = ftell(t);
-				text = n >= 0 ? malloc(n + 1) : NULL;
-				rewind(t);
-				if (!text || fread(text, 1, n, t) != (size_t)n) {
-					msg_error("out of memory");
-					ret = 1;
-				} else
-					ret = report_html(page, html, a->trace, text, n, &s, a) ? 1 : 0;
-			}
+			else
+				ret = report_html(page, html, a->trace, text, n, data, jn, &s, a) ? 1 : 0;
 			free(text);
-			if (t)
-				fclose(t);
+			free(data);
 		} else if (json) {
-			report_json(&r, &s);
+			report_json(&r, &s, 0);
 		} else {
 			print_report(&r, &s);
 		}
 	}
 	memops_free(r.mo);
+	stacktime_release(&r.st);
 	heapprof_release(&r.heap);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);
 	hashmap_for_each(&r.fmaps, slot) free(slot->ptr);

@@ -155,22 +155,11 @@ static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **arg
 	return f;
 }
 
-/* The heaviest stacks the page's trees and caller/callee view are made of:
- * enough for what a person reads, and a page of a few MB at most. */
-#define TREE_STACKS "500"
-
-/* A command's --json, as the value of "key" in the page's data (null when
- * it fails: the trace lacks its events). JSON has '<' only in strings (a
- * path, a command line, from whoever made the trace): written \u003c, the
- * same string to JSON, it can neither end the script nor open a comment. */
-static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct analyze_opts *), char **argv,
-		      struct analyze_opts *a, int first)
+/* A value of the page's data: JSON has '<' only in strings (a path, a
+ * command line, from whoever made the trace): written \u003c, the same
+ * string to JSON, it can neither end the script nor open a comment. */
+static void data_put(FILE *out, const char *key, const char *t, size_t n, int first)
 {
-	int r;
-	FILE *f = captured(fn, argv, a, &r);
-	size_t n = 0;
-	char *t = f && !r ? slurp(f, &n) : NULL;
-
 	fprintf(out, "%s\"%s\":", first ? "" : ",", key);
 	while (n && (t[n - 1] == '\n' || t[n - 1] == ' '))
 		n--;
@@ -182,29 +171,39 @@ static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct
 		else
 			fputc(t[i], out);
 	}
+}
+
+/* A command's --json, as the value of "key" in the page's data (null when
+ * it fails: the trace lacks its events). */
+static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct analyze_opts *), char **argv,
+		      struct analyze_opts *a, int first)
+{
+	int r;
+	FILE *f = captured(fn, argv, a, &r);
+	size_t n = 0;
+	char *t = f && !r ? slurp(f, &n) : NULL;
+
+	data_put(out, key, t ? t : "", n, first);
 	free(t);
 	if (f)
 		fclose(f);
 }
 
-/* The page's data: what its summary and its tables are drawn from, the
- * commands' own JSON. */
-static void page_data(FILE *out, const char *trace, struct session *s, struct analyze_opts *a)
+/* The page's data: what its summary, its tables, trees and windows are
+ * drawn from: the report's JSON, given, and the other commands' own. */
+static void page_data(FILE *out, const char *trace, const char *report, size_t report_len, struct session *s,
+		      struct analyze_opts *a)
 {
 	char *info[] = { "info", "--json", (char *)trace, NULL };
-	char *report[] = { "report", "--json", "--no-lines", (char *)trace, NULL };
 	char *leaks[] = { "leaks", "--json", "--no-lines", "--top", "3", (char *)trace, NULL };
 	/* By function, what leaked where allocations were recorded (the
 	 * offenders), else what the trace holds by default. */
 	char *functions[] = { "functions", "--json", "--top", "200", (char *)trace, NULL, NULL, NULL, NULL, NULL };
 	char *errors[] = { "errors", "--json", "--no-lines", (char *)trace, NULL };
-	/* The stacks the trees are made of: what leaked, else the faults. */
-	char *leak_stacks[] = { "leaks", "--json", "--no-lines", "--top", TREE_STACKS, (char *)trace, NULL };
-	char *fault_stacks[] = { "faults", "--json", "--no-lines", "--top", TREE_STACKS, (char *)trace, NULL };
 
 	fputs("<script type=\"application/json\" id=\"data\">{", out);
 	data_json(out, "info", cmd_info, info, a, 1);
-	data_json(out, "report", cmd_report, report, a, 0);
+	data_put(out, "report", report, report_len, 0);
 	if (allocs_recorded(s))
 		data_json(out, "leaks", cmd_leaks, leaks, a, 0);
 	else
@@ -217,12 +216,6 @@ static void page_data(FILE *out, const char *trace, struct session *s, struct an
 		functions[8] = (char *)trace;
 	}
 	data_json(out, "functions", cmd_functions, functions, a, 0);
-	if (allocs_recorded(s))
-		data_json(out, "stacks", cmd_leaks, leak_stacks, a, 0);
-	else if (session_group_recorded(s, "faults"))
-		data_json(out, "stacks", cmd_faults, fault_stacks, a, 0);
-	else
-		fputs(",\"stacks\":null", out);
 	if (session_group_recorded(s, "signals"))
 		data_json(out, "errors", cmd_errors, errors, a, 0);
 	else
@@ -231,279 +224,10 @@ static void page_data(FILE *out, const char *trace, struct session *s, struct an
 }
 
 /* Draws the summary and the table by function from the page's data. */
+/* The page's script (report.js), made a C string at build time. */
 static const char page_script[] =
-	"<script>\n"
-	"(function () {\n"
-	"  var d = JSON.parse(document.getElementById('data').textContent);\n"
-	"  function bytes(v) {\n"
-	"    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;\n"
-	"    while (v >= 1024 && i < 4) { v /= 1024; i++; }\n"
-	"    return i ? v.toFixed(1) + ' ' + u[i] : v + ' B';\n"
-	"  }\n"
-	"  function secs(t) { return t < 1 ? (t * 1000).toFixed(1) + ' ms' : t < 120 ? t.toFixed(1) + ' s' : (t / 60).toFixed(1) + ' min'; }\n"
-	"  function count(n, what) { return n.toLocaleString('en') + ' ' + what + (n === 1 ? '' : 's'); }\n"
-	"  function add(parent, tag, text, cls) {\n"
-	"    var e = document.createElement(tag);\n"
-	"    if (text !== undefined) e.textContent = text;\n"
-	"    if (cls) e.className = cls;\n"
-	"    parent.appendChild(e);\n"
-	"    return e;\n"
-	"  }\n"
-	"  /* The first frame past the allocation functions: where a block was asked for. */\n"
-	"  var alloc = /^(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|operator new.*|operator delete.*)$/;\n"
-	"  function site(frames) {\n"
-	"    for (var i = 0; i < frames.length; i++)\n"
-	"      if (frames[i].function && !alloc.test(frames[i].function)) return frames[i].function;\n"
-	"    return frames.length ? frames[0].function || '?' : '(no stack)';\n"
-	"  }\n"
-	"  var sum = document.getElementById('summary'), t = add(sum, 'table', undefined, 'summary');\n"
-	"  function row(key, value, id) {\n"
-	"    var r = add(t, 'tr');\n"
-	"    add(r, 'th', key);\n"
-	"    var c = add(r, 'td', value);\n"
-	"    if (id) c.id = id;\n"
-	"    return c;\n"
-	"  }\n"
-	"  var i = d.info;\n"
-	"  if (i) {\n"
-	"    row('Recorded', i.recorded_by || i.target || '');\n"
-	"    row('For', secs(i.duration_s || 0) + ', ' + count(i.samples || 0, 'event') + ' kept');\n"
-	"    row('Lost', i.lost ? count(i.lost, 'event') + ' lost: every figure counts only those kept' : 'nothing', 'sum-lost');\n"
-	"    if (i.flight) row('Window', 'This file is ' + i.flight, 'sum-window');\n"
-	"  }\n"
-	"  var e = d.errors;\n"
-	"  if (e && e.errors.length) {\n"
-	"    var kinds = {};\n"
-	"    e.errors.forEach(function (x) { kinds[x.kind] = (kinds[x.kind] || 0) + 1; });\n"
-	"    row('Memory errors', Object.keys(kinds).map(function (k) { return kinds[k] + ' ' + k; }).join(', '), 'sum-errors');\n"
-	"  }\n"
-	"  var l = d.leaks;\n"
-	"  if (l) {\n"
-	"    var c = row('Leaked', bytes(l.leaked_bytes) + ' in ' + count(l.leaked_allocations, 'allocation') +\n"
-	"                (l.estimate ? ' (estimated)' : ''), 'sum-leaked');\n"
-	"    c.setAttribute('data-bytes', l.leaked_bytes);\n"
-	"    l.stacks.slice(0, 3).forEach(function (s, k) {\n"
-	"      row(k ? '' : 'Top stacks', bytes(s.bytes) + ' in ' + count(s.allocations, 'allocation') + ' from ' + site(s.frames) +\n"
-	"          ' (pid ' + s.pid + ' ' + s.comm + ')');\n"
-	"    });\n"
-	"  }\n"
-	"  var m = d.report && d.report.malloc;\n"
-	"  if (m && m.peak && m.peak.bytes)\n"
-	"    row('Peak heap', bytes(m.peak.bytes) + ' at +' + secs(m.peak.time_s || 0), 'sum-peak');\n"
-	"  if (m) {\n"
-	"    var calls = 0, temp = 0;\n"
-	"    m.processes.forEach(function (p) { calls += p.calls; temp += p.temporary; });\n"
-	"    row('Temporary', count(temp, 'allocation') + ' of ' + calls.toLocaleString('en') +\n"
-	"        ' freed before the thread allocated again', 'sum-temporary');\n"
-	"    /* Allocations by size: a bar for each power of two. */\n"
-	"    var st = add(document.getElementById('sizes'), 'table', undefined, 'leaks'), most = 1;\n"
-	"    st.id = 'sizes-table';\n"
-	"    m.sizes.forEach(function (c) { if (c.allocations > most) most = c.allocations; });\n"
-	"    var hr = add(st, 'tr');\n"
-	"    ['size', 'allocations', 'bytes', ''].forEach(function (h) { add(hr, 'th', h); });\n"
-	"    m.sizes.forEach(function (c) {\n"
-	"      var r = add(st, 'tr');\n"
-	"      add(r, 'td', c.up_to === null ? 'larger' : 'up to ' + bytes(c.up_to));\n"
-	"      add(r, 'td', c.allocations.toLocaleString('en'));\n"
-	"      add(r, 'td', bytes(c.bytes));\n"
-	"      var bar = add(add(r, 'td'), 'div', undefined, 'bar');\n"
-	"      bar.style.width = Math.max(1, Math.round(300 * c.allocations / most)) + 'px';\n"
-	"    });\n"
-	"  }\n"
-	"  /* Over time: faults as bars, the heap as a line, brk growth summed; a drag selects a window. */\n"
-	"  var tl = d.report && d.report.timeline;\n"
-	"  if (tl && tl.faults.length) {\n"
-	"    var ns = 'http://www.w3.org/2000/svg', W = 1000, H = 160, n = tl.faults.length, bw = W / n;\n"
-	"    var tsec = document.getElementById('timeline');\n"
-	"    function mk(tag, attrs, parent) {\n"
-	"      var e = document.createElementNS(ns, tag);\n"
-	"      for (var k in attrs) e.setAttribute(k, attrs[k]);\n"
-	"      parent.appendChild(e);\n"
-	"      return e;\n"
-	"    }\n"
-	"    var svg = mk('svg', { id: 'timeline-chart', viewBox: '0 0 ' + W + ' ' + (H + 24), width: '100%' }, tsec);\n"
-	"    var most = function (a) { var m = 1; a.forEach(function (v) { if (v > m) m = v; }); return m; };\n"
-	"    var fm = most(tl.faults);\n"
-	"    tl.faults.forEach(function (v, i) {\n"
-	"      if (v) mk('rect', { x: i * bw, y: H - H * v / fm, width: Math.max(bw - 0.5, 0.5), height: H * v / fm, fill: '#8ab0dc' }, svg);\n"
-	"    });\n"
-	"    var line = function (vals, color, id) {\n"
-	"      var m = most(vals), pts = vals.map(function (v, i) { return (i * bw + bw / 2).toFixed(1) + ',' + (H - H * v / m).toFixed(1); });\n"
-	"      mk('polyline', { id: id, points: pts.join(' '), fill: 'none', stroke: color, 'stroke-width': 2 }, svg);\n"
-	"      return m;\n"
-	"    };\n"
-	"    var legend = ['page faults: bars, up to ' + fm.toLocaleString('en') + ' a bucket'];\n"
-	"    if (tl.heap_bytes) legend.push('malloc heap in use: red, up to ' + bytes(line(tl.heap_bytes, '#c33', 'timeline-heap')));\n"
-	"    var sum = 0, grown = tl.brk_bytes.map(function (v) { return sum += v; });\n"
-	"    if (sum) legend.push('brk growth so far: green, ' + bytes(line(grown, '#393', 'timeline-brk')));\n"
-	"    var end = tl.start_s + n * tl.bucket_s;\n"
-	"    mk('text', { x: 0, y: H + 18, 'font-size': 12 }, svg).textContent = '+' + secs(tl.start_s);\n"
-	"    mk('text', { x: W, y: H + 18, 'font-size': 12, 'text-anchor': 'end' }, svg).textContent = '+' + secs(end);\n"
-	"    add(tsec, 'p', legend.join('; ') + '. Drag across the chart to select a window.');\n"
-	"    var out = add(tsec, 'p'), sel = mk('rect', { y: 0, height: H, fill: 'rgba(0,0,0,0.12)', width: 0 }, svg), from = null;\n"
-	"    out.id = 'timeline-range';\n"
-	"    var at = function (ev) {\n"
-	"      var b = svg.getBoundingClientRect();\n"
-	"      return Math.min(W, Math.max(0, (ev.clientX - b.left) * W / b.width));\n"
-	"    };\n"
-	"    svg.onmousedown = function (ev) { from = at(ev); sel.setAttribute('x', from); sel.setAttribute('width', 0); ev.preventDefault(); };\n"
-	"    svg.onmousemove = function (ev) {\n"
-	"      if (from === null) return;\n"
-	"      var x = at(ev);\n"
-	"      sel.setAttribute('x', Math.min(from, x));\n"
-	"      sel.setAttribute('width', Math.abs(x - from));\n"
-	"    };\n"
-	"    svg.onmouseup = function (ev) {\n"
-	"      if (from === null) return;\n"
-	"      var x = at(ev), i = Math.floor(Math.min(from, x) / bw), j = Math.min(n, Math.ceil(Math.max(from, x) / bw));\n"
-	"      from = null;\n"
-	"      if (j <= i) j = i + 1;\n"
-	"      var a = tl.start_s + i * tl.bucket_s, z = tl.start_s + j * tl.bucket_s, f = 0;\n"
-	"      for (var k = i; k < j; k++) f += tl.faults[k];\n"
-	"      out.textContent = 'From +' + a.toFixed(3) + ' s to +' + z.toFixed(3) + ' s: ' + count(f, 'page fault') +\n"
-	"        (tl.heap_bytes ? ', the heap up to ' + bytes(most(tl.heap_bytes.slice(i, j))) : '') +\n"
-	"        '. The leaks of that window: memsight leaks --time ' + a.toFixed(3) + ',' + z.toFixed(3) + ' ' + (d.info ? d.info.trace : '');\n"
-	"    };\n"
-	"  }\n"
-	"  /* Top-down and bottom-up trees of the heaviest stacks, and the callers\n"
-	"   * and callees of a function clicked anywhere on the page. */\n"
-	"  var st = d.stacks, paths = [];\n"
-	"  if (st && st.stacks) {\n"
-	"    st.stacks.forEach(function (x) {\n"
-	"      var fr = x.frames.filter(function (f) { return !f.kernel || st.faults !== undefined; })\n"
-	"                       .map(function (f) { return f.function || ('[' + (f.object || 'unknown') + ']'); });\n"
-	"      /* a leak is its asker's: the allocation functions above it left out */\n"
-	"      while (x.bytes !== undefined && fr.length > 1 && alloc.test(fr[0])) fr.shift();\n"
-	"      paths.push({ w: x.bytes !== undefined ? x.bytes : x.faults, n: x.allocations !== undefined ? x.allocations : x.faults, f: fr });\n"
-	"    });\n"
-	"  }\n"
-	"  var unit = st && st.leaked_bytes !== undefined ? 'bytes' : 'faults';\n"
-	"  var fmt = function (v) { return unit === 'bytes' ? bytes(v) : v.toLocaleString('en') + ' faults'; };\n"
-	"  var total = 0;\n"
-	"  paths.forEach(function (p) { total += p.w; });\n"
-	"  function tree(root, order) {\n"
-	"    var top = { kids: {}, w: 0, n: 0 };\n"
-	"    paths.forEach(function (p) {\n"
-	"      var node = top, fr = order === 'down' ? p.f.slice().reverse() : p.f;\n"
-	"      top.w += p.w; top.n += p.n;\n"
-	"      fr.forEach(function (name) {\n"
-	"        node = node.kids[name] || (node.kids[name] = { name: name, kids: {}, w: 0, n: 0 });\n"
-	"        node.w += p.w; node.n += p.n;\n"
-	"      });\n"
-	"    });\n"
-	"    function draw(parent, node, depth) {\n"
-	"      Object.keys(node.kids).map(function (k) { return node.kids[k]; })\n"
-	"        .sort(function (a, b) { return b.w - a.w; }).forEach(function (k) {\n"
-	"          var det = add(parent, 'details'), sm = add(det, 'summary');\n"
-	"          add(sm, 'span', fmt(k.w) + ' (' + (total ? (100 * k.w / total).toFixed(1) : '0') + '%), ' + k.n.toLocaleString('en') + ' ' + (unit === 'bytes' ? 'allocations' : 'faults') + ' ');\n"
-	"          var fn = add(sm, 'a', k.name, 'fn');\n"
-	"          fn.href = '#callers-head';\n"
-	"          if (depth < 1) det.open = true;\n"
-	"          var filled = false;\n"
-	"          det.ontoggle = function () { if (det.open && !filled) { filled = true; draw(det, k, depth + 1); } };\n"
-	"          if (det.open) { filled = true; draw(det, k, depth + 1); }\n"
-	"        });\n"
-	"    }\n"
-	"    draw(root, top, 0);\n"
-	"  }\n"
-	"  if (paths.length) {\n"
-	"    var lead = (unit === 'bytes' ? 'What leaked' : 'The page faults') + ', ' + fmt(total) + ', from ' +\n"
-	"      (paths.length === 1 ? 'its one stack' : 'the ' + paths.length + ' heaviest stacks');\n"
-	"    add(document.getElementById('topdown'), 'p', lead + ', from the outermost callers in:');\n"
-	"    tree(document.getElementById('topdown'), 'down');\n"
-	"    add(document.getElementById('bottomup'), 'p', lead + ', from the functions that asked out:');\n"
-	"    tree(document.getElementById('bottomup'), 'up');\n"
-	"  }\n"
-	"  /* Callers and callees: the frames next to each place the function is in. */\n"
-	"  function callers(name) {\n"
-	"    var sec = document.getElementById('callers'), up = {}, down = {}, self = 0, all = 0;\n"
-	"    paths.forEach(function (p) {\n"
-	"      var seen = false;\n"
-	"      p.f.forEach(function (f, i) {\n"
-	"        if (f !== name) return;\n"
-	"        if (!seen) { all += p.w; seen = true; }\n"
-	"        if (i === 0) self += p.w;\n"
-	"        if (i + 1 < p.f.length) up[p.f[i + 1]] = (up[p.f[i + 1]] || 0) + p.w;\n"
-	"        if (i > 0) down[p.f[i - 1]] = (down[p.f[i - 1]] || 0) + p.w;\n"
-	"      });\n"
-	"    });\n"
-	"    sec.textContent = '';\n"
-	"    add(sec, 'p', name + ': ' + fmt(all) + ' in all, ' + fmt(self) + ' in it itself.', 'callers-of');\n"
-	"    [['Callers', up, 'callers-list'], ['Callees', down, 'callees-list']].forEach(function (c) {\n"
-	"      add(sec, 'h3', c[0]);\n"
-	"      var ul = add(sec, 'ul');\n"
-	"      ul.id = c[2];\n"
-	"      Object.keys(c[1]).sort(function (a, b) { return c[1][b] - c[1][a]; }).forEach(function (k) {\n"
-	"        var li = add(ul, 'li', fmt(c[1][k]) + ' ');\n"
-	"        var a = add(li, 'a', k, 'fn');\n"
-	"        a.href = '#callers-head';\n"
-	"      });\n"
-	"      if (!ul.firstChild) add(ul, 'li', '(none)');\n"
-	"    });\n"
-	"  }\n"
-	"  /* A function clicked: its callers and callees, and the URL says so (a\n"
-	"   * permalink: #callers=NAME opens on them). */\n"
-	"  document.addEventListener('click', function (ev) {\n"
-	"    var t = ev.target;\n"
-	"    if (t && t.classList && t.classList.contains('fn') && paths.length) {\n"
-	"      callers(t.textContent);\n"
-	"      history.replaceState(null, '', '#callers=' + encodeURIComponent(t.textContent));\n"
-	"      ev.preventDefault();\n"
-	"      document.getElementById('callers-head').scrollIntoView();\n"
-	"    }\n"
-	"  });\n"
-	"  if (location.hash.indexOf('#callers=') === 0 && paths.length)\n"
-	"    callers(decodeURIComponent(location.hash.slice(9)));\n"
-	"  var f = d.functions;\n"
-	"  if (f && f.functions.length) {\n"
-	"    f.functions.filter(function (x) { return x.self > 0; }).slice(0, 3).forEach(function (x, k) {\n"
-	"      var w = function (v) { return f.weight === 'count' ? v.toLocaleString('en') : bytes(v); };\n"
-	"      row(k ? '' : 'Top functions', x.function + ': ' + w(x.self) + ' self, ' + w(x.total) + ' total (' + f.event +\n"
-	"          ', ' + f.weight + ')');\n"
-	"    });\n"
-	"    /* The flat table, sorted by a click on a column's head. */\n"
-	"    var sec = document.getElementById('functions');\n"
-	"    var q = add(sec, 'input');\n"
-	"    q.id = 'function-search';\n"
-	"    q.placeholder = 'search functions (press /)';\n"
-	"    q.oninput = function () {\n"
-	"      var s = q.value.toLowerCase();\n"
-	"      Array.prototype.forEach.call(body.rows, function (r) {\n"
-	"        r.style.display = r.cells[0].textContent.toLowerCase().indexOf(s) < 0 ? 'none' : '';\n"
-	"      });\n"
-	"    };\n"
-	"    document.addEventListener('keydown', function (ev) {\n"
-	"      if (ev.key === '/' && document.activeElement !== q) { ev.preventDefault(); q.focus(); }\n"
-	"    });\n"
-	"    var tb = add(sec, 'table', undefined, 'leaks');\n"
-	"    tb.id = 'functions-table';\n"
-	"    var head = add(tb, 'tr'), cols = ['function', 'object', 'self', 'total'], body = add(tb, 'tbody');\n"
-	"    function fill(rows) {\n"
-	"      body.textContent = '';\n"
-	"      rows.forEach(function (x) {\n"
-	"        var r = add(body, 'tr');\n"
-	"        cols.forEach(function (k) {\n"
-	"          var c = add(r, 'td', k === 'function' ? undefined : x[k] === null ? '' : String(x[k]));\n"
-	"          if (k === 'function') { var a = add(c, 'a', x[k], 'fn'); a.href = '#callers-head'; }\n"
-	"        });\n"
-	"      });\n"
-	"    }\n"
-	"    cols.forEach(function (k) {\n"
-	"      var h = add(head, 'th', k);\n"
-	"      h.style.cursor = 'pointer';\n"
-	"      h.onclick = function () {\n"
-	"        var num = k === 'self' || k === 'total';\n"
-	"        fill(f.functions.slice().sort(function (a, b) {\n"
-	"          return num ? b[k] - a[k] : String(a[k]).localeCompare(String(b[k]));\n"
-	"        }));\n"
-	"      };\n"
-	"    });\n"
-	"    add(sec, 'p', 'By ' + f.event + ', weighted by ' + f.weight + (f.estimate ? ' (estimates)' : '') + '; ' +\n"
-	"        f.functions_shown + ' of ' + f.functions_total + ' functions.');\n"
-	"    fill(f.functions);\n"
-	"  }\n"
-	"})();\n"
-	"</script>\n";
+#include "report_js.inc"
+	;
 
 /* The leaks text with an anchor at each stack, and a table of them first. */
 static void leaks_section(FILE *out, const char *text)
@@ -557,8 +281,8 @@ static void leaks_section(FILE *out, const char *text)
 }
 
 
-int report_html(FILE *out, const char *path, const char *trace, const char *text, size_t text_len, struct session *s,
-		struct analyze_opts *a)
+int report_html(FILE *out, const char *path, const char *trace, const char *text, size_t text_len, const char *data,
+		size_t data_len, struct session *s, struct analyze_opts *a)
 {
 	int ret = 0, r, shown = 0;
 	char buf[256];
@@ -713,8 +437,10 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 			unlink(tmp);
 		}
 	}
-	page_data(out, trace, s, a);
+	page_data(out, trace, data, data_len, s, a);
+	fputs("<script>\n", out);
 	fputs(page_script, out);
+	fputs("</script>\n", out);
 	fputs("</body>\n</html>\n", out);
 	if (fflush(out) || ferror(out))
 		return msg_error("cannot write '%s': %s", path, strerror(errno));

@@ -1,0 +1,121 @@
+// tests/browser/page.mjs: drive a report --html page in Debian's chromium
+// as a person would, and print what it shows, a fact a line, for the shell
+// tests to hold against the analyzer's own figures.
+//
+// usage: node page.mjs PAGE.html STEP...
+//   load               open the page in a 1400x900 window: "errors N" (console
+//                      errors and uncaught exceptions, each also printed as
+//                      "error: ..."), "requests N" (anything but the file
+//                      itself and data: URIs), "load_ms N"
+//   drag:ID:F1:F2      drag the mouse across element #ID from F1 to F2 of its
+//                      width (fractions)
+//   click:SCOPE:TEXT   click the first function link (a.fn) in #SCOPE whose
+//                      text is TEXT
+//   select:SEL:VALUE   choose VALUE in the first select matching SEL
+//   text:SEL           "text SEL: ..." the element's text
+//   attr:SEL:NAME      "attr SEL NAME: ..." the element's attribute
+//   hash               "hash: ..." the page's address after #
+//   views              for every view (a section or graph with an id): "view
+//                      ID pixels N right R", N the pixels of its screenshot
+//                      that are not the page's white, R where it ends on the
+//                      right; then "scroll_width W" of the whole page
+import { chromium } from 'playwright-core';
+import { inflateSync } from 'node:zlib';
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+
+// The pixels of a PNG (8-bit RGB or RGBA, not interlaced, as chromium
+// writes them) that are not white.
+function inked(png) {
+  let pos = 8, w = 0, h = 0, type = 0;
+  const idat = [];
+  while (pos < png.length) {
+    const len = png.readUInt32BE(pos), kind = png.toString('latin1', pos + 4, pos + 8);
+    const data = png.subarray(pos + 8, pos + 8 + len);
+    if (kind === 'IHDR') { w = data.readUInt32BE(0); h = data.readUInt32BE(4); type = data[9]; }
+    else if (kind === 'IDAT') idat.push(data);
+    pos += 12 + len;
+  }
+  const bpp = type === 6 ? 4 : 3, raw = inflateSync(Buffer.concat(idat)), stride = w * bpp;
+  let prev = Buffer.alloc(stride), n = 0;
+  for (let y = 0; y < h; y++) {
+    const f = raw[y * (stride + 1)], line = Buffer.from(raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1)));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= bpp ? line[i - bpp] : 0, b = prev[i], c = i >= bpp ? prev[i - bpp] : 0;
+      let p = 0;
+      if (f === 1) p = a;
+      else if (f === 2) p = b;
+      else if (f === 3) p = (a + b) >> 1;
+      else if (f === 4) {
+        const q = a + b - c, pa = Math.abs(q - a), pb = Math.abs(q - b), pc = Math.abs(q - c);
+        p = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      line[i] = (line[i] + p) & 255;
+    }
+    for (let x = 0; x < w; x++)
+      if (line[x * bpp] < 240 || line[x * bpp + 1] < 240 || line[x * bpp + 2] < 240) n++;
+    prev = line;
+  }
+  return n;
+}
+
+const [file, ...steps] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const errors = [], requests = [], url = pathToFileURL(resolve(file)).href;
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith('data:') && u.split('#')[0] !== url) requests.push(u);
+  });
+  for (const step of steps) {
+    const [what, ...arg] = step.split(':');
+    if (what === 'load') {
+      const t0 = Date.now();
+      await page.goto(url + (arg.length ? '#' + arg.join(':') : ''), { waitUntil: 'load' });
+      console.log(`load_ms ${Date.now() - t0}`);
+    } else if (what === 'drag') {
+      await page.locator('#' + arg[0]).scrollIntoViewIfNeeded();
+      const box = await page.locator('#' + arg[0]).boundingBox();
+      await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width * Number(arg[2]), box.y + box.height / 2, { steps: 8 });
+      await page.mouse.up();
+    } else if (what === 'click') {
+      await page.locator(`#${arg[0]} a.fn`, { hasText: new RegExp('^' + arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$') }).first().click();
+    } else if (what === 'select') {
+      await page.locator(arg[0]).first().selectOption(arg[1]);
+    } else if (what === 'text') {
+      console.log(`text ${arg.join(':')}: ${(await page.locator(arg.join(':')).first().textContent()).replace(/\s+/g, ' ').trim()}`);
+    } else if (what === 'attr') {
+      const sel = arg.slice(0, -1).join(':'), name = arg[arg.length - 1];
+      console.log(`attr ${sel} ${name}: ${await page.locator(sel).first().getAttribute(name)}`);
+    } else if (what === 'hash') {
+      console.log(`hash: ${await page.evaluate(() => location.hash.slice(1))}`);
+    } else if (what === 'views') {
+      const ids = await page.evaluate(() => Array.from(document.querySelectorAll('section[id], pre[id], object[id]'))
+        .filter((e) => e.getBoundingClientRect().height > 0).map((e) => e.id));
+      for (const id of ids) {
+        const el = page.locator(`[id="${id}"]`);
+        await el.scrollIntoViewIfNeeded();
+        const box = await el.boundingBox();
+        const shot = await page.screenshot({ clip: { x: box.x, y: Math.max(0, box.y), width: Math.min(box.width, 1400 - box.x), height: Math.min(box.height, 900) } });
+        console.log(`view ${id} pixels ${inked(shot)} right ${Math.ceil(box.x + box.width)}`);
+      }
+      console.log(`scroll_width ${await page.evaluate(() => document.documentElement.scrollWidth)}`);
+    } else {
+      throw new Error(`unknown step '${step}'`);
+    }
+  }
+  for (const e of errors) console.log(`error: ${e}`);
+  for (const r of requests) console.log(`request: ${r}`);
+  console.log(`errors ${errors.length}`);
+  console.log(`requests ${requests.length}`);
+} finally {
+  await browser.close();
+}
