@@ -5,9 +5,14 @@
 #include "msg.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static const char *who = "memsight";
+/* msg_once: the texts said so far, by hash (FNV-1a), in a small open
+ * table; past its size, repeats are said again. */
+static int once;
+static uint64_t said[512];
 
 void msg_init(const char *w)
 {
@@ -19,12 +24,42 @@ const char *msg_who(void)
 	return who;
 }
 
+void msg_once(int on)
+{
+	once = on;
+}
+
+/* Whether text was said before, remembering it if not. */
+static int said_before(const char *tag, const char *text)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (const char *p = tag; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (const char *p = text; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h |= 1;
+	for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++) {
+		size_t k = (h + i) % (sizeof(said) / sizeof(said[0]));
+
+		if (said[k] == h)
+			return 1;
+		if (!said[k]) {
+			said[k] = h;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /* One fprintf per line, so lines from threads do not interleave. */
-static void say(const char *tag, const char *fmt, va_list ap)
+static void say(const char *tag, const char *fmt, va_list ap, int repeatable)
 {
 	char text[8192];
 
 	vsnprintf(text, sizeof(text), fmt, ap);
+	if (once && !repeatable && said_before(tag, text))
+		return;
 	fprintf(stderr, "%s: %s%s\n", who, tag, text);
 }
 
@@ -33,7 +68,7 @@ int msg_error(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	say("", fmt, ap);
+	say("", fmt, ap, 1);
 	va_end(ap);
 	return -1;
 }
@@ -43,7 +78,7 @@ void msg_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	say("warning: ", fmt, ap);
+	say("warning: ", fmt, ap, 0);
 	va_end(ap);
 }
 
@@ -52,6 +87,6 @@ void msg_note(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	say("", fmt, ap);
+	say("", fmt, ap, 0);
 	va_end(ap);
 }

@@ -20,5 +20,9 @@ int msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "WHO: TEXT": progress and summaries, which are not results. */
 void msg_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on (on 1), a warning or note said before is not said again: for
+ * a command that runs others on the same trace (report --html), whose
+ * notes would each come once per view. Errors are always said. */
+void msg_once(int on);
 
 #endif

@@ -229,6 +229,26 @@ elif recording_allowed; then
 		test "$(fact errors s.out)" = 0
 	'
 
+	test_expect_success 'two traces: the page holds what changed, as memsight diff gives it, and its differential flame graph' '
+		"$MEMSIGHT" record -q -e malloc -o m3.trace -- "$SAMPLES/loop_leak" 3000 >/dev/null &&
+		"$MEMSIGHT" report --html d.html m.trace m3.trace 2>err &&
+		cat err &&
+		grep "wrote .d.html.: what changed, the report, the leaks and 4 flame graphs" err &&
+		test $(grep -c "leaks suppresses too" err) = 1 &&
+		grep -q "<object id=\"diff-flame\" type=\"image/svg+xml\"" d.html &&
+		grep -o "data:image/svg+xml;base64,[A-Za-z0-9+/=]*" d.html | head -1 | sed "s/^data:image\/svg+xml;base64,//" | base64 -d >diff.svg &&
+		xmllint --noout diff.svg &&
+		drive d.html load attr:#diff-total:data-value text:#diff-table\ tr:nth-child\(2\) >d.out &&
+		cat d.out &&
+		test "$(fact errors d.out)" = 0 &&
+		"$MEMSIGHT" diff --json m.trace m3.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; print decode_json(<STDIN>)->{delta}" >want &&
+		test "$(fact "attr #diff-total data-value:" d.out)" = "$(cat want)" &&
+		grep "^text #diff-table tr:nth-child(2): +7.8 KiB3.9 KiB11.7 KiBleak (loop_leak)$" d.out &&
+		test_must_fail "$MEMSIGHT" report m.trace m3.trace 2>err &&
+		test_one_line err &&
+		grep "two traces make a page of what changed: give --html PAGE, or compare them with memsight diff" err
+	'
+
 	test_expect_success 'the flat table'"'"'s top function and bytes are the functions command'"'"'s' '
 		drive m.html load text:#functions-table\ tbody\ tr\ td attr:#functions-table\ tbody\ tr\ td:nth-child\(3\):data-value >t.out &&
 		cat t.out &&

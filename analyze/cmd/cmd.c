@@ -167,14 +167,27 @@ int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx)
 
 int cmd_parse(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a)
 {
+	return cmd_parse_base(argc, argv, opts, usage, a, NULL);
+}
+
+int cmd_parse_base(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a,
+		   const char **base)
+{
 	int r;
 
 	/* A command that runs others (report --html) hands them a as it is:
 	 * the trace is each one's own to name. */
 	a->trace = NULL;
+	if (base)
+		*base = NULL;
 	r = opts_parse(argc, argv, opts, usage, a);
 	if (r >= 0)
 		return r;
+	if (base && optind == argc - 2 && !a->trace) {
+		*base = argv[optind];
+		a->trace = argv[optind + 1];
+		return -1;
+	}
 	if (optind == argc - 1 && !a->trace) {
 		a->trace = argv[optind];
 		return -1;

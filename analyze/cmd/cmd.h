@@ -135,11 +135,19 @@ int cmd_stdout_to(FILE *f);
 void cmd_stdout_restore(int saved);
 /* Run a command with what it prints going into f; its exit status. */
 int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int argc, char **argv, struct analyze_opts *a);
+/* diff's event and weight where not given (*event, *weight NULL): malloc
+ * by leaked bytes where both traces recorded malloc, else faults; bytes
+ * for brk and mmap. 0, or -1 when a trace cannot be opened (said). */
+int diff_defaults(const char *base, const char *new, struct analyze_opts *a, const char **event, const char **weight);
 /* report --html: the page at path, from the report's text, its JSON
  * (report_json's page form: the data its views are drawn from) and the
  * other commands run on trace (report_html.c). */
-int report_html(FILE *out, const char *path, const char *trace, const char *text, size_t text_len,
+int report_html(FILE *out, const char *path, const char *base, const char *trace, const char *text, size_t text_len,
 		const char *data, size_t data_len, struct session *s, struct analyze_opts *a);
+/* cmd_parse for a command that also takes a BASE before its trace (report
+ * --html BASE NEW): *base is it, or NULL when one trace was given. */
+int cmd_parse_base(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a,
+		   const char **base);
 /* Frames as an array of {function, offset, object, kernel, inlined[,
  * file, line]}: the one frame schema of every command's JSON. */
 void cmd_json_frames(struct json *j, const char *key, const struct frame *fr, int n, int lines);

@@ -281,6 +281,29 @@ static int opt_forward(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+int diff_defaults(const char *base, const char *new, struct analyze_opts *a, const char **event, const char **weight)
+{
+	if (!*event && is_trace(base) && is_trace(new)) {
+		/* What memsight diff is mostly for: leak growth. */
+		const char *paths[2] = { base, new };
+		struct session s;
+		int malloc_both = 0;
+
+		for (int i = 0; i < 2; i++) {
+			if (cmd_open(&s, paths[i], a))
+				return -1;
+			malloc_both += session_group_recorded(&s, "malloc");
+			cmd_close(&s, 0);
+		}
+		*event = malloc_both == 2 ? "malloc" : "faults";
+	}
+	if (*event && !*weight && !strcmp(*event, "malloc"))
+		*weight = "leaked";
+	else if (*event && !*weight && (!strcmp(*event, "brk") || !strcmp(*event, "mmap")))
+		*weight = "bytes";
+	return 0;
+}
+
 int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 {
 	struct diff d = { .top = 0 };
@@ -317,23 +340,8 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 	base = argv[optind];
 	new = argv[optind + 1];
 	d.top = cmd_top(d.top, d.json, 20);
-	if (!d.event && is_trace(base) && is_trace(new)) {
-		/* What memsight diff is mostly for: leak growth. */
-		struct session s;
-		int malloc_both = 0;
-
-		for (int i = 0; i < 2; i++) {
-			if (cmd_open(&s, argv[optind + i], a))
-				return 1;
-			malloc_both += session_group_recorded(&s, "malloc");
-			cmd_close(&s, 0);
-		}
-		d.event = malloc_both == 2 ? "malloc" : "faults";
-	}
-	if (d.event && !d.weight && !strcmp(d.event, "malloc"))
-		d.weight = "leaked";
-	else if (d.event && !d.weight && (!strcmp(d.event, "brk") || !strcmp(d.event, "mmap")))
-		d.weight = "bytes";
+	if (diff_defaults(base, new, a, &d.event, &d.weight))
+		return 1;
 	hashmap_init(&d.stacks, 1);
 	if (read_side(&d, base, 0, a) || read_side(&d, new, 1, a))
 		goto out;

@@ -22,9 +22,12 @@
 
 static const char usage_text[] =
 	"usage: memsight report [options] [FILE]\n"
+	"   or: memsight report --html PAGE [options] [BASE] FILE\n"
 	"\n"
 	"One section per kind of event recorded (brk, mmap, page faults, malloc):\n"
-	"per process counts and bytes, then the heaviest stacks.\n";
+	"per process counts and bytes, then the heaviest stacks. With --html and\n"
+	"two traces, the page also holds what changed from BASE, as memsight diff\n"
+	"gives it, and its differential flame graph.\n";
 
 struct proc_stats {
 	int pid;
@@ -1277,12 +1280,17 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	};
 	struct session s;
 	char err[512];
-	int ret = 1, c = cmd_parse(argc, argv, options, usage_text, a);
+	const char *base = NULL;
+	int ret = 1, c = cmd_parse_base(argc, argv, options, usage_text, a, &base);
 
 	if (c >= 0)
 		return c;
 	if (html && json) {
 		msg_error("--html and --json are two outputs: give one");
+		return 2;
+	}
+	if (base && !html) {
+		msg_error("two traces make a page of what changed: give --html PAGE, or compare them with memsight diff");
 		return 2;
 	}
 	/* The page's file first: a path that cannot be written fails now, not
@@ -1335,7 +1343,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			if (!data)
 				ret = 1;
 			else
-				ret = report_html(page, html, a->trace, text, n, data, jn, &s, a) ? 1 : 0;
+				ret = report_html(page, html, base, a->trace, text, n, data, jn, &s, a) ? 1 : 0;
 			free(text);
 			free(data);
 		} else if (json) {

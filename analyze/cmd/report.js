@@ -75,6 +75,33 @@
       bar.style.width = Math.max(1, Math.round(300 * c.allocations / most)) + 'px';
     });
   }
+  /* Two traces: what changed, as memsight diff weighs it, largest growth
+   * first. */
+  var df = d.diff, dsec = document.getElementById('diff');
+  if (df && dsec) {
+    var inBytes = df.weight !== 'count';
+    var dv = function (v) { return inBytes ? bytes(Math.abs(v)) : Math.abs(v).toLocaleString('en'); };
+    var signed = function (v) { return (v > 0 ? '+' : v < 0 ? '\u2212' : '') + dv(v); };
+    var dp = add(dsec, 'p', 'By ' + df.event + ', weighted by ' + df.weight + ': ' + dv(df.base_total) + ' before, ' +
+        dv(df.new_total) + ' now, ' + signed(df.delta) + ((df.base_estimate || df.new_estimate) ? ' (estimates)' : '') + '.');
+    dp.id = 'diff-total';
+    dp.setAttribute('data-value', df.delta);
+    var dt = add(dsec, 'table', undefined, 'leaks');
+    dt.id = 'diff-table';
+    var dh = add(dt, 'tr');
+    ['change', 'before', 'now', '', 'where'].forEach(function (h) { add(dh, 'th', h); });
+    df.stacks.forEach(function (x) {
+      var r = add(dt, 'tr');
+      add(r, 'td', signed(x.delta)).setAttribute('data-value', x.delta);
+      add(r, 'td', dv(x.base));
+      add(r, 'td', dv(x.new));
+      add(r, 'td', x.status === 'new' || x.status === 'gone' ? x.status : '');
+      var c = add(r, 'td'), fa = add(c, 'a', site(x.frames), 'fn');
+      fa.href = '#callers-head';
+      add(c, 'span', ' (' + x.comm + ')');
+    });
+  }
+
   /* The page's state, which its address keeps (a permalink):
    * #window=A,B (buckets of the stacks' timeline), metric=M, callers=NAME. */
   var state = { window: null, metric: null, callers: null };

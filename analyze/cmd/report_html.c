@@ -83,9 +83,11 @@ static char *slurp(FILE *f, size_t *len)
 }
 
 /* The SVG of folded stacks in `folded`, into `svg`. */
-static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g)
+/* memsight-flamegraph on folded (a differential graph from base to it,
+ * where base is not NULL) into svg. */
+static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct graph *g)
 {
-	char prog[4096], in[64], out[64], count[64];
+	char prog[4096], in[64], out[64], count[64], old[64];
 	char *argv[16];
 	int argc = 0, st;
 	pid_t pid;
@@ -108,6 +110,12 @@ static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g)
 	argv[argc++] = HTML_MINWIDTH;
 	argv[argc++] = "-o";
 	argv[argc++] = out;
+	if (base) {
+		fflush(base);
+		snprintf(old, sizeof(old), "/proc/self/fd/%d", fileno(base));
+		argv[argc++] = "--diff";
+		argv[argc++] = old;
+	}
 	argv[argc++] = in;
 	argv[argc] = NULL;
 	pid = fork();
@@ -116,6 +124,8 @@ static int flamegraph_run(FILE *folded, FILE *svg, const struct graph *g)
 	if (!pid) {
 		/* Each file from its start, in the child's own offsets. */
 		lseek(fileno(folded), 0, SEEK_SET);
+		if (base)
+			lseek(fileno(base), 0, SEEK_SET);
 		execvp(prog, argv);
 		_exit(127);
 	}
@@ -191,9 +201,10 @@ static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct
 
 /* The page's data: what its summary, its tables, trees and windows are
  * drawn from: the report's JSON, given, and the other commands' own. */
-static void page_data(FILE *out, const char *trace, const char *report, size_t report_len, struct session *s,
-		      struct analyze_opts *a)
+static void page_data(FILE *out, const char *base, const char *trace, const char *report, size_t report_len,
+		      struct session *s, struct analyze_opts *a)
 {
+	char *diff[] = { "diff", "--json", "--top", "50", (char *)base, (char *)trace, NULL };
 	char *info[] = { "info", "--json", (char *)trace, NULL };
 	char *leaks[] = { "leaks", "--json", "--no-lines", "--top", "3", (char *)trace, NULL };
 	/* By function, what leaked where allocations were recorded (the
@@ -220,10 +231,56 @@ static void page_data(FILE *out, const char *trace, const char *report, size_t r
 		data_json(out, "errors", cmd_errors, errors, a, 0);
 	else
 		fputs(",\"errors\":null", out);
+	if (base)
+		data_json(out, "diff", cmd_diff, diff, a, 0);
+	else
+		fputs(",\"diff\":null", out);
 	fputs("}</script>\n", out);
 }
 
 /* Draws the summary and the table by function from the page's data. */
+/* Two traces: what changed from base, as memsight diff weighs it (its
+ * table drawn by the page's script from diff --json), and the
+ * differential flame graph of the same folding. */
+static int diff_section(FILE *out, const char *base, const char *trace, struct analyze_opts *a)
+{
+	const char *event = NULL, *weight = NULL;
+	struct graph g = { NULL, NULL, NULL, "What changed: widths from the new trace, red where a stack grew, blue "
+					     "where it shrank", NULL };
+	FILE *folded[2] = { NULL, NULL }, *svg = NULL;
+	const char *paths[2] = { base, trace };
+	int r = 0, ret = 1;
+
+	if (diff_defaults(base, trace, a, &event, &weight))
+		return 1;
+	g.unit = !weight ? "events" : strcmp(weight, "count") ? "bytes" : !strcmp(event, "malloc") ? "allocations" : event;
+	fputs("<h2 id=\"diff-head\">What changed from ", out);
+	cmd_markup_escape(out, base, strlen(base));
+	fputs("</h2>\n<section id=\"diff\"></section>\n", out);
+	for (int i = 0; i < 2; i++) {
+		char *argv[] = { "folded", "-e", (char *)event, weight ? "-w" : NULL, (char *)weight, NULL, NULL };
+
+		argv[weight ? 5 : 3] = (char *)paths[i];
+		folded[i] = captured(cmd_folded, argv, a, &r);
+		if (!folded[i] || r)
+			goto out;
+	}
+	svg = tmpfile();
+	if (!svg || flamegraph_run(folded[0], folded[1], svg, &g))
+		goto out;
+	svg_object(out, svg, "diff-flame", "display:block");
+	ret = 0;
+out:
+	for (int i = 0; i < 2; i++)
+		if (folded[i])
+			fclose(folded[i]);
+	if (svg)
+		fclose(svg);
+	if (ret && !r)
+		msg_error("cannot draw the differential flame graph of '%s' and '%s'", base, trace);
+	return ret;
+}
+
 /* The page's script (report.js), made a C string at build time. */
 static const char page_script[] =
 #include "report_js.inc"
@@ -281,14 +338,16 @@ static void leaks_section(FILE *out, const char *text)
 }
 
 
-int report_html(FILE *out, const char *path, const char *trace, const char *text, size_t text_len, const char *data,
-		size_t data_len, struct session *s, struct analyze_opts *a)
+int report_html(FILE *out, const char *path, const char *base, const char *trace, const char *text, size_t text_len,
+		const char *data, size_t data_len, struct session *s, struct analyze_opts *a)
 {
 	int ret = 0, r, shown = 0;
 	char buf[256];
 	FILE *errors = NULL;
 	int had_errors = 0;
 
+	/* Each view runs a command on the same trace: its notes once. */
+	msg_once(1);
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>memsight report: ", out);
 	cmd_markup_escape(out, trace, strlen(trace));
 	fputs("</title>\n<style>\n"
@@ -328,6 +387,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 	      out);
 	if (errors)
 		fputs("<a href=\"#errors\">memory errors</a>", out);
+	if (base)
+		fputs("<a href=\"#diff-head\">changes</a>", out);
 	fputs("<a href=\"#summary-head\">summary</a><a href=\"#timeline-head\">over time</a>"
 	      "<a href=\"#functions-head\">functions</a><a href=\"#topdown-head\">top-down</a>"
 	      "<a href=\"#bottomup-head\">bottom-up</a><a href=\"#callers-head\">callers</a>", out);
@@ -354,6 +415,8 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 		fclose(errors);
 		had_errors = 1;
 	}
+	if (base && diff_section(out, base, trace, a))
+		return 1;
 	fputs("<h2 id=\"timeline-head\">Over time</h2>\n<section id=\"timeline\"></section>\n", out);
 	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
 	fputs("<h2 id=\"topdown-head\">Top-down</h2>\n<section id=\"topdown\"></section>\n"
@@ -404,7 +467,7 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 		/* One graph: its own Icicle button turns it the other way up. */
 		snprintf(id, sizeof(id), "g%zu-flame", i);
 		svg = tmpfile();
-		if (!svg || flamegraph_run(folded, svg, g)) {
+		if (!svg || flamegraph_run(NULL, folded, svg, g)) {
 			if (svg)
 				fclose(svg);
 			fclose(folded);
@@ -437,14 +500,14 @@ int report_html(FILE *out, const char *path, const char *trace, const char *text
 			unlink(tmp);
 		}
 	}
-	page_data(out, trace, data, data_len, s, a);
+	page_data(out, base, trace, data, data_len, s, a);
 	fputs("<script>\n", out);
 	fputs(page_script, out);
 	fputs("</script>\n", out);
 	fputs("</body>\n</html>\n", out);
 	if (fflush(out) || ferror(out))
 		return msg_error("cannot write '%s': %s", path, strerror(errno));
-	msg_note("wrote '%s': %sthe report%s and %d flame graph%s", path, had_errors ? "the memory errors, " : "",
-		 allocs_recorded(s) ? ", the leaks" : "", shown, cmd_s(shown));
+	msg_note("wrote '%s': %s%sthe report%s and %d flame graph%s", path, base ? "what changed, " : "",
+		 had_errors ? "the memory errors, " : "", allocs_recorded(s) ? ", the leaks" : "", shown, cmd_s(shown));
 	return ret;
 }
