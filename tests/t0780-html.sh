@@ -146,7 +146,7 @@ elif recording_allowed; then
 	test_expect_success 'five kinds of recording: each page loads with no console error and no network request' '
 		"$MEMSIGHT" record -q -e malloc -o m.trace -- "$SAMPLES/loop_leak" 1000 >/dev/null &&
 		"$MEMSIGHT" record -q -o d.trace -- "$SAMPLES/phases" 64 8 16 >/dev/null &&
-		"$MEMSIGHT" record -q -e malloc --leak-check -o lc.trace -- "$SAMPLES/leak_cases" tree 1 >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc --leak-check -o lc.trace -- "$SAMPLES/leak_cases" tree 1 >lc.truth &&
 		"$MEMSIGHT" record -q --ring 8M -e faults,malloc -o ring.trace -- "$SAMPLES/phases" 16 8 16 >/dev/null &&
 		"$MEMSIGHT" record -q -a -e faults -o a.trace -- "$SAMPLES/phases" 16 4 16 >/dev/null &&
 		for t in m d lc ring a; do
@@ -156,7 +156,10 @@ elif recording_allowed; then
 			cat $t.out &&
 			test "$(fact errors $t.out)" = 0 && test "$(fact requests $t.out)" = 0 || return 1
 		done &&
-		grep -q "still reachable\|definitely lost" lc.html
+		grep "^leak_cases: definitely lost 48 bytes in 1 blocks$" lc.truth &&
+		grep "^leak_cases: indirectly lost 512 bytes in 12 blocks$" lc.truth &&
+		drive lc.html load text:#sum-leak-check >lc.sum &&
+		grep "^text #sum-leak-check: definitely lost 48 B in 1 block, indirectly lost 512 B in 12 blocks, possibly lost 0 B in 0 blocks, still reachable 0 B in 0 blocks$" lc.sum
 	'
 
 	test_expect_success 'each view draws something, and fits a 1400x900 window without scrolling sideways' '

@@ -47,9 +47,15 @@
     var c = row('Leaked', bytes(l.leaked_bytes) + ' in ' + count(l.leaked_allocations, 'allocation') +
                 (l.estimate ? ' (estimated)' : ''), 'sum-leaked');
     c.setAttribute('data-bytes', l.leaked_bytes);
+    /* With --leak-check, the kinds valgrind reports: lost and reachable. */
+    var lk = l.leak_check;
+    if (lk && lk.processes)
+      row('Leak check', ['definitely_lost', 'indirectly_lost', 'possibly_lost', 'still_reachable'].map(function (k) {
+        return k.replace('_', ' ') + ' ' + bytes(lk[k + '_bytes']) + ' in ' + count(lk[k + '_allocations'], 'block');
+      }).join(', '), 'sum-leak-check');
     l.stacks.slice(0, 3).forEach(function (s, k) {
       row(k ? '' : 'Top stacks', bytes(s.bytes) + ' in ' + count(s.allocations, 'allocation') + ' from ' + site(s.frames) +
-          ' (pid ' + s.pid + ' ' + s.comm + ')');
+          ' (pid ' + s.pid + ' ' + s.comm + ')' + (s.kind && s.kind !== 'unknown' ? ', ' + s.kind.replace('_', ' ') : ''));
     });
   }
   var m = d.report && d.report.malloc;
