@@ -131,6 +131,7 @@ ANALYZE_SRC := \
 	analyze/model/reach.c \
 	analyze/model/stacktab.c \
 	analyze/model/suppress.c \
+	analyze/model/rssstat.c \
 	analyze/model/stacktime.c \
 	analyze/model/timeline.c \
 	analyze/replay/fields.c \

@@ -162,6 +162,19 @@ elif recording_allowed; then
 		grep "^text #sum-leak-check: definitely lost 48 B in 1 block, indirectly lost 512 B in 12 blocks, possibly lost 0 B in 0 blocks, still reachable 0 B in 0 blocks$" lc.sum
 	'
 
+	test_expect_success 'resident memory on the same time axis: its most is what memsight rss says of the one process' '
+		"$MEMSIGHT" record -q -e rss,malloc -o rss.trace -- "$SAMPLES/rss_grow" 16 0 0 >/dev/null &&
+		"$MEMSIGHT" rss --json rss.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; my \$d = decode_json(<STDIN>);
+			die qq{one process wanted\n} unless @{\$d->{processes}} == 1; print \$d->{processes}[0]{peak_bytes}, qq{\n}" >want &&
+		"$MEMSIGHT" report --json rss.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; my \$m = 0;
+			\$m = \$_ > \$m ? \$_ : \$m for @{decode_json(<STDIN>)->{timeline}{rss_bytes}}; print qq{\$m\n}" >got &&
+		test_cmp want got &&
+		"$MEMSIGHT" report --html rss.html rss.trace 2>/dev/null &&
+		drive rss.html load attr:#timeline-rss:points >r.out &&
+		test "$(fact errors r.out)" = 0 &&
+		grep "^attr #timeline-rss points: [0-9]" r.out
+	'
+
 	test_expect_success 'each view draws something, and fits a 1400x900 window without scrolling sideways' '
 		for t in m d; do
 			drive $t.html load views >$t.views &&

@@ -14,6 +14,7 @@
 #include "json.h"
 #include "../model/heapprof.h"
 #include "../model/memops.h"
+#include "../model/rssstat.h"
 #include "../model/stacktab.h"
 #include "../model/stacktime.h"
 #include "../model/suppress.h"
@@ -57,6 +58,8 @@ struct report {
 	int lines;		/* file:line on frames */
 	struct timeline tl;	/* faults, brk growth and the heap over time */
 	struct stacktime st;	/* the same by stack: faults, blocks made and freed */
+	struct rssstat rss;	/* resident memory, for the timeline */
+	int have_rss;
 	uint64_t procs_shown;	/* --procs: rows of a process table, 0 for all */
 	struct hashmap procs;	/* pid -> struct proc_stats * */
 	struct stacktab brk, mmap, faults;
@@ -238,9 +241,17 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 {
 	struct report *r = arg;
 	int ret = memops_sample(r->mo, smp);
+	struct rss_mm *mm = NULL;
 
 	if (!ret && r->have_malloc)
 		ret = allocs_sample(&r->a, s, smp, on_alloc, r);
+	if (!ret && smp->ev->kind == EVK_RSS_STAT && (r->pid < 0 || smp->pid == r->pid)) {
+		ret = rssstat_sample(&r->rss, s, smp, &mm);
+		if (!ret && mm) {
+			r->have_rss = 1;
+			timeline_rss(&r->tl, smp->time, r->rss.total > 0 ? (uint64_t)r->rss.total : 0);
+		}
+	}
 	return ret;
 }
 
@@ -728,8 +739,9 @@ static void json_section_head(struct json *j, const char *key, uint64_t period)
 }
 
 /* The figures over time: per bucket, the faults and brk growth in it (as
- * the sections count them, GROUP/N scaled) and the most malloc's blocks
- * held (null without malloc). */
+ * the sections count them, GROUP/N scaled), the most malloc's blocks held
+ * (null without malloc) and the most the recorded processes had resident
+ * (null without rss). */
 static void timeline_json(struct json *j, const struct report *r, const struct session *s)
 {
 	const struct timeline *t = &r->tl;
@@ -753,6 +765,14 @@ static void timeline_json(struct json *j, const struct report *r, const struct s
 		json_end(j);
 	} else {
 		json_null(j, "heap_bytes");
+	}
+	if (r->have_rss) {
+		json_begin_array(j, "rss_bytes");
+		for (size_t i = 0; i < t->n; i++)
+			json_u64(j, NULL, t->v[i].rss_max);
+		json_end(j);
+	} else {
+		json_null(j, "rss_bytes");
 	}
 	json_end(j);
 }
@@ -1321,6 +1341,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	heapprof_init(&r.heap);
 	timeline_init(&r.tl);
 	stacktime_init(&r.st, &r.tl);
+	rssstat_init(&r.rss);
 	if (!r.big || !r.mo) {
 		msg_error("out of memory");
 	} else if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
@@ -1354,6 +1375,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	}
 	memops_free(r.mo);
 	stacktime_release(&r.st);
+	rssstat_release(&r.rss);
 	heapprof_release(&r.heap);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);
 	hashmap_for_each(&r.fmaps, slot) free(slot->ptr);

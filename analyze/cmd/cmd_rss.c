@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "../model/rssstat.h"
 #include "../../formats/replace.h"
 
 static const char usage_text[] =
@@ -22,67 +23,48 @@ static const char usage_text[] =
 	"Resident memory over time per process (record -e rss): file, anonymous and\n"
 	"shmem pages and swap entries, as the kernel counts them.\n";
 
-enum { RSS_FILE, RSS_ANON, RSS_SWAP, RSS_SHMEM, RSS_NR };
-static const char *const member_names[RSS_NR] = { "file", "anon", "swap", "shmem" };
-
 struct point {
 	uint64_t time;
 	int64_t v[RSS_NR];
 };
 
+/* An mm's points, kept in its struct rss_mm's user. */
 struct series {
-	int pid;
-	uint32_t mm_id;
-	const char *comm;
-	int64_t cur[RSS_NR];
-	int64_t peak;		/* of file + anon + shmem */
+	struct rss_mm *mm;
 	struct point *pts;
 	size_t nr, alloc;
 };
 
 struct rss {
 	long pid;
-	struct hashmap by_mm;	/* mm_id -> struct series * */
-	uint64_t unowned;	/* changes to an mm never reported by its own task */
+	struct rssstat st;
+	struct series **all;	/* every mm's, in the order first seen */
+	size_t nr_all;
 };
-
-static int64_t resident(const int64_t *v)
-{
-	return v[RSS_FILE] + v[RSS_ANON] + v[RSS_SHMEM];
-}
 
 static int on_sample(struct session *s, struct sample *smp, void *arg)
 {
 	struct rss *r = arg;
-	uint32_t mm = (uint32_t)sample_num(smp, "mm_id");
-	int64_t member = sample_snum(smp, "member");
-	struct hm_slot *slot;
+	struct rss_mm *mm;
 	struct series *se;
 	struct point *p;
 
-	if (smp->ev->kind != EVK_RSS_STAT || member < 0 || member >= RSS_NR)
-		return 0;
-	slot = hashmap_u64(&r->by_mm, mm, NULL);
-	if (!slot)
+	if (rssstat_sample(&r->st, s, smp, &mm))
 		return -1;
-	if (!slot->ptr) {
-		if (!sample_num(smp, "curr")) {
-			r->unowned++;
-			return 0;
-		}
-		if (!(slot->ptr = calloc(1, sizeof(*se))))
+	if (!mm)
+		return 0;
+	if (!mm->user) {
+		struct series **v = realloc(r->all, (r->nr_all + 1) * sizeof(*v));
+
+		if (!v)
 			return -1;
-		se = slot->ptr;
-		se->pid = smp->pid;
-		se->mm_id = mm;
+		r->all = v;
+		if (!(mm->user = calloc(1, sizeof(*se))))
+			return -1;
+		r->all[r->nr_all++] = mm->user;
+		((struct series *)mm->user)->mm = mm;
 	}
-	se = slot->ptr;
-	if (sample_num(smp, "curr"))
-		/* After an exec the same task has a new mm: follow the name. */
-		se->comm = machine_comm(&s->m, se->pid, se->pid);
-	se->cur[member] = sample_snum(smp, "size");
-	if (resident(se->cur) > se->peak)
-		se->peak = resident(se->cur);
+	se = mm->user;
 	if (se->nr == se->alloc) {
 		size_t n = se->alloc ? se->alloc * 2 : 64;
 		struct point *v = realloc(se->pts, n * sizeof(*v));
@@ -94,13 +76,13 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	}
 	p = &se->pts[se->nr++];
 	p->time = smp->time;
-	memcpy(p->v, se->cur, sizeof(p->v));
+	memcpy(p->v, mm->cur, sizeof(p->v));
 	return 0;
 }
 
 static int series_cmp(const void *a, const void *b)
 {
-	const struct series *x = *(struct series *const *)a, *y = *(struct series *const *)b;
+	const struct rss_mm *x = (*(struct series *const *)a)->mm, *y = (*(struct series *const *)b)->mm;
 
 	return x->peak != y->peak ? (x->peak > y->peak ? -1 : 1) : (x->pid > y->pid) - (x->pid < y->pid);
 }
@@ -134,8 +116,8 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 	if (!f)
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		if (v[i]->peak > ymax)
-			ymax = v[i]->peak;
+		if (v[i]->mm->peak > ymax)
+			ymax = v[i]->mm->peak;
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		   "<svg version=\"1.1\" width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\" "
 		   "font-family=\"Verdana\" font-size=\"12\">\n"
@@ -157,26 +139,26 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 		const struct series *se = v[i];
 		const char *col = palette[i % (sizeof(palette) / sizeof(palette[0]))];
 
-		fprintf(f, "<g class=\"rss\" data-pid=\"%d\" data-last-bytes=\"%lld\">\n<title>pid %d ", se->pid,
-			(long long)resident(se->cur), se->pid);
-		cmd_markup_escape(f, se->comm ? se->comm : "?", SIZE_MAX);
+		fprintf(f, "<g class=\"rss\" data-pid=\"%d\" data-last-bytes=\"%lld\">\n<title>pid %d ", se->mm->pid,
+			(long long)rss_resident(se->mm->cur), se->mm->pid);
+		cmd_markup_escape(f, se->mm->comm ? se->mm->comm : "?", SIZE_MAX);
 		fprintf(f, ": peak %lld bytes, last %lld bytes</title>\n<polyline fill=\"none\" stroke=\"%s\" "
 			   "stroke-width=\"1.5\" points=\"",
-			(long long)se->peak, (long long)resident(se->cur), col);
+			(long long)se->mm->peak, (long long)rss_resident(se->mm->cur), col);
 		for (size_t j = 0; j < se->nr; j++) {
 			double x = L + (W - R - L) * (double)(se->pts[j].time - t0) / (double)(t1 - t0);
-			double y = H - B - (H - B - T) * (double)resident(se->pts[j].v) / (double)ymax;
+			double y = H - B - (H - B - T) * (double)rss_resident(se->pts[j].v) / (double)ymax;
 
 			/* Steps: the value holds until the next change. */
 			if (j)
 				fprintf(f, " %.1f,%.1f", x,
-					H - B - (H - B - T) * (double)resident(se->pts[j - 1].v) / (double)ymax);
+					H - B - (H - B - T) * (double)rss_resident(se->pts[j - 1].v) / (double)ymax);
 			fprintf(f, " %.1f,%.1f", x, y);
 		}
 		fprintf(f, "\"/>\n<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n"
 			   "<text x=\"%.0f\" y=\"%.0f\">%d ",
-			W - R + 15, T + 20.0 * i, col, W - R + 32, T + 20.0 * i + 11, se->pid);
-		cmd_markup_escape(f, se->comm ? se->comm : "?", SIZE_MAX);
+			W - R + 15, T + 20.0 * i, col, W - R + 32, T + 20.0 * i + 11, se->mm->pid);
+		cmd_markup_escape(f, se->mm->comm ? se->mm->comm : "?", SIZE_MAX);
 		fprintf(f, "</text>\n</g>\n");
 	}
 	fprintf(f, "</svg>\n");
@@ -193,13 +175,13 @@ static void print_json(const struct session *s, struct series **v, size_t n)
 	json_begin_array(&j, "processes");
 	for (size_t i = 0; i < n; i++) {
 		json_begin(&j, NULL);
-		json_i64(&j, "pid", v[i]->pid);
-		json_str(&j, "comm", v[i]->comm);
-		json_i64(&j, "peak_bytes", v[i]->peak);
+		json_i64(&j, "pid", v[i]->mm->pid);
+		json_str(&j, "comm", v[i]->mm->comm);
+		json_i64(&j, "peak_bytes", v[i]->mm->peak);
 		json_begin(&j, "last");
 		for (int m = 0; m < RSS_NR; m++)
-			json_i64(&j, member_names[m], v[i]->cur[m]);
-		json_i64(&j, "resident", resident(v[i]->cur));
+			json_i64(&j, rss_member_names[m], v[i]->mm->cur[m]);
+		json_i64(&j, "resident", rss_resident(v[i]->mm->cur));
 		json_end(&j);
 		json_u64(&j, "changes", v[i]->nr);
 		json_end(&j);
@@ -213,16 +195,16 @@ static void print_text(const struct session *s, const struct rss *r, struct seri
 	char b1[32];
 
 	printf("# memsight rss of '%s': %zu processes%s\n", s->path, n,
-	       r->unowned ? " (changes to memory of processes never seen themselves are left out)" : "");
+	       r->st.unowned ? " (changes to memory of processes never seen themselves are left out)" : "");
 	for (size_t i = 0; i < n; i++) {
 		struct series *se = v[i];
 		uint64_t t0 = se->pts[0].time, t1 = se->pts[se->nr - 1].time;
 
 		printf("\npid %d %s: peak %s, last: resident %lld bytes (file %lld, anon %lld, shmem %lld), "
 		       "swap entries %lld bytes\n",
-		       se->pid, se->comm ? se->comm : "?", fmt_bytes(se->peak, b1, sizeof(b1)), (long long)resident(se->cur),
-		       (long long)se->cur[RSS_FILE], (long long)se->cur[RSS_ANON], (long long)se->cur[RSS_SHMEM],
-		       (long long)se->cur[RSS_SWAP]);
+		       se->mm->pid, se->mm->comm ? se->mm->comm : "?", fmt_bytes(se->mm->peak, b1, sizeof(b1)), (long long)rss_resident(se->mm->cur),
+		       (long long)se->mm->cur[RSS_FILE], (long long)se->mm->cur[RSS_ANON], (long long)se->mm->cur[RSS_SHMEM],
+		       (long long)se->mm->cur[RSS_SWAP]);
 		printf("%12s %14s %14s %14s %14s\n", "TIME(s)", "RESIDENT", "FILE", "ANON", "SHMEM");
 		for (uint64_t k = 0; k < points; k++) {
 			uint64_t t = points > 1 ? t0 + (t1 - t0) * k / (points - 1) : t1;
@@ -230,7 +212,7 @@ static void print_text(const struct session *s, const struct rss *r, struct seri
 
 			if (!p || (k && points > 1 && t1 == t0))
 				continue;
-			printf("%12.6f %14lld %14lld %14lld %14lld\n", (t - s->first_time) / 1e9, (long long)resident(p->v),
+			printf("%12.6f %14lld %14lld %14lld %14lld\n", (t - s->first_time) / 1e9, (long long)rss_resident(p->v),
 			       (long long)p->v[RSS_FILE], (long long)p->v[RSS_ANON], (long long)p->v[RSS_SHMEM]);
 		}
 	}
@@ -239,17 +221,14 @@ static void print_text(const struct session *s, const struct rss *r, struct seri
 /* The processes to show: of --pid, largest peak first, at most top. */
 static struct series **rss_select(struct rss *r, uint64_t top, size_t *n)
 {
-	struct series **v = malloc((r->by_mm.nr ? r->by_mm.nr : 1) * sizeof(*v));
+	struct series **v = malloc((r->nr_all ? r->nr_all : 1) * sizeof(*v));
 
 	*n = 0;
 	if (!v)
 		return NULL;
-	hashmap_for_each(&r->by_mm, slot) {
-		struct series *se = slot->ptr;
-
-		if (se && (r->pid < 0 || se->pid == r->pid))
-			v[(*n)++] = se;
-	}
+	for (size_t i = 0; i < r->nr_all; i++)
+		if (r->pid < 0 || r->all[i]->mm->pid == r->pid)
+			v[(*n)++] = r->all[i];
 	if (*n > 1)
 		qsort(v, *n, sizeof(*v), series_cmp);
 	if (*n > top)
@@ -291,7 +270,7 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 	}
 	if (cmd_open_group(&s, a->trace, a, "rss_stat", "rss", NULL))
 		return 1;
-	hashmap_init(&r.by_mm, 0);
+	rssstat_init(&r.st);
 	s.no_unwind = 1;
 	if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
 		msg_error("%s", err[0] ? err : "out of memory");
@@ -307,14 +286,12 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 		ret = 0;
 	}
 	free(v);
-	hashmap_for_each(&r.by_mm, slot) {
-		struct series *se = slot->ptr;
-
-		if (se)
-			free(se->pts);
-		free(se);
+	for (size_t i = 0; i < r.nr_all; i++) {
+		free(r.all[i]->pts);
+		free(r.all[i]);
 	}
-	hashmap_release(&r.by_mm);
+	free(r.all);
+	rssstat_release(&r.st);
 	session_release(&s);
 	return ret;
 }

@@ -211,8 +211,9 @@
       mk('polyline', { id: id, points: pts.join(' '), fill: 'none', stroke: color, 'stroke-width': 2 }, svg);
       return m;
     };
-    var legend = ['page faults: bars, up to ' + fm.toLocaleString('en') + ' a bucket'];
+    var legend = tl.faults.some(function (v) { return v > 0; }) ? ['page faults: bars, up to ' + fm.toLocaleString('en') + ' a bucket'] : [];
     if (tl.heap_bytes) legend.push('malloc heap in use: red, up to ' + bytes(line(tl.heap_bytes, '#c33', 'timeline-heap')));
+    if (tl.rss_bytes) legend.push('resident memory (rss_stat): purple, up to ' + bytes(line(tl.rss_bytes, '#84b', 'timeline-rss')));
     var grew = 0, grown = tl.brk_bytes.map(function (v) { return grew += v; });
     if (grew) legend.push('brk growth so far: green, ' + bytes(line(grown, '#393', 'timeline-brk')));
     var end = tl.start_s + n * tl.bucket_s;

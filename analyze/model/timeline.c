@@ -24,6 +24,9 @@ static void widen(struct timeline *t)
 		t->v[i].heap_max = a.heap_max > b.heap_max ? a.heap_max : b.heap_max;
 		t->v[i].heap_end = b.heap_seen ? b.heap_end : a.heap_end;
 		t->v[i].heap_seen = a.heap_seen || b.heap_seen;
+		t->v[i].rss_max = a.rss_max > b.rss_max ? a.rss_max : b.rss_max;
+		t->v[i].rss_end = b.rss_seen ? b.rss_end : a.rss_end;
+		t->v[i].rss_seen = a.rss_seen || b.rss_seen;
 	}
 	memset(t->v + n, 0, (TIMELINE_MAX - n) * sizeof(t->v[0]));
 	t->n = n;
@@ -56,6 +59,16 @@ void timeline_heap(struct timeline *t, uint64_t time, uint64_t held)
 	b->heap_seen = 1;
 }
 
+void timeline_rss(struct timeline *t, uint64_t time, uint64_t resident)
+{
+	struct timeline_bucket *b = timeline_at(t, time);
+
+	if (!b->rss_seen || resident > b->rss_max)
+		b->rss_max = resident;
+	b->rss_end = resident;
+	b->rss_seen = 1;
+}
+
 void timeline_finish(struct timeline *t)
 {
 	for (size_t i = 1; i < t->n; i++) {
@@ -67,5 +80,9 @@ void timeline_finish(struct timeline *t)
 			b->heap_end = before;
 		if (before > b->heap_max)
 			b->heap_max = before;
+		if (!b->rss_seen)
+			b->rss_end = t->v[i - 1].rss_end;
+		if (t->v[i - 1].rss_end > b->rss_max)
+			b->rss_max = t->v[i - 1].rss_end;
 	}
 }

@@ -22,6 +22,8 @@ struct timeline_bucket {
 	uint64_t heap_max;	/* the most bytes malloc's blocks held in it */
 	uint64_t heap_end;	/* what they held at its last allocation or free */
 	int heap_seen;		/* an allocation or a free fell in it */
+	uint64_t rss_max, rss_end; /* the same for resident memory (rss_stat) */
+	int rss_seen;
 };
 
 struct timeline {
@@ -36,6 +38,8 @@ void timeline_init(struct timeline *t);
 struct timeline_bucket *timeline_at(struct timeline *t, uint64_t time);
 /* The heap at a moment: held bytes after an allocation or a free. */
 void timeline_heap(struct timeline *t, uint64_t time, uint64_t held);
+/* Resident memory at a moment: the recorded processes' sum after a change. */
+void timeline_rss(struct timeline *t, uint64_t time, uint64_t resident);
 /* After the replay: each bucket held, from its start, what the one before
  * it ended with. */
 void timeline_finish(struct timeline *t);
