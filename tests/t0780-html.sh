@@ -175,6 +175,18 @@ elif recording_allowed; then
 		grep "^attr #timeline-rss points: [0-9]" r.out
 	'
 
+	test_expect_success 'memory errors: a row each, with the block'"'"'s address and the functions that touched, made and freed it' '
+		"$MEMSIGHT" record -q -e malloc,signals,faults -o err.trace -- "$SAMPLES/mem_errors" uaf >err.truth 2>/dev/null;
+		block=$(sed -n "s/^mem_errors: block //p" err.truth) &&
+		test -n "$block" &&
+		"$MEMSIGHT" report --html err.html err.trace 2>/dev/null &&
+		drive err.html load text:#errors-table\ tr:nth-child\(2\) >e.out &&
+		cat e.out &&
+		test "$(fact errors e.out)" = 0 &&
+		addr=$(printf "0x%x" $((block + 16))) &&
+		grep "^text #errors-table tr:nth-child(2): use-after-free+[0-9.]* mspid [0-9]* mem_errors, SIGSEGV${addr}read_atmake_blockdrop_block$" e.out
+	'
+
 	test_expect_success 'each view draws something, and fits a 1400x900 window without scrolling sideways' '
 		for t in m d; do
 			drive $t.html load views >$t.views &&

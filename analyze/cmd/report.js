@@ -81,6 +81,33 @@
       bar.style.width = Math.max(1, Math.round(300 * c.allocations / most)) + 'px';
     });
   }
+  /* The memory errors, a row each: what, where it happened, and the
+   * stacks that made and freed the block where there is one. The text
+   * below the table is memsight errors' own. */
+  var er = d.errors, esec = document.getElementById('errors-table-sec');
+  if (er && er.errors.length && esec) {
+    var et = add(esec, 'table', undefined, 'leaks');
+    et.id = 'errors-table';
+    var eh = add(et, 'tr');
+    ['kind', 'at', 'process', 'address', 'where', 'made in', 'freed in', ''].forEach(function (h) { add(eh, 'th', h); });
+    var fnCell = function (r, frames) {
+      var c = add(r, 'td');
+      if (frames && frames.length) { var a = add(c, 'a', site(frames), 'fn'); a.href = '#callers-head'; }
+      return c;
+    };
+    er.errors.forEach(function (x) {
+      var r = add(et, 'tr');
+      add(r, 'td', x.kind);
+      add(r, 'td', '+' + secs(x.time_s || 0));
+      add(r, 'td', 'pid ' + x.pid + ' ' + x.comm + (x.signal ? ', ' + x.signal : ''));
+      add(r, 'td', x.address !== undefined && x.address !== null ? '0x' + x.address.toString(16) : '');
+      fnCell(r, x.frames);
+      fnCell(r, x.alloc_frames);
+      fnCell(r, x.free_frames);
+      add(r, 'td', x.proven === false ? 'not proven' : '');
+    });
+  }
+
   /* Two traces: what changed, as memsight diff weighs it, largest growth
    * first. */
   var df = d.diff, dsec = document.getElementById('diff');

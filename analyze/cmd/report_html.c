@@ -407,7 +407,7 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 		size_t n = 0;
 		char *t = slurp(errors, &n);
 
-		fputs("<h2 id=\"errors\">Memory errors</h2>\n<pre>", out);
+		fputs("<h2 id=\"errors\">Memory errors</h2>\n<section id=\"errors-table-sec\"></section>\n<pre>", out);
 		if (t)
 			cmd_markup_escape(out, t, n);
 		fputs("</pre>\n", out);
