@@ -969,7 +969,7 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	if (n > 1)
 		qsort(v, n, sizeof(*v), st_rank_cmp);
 	shown = n < STACK_TIMELINE_STACKS ? n : STACK_TIMELINE_STACKS;
-	while (shift < 20 && st_cells_at(v, n, shown, shift) > STACK_TIMELINE_CELLS)
+	while (shift < 20 && r->tl.width <= UINT64_MAX >> (shift + 1) && st_cells_at(v, n, shown, shift) > STACK_TIMELINE_CELLS)
 		shift++;
 	json_begin(j, "stack_timeline");
 	/* In ns, whole: a window of buckets is then a --time to the ns. */

@@ -65,7 +65,8 @@ static int follow(struct stacktime *st)
 {
 	int shift = 0;
 
-	while ((st->width << shift) < st->tl->width)
+	/* Widths are a millisecond doubled: the ratio is a power of two. */
+	for (uint64_t ratio = st->width ? st->tl->width / st->width : 1; ratio > 1; ratio >>= 1)
 		shift++;
 	if (!shift)
 		return 0;
@@ -77,7 +78,9 @@ static int follow(struct stacktime *st)
 		hashmap_init(&moved, 0);
 		hashmap_for_each(&x->cells, cs) {
 			struct stacktime_cell *c = cs->ptr;
-			uint32_t from = c->from >> shift, to = c->to == STACKTIME_HELD ? c->to : c->to >> shift;
+			/* A trace longer than 2^32 buckets' worth folds to one. */
+			uint32_t from = shift < 32 ? c->from >> shift : 0,
+				 to = c->to == STACKTIME_HELD ? c->to : shift < 32 ? c->to >> shift : 0;
 
 			if (c->kind == STACKTIME_LIVE && from == to)
 				x->spanning_bytes -= c->bytes;
