@@ -761,7 +761,7 @@ static void timeline_json(struct json *j, const struct report *r, const struct s
 	if (r->have_malloc) {
 		json_begin_array(j, "heap_bytes");
 		for (size_t i = 0; i < t->n; i++)
-			json_u64(j, NULL, t->v[i].heap_max * k);
+			json_u64(j, NULL, t->v[i].heap.max * k);
 		json_end(j);
 	} else {
 		json_null(j, "heap_bytes");
@@ -769,7 +769,7 @@ static void timeline_json(struct json *j, const struct report *r, const struct s
 	if (r->have_rss) {
 		json_begin_array(j, "rss_bytes");
 		for (size_t i = 0; i < t->n; i++)
-			json_u64(j, NULL, t->v[i].rss_max);
+			json_u64(j, NULL, t->v[i].rss.max);
 		json_end(j);
 	} else {
 		json_null(j, "rss_bytes");

@@ -11,6 +11,12 @@ void timeline_init(struct timeline *t)
 	t->width = 1000000;
 }
 
+/* One level of two buckets made one. */
+static struct timeline_level level_merge(struct timeline_level a, struct timeline_level b)
+{
+	return (struct timeline_level){ a.max > b.max ? a.max : b.max, b.seen ? b.end : a.end, a.seen || b.seen };
+}
+
 /* Twice as wide: bucket i is what 2i and 2i+1 were. */
 static void widen(struct timeline *t)
 {
@@ -21,12 +27,8 @@ static void widen(struct timeline *t)
 
 		t->v[i].faults = a.faults + b.faults;
 		t->v[i].brk_bytes = a.brk_bytes + b.brk_bytes;
-		t->v[i].heap_max = a.heap_max > b.heap_max ? a.heap_max : b.heap_max;
-		t->v[i].heap_end = b.heap_seen ? b.heap_end : a.heap_end;
-		t->v[i].heap_seen = a.heap_seen || b.heap_seen;
-		t->v[i].rss_max = a.rss_max > b.rss_max ? a.rss_max : b.rss_max;
-		t->v[i].rss_end = b.rss_seen ? b.rss_end : a.rss_end;
-		t->v[i].rss_seen = a.rss_seen || b.rss_seen;
+		t->v[i].heap = level_merge(a.heap, b.heap);
+		t->v[i].rss = level_merge(a.rss, b.rss);
 	}
 	memset(t->v + n, 0, (TIMELINE_MAX - n) * sizeof(t->v[0]));
 	t->n = n;
@@ -49,40 +51,38 @@ struct timeline_bucket *timeline_at(struct timeline *t, uint64_t time)
 	return &t->v[i];
 }
 
+static void level_set(struct timeline_level *l, uint64_t v)
+{
+	if (!l->seen || v > l->max)
+		l->max = v;
+	l->end = v;
+	l->seen = 1;
+}
+
 void timeline_heap(struct timeline *t, uint64_t time, uint64_t held)
 {
-	struct timeline_bucket *b = timeline_at(t, time);
-
-	if (!b->heap_seen || held > b->heap_max)
-		b->heap_max = held;
-	b->heap_end = held;
-	b->heap_seen = 1;
+	level_set(&timeline_at(t, time)->heap, held);
 }
 
 void timeline_rss(struct timeline *t, uint64_t time, uint64_t resident)
 {
-	struct timeline_bucket *b = timeline_at(t, time);
+	level_set(&timeline_at(t, time)->rss, resident);
+}
 
-	if (!b->rss_seen || resident > b->rss_max)
-		b->rss_max = resident;
-	b->rss_end = resident;
-	b->rss_seen = 1;
+/* A bucket the level did not change in held, from its start, what the
+ * one before it ended with. */
+static void level_carry(struct timeline_level *l, const struct timeline_level *before)
+{
+	if (!l->seen)
+		l->end = before->end;
+	if (before->end > l->max)
+		l->max = before->end;
 }
 
 void timeline_finish(struct timeline *t)
 {
 	for (size_t i = 1; i < t->n; i++) {
-		struct timeline_bucket *b = &t->v[i];
-		uint64_t before = t->v[i - 1].heap_end;
-
-		/* It held, at its start, what the one before ended with. */
-		if (!b->heap_seen)
-			b->heap_end = before;
-		if (before > b->heap_max)
-			b->heap_max = before;
-		if (!b->rss_seen)
-			b->rss_end = t->v[i - 1].rss_end;
-		if (t->v[i - 1].rss_end > b->rss_max)
-			b->rss_max = t->v[i - 1].rss_end;
+		level_carry(&t->v[i].heap, &t->v[i - 1].heap);
+		level_carry(&t->v[i].rss, &t->v[i - 1].rss);
 	}
 }

@@ -16,14 +16,18 @@
 
 #define TIMELINE_MAX 512
 
+/* A level in a bucket (bytes held): the most it reached, and what it was
+ * at the bucket's last change; seen: it changed in the bucket. */
+struct timeline_level {
+	uint64_t max, end;
+	int seen;
+};
+
 struct timeline_bucket {
 	uint64_t faults;	/* page faults in it */
 	uint64_t brk_bytes;	/* heap growth by brk in it */
-	uint64_t heap_max;	/* the most bytes malloc's blocks held in it */
-	uint64_t heap_end;	/* what they held at its last allocation or free */
-	int heap_seen;		/* an allocation or a free fell in it */
-	uint64_t rss_max, rss_end; /* the same for resident memory (rss_stat) */
-	int rss_seen;
+	struct timeline_level heap; /* what malloc's blocks held */
+	struct timeline_level rss;  /* what the recorded processes had resident (rss_stat) */
 };
 
 struct timeline {
