@@ -438,6 +438,13 @@
     });
     if (state.callers !== null && paths.length) callers(state.callers);
     if (fillTable) fillTable();
+    /* What a window does not filter says so. */
+    var sn = document.getElementById('sizes-note');
+    if (!sn && document.getElementById('sizes')) {
+      sn = add(document.getElementById('sizes'), 'p');
+      sn.id = 'sizes-note';
+    }
+    if (sn) sn.textContent = state.window ? 'Of the whole recording: the window does not apply to the sizes, nor to the flame graphs.' : '';
     stateWrite();
   }
   var f = d.functions;
