@@ -135,6 +135,10 @@ int cmd_stdout_to(FILE *f);
 void cmd_stdout_restore(int saved);
 /* Run a command with what it prints going into f; its exit status. */
 int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int argc, char **argv, struct analyze_opts *a);
+/* memsight folded -e malloc by each of n weights (leaked, peak, bytes,
+ * count, lost), each into outs[i], from one replay of trace: what running
+ * folded once per weight prints. Its exit status. */
+int cmd_folded_malloc(const char *trace, struct analyze_opts *a, const char *const *weights, FILE **outs, int n);
 /* diff's event and weight where not given (*event, *weight NULL): malloc
  * by leaked bytes where both traces recorded malloc, else faults; bytes
  * for brk and mmap. 0, or -1 when a trace cannot be opened (said). */

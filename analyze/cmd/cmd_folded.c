@@ -1,11 +1,13 @@
 /*
  * analyze/cmd/cmd_folded.c: memsight folded, Brendan Gregg's folded stack format
- * (comm;outer;...;inner WEIGHT), one weight per run; and memsight functions,
+ * (comm;outer;...;inner WEIGHT), one weight per run (report --html folds
+ * malloc by several weights from one replay); and memsight functions,
  * the same stacks summed per function (self: where the stack ends; total:
  * anywhere in it), perf report's and heaptrack's flat table. Stacks are
  * summed by their raw addresses first and named once each, so the cost per
  * sample is a hash, not a symbol lookup.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,59 +353,40 @@ static int print_folded(struct folded *f)
 	return 0;
 }
 
-/* Allocations fold by their own stack table: weights are per entry. */
-static int fold_allocs(struct folded *f, struct session *s)
+/* One allocation stack and the bytes it allocated, kept while the table's
+ * weights are set for each weight folded. */
+struct alloc_bytes {
+	struct stack_entry *e;
+	uint64_t bytes;
+};
+
+/* Set each entry's weight to what weight w gives it. */
+static void alloc_weights(struct folded *f, struct session *s, struct allocs *a, struct heapprof *h,
+			  const struct alloc_bytes *orig, size_t n, enum weight w)
 {
-	struct allocs a;
-	struct heapprof h;
-	char err[512];
-	int ret = 1;
-
-	if (!allocs_recorded(s))
-		return msg_error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path), 1;
-	allocs_init(&a, s);
-	heapprof_init(&h);
-	if (allocs_replay(&a, s, f->weight == W_PEAK ? heapprof_cb : NULL, &h, err, sizeof(err))) {
-		msg_error("%s", err);
-		goto out;
-	}
-	heapprof_finish(&h);
-	/* What leaks counts as lost (a --leak-check scan): not what is still
-	 * reachable; -w lost, definitely and possibly lost, as the gate. */
-	if (f->weight == W_LOST && !s->nr_reach) {
-		msg_error("-w lost needs a scan of the heap: record with --leak-check (-w leaked weighs what is still held)");
-		goto out;
-	}
-	if ((f->weight == W_LEAKED || f->weight == W_LOST) && s->nr_reach) {
-		struct reach_stats rst = { 0 };
-
-		if (reach_classify(s, &a, &rst, err, sizeof(err))) {
-			msg_error("%s", err);
-			goto out;
-		}
-	}
-	stacktab_for_each(&a.stacks, e) {
-		e->weight = f->weight == W_COUNT ? e->count * a.sample : f->weight == W_BYTES ? e->weight * a.sample : 0;
-	}
-	if (f->weight == W_PEAK)
-		hashmap_for_each(&h.sites, slot) {
+	for (size_t i = 0; i < n; i++)
+		orig[i].e->weight = w == W_COUNT ? orig[i].e->count * a->sample : w == W_BYTES ? orig[i].bytes * a->sample : 0;
+	if (w == W_PEAK)
+		hashmap_for_each(&h->sites, slot) {
 			struct heap_site *site = slot->ptr;
 
-			site->stack->weight = site->at_peak * a.sample;
+			site->stack->weight = site->at_peak * a->sample;
 		}
-	if (f->weight == W_LEAKED || f->weight == W_LOST) {
+	if (w == W_LEAKED || w == W_LOST) {
 		struct frame fr[STACK_MAX_FRAMES];
 		uint64_t left_out = 0;
 
-		hashmap_for_each(&a.procs, p) hashmap_for_each((struct hashmap *)p->ptr, r) {
+		hashmap_for_each(&a->procs, p) hashmap_for_each((struct hashmap *)p->ptr, r) {
 			struct alloc_rec *rec = r->ptr;
 
 			if (!rec->stack || (s->nr_reach && rec->reach == REACH_REACHABLE) ||
-			    (f->weight == W_LOST && rec->reach != REACH_LOST && rec->reach != REACH_POSSIBLE))
+			    (w == W_LOST && rec->reach != REACH_LOST && rec->reach != REACH_POSSIBLE))
 				continue;
-			rec->stack->weight += alloc_rec_bytes(rec) * a.sample;
+			rec->stack->weight += alloc_rec_bytes(rec) * a->sample;
 		}
-		stacktab_for_each(&a.stacks, e) {
+		for (size_t i = 0; i < n; i++) {
+			struct stack_entry *e = orig[i].e;
+
 			if (e->weight && suppress_match(&f->sup, fr, stack_entry_frames(e, fr, STACK_MAX_FRAMES))) {
 				left_out += e->weight;
 				e->weight = 0;
@@ -414,6 +397,54 @@ static int fold_allocs(struct folded *f, struct session *s)
 				 "--no-default-suppressions keeps them)",
 				 (unsigned long long)left_out, f->sup.nr ? " and --suppress" : "");
 	}
+}
+
+/* Allocations fold by their own stack table: weights are per entry. One
+ * replay folds them by each of the n weights ws, into outs[i] (stdout
+ * where outs is NULL). */
+static int fold_allocs_to(struct folded *f, struct session *s, const enum weight *ws, FILE **outs, int nw)
+{
+	struct allocs a;
+	struct heapprof h;
+	struct alloc_bytes *orig = NULL;
+	size_t n = 0;
+	char err[512];
+	int ret = 1, peak = 0, leaked = 0;
+
+	if (!allocs_recorded(s))
+		return msg_error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path), 1;
+	for (int i = 0; i < nw; i++) {
+		peak |= ws[i] == W_PEAK;
+		leaked |= ws[i] == W_LEAKED || ws[i] == W_LOST;
+		/* What leaks counts as lost (a --leak-check scan): not what is
+		 * still reachable; -w lost, definitely and possibly lost, as
+		 * the gate. */
+		if (ws[i] == W_LOST && !s->nr_reach)
+			return msg_error("-w lost needs a scan of the heap: record with --leak-check (-w leaked weighs what "
+					 "is still held)"), 1;
+	}
+	allocs_init(&a, s);
+	heapprof_init(&h);
+	if (allocs_replay(&a, s, peak ? heapprof_cb : NULL, &h, err, sizeof(err))) {
+		msg_error("%s", err);
+		goto out;
+	}
+	heapprof_finish(&h);
+	if (leaked && s->nr_reach) {
+		struct reach_stats rst = { 0 };
+
+		if (reach_classify(s, &a, &rst, err, sizeof(err))) {
+			msg_error("%s", err);
+			goto out;
+		}
+	}
+	stacktab_for_each(&a.stacks, e) n++;
+	if (!(orig = malloc((n ? n : 1) * sizeof(*orig)))) {
+		msg_error("out of memory");
+		goto out;
+	}
+	n = 0;
+	stacktab_for_each(&a.stacks, e) orig[n++] = (struct alloc_bytes){ e, e->weight };
 	/* Print from the allocation stacks: swap the table in. */
 	stacktab_release(&f->tab);
 	f->tab = a.stacks;
@@ -425,11 +456,31 @@ static int fold_allocs(struct folded *f, struct session *s)
 	if (a.rate)
 		msg_note("sampled recording (the sampler kept one allocation in about %llu bytes): weights are estimates",
 			 (unsigned long long)a.rate);
-	ret = print_folded(f) ? 1 : 0;
+	ret = 0;
+	for (int i = 0; i < nw && !ret; i++) {
+		int saved = outs ? cmd_stdout_to(outs[i]) : -1;
+
+		if (outs && saved < 0) {
+			msg_error("cannot write the folded stacks: %s", strerror(errno));
+			ret = 1;
+			break;
+		}
+		alloc_weights(f, s, &a, &h, orig, n, ws[i]);
+		f->weight = ws[i];
+		ret = print_folded(f) ? 1 : 0;
+		if (outs)
+			cmd_stdout_restore(saved);
+	}
 out:
+	free(orig);
 	heapprof_release(&h);
 	allocs_release(&a);
 	return ret;
+}
+
+static int fold_allocs(struct folded *f, struct session *s)
+{
+	return fold_allocs_to(f, s, &f->weight, NULL, 1);
 }
 
 /* Kernel allocations fold by the kallocs stack table, as malloc does. */
@@ -708,4 +759,43 @@ int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 int cmd_functions(int argc, char **argv, struct analyze_opts *a)
 {
 	return folded_main(argc, argv, a, 1);
+}
+
+int cmd_folded_malloc(const char *trace, struct analyze_opts *a, const char *const *weights, FILE **outs, int n)
+{
+	struct folded f = { .kind = MEMOP_FAULT, .pid = -1, .src = FS_MALLOC, .src_given = 1, .weight_given = 1 };
+	enum weight ws[W_LOST + 1];
+	struct session s;
+	char err[512];
+	int ret;
+
+	if (n > (int)(sizeof(ws) / sizeof(ws[0])))
+		return msg_error("too many weights to fold"), 2;
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+
+		while (k < (int)(sizeof(weight_names) / sizeof(weight_names[0])) &&
+		       (!weight_names[k] || strcmp(weight_names[k], weights[i])))
+			k++;
+		if (k == (int)(sizeof(weight_names) / sizeof(weight_names[0])))
+			return msg_error("unknown weight '%s'", weights[i]), 2;
+		ws[i] = (enum weight)k;
+		f.weight = ws[i];
+		if (!weight_applies(&f))
+			return msg_error("the weight '%s' does not apply to malloc", weights[i]), 2;
+	}
+	if (suppress_setup(&f.sup, 1, NULL, err, sizeof(err)))
+		return msg_error("%s", err), 2;
+	if (cmd_open(&s, trace, a)) {
+		suppress_release(&f.sup);
+		return 1;
+	}
+	f.path = s.path;
+	stacktab_init_by_comm(&f.tab, 0, 1);
+	hashmap_init(&f.begins, 0);
+	ret = fold_allocs_to(&f, &s, ws, outs, n);
+	hashmap_release(&f.begins);
+	stacktab_release(&f.tab);
+	suppress_release(&f.sup);
+	return cmd_close(&s, ret);
 }

@@ -50,6 +50,7 @@ static const struct graph graphs[] = {
 	{ "kmem", "kmem", "leaked", "Kernel memory still allocated at the end", "bytes" },
 	{ "reclaim", "reclaim", "latency", "Reclaim stalls by stack (microseconds)", "microseconds" },
 };
+#define NR_GRAPHS (sizeof(graphs) / sizeof(graphs[0]))
 
 static void base64_out(FILE *out, const unsigned char *p, size_t n)
 {
@@ -341,7 +342,8 @@ static void leaks_section(FILE *out, const char *text)
 int report_html(FILE *out, const char *path, const char *base, const char *trace, const char *text, size_t text_len,
 		const char *data, size_t data_len, struct session *s, struct analyze_opts *a)
 {
-	int ret = 0, r, shown = 0;
+	int ret = 0, r, shown = 0, malloc_ret = 0;
+	FILE *prefolded[NR_GRAPHS] = { NULL }, *malloc_outs[NR_GRAPHS];
 	char buf[256];
 	FILE *errors = NULL;
 	int had_errors = 0;
@@ -444,7 +446,21 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 			fclose(f);
 		ret |= r > 1;
 	}
-	for (size_t i = 0; i < sizeof(graphs) / sizeof(graphs[0]); i++) {
+	/* The malloc graphs, every weight folded from one replay. */
+	{
+		const char *weights[NR_GRAPHS];
+		int n = 0;
+
+		for (size_t i = 0; i < NR_GRAPHS; i++)
+			if (!strcmp(graphs[i].event, "malloc") && session_group_recorded(s, graphs[i].group)) {
+				weights[n] = graphs[i].weight;
+				if (!(prefolded[i] = tmpfile()))
+					return msg_error("cannot make a temporary file: %s", strerror(errno)), 1;
+				malloc_outs[n++] = prefolded[i];
+			}
+		malloc_ret = n ? cmd_folded_malloc(trace, a, weights, malloc_outs, n) : 0;
+	}
+	for (size_t i = 0; i < NR_GRAPHS; i++) {
 		const struct graph *g = &graphs[i];
 		char *argv[] = { "folded", "-e", (char *)g->event, "-w", (char *)g->weight, (char *)trace, NULL };
 		FILE *folded, *svg = NULL;
@@ -452,9 +468,17 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 
 		if (!session_group_recorded(s, g->group))
 			continue;
-		folded = captured(cmd_folded, argv, a, &r);
-		if (!folded)
-			return 1;
+		if (prefolded[i]) {
+			folded = prefolded[i];
+			prefolded[i] = NULL;
+			r = malloc_ret;
+		} else {
+			folded = captured(cmd_folded, argv, a, &r);
+		}
+		if (!folded) {
+			ret = 1;
+			break;
+		}
 		fprintf(out, "<h2 id=\"g%zu\">", i);
 		cmd_markup_escape(out, g->title, strlen(g->title));
 		fputs("</h2>\n", out);
@@ -471,13 +495,19 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 			if (svg)
 				fclose(svg);
 			fclose(folded);
-			return 1;
+			ret = 1;
+			break;
 		}
 		svg_object(out, svg, id, "display:block");
 		fclose(svg);
 		fclose(folded);
 		shown++;
 	}
+	for (size_t i = 0; i < NR_GRAPHS; i++)
+		if (prefolded[i])
+			fclose(prefolded[i]);
+	if (ret)
+		return 1;
 	if (session_group_recorded(s, "rss")) {
 		char tmp[] = "/tmp/memsight-rss-XXXXXX";
 		int fd = mkstemp(tmp);
