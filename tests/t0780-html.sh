@@ -277,6 +277,25 @@ elif recording_allowed; then
 		grep "two traces make a page of what changed: give --html PAGE, or compare them with memsight diff" err
 	'
 
+	test_expect_success 'a trace of many stacks: the page stays under 5 MB, the 300 heaviest stacks kept and the rest summed as one' '
+		test -x /usr/bin/python3 || { echo "# /usr/bin/python3 is missing: skipped"; return 0; }
+		"$MEMSIGHT" record -q -e malloc -o many.trace -- /usr/bin/python3 -c "
+import json, decimal, email.parser, xml.dom.minidom
+print(len([json.dumps({\"k%d\" % i: [i] * 20 for i in range(2000)}) for r in range(10)]))" >/dev/null &&
+		"$MEMSIGHT" report --json many.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; my \$t = decode_json(<STDIN>)->{stack_timeline};
+			print \$t->{stacks_total}, q{ }, scalar @{\$t->{stacks}}, q{ }, \$t->{other}{stacks}, qq{\n}" >n &&
+		cat n &&
+		read total kept other <n &&
+		test "$total" -gt 300 && test "$kept" = 300 && test "$other" = $((total - 300)) &&
+		"$MEMSIGHT" report --html many.html many.trace 2>/dev/null &&
+		size=$(stat -c %s many.html) && echo "$size bytes" &&
+		test "$size" -lt 5242880 &&
+		drive many.html load attr:#topdown-total:data-value >many.out &&
+		test "$(fact errors many.out)" = 0 &&
+		"$MEMSIGHT" leaks --json many.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; print decode_json(<STDIN>)->{leaked_bytes}" >want &&
+		test "$(fact "attr #topdown-total data-value:" many.out)" = "$(cat want)"
+	'
+
 	test_expect_success 'the flat table'"'"'s top function and bytes are the functions command'"'"'s' '
 		drive m.html load text:#functions-table\ tbody\ tr\ td attr:#functions-table\ tbody\ tr\ td:nth-child\(3\):data-value >t.out &&
 		cat t.out &&
