@@ -55,5 +55,10 @@ for s in "fib_leak 200" "loop_leak 10000"; do
 		echo
 	fi
 done
+if [ -f "$out/loop_leak.trace" ] && [ -f "$out/fib_leak.trace" ]; then
+	"$b/memsight" report --html "$out/report.html" "$out/fib_leak.trace" "$out/loop_leak.trace" 2>/dev/null &&
+		echo "wrote $out/report.html: loop_leak's page, with what changed from fib_leak"
+fi
 echo
-echo "open the SVGs in a browser: click to zoom, Search (Ctrl-F) to highlight."
+echo "open the SVGs in a browser: click to zoom, Search (Ctrl-F) to highlight; and report.html: drag across"
+echo "its chart to select a window, click a function for its callers."
