@@ -99,7 +99,7 @@ if [ -n "$CHROMIUM" ]; then
 		grep -q "<td id=\"sum-lost\">nothing</td>" dom &&
 		grep -q "<svg id=\"timeline-chart\" viewBox=\"0 0 1000 184\" width=\"100%\"><rect " dom &&
 		grep -q "<polyline id=\"timeline-heap\" points=\"[0-9., ]*\"" dom &&
-		grep -q "<table class=\"leaks\" id=\"sizes-table\"><tr><th>size</th>.*<tr><td>up to 4 B</td><td>1,000</td><td>3.9 KiB</td>" dom &&
+		grep -q "<table class=\"leaks\" id=\"sizes-table\"><tr><th>size</th>.*<tr><td>up to 4 B</td><td data-value=\"1000\">1,000</td><td data-value=\"4000\">3.9 KiB</td>" dom &&
 		grep -q "<td id=\"sum-temporary\">[0-9,]* allocations\{0,1\} of [0-9,]* freed before the thread allocated again</td>" dom &&
 		grep -q "<p id=\"topdown-total\" data-value=\"4000\">3.9 KiB leaked (held at the end), from the outermost callers in:</p>" dom &&
 		grep -q "<p id=\"bottomup-total\" data-value=\"4000\">3.9 KiB leaked (held at the end), from the functions that asked out:</p>" dom
@@ -219,6 +219,19 @@ elif recording_allowed; then
 		test_cmp want.window got.window &&
 		test "$windowed" != "$whole" &&
 		grep "^hash: window=[0-9]*,[0-9]*&metric=leaked$" w.out
+	'
+
+	test_expect_success 'the window'"'"'s allocation sizes are what report --time counts for it' '
+		range=$(fact "attr #timeline-range data-time:" w.out) &&
+		hash=$(fact hash: w.out) &&
+		drive churn.html "load:$hash" text:#sizes-note rows:#sizes-table >sz.out &&
+		grep "^text #sizes-note: The allocations made in the window." sz.out &&
+		test "$(fact errors sz.out)" = 0 &&
+		sed -n "s/^row #sizes-table: //p" sz.out >got &&
+		"$MEMSIGHT" report --json --time "$range" churn.trace 2>/dev/null |
+			perl -MJSON::PP -e "local \$/; print qq{\$_->{allocations} \$_->{bytes}\n} for @{decode_json(<STDIN>)->{malloc}{sizes}}" >want &&
+		cat want &&
+		test_cmp want got
 	'
 
 	test_expect_success 'the window is in the address: opened again there, the page counts the same window' '

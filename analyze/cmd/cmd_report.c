@@ -58,6 +58,7 @@ struct report {
 	int lines;		/* file:line on frames */
 	struct timeline tl;	/* faults, brk growth and the heap over time */
 	struct stacktime st;	/* the same by stack: faults, blocks made and freed */
+	struct stacktime sizes;	/* allocations made, by size class + 1 */
 	struct rssstat rss;	/* resident memory, for the timeline */
 	int have_rss;
 	uint64_t procs_shown;	/* --procs: rows of a process table, 0 for all */
@@ -232,6 +233,9 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 		timeline_heap(&r->tl, ev->time, r->heap.cur);
 		ret = stacktime_block(&r->st, ev->rec->stack, ev->rec->time, ev->kind == ALLOC_FREED ? ev->time : 0,
 				      alloc_rec_bytes(ev->rec), alloc_rec_count(ev->rec), ev->kind == ALLOC_FREED);
+		if (!ret && ev->kind == ALLOC_NEW)
+			ret = stacktime_block(&r->sizes, (const void *)(uintptr_t)(heapprof_size_class(ev->rec->size) + 1),
+					      ev->rec->time, 0, alloc_rec_bytes(ev->rec), alloc_rec_count(ev->rec), 0);
 	}
 	return ret;
 }
@@ -268,7 +272,7 @@ static int stacktime_held(struct report *r)
 				return -1;
 		}
 	}
-	return stacktime_finish(&r->st);
+	return stacktime_finish(&r->st) || stacktime_finish(&r->sizes) ? -1 : 0;
 }
 
 /* A row of a process table, with what ranks it in its section. */
@@ -789,13 +793,18 @@ struct st_rank {
 	double score;
 };
 
+static const struct stack_entry *stack_of_rank(const struct st_rank *r)
+{
+	return r->x->key;
+}
+
 static int st_rank_cmp(const void *a, const void *b)
 {
 	const struct st_rank *x = a, *y = b;
 
 	if (x->score != y->score)
 		return x->score > y->score ? -1 : 1;
-	return (x->x->stack->seq > y->x->stack->seq) - (x->x->stack->seq < y->x->stack->seq);
+	return (stack_of_rank(x)->seq > stack_of_rank(y)->seq) - (stack_of_rank(x)->seq < stack_of_rank(y)->seq);
 }
 
 /* Distinct cells of the chosen stacks with buckets shifted right by shift
@@ -947,7 +956,7 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	hashmap_for_each(&st->stacks, slot) {
 		const struct stacktime_stack *x = slot->ptr;
 
-		if (x->made_count && suppress_match(&sup, fr, stack_entry_frames(x->stack, fr, STACK_MAX_FRAMES))) {
+		if (x->made_count && suppress_match(&sup, fr, stack_entry_frames(x->key, fr, STACK_MAX_FRAMES))) {
 			left_out++;
 			continue;
 		}
@@ -981,24 +990,61 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	json_begin_array(j, "stacks");
 	for (size_t i = 0; i < shown; i++) {
 		json_begin(j, NULL);
-		json_i64(j, "pid", v[i].x->stack->pid);
-		json_str(j, "comm", v[i].x->stack->comm);
+		json_i64(j, "pid", stack_of_rank(&v[i])->pid);
+		json_str(j, "comm", stack_of_rank(&v[i])->comm);
 		{
-			struct hm_slot *hs = hashmap_u64_find(&r->heap.sites, (uint64_t)(uintptr_t)v[i].x->stack);
+			struct hm_slot *hs = hashmap_u64_find(&r->heap.sites, (uint64_t)(uintptr_t)v[i].x->key);
 
 			json_u64(j, "peak_bytes", hs ? ((const struct heap_site *)hs->ptr)->at_peak * k : 0);
 		}
 		st_cells_json(j, &v[i], 1, shift, k);
 		if (page)
-			compact_frames_json(j, &names, v[i].x->stack);
+			compact_frames_json(j, &names, stack_of_rank(&v[i]));
 		else
-			cmd_json_stack(j, "frames", v[i].x->stack, r->lines);
+			cmd_json_stack(j, "frames", stack_of_rank(&v[i]), r->lines);
 		json_end(j);
 	}
 	json_end(j);
 	json_begin(j, "other");
 	json_u64(j, "stacks", n - shown);
 	st_cells_json(j, v + shown, n - shown, shift, k);
+	json_end(j);
+	/* What the page's size histogram sums for a window: [bucket, the
+	 * class's top size (null: larger), allocations, bytes]. */
+	json_begin_array(j, "sizes");
+	hashmap_for_each(&r->sizes.stacks, slot) {
+		const struct stacktime_stack *x = slot->ptr;
+		unsigned c = (unsigned)((uintptr_t)x->key - 1);
+		struct st_rank one = { x, 0 };
+		struct hashmap sum;
+
+		hashmap_init(&sum, 0);
+		hashmap_for_each(&one.x->cells, cs) {
+			const struct stacktime_cell *cell = cs->ptr;
+			uint32_t b = shift < 32 ? cell->from >> shift : 0;
+			uint64_t *t = cell->kind == STACKTIME_MADE ? hashmap_u64_obj(&sum, b, 2 * sizeof(uint64_t)) : NULL;
+
+			if (t) {
+				t[0] += cell->count;
+				t[1] += cell->bytes;
+			}
+		}
+		hashmap_for_each(&sum, cs) {
+			const uint64_t *t = cs->ptr;
+
+			json_begin_array(j, NULL);
+			json_u64(j, NULL, cs->key);
+			if (c < HEAP_SIZE_CLASSES - 1)
+				json_u64(j, NULL, 1ull << c);
+			else
+				json_null(j, NULL);
+			json_u64(j, NULL, t[0] * k);
+			json_u64(j, NULL, t[1] * k);
+			json_end(j);
+			free(cs->ptr);
+		}
+		hashmap_release(&sum);
+	}
 	json_end(j);
 	if (page) {
 		json_begin_array(j, "names");
@@ -1341,6 +1387,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	heapprof_init(&r.heap);
 	timeline_init(&r.tl);
 	stacktime_init(&r.st, &r.tl);
+	stacktime_init(&r.sizes, &r.tl);
 	rssstat_init(&r.rss);
 	if (!r.big || !r.mo) {
 		msg_error("out of memory");
@@ -1375,6 +1422,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	}
 	memops_free(r.mo);
 	stacktime_release(&r.st);
+	stacktime_release(&r.sizes);
 	rssstat_release(&r.rss);
 	heapprof_release(&r.heap);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);

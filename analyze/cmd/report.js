@@ -58,7 +58,7 @@
           ' (pid ' + s.pid + ' ' + s.comm + ')' + (s.kind && s.kind !== 'unknown' ? ', ' + s.kind.replace('_', ' ') : ''));
     });
   }
-  var m = d.report && d.report.malloc;
+  var m = d.report && d.report.malloc, drawSizes = null;
   if (m && m.peak && m.peak.bytes)
     row('Peak heap', bytes(m.peak.bytes) + ' at +' + secs(m.peak.time_s || 0), 'sum-peak');
   if (m) {
@@ -66,20 +66,27 @@
     m.processes.forEach(function (p) { calls += p.calls; temp += p.temporary; });
     row('Temporary', count(temp, 'allocation') + ' of ' + calls.toLocaleString('en') +
         ' freed before the thread allocated again', 'sum-temporary');
-    /* Allocations by size: a bar for each power of two. */
-    var st = add(document.getElementById('sizes'), 'table', undefined, 'leaks'), most = 1;
-    st.id = 'sizes-table';
-    m.sizes.forEach(function (c) { if (c.allocations > most) most = c.allocations; });
-    var hr = add(st, 'tr');
-    ['size', 'allocations', 'bytes', ''].forEach(function (h) { add(hr, 'th', h); });
-    m.sizes.forEach(function (c) {
-      var r = add(st, 'tr');
-      add(r, 'td', c.up_to === null ? 'larger' : 'up to ' + bytes(c.up_to));
-      add(r, 'td', c.allocations.toLocaleString('en'));
-      add(r, 'td', bytes(c.bytes));
-      var bar = add(add(r, 'td'), 'div', undefined, 'bar');
-      bar.style.width = Math.max(1, Math.round(300 * c.allocations / most)) + 'px';
-    });
+    /* Allocations by size: a bar for each power of two; redrawn for a window. */
+    var sizesSec = document.getElementById('sizes');
+    drawSizes = function (list) {
+      var old = document.getElementById('sizes-table');
+      if (old) old.remove();
+      var st = add(sizesSec, 'table', undefined, 'leaks'), most = 1;
+      sizesSec.insertBefore(st, sizesSec.firstChild);
+      st.id = 'sizes-table';
+      list.forEach(function (c) { if (c.allocations > most) most = c.allocations; });
+      var hr = add(st, 'tr');
+      ['size', 'allocations', 'bytes', ''].forEach(function (h) { add(hr, 'th', h); });
+      list.forEach(function (c) {
+        var r = add(st, 'tr');
+        add(r, 'td', c.up_to === null ? 'larger' : 'up to ' + bytes(c.up_to));
+        add(r, 'td', c.allocations.toLocaleString('en')).setAttribute('data-value', c.allocations);
+        add(r, 'td', bytes(c.bytes)).setAttribute('data-value', c.bytes);
+        var bar = add(add(r, 'td'), 'div', undefined, 'bar');
+        bar.style.width = Math.max(1, Math.round(300 * c.allocations / most)) + 'px';
+      });
+    };
+    drawSizes(m.sizes);
   }
   /* The memory errors, a row each: what, where it happened, and the
    * stacks that made and freed the block where there is one. The text
@@ -438,13 +445,31 @@
     });
     if (state.callers !== null && paths.length) callers(state.callers);
     if (fillTable) fillTable();
-    /* What a window does not filter says so. */
+    /* The sizes of the window's allocations; the flame graphs say what
+     * they are of. */
+    var mal = d.report && d.report.malloc;
+    if (drawSizes && mal) {
+      if (state.window && stl) {
+        var by = {};
+        stl.sizes.forEach(function (c) {
+          if (c[0] < w[0] || c[0] >= w[1]) return;
+          var k = c[1] === null ? 'larger' : c[1], e = by[k] || (by[k] = { up_to: c[1], allocations: 0, bytes: 0 });
+          e.allocations += c[2];
+          e.bytes += c[3];
+        });
+        drawSizes(Object.keys(by).map(function (k) { return by[k]; }).sort(function (a, b) {
+          return (a.up_to === null) - (b.up_to === null) || a.up_to - b.up_to;
+        }));
+      } else {
+        drawSizes(mal.sizes);
+      }
+    }
     var sn = document.getElementById('sizes-note');
     if (!sn && document.getElementById('sizes')) {
       sn = add(document.getElementById('sizes'), 'p');
       sn.id = 'sizes-note';
     }
-    if (sn) sn.textContent = state.window ? 'Of the whole recording: the window does not apply to the sizes, nor to the flame graphs.' : '';
+    if (sn) sn.textContent = state.window ? 'The allocations made in the window. The flame graphs below are of the whole recording.' : '';
     stateWrite();
   }
   var f = d.functions;

@@ -7,6 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+unsigned heapprof_size_class(uint64_t size)
+{
+	unsigned c = size > 1 ? 64 - (unsigned)__builtin_clzll(size - 1) : 0;
+
+	return c < HEAP_SIZE_CLASSES ? c : HEAP_SIZE_CLASSES - 1;
+}
+
 void heapprof_init(struct heapprof *h)
 {
 	memset(h, 0, sizeof(*h));
@@ -53,10 +60,8 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	if (site)
 		site->stack = r->stack;
 	if (ev->kind == ALLOC_NEW) {
-		unsigned c = r->size > 1 ? 64 - (unsigned)__builtin_clzll(r->size - 1) : 0;
+		unsigned c = heapprof_size_class(r->size);
 
-		if (c >= HEAP_SIZE_CLASSES)
-			c = HEAP_SIZE_CLASSES - 1;
 		h->size_calls[c] += alloc_rec_count(r);
 		h->size_bytes[c] += bytes;
 		p->calls += alloc_rec_count(r);

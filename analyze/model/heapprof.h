@@ -46,6 +46,8 @@ struct heapprof {
 	int peak_pending;	/* a new peak whose per-stack bytes are not copied yet */
 };
 
+/* The size class of an allocation of size bytes. */
+unsigned heapprof_size_class(uint64_t size);
 void heapprof_init(struct heapprof *h);
 void heapprof_release(struct heapprof *h);
 /* One allocation or free of thread tid. Returns 0 or -ENOMEM. */

@@ -103,30 +103,30 @@ static uint32_t bucket(const struct stacktime *st, uint64_t time)
 	return i < tl->n ? (uint32_t)i : tl->n ? (uint32_t)tl->n - 1 : 0;
 }
 
-static struct stacktime_stack *stack_of(struct stacktime *st, const struct stack_entry *stack)
+static struct stacktime_stack *stack_of(struct stacktime *st, const void *key)
 {
-	struct hm_slot *slot = hashmap_u64(&st->stacks, (uint64_t)(uintptr_t)stack, NULL);
+	struct hm_slot *slot = hashmap_u64(&st->stacks, (uint64_t)(uintptr_t)key, NULL);
 	struct stacktime_stack *x;
 
 	if (!slot)
 		return NULL;
 	if (!slot->ptr && (slot->ptr = calloc(1, sizeof(*x)))) {
 		x = slot->ptr;
-		x->stack = stack;
+		x->key = key;
 		hashmap_init(&x->cells, 0);
 	}
 	return slot->ptr;
 }
 
-int stacktime_block(struct stacktime *st, const struct stack_entry *stack, uint64_t made, uint64_t freed,
-		    uint64_t bytes, uint64_t count, int end)
+int stacktime_block(struct stacktime *st, const void *key, uint64_t made, uint64_t freed, uint64_t bytes,
+		    uint64_t count, int end)
 {
 	struct stacktime_stack *x;
 	uint32_t from, to;
 
-	if (!stack)
+	if (!key)
 		return 0;
-	if (follow(st) || !(x = stack_of(st, stack)))
+	if (follow(st) || !(x = stack_of(st, key)))
 		return -ENOMEM;
 	from = bucket(st, made);
 	if (!end) {
@@ -143,13 +143,13 @@ int stacktime_block(struct stacktime *st, const struct stack_entry *stack, uint6
 	return cell_add(&x->cells, STACKTIME_LIVE, from, to, bytes, count);
 }
 
-int stacktime_faults(struct stacktime *st, const struct stack_entry *stack, uint64_t time, uint64_t count)
+int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint64_t count)
 {
 	struct stacktime_stack *x;
 
-	if (!stack)
+	if (!key)
 		return 0;
-	if (follow(st) || !(x = stack_of(st, stack)))
+	if (follow(st) || !(x = stack_of(st, key)))
 		return -ENOMEM;
 	x->faults += count;
 	return cell_add(&x->cells, STACKTIME_FAULTS, bucket(st, time), 0, 0, count);

@@ -2,8 +2,9 @@
  * analyze/model/stacktime.h: what each stack did in each bucket of a
  * timeline.
  *
- * Owns, per stack: the allocations it made in each bucket (calls and
- * bytes), the blocks it made in one bucket and freed in a later one or
+ * Owns, per key (a stack, or whatever else the caller counts by, such as
+ * an allocation's size class): the allocations it made in each bucket
+ * (calls and bytes), the blocks it made in one bucket and freed in a later one or
  * never, by the pair of buckets, and the faults it took in each bucket.
  * The blocks a window of whole buckets made and did not free in it, what
  * `leaks --time` reports for that window, are then a sum of cells: made
@@ -36,9 +37,9 @@ struct stacktime_cell {
 	uint64_t bytes, count;
 };
 
-/* One stack's cells. */
+/* One key's cells. */
 struct stacktime_stack {
-	const struct stack_entry *stack;
+	const void *key;
 	struct hashmap cells;	/* key (kind, from, to) -> struct stacktime_cell * */
 	uint64_t made_bytes, made_count, spanning_bytes, held_bytes, faults;
 };
@@ -46,19 +47,19 @@ struct stacktime_stack {
 struct stacktime {
 	const struct timeline *tl;
 	uint64_t width;		/* the timeline's width the cells are in */
-	struct hashmap stacks;	/* struct stack_entry * -> struct stacktime_stack * */
+	struct hashmap stacks;	/* key -> struct stacktime_stack * */
 };
 
 void stacktime_init(struct stacktime *st, const struct timeline *tl);
 void stacktime_release(struct stacktime *st);
-/* A block of stack made at made and freed at freed (0: held at the end),
- * of bytes standing for count allocations. Call it once for each block
- * when it is made (freed 0, end 0) and again when it is freed or the
- * recording ends (end 1). Returns 0 or -ENOMEM. */
-int stacktime_block(struct stacktime *st, const struct stack_entry *stack, uint64_t made, uint64_t freed,
-		    uint64_t bytes, uint64_t count, int end);
-/* count faults of stack at time. */
-int stacktime_faults(struct stacktime *st, const struct stack_entry *stack, uint64_t time, uint64_t count);
+/* A block of key's (NULL: none, not counted) made at made and freed at
+ * freed (0: held at the end), of bytes standing for count allocations.
+ * Call it once for each block when it is made (freed 0, end 0) and again
+ * when it is freed or the recording ends (end 1). Returns 0 or -ENOMEM. */
+int stacktime_block(struct stacktime *st, const void *key, uint64_t made, uint64_t freed, uint64_t bytes,
+		    uint64_t count, int end);
+/* count faults of key at time. */
+int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint64_t count);
 /* After the replay: the cells in the timeline's final buckets. */
 int stacktime_finish(struct stacktime *st);
 

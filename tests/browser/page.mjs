@@ -14,6 +14,8 @@
 //   select:SEL:VALUE   choose VALUE in the first select matching SEL
 //   text:SEL           "text SEL: ..." the element's text
 //   attr:SEL:NAME      "attr SEL NAME: ..." the element's attribute
+//   rows:SEL           "row SEL: V1 V2 ..." for each row of the table SEL but
+//                      its head: the data-value of its cells that have one
 //   hash               "hash: ..." the page's address after #
 //   views              for every view (a section or graph with an id): "view
 //                      ID pixels N right R", N the pixels of its screenshot
@@ -95,6 +97,11 @@ try {
     } else if (what === 'attr') {
       const sel = arg.slice(0, -1).join(':'), name = arg[arg.length - 1];
       console.log(`attr ${sel} ${name}: ${await page.locator(sel).first().getAttribute(name)}`);
+    } else if (what === 'rows') {
+      const sel = arg.join(':');
+      const rows = await page.evaluate((q) => Array.from(document.querySelectorAll(q + ' tr')).slice(1)
+        .map((r) => Array.from(r.cells).map((c) => c.getAttribute('data-value')).filter((v) => v !== null).join(' ')), sel);
+      for (const r of rows) console.log(`row ${sel}: ${r}`);
     } else if (what === 'hash') {
       console.log(`hash: ${await page.evaluate(() => location.hash.slice(1))}`);
     } else if (what === 'views') {
