@@ -412,7 +412,7 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char 
 	if (fstat(fd, &st))
 		return trace_error_set(err, errlen, "cannot stat '%s': %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return trace_error_set(err, errlen, "'%s' is not a regular file", path);
+		return trace_error_set(err, errlen, "'%s' is not a regular file: give a trace file (a FIFO, device or directory cannot be one)", path);
 	if (st.st_size == 0)
 		return trace_error_set(err, errlen, "'%s' is empty, not a memsight trace", path);
 	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -434,7 +434,9 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char 
 
 int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	/* Not blocking: a FIFO would wait for a writer before the check
+	 * below could refuse it. A regular file reads the same either way. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), ret;
 
 	memset(r, 0, sizeof(*r));
 	if (fd < 0)

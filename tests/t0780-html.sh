@@ -319,6 +319,20 @@ print(len([json.dumps({\"k%d\" % i: [i] * 20 for i in range(2000)}) for r in ran
 	'
 fi
 
+test_expect_success 'bad input: a BASE that is a FIFO, a directory or no trace gets one line, and no page is begun' '
+	rm -f fifo && mkfifo fifo && printf junk >junk &&
+	for b in fifo . /dev/null junk; do
+		rm -f bad.html &&
+		test_must_fail timeout 20 "$MEMSIGHT" report --html bad.html "$b" "$XOR" 2>err &&
+		test_one_line err && ! test -e bad.html || return 1
+	done &&
+	grep "not a memsight trace" err &&
+	test_must_fail timeout 20 "$MEMSIGHT" report --html bad.html fifo "$XOR" 2>err &&
+	grep "^memsight report: .fifo. is not a regular file: give a trace file (a FIFO, device or directory cannot be one)$" err &&
+	test_must_fail timeout 20 "$MEMSIGHT" diff fifo "$XOR" 2>err &&
+	test_one_line err && grep "is not a regular file" err
+'
+
 test_expect_success 'bad input: an output that cannot be written, in one line' '
 	test_must_fail "$MEMSIGHT" report --html /nonexistent/dir/r.html "$XOR" 2>err &&
 	test_one_line err && grep "cannot create ./nonexistent/dir/r.html." err

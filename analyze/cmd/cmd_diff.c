@@ -6,10 +6,12 @@
  * gate for CI.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "json.h"
@@ -43,11 +45,14 @@ struct diff {
 static int is_trace(const char *path)
 {
 	char magic[8];
-	FILE *f = fopen(path, "rb");
-	int yes = f && fread(magic, 1, sizeof(magic), f) == sizeof(magic) && !memcmp(magic, "MEMSIGHT", 8);
+	struct stat st;
+	/* Only a regular file: a FIFO's open would wait for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int yes = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && read(fd, magic, sizeof(magic)) == sizeof(magic) &&
+		  !memcmp(magic, "MEMSIGHT", 8);
 
-	if (f)
-		fclose(f);
+	if (fd >= 0)
+		close(fd);
 	return yes;
 }
 

@@ -1359,6 +1359,14 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 		msg_error("two traces make a page of what changed: give --html PAGE, or compare them with memsight diff");
 		return 2;
 	}
+	/* BASE is a trace too, checked before any page is begun. */
+	if (base) {
+		struct session b;
+
+		if (cmd_open(&b, base, a))
+			return 1;
+		cmd_close(&b, 0);
+	}
 	/* The page's file first: a path that cannot be written fails now, not
 	 * after the replay. */
 	if (html && replace_check(html, REPLACE_HTML, "an HTML page"))
