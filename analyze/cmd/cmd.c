@@ -418,6 +418,22 @@ void cmd_markup_escape(FILE *out, const char *s, size_t n)
 	}
 }
 
+char *cmd_slurp(FILE *f, size_t *len)
+{
+	long n;
+	char *buf;
+
+	fflush(f);
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+		return NULL;
+	buf = malloc(n + 1);
+	if (!buf)
+		return NULL;
+	*len = fread(buf, 1, n, f);
+	buf[*len] = 0;
+	return buf;
+}
+
 FILE *cmd_output_open(const char *path)
 {
 	int fd;

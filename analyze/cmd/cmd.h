@@ -133,6 +133,9 @@ const char *cmd_window(struct session *s, char *buf, size_t len);
  * -1 after an error. */
 int cmd_stdout_to(FILE *f);
 void cmd_stdout_restore(int saved);
+/* All of f, from its start, into a malloc'd buffer (*len bytes, then a
+ * 0); NULL when it cannot be read or held. */
+char *cmd_slurp(FILE *f, size_t *len);
 /* Run a command with what it prints going into f; its exit status. */
 int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int argc, char **argv, struct analyze_opts *a);
 /* memsight folded -e malloc by each of n weights (leaked, peak, bytes,

@@ -223,7 +223,6 @@ static int on_op(struct session *s, const struct memop *op, void *arg)
 static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 {
 	struct report *r = arg;
-
 	int ret;
 
 	if (r->pid >= 0 && ev->pid != r->pid)
@@ -818,14 +817,15 @@ static size_t st_cells_at(const struct st_rank *v, size_t n, size_t shown, int s
 	for (size_t i = 0; i < n; i++) {
 		hashmap_for_each(&v[i].x->cells, cs) {
 			const struct stacktime_cell *c = cs->ptr;
-			uint32_t from = c->from >> shift, to = c->to == STACKTIME_HELD ? c->to : c->to >> shift;
-			/* Buckets are fewer than TIMELINE_MAX: 10 bits each. */
-			uint64_t key = (uint64_t)c->kind << 62 | (uint64_t)(i < shown ? i : shown) << 20 | (uint64_t)from << 10 |
-				       (to == STACKTIME_HELD ? 1023 : to);
+			uint32_t from, to;
+			uint64_t key;
 			int created = 0;
 
-			if (c->kind == STACKTIME_LIVE && from == to)
+			if (!stacktime_cell_shifted(c, shift, &from, &to))
 				continue;
+			/* Buckets are fewer than TIMELINE_MAX: 10 bits each. */
+			key = (uint64_t)c->kind << 62 | (uint64_t)(i < shown ? i : shown) << 20 | (uint64_t)from << 10 |
+			      (to == STACKTIME_HELD ? 1023 : to);
 			if (!hashmap_u64(&seen, key, &created))
 				break;
 			total += created;
@@ -847,14 +847,13 @@ static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int
 	for (size_t i = 0; i < n; i++) {
 		hashmap_for_each(&v[i].x->cells, cs) {
 			const struct stacktime_cell *c = cs->ptr;
-			uint32_t from = c->from >> shift, to = c->to == STACKTIME_HELD ? c->to : c->to >> shift;
-			uint64_t key = (uint64_t)c->kind << 62 | (uint64_t)from << 31 | to;
 			struct stacktime_cell *t;
 			struct hm_slot *slot;
+			uint32_t from, to;
 
-			if (c->kind == STACKTIME_LIVE && from == to)
+			if (!stacktime_cell_shifted(c, shift, &from, &to))
 				continue;
-			if (!(slot = hashmap_u64(&sum, key, NULL)) || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*t)))))
+			if (!(slot = hashmap_u64(&sum, (uint64_t)c->kind << 62 | (uint64_t)from << 31 | to, NULL)) || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*t)))))
 				continue;
 			t = slot->ptr;
 			*t = (struct stacktime_cell){ c->kind, from, to, t->bytes + c->bytes, t->count + c->count };
@@ -886,10 +885,6 @@ static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int
 	hashmap_release(&sum);
 }
 
-/* By stack over time: what the page's trees sum for any window of
- * buckets, as leaks --time and faults --time count it. Allocations from
- * the stacks leaks suppresses by default are left out, as leaks leaves
- * them out. */
 /* A stack for the page: its frames' names (the function, or [object]),
  * innermost first, as indices into names, each name once. */
 struct name_table {
@@ -934,6 +929,10 @@ static void compact_frames_json(struct json *j, struct name_table *t, const stru
 	json_end(j);
 }
 
+/* By stack over time: what the page's trees sum for any window of
+ * buckets, as leaks --time and faults --time count it. Allocations from
+ * the stacks leaks suppresses by default are left out, as leaks leaves
+ * them out. */
 static void stack_timeline_json(struct json *j, const struct report *r, struct session *s, int page)
 {
 	struct name_table names = { .n = 0 };
@@ -1021,8 +1020,10 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 		hashmap_init(&sum, 0);
 		hashmap_for_each(&one.x->cells, cs) {
 			const struct stacktime_cell *cell = cs->ptr;
-			uint32_t b = shift < 32 ? cell->from >> shift : 0;
-			uint64_t *t = cell->kind == STACKTIME_MADE ? hashmap_u64_obj(&sum, b, 2 * sizeof(uint64_t)) : NULL;
+			uint32_t b, to;
+			uint64_t *t = stacktime_cell_shifted(cell, shift, &b, &to) && cell->kind == STACKTIME_MADE
+					      ? hashmap_u64_obj(&sum, b, 2 * sizeof(uint64_t))
+					      : NULL;
 
 			if (t) {
 				t[0] += cell->count;
@@ -1289,8 +1290,7 @@ static char *report_captured(struct report *r, struct session *s, int page_json,
 {
 	FILE *t = tmpfile();
 	int saved = t ? cmd_stdout_to(t) : -1;
-	char *buf = NULL;
-	long n;
+	char *buf;
 
 	if (saved < 0) {
 		msg_error("cannot make a temporary file: %s", strerror(errno));
@@ -1302,19 +1302,9 @@ static char *report_captured(struct report *r, struct session *s, int page_json,
 		report_json(r, s, 1);
 	else
 		print_report(r, s);
-	fflush(stdout);
 	cmd_stdout_restore(saved);
-	n = ftell(t);
-	buf = n >= 0 ? malloc(n + 1) : NULL;
-	rewind(t);
-	if (!buf || fread(buf, 1, n, t) != (size_t)n) {
+	if (!(buf = cmd_slurp(t, len)))
 		msg_error("out of memory");
-		free(buf);
-		buf = NULL;
-	} else {
-		buf[n] = 0;
-		*len = n;
-	}
 	fclose(t);
 	return buf;
 }

@@ -66,24 +66,6 @@ static void base64_out(FILE *out, const unsigned char *p, size_t n)
 	}
 }
 
-/* All of f, from its start, into a malloc'd buffer (*len bytes). */
-static char *slurp(FILE *f, size_t *len)
-{
-	long n;
-	char *buf;
-
-	fflush(f);
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
-		return NULL;
-	buf = malloc(n + 1);
-	if (!buf)
-		return NULL;
-	*len = fread(buf, 1, n, f);
-	buf[*len] = 0;
-	return buf;
-}
-
-/* The SVG of folded stacks in `folded`, into `svg`. */
 /* memsight-flamegraph on folded (a differential graph from base to it,
  * where base is not NULL) into svg. */
 static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct graph *g)
@@ -141,7 +123,7 @@ static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct grap
 static void svg_object(FILE *out, FILE *svg, const char *id, const char *style)
 {
 	size_t n = 0;
-	char *p = slurp(svg, &n);
+	char *p = cmd_slurp(svg, &n);
 
 	fprintf(out, "<object id=\"%s\" type=\"image/svg+xml\" style=\"%s\" data=\"data:image/svg+xml;base64,", id, style);
 	if (p)
@@ -192,7 +174,7 @@ static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct
 	int r;
 	FILE *f = captured(fn, argv, a, &r);
 	size_t n = 0;
-	char *t = f && !r ? slurp(f, &n) : NULL;
+	char *t = f && !r ? cmd_slurp(f, &n) : NULL;
 
 	data_put(out, key, t ? t : "", n, first);
 	free(t);
@@ -407,7 +389,7 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 	fputs("</nav>\n<h2 id=\"summary-head\">Summary</h2>\n<section id=\"summary\"></section>\n", out);
 	if (errors) {
 		size_t n = 0;
-		char *t = slurp(errors, &n);
+		char *t = cmd_slurp(errors, &n);
 
 		fputs("<h2 id=\"errors\">Memory errors</h2>\n<section id=\"errors-table-sec\"></section>\n<pre>", out);
 		if (t)
@@ -436,7 +418,7 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 		char *argv[] = { "leaks", "--top", "50", (char *)trace, NULL };
 		FILE *f = captured(cmd_leaks, argv, a, &r);
 		size_t n = 0;
-		char *t = f ? slurp(f, &n) : NULL;
+		char *t = f ? cmd_slurp(f, &n) : NULL;
 
 		fputs("<h2 id=\"leaks\">Leaks</h2>\n", out);
 		if (t)

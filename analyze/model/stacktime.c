@@ -58,6 +58,14 @@ static int cell_add(struct hashmap *cells, enum stacktime_kind kind, uint32_t fr
 	return 0;
 }
 
+int stacktime_cell_shifted(const struct stacktime_cell *c, int shift, uint32_t *from, uint32_t *to)
+{
+	/* A trace longer than 2^32 buckets' worth folds to one. */
+	*from = shift < 32 ? c->from >> shift : 0;
+	*to = c->to == STACKTIME_HELD ? c->to : shift < 32 ? c->to >> shift : 0;
+	return c->kind != STACKTIME_LIVE || *from != *to;
+}
+
 /* The timeline doubled its buckets' width (once or more) since the cells
  * were made: bucket i is now i >> shift. A block made and freed in what
  * is now one bucket counts in no window any more, beyond being made. */
@@ -78,11 +86,9 @@ static int follow(struct stacktime *st)
 		hashmap_init(&moved, 0);
 		hashmap_for_each(&x->cells, cs) {
 			struct stacktime_cell *c = cs->ptr;
-			/* A trace longer than 2^32 buckets' worth folds to one. */
-			uint32_t from = shift < 32 ? c->from >> shift : 0,
-				 to = c->to == STACKTIME_HELD ? c->to : shift < 32 ? c->to >> shift : 0;
+			uint32_t from, to;
 
-			if (c->kind == STACKTIME_LIVE && from == to)
+			if (!stacktime_cell_shifted(c, shift, &from, &to))
 				x->spanning_bytes -= c->bytes;
 			else if (cell_add(&moved, c->kind, from, to, c->bytes, c->count)) {
 				cells_free(&moved);

@@ -60,6 +60,10 @@ int stacktime_block(struct stacktime *st, const void *key, uint64_t made, uint64
 		    uint64_t count, int end);
 /* count faults of key at time. */
 int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint64_t count);
+/* Cell c in buckets 2^shift times as wide: its buckets into *from and
+ * *to. Returns 0 when it then counts in no window: a block made and freed
+ * in what is now one bucket (it stays counted as made). */
+int stacktime_cell_shifted(const struct stacktime_cell *c, int shift, uint32_t *from, uint32_t *to);
 /* After the replay: the cells in the timeline's final buckets. */
 int stacktime_finish(struct stacktime *st);
 
