@@ -59,6 +59,24 @@ static void read_zero(char *p, long n)
 	close(fd);
 }
 
+/* Lazy binding of open, read and close inside read_zero() would run the
+ * dynamic linker there; after the fork its deep stack lands on pages the
+ * parent has not written since, so read_zero() would show copy-on-write
+ * faults that are not its own. Bind them, and write the stack over, first. */
+static void prepare_read_zero(void)
+{
+	volatile char stack[4096];
+	int fd = open("/dev/null", O_RDONLY);
+
+	if (fd < 0 || read(fd, (char *)stack, 0) < 0) {
+		perror("open /dev/null");
+		exit(1);
+	}
+	close(fd);
+	for (size_t i = 0; i < sizeof(stack); i += 64)
+		stack[i] = 0;
+}
+
 static void call_fresh(void)
 {
 	static const unsigned char ret = 0xc3;
@@ -114,6 +132,7 @@ int main(int argc, char **argv)
 	printf("fault_kinds: cow_writer %ld pages in pid %d\n", n, (int)child);
 
 	zeroed = fresh_pages(n);
+	prepare_read_zero();
 	read_zero(zeroed, n);
 	printf("fault_kinds: read_zero %ld pages at %p\n", n, (void *)zeroed);
 
