@@ -285,22 +285,25 @@ static struct flame_node *load(struct flamegraph *fg, const char *path)
 
 static int write_svg(const struct flamegraph *fg, struct flame_node *root)
 {
+	struct replace_out o = { 0 };
 	FILE *out = stdout;
-	int fd;
 
 	/* 0600, as the trace it is drawn from: it holds commands and paths. */
-	if (fg->output && ((fd = open(fg->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600)) < 0 ||
-			   !(out = fdopen(fd, "w")))) {
-		if (fd >= 0)
-			close(fd);
-		return msg_error("cannot create '%s': %s", fg->output, strerror(errno));
+	if (fg->output) {
+		if (replace_open(&o, fg->output))
+			return msg_error("cannot create '%s': %s", fg->output, strerror(errno));
+		out = o.f;
 	}
-	if (flame_svg_write(out, root, &fg->o) || (out != stdout && fclose(out))) {
-		msg_error("cannot write the SVG: %s", strerror(errno));
+	if (flame_svg_write(out, root, &fg->o)) {
+		int err = errno ? errno : EIO;
+
 		if (fg->output)
-			unlink(fg->output);
-		return -1;
+			replace_finish(&o, 0);
+		return msg_error("cannot write '%s': %s", fg->output ? fg->output : "the SVG", strerror(err));
 	}
+	/* Written whole, or the file that was there stays. */
+	if (fg->output && replace_finish(&o, 1))
+		return msg_error("cannot write '%s': %s", fg->output, strerror(errno));
 	return 0;
 }
 

@@ -338,4 +338,28 @@ test_expect_success 'bad input: an output that cannot be written, in one line' '
 	test_one_line err && grep "cannot create ./nonexistent/dir/r.html." err
 '
 
+# A disk that fills halfway through the page: a tmpfs smaller than it.
+mkdir -p small
+if mount -t tmpfs -o size=64k memsight-test small 2>/dev/null; then
+	test_expect_success 'a full disk: one line, exit 1, and the page that was there stays whole' '
+		test_must_fail "$MEMSIGHT" report --html small/p.html "$XOR" 2>err &&
+		grep "cannot write .small/p.html.: No space left on device" err &&
+		test "$(grep -c "^memsight report:" err)" = 1 &&
+		test -z "$(ls small)" &&
+		printf "<!DOCTYPE html>\n<p>before</p>\n" >small/p.html &&
+		cp small/p.html before.html &&
+		test_must_fail "$MEMSIGHT" report --html small/p.html "$XOR" 2>/dev/null &&
+		cmp small/p.html before.html && test "$(ls small)" = p.html &&
+		{ head -c 61440 /dev/zero >small/fill; true; } &&
+		test_must_fail "$MEMSIGHT" flamegraph -o small/p.svg "$XOR" 2>err &&
+		grep "No space left on device" err && test "$(ls small | tr "\n" " ")" = "fill p.html " &&
+		test_must_fail "$MEMSIGHT" pprof -o small/p.pb.gz "$XOR" 2>err &&
+		grep "No space left on device" err && test "$(ls small | tr "\n" " ")" = "fill p.html " &&
+		cmp small/p.html before.html
+	'
+	umount small
+else
+	echo "# skipped: a full disk (a small tmpfs cannot be mounted here)"
+fi
+
 test_done

@@ -434,19 +434,6 @@ char *cmd_slurp(FILE *f, size_t *len)
 	return buf;
 }
 
-FILE *cmd_output_open(const char *path)
-{
-	int fd;
-	FILE *f;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
-	if (fd < 0)
-		return NULL;
-	if (!(f = fdopen(fd, "w")))
-		close(fd);
-	return f;
-}
-
 void print_stack(const struct stack_entry *e, int lines, const char *indent)
 {
 	struct frame fr[STACK_MAX_FRAMES];

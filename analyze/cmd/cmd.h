@@ -185,9 +185,6 @@ void print_stack(const struct stack_entry *e, int lines, const char *indent);
 /* n bytes of s as text in HTML or SVG (SIZE_MAX: up to its NUL): the
  * markup characters escaped, control bytes, which XML forbids, as '?'. */
 void cmd_markup_escape(FILE *out, const char *s, size_t n);
-/* A file a command writes its output to, created 0600 as the trace is (it
- * holds command lines and paths); NULL with errno. */
-FILE *cmd_output_open(const char *path);
 /* The file name of a frame's object, "kernel.kallsyms" for the kernel. */
 const char *frame_obj_base(const struct frame *f);
 

@@ -519,7 +519,8 @@ static int profile_write(struct profile *p, const char *path)
 	struct pb msg = { 0 };
 	z_stream z = { 0 };
 	unsigned char buf[65536];
-	int fd, r, ret = -1;
+	struct replace_out o = { 0 };
+	int fd = 1, r, ret = -1;
 
 	pb_raw(&msg, p->out.p, p->out.len);
 	pb_bytes(&msg, PF_STRING, "", 0); /* string 0 is "" */
@@ -529,10 +530,13 @@ static int profile_write(struct profile *p, const char *path)
 		free(msg.p);
 		return msg_error("out of memory");
 	}
-	fd = !strcmp(path, "-") ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		free(msg.p);
-		return msg_error("cannot create '%s': %s", path, strerror(errno));
+	if (strcmp(path, "-")) {
+		if (replace_open(&o, path)) {
+			free(msg.p);
+			return msg_error("cannot create '%s': %s", path, strerror(errno));
+		}
+		/* Written by fd alone: the stream never buffers. */
+		fd = fileno(o.f);
 	}
 	/* windowBits 15 + 16: a gzip stream, as pprof expects. */
 	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
@@ -565,7 +569,8 @@ static int profile_write(struct profile *p, const char *path)
 	}
 	ret = 0;
 out:
-	if (fd != 1 && close(fd) && !ret)
+	/* Written whole, or the file that was there stays. */
+	if (fd != 1 && replace_finish(&o, !ret) && !ret)
 		ret = msg_error("cannot write '%s': %s", path, strerror(errno));
 	free(msg.p);
 	return ret;

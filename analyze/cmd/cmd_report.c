@@ -1313,7 +1313,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
 	struct report r = { .pid = -1, .top = 5, .procs_shown = 20, .lines = 1 };
 	const char *html = NULL;
-	FILE *page = NULL;
+	struct replace_out page = { 0 };
 	int json = 0;
 	const struct opt options[] = {
 		OPT_U64('T', "top", &r.top, "N", "stacks and mappings shown per section (default 5)"),
@@ -1361,13 +1361,13 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	 * after the replay. */
 	if (html && replace_check(html, REPLACE_HTML, "an HTML page"))
 		return 1;
-	if (html && !(page = cmd_output_open(html))) {
+	if (html && replace_open(&page, html)) {
 		msg_error("cannot create '%s': %s", html, strerror(errno));
 		return 1;
 	}
 	if (cmd_open(&s, a->trace, a)) {
-		if (page)
-			fclose(page);
+		if (html)
+			replace_finish(&page, 0);
 		return 1;
 	}
 	/* Memory errors come first: they are why the process ended. */
@@ -1409,7 +1409,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			if (!data)
 				ret = 1;
 			else
-				ret = report_html(page, html, base, a->trace, text, n, data, jn, &s, a) ? 1 : 0;
+				ret = report_html(page.f, html, base, a->trace, text, n, data, jn, &s, a) ? 1 : 0;
 			free(text);
 			free(data);
 		} else if (json) {
@@ -1432,7 +1432,8 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	stacktab_release(&r.faults);
 	allocs_release(&r.a);
 	free(r.big);
-	if (page && fclose(page) && !ret) {
+	/* Written whole, or the file that was there stays. */
+	if (html && replace_finish(&page, !ret) && !ret) {
 		msg_error("cannot write '%s': %s", html, strerror(errno));
 		ret = 1;
 	}

@@ -111,10 +111,12 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 	const double W = 1000, H = 500, L = 80, R = 220, T = 40, B = 50;
 	uint64_t t0 = s->first_time, t1 = s->last_time > t0 ? s->last_time : t0 + 1;
 	int64_t ymax = 1;
-	FILE *f = cmd_output_open(path);
+	struct replace_out o;
+	FILE *f;
 
-	if (!f)
+	if (replace_open(&o, path))
 		return -1;
+	f = o.f;
 	for (size_t i = 0; i < n; i++)
 		if (v[i]->mm->peak > ymax)
 			ymax = v[i]->mm->peak;
@@ -162,7 +164,7 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 		fprintf(f, "</text>\n</g>\n");
 	}
 	fprintf(f, "</svg>\n");
-	return fclose(f) ? -1 : 0;
+	return replace_finish(&o, 1);
 }
 
 static void print_json(const struct session *s, struct series **v, size_t n)
