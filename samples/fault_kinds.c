@@ -63,7 +63,7 @@ static void read_zero(char *p, long n)
  * dynamic linker there; after the fork its deep stack lands on pages the
  * parent has not written since, so read_zero() would show copy-on-write
  * faults that are not its own. Bind them, and write the stack over, first. */
-static void prepare_read_zero(void)
+static void bind_io_calls(void)
 {
 	volatile char stack[4096];
 	int fd = open("/dev/null", O_RDONLY);
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 	printf("fault_kinds: cow_writer %ld pages in pid %d\n", n, (int)child);
 
 	zeroed = fresh_pages(n);
-	prepare_read_zero();
+	bind_io_calls();
 	read_zero(zeroed, n);
 	printf("fault_kinds: read_zero %ld pages at %p\n", n, (void *)zeroed);
 
