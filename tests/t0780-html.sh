@@ -253,6 +253,20 @@ elif recording_allowed; then
 		grep "^hash: metric=leaked&callers=someFunc$" c.out
 	'
 
+	test_expect_success 'a frame clicked in the leak flame graph: a link under it opens the same callers and callees' '
+		graph=$(sed -n "s/.*<h2 id=\"\(g[0-9]*\)\">Leaked bytes by stack.*/\1-flame/p" m.html) &&
+		test -n "$graph" &&
+		drive m.html load "frame:$graph:someFunc" "text:#$graph-fn" "click:$graph-fn:someFunc" \
+			text:.callers-of text:#callers-list text:#callees-list hash >fc.out &&
+		cat fc.out &&
+		test "$(fact errors fc.out)" = 0 &&
+		grep "^text #$graph-fn: Clicked in the graph: someFunc, its callers and callees.$" fc.out &&
+		grep "^text .callers-of: someFunc: 3.9 KiB in all, 0 B in it itself.$" fc.out &&
+		grep "^text #callers-list: 3.9 KiB main$" fc.out &&
+		grep "^text #callees-list: 3.9 KiB leak$" fc.out &&
+		grep "^hash: metric=leaked&callers=someFunc$" fc.out
+	'
+
 	test_expect_success 'the trees weigh by allocated, calls and peak too, chosen in the page' '
 		drive m.html load select:#topdown\ select.metric:calls attr:#topdown-total:data-value \
 			select:#topdown\ select.metric:allocated attr:#topdown-total:data-value >s.out &&

@@ -413,6 +413,27 @@
       document.getElementById('callers-head').scrollIntoView();
     }
   });
+  /* A frame clicked in a flame graph, which the graph tells by message (it
+   * is a document of its own): under that graph, a link to the function's
+   * callers and callees. Only the page's own graphs are heard, and the
+   * name is only ever text. */
+  window.addEventListener('message', function (ev) {
+    var d = ev.data, objs = document.querySelectorAll('object[id]');
+    if (!d || typeof d.memsightFrame !== 'string' || !paths.length) return;
+    for (var i = 0; i < objs.length; i++) {
+      if (objs[i].contentWindow !== ev.source) continue;
+      var id = objs[i].id + '-fn', p = document.getElementById(id);
+      if (!p) {
+        p = document.createElement('p');
+        p.id = id;
+        objs[i].parentNode.insertBefore(p, objs[i].nextSibling);
+      }
+      p.textContent = 'Clicked in the graph: ';
+      add(p, 'a', d.memsightFrame, 'fn').href = '#callers-head';
+      add(p, 'span', ', its callers and callees.');
+      return;
+    }
+  });
   var fillTable = null;
   function redraw() {
     var w = win(), m = state.metric;

@@ -11,6 +11,8 @@
 //                      width (fractions)
 //   click:SCOPE:TEXT   click the first function link (a.fn) in #SCOPE whose
 //                      text is TEXT
+//   frame:ID:NAME      click the frame NAME (its own name, not a part of it) in
+//                      the flame graph the page holds in object #ID
 //   select:SEL:VALUE   choose VALUE in the first select matching SEL
 //   text:SEL           "text SEL: ..." the element's text
 //   attr:SEL:NAME      "attr SEL NAME: ..." the element's attribute
@@ -90,6 +92,14 @@ try {
       await page.mouse.up();
     } else if (what === 'click') {
       await page.locator(`#${arg[0]} a.fn`, { hasText: new RegExp('^' + arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$') }).first().click();
+    } else if (what === 'frame') {
+      const name = arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      await page.locator('#' + arg[0]).scrollIntoViewIfNeeded();
+      // An object's document is a frame of the page, known by its address.
+      const data = await page.locator('#' + arg[0]).getAttribute('data');
+      const graph = page.frames().find((f) => f.url() === data);
+      await graph.locator('g.f').filter({ has: graph.locator('title', { hasText: new RegExp('^' + name + ' \\(') }) })
+        .first().locator('rect').click();
     } else if (what === 'select') {
       await page.locator(arg[0]).first().selectOption(arg[1]);
     } else if (what === 'text') {
