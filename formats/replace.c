@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,6 +44,37 @@ int replace_check(const char *path, const char *sig, const char *what)
 			 path, what);
 }
 
+/* The file being written beside its path, removed when a signal ends the
+ * program before it is whole: an interrupted command leaves nothing
+ * behind, as a failed one does. One at a time: no command writes two. */
+static char pending[PATH_MAX];
+static volatile sig_atomic_t pending_set;
+static const int ending[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+static void pending_end(int sig)
+{
+	if (pending_set)
+		unlink(pending);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Watched from before the file exists: mkostemp fills in pending's name
+ * in place, so a signal at any point removes what there is by then. */
+static void pending_watch(void)
+{
+	struct sigaction sa, old;
+
+	pending_set = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = pending_end;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(ending) / sizeof(ending[0]); i++)
+		/* A signal the caller ignores (nohup's SIGHUP) stays ignored. */
+		if (!sigaction(ending[i], NULL, &old) && old.sa_handler == SIG_DFL)
+			sigaction(ending[i], &sa, NULL);
+}
+
 int replace_open(struct replace_out *o, const char *path)
 {
 	struct stat st;
@@ -58,12 +91,21 @@ int replace_open(struct replace_out *o, const char *path)
 	if (missing || S_ISREG(st.st_mode)) {
 		size_t n = strlen(path);
 
-		if (!(o->tmp = malloc(n + 8)))
+		if (n + 8 > sizeof(pending)) {
+			errno = ENAMETOOLONG;
 			return -1;
-		memcpy(o->tmp, path, n);
-		memcpy(o->tmp + n, ".XXXXXX", 8);
+		}
+		memcpy(pending, path, n);
+		memcpy(pending + n, ".XXXXXX", 8);
+		pending_watch();
 		/* mkostemp makes it 0600. */
-		fd = mkostemp(o->tmp, O_CLOEXEC);
+		fd = mkostemp(pending, O_CLOEXEC);
+		if (fd >= 0 && !(o->tmp = strdup(pending))) {
+			unlink(pending);
+			close(fd);
+			fd = -1;
+			errno = ENOMEM;
+		}
 	} else {
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
 	}
@@ -75,6 +117,7 @@ int replace_open(struct replace_out *o, const char *path)
 		if (o->tmp)
 			unlink(o->tmp);
 	}
+	pending_set = 0;
 	free(o->tmp);
 	o->tmp = NULL;
 	errno = err;
@@ -99,12 +142,16 @@ int replace_finish(struct replace_out *o, int ok)
 	}
 	o->f = NULL;
 	if (o->tmp) {
+		/* Let go of only once renamed or removed: a signal before
+		 * that still removes the temporary name, which after a rename
+		 * names nothing. */
 		if (ok && rename(o->tmp, o->path)) {
 			err = errno;
 			ok = 0;
 		}
 		if (!ok)
 			unlink(o->tmp);
+		pending_set = 0;
 		free(o->tmp);
 		o->tmp = NULL;
 	}

@@ -376,4 +376,19 @@ else
 	echo "# skipped: a full disk (a small tmpfs cannot be mounted here)"
 fi
 
+# Ended by a signal while the page is written (a Ctrl-C, a CI job's
+# timeout): the page that was there stays, and nothing else is left.
+if recording_allowed; then
+	test_expect_success 'SIGTERM while the page is written: the page that was there stays whole, no other file' '
+		"$MEMSIGHT" record -q -e malloc -o sig.trace -- "$SAMPLES/churn_leak" >/dev/null 2>&1 &&
+		mkdir sig && printf "<!DOCTYPE html>\n<p>before</p>\n" >sig/p.html && cp sig/p.html before.html &&
+		{ "$MEMSIGHT" report --html sig/p.html sig.trace 2>/dev/null & pid=$!; } &&
+		n=0 && while ! ls sig/p.html.* >/dev/null 2>&1 && test $n -lt 1000; do sleep 0.01; n=$((n + 1)); done &&
+		kill -TERM $pid &&
+		{ wait $pid; status=$?; } && echo "status $status" &&
+		test "$status" = 143 &&
+		test "$(ls sig)" = p.html && cmp sig/p.html before.html
+	'
+fi
+
 test_done
