@@ -20,7 +20,7 @@ test_expect_success 'a trace recorded elsewhere: one page with the report and a 
 	"$MEMSIGHT" report --debug-dir "$DEBUG" --html r.html "$XOR" 2>err &&
 	cat err &&
 	grep "wrote .r.html.: the report and 3 flame graphs" err &&
-	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 10 &&
+	grep -c "<h2 id=" r.html >n && test "$(cat n)" = 11 &&
 	grep -q "<h2 id=\"g0\">Page faults by stack</h2>" r.html &&
 	grep -q "^== faults: page faults ==" r.html &&
 	test $(grep -o "<object id=\"g[0-9]*-flame\"" r.html | wc -l) = 3
@@ -241,6 +241,17 @@ elif recording_allowed; then
 		drive churn.html "load:$hash" attr:#timeline-range:data-time attr:#topdown-total:data-value >w2.out &&
 		test "$(fact "attr #timeline-range data-time:" w2.out)" = "$range" &&
 		test "$(fact "attr #topdown-total data-value:" w2.out)" = "$windowed"
+	'
+
+	test_expect_success 'the window'"'"'s flame graph: drawn in the page, its total what leaks --time counts, a frame opens its callers' '
+		hash=$(fact hash: w.out) &&
+		drive churn.html "load:$hash" attr:#wflame-svg:data-total "attr:#wflame-svg g:data-name" \
+			"press:#wflame-svg g" text:.callers-of >wf.out &&
+		cat wf.out &&
+		test "$(fact errors wf.out)" = 0 &&
+		test "$(fact "attr #wflame-svg data-total:" wf.out)" = "$(cat want.window)" &&
+		name=$(fact "attr #wflame-svg g data-name:" wf.out) && test -n "$name" &&
+		grep "^text .callers-of: $name: " wf.out
 	'
 
 	test_expect_success 'a function clicked in the bottom-up tree: its callers and callees, and the address says so' '

@@ -335,7 +335,7 @@
   /* Top-down and bottom-up trees, and the callers and callees of a
    * function clicked anywhere on the page, all of the window. */
   var treeSec = { down: document.getElementById('topdown'), up: document.getElementById('bottomup') };
-  function tree(root, order, m, a, b) {
+  function treeOf(order, m, a, b) {
     var top = { kids: {}, w: 0, n: 0 };
     paths.forEach(function (p) {
       var w = weigh(p, m, a, b);
@@ -347,7 +347,10 @@
         node.w += w;
       });
     });
-    var total = top.w;
+    return top;
+  }
+  function tree(root, order, m, a, b) {
+    var top = treeOf(order, m, a, b), total = top.w;
     function draw(parent, node, depth) {
       Object.keys(node.kids).map(function (k) { return node.kids[k]; })
         .sort(function (x, y) { return y.w - x.w; }).forEach(function (k) {
@@ -364,6 +367,53 @@
     }
     draw(root, top, 0);
     return total;
+  }
+  /* A flame graph of the window, drawn from the same stacks as the trees:
+   * the outermost callers at the bottom, each frame as wide as its share;
+   * frames under half a pixel left out, as the graphs below leave them. */
+  var NS = 'http://www.w3.org/2000/svg';
+  function flame(sec, m, a, b) {
+    var top = treeOf('down', m, a, b), FW = 1200, FH = 16, depth = 0, rows = [];
+    (function lay(node, x, dep) {
+      Object.keys(node.kids).sort().forEach(function (k) {
+        var c = node.kids[k], w = top.w ? FW * c.w / top.w : 0;
+        if (w >= 0.5) {
+          rows.push([x, dep, w, c]);
+          if (dep + 1 > depth) depth = dep + 1;
+          lay(c, x, dep + 1);
+        }
+        x += w;
+      });
+    })(top, 0, 0);
+    var FHt = depth * FH + 2, svg = document.createElementNS(NS, 'svg');
+    svg.id = 'wflame-svg';
+    svg.setAttribute('viewBox', '0 0 ' + FW + ' ' + FHt);
+    svg.setAttribute('width', '100%');
+    svg.setAttribute('data-total', top.w);
+    svg.style.fontSize = '11px';
+    rows.forEach(function (r) {
+      var g = document.createElementNS(NS, 'g'), c = r[3], y = FHt - (r[1] + 1) * FH, h = 0;
+      for (var i = 0; i < c.name.length; i++) h = (h * 31 + c.name.charCodeAt(i)) & 0xffff;
+      var t = document.createElementNS(NS, 'title'), rect = document.createElementNS(NS, 'rect');
+      t.textContent = c.name + ' (' + fmtBy(m, c.w) + ', ' + (100 * c.w / top.w).toFixed(2) + '%)';
+      rect.setAttribute('x', r[0].toFixed(2)); rect.setAttribute('y', y);
+      rect.setAttribute('width', Math.max(r[2] - 0.5, 0.1).toFixed(2)); rect.setAttribute('height', FH - 1);
+      rect.setAttribute('fill', 'hsl(' + (90 + h % 50) + ',55%,' + (50 + h % 20) + '%)');
+      g.appendChild(t); g.appendChild(rect);
+      var n = Math.floor((r[2] - 6) / 6.5);
+      if (n >= 3) {
+        var tx = document.createElementNS(NS, 'text');
+        tx.setAttribute('x', (r[0] + 3).toFixed(2)); tx.setAttribute('y', y + FH - 4);
+        tx.textContent = c.name.length <= n ? c.name : c.name.slice(0, n - 2) + '..';
+        g.appendChild(tx);
+      }
+      g.setAttribute('data-name', c.name);
+      g.style.cursor = 'pointer';
+      g.addEventListener('click', function () { openCallers(c.name); });
+      svg.appendChild(g);
+    });
+    sec.appendChild(svg);
+    return top.w;
   }
   function controls(sec) {
     var p = add(sec, 'p'), s = add(p, 'select');
@@ -403,14 +453,17 @@
       if (!ul.firstChild) add(ul, 'li', '(none)');
     });
   }
+  function openCallers(name) {
+    state.callers = name;
+    callers(state.callers);
+    stateWrite();
+    document.getElementById('callers-head').scrollIntoView();
+  }
   document.addEventListener('click', function (ev) {
     var t = ev.target;
     if (t && t.classList && t.classList.contains('fn') && paths.length) {
       ev.preventDefault();
-      state.callers = t.textContent;
-      callers(state.callers);
-      stateWrite();
-      document.getElementById('callers-head').scrollIntoView();
+      openCallers(t.textContent);
     }
   });
   /* A frame clicked in a flame graph, which the graph tells by message (it
@@ -464,6 +517,13 @@
       lead.setAttribute('data-value', total);
       lead.textContent = fmtBy(m, total) + ' ' + titleOf(m) + (o === 'down' ? ', from the outermost callers in:' : ', from the functions that asked out:');
     });
+    var fsec = document.getElementById('wflame');
+    if (fsec && paths.length && m) {
+      fsec.textContent = '';
+      var flead = add(fsec, 'p');
+      var ftotal = flame(fsec, m, w[0], w[1]);
+      flead.textContent = fmtBy(m, ftotal) + ' ' + titleOf(m) + ', by stack (the menus above the trees choose what it weighs). A click on a frame shows its callers and callees.';
+    }
     if (state.callers !== null && paths.length) callers(state.callers);
     if (fillTable) fillTable();
     /* The sizes of the window's allocations; the flame graphs say what

@@ -375,7 +375,7 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 		fputs("<a href=\"#diff-head\">changes</a>", out);
 	fputs("<a href=\"#summary-head\">summary</a><a href=\"#timeline-head\">over time</a>"
 	      "<a href=\"#functions-head\">functions</a><a href=\"#topdown-head\">top-down</a>"
-	      "<a href=\"#bottomup-head\">bottom-up</a><a href=\"#callers-head\">callers</a>", out);
+	      "<a href=\"#wflame-head\">flame graph</a><a href=\"#bottomup-head\">bottom-up</a><a href=\"#callers-head\">callers</a>", out);
 	if (allocs_recorded(s))
 		fputs("<a href=\"#sizes-head\">sizes</a>", out);
 	fputs("<a href=\"#report\">report</a>", out);
@@ -404,6 +404,7 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 	fputs("<h2 id=\"timeline-head\">Over time</h2>\n<section id=\"timeline\"></section>\n", out);
 	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
 	fputs("<h2 id=\"topdown-head\">Top-down</h2>\n<section id=\"topdown\"></section>\n"
+	      "<h2 id=\"wflame-head\">Flame graph of the window</h2>\n<section id=\"wflame\"></section>\n"
 	      "<h2 id=\"bottomup-head\">Bottom-up</h2>\n<section id=\"bottomup\"></section>\n"
 	      "<h2 id=\"callers-head\">Callers and callees</h2>\n<section id=\"callers\"><p>Click a function anywhere on "
 	      "the page.</p></section>\n",

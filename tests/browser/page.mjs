@@ -13,6 +13,7 @@
 //                      text is TEXT
 //   frame:ID:NAME      click the frame NAME (its own name, not a part of it) in
 //                      the flame graph the page holds in object #ID
+//   press:SEL          click the first element matching SEL
 //   select:SEL:VALUE   choose VALUE in the first select matching SEL
 //   text:SEL           "text SEL: ..." the element's text
 //   attr:SEL:NAME      "attr SEL NAME: ..." the element's attribute
@@ -100,6 +101,8 @@ try {
       const graph = page.frames().find((f) => f.url() === data);
       await graph.locator('g.f').filter({ has: graph.locator('title', { hasText: new RegExp('^' + name + ' \\(') }) })
         .first().locator('rect').click();
+    } else if (what === 'press') {
+      await page.locator(arg.join(':')).first().click();
     } else if (what === 'select') {
       await page.locator(arg[0]).first().selectOption(arg[1]);
     } else if (what === 'text') {
