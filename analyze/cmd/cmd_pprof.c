@@ -570,7 +570,7 @@ static int profile_write(struct profile *p, const char *path)
 	ret = 0;
 out:
 	/* Written whole, or the file that was there stays. */
-	if (fd != 1 && replace_finish(&o, !ret) && !ret)
+	if (o.f && replace_finish(&o, !ret) && !ret)
 		ret = msg_error("cannot write '%s': %s", path, strerror(errno));
 	free(msg.p);
 	return ret;

@@ -349,8 +349,9 @@
     });
     return top;
   }
-  function tree(root, order, m, a, b) {
-    var top = treeOf(order, m, a, b), total = top.w;
+  /* Draw a tree treeOf built, weighed by m, under root; its total. */
+  function tree(root, top, m) {
+    var total = top.w;
     function draw(parent, node, depth) {
       Object.keys(node.kids).map(function (k) { return node.kids[k]; })
         .sort(function (x, y) { return y.w - x.w; }).forEach(function (k) {
@@ -372,8 +373,8 @@
    * the outermost callers at the bottom, each frame as wide as its share;
    * frames under half a pixel left out, as the graphs below leave them. */
   var NS = 'http://www.w3.org/2000/svg';
-  function flame(sec, m, a, b) {
-    var top = treeOf('down', m, a, b), FW = 1200, FH = 16, depth = 0, rows = [];
+  function flame(sec, m, top) {
+    var FW = 1200, FH = 16, depth = 0, rows = [];
     (function lay(node, x, dep) {
       Object.keys(node.kids).sort().forEach(function (k) {
         var c = node.kids[k], w = top.w ? FW * c.w / top.w : 0;
@@ -506,22 +507,25 @@
         rangeOut.removeAttribute('data-time');
       }
     }
+    /* Each tree built once: the top-down one is the flame graph's too. */
+    var tops = {};
+    if (paths.length && m) ['down', 'up'].forEach(function (o) { tops[o] = treeOf(o, m, w[0], w[1]); });
     ['down', 'up'].forEach(function (o) {
       var sec = treeSec[o];
-      if (!sec || !paths.length || !m) return;
+      if (!sec || !tops[o]) return;
       sec.textContent = '';
       controls(sec);
       var lead = add(sec, 'p');
-      var total = tree(sec, o, m, w[0], w[1]);
+      var total = tree(sec, tops[o], m);
       lead.id = o === 'down' ? 'topdown-total' : 'bottomup-total';
       lead.setAttribute('data-value', total);
       lead.textContent = fmtBy(m, total) + ' ' + titleOf(m) + (o === 'down' ? ', from the outermost callers in:' : ', from the functions that asked out:');
     });
     var fsec = document.getElementById('wflame');
-    if (fsec && paths.length && m) {
+    if (fsec && tops.down) {
       fsec.textContent = '';
       var flead = add(fsec, 'p');
-      var ftotal = flame(fsec, m, w[0], w[1]);
+      var ftotal = flame(fsec, m, tops.down);
       flead.textContent = fmtBy(m, ftotal) + ' ' + titleOf(m) + ', by stack (the menus above the trees choose what it weighs). A click on a frame shows its callers and callees.';
     }
     if (state.callers !== null && paths.length) callers(state.callers);
