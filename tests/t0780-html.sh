@@ -243,13 +243,17 @@ elif recording_allowed; then
 		test "$(fact "attr #topdown-total data-value:" w2.out)" = "$windowed"
 	'
 
-	test_expect_success 'the window'"'"'s flame graph: drawn in the page, its total what leaks --time counts, a frame opens its callers' '
+	test_expect_success 'the window'"'"'s flame graph: drawn in the page, its totals those of leaks --time and the tree, a frame opens its callers' '
 		hash=$(fact hash: w.out) &&
-		drive churn.html "load:$hash" attr:#wflame-svg:data-total "attr:#wflame-svg g:data-name" \
+		drive churn.html "load:$hash" attr:#wflame-svg:data-total "select:#topdown select.metric:allocated" \
+			attr:#wflame-svg:data-total attr:#topdown-total:data-value "attr:#wflame-svg g:data-name" \
 			"press:#wflame-svg g" text:.callers-of >wf.out &&
 		cat wf.out &&
 		test "$(fact errors wf.out)" = 0 &&
-		test "$(fact "attr #wflame-svg data-total:" wf.out)" = "$(cat want.window)" &&
+		test "$(fact "attr #wflame-svg data-total:" wf.out | sed -n 1p)" = "$(cat want.window)" &&
+		allocated=$(fact "attr #wflame-svg data-total:" wf.out | sed -n 2p) &&
+		test "$allocated" -gt 0 &&
+		test "$allocated" = "$(fact "attr #topdown-total data-value:" wf.out)" &&
 		name=$(fact "attr #wflame-svg g data-name:" wf.out) && test -n "$name" &&
 		grep "^text .callers-of: $name: " wf.out
 	'
