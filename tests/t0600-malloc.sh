@@ -267,4 +267,93 @@ test_expect_success 'C++ frames: template arguments shortened to <> by default, 
 	grep -q "fill(int)" short
 '
 
+# The wrapper filters each stack dump in the process by the code filter the
+# recorder publishes. Code mapped after the filter was made must still
+# name its frames: a library opened by path, one found by the opener's own
+# RUNPATH (dlopen reached with the caller's address), and code made
+# executable with mprotect, each allocating at once, in recordings made
+# one after another.
+test_expect_success 'code that appears during the recording: its frames, every time' '
+	cat >fresh.c <<-EOF &&
+	#include <stdlib.h>
+	void *fresh_keep[64];
+	__attribute__((noinline)) void fresh_deep(int d, int i)
+	{
+		if (d)
+			fresh_deep(d - 1, i);
+		else
+			fresh_keep[i] = malloc(48);
+		__asm__ volatile("" ::: "memory");
+	}
+	void fresh_leak(int n) { for (int i = 0; i < n; i++) fresh_deep(3, i); }
+	EOF
+	cat >opener.c <<-EOF &&
+	#include <dlfcn.h>
+	#include <stdio.h>
+	#include <stdlib.h>
+	#include <string.h>
+	#include <sys/mman.h>
+	#include <time.h>
+	#include <unistd.h>
+	static void *early[100];
+	typedef void (*leak_fn)(int);
+	void *jit_keep[32];
+	__attribute__((noinline)) void jit_target(void) { for (int i = 0; i < 32; i++) jit_keep[i] = malloc(24); }
+	int main(int argc, char **argv)
+	{
+		struct timespec ts = { 0, 30000000 };
+		void *h;
+		leak_fn f;
+		for (int i = 0; i < 100; i++) free(early[i] = malloc(16));
+		nanosleep(&ts, NULL);
+		h = dlopen(argv[1], RTLD_NOW);
+		if (!h || !(f = (leak_fn)dlsym(h, "fresh_leak"))) { fprintf(stderr, "opener: %s\n", dlerror()); return 1; }
+		f(64);
+		printf("opener: leaked 3072 bytes in 64 allocations from fresh_deep\n");
+		if (argc > 2) {
+			/* push rbp; mov rbp,rsp; call *%rdi; pop rbp; ret: a frame-pointer frame, at an address of its own */
+			static const unsigned char stub[] = { 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3 };
+			unsigned char *c = mmap((void *)0x3e0000000000ull, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			FILE *m;
+			char name[64];
+			if (c == MAP_FAILED) return 1;
+			nanosleep(&ts, NULL);
+			for (int i = 0; i < 100; i++) free(early[i] = malloc(16));
+			memcpy(c, stub, sizeof(stub));
+			if (mprotect(c, 4096, PROT_READ | PROT_EXEC)) return 1;
+			snprintf(name, sizeof(name), "/tmp/perf-%d.map", (int)getpid());
+			if (!(m = fopen(name, "w"))) return 1;
+			fprintf(m, "%lx %zx jit_stub\n", (unsigned long)c, sizeof(stub));
+			fclose(m);
+			((void (*)(void (*)(void)))c)(jit_target);
+			printf("opener: leaked 768 bytes in 32 allocations from jit_target\n");
+		}
+		return 0;
+	}
+	EOF
+	cc -O1 -g -fno-omit-frame-pointer -fPIC -shared -o libfresh.so fresh.c &&
+	mkdir -p rp && cp libfresh.so rp/ &&
+	cc -O1 -g -fno-omit-frame-pointer -o opener opener.c -ldl &&
+	cc -O1 -g -fno-omit-frame-pointer -o rp/opener opener.c -ldl -Wl,-rpath,"\$ORIGIN" &&
+	for i in 1 2 3; do
+		record -o fresh.trace -- ./opener "$PWD/libfresh.so" jit >truth &&
+		grep "^opener: leaked 768 bytes" truth &&
+		"$MEMSIGHT" leaks fresh.trace >leaks 2>/dev/null &&
+		grep -A12 "^3072 bytes in 64 allocations from stack" leaks >stack &&
+		grep "^		fresh_deep+0x[0-9a-f]* \[libfresh.so\]" stack &&
+		grep "^		fresh_leak+0x[0-9a-f]* \[libfresh.so\]" stack &&
+		grep "^		main+0x[0-9a-f]* \[opener\]" stack &&
+		grep -A8 "^768 bytes in 32 allocations from stack" leaks >stack &&
+		grep "^		jit_target+0x[0-9a-f]* \[opener\]" stack &&
+		grep "^		jit_stub" stack &&
+		grep "^		main+0x[0-9a-f]* \[opener\]" stack &&
+		rm -f "/tmp/perf-$(sed -n "s/.*(pid \([0-9]*\) opener).*/\1/p" leaks | head -1).map" &&
+		record -o rp.trace -- rp/opener libfresh.so >truth &&
+		"$MEMSIGHT" leaks rp.trace >leaks 2>/dev/null &&
+		grep -A12 "^3072 bytes in 64 allocations from stack" leaks >stack &&
+		grep "^		fresh_deep+0x[0-9a-f]* \[libfresh.so\]" stack &&
+		grep "^		main+0x[0-9a-f]* \[opener\]" stack || return 1
+	done
+'
+
 test_done

@@ -124,6 +124,24 @@ test_expect_success 'reports come in shared memory; a process that cannot make i
 	test "$reports" -ge 100 && test $((samples - reports)) -ge 70
 '
 
+# Once the recorder has published the process's code filter, the wrapper
+# sends only the words of each stack that may point into the stack or into
+# code; the recorder's own rule then applies to those. The table is the
+# same as from whole dumps.
+test_expect_success 'stacks filtered in the process: exact, with every frame' '
+	"$MEMSIGHT" record -q -e malloc -o filt.trace -- "$S/loop_leak" 200000 >truth &&
+	"$MEMSIGHT" info filt.trace >info &&
+	grep "^malloc wrapper: " info &&
+	packed=$(sed -n "s/^malloc wrapper: .* \([0-9]*\) of them with their stacks filtered in the process, 0 rings.*/\1/p" info) &&
+	test "$packed" -gt 100000 &&
+	"$MEMSIGHT" leaks filt.trace >leaks &&
+	grep "^# memsight leaks of .filt.trace.: 800000 bytes in 200000 allocations outstanding from 1 stack$" leaks &&
+	grep -A6 "^800000 bytes in 200000 allocations from stack" leaks >stack &&
+	sed -n 4p stack | grep "^		leak+0x" &&
+	sed -n 5p stack | grep "^		someFunc+0x" &&
+	sed -n 6p stack | grep "^		main+0x"
+'
+
 test_expect_success 'malloc looked up with dlsym in libc itself is seen, every call and sampled' '
 	"$MEMSIGHT" record -q -e malloc -o dl.trace -- "$S/dlsym_alloc" 100 >truth &&
 	grep "^dlsym_alloc: leaked 104857600 bytes in 100 allocations from grab$" truth &&

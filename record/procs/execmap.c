@@ -316,8 +316,10 @@ void execmap_apply(struct execmap *m, const struct execmap_entry *e)
 		g = execmap_at(m, e->pid, e->time);
 		if (!g)
 			g = gen_push(p, 0, NULL);
-		if (g)
+		if (g) {
 			range_add(g, e->start, e->end, e->obj);
+			g->stamp = ++m->stamps;
+		}
 		break;
 	case EXECMAP_FORK:
 		from = execmap_at(m, e->other, e->time);
@@ -327,7 +329,8 @@ void execmap_apply(struct execmap *m, const struct execmap_entry *e)
 			exited_forget(m, p);
 		/* proc_get may have moved the slots, not the processes. */
 		from = execmap_at(m, e->other, e->time);
-		gen_push(p, e->time, from && p->gen != from ? from : NULL);
+		if ((g = gen_push(p, e->time, from && p->gen != from ? from : NULL)))
+			g->stamp = ++m->stamps;
 		reap(m, p);
 		break;
 	case EXECMAP_EXEC:
@@ -335,7 +338,8 @@ void execmap_apply(struct execmap *m, const struct execmap_entry *e)
 			break;
 		if (p->exited)
 			exited_forget(m, p);
-		gen_push(p, e->time, NULL);
+		if ((g = gen_push(p, e->time, NULL)))
+			g->stamp = ++m->stamps;
 		reap(m, p);
 		break;
 	case EXECMAP_EXIT:

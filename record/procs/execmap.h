@@ -65,6 +65,7 @@ struct em_gen {
 	size_t nr, alloc;
 	size_t hint;		/* the mapping found last */
 	int all;		/* a mapping too big for the filter: every word is looked up */
+	uint64_t stamp;		/* changed whenever its mappings do: unique over the map */
 	struct em_gen *older;
 	uint64_t filter[EXECMAP_FILTER_BITS / 64];
 };
@@ -82,6 +83,7 @@ struct execmap {
 	struct em_proc **exited; /* in the order they exited, freed some seconds later */
 	size_t nr_exited, alloc_exited;
 	uint64_t now;		/* the latest time applied */
+	uint64_t stamps;	/* the last stamp given */
 	uint8_t *touched;	/* by object id: a kept word or a sampled ip pointed into it */
 	size_t alloc_touched;
 	uint32_t nr_touched;	/* objects touched so far */

@@ -5,7 +5,8 @@
  * its probe sites; wrap.c stands in for the allocation functions a
  * program calls and hands each call to the allocator the process runs;
  * exec.c keeps the library in the programs a recorded process executes;
- * stream.c hands reports to a recorder without a trap.
+ * stream.c hands reports to a recorder without a trap, and wraps the
+ * functions that map code, to know when the recorder's code filter lags.
  * Nothing here is exported from the library.
  */
 #ifndef MEMSIGHT_SAMPLER_H

@@ -11,6 +11,15 @@
  * gone), the caller reports at the probe site instead, which works
  * wherever a uprobe does.
  *
+ * Where the recorder publishes the process's code filter, a report
+ * carries only the words of its dump that the filter lets through
+ * (stream.h): a pass over the dump here, in the thread that allocates,
+ * instead of a copy of it here and a pass over it in the recorder, which
+ * every thread's reports queue for. To know when the filter may lack a
+ * mapping, the functions that map code (mmap, mprotect, pkey_mprotect,
+ * dlopen, dlmopen) are wrapped and note when they last did so in a
+ * granule the filter does not hold.
+ *
  * Like the rest of the library it allocates nothing of its own with
  * malloc: rings are memfd pages, and the connection is made with system
  * calls alone.
@@ -20,6 +29,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +38,23 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <unistd.h>
 
+#include "../procs/execmap.h"
 #include "sampler.h"
 #include "stream.h"
 
 #define RING_BYTES (STREAM_HDR_SIZE + STREAM_DATA_SIZE)
+/* No user address lies below the first page or at 2^56 and above (the
+ * recorder knows whether this machine's limit is 2^47). */
+#define USER_BOTTOM 4096ull
+#define USER_SPAN ((1ull << 56) - USER_BOTTOM)
+
+_Static_assert(STREAM_CODE_WORDS * 64 == EXECMAP_FILTER_BITS, "the published filter is the recorder's");
+_Static_assert(sizeof(struct stream_ring_hdr) <= STREAM_HDR_SIZE / 2, "the writer's part of the header follows");
 
 /* The writer's own part of a ring's header page, past what the recorder
  * reads: the list of this process's rings, for a forked child to drop. */
@@ -65,6 +87,21 @@ static int lock;		/* the connection and the ring list */
 static struct stream_ring_hdr *rings;
 static pthread_key_t end_key;
 static int end_key_ok;
+/* When this process last mapped code the published filter may not hold
+ * (CLOCK_MONOTONIC ns): dumps go whole until the recorder's horizon
+ * passes it. */
+static uint64_t code_changed_at;
+
+/* stack words as the compiler may read them, whatever wrote them */
+typedef uint64_t __attribute__((may_alias)) stack_word;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void lock_take(void)
 {
@@ -280,14 +317,12 @@ static inline struct stream_thread *ready(void)
 
 static void rec_head(struct stream_rec *r, uint32_t size, int kind, void *p)
 {
-	struct timespec ts;
 	int cpu = sched_getcpu();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	r->size = size;
 	r->kind = (uint16_t)kind;
 	r->cpu = cpu < 0 ? 0 : (uint16_t)cpu;
-	r->time = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	r->time = now_ns();
 	r->ptr = (uint64_t)(uintptr_t)p;
 }
 
@@ -322,13 +357,266 @@ __asm__(".text\n"
 	"	.cfi_endproc\n"
 	".size stream_regs, .-stream_regs\n");
 
+/* Code mapped at [addr, addr + len): noted, unless the calling thread's
+ * published filter already holds each of its granules (a JIT turning
+ * pages executable within its code space, again and again). */
+static void code_mapped(const void *addr, size_t len)
+{
+	struct stream_thread *t = &stream_ts;
+	uint64_t a = (uint64_t)(uintptr_t)addr, g0 = a >> EXECMAP_GRANULE_SHIFT, g1;
+
+	if (t->state == 1 && len && __atomic_load_n(&t->hdr->code_ok, __ATOMIC_ACQUIRE)) {
+		g1 = (a + len - 1) >> EXECMAP_GRANULE_SHIFT;
+		for (uint64_t k = g0; k <= g1 && k - g0 < 64; k++) {
+			unsigned bit = execmap_filter_bit(k << EXECMAP_GRANULE_SHIFT);
+
+			if (!(__atomic_load_n(&t->hdr->code[bit / 64], __ATOMIC_RELAXED) >> (bit % 64) & 1))
+				goto noted;
+			if (k == g1)
+				return;
+		}
+	}
+noted:
+	__atomic_store_n(&code_changed_at, now_ns(), __ATOMIC_RELEASE);
+}
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*mprotect_fn)(void *, size_t, int);
+typedef int (*pkey_mprotect_fn)(void *, size_t, int, int);
+typedef void *(*dlopen_fn)(const char *, int);
+typedef void *(*dlmopen_fn)(Lmid_t, const char *, int);
+typedef int (*dlclose_fn)(void *);
+
+/* The definition after this library, found once. */
+#define NEXT_ONCE(type, name)                                                     \
+	({                                                                        \
+		static type fn_;                                                  \
+		type f_ = __atomic_load_n(&fn_, __ATOMIC_ACQUIRE);                \
+		if (!f_) {                                                        \
+			f_ = (type)sampler_next(name);                            \
+			__atomic_store_n(&fn_, f_, __ATOMIC_RELEASE);             \
+		}                                                                 \
+		f_;                                                               \
+	})
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	mmap_fn f = NEXT_ONCE(mmap_fn, "mmap");
+	void *m;
+
+	if (!f) {
+		errno = ENOSYS;
+		return MAP_FAILED;
+	}
+	m = f(addr, len, prot, flags, fd, off);
+	if (m != MAP_FAILED && (prot & PROT_EXEC))
+		code_mapped(m, len);
+	return m;
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+int mprotect(void *addr, size_t len, int prot)
+{
+	mprotect_fn f = NEXT_ONCE(mprotect_fn, "mprotect");
+	int r;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	r = f(addr, len, prot);
+	if (!r && (prot & PROT_EXEC))
+		code_mapped(addr, len);
+	return r;
+}
+
+int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	pkey_mprotect_fn f = NEXT_ONCE(pkey_mprotect_fn, "pkey_mprotect");
+	int r;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	r = f(addr, len, prot, pkey);
+	if (!r && (prot & PROT_EXEC))
+		code_mapped(addr, len);
+	return r;
+}
+
+/*
+ * An object's code is mapped by the loader, which nothing here sees, and
+ * dlopen must be reached by a tail call: it searches the caller's own
+ * paths (RUNPATH, $ORIGIN) by its return address. So an open that may map
+ * something leaves the filter pending: dumps go whole until a report has
+ * seen the loader at work (r_state not RT_CONSISTENT) and then done
+ * (RT_CONSISTENT again, every object of the open mapped). An open that
+ * fails before mapping anything leaves it pending until the next that
+ * maps: dumps whole, as without a filter. Opening what is loaded maps
+ * nothing.
+ */
+static int dl_pending; /* 0 none, 1 an open may map, 2 the loader was seen at work since */
+
+static inline void dl_pending_check(void)
+{
+	int p = __atomic_load_n(&dl_pending, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(!p, 1))
+		return;
+	if (__atomic_load_n(&_r_debug.r_state, __ATOMIC_ACQUIRE) != RT_CONSISTENT) {
+		if (p == 1)
+			__atomic_compare_exchange_n(&dl_pending, &p, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	} else if (p == 2 && __atomic_compare_exchange_n(&dl_pending, &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&code_changed_at, now_ns(), __ATOMIC_RELEASE);
+	}
+}
+
+static int dl_loaded(const char *file)
+{
+	dlopen_fn f = NEXT_ONCE(dlopen_fn, "dlopen");
+	dlclose_fn close_fn = NEXT_ONCE(dlclose_fn, "dlclose");
+	void *h;
+
+	if (!file || !f || !close_fn)
+		return !file;
+	if (!(h = f(file, RTLD_LAZY | RTLD_NOLOAD)))
+		return 0;
+	close_fn(h);
+	return 1;
+}
+
+void *dlopen(const char *file, int mode)
+{
+	dlopen_fn f = NEXT_ONCE(dlopen_fn, "dlopen");
+
+	if (!f)
+		return NULL;
+	if (__atomic_load_n(&asked, __ATOMIC_RELAXED) != 0 && !dl_loaded(file))
+		__atomic_store_n(&dl_pending, 1, __ATOMIC_RELEASE);
+	return f(file, mode);
+}
+
+void *dlmopen(Lmid_t lmid, const char *file, int mode)
+{
+	dlmopen_fn f = NEXT_ONCE(dlmopen_fn, "dlmopen");
+
+	if (!f)
+		return NULL;
+	if (__atomic_load_n(&asked, __ATOMIC_RELAXED) != 0)
+		__atomic_store_n(&dl_pending, 1, __ATOMIC_RELEASE);
+	return f(lmid, file, mode);
+}
+
+/* Whether the ring's published filter holds every executable mapping
+ * this process has made: the horizon is read before the filter's bits,
+ * which the recorder stores before it. */
+static inline const uint64_t *code_filter(const struct stream_thread *t)
+{
+	uint64_t horizon;
+
+	dl_pending_check();
+	horizon = __atomic_load_n(&t->hdr->horizon, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&dl_pending, __ATOMIC_RELAXED) || !__atomic_load_n(&t->hdr->code_ok, __ATOMIC_RELAXED) ||
+	    horizon < __atomic_load_n(&code_changed_at, __ATOMIC_RELAXED))
+		return NULL;
+	return t->hdr->code;
+}
+
+/* The words of the dump w[0..words) that point into it (up to one word
+ * past its end, as the recorder's rule has it) or that the code filter
+ * lets through: their bits into bits, the words into out. Returns how
+ * many. The test is without a branch on the data: stacks are mostly
+ * data. */
+static inline uint64_t word_passes(uint64_t v, uint64_t sp, uint64_t len, const uint64_t *code)
+{
+	unsigned bit = execmap_filter_bit(v);
+
+	return ((v - sp <= len) | ((v - USER_BOTTOM < USER_SPAN) & (code[bit / 64] >> (bit % 64)))) & 1;
+}
+
+static size_t dump_pack(const stack_word *w, size_t words, uint64_t sp, uint64_t len, const uint64_t *code,
+			uint64_t *bits, uint64_t *out)
+{
+	size_t n = 0;
+
+	for (size_t b = 0; 64 * b < words; b++) {
+		size_t lim = words - 64 * b < 64 ? words - 64 * b : 64;
+		uint64_t m = 0;
+
+		for (size_t j = 0; j < lim; j++) {
+			uint64_t v = w[64 * b + j], keep = word_passes(v, sp, len, code);
+
+			out[n] = v;
+			n += keep;
+			m |= keep << j;
+		}
+		bits[b] = m;
+	}
+	return n;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same, four words at a time, on CPUs with AVX2 (chosen at start):
+ * the filter's hash in 32-bit products, its words gathered, unsigned
+ * compares by flipping the sign bits. */
+__attribute__((target("avx2"))) static size_t dump_pack_avx2(const stack_word *w, size_t words, uint64_t sp,
+							    uint64_t len, const uint64_t *code, uint64_t *bits,
+							    uint64_t *out)
+{
+	const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+	const __m256i vsp = _mm256_set1_epi64x((long long)sp);
+	const __m256i vlen = _mm256_set1_epi64x((long long)((len + 1) ^ 0x8000000000000000ull));
+	const __m256i vbottom = _mm256_set1_epi64x((long long)USER_BOTTOM);
+	const __m256i vspan = _mm256_set1_epi64x((long long)(USER_SPAN ^ 0x8000000000000000ull));
+	const __m256i mul = _mm256_set1_epi64x(EXECMAP_FILTER_MUL);
+	const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
+	const __m256i m63 = _mm256_set1_epi64x(63), one = _mm256_set1_epi64x(1);
+	size_t n = 0;
+
+	for (size_t b = 0; 64 * b < words; b++) {
+		const stack_word *bw = w + 64 * b;
+		size_t lim = words - 64 * b < 64 ? words - 64 * b : 64, j;
+		uint64_t m = 0;
+
+		for (j = 0; j + 4 <= lim; j += 4) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(bw + j));
+			__m256i in = _mm256_cmpgt_epi64(vlen, _mm256_xor_si256(_mm256_sub_epi64(v, vsp), sign));
+			__m256i user = _mm256_cmpgt_epi64(vspan, _mm256_xor_si256(_mm256_sub_epi64(v, vbottom), sign));
+			__m256i bit = _mm256_srli_epi64(
+				_mm256_and_si256(_mm256_mul_epu32(_mm256_srli_epi64(v, EXECMAP_GRANULE_SHIFT), mul), low32),
+				EXECMAP_FILTER_SHIFT);
+			__m256i word = _mm256_i64gather_epi64((const long long *)code, _mm256_srli_epi64(bit, 6), 8);
+			__m256i set = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_srlv_epi64(word, _mm256_and_si256(bit, m63)), one), one);
+			__m256i keep = _mm256_or_si256(in, _mm256_and_si256(user, set));
+
+			m |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(keep)) << j;
+		}
+		for (; j < lim; j++)
+			m |= word_passes(bw[j], sp, len, code) << j;
+		for (uint64_t k = m; k; k &= k - 1)
+			out[n++] = bw[__builtin_ctzll(k)];
+		bits[b] = m;
+	}
+	return n;
+}
+#endif
+
+static size_t (*dump_pack_best)(const stack_word *, size_t, uint64_t, uint64_t, const uint64_t *, uint64_t *,
+				uint64_t *) = dump_pack;
+
 /* A report with the stack of the call it is made in (regs as they are in
  * the caller of the caller of this, which inlines it). */
 static inline __attribute__((always_inline)) int with_stack(int kind, void *p, size_t size, uint64_t weight,
 							     uintptr_t top)
 {
 	struct stream_thread *t = ready();
-	uint64_t regs[STREAM_NR_REGS], dump;
+	uint64_t regs[STREAM_NR_REGS], dump, blocks;
+	const uint64_t *code;
 	struct stream_alloc *r;
 	size_t depth;
 	uint32_t need;
@@ -343,19 +631,32 @@ static inline __attribute__((always_inline)) int with_stack(int kind, void *p, s
 		return 0;
 	depth = top - regs[STREAM_REG_SP];
 	dump = depth < dump_max ? depth & ~7ull : dump_max;
-	need = (uint32_t)(sizeof(*r) + dump);
+	code = dump ? code_filter(t) : NULL;
+	blocks = code ? (dump / 8 + 63) / 64 : 0;
+	/* Room for the most a packed dump can take; what it takes is
+	 * published. */
+	need = (uint32_t)(sizeof(*r) + 8 * blocks + dump);
 	t->busy = 1;
 	__asm__ volatile("" ::: "memory");
 	if (!(r = (struct stream_alloc *)reserve(t, need))) {
 		t->busy = 0;
 		return 0;
 	}
+	if (code) {
+		uint64_t *bits = (uint64_t *)(r + 1);
+		size_t n = dump_pack_best((const stack_word *)(uintptr_t)regs[STREAM_REG_SP], dump / 8, regs[STREAM_REG_SP],
+				     dump, code, bits, bits + blocks);
+
+		need = (uint32_t)(sizeof(*r) + 8 * (blocks + n));
+		kind |= STREAM_PACKED;
+	} else {
+		memcpy(r + 1, (const void *)(uintptr_t)regs[STREAM_REG_SP], dump);
+	}
 	rec_head(&r->h, need, kind, p);
 	r->size = size;
 	r->weight = weight;
 	memcpy(r->regs, regs, sizeof(regs));
 	r->dump_len = dump;
-	memcpy(r + 1, (const void *)(uintptr_t)regs[STREAM_REG_SP], dump);
 	publish(t, need);
 	__asm__ volatile("" ::: "memory");
 	t->busy = 0;
@@ -433,6 +734,8 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	/* Its rings' filters will be made for it: until then, none holds. */
+	code_changed_at = now_ns();
 	while (rings) {
 		struct stream_ring_hdr *h = rings;
 
@@ -448,6 +751,13 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void stream_init(void)
 {
+	/* What was mapped before this library started is in no filter yet. */
+	code_changed_at = now_ns();
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		dump_pack_best = dump_pack_avx2;
+#endif
 	end_key_ok = !pthread_key_create(&end_key, thread_end);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

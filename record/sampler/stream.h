@@ -18,6 +18,20 @@
  * own mapping of each ring, so what a process wrote before it died is
  * still read.
  *
+ * Most of a stack dump is data that unwinding never reads, and the
+ * recorder drops it (record/write/scrub.h): only the words that point
+ * into the dump or into the process's code stay. So that the recorder
+ * is not the one that reads every word, it publishes in each ring's
+ * header the process's code filter (procs/execmap.h: one bit per hashed
+ * 2 MiB granule that holds code) and the time up to which the filter
+ * holds every executable mapping the process made. A writer whose own
+ * latest executable mapping (mmap, mprotect, dlopen; the library's start;
+ * a fork) is no later than that time sends only the words that pass:
+ * STREAM_PACKED, a bitmap of the dump's words and the words it marks.
+ * Otherwise, or when no filter is published, it sends the dump whole.
+ * The filter only gains bits while a ring lives; the recorder still
+ * applies its exact rule to what comes.
+ *
  * Records are 8-byte aligned and never wrap the end of the data: a
  * STREAM_PAD record fills the rest of it instead. Times are
  * CLOCK_MONOTONIC, as the recorder's perf events count them.
@@ -31,7 +45,7 @@
 /* The rings' memfd name: /proc/PID/maps shows "/memfd:memsight-stream". */
 #define STREAM_MEMFD_NAME "memsight-stream"
 #define STREAM_MAGIC 0x4d535352u /* "RSSM" as bytes */
-#define STREAM_VERSION 1u
+#define STREAM_VERSION 2u
 #define STREAM_HDR_SIZE 4096u
 #define STREAM_DATA_SIZE (1u << 20)
 /* The registers an alloc record carries: perf's x86-64 user registers AX
@@ -43,6 +57,10 @@
 #define STREAM_REG_SP 7
 #define STREAM_REG_IP 8
 
+/* The code filter's size in 64-bit words: procs/execmap.h's
+ * EXECMAP_FILTER_BITS / 64, which the recorder checks at build time. */
+#define STREAM_CODE_WORDS 128
+
 /* The ring's first page. head and tail count bytes since the ring was
  * made; data starts at STREAM_HDR_SIZE. */
 struct stream_ring_hdr {
@@ -53,6 +71,11 @@ struct stream_ring_hdr {
 	uint32_t waiting;			     /* the writer waits for room */
 	uint64_t head __attribute__((aligned(64))); /* written by the thread */
 	uint64_t tail __attribute__((aligned(64))); /* written by the recorder */
+	/* Written by the recorder: code is set before horizon is stored. */
+	uint64_t horizon __attribute__((aligned(64))); /* CLOCK_MONOTONIC ns: mappings made by then are in code */
+	uint32_t code_ok;			     /* code holds the process's filter */
+	uint32_t pad;
+	uint64_t code[STREAM_CODE_WORDS];
 };
 
 /* Sent with a ring's file descriptor. */
@@ -62,6 +85,8 @@ struct stream_hello {
 };
 
 enum { STREAM_PAD, STREAM_ALLOC, STREAM_FREE };
+/* In a record's kind: its dump is packed. */
+#define STREAM_PACKED 0x100u
 
 /* Every record starts so. A STREAM_FREE record is this alone, or where
  * frees carry stacks, a struct stream_alloc of size and weight 0. */
@@ -74,7 +99,9 @@ struct stream_rec {
 };
 
 /* A STREAM_ALLOC record: then dump_len bytes of stack from regs[SP] up,
- * padded to 8. */
+ * a multiple of 8. Packed: instead, a bitmap of the dump's words, one
+ * 64-bit word per 64 of them (bit j of word b: word 64b+j), then the words
+ * it marks, in order. */
 struct stream_alloc {
 	struct stream_rec h;
 	uint64_t size, weight;

@@ -20,6 +20,12 @@
  * What a ring holds is the recorded program's memory: every record is
  * copied out before it is read, and a ring that holds anything malformed
  * is no longer read, and counted.
+ *
+ * Packing. Where the dumps are scrubbed by the unwind rule, each pass
+ * ends by publishing in every ring the code filter of its process as the
+ * pass knew it (procs/execmap.h), and the time up to which it knew: the
+ * wrapper then sends only the words the filter lets through, and the
+ * scrub applies its exact rule to those alone (scrub_repack).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,9 +40,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../../formats/stackdump.h"
+#include "../procs/execmap.h"
 #include "../recorder.h"
 #include "../sampler/stream.h"
 #include "allocstream.h"
+
+_Static_assert(STREAM_CODE_WORDS * 64 == EXECMAP_FILTER_BITS, "the published filter is the execmap's");
 
 #define RING_BYTES (STREAM_HDR_SIZE + STREAM_DATA_SIZE)
 /* A sample made of a record: header, the fixed fields, a callchain, the
@@ -67,6 +77,8 @@ struct as_ring {
 	size_t conn;
 	pid_t pid, tid;
 	int broken;
+	int unfiltered;		/* its process's code fills no filter: dumps come whole */
+	uint64_t stamp;		/* the mappings whose filter was published last */
 };
 
 /* A record of this pass: where it is, for the merge. */
@@ -194,8 +206,14 @@ int allocstream_listen(struct recorder *rc)
 		as->dump_max = FP_DUMP;
 	else
 		as->dump_max = 0;
-	if (as->dump_max > 65528 - SAMPLE_FIXED)
-		as->dump_max = (65528 - SAMPLE_FIXED) & ~7u;
+	/* Packing by the unwind rule's filter, where a sample's dump is its
+	 * only stack: its exact rule is then applied to what comes. */
+	as->pack = rc->scrub.mode == SCRUB_UNWIND && rc->scrub.map && as->dump_max &&
+		   (as->alloc_ev->attr.sample_type & PERF_SAMPLE_STACK_USER) && !(st & PERF_SAMPLE_CALLCHAIN) &&
+		   (!rc->free_stacks || (as->free_ev->attr.sample_type & PERF_SAMPLE_STACK_USER));
+	/* A packed dump can take its bitmap and count more than a whole one. */
+	if (as->dump_max > 65528 - SAMPLE_FIXED - 8 * (STACKDUMP_MAX_BLOCKS + 1))
+		as->dump_max = (65528 - SAMPLE_FIXED - 8 * (STACKDUMP_MAX_BLOCKS + 1)) & ~7u;
 	as->min_size = rc->min_size;
 	as->max_size = rc->max_size;
 	as->period = !as->alloc_ev->attr.freq && as->alloc_ev->attr.sample_period > 1 ? as->alloc_ev->attr.sample_period : 1;
@@ -361,7 +379,7 @@ static void ring_add(struct recorder *rc, size_t ci, int fd, const struct stream
 	/* The same pid in the process's namespace: the same namespace. */
 	tid = h->pid == as->conns[ci].pid ? h->tid : tid_here(as->conns[ci].pid, h->tid);
 	as->rings[as->nr_rings++] = (struct as_ring){ hdr, (unsigned char *)hdr + STREAM_HDR_SIZE, 0, ci,
-						      as->conns[ci].pid, tid ? tid : as->conns[ci].pid, 0 };
+						      as->conns[ci].pid, tid ? tid : as->conns[ci].pid, 0, 0, 0 };
 	as->threads++;
 	close(fd);
 	return;
@@ -450,7 +468,10 @@ static int ring_collect(struct allocstream *as, size_t ri, uint64_t t0, int fina
 		if (h.size < 8 || h.size % 8 || off + h.size > STREAM_DATA_SIZE || h.size > head - pos || h.size > 65536)
 			goto broken;
 		if (h.kind != STREAM_PAD) {
-			if (h.size < sizeof(h) || (h.kind != STREAM_ALLOC && h.kind != STREAM_FREE))
+			unsigned kind = h.kind & ~STREAM_PACKED;
+
+			if (h.size < sizeof(h) || (kind != STREAM_ALLOC && kind != STREAM_FREE) ||
+			    (h.kind & STREAM_PACKED && !as->pack))
 				goto broken;
 			memcpy(&h, r->data + off, sizeof(h));
 			if (!final && h.time > t0)
@@ -500,26 +521,48 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 	const struct rec_event *e;
 	const unsigned char *dump = NULL;
 	unsigned char *p = out + 8, raw[320];
-	uint64_t st, ip = 0, dump_len = 0;
+	uint64_t st, ip = 0, dump_len = 0, bits[STACKDUMP_MAX_BLOCKS], blocks = 0, nr_words = 0;
 	uint32_t raw_len, raw_size;
 	struct perf_event_header ph = { PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, 0 };
 	uint32_t tid[2] = { (uint32_t)r->pid, (uint32_t)r->tid }, cpu[2];
-	int stacked;
+	unsigned kind;
+	int stacked, packed;
 
 	memcpy(&h, rec, sizeof(h));
+	kind = h.kind & ~STREAM_PACKED;
+	packed = (h.kind & STREAM_PACKED) != 0;
 	/* An allocation, or a free that carries its stack (stream.h). */
-	stacked = h.kind == STREAM_ALLOC || size > sizeof(h);
+	stacked = kind == STREAM_ALLOC || size > sizeof(h);
+	if (packed && !stacked)
+		return 0;
 	if (stacked) {
 		if (size < sizeof(a))
 			return 0;
 		memcpy(&a, rec, sizeof(a));
-		if (a.dump_len > as->dump_max || a.dump_len % 8 || sizeof(a) + a.dump_len > size)
+		if (a.dump_len > as->dump_max || a.dump_len % 8)
 			return 0;
 		dump = ring_rec + sizeof(a);
 		dump_len = a.dump_len;
 		ip = a.regs[STREAM_REG_IP];
+		if (packed) {
+			/* The bitmap copied out first: the words it marks are
+			 * counted from the copy. */
+			uint64_t words = dump_len / 8;
+
+			blocks = (words + 63) / 64;
+			if (blocks > STACKDUMP_MAX_BLOCKS || sizeof(a) + 8 * blocks > size)
+				return 0;
+			memcpy(bits, dump, 8 * blocks);
+			for (uint64_t b = 0; b < blocks; b++)
+				nr_words += stackdump_pop64(bits[b]);
+			if ((words % 64 && bits[blocks - 1] >> (words % 64)) || sizeof(a) + 8 * (blocks + nr_words) != size)
+				return 0;
+			dump += 8 * blocks;
+		} else if (sizeof(a) + a.dump_len > size) {
+			return 0;
+		}
 	}
-	e = h.kind == STREAM_ALLOC ? as->alloc_ev : as->free_ev;
+	e = kind == STREAM_ALLOC ? as->alloc_ev : as->free_ev;
 	st = e->attr.sample_type;
 	cpu[0] = h.cpu;
 	cpu[1] = 0;
@@ -549,7 +592,7 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 		uint64_t n = 0, bp, sp;
 
 		p += 8;
-		if (stacked) {
+		if (stacked && !packed) {
 			put64(&p, PERF_CONTEXT_USER);
 			put64(&p, ip);
 			n = 2;
@@ -583,7 +626,7 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 			memcpy(raw + 4, &pid, 4);
 			memcpy(raw + 8, &ip, 8);
 		}
-		if (h.kind == STREAM_ALLOC) {
+		if (kind == STREAM_ALLOC) {
 			memcpy(raw + as->alloc_ptr, &h.ptr, 8);
 			memcpy(raw + as->alloc_size, &a.size, 8);
 			memcpy(raw + as->alloc_weight, &a.weight, 8);
@@ -610,7 +653,18 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 			put64(&p, PERF_SAMPLE_REGS_ABI_NONE);
 		}
 	}
-	if (st & PERF_SAMPLE_STACK_USER) {
+	if ((st & PERF_SAMPLE_STACK_USER) && packed && dump_len) {
+		/* formats/stackdump.h's packed field: size and dyn_size are
+		 * one, the wrapper having copied only what the stack holds. */
+		put64(&p, dump_len);
+		put64(&p, dump_len);
+		put64(&p, nr_words);
+		memcpy(p, bits, 8 * blocks);
+		p += 8 * blocks;
+		memcpy(p, dump, 8 * nr_words);
+		p += 8 * nr_words;
+		ph.type = STACKDUMP_PACKED_SAMPLE;
+	} else if (st & PERF_SAMPLE_STACK_USER) {
 		put64(&p, dump_len);
 		if (dump_len) {
 			memcpy(p, dump, dump_len);
@@ -629,7 +683,7 @@ static int alloc_kept(struct allocstream *as, const unsigned char *rec, size_t s
 {
 	struct stream_alloc a;
 
-	if (((const struct stream_rec *)rec)->kind != STREAM_ALLOC || size < sizeof(a))
+	if ((((const struct stream_rec *)rec)->kind & ~STREAM_PACKED) != STREAM_ALLOC || size < sizeof(a))
 		return 1;
 	memcpy(&a, rec, sizeof(a));
 	if ((as->min_size && a.size < as->min_size) || (as->max_size && a.size > as->max_size))
@@ -650,6 +704,29 @@ static void tail_store(struct allocstream *as, struct as_ring *r)
 			/* A full socket already holds a wakeup. */
 		}
 	}
+}
+
+/* The ring's process's code filter as the mappings applied up to horizon
+ * have it, and then the horizon (stream.h). Bits are only ever added: a
+ * writer may be reading them. */
+static void code_publish(struct recorder *rc, struct as_ring *r, uint64_t horizon)
+{
+	struct stream_ring_hdr *h = r->hdr;
+	struct em_gen *g;
+
+	if (r->unfiltered || !(g = execmap_at(&rc->em, r->pid, horizon)))
+		return;
+	if (g->all) {
+		/* Code too big for a filter: every word may be code. */
+		r->unfiltered = 1;
+		__atomic_store_n(&h->code_ok, 0, __ATOMIC_RELEASE);
+	} else if (g->stamp != r->stamp) {
+		for (size_t i = 0; i < STREAM_CODE_WORDS; i++)
+			__atomic_fetch_or(&h->code[i], g->filter[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&h->code_ok, 1, __ATOMIC_RELEASE);
+		r->stamp = g->stamp;
+	}
+	__atomic_store_n(&h->horizon, horizon, __ATOMIC_RELEASE);
 }
 
 int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
@@ -698,7 +775,8 @@ int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
 				ring_broken(as, r);
 			continue;
 		}
-		e = ((const struct stream_rec *)as->rec)->kind == STREAM_ALLOC ? as->alloc_ev : as->free_ev;
+		e = (((const struct stream_rec *)as->rec)->kind & ~STREAM_PACKED) == STREAM_ALLOC ? as->alloc_ev : as->free_ev;
+		as->packed += ((const struct stream_rec *)as->rec)->kind & STREAM_PACKED ? 1 : 0;
 		if (rec_record_put(rc, &rc->wrapper_out, e, as->rec + 65536, n))
 			return -1;
 		as->reports++;
@@ -708,8 +786,11 @@ int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
 		struct as_ring *r = &as->rings[i];
 		int gone = as->conns[r->conn].closed || __atomic_load_n(&r->hdr->closed, __ATOMIC_ACQUIRE);
 
-		if (!r->broken)
+		if (!r->broken) {
 			tail_store(as, r);
+			if (as->pack)
+				code_publish(rc, r, t0);
+		}
 		if (r->broken || (gone && r->tail == __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE))) {
 			munmap(r->hdr, RING_BYTES);
 			continue;

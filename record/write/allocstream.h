@@ -29,6 +29,7 @@ struct allocstream {
 	uint64_t alloc_id, free_id;
 	int alloc_ptr, alloc_size, alloc_weight, alloc_raw; /* raw data: offsets, length */
 	int free_ptr, free_raw;
+	int pack;		/* the wrapper may pack its dumps by a published code filter */
 	struct as_conn *conns;
 	size_t nr_conns, conns_alloc;
 	struct as_ring *rings;
@@ -37,6 +38,7 @@ struct allocstream {
 	size_t nr_batch, batch_alloc;
 	unsigned char *rec;	/* one record copied out of a ring, and the sample made of it */
 	uint64_t processes, threads, reports, broken;
+	uint64_t packed;	/* reports whose dumps came packed */
 };
 
 #endif

@@ -503,7 +503,10 @@ int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, con
 		r->alloc = CHUNK_BUF;
 	}
 	dst = r->chunk + r->len;
-	if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
+	if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER) &&
+	    ((const struct perf_event_header *)src)->type == STACKDUMP_PACKED_SAMPLE)
+		n = scrub_repack(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, src, size, dst);
+	else if (e && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
 		n = scrub_copy(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, e->dump_data, src, size, dst);
 	else
 		memcpy(dst, src, n = size);

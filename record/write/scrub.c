@@ -379,60 +379,163 @@ static void unpack_dense(const struct scrub *s, unsigned char *dst, uint64_t dum
 	memcpy(dst + 8 + dump, &dyn, 8);
 }
 
-size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, const unsigned char *src,
-		  size_t size, unsigned char *dst)
-{
-	size_t off = events_fixed_end(st), nregs = 0, field, tail, len;
-	uint64_t v, abi = 0, sp = 0, dump, dyn, time;
-	unsigned char *regs = NULL;
-	struct em_gen *p = NULL;
-	struct perf_event_header h;
-	int64_t last = -1;
-	uint32_t pid;
+/* Where a sample's registers and dump field lie. */
+struct sample_at {
+	size_t regs, nregs, field;
+	uint64_t abi, sp;
+};
 
+/* Find them in a sample of this sample_type and sample_regs_user, of size
+ * bytes; -1 for a layout this does not scrub. */
+static int sample_parse(uint64_t st, uint64_t regs_mask, const unsigned char *src, size_t size, struct sample_at *a)
+{
+	size_t off = events_fixed_end(st);
+	uint64_t v;
+
+	memset(a, 0, sizeof(*a));
 	/* memsight never asks for READ or BRANCH_STACK, whose layouts depend
 	 * on more than the sample type. */
 	if (!(st & PERF_SAMPLE_STACK_USER) || (st & (PERF_SAMPLE_READ | PERF_SAMPLE_BRANCH_STACK)))
-		goto verbatim;
+		return -1;
 	if (st & PERF_SAMPLE_CALLCHAIN) {
 		if (off + 8 > size)
-			goto verbatim;
+			return -1;
 		memcpy(&v, src + off, 8);
 		if (v > (size - off) / 8)
-			goto verbatim;
+			return -1;
 		off += 8 + 8 * v;
 	}
 	if (st & PERF_SAMPLE_RAW) {
 		uint32_t raw;
 
 		if (off + 4 > size)
-			goto verbatim;
+			return -1;
 		memcpy(&raw, src + off, 4);
 		off += 4 + (size_t)raw;
 	}
 	if (st & PERF_SAMPLE_REGS_USER) {
 		if (off + 8 > size)
-			goto verbatim;
-		memcpy(&abi, src + off, 8);
+			return -1;
+		memcpy(&a->abi, src + off, 8);
 		off += 8;
-		if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
-			nregs = (size_t)__builtin_popcountll(regs_mask);
-			if (off + 8 * nregs > size)
-				goto verbatim;
-			regs = dst + off;
+		if (a->abi != PERF_SAMPLE_REGS_ABI_NONE) {
+			a->nregs = (size_t)__builtin_popcountll(regs_mask);
+			if (off + 8 * a->nregs > size)
+				return -1;
+			a->regs = off;
 			if (regs_mask & (1ull << PERF_REG_X86_SP))
-				memcpy(&sp, src + off + 8 * __builtin_popcountll(regs_mask & ((1ull << PERF_REG_X86_SP) - 1)),
-				       8);
-			off += 8 * nregs;
+				memcpy(&a->sp,
+				       src + off + 8 * __builtin_popcountll(regs_mask & ((1ull << PERF_REG_X86_SP) - 1)), 8);
+			off += 8 * a->nregs;
 		}
 	}
 	if (off + 8 > size)
+		return -1;
+	a->field = off;
+	return 0;
+}
+
+/* The code of the sample's process at its time, for the unwind rule; NULL
+ * where that rule does not apply or the process is not known. */
+static struct em_gen *sample_proc(struct scrub *s, const unsigned char *src, size_t size, int data)
+{
+	struct em_gen *p;
+	uint64_t time;
+	uint32_t pid;
+
+	if (s->mode != SCRUB_UNWIND || !s->map || size < 40 || data)
+		return NULL;
+	/* IDENTIFIER, IP, TID (pid, tid), TIME: fixed for every sample. */
+	memcpy(&pid, src + 24, 4);
+	memcpy(&time, src + 32, 8);
+	p = execmap_at(s->map, (pid_t)pid, time);
+	/* Not seen starting (it began as recording did): what it maps now is
+	 * read once. */
+	if (!p && s->learn && asked_first(s, (int)pid) && !s->learn(s->learn_arg, (int)pid))
+		p = execmap_at(s->map, (pid_t)pid, time);
+	if (!p)
+		s->dumps_unknown++;
+	return p;
+}
+
+size_t scrub_repack(struct scrub *s, uint64_t st, uint64_t regs_mask, const unsigned char *src, size_t size,
+		    unsigned char *dst)
+{
+	struct sample_at a;
+	struct stackdump d;
+	struct em_gen *p;
+	struct perf_event_header h;
+	const uint64_t span = s->user_top - SCRUB_USER_BOTTOM;
+	size_t taken, blocks, k = 0, n = 0, len;
+	unsigned char *bitmap, *out;
+	uint64_t dump;
+	int64_t last = -1;
+
+	if (sample_parse(st, regs_mask, src, size, &a) || a.abi != PERF_SAMPLE_REGS_ABI_64 || s->mode == SCRUB_RAW ||
+	    !(taken = stackdump_parse_packed(src + a.field, size - a.field, &d)))
 		goto verbatim;
-	field = off;
-	memcpy(&dump, src + off, 8);
-	if (!dump || dump > size - off - 8 || size - off - 8 - dump < 8)
+	memcpy(&dump, src + a.field, 8);
+	memcpy(dst, src, a.field);
+	p = sample_proc(s, src, size, 0);
+	if (p)
+		unwind_regs(s, p, regs_mask, dst + a.regs, a.sp, d.size, &last, 0);
+	else
+		scrub_words(s, dst + a.regs, 8 * a.nregs);
+	blocks = (d.size / 8 + 63) / 64;
+	bitmap = dst + a.field + PACKED_HEAD;
+	out = bitmap + 8 * blocks;
+	for (size_t b = 0; b < blocks; b++) {
+		uint64_t bits, kept = 0, v;
+
+		memcpy(&bits, d.bits + 8 * b, 8);
+		for (uint64_t m = bits; m && k < d.nr_words; m &= m - 1, k++) {
+			memcpy(&v, d.bytes + 8 * k, 8);
+			if (p ? keep_unwind(s, p, v, a.sp, d.size, &last) : v - SCRUB_USER_BOTTOM < span) {
+				memcpy(out + 8 * n++, &v, 8);
+				kept |= m & -m;
+			}
+		}
+		memcpy(bitmap + 8 * b, &kept, 8);
+	}
+	s->words_seen += d.size / 8;
+	s->words_kept += n;
+	memcpy(dst + a.field, &dump, 8);
+	memcpy(dst + a.field + 8, &d.size, 8);
+	memcpy(dst + a.field + 16, &n, 8);
+	len = a.field + PACKED_HEAD + 8 * (blocks + n);
+	memcpy(dst + len, src + a.field + taken, size - a.field - taken);
+	len += size - a.field - taken;
+	memcpy(&h, dst, sizeof(h));
+	h.size = (uint16_t)len;
+	memcpy(dst, &h, sizeof(h));
+	return len;
+verbatim:
+	memcpy(dst, src, size);
+	return size;
+}
+
+size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, const unsigned char *src,
+		  size_t size, unsigned char *dst)
+{
+	size_t field, tail, len, nregs;
+	uint64_t abi, sp, dump, dyn;
+	unsigned char *regs;
+	struct em_gen *p = NULL;
+	struct perf_event_header h;
+	struct sample_at at;
+	int64_t last = -1;
+
+	if (sample_parse(st, regs_mask, src, size, &at))
 		goto verbatim;
-	memcpy(&dyn, src + off + 8 + dump, 8);
+	field = at.field;
+	abi = at.abi;
+	sp = at.sp;
+	nregs = at.nregs;
+	regs = dst + at.regs;
+	memcpy(&dump, src + field, 8);
+	if (!dump || dump > size - field - 8 || size - field - 8 - dump < 8)
+		goto verbatim;
+	memcpy(&dyn, src + field + 8 + dump, 8);
 	if (dyn > dump)
 		goto verbatim;
 	tail = field + 16 + dump;
@@ -447,19 +550,7 @@ size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, co
 		memcpy(dst + field + 8 + dump, src + field + 8 + dump, size - field - 8 - dump);
 		return size;
 	}
-	if (s->mode == SCRUB_UNWIND && s->map && size >= 32 && !data) {
-		/* IDENTIFIER, IP, TID (pid, tid), TIME: fixed for every
-		 * sample. */
-		memcpy(&pid, src + 24, 4);
-		memcpy(&time, src + 32, 8);
-		p = execmap_at(s->map, (pid_t)pid, time);
-		/* Not seen starting (it began as recording did): what it maps
-		 * now is read once. */
-		if (!p && s->learn && asked_first(s, (int)pid) && !s->learn(s->learn_arg, (int)pid))
-			p = execmap_at(s->map, (pid_t)pid, time);
-		if (!p)
-			s->dumps_unknown++;
-	}
+	p = sample_proc(s, src, size, data);
 	if (abi != PERF_SAMPLE_REGS_ABI_64) {
 		/* A 32-bit process: scrubbed in place by 4-byte words, not
 		 * packed. */

@@ -76,4 +76,13 @@ void scrub_free(struct scrub *s);
 size_t scrub_copy(struct scrub *s, uint64_t sample_type, uint64_t regs_mask, int data, const unsigned char *src,
 		  size_t size, unsigned char *dst);
 
+/*
+ * The same for a sample whose dump is packed already (a
+ * STACKDUMP_PACKED_SAMPLE made of the allocation wrapper's report, whose
+ * words passed the wrapper's filter): the rule applied to its registers
+ * and to the words it holds. Returns the bytes written, at most size.
+ */
+size_t scrub_repack(struct scrub *s, uint64_t sample_type, uint64_t regs_mask, const unsigned char *src,
+		    size_t size, unsigned char *dst);
+
 #endif
