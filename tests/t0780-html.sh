@@ -203,7 +203,7 @@ elif recording_allowed; then
 	'
 
 	test_expect_success 'a window dragged across the chart: the top-down total is what leaks --time counts for it' '
-		"$MEMSIGHT" record -q -e malloc -o churn.trace -- "$SAMPLES/churn_leak" 4 24 2 >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc -o churn.trace -- "$SAMPLES/churn_leak" 8 192 2 >/dev/null &&
 		"$MEMSIGHT" report --html churn.html churn.trace 2>/dev/null &&
 		drive churn.html load attr:#topdown-total:data-value drag:timeline-chart:0.25:0.7 \
 			attr:#timeline-range:data-time attr:#topdown-total:data-value hash >w.out &&
