@@ -108,7 +108,8 @@ test_expect_success 'a process in a private mount namespace with its own copy of
 # thread. A process that cannot make its ring (here it may open no more
 # than four files: its socket is the fourth, the ring would be the fifth)
 # reports at the probe sites instead. Both are exact, and info tells how
-# many reports came each way.
+# many reports came each way. A command the recording started reports at
+# one alloc site, whatever its stack's depth: one event to open and close.
 test_expect_success 'reports come in shared memory; a process that cannot make its ring takes the probe sites; both exact' '
 	"$MEMSIGHT" record -q -e malloc -o two.trace -- sh -c \
 		"$S/fib_leak 100 && prlimit --nofile=4 $S/fib_leak 70" >truth &&
@@ -117,6 +118,7 @@ test_expect_success 'reports come in shared memory; a process that cannot make i
 	grep "^819200 bytes in 100 allocations from stack (pid [0-9]* fib_leak)$" leaks &&
 	grep "^573440 bytes in 70 allocations from stack (pid [0-9]* fib_leak)$" leaks &&
 	"$MEMSIGHT" info two.trace >info &&
+	grep "^  memsight_[0-9]*:otel_memory_alloc  *malloc  *[0-9]* samples  with stacks$" info &&
 	grep "^malloc wrapper: " info &&
 	reports=$(sed -n "s/^malloc wrapper: \([0-9]*\) reports in shared memory from [0-9]* processes.*, 0 rings refused.*/\1/p" info) &&
 	samples=$(sed -n "s/^samples: *//p" info) &&

@@ -224,6 +224,9 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 		return -1;
 	if (rc->sampler[0]) {
 		u.sampled = 1;
+		/* Only the command's processes run the wrapper as the recording
+		 * preloaded it (sampler_inherited): they report at one site. */
+		u.one_site = rc->command && !rc->system_wide;
 		u.objects.nr = 1;
 		snprintf(u.objects.paths[0], sizeof(u.objects.paths[0]), "%s", rc->sampler);
 		snprintf(rc->allocator, sizeof(rc->allocator), "%s", rc->sampler);

@@ -663,6 +663,10 @@ static int add_usdt(const char *object, const char *group, int wrapper, const st
 
 		if ((!alloc && strcmp(v[i].name, "free")) || v[i].nargs < want)
 			continue;
+		/* A site sized by a constant fourth argument, which a wrapper
+		 * the recording preloaded does not use (uprobe_opts). */
+		if (alloc && wrapper && u->one_site && v[i].nargs >= 4 && v[i].args[3][0] == '\\')
+			continue;
 		if (sites[k]++)
 			snprintf(name, sizeof(name), "%s__%d", alloc_fns[alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE].symbol,
 				 sites[k]);

@@ -64,6 +64,20 @@ static void preload_strip(void)
 	}
 }
 
+int sampler_inherited(void)
+{
+	static int known = -1;
+
+	/* Read where asked: an allocation can come before this library's
+	 * constructor has run. */
+	if (known < 0) {
+		const char *i = getenv(ENV_INHERIT);
+
+		known = i && !strcmp(i, "1");
+	}
+	return known;
+}
+
 __attribute__((constructor)) static void exec_init(void)
 {
 	const char *i = getenv(ENV_INHERIT), *r = getenv(ENV_RATE), *st = getenv(STREAM_ENV);

@@ -257,7 +257,10 @@ static int table_take(uintptr_t p)
  * site's stack pointer that hold every frame. A recorder that takes
  * stack dumps copies that much at the site rather than its largest dump:
  * the copy is most of what a probe hit costs. The site without it stands
- * for any depth, and for stacks whose extent is not known. */
+ * for any depth, and for stacks whose extent is not known. A recording
+ * that started the command probes that site alone: its reports come
+ * through the stream, and the sites take only what cannot, so two events
+ * rather than five wait out their grace periods as it starts and stops. */
 #define SITE_SLACK 256	/* the site function's frame, and the wrapper's own */
 #define SITE_DEPTH_MAX (64ul << 20) /* farther: a stack memsight does not know */
 
@@ -306,7 +309,7 @@ static inline void report_alloc(void *p, size_t size, uintptr_t top)
 {
 	size_t d = top ? top - (uintptr_t)__builtin_frame_address(0) : 0;
 
-	if (!d)
+	if (!d || sampler_inherited())
 		site_alloc(p, size);
 	else if (d + SITE_SLACK <= 1024)
 		site_alloc_1k(p, size);

@@ -72,6 +72,11 @@ static inline int sampler_take(size_t size)
 SAMPLER_API int stream_alloc(void *p, size_t size, uint64_t weight, uintptr_t top);
 SAMPLER_API int stream_free(void *p, uintptr_t top);
 
+/* Whether a recording preloaded this library into the command it started
+ * (MEMSIGHT_SAMPLE_INHERIT=1): it then probes the unsized alloc site
+ * alone, the stream carrying the reports. */
+SAMPLER_API int sampler_inherited(void);
+
 /* The path of this library as the process loaded it ("" until known), and
  * the environment a recording gave the process, for what it executes. */
 SAMPLER_API const char *sampler_self_path(void);
