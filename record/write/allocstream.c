@@ -762,6 +762,7 @@ int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
 		const struct as_ref *b = &as->batch[i];
 		struct as_ring *r = &as->rings[b->ring];
 		struct rec_event *e;
+		unsigned kind;
 		size_t n;
 
 		/* The fixed part copied out first: the ring is the program's
@@ -775,8 +776,9 @@ int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
 				ring_broken(as, r);
 			continue;
 		}
-		e = (((const struct stream_rec *)as->rec)->kind & ~STREAM_PACKED) == STREAM_ALLOC ? as->alloc_ev : as->free_ev;
-		as->packed += ((const struct stream_rec *)as->rec)->kind & STREAM_PACKED ? 1 : 0;
+		kind = ((const struct stream_rec *)as->rec)->kind;
+		e = (kind & ~STREAM_PACKED) == STREAM_ALLOC ? as->alloc_ev : as->free_ev;
+		as->packed += (kind & STREAM_PACKED) != 0;
 		if (rec_record_put(rc, &rc->wrapper_out, e, as->rec + 65536, n))
 			return -1;
 		as->reports++;
