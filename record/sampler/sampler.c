@@ -23,8 +23,10 @@
  * was no faster here (0.95 us), and the trampoline's mapping is not
  * inherited by fork, so a child that reaches such a site dies of SIGSEGV.
  *
- * Kept blocks are remembered in a lock-free table, so free() knows which
- * ones to report; while none is live, free() only reads a counter. No
+ * Kept blocks are remembered in a lock-free table while a tracer listens,
+ * so free() knows which ones to report; while none is live, free() only
+ * reads a counter. So with nothing recording, a call costs the wrapper's
+ * jump to the allocator and a subtraction, or a load for free(). No
  * locks, no allocation of its own on the malloc path: it is safe wherever
  * malloc itself is (threads, fork, a handler that interrupts malloc).
  *
@@ -149,13 +151,16 @@ static void thread_seed(struct sampler_thread *t)
 	t->left = interval(t);
 }
 
-/* The slow paths of sampler_take: the countdown ran out; or the rate is
- * not read yet (other libraries' constructors allocate before this one's
- * runs). */
 int sampler_take_due(size_t size)
 {
 	struct sampler_thread *t = &sampler_ts;
 
+	/* Other libraries' constructors allocate before this one's runs. */
+	rate_init();
+	if (!sampler_rate) {
+		t->left = 0;
+		return 1;
+	}
 	if (!t->rng) {
 		/* The thread's first allocation: it starts a fresh interval. */
 		thread_seed(t);
@@ -164,12 +169,6 @@ int sampler_take_due(size_t size)
 	}
 	t->left = interval(t);
 	return 1;
-}
-
-int sampler_take_first(size_t size)
-{
-	rate_init();
-	return sampler_take(size);
 }
 
 static size_t slot_of(uintptr_t p)
@@ -323,17 +322,20 @@ static inline void report_alloc(void *p, size_t size, uintptr_t top)
 
 void sampler_kept(void *p, size_t size)
 {
-	if (!sampler_rate || table_put((uintptr_t)p)) {
-		uintptr_t top;
+	uintptr_t top;
 
-		if (!otel_memory_alloc_semaphore && !recorded)
-			return;
-		top = stack_top((uintptr_t)__builtin_frame_address(0));
-		if (!stream_alloc(p, size, weight_of(size), top))
-			report_alloc(p, size, top);
-	} else {
+	/* With no one listening, a block is not remembered either: its
+	 * allocation was told to no one, and its free would mean nothing. So
+	 * frees stay a load and a jump while nothing records. */
+	if (!otel_memory_alloc_semaphore && !recorded)
+		return;
+	if (sampler_rate && !table_put((uintptr_t)p)) {
 		__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
+		return;
 	}
+	top = stack_top((uintptr_t)__builtin_frame_address(0));
+	if (!stream_alloc(p, size, weight_of(size), top))
+		report_alloc(p, size, top);
 }
 
 void sampler_forget(void *p)

@@ -27,9 +27,11 @@ extern SAMPLER_API int sampler_rate_read;
 extern SAMPLER_API long sampler_live;	   /* kept blocks not freed yet */
 extern SAMPLER_API __thread struct sampler_thread sampler_ts __attribute__((tls_model("initial-exec")));
 
+/* The slow path of sampler_take: the countdown ran out, the thread has
+ * not allocated yet (its countdown starts at 0), or every allocation is
+ * kept (the countdown stays at 0). */
 SAMPLER_API int sampler_take_due(size_t size);
-SAMPLER_API int sampler_take_first(size_t size);
-/* A kept allocation of size bytes at p: remembered, and reported while a
+/* A kept allocation of size bytes at p: remembered, and reported, while a
  * tracer listens. Out of line, so that its report has the wrapper's frame
  * under it. */
 SAMPLER_API void sampler_kept(void *p, size_t size);
@@ -37,16 +39,11 @@ SAMPLER_API void sampler_kept(void *p, size_t size);
 SAMPLER_API void sampler_forget(void *p);
 
 /* Whether an allocation of size bytes is kept: on most calls, a
- * subtraction. */
+ * subtraction. Decided before the call it wraps, so that a call not kept
+ * is a jump to the allocator, with no frame of the wrapper's. */
 static inline int sampler_take(size_t size)
 {
-	struct sampler_thread *t = &sampler_ts;
-
-	if (__builtin_expect(!__atomic_load_n(&sampler_rate_read, __ATOMIC_RELAXED), 0))
-		return sampler_take_first(size);
-	if (!sampler_rate)
-		return 1;
-	if (__builtin_expect((t->left -= (int64_t)size) > 0, 1))
+	if (__builtin_expect((sampler_ts.left -= (int64_t)size) > 0, 1))
 		return 0;
 	return sampler_take_due(size);
 }

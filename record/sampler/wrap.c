@@ -235,28 +235,45 @@ void *sampler_next(const char *name)
 					? next.fn[f]                                    \
 					: (next_find(), next.fn[f])))
 
+/* The next definition of one of the functions every program calls most
+ * (malloc, free, calloc, realloc): found once it is not 0, as it is set
+ * once and never changed; one load, where NEXT's takes two. */
+#define NEXT_HOT(f, wrapper)                                                                           \
+	((__typeof__(&wrapper))(__builtin_expect(__atomic_load_n(&next.fn[f], __ATOMIC_RELAXED) != 0, 1) \
+					? __atomic_load_n(&next.fn[f], __ATOMIC_RELAXED)                 \
+					: (next_find(), next.fn[f])))
+
+/* Whether an allocation is kept is decided before the call, by its size:
+ * a call that is not kept is a jump to the allocator, which returns to the
+ * program. A kept one that fails is not reported. */
 void *malloc(size_t size)
 {
-	void *p = NEXT(F_MALLOC, malloc)(size);
+	void *p;
 
-	SAMPLER_SEEN(p, size);
+	if (__builtin_expect(!sampler_take(size), 1))
+		return NEXT_HOT(F_MALLOC, malloc)(size);
+	if ((p = NEXT_HOT(F_MALLOC, malloc)(size)))
+		sampler_kept(p, size);
 	return p;
 }
 
 void free(void *p)
 {
 	SAMPLER_GONE(p);
-	NEXT(F_FREE, free)(p);
+	NEXT_HOT(F_FREE, free)(p);
 }
 
 void *calloc(size_t n, size_t size)
 {
-	void *p = NEXT(F_CALLOC, calloc)(n, size);
 	size_t total;
+	void *p;
 
 	if (__builtin_mul_overflow(n, size, &total))
 		total = SIZE_MAX;
-	SAMPLER_SEEN(p, total);
+	if (__builtin_expect(!sampler_take(total), 1))
+		return NEXT_HOT(F_CALLOC, calloc)(n, size);
+	if ((p = NEXT_HOT(F_CALLOC, calloc)(n, size)))
+		sampler_kept(p, total);
 	return p;
 }
 
@@ -267,9 +284,10 @@ void *realloc(void *p, size_t size)
 	/* The old block ends here as a sample, whatever realloc does; the
 	 * new one is a new allocation, seen by its own size. */
 	SAMPLER_GONE(p);
-	q = NEXT(F_REALLOC, realloc)(p, size);
-	if (size)
-		SAMPLER_SEEN(q, size);
+	if (__builtin_expect(!size || !sampler_take(size), 1))
+		return NEXT_HOT(F_REALLOC, realloc)(p, size);
+	if ((q = NEXT_HOT(F_REALLOC, realloc)(p, size)))
+		sampler_kept(q, size);
 	return q;
 }
 
@@ -401,10 +419,10 @@ void sdallocx(void *p, size_t size, int flags)
                                                                \
 		if (!NEXT(f, sym))                             \
 			abort();                               \
-		if (!next.seen[f])                             \
+		if (!next.seen[f] || !sampler_take(size))      \
 			return NEXT(f, sym) args;              \
-		p = NEXT(f, sym) args;                         \
-		SAMPLER_SEEN(p, size);                         \
+		if ((p = NEXT(f, sym) args))                   \
+			sampler_kept(p, size);                 \
 		return p;                                      \
 	}
 #define DELETE_OP(sym, f, params, args)                        \
