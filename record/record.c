@@ -373,6 +373,16 @@ static void writer_start(struct recorder *rc)
 		msg_note("no compression thread (%s); compressing in the drain loop", strerror(-r));
 }
 
+/* Whether an event takes kernel callchains, whose addresses the trace
+ * names from kallsyms. */
+static int rec_kernel_stacks(const struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->nr_evs; i++)
+		if ((rc->evs[i].attr.sample_type & PERF_SAMPLE_CALLCHAIN) && !rc->evs[i].attr.exclude_callchain_kernel)
+			return 1;
+	return 0;
+}
+
 /* Everything before the recording: the targets are there, the output may
  * be written, the events open and the command waiting at its exec. */
 static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask)
@@ -389,10 +399,6 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 		if (kill(rc->pids[i], 0) && errno == ESRCH)
 			return msg_error("no process with pid %d: check it with 'ps -p %d'", (int)rc->pids[i],
 					 (int)rc->pids[i]);
-	/* Kernel text is named only at the end, from what kallsyms said:
-	 * read it while the recording starts and runs. */
-	if (rc->callchain != REC_CG_NONE)
-		ksyms_table_start(&rc->kallsyms);
 	rc->build_id = rec_probe_build_id();
 	if (rc->system_wide) {
 		struct stat st;
@@ -426,7 +432,15 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
 		sigaddset(mask, handled[i]);
 	sigprocmask(SIG_BLOCK, mask, oldmask);
-	if (rec_output_check(rc->output, rc->force) || rec_events_setup(rc) || flight_setup(rc) || rec_output_create(rc))
+	if (rec_output_check(rc->output, rc->force) || rec_events_setup(rc))
+		return -1;
+	/* Kernel text is named only at the end, from what kallsyms said:
+	 * read it while the recording starts and runs. Only where an event
+	 * takes kernel stacks: reading it takes a tenth of a second here,
+	 * which a short recording would wait for at its end. */
+	if (rec_kernel_stacks(rc))
+		ksyms_table_start(&rc->kallsyms);
+	if (flight_setup(rc) || rec_output_create(rc))
 		return -1;
 	if (allocstream_listen(rc) || (rc->command && rec_child_start(rc, oldmask)))
 		return -1;

@@ -209,23 +209,28 @@ static int elf_dynamic(const char *path)
 /* Ask the dynamic loader which objects path would map, as ldd does:
  * LD_TRACE_LOADED_OBJECTS makes it list them and exit before the program
  * runs (only ever for a dynamic ELF: a static one would run). The
- * environment is the command's own, LD_PRELOAD included. */
-/* Each object the dynamic loader would load for the program at path, as
- * LD_TRACE_LOADED_OBJECTS lists them, handed to fn in its order. */
-static int loader_each(const char *path, void (*fn)(const char *obj, void *arg), void *arg)
+ * environment is the command's own, LD_PRELOAD included. Its answer for
+ * the last path asked is kept: setting up one recording asks of the same
+ * program more than once, and each asking runs its loader (about 10 ms).
+ * Returns the list, NULL when the loader gave none. */
+static const char *loader_list(const char *path)
 {
+	static char buf[65536], asked[PATH_MAX];
+	static size_t n;
 	int fds[2], st;
 	pid_t child;
-	char buf[65536];
-	size_t n = 0;
 
+	if (asked[0] && !strcmp(asked, path))
+		return n ? buf : NULL;
+	asked[0] = 0;
+	n = 0;
 	if (pipe2(fds, O_CLOEXEC))
-		return -errno;
+		return NULL;
 	child = fork();
 	if (child < 0) {
 		close(fds[0]);
 		close(fds[1]);
-		return -errno;
+		return NULL;
 	}
 	if (!child) {
 		int null = open("/dev/null", O_RDWR);
@@ -255,10 +260,22 @@ static int loader_each(const char *path, void (*fn)(const char *obj, void *arg),
 	kill(child, SIGKILL);
 	waitpid(child, &st, 0);
 	buf[n] = 0;
+	snprintf(asked, sizeof(asked), "%s", path);
+	return n ? buf : NULL;
+}
+
+/* Each object the dynamic loader would load for the program at path, as
+ * LD_TRACE_LOADED_OBJECTS lists them, handed to fn in its order. */
+static int loader_each(const char *path, void (*fn)(const char *obj, void *arg), void *arg)
+{
+	const char *list = loader_list(path);
+
+	if (!list)
+		return -ENOENT;
 	/* "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)", and for
 	 * what LD_PRELOAD names "\t/usr/lib/.../libjemalloc.so.2 (0x...)". */
-	for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-		char *arrow = strstr(line, "=> /"), *sp;
+	for (const char *line = list, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		const char *arrow = strstr(line, "=> /"), *sp;
 
 		nl = strchr(line, '\n');
 		if (arrow && (!nl || arrow < nl))
@@ -278,7 +295,7 @@ static int loader_each(const char *path, void (*fn)(const char *obj, void *arg),
 			fn(realpath(p, real) ? real : p, arg);
 		}
 	}
-	return n ? 0 : -ENOENT;
+	return 0;
 }
 
 static void add_libc(const char *obj, void *arg)
