@@ -144,6 +144,26 @@ test_expect_success 'stacks filtered in the process: exact, with every frame' '
 	sed -n 6p stack | grep "^		main+0x"
 '
 
+# A thread that finds its ring full makes one twice the size, up to 8 MiB,
+# and waits for the recorder only then. With the recorder stopped while
+# loop_leak allocates (after a pause of its own at start), its one thread
+# fills 1, 2 and 4 MiB rings and grows three times, then waits at 8: the
+# table is still exact, every report read from the rings it left.
+test_expect_success 'a thread whose ring fills gets one twice the size: three grown, nothing lost' '
+	rm -f grow.trace &&
+	{ "$MEMSIGHT" record -q -e malloc -o grow.trace -- "$S/loop_leak" 200000 0 1000 >truth & } &&
+	rec=$! &&
+	n=0 && while ! test -e grow.trace && test $n -lt 500; do sleep 0.01; n=$((n + 1)); done &&
+	kill -STOP $rec && sleep 2 && kill -CONT $rec &&
+	wait $rec &&
+	"$MEMSIGHT" info grow.trace >info &&
+	grep "^malloc wrapper: " info &&
+	grep "^malloc wrapper: .* (1 threads, 3 rings grown for threads that filled theirs), .* 0 rings refused" info &&
+	grep "^lost: *0$" info &&
+	"$MEMSIGHT" leaks grow.trace >leaks &&
+	grep "^# memsight leaks of .grow.trace.: 800000 bytes in 200000 allocations outstanding from 1 stack$" leaks
+'
+
 test_expect_success 'malloc looked up with dlsym in libc itself is seen, every call and sampled' '
 	"$MEMSIGHT" record -q -e malloc -o dl.trace -- "$S/dlsym_alloc" 100 >truth &&
 	grep "^dlsym_alloc: leaked 104857600 bytes in 100 allocations from grab$" truth &&

@@ -189,12 +189,13 @@ static void print_stats(struct session *s)
 		       minflt + session_stat(s, "command_majflt", 0), session_stat(s, "command_majflt", 0));
 	}
 	if (session_stat(s, "wrapper_processes", -1) >= 0)
-		printf("malloc wrapper: %lld reports in shared memory from %lld processes (%lld threads), %lld of them "
-		       "with their stacks filtered in the process, %lld rings refused or malformed; a process that could "
-		       "not reach the recorder reported at the probe sites\n",
+		printf("malloc wrapper: %lld reports in shared memory from %lld processes (%lld threads, %lld rings "
+		       "grown for threads that filled theirs), %lld of them with their stacks filtered in the process, "
+		       "%lld rings refused or malformed; a process that could not reach the recorder reported at the "
+		       "probe sites\n",
 		       session_stat(s, "wrapper_reports", 0), session_stat(s, "wrapper_processes", 0),
-		       session_stat(s, "wrapper_threads", 0), session_stat(s, "wrapper_packed", 0),
-		       session_stat(s, "wrapper_broken", 0));
+		       session_stat(s, "wrapper_threads", 0), session_stat(s, "wrapper_grown", 0),
+		       session_stat(s, "wrapper_packed", 0), session_stat(s, "wrapper_broken", 0));
 	if (session_stat(s, "records_not_written", 0))
 		printf("not written: %lld records, after the disk filled or a write failed\n",
 		       session_stat(s, "records_not_written", 0));

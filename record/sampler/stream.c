@@ -47,7 +47,6 @@
 #include "sampler.h"
 #include "stream.h"
 
-#define RING_BYTES (STREAM_HDR_SIZE + STREAM_DATA_SIZE)
 /* No user address lies below the first page or at 2^56 and above (the
  * recorder knows whether this machine's limit is 2^47). */
 #define USER_BOTTOM 4096ull
@@ -66,6 +65,7 @@ struct ring_own {
 struct stream_thread {
 	struct stream_ring_hdr *hdr;
 	unsigned char *data;
+	uint64_t size;		/* of data: STREAM_DATA_SIZE, or more once grown */
 	uint64_t head;		/* what this thread published */
 	int state;		/* 0 no ring yet, 1 a ring, 2 none: the probe sites */
 	int nudged;		/* told the recorder its ring is filling */
@@ -178,45 +178,35 @@ static int hello_send(int ring_fd, pid_t pid, pid_t tid)
 	return sendmsg(conn, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(h) ? 0 : -1;
 }
 
-/* The calling thread's ring: made, and handed to the recorder before
- * anything is written to it. Returns 0, or -1: this thread reports at the
- * probe sites. */
-static int ring_make(struct stream_thread *t)
+/* A ring of size bytes of data, handed to the recorder before anything
+ * is written to it, and put on the process's list; under the lock. NULL
+ * when it cannot be. */
+static struct stream_ring_hdr *ring_open(uint64_t size)
 {
 	struct stream_ring_hdr *h;
 	void *m;
 	int fd;
 
-	t->state = 2;
-	lock_take();
-	if (asked < 0)
-		config_read();
-	if (!asked || dead || connect_once()) {
-		lock_give();
-		return -1;
-	}
 	fd = memfd_create(STREAM_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	/* Sealed at its size: the recorder maps only rings that cannot
 	 * shrink under it. */
-	if (fd < 0 || ftruncate(fd, RING_BYTES) ||
+	if (fd < 0 || ftruncate(fd, (off_t)(STREAM_HDR_SIZE + size)) ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ||
-	    (m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+	    (m = mmap(NULL, STREAM_HDR_SIZE + size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		if (fd >= 0)
 			close(fd);
-		lock_give();
-		return -1;
+		return NULL;
 	}
 	h = m;
 	h->magic = STREAM_MAGIC;
 	h->version = STREAM_VERSION;
-	h->data_size = STREAM_DATA_SIZE;
+	h->data_size = size;
 	h->pid = conn_pid;
 	h->tid = gettid();
 	if (hello_send(fd, h->pid, h->tid)) {
 		close(fd);
-		munmap(m, RING_BYTES);
-		lock_give();
-		return -1;
+		munmap(m, STREAM_HDR_SIZE + size);
+		return NULL;
 	}
 	close(fd);
 	OWN(h)->prev = NULL;
@@ -224,15 +214,66 @@ static int ring_make(struct stream_thread *t)
 	if (rings)
 		OWN(rings)->prev = h;
 	rings = h;
-	lock_give();
+	return h;
+}
+
+static void ring_use(struct stream_thread *t, struct stream_ring_hdr *h)
+{
 	t->hdr = h;
-	t->data = (unsigned char *)m + STREAM_HDR_SIZE;
+	t->data = (unsigned char *)h + STREAM_HDR_SIZE;
+	t->size = h->data_size;
 	t->head = 0;
 	t->nudged = 0;
 	t->state = 1;
 	/* Its end is told at the thread's exit. */
 	if (end_key_ok)
 		pthread_setspecific(end_key, h);
+}
+
+/* The calling thread's ring: made, and handed to the recorder before
+ * anything is written to it. Returns 0, or -1: this thread reports at the
+ * probe sites. */
+static int ring_make(struct stream_thread *t)
+{
+	struct stream_ring_hdr *h;
+
+	t->state = 2;
+	lock_take();
+	if (asked < 0)
+		config_read();
+	if (!asked || dead || connect_once() || !(h = ring_open(STREAM_DATA_SIZE))) {
+		lock_give();
+		return -1;
+	}
+	lock_give();
+	ring_use(t, h);
+	return 0;
+}
+
+static void list_drop(struct stream_ring_hdr *h);
+
+/* The thread's ring is full: a ring twice the size takes over, the full
+ * one told closed once all of it is published, for the recorder to read
+ * to its end. A thread that allocates faster than the recorder empties
+ * its ring then waits for it less, and the others keep the smallest ring.
+ * Returns 0, or -1 with the full ring still the thread's. */
+static int ring_grow(struct stream_thread *t)
+{
+	struct stream_ring_hdr *old = t->hdr, *h;
+	uint64_t old_size = t->size;
+
+	if (old_size >= STREAM_DATA_MAX || dead)
+		return -1;
+	lock_take();
+	h = conn >= 0 && conn_pid == getpid() ? ring_open(old_size * 2) : NULL;
+	if (h)
+		list_drop(old);
+	lock_give();
+	if (!h)
+		return -1;
+	ring_use(t, h);
+	__atomic_store_n(&old->closed, 1, __ATOMIC_RELEASE);
+	munmap(old, STREAM_HDR_SIZE + old_size);
 	return 0;
 }
 
@@ -269,23 +310,25 @@ static int room_wait(struct stream_thread *t)
  * they would cross its end; NULL when the recorder is gone. */
 static unsigned char *reserve(struct stream_thread *t, uint32_t need)
 {
-	uint64_t off = t->head & (STREAM_DATA_SIZE - 1), pad = off + need > STREAM_DATA_SIZE ? STREAM_DATA_SIZE - off : 0;
+	uint64_t off, pad;
 
 	for (;;) {
 		uint64_t tail = __atomic_load_n(&t->hdr->tail, __ATOMIC_ACQUIRE), fill = t->head - tail;
 
-		if (fill + pad + need <= STREAM_DATA_SIZE) {
+		off = t->head & (t->size - 1);
+		pad = off + need > t->size ? t->size - off : 0;
+		if (fill + pad + need <= t->size) {
 			/* Past half full: the recorder is told once, rather than
 			 * left to find it on its next round. */
-			if (fill >= STREAM_DATA_SIZE / 2 && !t->nudged) {
+			if (fill >= t->size / 2 && !t->nudged) {
 				t->nudged = 1;
 				nudge();
-			} else if (fill < STREAM_DATA_SIZE / 4) {
+			} else if (fill < t->size / 4) {
 				t->nudged = 0;
 			}
 			break;
 		}
-		if (room_wait(t))
+		if (ring_grow(t) && room_wait(t))
 			return NULL;
 	}
 	if (pad) {
@@ -295,7 +338,7 @@ static unsigned char *reserve(struct stream_thread *t, uint32_t need)
 		r->kind = STREAM_PAD;
 		t->head += pad;
 	}
-	return t->data + (t->head & (STREAM_DATA_SIZE - 1));
+	return t->data + (t->head & (t->size - 1));
 }
 
 static void publish(struct stream_thread *t, uint32_t size)
@@ -642,6 +685,10 @@ static inline __attribute__((always_inline)) int with_stack(int kind, void *p, s
 		t->busy = 0;
 		return 0;
 	}
+	/* A ring that took over from a full one has no filter yet, and the
+	 * full one's is gone with it. */
+	if (code && code != t->hdr->code)
+		code = NULL;
 	if (code) {
 		uint64_t *bits = (uint64_t *)(r + 1);
 		size_t n = dump_pack_best((const stack_word *)(uintptr_t)regs[STREAM_REG_SP], dump / 8, regs[STREAM_REG_SP],
@@ -715,7 +762,7 @@ static void thread_end(void *arg)
 	lock_take();
 	list_drop(t->hdr);
 	lock_give();
-	munmap(t->hdr, RING_BYTES);
+	munmap(t->hdr, STREAM_HDR_SIZE + t->size);
 	t->hdr = NULL;
 	t->state = 2;
 }
@@ -740,7 +787,8 @@ static void fork_child(void)
 		struct stream_ring_hdr *h = rings;
 
 		rings = OWN(h)->next;
-		munmap(h, RING_BYTES);
+		/* The size it was made with: no recorder writes it. */
+		munmap(h, STREAM_HDR_SIZE + h->data_size);
 	}
 	if (conn >= 0)
 		close(conn);

@@ -9,12 +9,15 @@
  * stack a report carries, and (":1") whether frees carry stacks too. A process that can connect does so once (again after fork or
  * exec); one that cannot, reports at the probe sites as before. Each of
  * its threads makes a ring of its own, a memfd of STREAM_HDR_SIZE +
- * STREAM_DATA_SIZE bytes sealed against shrinking, and sends it over the connection (SCM_RIGHTS,
+ * STREAM_DATA_SIZE bytes sealed at its size, and sends it over the connection (SCM_RIGHTS,
  * with a struct stream_hello) before writing to it. The thread appends
  * records to its ring and publishes them by storing head; the recorder
- * copies them out and stores tail. A thread that finds no room waits for
- * the recorder, which writes a byte to the connection when it freed room
- * in a ring whose writer waits: nothing is dropped. The recorder keeps its
+ * copies them out and stores tail. A thread that finds no room makes a
+ * ring twice the size, up to STREAM_DATA_MAX, and tells the full one
+ * closed: the recorder reads that one to its end and merges the two by
+ * time. At the largest size it waits for the recorder, which writes a
+ * byte to the connection when it freed room in a ring whose writer waits:
+ * nothing is dropped. The recorder keeps its
  * own mapping of each ring, so what a process wrote before it died is
  * still read.
  *
@@ -47,7 +50,11 @@
 #define STREAM_MAGIC 0x4d535352u /* "RSSM" as bytes */
 #define STREAM_VERSION 2u
 #define STREAM_HDR_SIZE 4096u
+/* A thread's first ring holds STREAM_DATA_SIZE bytes of records; a thread
+ * that finds its ring full makes one twice the size to take over from it,
+ * up to STREAM_DATA_MAX. The size is the memfd's, less the header page. */
 #define STREAM_DATA_SIZE (1u << 20)
+#define STREAM_DATA_MAX (8u << 20)
 /* The registers an alloc record carries: perf's x86-64 user registers AX
  * BX CX DX SI DI BP SP IP R8..R15 (sample_regs_user 0xff01ff), in that
  * order, as they were where the report was made. */
@@ -65,7 +72,7 @@
  * made; data starts at STREAM_HDR_SIZE. */
 struct stream_ring_hdr {
 	uint32_t magic, version;
-	uint64_t data_size;			     /* STREAM_DATA_SIZE */
+	uint64_t data_size;			     /* of the data, a power of two */
 	int32_t pid, tid;			     /* the writer, as its process sees them */
 	uint32_t closed;			     /* the thread ended: nothing more comes */
 	uint32_t waiting;			     /* the writer waits for room */

@@ -48,7 +48,6 @@
 
 _Static_assert(STREAM_CODE_WORDS * 64 == EXECMAP_FILTER_BITS, "the published filter is the execmap's");
 
-#define RING_BYTES (STREAM_HDR_SIZE + STREAM_DATA_SIZE)
 /* A sample made of a record: header, the fixed fields, a callchain, the
  * raw data, the registers, the dump's two sizes. */
 #define SAMPLE_FIXED (8 + 8 * 8 + 8 * (2 + CALLCHAIN_MAX) + 8 + 64 + 8 * (1 + 64) + 16)
@@ -73,6 +72,7 @@ struct as_conn {
 struct as_ring {
 	struct stream_ring_hdr *hdr;
 	unsigned char *data;
+	uint64_t size;		/* of data, from the memfd's size: never read from the ring */
 	uint64_t tail;
 	size_t conn;
 	pid_t pid, tid;
@@ -143,7 +143,7 @@ void allocstream_close(struct recorder *rc)
 			close(as->conns[i].fd);
 	for (size_t i = 0; i < as->nr_rings; i++)
 		if (as->rings[i].hdr)
-			munmap(as->rings[i].hdr, RING_BYTES);
+			munmap(as->rings[i].hdr, STREAM_HDR_SIZE + as->rings[i].size);
 	if (as->listen_fd >= 0)
 		close(as->listen_fd);
 	if (as->ep >= 0)
@@ -351,18 +351,24 @@ static void ring_add(struct recorder *rc, size_t ci, int fd, const struct stream
 	struct allocstream *as = &rc->as;
 	struct stream_ring_hdr *hdr;
 	struct stat st;
+	uint64_t size;
 	pid_t tid;
 
 	/* Only a memfd sealed at its size: a file the program could shrink
-	 * would fault the recorder's reads of it. */
+	 * would fault the recorder's reads of it. Its size, a power of two
+	 * within the stream's bounds, is the ring's from here on, whatever
+	 * the program later writes into its header. */
 	if (h->magic != STREAM_MAGIC || h->version != STREAM_VERSION || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size != RING_BYTES || (fcntl(fd, F_GET_SEALS) & F_SEAL_SHRINK) != F_SEAL_SHRINK)
+	    st.st_size < STREAM_HDR_SIZE || (fcntl(fd, F_GET_SEALS) & F_SEAL_SHRINK) != F_SEAL_SHRINK)
 		goto bad;
-	hdr = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	size = (uint64_t)st.st_size - STREAM_HDR_SIZE;
+	if (size < STREAM_DATA_SIZE || size > STREAM_DATA_MAX || (size & (size - 1)))
+		goto bad;
+	hdr = mmap(NULL, STREAM_HDR_SIZE + size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (hdr == MAP_FAILED)
 		goto bad;
-	if (hdr->magic != STREAM_MAGIC || hdr->data_size != STREAM_DATA_SIZE) {
-		munmap(hdr, RING_BYTES);
+	if (hdr->magic != STREAM_MAGIC || hdr->data_size != size) {
+		munmap(hdr, STREAM_HDR_SIZE + size);
 		goto bad;
 	}
 	if (as->nr_rings == as->rings_alloc) {
@@ -370,7 +376,7 @@ static void ring_add(struct recorder *rc, size_t ci, int fd, const struct stream
 		struct as_ring *p = realloc(as->rings, n * sizeof(*p));
 
 		if (!p) {
-			munmap(hdr, RING_BYTES);
+			munmap(hdr, STREAM_HDR_SIZE + size);
 			goto bad;
 		}
 		as->rings = p;
@@ -378,9 +384,13 @@ static void ring_add(struct recorder *rc, size_t ci, int fd, const struct stream
 	}
 	/* The same pid in the process's namespace: the same namespace. */
 	tid = h->pid == as->conns[ci].pid ? h->tid : tid_here(as->conns[ci].pid, h->tid);
-	as->rings[as->nr_rings++] = (struct as_ring){ hdr, (unsigned char *)hdr + STREAM_HDR_SIZE, 0, ci,
+	as->rings[as->nr_rings++] = (struct as_ring){ hdr, (unsigned char *)hdr + STREAM_HDR_SIZE, size, 0, ci,
 						      as->conns[ci].pid, tid ? tid : as->conns[ci].pid, 0, 0, 0 };
-	as->threads++;
+	/* A bigger ring takes over from its thread's full one. */
+	if (size == STREAM_DATA_SIZE)
+		as->threads++;
+	else
+		as->grown++;
 	close(fd);
 	return;
 bad:
@@ -463,10 +473,10 @@ static int ring_collect(struct allocstream *as, size_t ri, uint64_t t0, int fina
 
 	uint64_t ahead = pos;
 
-	if (head - pos > STREAM_DATA_SIZE || head < pos)
+	if (head - pos > r->size || head < pos)
 		goto broken;
 	while (pos < head) {
-		uint64_t off = pos & (STREAM_DATA_SIZE - 1);
+		uint64_t off = pos & (r->size - 1);
 		struct stream_rec h;
 
 		/* Each header is where the one before it says, and each is a
@@ -474,11 +484,11 @@ static int ring_collect(struct allocstream *as, size_t ri, uint64_t t0, int fina
 		 * lines ahead at once, which the copies read next anyway,
 		 * rather than one miss after another. */
 		for (; ahead < head && ahead < pos + COLLECT_AHEAD; ahead += 64)
-			__builtin_prefetch(r->data + (ahead & (STREAM_DATA_SIZE - 1)));
+			__builtin_prefetch(r->data + (ahead & (r->size - 1)));
 
 		/* A pad can be a word long: its size and kind first. */
 		memcpy(&h, r->data + off, 8);
-		if (h.size < 8 || h.size % 8 || off + h.size > STREAM_DATA_SIZE || h.size > head - pos || h.size > 65536)
+		if (h.size < 8 || h.size % 8 || off + h.size > r->size || h.size > head - pos || h.size > 65536)
 			goto broken;
 		if (h.kind != STREAM_PAD) {
 			unsigned kind = h.kind & ~STREAM_PACKED;
@@ -816,7 +826,7 @@ int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
 				code_publish(rc, r, t0);
 		}
 		if (r->broken || (gone && r->tail == __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE))) {
-			munmap(r->hdr, RING_BYTES);
+			munmap(r->hdr, STREAM_HDR_SIZE + r->size);
 			continue;
 		}
 		as->rings[w++] = *r;

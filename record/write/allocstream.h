@@ -39,6 +39,7 @@ struct allocstream {
 	unsigned char *rec;	/* one record copied out of a ring, and the sample made of it */
 	uint64_t processes, threads, reports, broken;
 	uint64_t packed;	/* reports whose dumps came packed */
+	uint64_t grown;		/* rings that took over from a full one of the same thread */
 };
 
 #endif
