@@ -179,9 +179,17 @@ test_expect_success 'stack dumps keep only what unwinding reads: input read onto
 	"$MEMSIGHT" info sec.trace | grep "^stack dumps: addresses of code and of the dump only, other words zeroed when recorded ([0-9.]*% of [0-9]* words kept)$"
 '
 
-# The same in a 32-bit process, whose stack is read as 4-byte words.
+# The same in a 32-bit process, whose stack is read as 4-byte words. A
+# kernel built or booted without IA32 emulation refuses to run one at all
+# (execve: ENOEXEC); the scrub's rule for 4-byte words still runs there,
+# on made-up dumps, in the unit tests.
 test_expect_success 'stack dumps of a 32-bit process keep no input either (make test-deps installs gcc-multilib)' '
 	cc -m32 -O1 -g -fno-omit-frame-pointer -o xor32 "$TOP/samples/xor_encoder.c" &&
+	if ! python3 -c "import os, sys; os.execv(sys.argv[1], sys.argv[1:])" ./xor32 2>exec.err >/dev/null &&
+		grep -q "Exec format error" exec.err; then
+		echo "# this kernel runs no 32-bit programs (no IA32 emulation): skipped"
+		return 0
+	fi &&
 	yes memsight-secret-marker | head -c 1048576 >secret &&
 	"$MEMSIGHT" record -q -g dwarf --stack-dump raw -o sec32-raw.trace -- ./xor32 secret /dev/null >/dev/null &&
 	"$MEMSIGHT" record -q -g dwarf -o sec32.trace -- ./xor32 secret /dev/null >/dev/null &&
