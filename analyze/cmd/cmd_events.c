@@ -23,6 +23,7 @@ struct events_opts {
 	long pid;
 	int stacks;
 	int json;
+	uint64_t shown;		/* samples printed */
 	struct trace_seq seq;
 	struct json doc;	/* --json: one object, the events streamed into its array */
 };
@@ -125,6 +126,7 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 	if (o->event && strcmp(o->event, smp->ev->d.name) && strcmp(o->event, smp->ev->d.group) &&
 	    !(smp->ev->kind == EVK_FAULT && !strcmp(o->event, "page-faults")))
 		return 0;
+	o->shown++;
 	if (o->json) {
 		print_json(o, s, smp);
 		return 0;
@@ -198,6 +200,10 @@ int cmd_events(int argc, char **argv, struct analyze_opts *a)
 		cmd_json_events_end(&o.doc);
 	if (ret)
 		msg_error("%s", err);
+	else if (!o.shown && !o.json)
+		/* An empty result says why, as every command's does. */
+		msg_note("nothing to print in '%s': %s", s.path,
+			 o.event || o.pid >= 0 ? "no sample matches the -e or --pid given" : "it holds no samples");
 	trace_seq_destroy(&o.seq);
 	return cmd_close(&s, ret);
 }
