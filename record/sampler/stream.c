@@ -698,6 +698,7 @@ static inline __attribute__((always_inline)) int with_stack(int kind, void *p, s
 		kind |= STREAM_PACKED;
 	} else {
 		memcpy(r + 1, (const void *)(uintptr_t)regs[STREAM_REG_SP], dump);
+		need = (uint32_t)(sizeof(*r) + dump);
 	}
 	rec_head(&r->h, need, kind, p);
 	r->size = size;
