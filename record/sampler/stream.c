@@ -721,10 +721,11 @@ int stream_free(void *p, uintptr_t top)
 	struct stream_thread *t;
 	struct stream_rec *r;
 
-	if (free_stacks)
-		return with_stack(STREAM_FREE, p, 0, 0, top);
+	/* The connection first: it is what says whether frees carry stacks. */
 	if (!(t = ready()))
 		return 0;
+	if (free_stacks)
+		return with_stack(STREAM_FREE, p, 0, 0, top);
 	t->busy = 1;
 	__asm__ volatile("" ::: "memory");
 	if (!(r = (struct stream_rec *)reserve(t, sizeof(*r)))) {
