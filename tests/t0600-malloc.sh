@@ -152,8 +152,9 @@ if [ -e $JEMALLOC ]; then
 		record -O $JEMALLOC -o je.trace -- env LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" realloc 40 >truth &&
 		"$MEMSIGHT" leaks je.trace >leaks &&
 		grep -A4 "^40960 bytes in 40 allocations from stack" leaks >stack &&
-		sed -n 3p stack | grep "^		realloc+0x0 \[libjemalloc.so.2\]$" &&
-		sed -n 4p stack | grep "^		grow_chain+0x"
+		{ sed -n 3p stack | grep "^		realloc+0x0 \[libjemalloc.so.2\]$" &&
+			sed -n 4p stack | grep "^		grow_chain+0x" ||
+			{ cat stack; "$MEMSIGHT" info je.trace; false; }; }
 	'
 else
 	echo "# libjemalloc2 is not installed: skipping the -O test"
