@@ -69,6 +69,10 @@
 #define WRITE_RESERVE (1u << 20)
 /* What the default rings may pin in all (-m sets it per CPU). */
 #define RINGS_DEFAULT_MAX (256ull << 20)
+/* How far ahead a walk over records that another CPU just wrote fetches
+ * their lines: each header is where the one before it says, so without it
+ * every record is a cache miss after the last. */
+#define REC_PREFETCH_AHEAD 4096
 
 struct ring {
 	int cpu;

@@ -73,7 +73,7 @@ __attribute__((used, visibility("hidden"), section(".probes"))) unsigned short o
 
 static uint16_t filter[FILTER_CELLS];
 SAMPLER_API uint64_t sampler_rate = SAMPLE_BYTES_DEFAULT;
-SAMPLER_API int sampler_rate_read; /* MEMSIGHT_SAMPLE_BYTES was looked at */
+static int sampler_rate_read;	/* MEMSIGHT_SAMPLE_BYTES was looked at */
 SAMPLER_API long sampler_live;	/* kept blocks not freed yet */
 static uintptr_t *table;
 static long missed;		/* kept allocations the table had no room for */

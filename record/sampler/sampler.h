@@ -23,7 +23,6 @@ struct sampler_thread {
 };
 
 extern SAMPLER_API uint64_t sampler_rate; /* mean bytes between samples; 0: every allocation */
-extern SAMPLER_API int sampler_rate_read;
 extern SAMPLER_API long sampler_live;	   /* kept blocks not freed yet */
 extern SAMPLER_API __thread struct sampler_thread sampler_ts __attribute__((tls_model("initial-exec")));
 

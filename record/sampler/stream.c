@@ -250,7 +250,17 @@ static int ring_make(struct stream_thread *t)
 	return 0;
 }
 
-static void list_drop(struct stream_ring_hdr *h);
+static void list_drop(struct stream_ring_hdr *h)
+{
+	struct ring_own *o = OWN(h);
+
+	if (o->prev)
+		OWN(o->prev)->next = o->next;
+	else
+		rings = o->next;
+	if (o->next)
+		OWN(o->next)->prev = o->prev;
+}
 
 /* The thread's ring is full: a ring twice the size takes over, the full
  * one told closed once all of it is published, for the recorder to read
@@ -737,18 +747,6 @@ int stream_free(void *p, uintptr_t top)
 	__asm__ volatile("" ::: "memory");
 	t->busy = 0;
 	return 1;
-}
-
-static void list_drop(struct stream_ring_hdr *h)
-{
-	struct ring_own *o = OWN(h);
-
-	if (o->prev)
-		OWN(o->prev)->next = o->next;
-	else
-		rings = o->next;
-	if (o->next)
-		OWN(o->next)->prev = o->prev;
 }
 
 /* A thread's end: its ring is told closed and let go. What the thread

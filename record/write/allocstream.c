@@ -462,16 +462,10 @@ static void ring_broken(struct allocstream *as, struct as_ring *r)
 /* The records of ring ri published up to head and stamped by t0 (all of
  * them when final), into the batch. A ring that holds anything malformed
  * is read no further. */
-/* How far ahead of the record it reads the collecting pass fetches a
- * ring's lines. */
-#define COLLECT_AHEAD 4096
-
 static int ring_collect(struct allocstream *as, size_t ri, uint64_t t0, int final)
 {
 	struct as_ring *r = &as->rings[ri];
-	uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE), pos = r->tail;
-
-	uint64_t ahead = pos;
+	uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE), pos = r->tail, ahead = pos;
 
 	if (head - pos > r->size || head < pos)
 		goto broken;
@@ -479,11 +473,8 @@ static int ring_collect(struct allocstream *as, size_t ri, uint64_t t0, int fina
 		uint64_t off = pos & (r->size - 1);
 		struct stream_rec h;
 
-		/* Each header is where the one before it says, and each is a
-		 * cache miss on lines the program's CPU just wrote: fetch the
-		 * lines ahead at once, which the copies read next anyway,
-		 * rather than one miss after another. */
-		for (; ahead < head && ahead < pos + COLLECT_AHEAD; ahead += 64)
+		/* The lines ahead, which the copies read next anyway. */
+		for (; ahead < head && ahead < pos + REC_PREFETCH_AHEAD; ahead += 64)
 			__builtin_prefetch(r->data + (ahead & (r->size - 1)));
 
 		/* A pad can be a word long: its size and kind first. */

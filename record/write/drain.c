@@ -421,10 +421,9 @@ size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len)
 		const struct rec_event *e = NULL;
 		uint64_t id;
 
-		/* Each header is where the one before it says, on lines the
-		 * drain's CPU wrote: fetched ahead at once, which compressing
-		 * reads next anyway, rather than one miss after another. */
-		for (; ahead < len && ahead < off + 4096; ahead += 64)
+		/* The lines ahead, on the drain's CPU's writes, which
+		 * compressing reads next anyway. */
+		for (; ahead < len && ahead < off + REC_PREFETCH_AHEAD; ahead += 64)
 			__builtin_prefetch(buf + ahead);
 		memcpy(&h, buf + off, sizeof(h));
 		if (h.size < sizeof(h) || h.size > len - off)
