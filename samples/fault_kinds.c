@@ -8,6 +8,10 @@
  *                  takes the N faults, copying to the user buffer
  *   call_fresh()   a call into a freshly mapped executable page: an
  *                  instruction fetch fault
+ *   untouched_frame()  a write to one fresh page while the stack pointer
+ *                  lies 1 MiB below the stack's pages, as in a frame
+ *                  reserved and not yet written: the kernel can copy no
+ *                  stack for that fault (x86-64 only)
  *
  * usage: fault_kinds [N]   (default 64)
  */
@@ -99,6 +103,25 @@ static void call_fresh(void)
 	close(fd);
 }
 
+/* The stack pointer moved below every stack page, then a fault elsewhere:
+ * what the dynamic loader does when its large first frame crosses into a
+ * page it has not written yet. Nothing runs on the moved stack; a signal
+ * delivered there grows the stack, which is within its limit. */
+static __attribute__((noinline)) int untouched_frame(char *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%rsp, %%r12\n\t"
+			 "sub $0x100000, %%rsp\n\t"
+			 "movb $4, (%0)\n\t"
+			 "mov %%r12, %%rsp\n\t"
+			 : : "r"(p) : "r12", "memory");
+	return 1;
+#else
+	(void)p;
+	return 0;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 64;
@@ -138,5 +161,8 @@ int main(int argc, char **argv)
 
 	call_fresh();
 	printf("fault_kinds: call_fresh 1 page\n");
+
+	if (untouched_frame(fresh_pages(1)))
+		printf("fault_kinds: untouched_frame 1 page\n");
 	return 0;
 }

@@ -123,7 +123,7 @@ test_expect_success 'free of an interior pointer: the offset into the live block
 	stack_starts interior alloc "malloc make_block interior_free main"
 '
 
-test_expect_success 'an error-free program: "no memory errors recorded", exit 0 with --fail, no fault on the stack'"'"'s own page said to stop short; 3 for an error' '
+test_expect_success 'an error-free program: "no memory errors recorded", exit 0 with --fail, no fault said to stop short for the stack page it came before; 3 for an error' '
 	"$MEMSIGHT" record -q -e malloc,faults,signals -o none.trace -- "$S/mem_errors" none >none.truth &&
 	grep "^mem_errors: kind none$" none.truth &&
 	"$MEMSIGHT" errors --fail none.trace >none.text 2>none.err &&

@@ -30,7 +30,8 @@ test_expect_success 'a sample that makes faults of every kind' '
 	grep "^fault_kinds: first_touch $N pages" truth &&
 	grep "^fault_kinds: cow_writer $N pages in pid" truth &&
 	grep "^fault_kinds: read_zero $N pages" truth &&
-	grep "^fault_kinds: call_fresh 1 page" truth
+	grep "^fault_kinds: call_fresh 1 page" truth &&
+	grep "^fault_kinds: untouched_frame 1 page" truth
 '
 
 test_expect_success "first touches: $N writes, none of them copy-on-write or by the kernel" '
@@ -53,6 +54,12 @@ test_expect_success 'a call into a fresh executable page: an instruction fetch f
 	"$MEMSIGHT" folded -e faults --fault-type exec fk.trace 2>/dev/null >exec &&
 	grep "fault_kinds-code" exec &&
 	test "$(grep -c fault_kinds-code exec)" -ge 1
+'
+
+test_expect_success 'a fault while the stack pointer is below every stack page: its one frame, not a stack said to stop short' '
+	"$MEMSIGHT" folded -e faults --fault-type write fk.trace 2>err >write &&
+	grep "^fault_kinds;untouched_frame 1$" write &&
+	{ ! grep "no stack bytes" err || { cat err; false; }; }
 '
 
 test_expect_success 'faults: the kinds by process and by mapping, and in the JSON' '

@@ -21,9 +21,6 @@ const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 			    "(run Java with -XX:+PreserveFramePointer, node with --interpreted-frames-native-stack)",
 };
 
-/* How near the stack pointer a fault is one on the stack's own pages. */
-#define NEAR_SP_FAULT (64u << 10)
-
 struct space_holder {
 	unsigned gen;
 	const struct unwind_backend_ops *ops;
@@ -142,12 +139,14 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 			*stop = UNWIND_STOP_NONE;
 			return 0;
 		}
-		/* A fault on the stack's own page (a frame touched before
-		 * the page was there): the kernel could copy nothing from a
-		 * page that was not in memory, by nature, whatever the
-		 * recording. The sampled ip is all there is, and not a stack
-		 * that stopped. */
-		if (in->fault_addr && in->fault_addr + NEAR_SP_FAULT > sp && in->fault_addr < sp + NEAR_SP_FAULT) {
+		/* A fault with no stack bytes: the page at its stack pointer
+		 * was not in memory, a frame reserved but not yet touched (the
+		 * fault may be on that page, or on data the code reaches
+		 * first) or a stack page swapped out. The kernel copies
+		 * nothing from such a page, by nature, whatever the recording:
+		 * the sampled ip is all there is, and not a stack that
+		 * stopped. */
+		if (in->fault_addr) {
 			u->st.stacks--;
 			if (max < 1)
 				return 0;
