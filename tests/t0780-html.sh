@@ -7,6 +7,13 @@
 XOR=$TOP/samples/traces/xor-8m.trace
 DEBUG=$TOP/samples/traces/debug
 CHROMIUM=$(command -v chromium || command -v chromium-browser)
+# MEMSIGHT_TEST_BROWSER=no (the sanitized build's run, t0910): the pages
+# are written by the build under test and checked as files; no browser
+# loads them. Their script is the same bytes the normal build's run loads.
+NO_BROWSER=
+if [ "$MEMSIGHT_TEST_BROWSER" = no ]; then
+	CHROMIUM= NO_BROWSER=1
+fi
 # A browser run as root needs --no-sandbox; its profile in the scratch
 # directory; what the pages log on their consoles, on stderr (browser.err).
 browse() {
@@ -41,7 +48,9 @@ test_expect_success 'each embedded graph is valid SVG, and says how many narrow 
 	grep -q "narrower than 0.5 px merged into" g1.svg
 '
 
-if [ -z "$CHROMIUM" ]; then
+if [ -n "$NO_BROWSER" ]; then
+	echo "# MEMSIGHT_TEST_BROWSER=no: the pages are not loaded in a browser"
+elif [ -z "$CHROMIUM" ]; then
 	echo "# chromium is not installed (make test-deps installs it): the page is not loaded in a browser"
 else
 	test_expect_success 'headless Chromium loads the page, with no script error, every section there' '
@@ -140,9 +149,43 @@ fi
 DRIVER=$TOP/tests/browser/page.mjs
 drive() { CHROMIUM=$CHROMIUM node "$DRIVER" "$@"; }
 fact() { sed -n "s/^$1 //p" "$2"; }
-if [ -z "$CHROMIUM" ] || ! [ -f "$TOP/tests/browser/node_modules/playwright-core/package.json" ]; then
+# One browser for every drive (tests/browser/server.mjs): started once,
+# connected to by each; gone with this script.
+browser_start() {
+	CHROMIUM=$CHROMIUM node "$TOP/tests/browser/server.mjs" >ws 2>ws.err &
+	browser_pid=$!
+	trap 'kill $browser_pid 2>/dev/null; rm -rf "$TRASH"' EXIT
+	i=0 && while [ $i -lt 300 ] && ! grep -q "^ws " ws && kill -0 $browser_pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+	BROWSER_WS=$(sed -n "s/^ws //p" ws)
+	export BROWSER_WS
+}
+if [ -n "$NO_BROWSER" ]; then
+	recording_allowed && test_expect_success 'a page of each kind of recording, two traces, and many stacks: written whole, self-contained' '
+		"$MEMSIGHT" record -q -e malloc -o m.trace -- "$SAMPLES/loop_leak" 1000 >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc -o m3.trace -- "$SAMPLES/loop_leak" 3000 >/dev/null &&
+		"$MEMSIGHT" record -q -o d.trace -- "$SAMPLES/phases" 64 8 16 >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc --leak-check -o lc.trace -- "$SAMPLES/leak_cases" tree 1 >/dev/null &&
+		"$MEMSIGHT" record -q --ring 8M -e faults,malloc -o ring.trace -- "$SAMPLES/phases" 16 8 16 >/dev/null &&
+		"$MEMSIGHT" record -q -a -e faults -o a.trace -- "$SAMPLES/phases" 16 4 16 >/dev/null &&
+		"$MEMSIGHT" record -q -e rss,malloc -o rss.trace -- "$SAMPLES/rss_grow" 16 0 0 >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc,signals,faults -o err.trace -- "$SAMPLES/mem_errors" uaf >/dev/null 2>&1;
+		"$MEMSIGHT" record -q -e malloc -o many.trace -- /usr/bin/python3 -c "
+import json
+print(len([json.dumps({\"k%d\" % i: [i] * 20 for i in range(2000)}) for r in range(10)]))" >/dev/null &&
+		for t in m d lc ring a rss err many; do
+			"$MEMSIGHT" report --html $t.html $t.trace 2>err &&
+			grep "wrote .$t.html.: " err &&
+			grep -q "<h2 id=" $t.html && grep -q "</html>" $t.html &&
+			! grep -Eq "(src|href|data)=\"(https?:|//)" $t.html || return 1
+		done &&
+		"$MEMSIGHT" report --html diff.html m.trace m3.trace 2>err &&
+		grep "wrote .diff.html.: what changed, the report, the leaks and 4 flame graphs" err
+	'
+elif [ -z "$CHROMIUM" ] || ! [ -f "$TOP/tests/browser/node_modules/playwright-core/package.json" ]; then
 	test_expect_success 'chromium and playwright-core are installed (make test-deps installs them)' 'false'
 elif recording_allowed; then
+	browser_start
+	test_expect_success 'one browser serves the pages driven below' 'test -n "$BROWSER_WS" || { cat ws.err; false; }'
 	test_expect_success 'five kinds of recording: each page loads with no console error and no network request' '
 		"$MEMSIGHT" record -q -e malloc -o m.trace -- "$SAMPLES/loop_leak" 1000 >/dev/null &&
 		"$MEMSIGHT" record -q -o d.trace -- "$SAMPLES/phases" 64 8 16 >/dev/null &&

@@ -2,7 +2,8 @@
 // as a person would, and print what it shows, a fact a line, for the shell
 // tests to hold against the analyzer's own figures.
 //
-// usage: node page.mjs PAGE.html STEP...
+// usage: node page.mjs PAGE.html STEP...   (in the browser server.mjs runs,
+// where BROWSER_WS names it)
 //   load               open the page in a 1400x900 window: "errors N" (console
 //                      errors and uncaught exceptions, each also printed as
 //                      "error: ..."), "requests N" (anything but the file
@@ -65,7 +66,9 @@ function inked(png) {
 }
 
 const [file, ...steps] = process.argv.slice(2);
-const browser = await chromium.launch({
+// The test script's own browser (server.mjs) where it runs one; closing a
+// connected browser closes this run's pages and leaves it running.
+const browser = process.env.BROWSER_WS ? await chromium.connect(process.env.BROWSER_WS) : await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--disable-gpu'],
 });
