@@ -833,11 +833,13 @@ const char *uprobes_aliases(void)
 }
 
 /* Remove every definition under the groups of recorder pid (memsight_PID
- * and memsight_PID_N), trying those the kernel still holds (EBUSY) again
- * for up to 3 s. */
+ * and memsight_PID_N), trying those the kernel still holds (EBUSY) again:
+ * every 10 ms for 3 s, then every 0.5 s for a minute. A killed recorder's
+ * command lives on with the events it inherited, and its probes can go
+ * only once it ends. */
 static void remove_groups_of(pid_t pid)
 {
-	for (int round = 0; round < 300; round++) {
+	for (int round = 0; round < 300 + 120; round++) {
 		size_t len, left = 0;
 		char *text = events_tracefs_read("uprobe_events", &len), *p, *save = NULL;
 
@@ -857,7 +859,7 @@ static void remove_groups_of(pid_t pid)
 		free(text);
 		if (!left)
 			return;
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+		nanosleep(&(struct timespec){ 0, (round < 300 ? 10 : 500) * 1000 * 1000 }, NULL);
 	}
 }
 
