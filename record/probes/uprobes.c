@@ -48,6 +48,7 @@ static char aliases[512];
  * and the pipe whose end tells it so. */
 static pid_t guard_pid;
 static int guard_fd = -1;
+static void uprobes_guard(void);
 
 static int write_uprobe_events(const char *line)
 {
@@ -781,6 +782,9 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 {
 	size_t start = *nr;
 
+	/* Before the first definition: a recorder killed while it defines
+	 * or opens them leaves none behind. */
+	uprobes_guard();
 	aliases[0] = 0;
 	for (int i = 0; i < u->objects.nr + u->emitters.nr; i++) {
 		char group[64];
@@ -794,7 +798,6 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 				      : add_usdt(u->emitters.paths[i - u->objects.nr], group, 0, u, o, evs, nr, err, errlen))
 			goto fail;
 	}
-	uprobes_guard();
 	return 0;
 fail:
 	if (!err[0])
@@ -811,6 +814,7 @@ int uprobes_add_late(const char *object, int index, const struct uprobe_opts *u,
 	size_t start = *nr, defs = nr_defined;
 	char group[64];
 
+	uprobes_guard();
 	snprintf(group, sizeof(group), "memsight_%d_%d", (int)getpid(), index);
 	if (!add_object(object, group, u, o, evs, nr, err, errlen))
 		return 0;
@@ -863,13 +867,13 @@ static void remove_groups_of(pid_t pid)
 	}
 }
 
-void uprobes_guard(void)
+static void uprobes_guard(void)
 {
 	int p[2];
 	char c;
 	pid_t owner = getpid();
 
-	if (guard_pid > 0 || !nr_defined || pipe2(p, O_CLOEXEC))
+	if (guard_pid > 0 || pipe2(p, O_CLOEXEC))
 		return;
 	guard_pid = fork();
 	if (guard_pid == 0) {

@@ -105,10 +105,9 @@ const char *uprobes_aliases(void);
 /* Remove this recorder's definitions; its perf fds must be closed first. */
 void uprobes_remove(void);
 /* A recorder killed outright (SIGKILL, the OOM killer) runs no cleanup:
- * after uprobes_add, a child of it waits for it to be gone and removes its
- * definitions then. uprobes_guard_end, when the recorder has removed them
- * itself, lets that child go. */
-void uprobes_guard(void);
+ * from its first definition on, a child of it waits for it to be gone and
+ * removes its definitions then. uprobes_guard_end, when the recorder has
+ * removed them itself, lets that child go. */
 void uprobes_guard_end(void);
 /* Remove the definitions of memsight recorders that are no longer running. */
 void uprobes_remove_stale(void);
