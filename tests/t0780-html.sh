@@ -159,14 +159,19 @@ browser_start() {
 	BROWSER_WS=$(sed -n "s/^ws //p" ws)
 	export BROWSER_WS
 }
+# Five kinds of recording, each a page: m d lc ring a (.trace), and the
+# leak check's truth in lc.truth.
+record_kinds() {
+	"$MEMSIGHT" record -q -e malloc -o m.trace -- "$SAMPLES/loop_leak" 1000 >/dev/null &&
+	"$MEMSIGHT" record -q -o d.trace -- "$SAMPLES/phases" 64 8 16 >/dev/null &&
+	"$MEMSIGHT" record -q -e malloc --leak-check -o lc.trace -- "$SAMPLES/leak_cases" tree 1 >lc.truth &&
+	"$MEMSIGHT" record -q --ring 8M -e faults,malloc -o ring.trace -- "$SAMPLES/phases" 16 8 16 >/dev/null &&
+	"$MEMSIGHT" record -q -a -e faults -o a.trace -- "$SAMPLES/phases" 16 4 16 >/dev/null
+}
 if [ -n "$NO_BROWSER" ]; then
 	recording_allowed && test_expect_success 'a page of each kind of recording, two traces, and many stacks: written whole, self-contained' '
-		"$MEMSIGHT" record -q -e malloc -o m.trace -- "$SAMPLES/loop_leak" 1000 >/dev/null &&
+		record_kinds &&
 		"$MEMSIGHT" record -q -e malloc -o m3.trace -- "$SAMPLES/loop_leak" 3000 >/dev/null &&
-		"$MEMSIGHT" record -q -o d.trace -- "$SAMPLES/phases" 64 8 16 >/dev/null &&
-		"$MEMSIGHT" record -q -e malloc --leak-check -o lc.trace -- "$SAMPLES/leak_cases" tree 1 >/dev/null &&
-		"$MEMSIGHT" record -q --ring 8M -e faults,malloc -o ring.trace -- "$SAMPLES/phases" 16 8 16 >/dev/null &&
-		"$MEMSIGHT" record -q -a -e faults -o a.trace -- "$SAMPLES/phases" 16 4 16 >/dev/null &&
 		"$MEMSIGHT" record -q -e rss,malloc -o rss.trace -- "$SAMPLES/rss_grow" 16 0 0 >/dev/null &&
 		"$MEMSIGHT" record -q -e malloc,signals,faults -o err.trace -- "$SAMPLES/mem_errors" uaf >/dev/null 2>&1;
 		"$MEMSIGHT" record -q -e malloc -o many.trace -- /usr/bin/python3 -c "
@@ -187,11 +192,7 @@ elif recording_allowed; then
 	browser_start
 	test_expect_success 'one browser serves the pages driven below' 'test -n "$BROWSER_WS" || { cat ws.err; false; }'
 	test_expect_success 'five kinds of recording: each page loads with no console error and no network request' '
-		"$MEMSIGHT" record -q -e malloc -o m.trace -- "$SAMPLES/loop_leak" 1000 >/dev/null &&
-		"$MEMSIGHT" record -q -o d.trace -- "$SAMPLES/phases" 64 8 16 >/dev/null &&
-		"$MEMSIGHT" record -q -e malloc --leak-check -o lc.trace -- "$SAMPLES/leak_cases" tree 1 >lc.truth &&
-		"$MEMSIGHT" record -q --ring 8M -e faults,malloc -o ring.trace -- "$SAMPLES/phases" 16 8 16 >/dev/null &&
-		"$MEMSIGHT" record -q -a -e faults -o a.trace -- "$SAMPLES/phases" 16 4 16 >/dev/null &&
+		record_kinds &&
 		for t in m d lc ring a; do
 			"$MEMSIGHT" report --html $t.html $t.trace 2>/dev/null &&
 			test "$(stat -c %a $t.html)" = 600 &&
