@@ -839,20 +839,27 @@ struct rec_event *rec_event_of(struct recorder *rc, uint64_t id)
  * recorder finishes the trace; rec_events_wait waits for it before the
  * recorder exits. A recorder that left it running would hand the kernel's
  * mutex, and its uprobe definitions, to the next recording started at
- * once. The child keeps the recorder's blocked signals and lets go of its
- * standard streams.
+ * once. The child closes its copies only once the recorder has closed
+ * its own (the pipe's end): the last close is the slow one, and a child
+ * that came first would leave it to the recorder. The child keeps the
+ * recorder's blocked signals and lets go of its standard streams.
  */
 void rec_events_release(struct recorder *rc)
 {
-	pid_t child = rc->nr_fds || rc->old_fd >= 0 ? fork() : -1;
+	int go[2] = { -1, -1 };
+	pid_t child = (rc->nr_fds || rc->old_fd >= 0) && !pipe2(go, O_CLOEXEC) ? fork() : -1;
 
 	if (child == 0) {
 		struct sched_param sp = { .sched_priority = 0 };
+		char c;
 
 		/* Waiting out grace periods needs no real-time priority. */
 		sched_setscheduler(0, SCHED_OTHER, &sp);
 		for (int fd = 0; fd < 3; fd++)
 			close(fd);
+		close(go[1]);
+		while (read(go[0], &c, 1) < 0 && errno == EINTR)
+			;
 		for (size_t i = 0; i < rc->nr_fds; i++)
 			close(rc->fds[i]);
 		if (rc->old_fd >= 0)
@@ -868,10 +875,15 @@ void rec_events_release(struct recorder *rc)
 	if (rc->old_fd >= 0)
 		close(rc->old_fd);
 	rc->old_fd = -1;
-	if (child < 0)
-		uprobes_remove();
-	else
+	for (int i = 0; i < 2; i++)
+		if (go[i] >= 0)
+			close(go[i]);
+	/* Called again at the end with nothing left to close: a closer
+	 * already removes the definitions once the kernel lets go of them. */
+	if (child > 0)
 		rc->closer = child;
+	else if (!rc->closer)
+		uprobes_remove();
 }
 
 void rec_events_wait(struct recorder *rc)
