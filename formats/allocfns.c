@@ -74,6 +74,8 @@ const struct alloc_fn_desc alloc_fns[AF_NR] = {
 	/* Their fetchargs come from each site's note. */
 	[AF_OTEL_ALLOC] = { "otel_memory_alloc", "otel_memory:alloc", ALLOC_OP_ALLOC_AT, "", SZ },
 	[AF_OTEL_FREE] = { "otel_memory_free", "otel_memory:free", ALLOC_OP_FREE, "", 0 },
+	/* Every sample kept: its frees among them. */
+	[AF_OTEL_SITES] = { "otel_memory", "otel_memory", ALLOC_OP_ALLOC_AT, "", EV },
 };
 
 int alloc_fn_lookup(const char *event, size_t len, int *ret)

@@ -67,8 +67,16 @@ enum alloc_fn {
 	 * the others with "__N" after it. */
 	AF_OTEL_ALLOC,
 	AF_OTEL_FREE,
+	/* Both probes of an object as one event (the kernel's multi-probe
+	 * uprobe events: each site a probe of the event, with the same
+	 * fields), so that one event, not two, waits out the kernel's grace
+	 * periods as the recording ends: ptr, size and weight, and `kind`,
+	 * OTEL_KIND_ALLOC or OTEL_KIND_FREE (whose size and weight are 0). */
+	AF_OTEL_SITES,
 	AF_NR,
 };
+
+enum { OTEL_KIND_ALLOC = 1, OTEL_KIND_FREE = 2 };
 
 /* The sampler's probe points come after every function an allocator has. */
 #define AF_SAMPLED_FIRST AF_SAMPLED_ALLOC

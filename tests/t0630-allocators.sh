@@ -109,21 +109,27 @@ test_expect_success 'a process in a private mount namespace with its own copy of
 # than four files: its socket is the fourth, the ring would be the fifth)
 # reports at the probe sites instead. Both are exact, and info tells how
 # many reports came each way. A command the recording started reports at
-# one alloc site, whatever its stack's depth: one event to open and close.
+# one alloc site, whatever its stack's depth, and that site and the free
+# site are one event: one to open and close.
 test_expect_success 'reports come in shared memory; a process that cannot make its ring takes the probe sites; both exact' '
 	"$MEMSIGHT" record -q -e malloc -o two.trace -- sh -c \
-		"$S/fib_leak 100 && prlimit --nofile=4 $S/fib_leak 70" >truth &&
+		"$S/fib_leak 100 && prlimit --nofile=4 $S/fib_leak 70 && prlimit --nofile=4 $S/alloc_zoo churn 200" >truth &&
 	cat truth &&
+	grep "^alloc_zoo: leaked 0 bytes in 0 allocations from churn" truth &&
 	"$MEMSIGHT" leaks two.trace >leaks &&
 	grep "^819200 bytes in 100 allocations from stack (pid [0-9]* fib_leak)$" leaks &&
 	grep "^573440 bytes in 70 allocations from stack (pid [0-9]* fib_leak)$" leaks &&
+	! grep "from stack (pid [0-9]* alloc_zoo)$" leaks &&
+	"$MEMSIGHT" leaks --json two.trace >leaks.json &&
+	grep "\"unmatched_frees\":0,\"double_frees\":0," leaks.json &&
 	"$MEMSIGHT" info two.trace >info &&
-	grep "^  memsight_[0-9]*:otel_memory_alloc  *malloc  *[0-9]* samples  with stacks$" info &&
+	grep "^  memsight_[0-9]*:otel_memory  *malloc  *[0-9]* samples  with stacks$" info &&
+	! grep "otel_memory_" info &&
 	grep "^malloc wrapper: " info &&
 	reports=$(sed -n "s/^malloc wrapper: \([0-9]*\) reports in shared memory from [0-9]* processes.*, 0 rings refused.*/\1/p" info) &&
 	samples=$(sed -n "s/^samples: *//p" info) &&
 	echo "$reports of $samples samples in shared memory" &&
-	test "$reports" -ge 100 && test $((samples - reports)) -ge 70
+	test "$reports" -ge 100 && test $((samples - reports)) -ge $((70 + 200 * 36))
 '
 
 # Once the recorder has published the process's code filter, the wrapper

@@ -708,14 +708,17 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	struct pending *p;
 	enum alloc_op op;
 	uint64_t ret, size;
+	int fn;
 
 	if (e->kind != EVK_ALLOC_ENTRY && e->kind != EVK_ALLOC_RET)
+		return 0;
+	if ((fn = session_alloc_fn(s, smp)) < 0)
 		return 0;
 	a->tid = smp->tid;
 	ps = thread_stack(a, smp->tid);
 	if (!ps)
 		return -1;
-	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_FREE) {
+	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[fn].op == ALLOC_OP_FREE) {
 		uint64_t ptr = session_field(s, smp, AF_PTR), caller = session_field(s, smp, AF_CALLER);
 		struct pending one;
 
@@ -730,7 +733,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		return do_free(a, s, smp->pid, ptr, smp->time, caller_in_allocator(s, smp, caller),
 			       smp->nr_ips ? &one.smp : NULL, rp->cb, rp->arg);
 	}
-	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[e->fn].op == ALLOC_OP_ALLOC_AT) {
+	if (e->kind == EVK_ALLOC_ENTRY && alloc_fns[fn].op == ALLOC_OP_ALLOC_AT) {
 		/* A sampler's sample: pointer, size and rate (or weight) at once. */
 		struct pending one;
 		uint64_t rate = session_field(s, smp, AF_RATE), size = session_field(s, smp, AF_SIZE);
@@ -738,7 +741,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		repair_stack(s, ps, &one, smp);
 		/* The old probe points were functions of their own, called by
 		 * the wrapper; a USDT site lies in the wrapper itself. */
-		if (e->fn == AF_SAMPLED_ALLOC)
+		if (fn == AF_SAMPLED_ALLOC)
 			drop_probe_frame(&one);
 		else if (!(rate = rate_of_weight(size, session_field(s, smp, AF_WEIGHT))))
 			/* A sample as likely as certain (a large block, or a rate
@@ -748,7 +751,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		 * by one: the one the recording asked for names the recording. */
 		if (rate)
 			a->rate = a->asked_rate ? a->asked_rate : rate;
-		return do_alloc(a, s, smp->pid, session_field(s, smp, AF_PTR), session_field(s, smp, AF_SIZE), 1, e->fn,
+		return do_alloc(a, s, smp->pid, session_field(s, smp, AF_PTR), session_field(s, smp, AF_SIZE), 1, fn,
 				smp->time, smp->nr_ips ? &one.smp : NULL, rate, rp->cb, rp->arg);
 	}
 	if (e->kind == EVK_ALLOC_ENTRY) {

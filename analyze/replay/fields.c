@@ -89,3 +89,17 @@ uint64_t session_field(struct session *s, const struct sample *smp, int idx)
 	tep_read_number_field(f, smp->raw, &v);
 	return v;
 }
+
+int session_alloc_fn(struct session *s, const struct sample *smp)
+{
+	if (smp->ev->fn != AF_OTEL_SITES)
+		return smp->ev->fn;
+	switch (session_field(s, smp, AF_KIND)) {
+	case OTEL_KIND_ALLOC:
+		return AF_OTEL_ALLOC;
+	case OTEL_KIND_FREE:
+		return AF_OTEL_FREE;
+	default:
+		return -1;
+	}
+}

@@ -36,7 +36,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 static void classify_alloc(struct sess_event *e)
 {
 	static const char *const entry_fields[] = { "size",   "nmemb", "ptr",  "memptr", "align",
-						    "caller", "insn",  "rate", "weight" };
+						    "caller", "insn",  "rate", "weight", "kind" };
 	const char *fn = strchr(e->d.name, ':');
 	int ret, k;
 
@@ -1093,7 +1093,11 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 		 * pointer alone) is read by the model that wants it. */
 		if ((smp.ev->attr.sample_type & PERF_SAMPLE_STACK_USER) &&
 		    (smp.ev->attr.sample_regs_user >> SAMPLE_REG_IP & 1) && !s->no_unwind) {
-			sample_unwind(s, &smp);
+			/* Not a free the wrapper's stream gave without its stack,
+			 * where one event holds both probes: no stack was asked
+			 * of it, none stopped short. */
+			if (smp.regs || smp.stack.size || smp.ev->kind != EVK_ALLOC_ENTRY)
+				sample_unwind(s, &smp);
 		} else if (smp.nr_ips && !smp.ev->attr.exclude_callchain_user) {
 			sample_fp_cut(s, &smp);
 			if (smp.ev->kind == EVK_ALLOC_ENTRY)

@@ -78,10 +78,10 @@ enum ev_kind {
 };
 
 /* Field slots of allocation events in sess_event.fields. */
-enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN, AF_RATE, AF_WEIGHT };
+enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN, AF_RATE, AF_WEIGHT, AF_KIND };
 enum { AF_RET, AF_RET_IP };
 
-#define SESS_MAX_FIELDS 9
+#define SESS_MAX_FIELDS 10
 #define SESS_NAMED_FIELDS 12
 #define SESS_MAX_CHAIN 512
 #define SESS_MAX_USER_FRAMES 256
@@ -271,6 +271,10 @@ long long session_stat(struct session *s, const char *key, long long def);
 
 /* A tracepoint field of a sample as a number (0 if absent). */
 uint64_t session_field(struct session *s, const struct sample *smp, int idx);
+/* The function a sample of an allocation event stands for: its event's,
+ * or where one event holds an object's otel_memory probes (AF_OTEL_SITES)
+ * the one its kind names; -1 for a kind that names neither. */
+int session_alloc_fn(struct session *s, const struct sample *smp);
 /* The path below its hierarchy's root of cgroup id, NULL when unknown. */
 const char *session_cgroup_path(const struct session *s, uint64_t id);
 /* The cgroup of a process by its last sample replayed, NULL when none is

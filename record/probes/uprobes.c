@@ -659,12 +659,17 @@ static int load_event(const char *group, const char *name, enum alloc_fn fn, int
 
 /* The otel_memory USDT probes of an object, under group: an event for
  * each site of alloc and free, its arguments as the site's note gives
- * them, its semaphore raised while the event is attached. */
+ * them, its semaphore raised while the event is attached. A wrapper the
+ * recording preloaded (one_site) reports at its probe sites only what its
+ * stream cannot carry: its two sites are one event (AF_OTEL_SITES), with
+ * a kind as a constant, where no kernel filter or period (-z, -Z, -s)
+ * would drop its frees with the allocations. */
 static int add_usdt(const char *object, const char *group, int wrapper, const struct uprobe_opts *u,
 		    const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
 {
 	static const char *const alloc_args[] = { "ptr", "size", "weight" };
 	int fd = open(object, O_RDONLY | O_CLOEXEC), n, sites[2] = { 0, 0 };
+	int merge = wrapper && u->one_site && !u->min_size && !u->max_size && u->sample <= 1;
 	struct usdt_site *v = NULL;
 
 	if (fd < 0) {
@@ -685,11 +690,16 @@ static int add_usdt(const char *object, const char *group, int wrapper, const st
 		 * the recording preloaded does not use (uprobe_opts). */
 		if (alloc && wrapper && u->one_site && v[i].nargs >= 4 && v[i].args[3][0] == '\\')
 			continue;
-		if (sites[k]++)
+		if (merge && sites[k])
+			continue;
+		if (merge)
+			snprintf(name, sizeof(name), "%s", alloc_fns[AF_OTEL_SITES].symbol);
+		else if (sites[k])
 			snprintf(name, sizeof(name), "%s__%d", alloc_fns[alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE].symbol,
-				 sites[k]);
+				 sites[k] + 1);
 		else
 			snprintf(name, sizeof(name), "%s", alloc_fns[alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE].symbol);
+		sites[k]++;
 		if (v[i].semaphore)
 			snprintf(sem, sizeof(sem), "(0x%llx)", (unsigned long long)v[i].semaphore);
 		l = snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx%s", group, name, object,
@@ -704,6 +714,10 @@ static int add_usdt(const char *object, const char *group, int wrapper, const st
 			}
 			l += snprintf(line + l, sizeof(line) - l, " %s=%s", alloc_args[a], v[i].args[a]);
 		}
+		/* The probes of one event have the same fields. */
+		if (merge)
+			l += snprintf(line + l, sizeof(line) - l, "%s kind=\\%d:u64", alloc ? "" : " size=\\0:u64 weight=\\0:u64",
+				      alloc ? OTEL_KIND_ALLOC : OTEL_KIND_FREE);
 		snprintf(line + l, sizeof(line) - l, "\n");
 		/* A constant fourth argument of alloc: the bytes of stack the
 		 * site's frames take (memsight's sampler has a site for each
@@ -714,11 +728,13 @@ static int add_usdt(const char *object, const char *group, int wrapper, const st
 
 			dump_max = b >= 64 && b <= 65528 ? (unsigned)(b + 7) / 8 * 8 : 0;
 		}
-		if (define(line, group, name, err, errlen) ||
-		    load_event(group, name, alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE, 1, dump_max, u, o, evs, nr)) {
-			free(v);
-			return -1;
-		}
+		if (define(line, group, name, err, errlen))
+			goto fail;
+		/* The event is read once both of its probes are in it. */
+		if (merge)
+			continue;
+		if (load_event(group, name, alloc ? AF_OTEL_ALLOC : AF_OTEL_FREE, 1, dump_max, u, o, evs, nr))
+			goto fail;
 	}
 	free(v);
 	if (wrapper && (!sites[0] || !sites[1])) {
@@ -727,7 +743,12 @@ static int add_usdt(const char *object, const char *group, int wrapper, const st
 			 object);
 		return -1;
 	}
+	if (merge && load_event(group, alloc_fns[AF_OTEL_SITES].symbol, AF_OTEL_SITES, 1, 0, u, o, evs, nr))
+		return -1;
 	return 0;
+fail:
+	free(v);
+	return -1;
 }
 
 /* The probes of one allocator object, under group. */

@@ -257,9 +257,10 @@ static int table_take(uintptr_t p)
  * stack dumps copies that much at the site rather than its largest dump:
  * the copy is most of what a probe hit costs. The site without it stands
  * for any depth, and for stacks whose extent is not known. A recording
- * that started the command probes that site alone: its reports come
- * through the stream, and the sites take only what cannot, so two events
- * rather than five wait out their grace periods as it starts and stops. */
+ * that started the command probes that site alone, and the free site in
+ * the same event: its reports come through the stream, and the sites take
+ * only what cannot, so one event rather than five waits out its grace
+ * periods as it starts and stops. */
 #define SITE_SLACK 256	/* the site function's frame, and the wrapper's own */
 #define SITE_DEPTH_MAX (64ul << 20) /* farther: a stack memsight does not know */
 

@@ -40,6 +40,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../../formats/allocfns.h"
 #include "../../formats/stackdump.h"
 #include "../procs/execmap.h"
 #include "../recorder.h"
@@ -180,16 +181,24 @@ int allocstream_listen(struct recorder *rc)
 	as_reset(as);
 	if (!rc->sampler[0] || !rc->command)
 		return 0;
-	as->alloc_ev = site_event(rc, "otel_memory_alloc");
-	as->free_ev = site_event(rc, "otel_memory_free");
+	as->alloc_ev = site_event(rc, alloc_fns[AF_OTEL_ALLOC].symbol);
+	as->free_ev = site_event(rc, alloc_fns[AF_OTEL_FREE].symbol);
+	as->kind = 0;
+	if (!as->alloc_ev && !as->free_ev)
+		as->alloc_ev = as->free_ev = site_event(rc, alloc_fns[AF_OTEL_SITES].symbol);
 	if (!as->alloc_ev || !as->free_ev || !as->alloc_ev->format || !as->free_ev->format)
 		return 0;
 	st = as->alloc_ev->attr.sample_type | as->free_ev->attr.sample_type;
 	if ((st & ~(uint64_t)SAMPLE_ALLOWED) || (as->alloc_ev->attr.sample_type & PERF_SAMPLE_REGS_USER &&
 						  as->alloc_ev->attr.sample_regs_user & ~STREAM_REGS_MASK))
 		why = "the probe events take fields it does not give";
-	else if (raw_layout(as->alloc_ev, "weight", &as->alloc_raw) || raw_layout(as->free_ev, "ptr", &as->free_raw))
+	else if (as->alloc_ev == as->free_ev ? raw_layout(as->alloc_ev, "kind", &as->alloc_raw) ||
+						       (as->kind = events_field_offset(as->alloc_ev->format, "kind")) < 16
+					     : raw_layout(as->alloc_ev, "weight", &as->alloc_raw) ||
+						       raw_layout(as->free_ev, "ptr", &as->free_raw))
 		why = "the probe events' raw layout is not the one it writes";
+	if (as->kind)
+		as->free_raw = as->alloc_raw;
 	if (why) {
 		msg_note("malloc: reports through the probe sites: %s", why);
 		return 0;
@@ -581,7 +590,7 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 	cpu[0] = h.cpu;
 	cpu[1] = 0;
 	if (st & PERF_SAMPLE_IDENTIFIER)
-		put64(&p, e == as->alloc_ev ? as->alloc_id : as->free_id);
+		put64(&p, kind == STREAM_ALLOC ? as->alloc_id : as->free_id);
 	if (st & PERF_SAMPLE_IP)
 		put64(&p, ip);
 	if (st & PERF_SAMPLE_TID) {
@@ -629,7 +638,7 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 		memcpy(nr_at, &n, 8);
 	}
 	if (st & PERF_SAMPLE_RAW) {
-		raw_len = (uint32_t)(e == as->alloc_ev ? as->alloc_raw : as->free_raw);
+		raw_len = (uint32_t)(kind == STREAM_ALLOC ? as->alloc_raw : as->free_raw);
 		raw_size = ((raw_len + 4 + 7) & ~7u) - 4;
 		memset(raw, 0, raw_size);
 		{
@@ -646,6 +655,11 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 			memcpy(raw + as->alloc_weight, &a.weight, 8);
 		} else {
 			memcpy(raw + as->free_ptr, &h.ptr, 8);
+		}
+		if (as->kind) {
+			uint64_t k = kind == STREAM_ALLOC ? OTEL_KIND_ALLOC : OTEL_KIND_FREE;
+
+			memcpy(raw + as->kind, &k, 8);
 		}
 		memcpy(p, &raw_size, 4);
 		memcpy(p + 4, raw, raw_size);

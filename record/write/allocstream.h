@@ -25,7 +25,8 @@ struct allocstream {
 	uint32_t dump_max;
 	uint64_t min_size, max_size; /* -z, -Z: what the kernel's filter would have dropped */
 	uint64_t period, count;	/* -s N: one allocation in N, as the kernel's sample_period */
-	struct rec_event *alloc_ev, *free_ev;
+	struct rec_event *alloc_ev, *free_ev; /* one event, the sites' (AF_OTEL_SITES), where kind is set */
+	int kind;		/* raw offset of its kind, 0 when the sites are two events */
 	uint64_t alloc_id, free_id;
 	int alloc_ptr, alloc_size, alloc_weight, alloc_raw; /* raw data: offsets, length */
 	int free_ptr, free_raw;
