@@ -244,7 +244,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 # with frame pointers (a frame-pointer walk passes through it), and never
 # sanitized (the sanitizers' runtimes cannot be preloaded into anything).
 $(SAMPLER): record/sampler/sampler.c record/sampler/wrap.c record/sampler/exec.c record/sampler/stream.c \
-		record/sampler/sampler.h record/sampler/stream.h record/procs/execmap.h
+		record/sampler/sampler.h record/sampler/stream.h record/sampler/pack.h record/procs/execmap.h
 	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -fPIC -shared -fno-omit-frame-pointer -o $@ $(filter %.c,$^) -lm -pthread

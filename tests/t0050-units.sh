@@ -2,7 +2,8 @@
 # The analyzer's internals on their own, without root or a recording:
 # hashmaps, suppression matching, the JSON writer, interval naming, the
 # event catalogue (test-tool's unit tests, tests/helper/test-unit.c); and
-# the recorder's stack-dump scrub and leak-check scan (test-record,
+# the recorder's stack-dump scrub, the wrapper's packing of dumps and the
+# leak-check scan (test-record,
 # tests/helper/test-record.c).
 . "$(dirname "$0")/test-lib.sh"
 
@@ -77,6 +78,13 @@ test_expect_success 'the scrub keeps what unwinding reads and no secret: a known
 	status=$?
 	cat out &&
 	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = 33
+'
+
+test_expect_success 'the wrapper packs a stack dump by its rule, and its AVX2 and AVX-512 packings give the same bytes (skipped where the CPU lacks them)' '
+	"$BUILD/test-record" pack >out
+	status=$?
+	cat out &&
+	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = 3
 '
 
 test_expect_success 'the leak check'"'"'s scan: a finished thread'"'"'s stack holds no root, on a 64 MiB boundary too; a glibc arena heap there is scanned' '

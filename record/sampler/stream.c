@@ -38,19 +38,12 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
 #include <unistd.h>
 
 #include "../procs/execmap.h"
+#include "pack.h"
 #include "sampler.h"
 #include "stream.h"
-
-/* No user address lies below the first page or at 2^56 and above (the
- * recorder knows whether this machine's limit is 2^47). */
-#define USER_BOTTOM 4096ull
-#define USER_SPAN ((1ull << 56) - USER_BOTTOM)
 
 _Static_assert(STREAM_CODE_WORDS * 64 == EXECMAP_FILTER_BITS, "the published filter is the recorder's");
 _Static_assert(sizeof(struct stream_ring_hdr) <= STREAM_HDR_SIZE / 2, "the writer's part of the header follows");
@@ -92,8 +85,6 @@ static int end_key_ok;
  * passes it. */
 static uint64_t code_changed_at;
 
-/* stack words as the compiler may read them, whatever wrote them */
-typedef uint64_t __attribute__((may_alias)) stack_word;
 
 static uint64_t now_ns(void)
 {
@@ -580,97 +571,7 @@ static inline const uint64_t *code_filter(const struct stream_thread *t)
 	return t->hdr->code;
 }
 
-/* The words of the dump w[0..words) that point into it (up to one word
- * past its end, as the recorder's rule has it) or that the code filter
- * lets through: their bits into bits, the words into out. Returns how
- * many. The test is without a branch on the data: stacks are mostly
- * data. */
-static inline uint64_t word_passes(uint64_t v, uint64_t sp, uint64_t len, const uint64_t *code)
-{
-	unsigned bit = execmap_filter_bit(v);
-
-	return ((v - sp <= len) | ((v - USER_BOTTOM < USER_SPAN) & (code[bit / 64] >> (bit % 64)))) & 1;
-}
-
-static size_t dump_pack(const stack_word *w, size_t words, uint64_t sp, uint64_t len, const uint64_t *code,
-			uint64_t *bits, uint64_t *out)
-{
-	size_t n = 0;
-
-	for (size_t b = 0; 64 * b < words; b++) {
-		size_t lim = words - 64 * b < 64 ? words - 64 * b : 64;
-		uint64_t m = 0;
-
-		for (size_t j = 0; j < lim; j++) {
-			uint64_t v = w[64 * b + j], keep = word_passes(v, sp, len, code);
-
-			out[n] = v;
-			n += keep;
-			m |= keep << j;
-		}
-		bits[b] = m;
-	}
-	return n;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/* The same, four words at a time, on CPUs with AVX2 (chosen at start):
- * the filter's hash in 32-bit products, unsigned compares by flipping the
- * sign bits. The filter's words are gathered only for the words that
- * could be code addresses, and not at all for four that cannot (zeros,
- * small numbers, frame links): node's deep stacks ran 3-5% faster. */
-__attribute__((target("avx2"))) static size_t dump_pack_avx2(const stack_word *w, size_t words, uint64_t sp,
-							    uint64_t len, const uint64_t *code, uint64_t *bits,
-							    uint64_t *out)
-{
-	const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-	const __m256i vsp = _mm256_set1_epi64x((long long)sp);
-	const __m256i vlen = _mm256_set1_epi64x((long long)((len + 1) ^ 0x8000000000000000ull));
-	const __m256i vbottom = _mm256_set1_epi64x((long long)USER_BOTTOM);
-	const __m256i vspan = _mm256_set1_epi64x((long long)(USER_SPAN ^ 0x8000000000000000ull));
-	const __m256i mul = _mm256_set1_epi64x(EXECMAP_FILTER_MUL);
-	const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
-	const __m256i m63 = _mm256_set1_epi64x(63), one = _mm256_set1_epi64x(1);
-	size_t n = 0;
-
-	for (size_t b = 0; 64 * b < words; b++) {
-		const stack_word *bw = w + 64 * b;
-		size_t lim = words - 64 * b < 64 ? words - 64 * b : 64, j;
-		uint64_t m = 0;
-
-		for (j = 0; j + 4 <= lim; j += 4) {
-			__m256i v = _mm256_loadu_si256((const __m256i *)(bw + j));
-			__m256i in = _mm256_cmpgt_epi64(vlen, _mm256_xor_si256(_mm256_sub_epi64(v, vsp), sign));
-			__m256i user = _mm256_cmpgt_epi64(vspan, _mm256_xor_si256(_mm256_sub_epi64(v, vbottom), sign));
-			__m256i cand = _mm256_andnot_si256(in, user), keep = in;
-
-			if (!_mm256_testz_si256(cand, cand)) {
-				__m256i bit = _mm256_srli_epi64(
-					_mm256_and_si256(_mm256_mul_epu32(_mm256_srli_epi64(v, EXECMAP_GRANULE_SHIFT), mul),
-							 low32),
-					EXECMAP_FILTER_SHIFT);
-				__m256i word = _mm256_mask_i64gather_epi64(_mm256_setzero_si256(), (const long long *)code,
-									   _mm256_srli_epi64(bit, 6), cand, 8);
-				__m256i set = _mm256_cmpeq_epi64(
-					_mm256_and_si256(_mm256_srlv_epi64(word, _mm256_and_si256(bit, m63)), one), one);
-
-				keep = _mm256_or_si256(in, _mm256_and_si256(cand, set));
-			}
-
-			m |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(keep)) << j;
-		}
-		for (; j < lim; j++)
-			m |= word_passes(bw[j], sp, len, code) << j;
-		for (uint64_t k = m; k; k &= k - 1)
-			out[n++] = bw[__builtin_ctzll(k)];
-		bits[b] = m;
-	}
-	return n;
-}
-#endif
-
-static size_t (*dump_pack_best)(const stack_word *, size_t, uint64_t, uint64_t, const uint64_t *, uint64_t *,
-				uint64_t *) = dump_pack;
+static dump_pack_fn dump_pack_best = dump_pack;
 
 /* A report with the stack of the call it is made in (regs as they are in
  * the caller of the caller of this, which inlines it). */
@@ -811,11 +712,7 @@ __attribute__((constructor)) static void stream_init(void)
 {
 	/* What was mapped before this library started is in no filter yet. */
 	code_changed_at = now_ns();
-#if defined(__x86_64__) && defined(__GNUC__)
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2"))
-		dump_pack_best = dump_pack_avx2;
-#endif
+	dump_pack_best = dump_pack_choose();
 	end_key_ok = !pthread_key_create(&end_key, thread_end);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -8,6 +8,11 @@
  *                       it cannot; 64- and 32-bit. A secret planted in the
  *                       registers and the dump must not come out, the
  *                       words unwinding reads must.
+ *   test-record pack    the wrapper's packing of stack dumps by a code
+ *                       filter (record/sampler/pack.h): the word-at-a-time
+ *                       one keeps exactly the words its rule names; the
+ *                       AVX2 and AVX-512 ones, where the CPU has them,
+ *                       give its bytes on dumps of every length.
  *   test-record reach   the --leak-check scan of this process: a region
  *                       laid out as a finished thread's stack (writable,
  *                       over a guard page) holds no root, on a 64 MiB
@@ -26,6 +31,7 @@
 #include "../../formats/meta.h"
 #include "../../record/leakcheck/reach.h"
 #include "../../record/procs/execmap.h"
+#include "../../record/sampler/pack.h"
 #include "../../record/write/scrub.h"
 
 static int tap_n, tap_failed;
@@ -278,15 +284,123 @@ static void reach_case(void)
 	free(block);
 }
 
+static uint64_t pack_rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t pack_rand(void)
+{
+	pack_rng ^= pack_rng << 13;
+	pack_rng ^= pack_rng >> 7;
+	pack_rng ^= pack_rng << 17;
+	return pack_rng;
+}
+
+/* A word of the kinds a stack holds: zeros and small numbers, pointers
+ * into the dump and just past it, addresses anywhere in user space (in a
+ * granule the filter marks or not), below the first page, above 2^56. */
+static uint64_t pack_word(uint64_t sp, uint64_t len)
+{
+	switch (pack_rand() % 8) {
+	case 0:
+		return 0;
+	case 1:
+		return pack_rand() % 4096;
+	case 2:
+		return sp + (pack_rand() % (len / 8 + 2)) * 8;
+	case 3:
+		return sp + len + pack_rand() % 16;
+	case 4:
+		return sp - 8 * (pack_rand() % 4);
+	case 5:
+		return (1ull << 56) + pack_rand() % 4096;
+	default:
+		return 4096 + pack_rand() % ((1ull << 47) - 4096);
+	}
+}
+
+#define PACK_MAX_WORDS 1100
+
+static void pack_case(void)
+{
+	static const size_t lens[] = { 0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 31, 63, 64, 65, 66, 127, 128, 200, 511, 1024, 1099 };
+	static uint64_t w[PACK_MAX_WORDS], code[(EXECMAP_FILTER_BITS / 64)];
+	static uint64_t bits[2][PACK_MAX_WORDS / 64 + 1], out[2][PACK_MAX_WORDS + 8];
+	struct {
+		const char *what;
+		dump_pack_fn fn;
+		int have;
+	} impl[2] = { { "AVX2", NULL, 0 }, { "AVX-512", NULL, 0 } };
+	int rule_ok = 1, same[2] = { 1, 1 }, dumps = 0;
+	char what[160];
+
+#ifdef PACK_VECTORS
+	__builtin_cpu_init();
+	impl[0].fn = dump_pack_avx2;
+	impl[0].have = __builtin_cpu_supports("avx2");
+	impl[1].fn = dump_pack_avx512;
+	impl[1].have = __builtin_cpu_supports("avx512f");
+#endif
+	for (int round = 0; round < 40; round++) {
+		/* Filters from nearly empty to nearly full. */
+		for (size_t i = 0; i < (EXECMAP_FILTER_BITS / 64); i++)
+			code[i] = pack_rand() & pack_rand() & (round % 4 ? pack_rand() : ~0ull);
+		for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+			size_t words = lens[l], n;
+			uint64_t sp = (uint64_t)(uintptr_t)w, len = 8 * words;
+
+			for (size_t i = 0; i < words; i++)
+				w[i] = pack_word(sp, len);
+			memset(bits, 0xa5, sizeof(bits));
+			n = dump_pack(w, words, sp, len, code, bits[0], out[0]);
+			dumps++;
+			/* The rule, word by word, against what was kept. */
+			for (size_t i = 0, k = 0; i < words; i++) {
+				uint64_t v = w[i];
+				unsigned bit = execmap_filter_bit(v);
+				int keep = v - sp <= len || (v >= 4096 && v < (1ull << 56) && (code[bit / 64] >> (bit % 64) & 1));
+
+				if (keep != (int)(bits[0][i / 64] >> (i % 64) & 1) || (keep && (k >= n || out[0][k++] != v)))
+					rule_ok = 0;
+			}
+			for (int m = 0; m < 2; m++) {
+				size_t got;
+
+				if (!impl[m].have)
+					continue;
+				got = impl[m].fn(w, words, sp, len, code, bits[1], out[1]);
+				if (got != n || memcmp(bits[0], bits[1], 8 * ((words + 63) / 64)) ||
+				    memcmp(out[0], out[1], 8 * n))
+					same[m] = 0;
+			}
+		}
+	}
+	snprintf(what, sizeof(what), "the word-at-a-time packing keeps exactly the words in the dump or a marked granule (%d dumps)",
+		 dumps);
+	tap(rule_ok, what);
+	for (int m = 0; m < 2; m++) {
+		if (impl[m].have)
+			snprintf(what, sizeof(what), "the %s packing gives the same bits and words (%d dumps)", impl[m].what,
+				 dumps);
+		else
+			snprintf(what, sizeof(what), "the %s packing # skip: this CPU has no %s", impl[m].what,
+				 impl[m].what);
+		tap(same[m], what);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "pack")) {
+		pack_case();
+		printf("1..%d\n", tap_n);
+		return tap_failed != 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "reach")) {
 		reach_case();
 		printf("1..%d\n", tap_n);
 		return tap_failed != 0;
 	}
 	if (argc != 2 || strcmp(argv[1], "scrub")) {
-		fprintf(stderr, "usage: test-record scrub|reach\n");
+		fprintf(stderr, "usage: test-record scrub|pack|reach\n");
 		return 2;
 	}
 	for (int wide = 1; wide >= 0; wide--) {
