@@ -76,6 +76,9 @@ const struct alloc_fn_desc alloc_fns[AF_NR] = {
 	[AF_OTEL_FREE] = { "otel_memory_free", "otel_memory:free", ALLOC_OP_FREE, "", 0 },
 	/* Every sample kept: its frees among them. */
 	[AF_OTEL_SITES] = { "otel_memory", "otel_memory", ALLOC_OP_ALLOC_AT, "", EV },
+	/* Their fetchargs are each function's own. */
+	[AF_ALLOCS] = { "allocs", "allocs", ALLOC_OP_ALLOC, "", 0 },
+	[AF_FREES] = { "frees", "frees", ALLOC_OP_FREE, "", 0 },
 };
 
 int alloc_fn_lookup(const char *event, size_t len, int *ret)

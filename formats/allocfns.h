@@ -73,6 +73,17 @@ enum alloc_fn {
 	 * periods as the recording ends: ptr, size and weight, and `kind`,
 	 * OTEL_KIND_ALLOC or OTEL_KIND_FREE (whose size and weight are 0). */
 	AF_OTEL_SITES,
+	/* The probes of an allocator object as few events, each probe an
+	 * entry or return of one function (the kernel's multi-probe uprobe
+	 * events): "allocs" the entries of the functions that allocate,
+	 * "frees" those of the ones that free, "allocs_ret" the returns (but
+	 * posix_memalign's, which takes stack bytes). Their fields are the
+	 * union of the functions' (0 where a function has none) and `fn`,
+	 * which function: its number in the trace's `alloc_fns` list. So
+	 * that three events, not one or two a function, wait out the
+	 * kernel's grace periods as a recording ends. */
+	AF_ALLOCS,
+	AF_FREES,
 	AF_NR,
 };
 

@@ -45,14 +45,16 @@ test_expect_success 'the leak() loop: the same attribution with either build' '
 # A DWARF recording of a uprobe has no callchain (its kernel part is left
 # out), only the stack dump: info says it has stacks all the same, on the
 # entries, and not on returns and frees. The wrapper's two probe sites are
-# one event, which takes stacks.
+# one event, which takes stacks; through uprobes, the entries of the
+# allocating functions are one event, their returns another, the frees a
+# third.
 test_expect_success 'info: the allocation entries of a DWARF recording have stacks; returns and frees none' '
 	"$MEMSIGHT" info dw.trace >info &&
 	cat info &&
 	if [ "${MALLOC_VIA:-}" = uprobes ]; then
-		grep "^  memsight_[0-9]*:malloc  *malloc  *[1-9][0-9]* samples  with stacks$" info &&
-		grep "^  memsight_[0-9]*:malloc_ret  *malloc  *[1-9][0-9]* samples$" info &&
-		grep "^  memsight_[0-9]*:free  *malloc  *[0-9]* samples$" info
+		grep "^  memsight_[0-9]*:allocs  *malloc  *[1-9][0-9]* samples  with stacks$" info &&
+		grep "^  memsight_[0-9]*:allocs_ret  *malloc  *[1-9][0-9]* samples$" info &&
+		grep "^  memsight_[0-9]*:frees  *malloc  *[0-9]* samples$" info
 	else
 		grep "^  memsight_[0-9]*:otel_memory  *malloc  *[1-9][0-9]* samples  with stacks$" info
 	fi

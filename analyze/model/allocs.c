@@ -708,12 +708,14 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	struct pending *p;
 	enum alloc_op op;
 	uint64_t ret, size;
-	int fn;
+	enum alloc_fn fn;
+	int f;
 
 	if (e->kind != EVK_ALLOC_ENTRY && e->kind != EVK_ALLOC_RET)
 		return 0;
-	if ((fn = session_alloc_fn(s, smp)) < 0)
+	if ((f = session_alloc_fn(s, smp)) < 0)
 		return 0;
+	fn = (enum alloc_fn)f;
 	a->tid = smp->tid;
 	ps = thread_stack(a, smp->tid);
 	if (!ps)
@@ -765,7 +767,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 			ps->alloc = n;
 		}
 		p = &ps->v[ps->nr];
-		p->fn = e->fn;
+		p->fn = fn;
 		p->caller = session_field(s, smp, AF_CALLER);
 		p->nested = nested_call(s, ps, smp, p->caller);
 		ps->nr++;
@@ -773,9 +775,9 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 			a->nested++;
 			return 0;
 		}
-		p->named = a->aliases[e->fn] && e->fields[AF_INSN]
-				   ? called_name(a, s, smp, e->fn, p->caller, session_field(s, smp, AF_INSN))
-				   : e->fn;
+		p->named = a->aliases[fn] && e->fields[AF_INSN]
+				   ? called_name(a, s, smp, fn, p->caller, session_field(s, smp, AF_INSN))
+				   : fn;
 		p->size = session_field(s, smp, AF_SIZE);
 		p->nmemb = session_field(s, smp, AF_NMEMB);
 		p->ptr = session_field(s, smp, AF_PTR);
@@ -787,7 +789,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	}
 	/* A return: find its entry, innermost first. Entries left above it
 	 * lost their return (a lost event): drop them. */
-	while (ps->nr && ps->v[ps->nr - 1].fn != e->fn) {
+	while (ps->nr && ps->v[ps->nr - 1].fn != fn) {
 		a->entry_lost++;
 		ps->nr--;
 	}
@@ -797,11 +799,11 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		 * recording did (its return probes come on first): the pointer
 		 * is still known, so its free will match, and a block that had
 		 * the same address before is not taken as freed twice. */
-		op = alloc_fns[e->fn].op;
+		op = alloc_fns[fn].op;
 		if (!ret || (op != ALLOC_OP_ALLOC && op != ALLOC_OP_ALLOC_N && op != ALLOC_OP_REALLOC &&
 			     op != ALLOC_OP_REALLOC_N))
 			return 0;
-		return do_alloc(a, s, smp->pid, ret, 0, 0, e->fn, smp->time, NULL, 0, rp->cb, rp->arg);
+		return do_alloc(a, s, smp->pid, ret, 0, 0, fn, smp->time, NULL, 0, rp->cb, rp->arg);
 	}
 	p = &ps->v[--ps->nr];
 	if (p->nested)

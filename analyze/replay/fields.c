@@ -3,6 +3,7 @@
  * name or by the index the catalogue gave them, with libtraceevent and the
  * format text the trace carries; names are looked up once per event.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <traceevent/event-parse.h>
 
@@ -90,16 +91,50 @@ uint64_t session_field(struct session *s, const struct sample *smp, int idx)
 	return v;
 }
 
+/* META alloc_fns: "SYMBOL SYMBOL ...", numbered from 0. */
+static void alloc_fns_read(struct session *s)
+{
+	char v[4096];
+	const char *p = session_host(s, "alloc_fns", v, sizeof(v), "");
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]); i++)
+		s->alloc_fn_of[i] = -1;
+	while (*p && n < (int)(sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]))) {
+		size_t l = strcspn(p, " ");
+
+		for (int k = 0; k < AF_SAMPLED_FIRST; k++)
+			if (strlen(alloc_fns[k].symbol) == l && !strncmp(alloc_fns[k].symbol, p, l))
+				s->alloc_fn_of[n] = (int16_t)k;
+		n++;
+		p += l;
+		p += *p == ' ';
+	}
+	s->alloc_fns_read = 1;
+}
+
 int session_alloc_fn(struct session *s, const struct sample *smp)
 {
-	if (smp->ev->fn != AF_OTEL_SITES)
-		return smp->ev->fn;
-	switch (session_field(s, smp, AF_KIND)) {
-	case OTEL_KIND_ALLOC:
-		return AF_OTEL_ALLOC;
-	case OTEL_KIND_FREE:
-		return AF_OTEL_FREE;
+	uint64_t n;
+
+	switch (smp->ev->fn) {
+	case AF_OTEL_SITES:
+		n = session_field(s, smp, AF_KIND);
+		return n == OTEL_KIND_ALLOC ? AF_OTEL_ALLOC : n == OTEL_KIND_FREE ? AF_OTEL_FREE : -1;
+	case AF_ALLOCS:
+	case AF_FREES:
+		if (!s->alloc_fns_read)
+			alloc_fns_read(s);
+		n = session_field(s, smp, smp->ev->kind == EVK_ALLOC_RET ? AF_RET_FN : AF_FN);
+		if (n >= sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]) || s->alloc_fn_of[n] < 0)
+			return -1;
+		/* An entry in the other one's event, or a free's return, is no
+		 * call of the family. */
+		if ((alloc_fns[s->alloc_fn_of[n]].op == ALLOC_OP_FREE) != (smp->ev->fn == AF_FREES) ||
+		    (smp->ev->kind == EVK_ALLOC_RET && alloc_fns[s->alloc_fn_of[n]].op == ALLOC_OP_FREE))
+			return -1;
+		return s->alloc_fn_of[n];
 	default:
-		return -1;
+		return smp->ev->fn;
 	}
 }

@@ -35,8 +35,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 static void classify_alloc(struct sess_event *e)
 {
-	static const char *const entry_fields[] = { "size",   "nmemb", "ptr",  "memptr", "align",
-						    "caller", "insn",  "rate", "weight", "kind" };
+	static const char *const entry_fields[] = { "size", "nmemb",  "ptr",  "memptr", "align", "caller",
+						    "insn", "rate",   "weight", "kind", "fn" };
 	const char *fn = strchr(e->d.name, ':');
 	int ret, k;
 
@@ -52,6 +52,7 @@ static void classify_alloc(struct sess_event *e)
 	if (ret) {
 		e->fields[AF_RET] = tep_find_field(e->tp, "ret");
 		e->fields[AF_RET_IP] = tep_find_field(e->tp, "__probe_ret_ip");
+		e->fields[AF_RET_FN] = tep_find_field(e->tp, "fn");
 	} else {
 		for (int f = 0; f < SESS_MAX_FIELDS; f++)
 			e->fields[f] = tep_find_field(e->tp, entry_fields[f]);

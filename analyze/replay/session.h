@@ -78,10 +78,10 @@ enum ev_kind {
 };
 
 /* Field slots of allocation events in sess_event.fields. */
-enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN, AF_RATE, AF_WEIGHT, AF_KIND };
-enum { AF_RET, AF_RET_IP };
+enum { AF_SIZE, AF_NMEMB, AF_PTR, AF_MEMPTR, AF_ALIGN, AF_CALLER, AF_INSN, AF_RATE, AF_WEIGHT, AF_KIND, AF_FN };
+enum { AF_RET, AF_RET_IP, AF_RET_FN };
 
-#define SESS_MAX_FIELDS 10
+#define SESS_MAX_FIELDS 11
 #define SESS_NAMED_FIELDS 12
 #define SESS_MAX_CHAIN 512
 #define SESS_MAX_USER_FRAMES 256
@@ -213,6 +213,10 @@ struct session {
 	uint64_t fp_cut;	/* of those, cut where they left the process's code */
 	uint64_t fp_deep;	/* of those, as deep as the kernel walks (max_stack): callers lost */
 	int max_stack;		/* the recording kernel's perf_event_max_stack; 0 when not known */
+	/* The trace's numbers of the malloc family (META alloc_fns) as this
+	 * build's: -1 for one it does not know; read at the first need. */
+	int16_t alloc_fn_of[AF_NR * 2];
+	int alloc_fns_read;
 	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
 	size_t nr_at_end, at_end_alloc;
 	struct exec_hook {
@@ -273,7 +277,9 @@ long long session_stat(struct session *s, const char *key, long long def);
 uint64_t session_field(struct session *s, const struct sample *smp, int idx);
 /* The function a sample of an allocation event stands for: its event's,
  * or where one event holds an object's otel_memory probes (AF_OTEL_SITES)
- * the one its kind names; -1 for a kind that names neither. */
+ * the one its kind names, or where one holds several functions' probes
+ * (AF_ALLOCS, AF_FREES) the one its fn names; -1 for a kind or fn that
+ * names none. */
 int session_alloc_fn(struct session *s, const struct sample *smp);
 /* The path below its hierarchy's root of cgroup id, NULL when unknown. */
 const char *session_cgroup_path(const struct session *s, uint64_t id);

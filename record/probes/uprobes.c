@@ -578,6 +578,10 @@ static int define(const char *line, const char *group, const char *event, char *
 						      : "see /sys/kernel/tracing/error_log");
 		return -1;
 	}
+	/* An event of several probes is removed once. */
+	for (size_t i = 0; i < nr_defined; i++)
+		if (!strcmp(defined[i].group, group) && !strcmp(defined[i].event, event))
+			return 0;
 	snprintf(defined[nr_defined].group, sizeof(defined[0].group), "%s", group);
 	snprintf(defined[nr_defined++].event, sizeof(defined[0].event), "%s", event);
 	return 0;
@@ -751,19 +755,48 @@ fail:
 	return -1;
 }
 
-/* The probes of one allocator object, under group. */
+/* A function's entry fields as the merged events have them: each of
+ * the family's argument names, the function's own fetch or 0. */
+static void merged_fields(enum alloc_fn k, char *out, size_t len)
+{
+	static const char *const names[] = { "size", "nmemb", "ptr", "memptr", "align" };
+	size_t l = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *a = alloc_fns[k].args, *at = NULL;
+		size_t nl = strlen(names[i]);
+
+		for (const char *p = a; *p; p += strcspn(p, " "), p += *p == ' ')
+			if (!strncmp(p, names[i], nl) && p[nl] == '=')
+				at = p;
+		if (at)
+			l += snprintf(out + l, l < len ? len - l : 0, " %.*s", (int)strcspn(at, " "), at);
+		else
+			l += snprintf(out + l, l < len ? len - l : 0, " %s=\\0:u64", names[i]);
+	}
+}
+
+/* The probes of one allocator object, under group. Without -s, -z or
+ * -Z, which give the functions' events attributes and filters of their
+ * own, the entries of the allocating functions are one event, those of
+ * the freeing ones another, and the returns a third (AF_ALLOCS, AF_FREES):
+ * as a recording ends each event waits out the kernel's grace periods,
+ * one after another, about 40 ms here. */
 static int add_object(const char *object, const char *group, const struct uprobe_opts *u,
 		      const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
 {
 	unsigned long long off[AF_NR] = { 0 };
+	int merge = !u->min_size && !u->max_size && u->sample <= 1, have[3] = { 0, 0, 0 };
+	static const enum alloc_fn merged[3] = { AF_ALLOCS, AF_FREES, AF_ALLOCS };
 
 	if (u->sampled)
 		return add_usdt(object, group, 1, u, o, evs, nr, err, errlen);
 	if (find_offsets(object, off, u->sampled, err, errlen) < 0)
 		return -1;
 	for (size_t k = 0; k < AF_NR; k++) {
-		char line[1024], name[64], also[256] = "";
-		int dup = 0;
+		char line[1024], name[64], also[256] = "", fields[256];
+		int dup = 0, frees = alloc_fns[k].op == ALLOC_OP_FREE;
 
 		if (!off[k])
 			continue;
@@ -783,16 +816,47 @@ static int add_object(const char *object, const char *group, const struct uprobe
 		if (also[0] && !strstr(aliases, alloc_fns[k].symbol))
 			snprintf(aliases + strlen(aliases), sizeof(aliases) - strlen(aliases), "%s%s=%s",
 				 aliases[0] ? " " : "", alloc_fns[k].symbol, also);
-		snprintf(name, sizeof(name), "%s", alloc_fns[k].symbol);
-		snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx %s caller=+0($stack):u64%s\n", group, name, object,
-			 off[k], alloc_fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
-		if (define(line, group, name, err, errlen) || load_event(group, name, k, 1, 0, u, o, evs, nr))
-			return -1;
-		if (alloc_fns[k].op == ALLOC_OP_FREE || alloc_fns[k].op == ALLOC_OP_ALLOC_AT)
+		if (merge) {
+			merged_fields(k, fields, sizeof(fields));
+			snprintf(name, sizeof(name), "%s", alloc_fns[merged[frees]].symbol);
+			snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx%s caller=+0($stack):u64 insn=%s fn=\\%zu:u64\n",
+				 group, name, object, off[k], fields, also[0] ? "-8(+0($stack)):u64" : "\\0:u64", k);
+			if (define(line, group, name, err, errlen))
+				return -1;
+			have[frees] = 1;
+		} else {
+			snprintf(name, sizeof(name), "%s", alloc_fns[k].symbol);
+			snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx %s caller=+0($stack):u64%s\n", group, name,
+				 object, off[k], alloc_fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
+			if (define(line, group, name, err, errlen) || load_event(group, name, k, 1, 0, u, o, evs, nr))
+				return -1;
+		}
+		if (frees || alloc_fns[k].op == ALLOC_OP_ALLOC_AT)
 			continue;
+		/* posix_memalign's return takes stack bytes: an event of its
+		 * own. */
+		if (merge && alloc_fns[k].op != ALLOC_OP_ALLOC_OUT) {
+			snprintf(name, sizeof(name), "%s" UPROBES_RETURN_SUFFIX, alloc_fns[AF_ALLOCS].symbol);
+			snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64 fn=\\%zu:u64\n", group, name,
+				 object, off[k], k);
+			if (define(line, group, name, err, errlen))
+				return -1;
+			have[2] = 1;
+			continue;
+		}
 		snprintf(name, sizeof(name), "%s" UPROBES_RETURN_SUFFIX, alloc_fns[k].symbol);
 		snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64\n", group, name, object, off[k]);
 		if (define(line, group, name, err, errlen) || load_event(group, name, k, 0, 0, u, o, evs, nr))
+			return -1;
+	}
+	/* Each merged event read once all its probes are in it. */
+	for (int c = 0; c < 3; c++) {
+		char name[64];
+
+		if (!have[c])
+			continue;
+		snprintf(name, sizeof(name), "%s%s", alloc_fns[merged[c]].symbol, c == 2 ? UPROBES_RETURN_SUFFIX : "");
+		if (load_event(group, name, merged[c], c < 2, 0, u, o, evs, nr))
 			return -1;
 	}
 	return 0;

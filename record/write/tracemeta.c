@@ -13,6 +13,7 @@
 #include <sys/utsname.h>
 #include "../procs/procsnap.h"
 
+#include "../../formats/allocfns.h"
 #include "../recorder.h"
 
 static void meta_add(struct recorder *rc, enum trace_meta_kind kind, const void *data, size_t len)
@@ -145,6 +146,13 @@ static void write_host(struct recorder *rc)
 			    (unsigned long long)rc->sample_bytes);
 		if (uprobes_aliases()[0])
 			ADD("alloc_aliases %s\n", uprobes_aliases());
+		/* What the fn field of the merged events numbers. */
+		if (!rc->sampler[0]) {
+			ADD("alloc_fns");
+			for (int k = 0; k < AF_SAMPLED_FIRST; k++)
+				ADD(" %s", alloc_fns[k].symbol);
+			ADD("\n");
+		}
 		if (rc->leak_check)
 			ADD("leak_check 1\n");
 	}
