@@ -321,6 +321,7 @@ static void cleanup(struct recorder *rc)
 	events_free(rc->evs, rc->nr_evs);
 	free(rc->evs);
 	free(rc->bounce);
+	free(rc->tasks);
 	scrub_free(&rc->scrub);
 	cgroup_filter_release(&rc->cg);
 	leakcheck_release(&rc->lc);

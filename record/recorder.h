@@ -85,7 +85,16 @@ struct ring {
 	size_t len, alloc;
 	uint64_t nrec, first_time, flushed_at;
 	uint64_t head;		 /* the kernel's head when this pass over the rings began */
+	uint64_t scanned;	 /* the processes' changes up to here are applied */
 	uint64_t lost;
+};
+
+/* A process's change (a mapping, a fork, an exec, an exit) in a ring, to
+ * be applied in time order with those of the other rings. */
+struct task_ref {
+	uint64_t time, pos;
+	int ring;
+	uint32_t size;
 };
 
 struct id_map {
@@ -134,6 +143,8 @@ struct recorder {
 	int ncpus;
 	struct ring *rings;
 	unsigned char *bounce;	/* a record that wraps a ring's end, put together */
+	struct task_ref *tasks;	/* this pass's changes of processes, by time */
+	size_t nr_tasks, tasks_alloc;
 	int *fds;
 	size_t nr_fds, fds_alloc;
 	struct id_map *ids;

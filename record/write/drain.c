@@ -455,26 +455,79 @@ void rec_ring_flush(struct recorder *rc, struct ring *r)
 
 /* The processes' changes among the records of r from its tail up to head,
  * applied before any sample of this pass is copied (procs/execmap.h). */
-static void ring_prescan(struct recorder *rc, struct ring *r, uint64_t head)
+/* The changes of processes in r from what was scanned up to head, noted
+ * for task_apply. Returns -1 out of memory. */
+static int ring_prescan(struct recorder *rc, struct ring *r, uint64_t head)
 {
-	for (uint64_t tail = r->pc->data_tail; tail < head;) {
+	uint64_t tail = r->pc->data_tail;
+
+	for (tail = r->scanned > tail ? r->scanned : tail; tail < head;) {
 		size_t off = tail & r->mask;
 		const struct perf_event_header *h = (const void *)(r->data + off);
-		const unsigned char *rec = r->data + off;
 		size_t size = h->size;
 
 		if (size < sizeof(*h) || size > head - tail)
-			return; /* said by the copy that follows */
+			break; /* said by the copy that follows */
 		if (h->type != PERF_RECORD_SAMPLE && h->type != PERF_RECORD_LOST) {
+			const unsigned char *rec = r->data + off;
+
+			if (rc->nr_tasks == rc->tasks_alloc) {
+				size_t n = rc->tasks_alloc ? rc->tasks_alloc * 2 : 256;
+				struct task_ref *v = realloc(rc->tasks, n * sizeof(*v));
+
+				if (!v)
+					return -1;
+				rc->tasks = v;
+				rc->tasks_alloc = n;
+			}
 			if (off + size > r->size) {
 				memcpy(rc->bounce, rec, r->size - off);
 				memcpy(rc->bounce + (r->size - off), r->data, size - (r->size - off));
 				rec = rc->bounce;
 			}
-			inspect_task(rc, rec, size, h->type, h->misc);
+			rc->tasks[rc->nr_tasks++] =
+				(struct task_ref){ trace_record_time(rec, size), tail, (int)(r - rc->rings), (uint32_t)size };
 		}
 		tail += size;
 	}
+	r->scanned = tail;
+	return 0;
+}
+
+static int task_cmp(const void *a, const void *b)
+{
+	const struct task_ref *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->ring != y->ring)
+		return x->ring < y->ring ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The changes noted, in time order whatever ring holds them: an exec
+ * applied after the mappings made by the program it started, written to
+ * another CPU's ring, would begin an empty map for its samples. */
+static void task_apply(struct recorder *rc)
+{
+	if (rc->nr_tasks > 1)
+		qsort(rc->tasks, rc->nr_tasks, sizeof(*rc->tasks), task_cmp);
+	for (size_t i = 0; i < rc->nr_tasks; i++) {
+		const struct task_ref *t = &rc->tasks[i];
+		struct ring *r = &rc->rings[t->ring];
+		size_t off = t->pos & r->mask;
+		const unsigned char *rec = r->data + off;
+		const struct perf_event_header *h = (const void *)rec;
+
+		if (off + t->size > r->size) {
+			memcpy(rc->bounce, rec, r->size - off);
+			memcpy(rc->bounce + (r->size - off), r->data, t->size - (r->size - off));
+			rec = rc->bounce;
+			h = (const void *)rec;
+		}
+		inspect_task(rc, rec, t->size, h->type, h->misc);
+	}
+	rc->nr_tasks = 0;
 }
 
 /* Whether a record's process is one --cgroup keeps: a sample's pid is
@@ -570,8 +623,9 @@ static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
 
 /*
  * One pass over the rings. Their heads are read first, then the
- * processes' changes up to them are applied, then the records are copied:
- * a sample in one ring can follow a mapping or an exec written to another
+ * processes' changes up to heads read after them are applied, all rings'
+ * in time order, then the records are copied up to the first heads: a
+ * sample in one ring can follow a mapping or an exec written to another
  * a moment before, and must be scrubbed knowing of it. The wrapper's
  * reports come last, up to a time read before the rings' heads: a mapping
  * their stacks run in was written to a ring before then.
@@ -584,9 +638,14 @@ int rec_drain_all(struct recorder *rc, int flush_old)
 	for (int c = 0; c < rc->ncpus; c++)
 		if (rc->rings[c].base)
 			rc->rings[c].head = __atomic_load_n(&rc->rings[c].pc->data_head, __ATOMIC_ACQUIRE);
+	/* The changes up to heads read after those: whatever a sample
+	 * copied now follows was written before its ring's head was read,
+	 * and so before these. */
 	for (int c = 0; c < rc->ncpus; c++)
-		if (rc->rings[c].base)
-			ring_prescan(rc, &rc->rings[c], rc->rings[c].head);
+		if (rc->rings[c].base &&
+		    ring_prescan(rc, &rc->rings[c], __atomic_load_n(&rc->rings[c].pc->data_head, __ATOMIC_ACQUIRE)))
+			return msg_error("out of memory");
+	task_apply(rc);
 	for (int c = 0; c < rc->ncpus; c++) {
 		struct ring *r = &rc->rings[c];
 
