@@ -720,8 +720,8 @@ static int add_usdt(const char *object, const char *group, int wrapper, const st
 		}
 		/* The probes of one event have the same fields. */
 		if (merge)
-			l += snprintf(line + l, sizeof(line) - l, "%s kind=\\%d:u64", alloc ? "" : " size=\\0:u64 weight=\\0:u64",
-				      alloc ? OTEL_KIND_ALLOC : OTEL_KIND_FREE);
+			l += snprintf(line + l, sizeof(line) - l, "%s kind=\\%d:u64",
+				      alloc ? "" : " size=\\0:u64 weight=\\0:u64", alloc ? OTEL_KIND_ALLOC : OTEL_KIND_FREE);
 		snprintf(line + l, sizeof(line) - l, "\n");
 		/* A constant fourth argument of alloc: the bytes of stack the
 		 * site's frames take (memsight's sampler has a site for each

@@ -35,7 +35,9 @@ struct uprobe_opts {
 	unsigned sample;	/* -s N: one entry (with its stack) in N, 1 for all */
 	pid_t exclude_pid;	/* -a: the recorder itself, 0 for none */
 	int sampled;		/* objects are libmemsight-sample.so: probe its two probe points alone */
-	int one_site;		/* sampled, in a command the recording starts: one event, its unsized alloc and free sites */
+	/* sampled, in a command the recording starts: its unsized alloc site
+	 * and its free site alone, one event */
+	int one_site;
 	int free_stacks;	/* frees take stacks, as allocations do */
 	struct uprobe_objects emitters; /* objects with otel_memory probes of their own, probed too */
 };
