@@ -168,6 +168,7 @@ SAMPLES := \
 	alloc_zoo \
 	box_grow \
 	churn_leak \
+	cpu_hop \
 	cxx_leak \
 	cxx_threads \
 	dlsym_alloc \
