@@ -77,9 +77,9 @@ test_expect_success 'libdw agrees with every stack the cached rules stepped' '
 	grep "^memsight: unwinding check: 0 of [1-9][0-9]* stacks stepped with cached rules differ" check
 '
 
-# Each process starts pinned to CPU 1, moves itself to CPU 0 and there
+# Each process starts pinned to CPU 1, moves itself to another CPU and there
 # dlopens libz, whose inflateInit2_ calls back into it for 64 page faults:
-# its exec is written to CPU 1's ring, its mapping of libz to CPU 0's. The
+# its exec is written to CPU 1's ring, its mapping of libz to another's. The
 # recorder applies such changes in time order whatever ring holds them;
 # applied ring by ring, an exec that came after its program's mappings
 # began an empty map, and the stacks of 3 to 7 processes in 30 lost every
@@ -90,7 +90,7 @@ test_expect_success 'an exec and the mappings after it, written to two CPUs'"'"'
 	fi &&
 	"$MEMSIGHT" record -q -e faults -o hop.trace -- sh -c \
 		"for i in \$(seq 30); do taskset -c 1 \"$SAMPLES/cpu_hop\" 64 || exit 1; done" >truth &&
-	test "$(grep -c "^cpu_hop: from cpu 1 to cpu 0 (now 0), 64 pages touched" truth)" = 30 &&
+	test "$(grep -c "^cpu_hop: from cpu 1 to cpu [0-9]* (now [0-9]*), 64 pages touched" truth)" = 30 &&
 	"$MEMSIGHT" folded -e faults hop.trace >folded &&
 	n=$(awk "/;main;inflateInit2_;hop_zalloc;touch_pages / { s += \$NF } END { print s + 0 }" folded) &&
 	echo "$n of 1920 faults under inflateInit2_" &&

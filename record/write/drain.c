@@ -455,6 +455,18 @@ void rec_ring_flush(struct recorder *rc, struct ring *r)
 
 /* The processes' changes among the records of r from its tail up to head,
  * applied before any sample of this pass is copied (procs/execmap.h). */
+/* The record of size bytes at off in r, put together in the bounce
+ * buffer when it wraps the ring's end (records are 8-byte aligned, so a
+ * header never does). */
+static const unsigned char *ring_record(struct recorder *rc, const struct ring *r, size_t off, size_t size)
+{
+	if (off + size <= r->size)
+		return r->data + off;
+	memcpy(rc->bounce, r->data + off, r->size - off);
+	memcpy(rc->bounce + (r->size - off), r->data, size - (r->size - off));
+	return rc->bounce;
+}
+
 /* The changes of processes in r from what was scanned up to head, noted
  * for task_apply. Returns -1 out of memory. */
 static int ring_prescan(struct recorder *rc, struct ring *r, uint64_t head)
@@ -469,7 +481,7 @@ static int ring_prescan(struct recorder *rc, struct ring *r, uint64_t head)
 		if (size < sizeof(*h) || size > head - tail)
 			break; /* said by the copy that follows */
 		if (h->type != PERF_RECORD_SAMPLE && h->type != PERF_RECORD_LOST) {
-			const unsigned char *rec = r->data + off;
+			const unsigned char *rec;
 
 			if (rc->nr_tasks == rc->tasks_alloc) {
 				size_t n = rc->tasks_alloc ? rc->tasks_alloc * 2 : 256;
@@ -480,11 +492,7 @@ static int ring_prescan(struct recorder *rc, struct ring *r, uint64_t head)
 				rc->tasks = v;
 				rc->tasks_alloc = n;
 			}
-			if (off + size > r->size) {
-				memcpy(rc->bounce, rec, r->size - off);
-				memcpy(rc->bounce + (r->size - off), r->data, size - (r->size - off));
-				rec = rc->bounce;
-			}
+			rec = ring_record(rc, r, off, size);
 			rc->tasks[rc->nr_tasks++] =
 				(struct task_ref){ trace_record_time(rec, size), tail, (int)(r - rc->rings), (uint32_t)size };
 		}
@@ -515,16 +523,9 @@ static void task_apply(struct recorder *rc)
 	for (size_t i = 0; i < rc->nr_tasks; i++) {
 		const struct task_ref *t = &rc->tasks[i];
 		struct ring *r = &rc->rings[t->ring];
-		size_t off = t->pos & r->mask;
-		const unsigned char *rec = r->data + off;
+		const unsigned char *rec = ring_record(rc, r, t->pos & r->mask, t->size);
 		const struct perf_event_header *h = (const void *)rec;
 
-		if (off + t->size > r->size) {
-			memcpy(rc->bounce, rec, r->size - off);
-			memcpy(rc->bounce + (r->size - off), r->data, t->size - (r->size - off));
-			rec = rc->bounce;
-			h = (const void *)rec;
-		}
 		inspect_task(rc, rec, t->size, h->type, h->misc);
 	}
 	rc->nr_tasks = 0;
@@ -593,11 +594,7 @@ static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
 		if (size < sizeof(*h) || size > head - tail)
 			return msg_error("ring of cpu %d holds a malformed record (size %zu)", r->cpu, size);
 		/* One that wraps the ring's end is put together first. */
-		if (off + size > r->size) {
-			memcpy(rc->bounce, src, r->size - off);
-			memcpy(rc->bounce + (r->size - off), r->data, size - (r->size - off));
-			src = rc->bounce;
-		}
+		src = ring_record(rc, r, off, size);
 		if (h->type == PERF_RECORD_SAMPLE && size >= 16) {
 			uint64_t id;
 
