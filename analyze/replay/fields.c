@@ -91,28 +91,6 @@ uint64_t session_field(struct session *s, const struct sample *smp, int idx)
 	return v;
 }
 
-/* META alloc_fns: "SYMBOL SYMBOL ...", numbered from 0. */
-static void alloc_fns_read(struct session *s)
-{
-	char v[4096];
-	const char *p = session_host(s, "alloc_fns", v, sizeof(v), "");
-	int n = 0;
-
-	for (size_t i = 0; i < sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]); i++)
-		s->alloc_fn_of[i] = -1;
-	while (*p && n < (int)(sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]))) {
-		size_t l = strcspn(p, " ");
-
-		for (int k = 0; k < AF_SAMPLED_FIRST; k++)
-			if (strlen(alloc_fns[k].symbol) == l && !strncmp(alloc_fns[k].symbol, p, l))
-				s->alloc_fn_of[n] = (int16_t)k;
-		n++;
-		p += l;
-		p += *p == ' ';
-	}
-	s->alloc_fns_read = 1;
-}
-
 int session_alloc_fn(struct session *s, const struct sample *smp)
 {
 	uint64_t n;
@@ -123,8 +101,6 @@ int session_alloc_fn(struct session *s, const struct sample *smp)
 		return n == OTEL_KIND_ALLOC ? AF_OTEL_ALLOC : n == OTEL_KIND_FREE ? AF_OTEL_FREE : -1;
 	case AF_ALLOCS:
 	case AF_FREES:
-		if (!s->alloc_fns_read)
-			alloc_fns_read(s);
 		n = session_field(s, smp, smp->ev->kind == EVK_ALLOC_RET ? AF_RET_FN : AF_FN);
 		if (n >= sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]) || s->alloc_fn_of[n] < 0)
 			return -1;

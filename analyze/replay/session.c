@@ -476,6 +476,27 @@ static void jit_warn(struct session *s)
 			 s->path, (unsigned long long)bad, (unsigned long long)files, first->path, first->pid);
 }
 
+/* META alloc_fns: "SYMBOL SYMBOL ...", numbered from 0. */
+static void alloc_fns_read(struct session *s)
+{
+	char v[4096];
+	const char *p = session_host(s, "alloc_fns", v, sizeof(v), "");
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]); i++)
+		s->alloc_fn_of[i] = -1;
+	while (*p && n < (int)(sizeof(s->alloc_fn_of) / sizeof(s->alloc_fn_of[0]))) {
+		size_t l = strcspn(p, " ");
+
+		for (int k = 0; k < AF_SAMPLED_FIRST; k++)
+			if (strlen(alloc_fns[k].symbol) == l && !strncmp(alloc_fns[k].symbol, p, l))
+				s->alloc_fn_of[n] = (int16_t)k;
+		n++;
+		p += l;
+		p += *p == ' ';
+	}
+}
+
 int session_open(struct session *s, const char *path, const struct analyze_opts *opts, char *err, size_t errlen)
 {
 	static const struct analyze_opts defaults = { .unwinder = UNWIND_LIBDW };
@@ -529,6 +550,7 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 
 		s->max_stack = atoi(session_host(s, "perf_event_max_stack", v, sizeof(v), "0"));
 	}
+	alloc_fns_read(s);
 	if (!s->nr_evs)
 		return fail(err, errlen, "'%s' holds no event descriptions%s", path,
 			    s->r.stop[0] ? " (the trace is cut short before them)" : "");

@@ -214,9 +214,8 @@ struct session {
 	uint64_t fp_deep;	/* of those, as deep as the kernel walks (max_stack): callers lost */
 	int max_stack;		/* the recording kernel's perf_event_max_stack; 0 when not known */
 	/* The trace's numbers of the malloc family (META alloc_fns) as this
-	 * build's: -1 for one it does not know; read at the first need. */
+	 * build's: -1 for one it does not know. */
 	int16_t alloc_fn_of[AF_NR * 2];
-	int alloc_fns_read;
 	struct replay_hook { void (*fn)(void *); void *arg; } *at_end; /* see session_at_replay_end */
 	size_t nr_at_end, at_end_alloc;
 	struct exec_hook {
