@@ -244,7 +244,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 # The sampler is preloaded into other programs: position independent,
 # with frame pointers (a frame-pointer walk passes through it), and never
 # sanitized (the sanitizers' runtimes cannot be preloaded into anything).
-$(SAMPLER): record/sampler/sampler.c record/sampler/wrap.c record/sampler/exec.c record/sampler/stream.c \
+$(SAMPLER): record/sampler/sampler.c record/sampler/wrap.c record/sampler/slow.c record/sampler/exec.c record/sampler/stream.c \
 		record/sampler/sampler.h record/sampler/stream.h record/sampler/pack.h record/procs/execmap.h
 	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)

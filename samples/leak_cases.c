@@ -201,6 +201,16 @@ static void realloc_case(void)
 	say("still reachable", 5000, 1);
 }
 
+/* Zero the stack below the caller's frame: no copy of a dropped pointer
+ * left there by the frames it called, for any checker to find. */
+__attribute__((noinline)) static void scrub_stack(void)
+{
+	char area[65536];
+
+	memset(area, 0, sizeof(area));
+	opaque(area);
+}
+
 static void *volatile kept_by_worker[100];
 
 static void *late_worker(void *arg)
@@ -209,12 +219,15 @@ static void *late_worker(void *arg)
 	/* Well after main has gone. */
 	usleep(100 * 1000);
 	for (int i = 0; i < 150; i++) {
-		void *volatile p = malloc(100);
+		void *p = opaque(malloc(100));
 
 		memset(p, 0, 100);
 		if (i < 100)
 			kept_by_worker[i] = p;
 	}
+	/* The thread's end runs on the stack below: a copy of the last
+	 * block there, from malloc's or memset's frames, would hold it. */
+	scrub_stack();
 	say("definitely lost", 50 * 100, 50);
 	say("still reachable", 100 * 100, 100);
 	return NULL;
@@ -227,16 +240,6 @@ static void mainexit(void)
 	if (pthread_create(&t, NULL, late_worker, NULL))
 		exit(1);
 	pthread_exit(NULL);
-}
-
-/* Zero the stack below main's frame: no copy of a dropped pointer left
- * there by the case's own frames, for any checker to find. */
-__attribute__((noinline)) static void scrub_stack(void)
-{
-	char area[65536];
-
-	memset(area, 0, sizeof(area));
-	opaque(area);
 }
 
 int main(int argc, char **argv)

@@ -25,8 +25,9 @@
  *
  * Kept blocks are remembered in a lock-free table while a tracer listens,
  * so free() knows which ones to report; while none is live, free() only
- * reads a counter. So with nothing recording, a call costs the wrapper's
- * jump to the allocator and a subtraction, or a load for free(). No
+ * reads a counter. With no tracer listening, nothing is counted down
+ * either: a call costs the wrapper's loads of a semaphore and a flag, or
+ * of that counter for free(), and its jump to the allocator. No
  * locks, no allocation of its own on the malloc path: it is safe wherever
  * malloc itself is (threads, fork, a handler that interrupts malloc).
  *
@@ -54,7 +55,7 @@
 
 #include "sampler.h"
 
-__attribute__((used, visibility("hidden"), section(".probes"))) unsigned short otel_memory_alloc_semaphore;
+SAMPLER_API __attribute__((used, section(".probes"))) unsigned short otel_memory_alloc_semaphore;
 __attribute__((used, visibility("hidden"), section(".probes"))) unsigned short otel_memory_free_semaphore;
 
 #define SAMPLE_BYTES_DEFAULT (512u << 10)
@@ -74,15 +75,18 @@ __attribute__((used, visibility("hidden"), section(".probes"))) unsigned short o
 static uint16_t filter[FILTER_CELLS];
 SAMPLER_API uint64_t sampler_rate = SAMPLE_BYTES_DEFAULT;
 static int sampler_rate_read;	/* MEMSIGHT_SAMPLE_BYTES was looked at */
-SAMPLER_API long sampler_live;	/* kept blocks not freed yet */
+SAMPLER_API long sampler_watch;	/* kept blocks not freed yet, and 1 while every allocation is kept */
+static int every_watched;	/* that 1 was added */
 static uintptr_t *table;
 static long missed;		/* kept allocations the table had no room for */
 /* Started by a recording (MEMSIGHT_SAMPLE_INHERIT=1): reports are made
  * whatever the semaphores say. A program that dash executes after running
  * a command through vfork found its semaphores at 0, and no probes in
  * place, in about 1 run in 7 on Linux 6.18: its reports still reach the
- * recorder's stream. Where no probe is, a site is a NOP. */
-static int recorded;
+ * recorder's stream. Where no probe is, a site is a NOP. 1 until the
+ * environment is read: the wrappers count allocations down only while
+ * this or a semaphore is set, and the first countdown reads it. */
+SAMPLER_API int sampler_recorded = 1;
 
 SAMPLER_API __thread struct sampler_thread sampler_ts __attribute__((tls_model("initial-exec")));
 
@@ -126,15 +130,17 @@ static void rate_init(void)
 	if (__atomic_load_n(&sampler_rate_read, __ATOMIC_ACQUIRE))
 		return;
 	r = getenv("MEMSIGHT_SAMPLE_INHERIT");
-	recorded = r && !strcmp(r, "1");
+	sampler_recorded = r && !strcmp(r, "1");
 	r = getenv("MEMSIGHT_SAMPLE_BYTES");
 	if (r && *r) {
 		char *end;
 		unsigned long long v = strtoull(r, &end, 10);
 
-		/* 0: every allocation. */
+		/* 0: every allocation, and so every free is looked at. */
 		if (!*end)
 			sampler_rate = v;
+		if (!*end && !v && !__atomic_exchange_n(&every_watched, 1, __ATOMIC_ACQ_REL))
+			__atomic_add_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&sampler_rate_read, 1, __ATOMIC_RELEASE);
 }
@@ -214,7 +220,7 @@ static int table_put(uintptr_t p)
 		if ((cur == SLOT_EMPTY || cur == SLOT_GONE) &&
 		    __atomic_compare_exchange_n(&t[i], &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			__atomic_add_fetch(&filter[cell_of(p)], 1, __ATOMIC_RELEASE);
-			__atomic_add_fetch(&sampler_live, 1, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
 			return 1;
 		}
 	}
@@ -237,7 +243,7 @@ static int table_take(uintptr_t p)
 			return 0;
 		if (cur == p && __atomic_compare_exchange_n(&t[i], &cur, SLOT_GONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			__atomic_sub_fetch(&filter[cell_of(p)], 1, __ATOMIC_RELEASE);
-			__atomic_sub_fetch(&sampler_live, 1, __ATOMIC_RELEASE);
+			__atomic_sub_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
 			return 1;
 		}
 	}
@@ -328,7 +334,7 @@ void sampler_kept(void *p, size_t size)
 	/* With no one listening, a block is not remembered either: its
 	 * allocation was told to no one, and its free would mean nothing. So
 	 * frees stay a load and a jump while nothing records. */
-	if (!otel_memory_alloc_semaphore && !recorded)
+	if (!otel_memory_alloc_semaphore && !sampler_recorded)
 		return;
 	if (sampler_rate && !table_put((uintptr_t)p)) {
 		__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
@@ -341,7 +347,7 @@ void sampler_kept(void *p, size_t size)
 
 void sampler_forget(void *p)
 {
-	if ((!sampler_rate || table_take((uintptr_t)p)) && (otel_memory_free_semaphore || recorded) &&
+	if ((!sampler_rate || table_take((uintptr_t)p)) && (otel_memory_free_semaphore || sampler_recorded) &&
 	    !stream_free(p, stack_top((uintptr_t)__builtin_frame_address(0))))
 		site_free(p);
 }

@@ -23,7 +23,14 @@ struct sampler_thread {
 };
 
 extern SAMPLER_API uint64_t sampler_rate; /* mean bytes between samples; 0: every allocation */
-extern SAMPLER_API long sampler_live;	   /* kept blocks not freed yet */
+/* A recording started the process: it reports whatever its semaphores
+ * say. Set until the environment is read. */
+extern SAMPLER_API int sampler_recorded;
+/* Raised by the kernel while a uprobe on the alloc probe is attached. */
+extern SAMPLER_API unsigned short otel_memory_alloc_semaphore;
+/* Whether a free must be looked at: the kept blocks not freed yet, and 1
+ * while every allocation is kept (sampler_rate 0). */
+extern SAMPLER_API long sampler_watch;
 extern SAMPLER_API __thread struct sampler_thread sampler_ts __attribute__((tls_model("initial-exec")));
 
 /* The slow path of sampler_take: the countdown ran out, the thread has
@@ -55,12 +62,24 @@ static inline int sampler_take(size_t size)
 	} while (0)
 
 /* A wrapper is about to free p: only while kept blocks are live, or when
- * every allocation is, does it look. */
-#define SAMPLER_GONE(p)                                                                          \
-	do {                                                                                     \
-		if ((p) && (!sampler_rate || __atomic_load_n(&sampler_live, __ATOMIC_ACQUIRE))) \
-			sampler_forget(p);                                                       \
+ * every allocation is kept, does it look. */
+#define SAMPLER_GONE(p)                                                        \
+	do {                                                                   \
+		if ((p) && __atomic_load_n(&sampler_watch, __ATOMIC_ACQUIRE))   \
+			sampler_forget(p);                                     \
 	} while (0)
+
+/* slow.c: the slow paths of wrap.c's malloc, free, calloc and realloc,
+ * each given the allocator's function it completes. malloc and calloc
+ * are reached with the countdown already taken; realloc and free are
+ * not. */
+struct sampler_slow {
+	void *(*malloc)(size_t size, void *(*next)(size_t));
+	void (*free)(void *p, void (*next)(void *));
+	void *(*calloc)(size_t n, size_t size, void *(*next)(size_t, size_t));
+	void *(*realloc)(void *p, size_t size, void *(*next)(void *, size_t));
+};
+extern SAMPLER_API const struct sampler_slow sampler_slow;
 
 /* stream.c: a report through the recorder's stream; 0 when there is none
  * for this thread, and the probe site must take it. top: where the

@@ -59,10 +59,21 @@ static const char *const fn_names[F_NR] = {
 	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
 };
 
-static struct {
+struct next_defs {
 	uintptr_t fn[F_NR];	/* the next definition; 0: none */
 	unsigned char seen[F_NR]; /* C++'s: defined by an allocator, which implements it apart from malloc */
-} next;
+};
+
+/* Until they are found, the four that every program calls most go
+ * through a function that finds them: so their wrappers need not look. */
+static void *first_malloc(size_t size);
+static void first_free(void *p);
+static void *first_calloc(size_t n, size_t size);
+static void *first_realloc(void *p, size_t size);
+static struct next_defs next = { .fn = {
+	[F_MALLOC] = (uintptr_t)first_malloc, [F_FREE] = (uintptr_t)first_free,
+	[F_CALLOC] = (uintptr_t)first_calloc, [F_REALLOC] = (uintptr_t)first_realloc,
+} };
 static int next_state;		/* 0, 1 while being found, 2 found */
 static const char *self_path = "";
 
@@ -113,6 +124,7 @@ static uintptr_t dyn_lookup(uintptr_t base, const ElfW(Dyn) *dyn, const char *na
 
 struct visit {
 	int after_self;
+	struct next_defs *found;
 };
 
 /* An object's dynamic section (NULL when it has none); *self says whether
@@ -150,12 +162,12 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!v->after_self || !dyn)
 		return 0;
 	for (int f = 0; f < F_NR; f++) {
-		if (next.fn[f] || !(next.fn[f] = dyn_lookup(base, dyn, fn_names[f])))
+		if (v->found->fn[f] || !(v->found->fn[f] = dyn_lookup(base, dyn, fn_names[f])))
 			continue;
 		if (f >= F_CXX_FIRST) {
 			if (allocator < 0)
 				allocator = dyn_lookup(base, dyn, "malloc") != 0;
-			next.seen[f] = (unsigned char)allocator;
+			v->found->seen[f] = (unsigned char)allocator;
 		}
 	}
 	return 0;
@@ -163,7 +175,8 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void next_find(void)
 {
-	struct visit v = { 0 };
+	static struct next_defs found;
+	struct visit v = { 0, &found };
 	int s = 0;
 
 	if (__atomic_load_n(&next_state, __ATOMIC_ACQUIRE) == 2)
@@ -175,21 +188,50 @@ static void next_find(void)
 	}
 	dl_iterate_phdr(visit_object, &v);
 	/* glibc's own, where nothing after this library defines one. */
-	if (!next.fn[F_MALLOC])
-		next.fn[F_MALLOC] = (uintptr_t)__libc_malloc;
-	if (!next.fn[F_FREE])
-		next.fn[F_FREE] = (uintptr_t)__libc_free;
-	if (!next.fn[F_CALLOC])
-		next.fn[F_CALLOC] = (uintptr_t)__libc_calloc;
-	if (!next.fn[F_REALLOC])
-		next.fn[F_REALLOC] = (uintptr_t)__libc_realloc;
-	if (!next.fn[F_MEMALIGN])
-		next.fn[F_MEMALIGN] = (uintptr_t)__libc_memalign;
-	if (!next.fn[F_VALLOC])
-		next.fn[F_VALLOC] = (uintptr_t)__libc_valloc;
-	if (!next.fn[F_PVALLOC])
-		next.fn[F_PVALLOC] = (uintptr_t)__libc_pvalloc;
+	if (!found.fn[F_MALLOC])
+		found.fn[F_MALLOC] = (uintptr_t)__libc_malloc;
+	if (!found.fn[F_FREE])
+		found.fn[F_FREE] = (uintptr_t)__libc_free;
+	if (!found.fn[F_CALLOC])
+		found.fn[F_CALLOC] = (uintptr_t)__libc_calloc;
+	if (!found.fn[F_REALLOC])
+		found.fn[F_REALLOC] = (uintptr_t)__libc_realloc;
+	if (!found.fn[F_MEMALIGN])
+		found.fn[F_MEMALIGN] = (uintptr_t)__libc_memalign;
+	if (!found.fn[F_VALLOC])
+		found.fn[F_VALLOC] = (uintptr_t)__libc_valloc;
+	if (!found.fn[F_PVALLOC])
+		found.fn[F_PVALLOC] = (uintptr_t)__libc_pvalloc;
+	/* The first four are read with no look at next_state. */
+	for (int f = 0; f < F_NR; f++) {
+		next.seen[f] = found.seen[f];
+		__atomic_store_n(&next.fn[f], found.fn[f], __ATOMIC_RELEASE);
+	}
 	__atomic_store_n(&next_state, 2, __ATOMIC_RELEASE);
+}
+
+static void *first_malloc(size_t size)
+{
+	next_find();
+	return ((void *(*)(size_t))next.fn[F_MALLOC])(size);
+}
+
+static void first_free(void *p)
+{
+	next_find();
+	((void (*)(void *))next.fn[F_FREE])(p);
+}
+
+static void *first_calloc(size_t n, size_t size)
+{
+	next_find();
+	return ((void *(*)(size_t, size_t))next.fn[F_CALLOC])(n, size);
+}
+
+static void *first_realloc(void *p, size_t size)
+{
+	next_find();
+	return ((void *(*)(void *, size_t))next.fn[F_REALLOC])(p, size);
 }
 
 const char *sampler_self_path(void)
@@ -235,60 +277,57 @@ void *sampler_next(const char *name)
 					? next.fn[f]                                    \
 					: (next_find(), next.fn[f])))
 
-/* The next definition of one of the functions every program calls most
- * (malloc, free, calloc, realloc): found once it is not 0, as it is set
- * once and never changed; one load, where NEXT's takes two. */
-#define NEXT_HOT(f, wrapper)                                                                           \
-	((__typeof__(&wrapper))(__builtin_expect(__atomic_load_n(&next.fn[f], __ATOMIC_RELAXED) != 0, 1) \
-					? __atomic_load_n(&next.fn[f], __ATOMIC_RELAXED)                 \
-					: (next_find(), next.fn[f])))
+/* The four functions every program calls most keep no frame of their
+ * own: each jumps to the allocator, or to its slow path (slow.c). While no
+ * tracer listens (no probe attached, no recording started the process), a
+ * call costs a few loads and that jump; while one does, a call that is not
+ * kept costs a countdown more, and a free one load. */
+#define FAST __attribute__((optimize("omit-frame-pointer")))
+#define QUIET (!(__atomic_load_n(&otel_memory_alloc_semaphore, __ATOMIC_RELAXED) | sampler_recorded))
 
-/* Whether an allocation is kept is decided before the call, by its size:
- * a call that is not kept is a jump to the allocator, which returns to the
- * program. A kept one that fails is not reported. */
-void *malloc(size_t size)
+/* The next definition of one of the four: set once found, and until
+ * then a function that finds it. */
+#define NEXT_FAST(f) __atomic_load_n(&next.fn[f], __ATOMIC_RELAXED)
+
+FAST void *malloc(size_t size)
 {
-	void *p;
+	void *(*f)(size_t) = (void *(*)(size_t))NEXT_FAST(F_MALLOC);
 
-	if (__builtin_expect(!sampler_take(size), 1))
-		return NEXT_HOT(F_MALLOC, malloc)(size);
-	if ((p = NEXT_HOT(F_MALLOC, malloc)(size)))
-		sampler_kept(p, size);
-	return p;
+	if (__builtin_expect(QUIET, 1) || __builtin_expect((sampler_ts.left -= (int64_t)size) > 0, 1))
+		return f(size);
+	return sampler_slow.malloc(size, f);
 }
 
-void free(void *p)
+FAST void free(void *p)
 {
-	SAMPLER_GONE(p);
-	NEXT_HOT(F_FREE, free)(p);
+	void (*f)(void *) = (void (*)(void *))NEXT_FAST(F_FREE);
+
+	if (__builtin_expect(!__atomic_load_n(&sampler_watch, __ATOMIC_ACQUIRE) || !p, 1))
+		return f(p);
+	sampler_slow.free(p, f);
 }
 
-void *calloc(size_t n, size_t size)
+FAST void *calloc(size_t n, size_t size)
 {
+	void *(*f)(size_t, size_t) = (void *(*)(size_t, size_t))NEXT_FAST(F_CALLOC);
 	size_t total;
-	void *p;
 
+	if (__builtin_expect(QUIET, 1))
+		return f(n, size);
 	if (__builtin_mul_overflow(n, size, &total))
 		total = SIZE_MAX;
-	if (__builtin_expect(!sampler_take(total), 1))
-		return NEXT_HOT(F_CALLOC, calloc)(n, size);
-	if ((p = NEXT_HOT(F_CALLOC, calloc)(n, size)))
-		sampler_kept(p, total);
-	return p;
+	if (__builtin_expect((sampler_ts.left -= (int64_t)total) > 0, 1))
+		return f(n, size);
+	return sampler_slow.calloc(n, size, f);
 }
 
-void *realloc(void *p, size_t size)
+FAST void *realloc(void *p, size_t size)
 {
-	void *q;
+	void *(*f)(void *, size_t) = (void *(*)(void *, size_t))NEXT_FAST(F_REALLOC);
 
-	/* The old block ends here as a sample, whatever realloc does; the
-	 * new one is a new allocation, seen by its own size. */
-	SAMPLER_GONE(p);
-	if (__builtin_expect(!size || !sampler_take(size), 1))
-		return NEXT_HOT(F_REALLOC, realloc)(p, size);
-	if ((q = NEXT_HOT(F_REALLOC, realloc)(p, size)))
-		sampler_kept(q, size);
-	return q;
+	if (__builtin_expect(QUIET && (!__atomic_load_n(&sampler_watch, __ATOMIC_ACQUIRE) || !p), 1))
+		return f(p, size);
+	return sampler_slow.realloc(p, size, f);
 }
 
 void *reallocarray(void *p, size_t n, size_t size)
