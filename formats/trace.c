@@ -25,6 +25,15 @@ uint32_t trace_chunk_crc(uint32_t seed, const unsigned char *hdr, const unsigned
 	return (uint32_t)c;
 }
 
+uint32_t trace_chunk_crc_known(uint32_t seed, const unsigned char *hdr, uint32_t payload_crc, size_t len)
+{
+	uLong c = seed;
+
+	c = crc32(c, hdr, 20);
+	c = crc32(c, hdr + 24, 8);
+	return (uint32_t)crc32_combine(c, payload_crc, (z_off_t)len);
+}
+
 /* A segment's chunks are checked against its sequence number: what an
  * older pass of the ring left behind in it fails, so a reader stops where
  * the current pass's writing did. */

@@ -219,9 +219,11 @@ int trace_writer_full(const struct trace_writer *w);
  * trace_writer_add_encoded, for payloads kept encoded between runs. */
 int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, const void **out, size_t *outlen);
 /* Append a META chunk whose payload is already stored as codec: plen
- * bytes, len once decoded. The reader checks it like any other. */
+ * bytes, len once decoded, crc zlib's crc32 of those plen bytes from 0,
+ * which the chunk's CRC is made from without a pass over them. The reader
+ * checks it like any other. */
 int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
-			     enum trace_codec codec, const void *payload, size_t plen, size_t len);
+			     enum trace_codec codec, const void *payload, size_t plen, size_t len, uint32_t crc);
 
 /* Ring writers: end the head (host, events: what never changes), keep
  * head_room bytes (rounded up to a page) after it for chunks added to the

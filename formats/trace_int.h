@@ -61,6 +61,9 @@ static inline uint64_t get64(const unsigned char *p)
 /* seed 0 for a linear file's chunks; a ring segment's chunks start from
  * trace_segment_seed(seq). */
 uint32_t trace_chunk_crc(uint32_t seed, const unsigned char *hdr, const unsigned char *payload, size_t len);
+/* The same from the payload's own CRC (zlib's crc32 of it from 0), where
+ * it is known: no pass over the payload. */
+uint32_t trace_chunk_crc_known(uint32_t seed, const unsigned char *hdr, uint32_t payload_crc, size_t len);
 uint32_t trace_segment_seed(uint64_t seq);
 /* Formats into err (when given) and returns -1. */
 int trace_error_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -220,7 +220,7 @@ static int ring_next(struct trace_writer *w, uint64_t time);
  * where the head's chunks end, as a head chunk (CRC from 0), so a reader
  * takes it with them. One that does not fit is left out. */
 static int head_chunk(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream, int codec,
-		      const void *payload, size_t plen, size_t len)
+		      const void *payload, size_t plen, size_t len, const uint32_t *pcrc)
 {
 	unsigned char h[TRACE_CHUNK_HEADER_SIZE];
 	uint64_t offset = w->offset;
@@ -237,7 +237,7 @@ static int head_chunk(struct trace_writer *w, enum trace_chunk_type type, uint32
 	put32(h + 12, plen);
 	put32(h + 16, len);
 	put64(h + 24, 0);
-	put32(h + 20, trace_chunk_crc(0, h, payload, plen));
+	put32(h + 20, pcrc ? trace_chunk_crc_known(0, h, *pcrc, plen) : trace_chunk_crc(0, h, payload, plen));
 	w->offset = w->head_at;
 	r = writer_out(w, h, sizeof(h), payload, plen);
 	w->offset = offset;
@@ -249,7 +249,8 @@ static int head_chunk(struct trace_writer *w, enum trace_chunk_type type, uint32
 }
 
 static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
-				uint64_t time, int codec, const void *payload, size_t plen, size_t len)
+				uint64_t time, int codec, const void *payload, size_t plen, size_t len,
+				const uint32_t *pcrc)
 {
 	unsigned char h[TRACE_CHUNK_HEADER_SIZE];
 	uint64_t at;
@@ -260,7 +261,7 @@ static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type ty
 		return writer_fail(w, -EFBIG, "chunk of %zu bytes is over the %u byte limit", len > plen ? len : plen,
 				   TRACE_CHUNK_MAX);
 	if (w->to_head)
-		return head_chunk(w, type, stream, codec, payload, plen, len);
+		return head_chunk(w, type, stream, codec, payload, plen, len, pcrc);
 	if (w->ring_start && type != TRACE_CHUNK_SEGMENT && w->seg_used + TRACE_CHUNK_HEADER_SIZE + plen > w->seg_size) {
 		if (w->in_carry)
 			return writer_fail(w, -ENOSPC,
@@ -296,7 +297,8 @@ static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type ty
 	put32(h + 12, plen);
 	put32(h + 16, len);
 	put64(h + 24, time);
-	put32(h + 20, trace_chunk_crc(type == TRACE_CHUNK_SEGMENT ? 0 : w->crc_seed, h, payload, plen));
+	put32(h + 20, pcrc ? trace_chunk_crc_known(type == TRACE_CHUNK_SEGMENT ? 0 : w->crc_seed, h, *pcrc, plen)
+			   : trace_chunk_crc(type == TRACE_CHUNK_SEGMENT ? 0 : w->crc_seed, h, payload, plen));
 	if (writer_out(w, h, sizeof(h), payload, plen))
 		return w->err;
 	w->nr_chunks++;
@@ -339,7 +341,7 @@ static int writer_chunk(struct trace_writer *w, enum trace_chunk_type type, uint
 		if (codec < 0)
 			return codec;
 	}
-	return writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len);
+	return writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len, NULL);
 }
 
 static int writer_flush_index(struct trace_writer *w)
@@ -419,11 +421,13 @@ int trace_writer_encode(struct trace_writer *w, const void *data, size_t len, co
 }
 
 int trace_writer_add_encoded(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream,
-			     enum trace_codec codec, const void *payload, size_t plen, size_t len)
+			     enum trace_codec codec, const void *payload, size_t plen, size_t len, uint32_t crc)
 {
-	if (type != TRACE_CHUNK_META)
+	if (type != TRACE_CHUNK_META || codec > TRACE_CODEC_ZLIB || (codec == TRACE_CODEC_NONE && plen != len))
 		return writer_fail(w, -EINVAL, "an encoded chunk must be META with a known codec");
-	return trace_writer_add_copy(w, type, stream, 0, codec, payload, plen, len, 0);
+	if (writer_chunk_encoded(w, type, stream, 0, codec, payload, plen, len, &crc))
+		return w->err;
+	return writer_added(w, type, 0, 0);
 }
 
 int trace_writer_add_copy(struct trace_writer *w, enum trace_chunk_type type, uint32_t stream, uint64_t time,
@@ -432,7 +436,7 @@ int trace_writer_add_copy(struct trace_writer *w, enum trace_chunk_type type, ui
 	if ((type != TRACE_CHUNK_META && type != TRACE_CHUNK_DATA && type != TRACE_CHUNK_LOSS) || codec > TRACE_CODEC_ZLIB ||
 	    (codec == TRACE_CODEC_NONE && plen != len))
 		return writer_fail(w, -EINVAL, "only META, DATA and LOSS chunks of a known codec are copied");
-	if (writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len))
+	if (writer_chunk_encoded(w, type, stream, time, codec, payload, plen, len, NULL))
 		return w->err;
 	return writer_added(w, type, time, nr);
 }
@@ -452,7 +456,7 @@ static int ring_next(struct trace_writer *w, uint64_t time)
 	put64(p + 8, time ? time : w->last_time);
 	put64(p + 16, w->ring_bytes);
 	put64(p + 24, w->nr_records);
-	if (writer_chunk_encoded(w, TRACE_CHUNK_SEGMENT, 0, 0, TRACE_CODEC_NONE, p, sizeof(p), sizeof(p)))
+	if (writer_chunk_encoded(w, TRACE_CHUNK_SEGMENT, 0, 0, TRACE_CODEC_NONE, p, sizeof(p), sizeof(p), NULL))
 		return w->err;
 	w->crc_seed = trace_segment_seed(w->seq);
 	if (w->carry) {

@@ -202,10 +202,49 @@ static int embed_cache_name(const char *path, enum embed_mode mode, const unsign
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-/* The cached entry at name into w; 0 when it was there and whole. */
-static int embed_cache_load(const char *name, struct trace_writer *w, size_t *raw, uint64_t room)
+/* Where cached entries are read, kept for the next one: its pages are
+ * made in one go (MAP_POPULATE), where a fresh buffer of a large entry
+ * (node's tables are 6 MiB) took a fault for each of them as it was read
+ * into. */
+struct embed_buf {
+	unsigned char *p;
+	size_t size;
+};
+
+static unsigned char *embed_buf_get(struct embed_buf *b, size_t n)
 {
-	unsigned char h[EMBED_CACHE_HEADER], *p = NULL;
+	size_t want = (n + 0xfffff) & ~(size_t)0xfffff;
+	void *m;
+
+	if (n <= b->size)
+		return b->p;
+	if (b->p)
+		munmap(b->p, b->size);
+	b->p = NULL;
+	b->size = 0;
+	m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	b->p = m;
+	b->size = want;
+	return b->p;
+}
+
+static void embed_buf_release(struct embed_buf *b)
+{
+	if (b->p)
+		munmap(b->p, b->size);
+	b->p = NULL;
+	b->size = 0;
+}
+
+/* The cached entry at name into w; 0 when it was there and whole. Its
+ * bytes are checked against the entry's CRC, which then makes the
+ * chunk's: one pass over them. */
+static int embed_cache_load(const char *name, struct trace_writer *w, struct embed_buf *b, size_t *raw,
+			    uint64_t room)
+{
+	unsigned char h[EMBED_CACHE_HEADER], *p;
 	uint32_t codec, len, stored, crc;
 	int fd = open(name, O_RDONLY | O_CLOEXEC), ret = -1;
 	struct stat st;
@@ -219,30 +258,28 @@ static int embed_cache_load(const char *name, struct trace_writer *w, size_t *ra
 	memcpy(&len, h + 12, 4);
 	memcpy(&stored, h + 16, 4);
 	memcpy(&crc, h + 20, 4);
-	if ((uint64_t)st.st_size != EMBED_CACHE_HEADER + (uint64_t)stored || !(p = malloc(stored ? stored : 1)) ||
-	    pread(fd, p, stored, EMBED_CACHE_HEADER) != (ssize_t)stored ||
-	    crc32(0, p, stored) != crc)
+	if ((uint64_t)st.st_size != EMBED_CACHE_HEADER + (uint64_t)stored || !(p = embed_buf_get(b, stored ? stored : 1)) ||
+	    pread(fd, p, stored, EMBED_CACHE_HEADER) != (ssize_t)stored || crc32(0, p, stored) != crc)
 		goto out;
 	if (len > room) {
 		ret = -2;
 		goto out;
 	}
 	/* A damaged file is only a miss: the entry is packed again. */
-	if (trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, p, stored, len))
+	if (trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, p, stored, len, crc))
 		goto out;
 	cache_touch(fd);
 	*raw = len;
 	ret = 0;
 out:
-	free(p);
 	close(fd);
 	return ret;
 }
 
-static void embed_cache_store(const char *name, int codec, size_t len, const void *stored, size_t slen)
+static void embed_cache_store(const char *name, int codec, size_t len, const void *stored, size_t slen, uint32_t crc)
 {
 	unsigned char h[EMBED_CACHE_HEADER];
-	uint32_t v[4] = { (uint32_t)codec, (uint32_t)len, (uint32_t)slen, (uint32_t)crc32(0, stored, slen) };
+	uint32_t v[4] = { (uint32_t)codec, (uint32_t)len, (uint32_t)slen, crc };
 
 	memcpy(h, EMBED_CACHE_MAGIC, 8);
 	memcpy(h + 8, v, sizeof(v));
@@ -252,8 +289,8 @@ static void embed_cache_store(const char *name, int codec, size_t len, const voi
 /* Carry one entry: from the cache when it is there, else packed from fd.
  * Returns the payload's bytes, 0 when it could not be packed (*too_big
  * says whether its size was why). */
-static size_t embed_one(struct embed_set *e, struct trace_writer *w, int fd, const char *path, enum embed_mode mode,
-			const unsigned char *bid, int bl, int *too_big)
+static size_t embed_one(struct embed_set *e, struct trace_writer *w, struct embed_buf *b, int fd, const char *path,
+			enum embed_mode mode, const unsigned char *bid, int bl, int *too_big)
 {
 	char name[PATH_MAX];
 	int cached = !embed_cache_name(path, mode, bid, bl, w->codec, name, sizeof(name)), codec, r = 0;
@@ -265,7 +302,7 @@ static size_t embed_one(struct embed_set *e, struct trace_writer *w, int fd, con
 	*too_big = 0;
 	/* --embed-max is a bound on what is carried: an entry that would
 	 * pass it is left out, whatever came before it. */
-	if (cached && (r = embed_cache_load(name, w, &len, room)) == -2) {
+	if (cached && (r = embed_cache_load(name, w, b, &len, room)) == -2) {
 		*too_big = 2;
 		return 0;
 	}
@@ -279,9 +316,11 @@ static size_t embed_one(struct embed_set *e, struct trace_writer *w, int fd, con
 		}
 		codec = trace_writer_encode(w, p, len, &stored, &slen);
 		if (codec >= 0) {
+			uint32_t crc = (uint32_t)crc32(0, stored, (uInt)slen);
+
 			if (cached)
-				embed_cache_store(name, codec, len, stored, slen);
-			r = trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, stored, slen, len);
+				embed_cache_store(name, codec, len, stored, slen, crc);
+			r = trace_writer_add_encoded(w, TRACE_CHUNK_META, TRACE_META_OBJECT, codec, stored, slen, len, crc);
 		}
 		free(p);
 	}
@@ -409,6 +448,7 @@ void embed_list_write(struct embed_set *e, const struct embed_list *l, struct tr
 {
 	char *text = NULL, hex[2 * BUILD_ID_MAX + 1];
 	size_t len = 0, alloc = 0;
+	struct embed_buf b = { NULL, 0 };
 
 	elf_version(EV_CURRENT);
 	for (size_t i = 0; i < l->nr; i++) {
@@ -431,7 +471,7 @@ void embed_list_write(struct embed_set *e, const struct embed_list *l, struct tr
 			state = "over-bound";
 		else if (it->vdso)
 			state = embed_vdso(e, w, &too_big) ? "carried" : too_big ? "over-bound" : "unreadable";
-		else if (!embed_one(e, w, it->fd, it->path, e->mode, it->bid, it->bid_len, &too_big))
+		else if (!embed_one(e, w, &b, it->fd, it->path, e->mode, it->bid, it->bid_len, &too_big))
 			state = too_big == 2 ? "over-bound" : too_big ? "too-big" : "unreadable";
 		else {
 			char dpath[PATH_MAX];
@@ -440,9 +480,9 @@ void embed_list_write(struct embed_set *e, const struct embed_list *l, struct tr
 			/* A full object that has its own debug information
 			 * carries it already. */
 			if (src == 2)
-				embed_one(e, w, dfd, dpath, EMBED_DEBUG, it->bid, it->bid_len, &too_big);
+				embed_one(e, w, &b, dfd, dpath, EMBED_DEBUG, it->bid, it->bid_len, &too_big);
 			else if (src == 1 && e->mode == EMBED_MINIMAL)
-				embed_one(e, w, it->fd, it->path, EMBED_DEBUG, it->bid, it->bid_len, &too_big);
+				embed_one(e, w, &b, it->fd, it->path, EMBED_DEBUG, it->bid, it->bid_len, &too_big);
 			if (dfd >= 0)
 				close(dfd);
 		}
@@ -459,6 +499,7 @@ void embed_list_write(struct embed_set *e, const struct embed_list *l, struct tr
 		}
 		len += snprintf(text + len, alloc - len, "%s\t%s\t%s\n", it->bid_len ? hex : "-", state, it->path);
 	}
+	embed_buf_release(&b);
 	if (len)
 		trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_OBJECTS, 0, text, len, 0);
 	free(text);
