@@ -11,7 +11,9 @@
 # Times are the program's own where it prints one (churn, Python, node:
 # the work, not the start-up), the whole run's wall time beside them, and
 # redis-benchmark's requests per second. Then what one reported allocation
-# costs, against a bare uprobe on the wrapper's probe site.
+# costs, against a bare uprobe on the wrapper's probe site; and churn with
+# the wrapper preloaded and nothing recording, in pairs with runs alone,
+# beside a bare interposer that does nothing but jump to glibc's malloc.
 # Prints figures and ratios. Asserts nothing.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -143,6 +145,37 @@ want() { case " $WORKLOADS " in *" $1 "*) return 0 ;; esac; return 1; }
 if want churn; then
 	workload churn alloc_zoo "$zoo" churn "$N"
 	report churn "alloc_zoo churn $N (malloc/calloc/realloc/free, nothing else)"
+fi
+
+# What the wrapper costs with nothing recording, against the floor of any
+# preloaded wrapper: one whose malloc, free, calloc and realloc are each a
+# jump to glibc's. churn's own time at 10 times N is a few tens of ms, so
+# these are medians of the ratios of runs taken in turn (IDLE_PAIRS each).
+IDLE_PAIRS=${IDLE_PAIRS:-21}
+if want churn && cat >bare.c <<'EOF' && cc -O2 -fPIC -shared -o bare.so bare.c; then
+#include <stddef.h>
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+void *malloc(size_t n) { return __libc_malloc(n); }
+void free(void *p) { __libc_free(p); }
+void *calloc(size_t k, size_t n) { return __libc_calloc(k, n); }
+void *realloc(void *p, size_t n) { return __libc_realloc(p, n); }
+EOF
+	: >idle.wrapper
+	: >idle.bare
+	for i in $(seq "$IDLE_PAIRS"); do
+		"$zoo" churn $((N * 10)) >out 2>&1
+		a=$(own alloc_zoo)
+		env LD_PRELOAD="$sampler" "$zoo" churn $((N * 10)) >out 2>&1
+		awk -v a="$a" -v b="$(own alloc_zoo)" 'BEGIN { if (a > 0) print b / a }' >>idle.wrapper
+		env LD_PRELOAD="$PWD/bare.so" "$zoo" churn $((N * 10)) >out 2>&1
+		awk -v a="$a" -v b="$(own alloc_zoo)" 'BEGIN { if (a > 0) print b / a }' >>idle.bare
+	done
+	printf '\nalloc_zoo churn %s, nothing recording, median of %s ratios to a run alone just before\n' $((N * 10)) "$IDLE_PAIRS"
+	printf '%-44s %8.3fx\n' "memsight's wrapper preloaded" "$(median <idle.wrapper)"
+	printf '%-44s %8.3fx\n' "a bare interposer (one jump a call)" "$(median <idle.bare)"
 fi
 
 cat >build_json.py <<'EOF'
