@@ -25,7 +25,7 @@
  *
  * Kept blocks are remembered in a lock-free table while a tracer listens,
  * so free() knows which ones to report; while none is live, free() only
- * reads a counter. With no tracer listening, nothing is counted down
+ * reads a counter, and while some are, a cell of the table's filter. With no tracer listening, nothing is counted down
  * either: a call costs the wrapper's loads of a semaphore and a flag, or
  * of that counter for free(), and its jump to the allocator. No
  * locks, no allocation of its own on the malloc path: it is safe wherever
@@ -67,12 +67,7 @@ __attribute__((used, visibility("hidden"), section(".probes"))) unsigned short o
 #define SLOT_GONE 1
 
 
-/* A counting filter in front of the table: how many kept blocks hash to
- * each of its cells. Small enough to stay in the cache, so most frees
- * learn from one load that their block was not kept. */
-#define FILTER_CELLS (1u << 13)
-
-static uint16_t filter[FILTER_CELLS];
+SAMPLER_API uint16_t sampler_filter[SAMPLER_FILTER_CELLS];
 SAMPLER_API uint64_t sampler_rate = SAMPLE_BYTES_DEFAULT;
 static int sampler_rate_read;	/* MEMSIGHT_SAMPLE_BYTES was looked at */
 SAMPLER_API long sampler_watch;	/* kept blocks not freed yet, and 1 while every allocation is kept */
@@ -182,11 +177,6 @@ static size_t slot_of(uintptr_t p)
 	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 46) & (TABLE_SLOTS - 1);
 }
 
-static size_t cell_of(uintptr_t p)
-{
-	return (size_t)((p >> 4) * 0xc2b2ae3d27d4eb4full >> 51) & (FILTER_CELLS - 1);
-}
-
 static uintptr_t *table_get(void)
 {
 	uintptr_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
@@ -219,7 +209,7 @@ static int table_put(uintptr_t p)
 
 		if ((cur == SLOT_EMPTY || cur == SLOT_GONE) &&
 		    __atomic_compare_exchange_n(&t[i], &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-			__atomic_add_fetch(&filter[cell_of(p)], 1, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&sampler_filter[sampler_cell_of(p)], 1, __ATOMIC_RELEASE);
 			__atomic_add_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
 			return 1;
 		}
@@ -233,7 +223,7 @@ static int table_take(uintptr_t p)
 	uintptr_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
 	size_t i;
 
-	if (!t || !__atomic_load_n(&filter[cell_of(p)], __ATOMIC_ACQUIRE))
+	if (!t || !__atomic_load_n(&sampler_filter[sampler_cell_of(p)], __ATOMIC_ACQUIRE))
 		return 0;
 	i = slot_of(p);
 	for (int n = 0; n < TABLE_PROBES; n++, i = (i + 1) & (TABLE_SLOTS - 1)) {
@@ -242,7 +232,7 @@ static int table_take(uintptr_t p)
 		if (cur == SLOT_EMPTY)
 			return 0;
 		if (cur == p && __atomic_compare_exchange_n(&t[i], &cur, SLOT_GONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-			__atomic_sub_fetch(&filter[cell_of(p)], 1, __ATOMIC_RELEASE);
+			__atomic_sub_fetch(&sampler_filter[sampler_cell_of(p)], 1, __ATOMIC_RELEASE);
 			__atomic_sub_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
 			return 1;
 		}

@@ -33,6 +33,26 @@ extern SAMPLER_API unsigned short otel_memory_alloc_semaphore;
 extern SAMPLER_API long sampler_watch;
 extern SAMPLER_API __thread struct sampler_thread sampler_ts __attribute__((tls_model("initial-exec")));
 
+/* A counting filter in front of the table of kept blocks: how many hash
+ * to each of its cells. Small enough to stay in the cache, so most frees
+ * learn from one load, in the wrapper itself, that their block was not
+ * kept. */
+#define SAMPLER_FILTER_CELLS (1u << 13)
+extern SAMPLER_API uint16_t sampler_filter[SAMPLER_FILTER_CELLS];
+
+static inline size_t sampler_cell_of(uintptr_t p)
+{
+	return (size_t)((p >> 4) * 0xc2b2ae3d27d4eb4full >> 51) & (SAMPLER_FILTER_CELLS - 1);
+}
+
+/* Whether a free of p needs its slow path: p may be a kept block, or
+ * every free is reported (sampler_rate 0). */
+static inline int sampler_free_watched(const void *p)
+{
+	return p && __atomic_load_n(&sampler_watch, __ATOMIC_ACQUIRE) &&
+	       (!sampler_rate || __atomic_load_n(&sampler_filter[sampler_cell_of((uintptr_t)p)], __ATOMIC_ACQUIRE));
+}
+
 /* The slow path of sampler_take: the countdown ran out, the thread has
  * not allocated yet (its countdown starts at 0), or every allocation is
  * kept (the countdown stays at 0). */
@@ -63,10 +83,10 @@ static inline int sampler_take(size_t size)
 
 /* A wrapper is about to free p: only while kept blocks are live, or when
  * every allocation is kept, does it look. */
-#define SAMPLER_GONE(p)                                                        \
-	do {                                                                   \
-		if ((p) && __atomic_load_n(&sampler_watch, __ATOMIC_ACQUIRE))   \
-			sampler_forget(p);                                     \
+#define SAMPLER_GONE(p)                                \
+	do {                                           \
+		if (sampler_free_watched(p))           \
+			sampler_forget(p);             \
 	} while (0)
 
 /* slow.c: the slow paths of wrap.c's malloc, free, calloc and realloc,

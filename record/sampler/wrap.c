@@ -302,7 +302,7 @@ FAST void free(void *p)
 {
 	void (*f)(void *) = (void (*)(void *))NEXT_FAST(F_FREE);
 
-	if (__builtin_expect(!__atomic_load_n(&sampler_watch, __ATOMIC_ACQUIRE) || !p, 1))
+	if (__builtin_expect(!sampler_free_watched(p), 1))
 		return f(p);
 	sampler_slow.free(p, f);
 }
@@ -325,7 +325,7 @@ FAST void *realloc(void *p, size_t size)
 {
 	void *(*f)(void *, size_t) = (void *(*)(void *, size_t))NEXT_FAST(F_REALLOC);
 
-	if (__builtin_expect(QUIET && (!__atomic_load_n(&sampler_watch, __ATOMIC_ACQUIRE) || !p), 1))
+	if (__builtin_expect(QUIET && !sampler_free_watched(p), 1))
 		return f(p, size);
 	return sampler_slow.realloc(p, size, f);
 }
