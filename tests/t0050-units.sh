@@ -1,10 +1,10 @@
 #!/bin/sh
 # The analyzer's internals on their own, without root or a recording:
 # hashmaps, suppression matching, the JSON writer, interval naming, the
-# event catalogue (test-tool's unit tests, tests/helper/test-unit.c); and
-# the recorder's stack-dump scrub, the wrapper's packing of dumps and the
-# leak-check scan (test-record,
-# tests/helper/test-record.c).
+# event catalogue, chunk CRCs made from their payloads' CRCs (test-tool's
+# unit tests, tests/helper/test-unit.c); and the recorder's stack-dump
+# scrub, the wrapper's packing of dumps and the leak-check scan
+# (test-record, tests/helper/test-record.c).
 . "$(dirname "$0")/test-lib.sh"
 
 # unit NAME [ARGS]: every TAP line of the unit passes, and there are COUNT.
@@ -33,6 +33,10 @@ test_expect_success 'SHA-256 as sha256sum computes it: empty, one block, lengths
 
 test_expect_success 'hashmaps find what went in, and lose nothing on removal and growth' '
 	units_pass 11 hashmap
+'
+
+test_expect_success 'a chunk'"'"'s CRC made from its payload'"'"'s CRC is the one a pass over the payload makes' '
+	units_pass 7 crc
 '
 
 test_expect_success 'suppressions match as LeakSanitizer patterns do, and the runtime list only the runtime' '

@@ -15,6 +15,8 @@
  *   test-tool catalog      the event catalogue: every event in a listed
  *                          group, every group but malloc with events, no
  *                          event twice in a group, names of the right form
+ *   test-tool crc          a chunk's CRC from its payload's CRC is the
+ *                          one made from the payload
  */
 #include <fcntl.h>
 #include <gelf.h>
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../../analyze/cmd/json.h"
 #include "../../analyze/sha256.h"
@@ -33,6 +36,7 @@
 #include "../../analyze/replay/session.h"
 #include "../../analyze/stacks/symbols.h"
 #include "../../formats/catalog.h"
+#include "../../formats/trace_int.h"
 #include "test-unit.h"
 
 static int tap_n, tap_failed;
@@ -537,8 +541,49 @@ static int unit_names(void)
 	return tap_failed;
 }
 
+/* ---- chunk CRCs -------------------------------------------------------- */
+
+/* A chunk's CRC made from its payload's CRC (crc32_combine) is the one a
+ * pass over the payload makes: for payloads of lengths around zlib's
+ * word and block sizes, with a linear file's seed and ring segments'. */
+static int unit_crc(void)
+{
+	static const size_t lens[] = { 0, 1, 7, 8, 4095, 65536 + 3, (1u << 20) + 11 };
+	uint64_t x = 42;
+	unsigned char *p = malloc((1u << 20) + 11), h[32];
+
+	if (!p)
+		return 1;
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		char what[64], why[96] = "";
+		int ok = 1;
+
+		for (int round = 0; round < 8 && ok; round++) {
+			uint32_t seed = round ? trace_segment_seed(splitmix(&x)) : 0, pcrc, a, b;
+
+			for (size_t i = 0; i < sizeof(h); i++)
+				h[i] = (unsigned char)splitmix(&x);
+			for (size_t i = 0; i < lens[k]; i++)
+				p[i] = (unsigned char)splitmix(&x);
+			pcrc = (uint32_t)crc32(0, p, (uInt)lens[k]);
+			a = trace_chunk_crc(seed, h, p, lens[k]);
+			b = trace_chunk_crc_known(seed, h, pcrc, lens[k]);
+			if (a != b) {
+				ok = 0;
+				snprintf(why, sizeof(why), "seed %08x: %08x from the payload, %08x from its CRC", seed, a, b);
+			}
+		}
+		snprintf(what, sizeof(what), "%zu bytes", lens[k]);
+		tap(ok, what, why);
+	}
+	free(p);
+	return tap_failed;
+}
+
 int unit_main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "crc"))
+		return unit_crc();
 	if (argc == 2 && !strcmp(argv[1], "names"))
 		return unit_names();
 	if (argc == 3 && !strcmp(argv[1], "sha256"))
