@@ -280,8 +280,10 @@ void *sampler_next(const char *name)
 /* The four functions every program calls most keep no frame of their
  * own: each jumps to the allocator, or to its slow path (slow.c). While no
  * tracer listens (no probe attached, no recording started the process), a
- * call costs a few loads and that jump; while one does, a call that is not
- * kept costs a countdown more, and a free one load. */
+ * call costs a few loads and that jump. While one does, an allocation
+ * that is not kept costs a countdown more, a free a look at the kept
+ * blocks' filter while some are live, and realloc, which does both, its
+ * slow path. */
 #define FAST __attribute__((optimize("omit-frame-pointer")))
 #define QUIET (!(__atomic_load_n(&otel_memory_alloc_semaphore, __ATOMIC_RELAXED) | sampler_recorded))
 
