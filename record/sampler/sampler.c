@@ -25,11 +25,12 @@
  *
  * Kept blocks are remembered in a lock-free table while a tracer listens,
  * so free() knows which ones to report; while none is live, free() only
- * reads a counter, and while some are, a cell of the table's filter. With no tracer listening, nothing is counted down
- * either: a call costs the wrapper's loads of a semaphore and a flag, or
- * of that counter for free(), and its jump to the allocator. No
- * locks, no allocation of its own on the malloc path: it is safe wherever
- * malloc itself is (threads, fork, a handler that interrupts malloc).
+ * reads a counter, and while some are, a cell of the table's filter. With
+ * no tracer listening nothing is counted down either: a call costs the
+ * wrapper's loads of a semaphore and a flag, or of that counter for
+ * free(), and its jump to the allocator. No locks, no allocation of its
+ * own on the malloc path: it is safe wherever malloc itself is (threads,
+ * fork, a handler that interrupts malloc).
  *
  * Knows nothing of the recorder: any tool that reads the otel_memory
  * probes reads these. While a probe's semaphore is raised, a report goes

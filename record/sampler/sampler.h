@@ -91,8 +91,8 @@ static inline int sampler_take(size_t size)
 
 /* slow.c: the slow paths of wrap.c's malloc, free, calloc and realloc,
  * each given the allocator's function it completes. malloc and calloc
- * are reached with the countdown already taken; realloc and free are
- * not. */
+ * are reached with the countdown already taken, realloc with nothing
+ * decided, free only for a block sampler_free_watched names. */
 struct sampler_slow {
 	void *(*malloc)(size_t size, void *(*next)(size_t));
 	void (*free)(void *p, void (*next)(void *));

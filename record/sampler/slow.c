@@ -33,9 +33,10 @@ static void *slow_malloc(size_t size, void *(*next)(size_t))
 	return p;
 }
 
+/* Reached only for a block the fast path found watched. */
 static void slow_free(void *p, void (*next)(void *))
 {
-	SAMPLER_GONE(p);
+	sampler_forget(p);
 	next(p);
 }
 

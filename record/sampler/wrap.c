@@ -173,6 +173,19 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static const struct {
+	int f;
+	uintptr_t fn;
+} glibc_own[] = {
+	{ F_MALLOC, (uintptr_t)__libc_malloc },
+	{ F_FREE, (uintptr_t)__libc_free },
+	{ F_CALLOC, (uintptr_t)__libc_calloc },
+	{ F_REALLOC, (uintptr_t)__libc_realloc },
+	{ F_MEMALIGN, (uintptr_t)__libc_memalign },
+	{ F_VALLOC, (uintptr_t)__libc_valloc },
+	{ F_PVALLOC, (uintptr_t)__libc_pvalloc },
+};
+
 static void next_find(void)
 {
 	static struct next_defs found;
@@ -188,20 +201,9 @@ static void next_find(void)
 	}
 	dl_iterate_phdr(visit_object, &v);
 	/* glibc's own, where nothing after this library defines one. */
-	if (!found.fn[F_MALLOC])
-		found.fn[F_MALLOC] = (uintptr_t)__libc_malloc;
-	if (!found.fn[F_FREE])
-		found.fn[F_FREE] = (uintptr_t)__libc_free;
-	if (!found.fn[F_CALLOC])
-		found.fn[F_CALLOC] = (uintptr_t)__libc_calloc;
-	if (!found.fn[F_REALLOC])
-		found.fn[F_REALLOC] = (uintptr_t)__libc_realloc;
-	if (!found.fn[F_MEMALIGN])
-		found.fn[F_MEMALIGN] = (uintptr_t)__libc_memalign;
-	if (!found.fn[F_VALLOC])
-		found.fn[F_VALLOC] = (uintptr_t)__libc_valloc;
-	if (!found.fn[F_PVALLOC])
-		found.fn[F_PVALLOC] = (uintptr_t)__libc_pvalloc;
+	for (size_t i = 0; i < sizeof(glibc_own) / sizeof(glibc_own[0]); i++)
+		if (!found.fn[glibc_own[i].f])
+			found.fn[glibc_own[i].f] = glibc_own[i].fn;
 	/* The first four are read with no look at next_state. */
 	for (int f = 0; f < F_NR; f++) {
 		next.seen[f] = found.seen[f];
