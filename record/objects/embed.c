@@ -246,12 +246,14 @@ static int embed_cache_load(const char *name, struct trace_writer *w, struct emb
 {
 	unsigned char h[EMBED_CACHE_HEADER], *p;
 	uint32_t codec, len, stored, crc;
-	int fd = open(name, O_RDONLY | O_CLOEXEC), ret = -1;
+	/* Not blocked on a FIFO someone left in its place: only a regular
+	 * file is an entry. */
+	int fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK), ret = -1;
 	struct stat st;
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) || st.st_size < EMBED_CACHE_HEADER || pread(fd, h, sizeof(h), 0) != sizeof(h) ||
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < EMBED_CACHE_HEADER || pread(fd, h, sizeof(h), 0) != sizeof(h) ||
 	    memcmp(h, EMBED_CACHE_MAGIC, 8))
 		goto out;
 	memcpy(&codec, h + 8, 4);
