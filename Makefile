@@ -90,6 +90,7 @@ RECORD_SRC := \
 	record/probes/uprobes.c \
 	record/procs/cgroups.c \
 	record/procs/execmap.c \
+	record/procs/procfile.c \
 	record/procs/procsnap.c \
 	record/procs/proctrack.c \
 	record/record.c \

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../procs/procfile.h"
 #include "../procs/procsnap.h"
 
 static uint64_t key_bid(const unsigned char *bid, int len)
@@ -98,19 +99,15 @@ static struct objset_obj *obj_new(struct objset *s, const char *path)
 	return o;
 }
 
-/* A regular file opened without blocking on a FIFO or following into a
- * device: -1 for anything else. */
-static int open_regular(const char *path, struct stat *st)
+/* The rights pid's files are opened with: read once for the pid last
+ * asked about, as the mappings of one process come together. */
+static const struct procfile_cred *cred_of(struct objset *s, pid_t pid)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
-		close(fd);
-		return -1;
+	if (pid != s->cred_pid) {
+		procfile_cred_read(pid, &s->cred);
+		s->cred_pid = pid;
 	}
-	return fd;
+	return &s->cred;
 }
 
 /* The mapped file, by the way objset.h gives, checked against bid when
@@ -118,15 +115,14 @@ static int open_regular(const char *path, struct stat *st)
 static int open_mapped(struct objset *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
 		       unsigned char *bid, int *bid_len, struct stat *st)
 {
-	char p[PATH_MAX + 64], base[PATH_MAX];
+	const struct procfile_cred *c = cred_of(s, pid);
+	char p[64], base[PATH_MAX];
 	size_t l = strlen(path);
 	const char *del = " (deleted)";
 	int fd;
 
 	if (s->map_files >= 0) {
-		snprintf(p, sizeof(p), "/proc/%d/map_files/%llx-%llx", (int)pid, (unsigned long long)start,
-			 (unsigned long long)end);
-		fd = open_regular(p, st);
+		fd = procfile_open_mapped(pid, start, end, c, 0, st);
 		if (fd >= 0) {
 			s->map_files = 1;
 			if (*bid_len <= 0)
@@ -134,23 +130,29 @@ static int open_mapped(struct objset *s, pid_t pid, uint64_t start, uint64_t end
 			return fd;
 		}
 		/* Not allowed at all (no CAP_SYS_ADMIN): stop asking. */
-		if (errno == EPERM && !s->map_files)
+		if (fd == -EPERM && !s->map_files)
 			s->map_files = -1;
 	}
 	/* A deleted file is gone from its path: what sits there now is
 	 * another one, which the build-id check below turns away. */
+	if (l >= sizeof(base))
+		return -1;
 	snprintf(base, sizeof(base), "%s", path);
 	if (l > strlen(del) && !strcmp(path + l - strlen(del), del))
 		base[l - strlen(del)] = 0;
 	for (int i = 0; i < 2; i++) {
 		unsigned char got[OBJSET_BUILD_ID_MAX];
-		int gl;
+		int gl, root = -1;
 
-		if (i == 0)
-			snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, base);
-		else
-			snprintf(p, sizeof(p), "%s", base);
-		fd = open_regular(p, st);
+		/* As the process sees it, then as this recorder does. */
+		if (i == 0) {
+			snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+			if ((root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+				continue;
+		}
+		fd = procfile_open(root, base, c, 0, st);
+		if (root >= 0)
+			close(root);
 		if (fd < 0)
 			continue;
 		gl = procsnap_build_id_fd(fd, got);

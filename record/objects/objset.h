@@ -9,9 +9,10 @@
  * a file deleted or replaced since, a memfd. Where that cannot be opened
  * (a recorder without the capability it needs, a process already gone),
  * /proc/PID/root/PATH and then PATH are tried, and taken only when their
- * build-id is the one the kernel reported for the mapping. A path is
- * never opened in a way that could block or follow into a device: only
- * regular files are kept. Objects are one per build-id; a mapping whose
+ * build-id is the one the kernel reported for the mapping. Every one is
+ * opened by procfile's rules (procs/procfile.h): with the process's
+ * rights, never through a link or a mount at the file, never a FIFO or a
+ * device. Objects are one per build-id; a mapping whose
  * record carries none is read once per file (device and inode) to learn
  * it. The fds are held until the trace is closed, so the objects can be
  * packed at the end (objects/embed.h) even when their processes are gone.
@@ -24,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "../procs/procfile.h"
 
 #define OBJSET_BUILD_ID_MAX 20
 
@@ -57,6 +60,8 @@ struct objset {
 	size_t alloc_bid;
 	uint32_t vdso_id;
 	int map_files;		/* 1: /proc/PID/map_files can be opened; -1: it cannot (said once) */
+	pid_t cred_pid;		/* whose rights cred holds, 0 for none yet */
+	struct procfile_cred cred;
 };
 
 /* The object of an executable file mapping pid has at [start, end), named

@@ -26,11 +26,11 @@ void lateprobe_start(struct lateprobe *lp, const struct uprobe_opts *u, const st
 	lp->o = *o;
 	lp->next_group = nr_groups + 1;
 	lp->start_ns = start_ns;
+	/* The files probed, as uprobes_add found them. */
 	for (int i = 0; i < u->objects.nr; i++) {
-		struct stat st;
 		struct late_obj *ob;
 
-		if (stat(u->objects.paths[i], &st) || !(ob = lateprobe_obj_add(lp, st.st_dev, st.st_ino)))
+		if (!u->objects.v[i].ino || !(ob = lateprobe_obj_add(lp, u->objects.v[i].dev, u->objects.v[i].ino)))
 			continue;
 		ob->at_start = 1;
 	}

@@ -132,7 +132,7 @@ static int wrapper_fits(struct recorder *rc, char *why, size_t whylen)
  * with it (--sample-bytes, or every call by default), or processes that run
  * with it already (-p), whose probe points then stand for the malloc
  * family. Fills rc->sampler; returns 0, or -1 after an error. */
-static int sampler_choose(struct recorder *rc)
+static int sampler_choose(struct recorder *rc, struct uprobe_object *at)
 {
 	char path[PATH_MAX + 64], why[PATH_MAX + 64];
 	size_t have = 0;
@@ -178,8 +178,9 @@ static int sampler_choose(struct recorder *rc)
 		return 0;
 	}
 	for (size_t i = 0; i < rc->nr_pids; i++)
-		have += !uprobes_find_sampler(rc->pids[i], path, sizeof(path));
+		have += !uprobes_find_sampler(rc->pids[i], at);
 	if (rc->nr_pids && have == rc->nr_pids) {
+		snprintf(path, sizeof(path), "%s", at->path);
 		snprintf(rc->sampler, sizeof(rc->sampler), "%.4095s", path);
 		if (!rc->quiet)
 			msg_note("malloc: %s with the allocation sampler (%s): recording its samples, estimates at the rate "
@@ -202,10 +203,10 @@ static void note_uprobes(const struct uprobe_objects *objs, const char *why)
 	size_t k = 0;
 
 	for (int i = 0; i < objs->nr; i++) {
-		const char *base = strrchr(objs->paths[i], '/');
+		const char *base = strrchr(objs->v[i].path, '/');
 
 		k += snprintf(names + k, k < sizeof(names) ? sizeof(names) - k : 0, "%s%s",
-			      i ? (i + 1 < objs->nr ? ", " : " and ") : "", base ? base + 1 : objs->paths[i]);
+			      i ? (i + 1 < objs->nr ? ", " : " and ") : "", base ? base + 1 : objs->v[i].path);
 	}
 	msg_note("malloc: probing the malloc family of %s%s%s, an entry and a return probe a call; -O OBJECT picks one",
 		 names, why[0] ? ", " : " (what the target maps)", why);
@@ -216,19 +217,24 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 	struct uprobe_opts u = { .min_size = rc->min_size, .max_size = rc->max_size, .sample = rc->sample,
 				 .exclude_pid = rc->system_wide ? getpid() : 0, .free_stacks = rc->free_stacks };
 	struct uprobe_objects found = { .nr = 0 };
+	struct uprobe_object at = { .pid = 0 };
 	char err[512] = "", why[PATH_MAX + 64] = "";
 	size_t n = 0;
 	int r = -ENOENT;
 
-	if (sampler_choose(rc))
+	if (sampler_choose(rc, &at))
 		return -1;
 	if (rc->sampler[0]) {
 		u.sampled = 1;
 		/* Only the command's processes run the wrapper as the recording
 		 * preloaded it (sampler_inherited): they report at one site. */
 		u.one_site = rc->command && !rc->system_wide;
-		u.objects.nr = 1;
-		snprintf(u.objects.paths[0], sizeof(u.objects.paths[0]), "%s", rc->sampler);
+		/* A running process's, as it maps it; the command's, this
+		 * memsight's own. */
+		if (!at.pid)
+			snprintf(at.path, sizeof(at.path), "%s", rc->sampler);
+		u.objects.nr = 0;
+		uprobes_objects_add(&u.objects, &at);
 		snprintf(rc->allocator, sizeof(rc->allocator), "%s", rc->sampler);
 		goto define;
 	}
@@ -240,14 +246,8 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 			 * libc within milliseconds, even on a loaded machine. */
 			if (uprobes_await_allocators(rc->pids[i], &one, 2000))
 				continue;
-			for (int k = 0; k < one.nr && found.nr < UPROBES_MAX_OBJECTS; k++) {
-				int dup = 0;
-
-				for (int j = 0; j < found.nr; j++)
-					dup |= !strcmp(found.paths[j], one.paths[k]);
-				if (!dup)
-					memcpy(found.paths[found.nr++], one.paths[k], sizeof(one.paths[k]));
-			}
+			for (int k = 0; k < one.nr; k++)
+				uprobes_objects_add(&found, &one.v[k]);
 		}
 		r = found.nr ? 0 : -ENOENT;
 	} else if (rc->system_wide) {
@@ -264,8 +264,8 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 
 		for (int i = 0; i < found.nr; i++)
 			snprintf(maps + strlen(maps), sizeof(maps) - strlen(maps), "%s%s", i ? ", " : " (it maps ",
-				 strrchr(found.paths[i], '/') ? strrchr(found.paths[i], '/') + 1 : found.paths[i]);
-		if (uprobes_resolve_object(rc->object, &found, u.objects.paths[0], sizeof(u.objects.paths[0])))
+				 strrchr(found.v[i].path, '/') ? strrchr(found.v[i].path, '/') + 1 : found.v[i].path);
+		if (uprobes_resolve_object(rc->object, &found, &u.objects.v[0]))
 			return msg_error("-O %s names no allocator the target maps%s%s: give a path, or the soname of one "
 				     "it maps",
 				     rc->object, maps, maps[0] ? ")" : "");
@@ -281,7 +281,7 @@ static int setup_malloc(struct recorder *rc, const struct rec_opts_events *o)
 	}
 	for (int i = 0; i < u.objects.nr; i++)
 		n += snprintf(rc->allocator + n, n < sizeof(rc->allocator) ? sizeof(rc->allocator) - n : 0, "%s%s",
-			      i ? "," : "", u.objects.paths[i]);
+			      i ? "," : "", u.objects.v[i].path);
 define:
 	/* And what tells of its own allocations, through the same probes. */
 	if (rc->command)
@@ -290,7 +290,7 @@ define:
 		uprobes_pid_emitters(rc->pids[i], &u.emitters);
 	if (!rc->quiet)
 		for (int i = 0; i < u.emitters.nr; i++)
-			msg_note("malloc: and the otel_memory probes of %s", u.emitters.paths[i]);
+			msg_note("malloc: and the otel_memory probes of %s", u.emitters.v[i].path);
 	if (!events_tracefs())
 		return msg_error("cannot record malloc: tracefs is not mounted and cannot be (%s)", strerror(errno));
 	uprobes_remove_stale();
@@ -732,7 +732,7 @@ void rec_late_probes(struct recorder *rc)
 	for (size_t i = 0; i < lp->nr_pend; i++) {
 		struct late_pending *p = &lp->pend[i];
 		struct late_obj *ob = lateprobe_obj_find(lp, p->dev, p->ino);
-		char kpath[96], err[512] = "";
+		char err[512] = "";
 		uint64_t since;
 		int fresh = 0;
 
@@ -742,17 +742,18 @@ void rec_late_probes(struct recorder *rc)
 		}
 		if (ob && ob->failed)
 			continue;
-		snprintf(kpath, sizeof(kpath), "/proc/%d/map_files/%llx-%llx", (int)p->pid,
-			 (unsigned long long)p->start, (unsigned long long)p->end);
 		if (!ob) {
+			struct uprobe_object at = { .pid = p->pid, .start = p->start, .end = p->end };
 			size_t first = rc->nr_evs;
 
+			/* Read, and probed, through the mapping itself. */
+			snprintf(at.path, sizeof(at.path), "%s", p->path);
 			if (!(ob = lateprobe_obj_add(lp, p->dev, p->ino)))
 				continue;
 			if (lp->late_objects >= UPROBES_MAX_LATE) {
 				snprintf(err, sizeof(err), "more than %d allocator objects found while recording",
 					 UPROBES_MAX_LATE);
-			} else if (!uprobes_add_late(kpath, lp->next_group, &lp->u, &lp->o, &rc->evs, &rc->nr_evs, err,
+			} else if (!uprobes_add_late(&at, lp->next_group, &lp->u, &lp->o, &rc->evs, &rc->nr_evs, err,
 						     sizeof(err))) {
 				lp->next_group++;
 				lp->late_objects++;

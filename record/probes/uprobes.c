@@ -30,6 +30,7 @@
 
 #include "../../formats/allocfns.h"
 #include "../../formats/sibling.h"
+#include "../procs/procfile.h"
 #include "usdt.h"
 
 /* posix_memalign returns its pointer through memory: the return sample
@@ -73,33 +74,91 @@ static int allocator_name(const char *path)
 	return alloc_object_is_allocator(path);
 }
 
-static void objects_add(struct uprobe_objects *o, const char *path)
+void uprobes_objects_add(struct uprobe_objects *o, const struct uprobe_object *ob)
 {
 	for (int i = 0; i < o->nr; i++)
-		if (!strcmp(o->paths[i], path))
+		if (ob->dev && o->v[i].dev ? o->v[i].dev == ob->dev && o->v[i].ino == ob->ino
+					   : !strcmp(o->v[i].path, ob->path))
 			return;
-	if (o->nr < UPROBES_MAX_OBJECTS && strlen(path) < sizeof(o->paths[0]))
-		snprintf(o->paths[o->nr++], sizeof(o->paths[0]), "%s", path);
+	if (o->nr < UPROBES_MAX_OBJECTS)
+		o->v[o->nr++] = *ob;
 }
 
-/* The allocators of one maps file, libc first. */
-static int objects_from_maps(struct uprobe_objects *o, const char *maps, int all)
+/* An object by path (pid 0) or as pid's mapping at start..end. */
+static void objects_add(struct uprobe_objects *o, const char *path, pid_t pid, uint64_t start, uint64_t end)
 {
-	char *line = NULL;
-	size_t alloc = 0;
-	FILE *f = fopen(maps, "re");
+	struct uprobe_object ob = { .pid = pid, .start = start, .end = end };
+	char link[96];
+	struct stat st;
 
-	if (!f)
+	if (strlen(path) >= sizeof(ob.path))
+		return;
+	snprintf(ob.path, sizeof(ob.path), "%s", path);
+	snprintf(link, sizeof(link), "/proc/%d/map_files/%llx-%llx", (int)pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	/* stat only: nothing is opened yet. */
+	if (!stat(pid ? link : path, &st) && S_ISREG(st.st_mode)) {
+		ob.dev = st.st_dev;
+		ob.ino = st.st_ino;
+	}
+	uprobes_objects_add(o, &ob);
+}
+
+/* An object opened for reading: by the recorder's own choice, or through
+ * the mapping it was found as, with the rights of its process. Always a
+ * regular file, never a FIFO or a device. A descriptor, or -errno. */
+static int object_open(const struct uprobe_object *ob, struct stat *st)
+{
+	struct procfile_cred c;
+
+	if (!ob->pid)
+		return procfile_open_own(ob->path, st);
+	procfile_cred_read(ob->pid, &c);
+	return procfile_open_mapped(ob->pid, ob->start, ob->end, &c, 0, st);
+}
+
+/* ob opened for its definitions, its file's identity noted: the
+ * descriptor, and the path the kernel is given for it, the descriptor
+ * itself, which it resolves to the very file read (a path could name
+ * another by then). -1 with a reason in err. */
+static int object_hold(struct uprobe_object *ob, char *kpath, size_t len, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = object_open(ob, &st);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open allocator object '%s': %s", ob->path, procfile_strerror(-fd));
+		return -1;
+	}
+	ob->dev = st.st_dev;
+	ob->ino = st.st_ino;
+	snprintf(kpath, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* The allocators of one process's maps (pid 0: this one's), libc first. */
+static int objects_from_maps(struct uprobe_objects *o, pid_t pid, int all)
+{
+	char maps[64], *line = NULL;
+	size_t alloc = 0;
+	FILE *f;
+
+	if (pid)
+		snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	else
+		snprintf(maps, sizeof(maps), "/proc/self/maps");
+	if (!(f = fopen(maps, "re")))
 		return -errno;
 	while (getline(&line, &alloc, f) > 0) {
 		char *p = strchr(line, '/');
+		unsigned long long start, end;
 
-		if (!p)
+		if (!p || sscanf(line, "%llx-%llx", &start, &end) != 2)
 			continue;
 		p[strcspn(p, "\n")] = 0;
 		if (all ? allocator_name(p) : (!strncmp(strrchr(p, '/') + 1, "libc.so", 7) ||
 					       !strncmp(strrchr(p, '/') + 1, "libc-2.", 7)))
-			objects_add(o, p);
+			objects_add(o, p, pid, start, end);
 	}
 	free(line);
 	fclose(f);
@@ -108,29 +167,33 @@ static int objects_from_maps(struct uprobe_objects *o, const char *maps, int all
 
 int uprobes_find_allocators(pid_t pid, struct uprobe_objects *o)
 {
-	char maps[64];
 	int r;
 
 	o->nr = 0;
-	if (pid)
-		snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
-	else
-		snprintf(maps, sizeof(maps), "/proc/self/maps");
 	/* libc first, then whatever else allocates. */
-	if ((r = objects_from_maps(o, maps, 0)) || (r = objects_from_maps(o, maps, 1)))
+	if ((r = objects_from_maps(o, pid, 0)) || (r = objects_from_maps(o, pid, 1)))
 		return r;
 	return o->nr ? 0 : -ENOENT;
 }
 
-static int elf_dynamic(const char *path);
+static int elf_dynamic(int fd);
 
 int uprobes_await_allocators(pid_t pid, struct uprobe_objects *o, int wait_ms)
 {
+	struct procfile_cred c;
+	struct stat st;
 	char exe[64];
-	int r = uprobes_find_allocators(pid, o);
+	int r = uprobes_find_allocators(pid, o), fd, dyn;
 
+	if (r != -ENOENT)
+		return r;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	if (r != -ENOENT || elf_dynamic(exe) != 1)
+	procfile_cred_read(pid, &c);
+	fd = procfile_open_link(exe, &c, 0, &st);
+	dyn = elf_dynamic(fd);
+	if (fd >= 0)
+		close(fd);
+	if (dyn != 1)
 		return r;
 	for (int waited = 0; r == -ENOENT && waited < wait_ms; waited += 2) {
 		struct timespec ts = { 0, 2000000 };
@@ -149,12 +212,9 @@ int uprobes_system_allocators(struct uprobe_objects *o)
 	if (uprobes_find_allocators(0, o))
 		o->nr = 0;
 	while (d && (de = readdir(d))) {
-		char maps[300];
-
-		if (!isdigit((unsigned char)de->d_name[0]))
+		if (!isdigit((unsigned char)de->d_name[0]) || atoi(de->d_name) == getpid())
 			continue;
-		snprintf(maps, sizeof(maps), "/proc/%s/maps", de->d_name);
-		objects_from_maps(o, maps, 1);
+		objects_from_maps(o, atoi(de->d_name), 1);
 	}
 	if (d)
 		closedir(d);
@@ -181,10 +241,10 @@ int uprobes_command_path(const char *cmd, char *out, size_t len)
 }
 
 /* 1 for a dynamically linked ELF (it has an interpreter), 0 for a static
- * one, -1 for no ELF. */
-static int elf_dynamic(const char *path)
+ * one, -1 for no ELF (or fd < 0). */
+static int elf_dynamic(int fd)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
+	int ret = -1;
 	Elf *elf;
 	size_t nph;
 
@@ -203,7 +263,6 @@ static int elf_dynamic(const char *path)
 	}
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return ret;
 }
 
@@ -302,13 +361,24 @@ static int loader_each(const char *path, void (*fn)(const char *obj, void *arg),
 static void add_libc(const char *obj, void *arg)
 {
 	if (!strncmp(strrchr(obj, '/') + 1, "libc.so", 7))
-		objects_add(arg, obj);
+		objects_add(arg, obj, 0, 0, 0);
 }
 
 static void add_allocator(const char *obj, void *arg)
 {
 	if (allocator_name(obj))
-		objects_add(arg, obj);
+		objects_add(arg, obj, 0, 0, 0);
+}
+
+/* elf_dynamic of a file this recorder chose by path. */
+static int path_dynamic(const char *path)
+{
+	struct stat st;
+	int fd = procfile_open_own(path, &st), dyn = elf_dynamic(fd);
+
+	if (fd >= 0)
+		close(fd);
+	return dyn;
 }
 
 /* The allocators the program at path would load, libc first, as for a
@@ -329,23 +399,29 @@ static int command_program(const char *argv0, char *path, size_t len)
 	FILE *f;
 	int dyn;
 
+	struct stat st;
+	int fd;
+
 	if (uprobes_command_path(argv0, path, len))
 		return -1;
-	dyn = elf_dynamic(path);
+	dyn = path_dynamic(path);
 	if (dyn >= 0)
 		return dyn;
 	/* A script: its interpreter's objects, and what the environment
 	 * preloads into it. */
-	f = fopen(path, "re");
-	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "#!", 2)) {
-		if (f)
-			fclose(f);
+	if ((fd = procfile_open_own(path, &st)) < 0 || !(f = fdopen(fd, "re"))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "#!", 2)) {
+		fclose(f);
 		return -1;
 	}
 	fclose(f);
 	snprintf(path, len, "%s", line + 2 + strspn(line + 2, " \t"));
 	path[strcspn(path, " \t\n")] = 0;
-	return elf_dynamic(path);
+	return path_dynamic(path);
 }
 
 int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char *why, size_t whylen)
@@ -357,7 +433,7 @@ int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char
 	why[0] = 0;
 	if (dyn == 0) {
 		/* Static: the executable holds its allocator. */
-		objects_add(o, path);
+		objects_add(o, path, 0, 0, 0);
 		snprintf(why, whylen, "the static executable '%s'", path);
 		return 0;
 	}
@@ -366,18 +442,18 @@ int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char
 	return loader_objects(path, o);
 }
 
-/* Whether the object at path has otel_memory probes, and is not memsight's
+/* Whether the object ob has otel_memory probes, and is not memsight's
  * own wrapper (probed as the wrapper). */
-static int emits_otel(const char *path)
+static int emits_otel(const struct uprobe_object *ob)
 {
-	const char *base = strrchr(path, '/');
+	const char *base = strrchr(ob->path, '/');
 	struct usdt_site *v = NULL;
+	struct stat st;
 	int fd, n;
 
-	if (!strncmp(base ? base + 1 : path, "libmemsight-sample", 18))
+	if (!strncmp(base ? base + 1 : ob->path, "libmemsight-sample", 18))
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if ((fd = object_open(ob, &st)) < 0)
 		return 0;
 	n = usdt_sites(fd, "otel_memory", &v);
 	close(fd);
@@ -387,8 +463,11 @@ static int emits_otel(const char *path)
 
 static void add_emitter(const char *obj, void *arg)
 {
-	if (emits_otel(obj))
-		objects_add(arg, obj);
+	struct uprobe_objects one = { .nr = 0 };
+
+	objects_add(&one, obj, 0, 0, 0);
+	if (one.nr && emits_otel(&one.v[0]))
+		uprobes_objects_add(arg, &one.v[0]);
 }
 
 int uprobes_command_emitters(char *const *argv, struct uprobe_objects *o)
@@ -415,79 +494,78 @@ int uprobes_pid_emitters(pid_t pid, struct uprobe_objects *o)
 	if (!(f = fopen(maps, "re")))
 		return 0;
 	while (getline(&line, &alloc, f) > 0) {
-		char *p = strchr(line, '/'), obj[PATH_MAX + 64];
+		char *p = strchr(line, '/');
+		unsigned long long start, end;
+		struct uprobe_objects one = { .nr = 0 };
 		int known = 0;
 
-		if (!p || !strstr(line, " r-xp "))
+		if (!p || !strstr(line, " r-xp ") || sscanf(line, "%llx-%llx", &start, &end) != 2)
 			continue;
 		p[strcspn(p, "\n")] = 0;
-		for (int i = 0; i < o->nr; i++)
-			known |= !strcmp(o->paths[i], p);
-		/* Read as the process maps it: in its own mount namespace. */
-		snprintf(obj, sizeof(obj), "/proc/%d/root%s", (int)pid, p);
-		if (!known && emits_otel(obj))
-			objects_add(o, p);
+		/* Read as the process maps it: through the mapping. */
+		objects_add(&one, p, pid, start, end);
+		for (int i = 0; i < o->nr && one.nr; i++)
+			known |= one.v[0].dev ? o->v[i].dev == one.v[0].dev && o->v[i].ino == one.v[0].ino
+					      : !strcmp(o->v[i].path, p);
+		if (one.nr && !known && emits_otel(&one.v[0]))
+			uprobes_objects_add(o, &one.v[0]);
 	}
 	free(line);
 	fclose(f);
 	return o->nr;
 }
 
-int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, char *out, size_t len)
+int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, struct uprobe_object *out)
 {
 	size_t l = strlen(name);
 
 	if (strchr(name, '/')) {
-		snprintf(out, len, "%s", name);
+		struct uprobe_objects one = { .nr = 0 };
+
+		objects_add(&one, name, 0, 0, 0);
+		if (!one.nr)
+			return -ENOENT;
+		*out = one.v[0];
 		return 0;
 	}
 	/* A soname or basename: the first mapped object it names. */
 	for (int i = 0; i < found->nr; i++) {
-		const char *base = strrchr(found->paths[i], '/');
+		const char *base = strrchr(found->v[i].path, '/');
 
-		base = base ? base + 1 : found->paths[i];
+		base = base ? base + 1 : found->v[i].path;
 		if (!strncmp(base, name, l)) {
-			snprintf(out, len, "%s", found->paths[i]);
+			*out = found->v[i];
 			return 0;
 		}
 	}
 	return -ENOENT;
 }
 
-int uprobes_find_libc(pid_t pid, char *path, size_t len)
-{
-	struct uprobe_objects o;
-	int r = uprobes_find_allocators(pid, &o);
-
-	if (r)
-		return r;
-	snprintf(path, len, "%s", o.paths[0]);
-	return 0;
-}
-
 /* File offsets of the allocation functions in obj (0 when absent). */
-int uprobes_find_sampler(pid_t pid, char *path, size_t len)
+int uprobes_find_sampler(pid_t pid, struct uprobe_object *ob)
 {
 	char file[64], line[PATH_MAX + 256];
+	struct uprobe_objects one = { .nr = 0 };
 	FILE *f;
-	int r = -ENOENT;
 
 	snprintf(file, sizeof(file), "/proc/%d/maps", (int)pid);
 	f = fopen(file, "re");
 	if (!f)
 		return -errno;
-	while (r && fgets(line, sizeof(line), f)) {
+	while (!one.nr && fgets(line, sizeof(line), f)) {
 		char *p = strchr(line, '/'), *nl = strchr(line, '\n');
+		unsigned long long start, end;
 
 		if (nl)
 			*nl = 0;
-		if (p && strstr(p, "/" UPROBES_SAMPLER) && strlen(p) < len) {
-			snprintf(path, len, "%s", p);
-			r = 0;
-		}
+		if (p && strstr(p, "/" UPROBES_SAMPLER) && sscanf(line, "%llx-%llx", &start, &end) == 2)
+			objects_add(&one, p, pid, start, end);
 	}
 	fclose(f);
-	return r;
+	if (!one.nr)
+		return -ENOENT;
+	*ob = one.v[0];
+	return 0;
 }
 
 int uprobes_sampler_library(char *path, size_t len)
@@ -495,24 +573,19 @@ int uprobes_sampler_library(char *path, size_t len)
 	return sibling_path(UPROBES_SAMPLER, R_OK, path, len) ? -ENOENT : 0;
 }
 
-static int find_offsets(const char *obj, unsigned long long *off, int sampled, char *err, size_t errlen)
+static int find_offsets(int fd, const char *obj, unsigned long long *off, char *err, size_t errlen)
 {
-	int fd = open(obj, O_RDONLY | O_CLOEXEC), found = 0;
+	int found = 0;
 	Elf *elf;
 	Elf_Scn *scn = NULL;
 	size_t nph;
 
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open allocator object '%s': %s", obj, strerror(errno));
-		return -1;
-	}
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
 		snprintf(err, errlen, "'%s' is not an ELF object: give a shared library or executable to -O", obj);
 		if (elf)
 			elf_end(elf);
-		close(fd);
 		return -1;
 	}
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -550,8 +623,6 @@ static int find_offsets(const char *obj, unsigned long long *off, int sampled, c
 		}
 	}
 	elf_end(elf);
-	close(fd);
-	(void)sampled;
 	if (!off[AF_MALLOC] || !off[AF_FREE]) {
 		snprintf(err, errlen, "'%s' has no %s function: give the allocator's object to -O "
 				      "(its libc, libjemalloc.so.2, or a static executable)",
@@ -668,20 +739,15 @@ static int load_event(const char *group, const char *name, enum alloc_fn fn, int
  * stream cannot carry: its two sites are one event (AF_OTEL_SITES), with
  * a kind as a constant, where no kernel filter or period (-z, -Z, -s)
  * would drop its frees with the allocations. */
-static int add_usdt(const char *object, const char *group, int wrapper, const struct uprobe_opts *u,
-		    const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+static int usdt_define(int fd, const char *kpath, const char *object, const char *group, int wrapper,
+		       const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs, size_t *nr,
+		       char *err, size_t errlen)
 {
 	static const char *const alloc_args[] = { "ptr", "size", "weight" };
-	int fd = open(object, O_RDONLY | O_CLOEXEC), n, sites[2] = { 0, 0 };
 	int merge = wrapper && u->one_site && !u->min_size && !u->max_size && u->sample <= 1;
 	struct usdt_site *v = NULL;
+	int n = usdt_sites(fd, "otel_memory", &v), sites[2] = { 0, 0 };
 
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open '%s': %s", object, strerror(errno));
-		return -1;
-	}
-	n = usdt_sites(fd, "otel_memory", &v);
-	close(fd);
 	for (int i = 0; i < n; i++) {
 		int alloc = !strcmp(v[i].name, "alloc"), k = alloc ? 0 : 1, want = alloc ? 3 : 1;
 		char line[1024], name[64], sem[32] = "";
@@ -706,7 +772,7 @@ static int add_usdt(const char *object, const char *group, int wrapper, const st
 		sites[k]++;
 		if (v[i].semaphore)
 			snprintf(sem, sizeof(sem), "(0x%llx)", (unsigned long long)v[i].semaphore);
-		l = snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx%s", group, name, object,
+		l = snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx%s", group, name, kpath,
 			     (unsigned long long)v[i].offset, sem);
 		for (int a = 0; a < want; a++) {
 			if (!v[i].args[a][0]) {
@@ -755,6 +821,19 @@ fail:
 	return -1;
 }
 
+static int add_usdt(struct uprobe_object *ob, const char *group, int wrapper, const struct uprobe_opts *u,
+		    const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+{
+	char kpath[64];
+	int fd = object_hold(ob, kpath, sizeof(kpath), err, errlen), r;
+
+	if (fd < 0)
+		return -1;
+	r = usdt_define(fd, kpath, ob->path, group, wrapper, u, o, evs, nr, err, errlen);
+	close(fd);
+	return r;
+}
+
 /* A function's entry fields as the merged events have them: each of
  * the family's argument names, the function's own fetch or 0. */
 static void merged_fields(enum alloc_fn k, char *out, size_t len)
@@ -783,16 +862,15 @@ static void merged_fields(enum alloc_fn k, char *out, size_t len)
  * the freeing ones another, and the returns a third (AF_ALLOCS, AF_FREES):
  * as a recording ends each event waits out the kernel's grace periods,
  * one after another, about 40 ms here. */
-static int add_object(const char *object, const char *group, const struct uprobe_opts *u,
-		      const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+static int object_define(int fd, const char *object, const char *kpath, const char *group,
+			 const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs, size_t *nr,
+			 char *err, size_t errlen)
 {
 	unsigned long long off[AF_NR] = { 0 };
 	int merge = !u->min_size && !u->max_size && u->sample <= 1, have[3] = { 0, 0, 0 };
 	static const enum alloc_fn merged[3] = { AF_ALLOCS, AF_FREES, AF_ALLOCS };
 
-	if (u->sampled)
-		return add_usdt(object, group, 1, u, o, evs, nr, err, errlen);
-	if (find_offsets(object, off, u->sampled, err, errlen) < 0)
+	if (find_offsets(fd, object, off, err, errlen) < 0)
 		return -1;
 	for (size_t k = 0; k < AF_NR; k++) {
 		char line[1024], name[64], also[256] = "", fields[256];
@@ -820,14 +898,14 @@ static int add_object(const char *object, const char *group, const struct uprobe
 			merged_fields(k, fields, sizeof(fields));
 			snprintf(name, sizeof(name), "%s", alloc_fns[merged[frees]].symbol);
 			snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx%s caller=+0($stack):u64 insn=%s fn=\\%zu:u64\n",
-				 group, name, object, off[k], fields, also[0] ? "-8(+0($stack)):u64" : "\\0:u64", k);
+				 group, name, kpath, off[k], fields, also[0] ? "-8(+0($stack)):u64" : "\\0:u64", k);
 			if (define(line, group, name, err, errlen))
 				return -1;
 			have[frees] = 1;
 		} else {
 			snprintf(name, sizeof(name), "%s", alloc_fns[k].symbol);
 			snprintf(line, sizeof(line), "p:%s/%s %s:0x%llx %s caller=+0($stack):u64%s\n", group, name,
-				 object, off[k], alloc_fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
+				 kpath, off[k], alloc_fns[k].args, also[0] ? " insn=-8(+0($stack)):u64" : "");
 			if (define(line, group, name, err, errlen) || load_event(group, name, k, 1, 0, u, o, evs, nr))
 				return -1;
 		}
@@ -838,14 +916,14 @@ static int add_object(const char *object, const char *group, const struct uprobe
 		if (merge && alloc_fns[k].op != ALLOC_OP_ALLOC_OUT) {
 			snprintf(name, sizeof(name), "%s" UPROBES_RETURN_SUFFIX, alloc_fns[AF_ALLOCS].symbol);
 			snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64 fn=\\%zu:u64\n", group, name,
-				 object, off[k], k);
+				 kpath, off[k], k);
 			if (define(line, group, name, err, errlen))
 				return -1;
 			have[2] = 1;
 			continue;
 		}
 		snprintf(name, sizeof(name), "%s" UPROBES_RETURN_SUFFIX, alloc_fns[k].symbol);
-		snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64\n", group, name, object, off[k]);
+		snprintf(line, sizeof(line), "r:%s/%s %s:0x%llx ret=$retval:u64\n", group, name, kpath, off[k]);
 		if (define(line, group, name, err, errlen) || load_event(group, name, k, 0, 0, u, o, evs, nr))
 			return -1;
 	}
@@ -862,8 +940,25 @@ static int add_object(const char *object, const char *group, const struct uprobe
 	return 0;
 }
 
-int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs,
-		size_t *nr, char *err, size_t errlen)
+/* The probes of one object, under group: its USDT probes when it is the
+ * sampler, its functions' entries and returns otherwise. */
+static int add_object(struct uprobe_object *ob, const char *group, const struct uprobe_opts *u,
+		      const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+{
+	char kpath[64];
+	int fd, r;
+
+	if (u->sampled)
+		return add_usdt(ob, group, 1, u, o, evs, nr, err, errlen);
+	if ((fd = object_hold(ob, kpath, sizeof(kpath), err, errlen)) < 0)
+		return -1;
+	r = object_define(fd, ob->path, kpath, group, u, o, evs, nr, err, errlen);
+	close(fd);
+	return r;
+}
+
+int uprobes_add(struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs, size_t *nr,
+		char *err, size_t errlen)
 {
 	size_t start = *nr;
 
@@ -879,8 +974,8 @@ int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, st
 			snprintf(group, sizeof(group), "memsight_%d_%d", (int)getpid(), i + 1);
 		else
 			snprintf(group, sizeof(group), "memsight_%d", (int)getpid());
-		if (i < u->objects.nr ? add_object(u->objects.paths[i], group, u, o, evs, nr, err, errlen)
-				      : add_usdt(u->emitters.paths[i - u->objects.nr], group, 0, u, o, evs, nr, err, errlen))
+		if (i < u->objects.nr ? add_object(&u->objects.v[i], group, u, o, evs, nr, err, errlen)
+				      : add_usdt(&u->emitters.v[i - u->objects.nr], group, 0, u, o, evs, nr, err, errlen))
 			goto fail;
 	}
 	return 0;
@@ -893,15 +988,15 @@ fail:
 	return -1;
 }
 
-int uprobes_add_late(const char *object, int index, const struct uprobe_opts *u, const struct rec_opts_events *o,
-		     struct rec_event **evs, size_t *nr, char *err, size_t errlen)
+int uprobes_add_late(struct uprobe_object *ob, int index, const struct uprobe_opts *u,
+		     const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen)
 {
 	size_t start = *nr, defs = nr_defined;
 	char group[64];
 
 	uprobes_guard();
 	snprintf(group, sizeof(group), "memsight_%d_%d", (int)getpid(), index);
-	if (!add_object(object, group, u, o, evs, nr, err, errlen))
+	if (!add_object(ob, group, u, o, evs, nr, err, errlen))
 		return 0;
 	events_free(*evs + start, *nr - start);
 	*nr = start;

@@ -14,6 +14,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "events.h"
@@ -23,9 +24,21 @@
 #define UPROBES_MAX_OBJECTS 4
 #define UPROBES_MAX_LATE 16
 
+/* An object to probe. One found as a process's mapping is read through
+ * that mapping, with the process's rights (procs/procfile.h), and the
+ * kernel is given the very file read: never what its path names here,
+ * which the process's user may have put a FIFO, a device or a link at. */
+struct uprobe_object {
+	char path[PATH_MAX];	/* as its process names it: what is said, and what -O matches */
+	pid_t pid;		/* found mapped by pid at start..end; 0: by path, the recorder's own choice */
+	uint64_t start, end;
+	dev_t dev;		/* the file, telling objects apart; 0 when not known */
+	ino_t ino;
+};
+
 /* Allocator objects, the first one libc's where there is one. */
 struct uprobe_objects {
-	char paths[UPROBES_MAX_OBJECTS][PATH_MAX];
+	struct uprobe_object v[UPROBES_MAX_OBJECTS];
 	int nr;
 };
 
@@ -53,8 +66,8 @@ int uprobes_pid_emitters(pid_t pid, struct uprobe_objects *o);
 /* The file name of the allocation sampler, as a process's maps show it. */
 #define UPROBES_SAMPLER "libmemsight-sample.so"
 
-/* The sampler pid maps (its path into path), or -ENOENT. */
-int uprobes_find_sampler(pid_t pid, char *path, size_t len);
+/* The sampler pid maps, or -ENOENT. */
+int uprobes_find_sampler(pid_t pid, struct uprobe_object *ob);
 /* The sampler this memsight came with: beside memsight-record, as a build
  * tree and make install put them. 0, or -ENOENT (where it looked in
  * path). */
@@ -67,8 +80,6 @@ int uprobes_find_allocators(pid_t pid, struct uprobe_objects *o);
  * program whose loader has not mapped its libc yet (one just exec'd) is
  * waited for, up to wait_ms. */
 int uprobes_await_allocators(pid_t pid, struct uprobe_objects *o, int wait_ms);
-/* The first of them, its libc where it has one. */
-int uprobes_find_libc(pid_t pid, char *path, size_t len);
 /* The allocators every running process maps, for -a. */
 int uprobes_system_allocators(struct uprobe_objects *o);
 /* The allocators a command not started yet will map, as its dynamic
@@ -77,8 +88,10 @@ int uprobes_system_allocators(struct uprobe_objects *o);
  * is its interpreter. Returns 0, or -ENOENT when it cannot tell. */
 int uprobes_command_allocators(char *const *argv, struct uprobe_objects *o, char *why, size_t whylen);
 /* -O NAME: a path as it is; a soname or basename (libjemalloc.so.2,
- * libjemalloc) as the first of found it names. 0, or -ENOENT. */
-int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, char *out, size_t len);
+ * libjemalloc) as the first of found it names, into out. 0, or -ENOENT. */
+int uprobes_resolve_object(const char *name, const struct uprobe_objects *found, struct uprobe_object *out);
+/* Add ob to o unless o holds that file already (or is full). */
+void uprobes_objects_add(struct uprobe_objects *o, const struct uprobe_object *ob);
 
 /* argv[0] as execvp would find it, into out: 0, or -1 when there is no
  * such program. */
@@ -87,18 +100,19 @@ int uprobes_command_path(const char *cmd, char *out, size_t len);
 /* What ends the name of an event of a return probe (malloc_ret). */
 #define UPROBES_RETURN_SUFFIX "_ret"
 
-/* Define the probes and append their events. Returns 0, or -1 with a
- * one-line reason in err (no such object, no allocation function in it,
- * tracefs refused a definition). On error nothing stays defined. */
-int uprobes_add(const struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs,
-		size_t *nr, char *err, size_t errlen);
+/* Define the probes and append their events; each object's dev and ino
+ * are the file's that was probed. Returns 0, or -1 with a one-line reason
+ * in err (no such object, no allocation function in it, tracefs refused
+ * a definition). On error nothing stays defined. */
+int uprobes_add(struct uprobe_opts *u, const struct rec_opts_events *o, struct rec_event **evs, size_t *nr,
+		char *err, size_t errlen);
 
-/* An allocator object found while recording: its probes under the group
- * memsight_PID_index, appended to evs as uprobes_add does. object is a
- * path the kernel resolves to the very file mapped (/proc/PID/map_files/...).
- * Returns 0, or -1 with a reason in err and none of its probes left. */
-int uprobes_add_late(const char *object, int index, const struct uprobe_opts *u, const struct rec_opts_events *o,
-		     struct rec_event **evs, size_t *nr, char *err, size_t errlen);
+/* An allocator object found while recording (a mapping of its process):
+ * its probes under the group memsight_PID_index, appended to evs as
+ * uprobes_add does. Returns 0, or -1 with a reason in err and none of its
+ * probes left. */
+int uprobes_add_late(struct uprobe_object *ob, int index, const struct uprobe_opts *u,
+		     const struct rec_opts_events *o, struct rec_event **evs, size_t *nr, char *err, size_t errlen);
 
 /* After uprobes_add: the functions probed once for a shared address, as
  * "FUNCTION=ALIAS[,ALIAS] ..." ("" when none), for the host META. */

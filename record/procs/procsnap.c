@@ -4,6 +4,8 @@
  * Mappings are opened through /proc/PID/map_files/ when possible: that is
  * the file the process really maps, even when it was deleted or lives in
  * another mount namespace (a container), not whatever sits at its path now.
+ * Every file is opened by procfile's rules (procfile.h), with the rights
+ * of the process that maps it.
  */
 #include "procsnap.h"
 
@@ -82,26 +84,19 @@ int procsnap_build_id_mem(const void *image, size_t len, unsigned char *id)
 	return build_id_elf(elf_memory((char *)image, len), id);
 }
 
-static int build_id_file(const char *path, const dev_t *dev, ino_t ino, unsigned char *id)
+/* The build-id of the file open at fd (st its status), from the cache
+ * when that file was read before. */
+static int build_id_cached(int fd, const struct stat *st, unsigned char *id)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), len;
+	int len;
 
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (dev && (st.st_dev != *dev || st.st_ino != ino))) {
-		close(fd);
-		return -1;
-	}
 	for (size_t i = 0; i < nr_cache; i++) {
-		if (cache[i].dev == st.st_dev && cache[i].ino == st.st_ino) {
-			close(fd);
+		if (cache[i].dev == st->st_dev && cache[i].ino == st->st_ino) {
 			memcpy(id, cache[i].id, cache[i].len > 0 ? cache[i].len : 0);
 			return cache[i].len;
 		}
 	}
 	len = procsnap_build_id_fd(fd, id);
-	close(fd);
 	if (nr_cache == cache_alloc) {
 		size_t n = cache_alloc ? cache_alloc * 2 : 64;
 		struct bid_cache *p = realloc(cache, n * sizeof(*p));
@@ -111,8 +106,8 @@ static int build_id_file(const char *path, const dev_t *dev, ino_t ino, unsigned
 		cache = p;
 		cache_alloc = n;
 	}
-	cache[nr_cache].dev = st.st_dev;
-	cache[nr_cache].ino = st.st_ino;
+	cache[nr_cache].dev = st->st_dev;
+	cache[nr_cache].ino = st->st_ino;
 	cache[nr_cache].len = len;
 	if (len > 0)
 		memcpy(cache[nr_cache].id, id, len);
@@ -120,14 +115,32 @@ static int build_id_file(const char *path, const dev_t *dev, ino_t ino, unsigned
 	return len;
 }
 
-int procsnap_build_id(const char *path, unsigned char *id)
+int procsnap_mapping_build_id(pid_t pid, const struct procfile_cred *c, uint64_t start, uint64_t end,
+			      const char *path, dev_t dev, ino_t ino, unsigned char *id)
 {
-	return build_id_file(path, NULL, 0, id);
-}
+	struct stat st;
+	char rootp[64];
+	int fd, root, len;
 
-int procsnap_build_id_of(const char *path, dev_t dev, ino_t ino, unsigned char *id)
-{
-	return build_id_file(path, &dev, ino, id);
+	fd = procfile_open_mapped(pid, start, end, c, 0, &st);
+	if (fd < 0 && path[0] == '/') {
+		/* As the process sees the path, while it is there; then as
+		 * this recorder does. */
+		snprintf(rootp, sizeof(rootp), "/proc/%d/root", (int)pid);
+		root = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		fd = procfile_open(root, path, c, 0, &st);
+		if (root >= 0)
+			close(root);
+		if (fd >= 0 && ino && (st.st_dev != dev || st.st_ino != ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
+		return -1;
+	len = build_id_cached(fd, &st, id);
+	close(fd);
+	return len;
 }
 
 void procsnap_build_id_hex(const unsigned char *id, int len, char *out)
@@ -253,7 +266,8 @@ int procsnap_process(pid_t pid, char **text, size_t *len)
 	char path[128], buf[512], *line = NULL;
 	size_t line_alloc = 0;
 	pid_t *tids = NULL, nspid;
-	int nt, ppid = 0;
+	struct procfile_cred cred;
+	int nt, ppid = 0, have_cred = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -296,13 +310,11 @@ int procsnap_process(pid_t pid, char **text, size_t *len)
 		file = pathpos ? line + pathpos : "";
 		if (file[0] == '/') {
 			unsigned char id[BUILD_ID_MAX];
-			char mf[128];
 			int l;
 
-			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", (int)pid, start, end);
-			l = procsnap_build_id(mf, id);
-			if (l < 0)
-				l = procsnap_build_id(file, id);
+			if (!have_cred++)
+				procfile_cred_read(pid, &cred);
+			l = procsnap_mapping_build_id(pid, &cred, start, end, file, 0, 0, id);
 			if (l > 0)
 				procsnap_build_id_hex(id, l, hex);
 		}

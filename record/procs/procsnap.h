@@ -13,15 +13,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "procfile.h"
+
 #define BUILD_ID_MAX 20
 
-/* Read the NT_GNU_BUILD_ID note of the ELF file at path. Returns its length
- * (1..BUILD_ID_MAX) or -1 when the file has none, is not ELF or is no
- * regular file (a FIFO there is never waited on). */
-int procsnap_build_id(const char *path, unsigned char *id);
-/* The same, only when the file at path is still the one a mapping named
- * (its device and inode): a path swapped since gives -1. */
-int procsnap_build_id_of(const char *path, dev_t dev, ino_t ino, unsigned char *id);
+/* The build-id of the file pid maps at start..end, read as procfile.h
+ * opens a process's files (with its rights c): through the mapping, else
+ * by path as the process sees it, else as this recorder does, taken then
+ * only when it is still the file dev:ino (ino 0: any). Returns its length
+ * (1..BUILD_ID_MAX), or -1 when there is none or no such file. */
+int procsnap_mapping_build_id(pid_t pid, const struct procfile_cred *c, uint64_t start, uint64_t end,
+			      const char *path, dev_t dev, ino_t ino, unsigned char *id);
 /* The same for an open file. */
 int procsnap_build_id_fd(int fd, unsigned char *id);
 /* The same for an ELF image in memory (the vDSO). */

@@ -654,6 +654,8 @@ int rec_drain_all(struct recorder *rc, int flush_old)
 	}
 	if (allocstream_drain(rc, now, rc->stop_ns != 0))
 		return -1;
+	if (jitmaps_pump(&rc->jm, JITMAPS_PASS_MAX, jit_emit, rc))
+		msg_warn("out of memory copying a runtime's perf map or jitdump: the trace carries fewer");
 	if (flush_old && rc->wrapper_out.len &&
 	    now - rc->wrapper_out.flushed_at > (rc->fl.ring_size ? FLUSH_AGE_RING_NS : FLUSH_AGE_NS))
 		rec_ring_flush(rc, &rc->wrapper_out);

@@ -274,13 +274,12 @@ void rec_meta_end(struct recorder *rc)
 	for (size_t i = 0; i < rc->nr_nobid; i++) {
 		const struct rec_nobid *nb = &rc->nobid[i];
 		unsigned char id[BUILD_ID_MAX];
-		char hex[2 * BUILD_ID_MAX + 1], mf[80];
+		char hex[2 * BUILD_ID_MAX + 1];
+		struct procfile_cred c;
 		int l, n;
 
-		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", (int)nb->pid, (unsigned long long)nb->start,
-			 (unsigned long long)nb->end);
-		if ((l = procsnap_build_id_of(mf, nb->dev, nb->ino, id)) <= 0)
-			l = procsnap_build_id_of(nb->name, nb->dev, nb->ino, id);
+		procfile_cred_read(nb->pid, &c);
+		l = procsnap_mapping_build_id(nb->pid, &c, nb->start, nb->end, nb->name, nb->dev, nb->ino, id);
 		if (l <= 0)
 			continue;
 		procsnap_build_id_hex(id, l, hex);

@@ -20,7 +20,7 @@
  *   test-tool flip FILE OFFSET
  *       inverts one byte
  *   test-tool grep FILE STRING
- *       how many times STRING occurs in the DATA chunks, decompressed
+ *       how many times STRING occurs in the chunks (DATA, META, every one), decompressed
  *   test-tool restack IN OUT MODE
  *       IN's samples with a stack dump rewritten (every other chunk copied):
  *       unpack   in the kernel's layout again, the dump as packed
@@ -463,8 +463,6 @@ static int cmd_grep(const char *path, const char *needle)
 	for (size_t i = 0; i < r.nr_chunks; i++) {
 		long len;
 
-		if (r.chunks[i].type != TRACE_CHUNK_DATA)
-			continue;
 		len = trace_chunk_payload(&r, i, &buf, &alloc, err, sizeof(err));
 		if (len < 0) {
 			fprintf(stderr, "test-tool: %s\n", err);

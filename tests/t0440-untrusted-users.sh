@@ -1,0 +1,106 @@
+#!/bin/sh
+# The root recorder and analyzer beside users they do not trust: each
+# attack made as nobody, the way a local user with their own user and
+# mount namespace (unshare -Urm, allowed on a stock Debian) would make it.
+# What is checked: the secret never reaches the trace, a file planted
+# never replaces or opens anything, nothing blocks.
+. "$(dirname "$0")/test-lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "these attacks are made as nobody against a root memsight: run as root"
+id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null || skip_all "no user nobody, or no setpriv"
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+USERNS=
+as_nobody unshare -Urm true 2>/dev/null && USERNS=1
+
+# A directory nobody can use, and a secret only root reads.
+chmod 711 "$TRASH" && mkdir pub && chmod 1777 pub
+SECRET=$TRASH/secret && echo "memsight-root-secret-$$" >"$SECRET" && chmod 600 "$SECRET"
+
+# in_trace TRACE: how often the secret is in the trace, every chunk
+# decompressed.
+in_trace() {
+	"$BUILD/test-tool" grep "$1" "memsight-root-secret-$$" | sed -n 's/^matches //p'
+}
+
+# record_around OUT ARGS -- ATTACK: a 3 s system-wide recording with ATTACK
+# (a command line for sh, run as nobody) started once it records.
+record_around() {
+	out=$1 && shift && rm -f "$out.pid" &&
+	{ "$MEMSIGHT" record -q -a -d 3 --pidfile "$out.pid" -o "$out" "$@" & } &&
+	i=0 && while [ ! -s "$out.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done &&
+	timeout 20 setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "$ATTACK" &&
+	wait
+}
+
+if recording_allowed && [ -n "$USERNS" ]; then
+	# The process whose files are planted is started inside the
+	# namespace, so the recorder sees it there from its first mapping.
+	cat >pub/plant.sh <<-\EOF
+	# plant.sh KIND WHAT: a process in this (private) mount namespace
+	# whose perf map is WHAT bind-mounted over it (bind), a link to WHAT
+	# on a private /tmp (link), or a FIFO there (fifo).
+	# A child: a process of its own, in this namespace from its start.
+	sh -c '
+		f=/tmp/perf-$$.map
+		case $1 in
+		bind) touch $f && mount --bind "$2" $f ;;
+		link) mount -t tmpfs none /tmp && ln -s "$2" $f ;;
+		fifo) mount -t tmpfs none /tmp && mkfifo $f ;;
+		esac
+		sleep 0.2' plant "$@"
+	EOF
+	chmod 644 pub/plant.sh
+
+	test_expect_success 'a perf map bind-mounted over by a root-only file is not copied; nor one through a link' '
+		ATTACK="unshare -Urm sh $TRASH/pub/plant.sh bind $SECRET" &&
+		record_around bind.trace -e faults &&
+		test "$(in_trace bind.trace)" = 0 &&
+		ATTACK="unshare -Urm sh $TRASH/pub/plant.sh link $SECRET" &&
+		record_around link.trace -e faults &&
+		test "$(in_trace link.trace)" = 0 &&
+		"$MEMSIGHT" info link.trace >info && ! grep "perf-map" info
+	'
+
+	# A device's open can do something (a watchdog is armed by it): the
+	# recorder looks at what a path is before it opens it. A node of the
+	# test's own, watched for opens with inotify.
+	test_expect_success 'a device or a FIFO at a perf map is never opened, and nothing waits on it' '
+		mknod "$TRASH/pub/dev" c 1 3 && chmod 666 "$TRASH/pub/dev" &&
+		{ timeout 30 python3 -c "
+import ctypes, os, select, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x20)   # IN_OPEN
+print(\"watching\", flush=True)
+n = 0
+while select.select([fd], [], [], 6)[0]:
+    os.read(fd, 4096); n += 1
+print(\"opens\", n)
+" "$TRASH/pub/dev" >watch & } &&
+		while ! grep -q watching watch 2>/dev/null; do sleep 0.1; done &&
+		ATTACK="unshare -Urm sh $TRASH/pub/plant.sh bind $TRASH/pub/dev; unshare -Urm sh $TRASH/pub/plant.sh fifo" &&
+		record_around dev.trace -e faults &&
+		wait && cat watch && grep "^opens 0$" watch
+	'
+
+	# A running program of nobody's, and a FIFO mounted over the file it
+	# runs from, in its namespace: what the recorder reads of its objects
+	# it reads through the mappings, never a path that may block.
+	test_expect_success 'record -e malloc -p: a FIFO mounted over a mapped object blocks nothing' '
+		mkdir pub/run && chmod 777 pub/run &&
+		cat >pub/run/target.sh <<-\EOF &&
+		cp /bin/sleep "$1/sleep" && "$1/sleep" 30 &
+		sleep 0.2 && mkfifo "$1/fifo" && mount --bind "$1/fifo" "$1/sleep" && echo $! >"$1/pid"
+		wait
+		EOF
+		{ as_nobody unshare -Urm sh pub/run/target.sh "$TRASH/pub/run" & } &&
+		i=0 && while [ ! -s pub/run/pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done &&
+		pid=$(cat pub/run/pid) &&
+		timeout -s KILL 30 "$MEMSIGHT" record -q -e malloc -p $pid -d 0.5 -o p.trace; rc=$? &&
+		kill $pid; wait; test $rc = 0
+	'
+else
+	echo "# recording, or a user namespace for nobody, is not possible here: the recorder's attacks are skipped"
+fi
+
+test_done
