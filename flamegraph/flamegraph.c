@@ -291,7 +291,7 @@ static int write_svg(const struct flamegraph *fg, struct flame_node *root)
 	/* 0600, as the trace it is drawn from: it holds commands and paths. */
 	if (fg->output) {
 		if (replace_open(&o, fg->output))
-			return msg_error("cannot create '%s': %s", fg->output, strerror(errno));
+			return msg_error("cannot create '%s': %s", fg->output, replace_strerror(&o));
 		out = o.f;
 	}
 	if (flame_svg_write(out, root, &fg->o)) {

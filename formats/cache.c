@@ -22,9 +22,10 @@
 #define CACHE_TEMP_STALE_S 3600
 
 /* As ssh holds ~/.ssh: the directory is ours, not a link, and no one
- * else may write into it. One that is ours but open to others is closed
- * (0700); any other is not used, said once: what it holds may have been
- * planted, and what is written there could be read or replaced. */
+ * else may write into it; any other is not used, said once: what it holds
+ * may have been planted, and what is written there could be read or
+ * replaced. Its mode is never changed: a directory named by mistake (a
+ * shared /tmp) must stay as others rely on it. */
 static int cache_dir_trusted(const char *dir)
 {
 	static int said;
@@ -32,15 +33,14 @@ static int cache_dir_trusted(const char *dir)
 
 	if (lstat(dir, &st))
 		return -1;
-	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) && !chmod(dir, 0700))
-		st.st_mode &= ~(mode_t)077;
 	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022))
 		return 0;
 	if (!__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED))
-		msg_warn("the cache directory '%s' is %s: working without a cache; remove it, or set MEMSIGHT_CACHE_DIR", dir,
+		msg_warn("the cache directory '%s' is %s: working without a cache; %s, or set MEMSIGHT_CACHE_DIR", dir,
 			 !S_ISDIR(st.st_mode)	  ? "no directory (a link?)"
 			 : st.st_uid != geteuid() ? "another user's"
-						  : "writable by others");
+						  : "writable by others",
+			 S_ISDIR(st.st_mode) && st.st_uid == geteuid() ? "make it private (chmod 700)" : "remove it");
 	return -1;
 }
 
@@ -180,7 +180,9 @@ void cache_trim(const char *dir)
 	while ((de = readdir(d))) {
 		struct stat st;
 
-		if (de->d_name[0] == '.' || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		/* Only what a cache writer of this user made. */
+		if (strncmp(de->d_name, CACHE_ENTRY_PREFIX, strlen(CACHE_ENTRY_PREFIX)) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
 			continue;
 		if (strstr(de->d_name, CACHE_TEMP_TAG)) {
 			if (now - st.st_mtime > CACHE_TEMP_STALE_S)

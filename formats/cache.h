@@ -5,8 +5,13 @@
  * keeps embedded objects it decoded, the recorder the entries it packed,
  * as perf keeps its build-id cache): $MEMSIGHT_CACHE_DIR, else
  * $XDG_CACHE_HOME/memsight, else ~/.cache/memsight; no cache at all when
- * MEMSIGHT_CACHE_DIR is set but empty. And writing a file there so that no
- * reader ever sees it half made. A cache is an optimisation: every failure
+ * MEMSIGHT_CACHE_DIR is set but empty. A directory is used only when it
+ * is the user's own and no one else can write it, and is never changed:
+ * a directory named by mistake (a /tmp) keeps its mode and every file
+ * that is not the cache's. Every entry's name starts with
+ * CACHE_ENTRY_PREFIX, and only files of that name and of this user are
+ * ever removed. And writing a file there so that no reader ever sees it
+ * half made. A cache is an optimisation: every failure
  * here only means working without it. Knows nothing of what the files hold.
  */
 #ifndef MEMSIGHT_FORMATS_CACHE_H
@@ -14,11 +19,13 @@
 
 #include <stddef.h>
 
+/* What every entry's file name starts with. */
+#define CACHE_ENTRY_PREFIX "memsight-"
+
 /* The cache directory into buf, made (mode 0700) when only its last level
  * is missing, and used only when it is the user's own directory, not a
- * link, writable by no one else (one of the user's open to others is set
- * to 0700; for any other a warning is printed once). Returns 0, or -1
- * when there is none to use. */
+ * link, writable by no one else (for any other a warning is printed
+ * once). Returns 0, or -1 when there is none to use. */
 int cache_dir(char *buf, size_t len);
 
 /* Write the two parts (b may be NULL) as the file path, through a
@@ -31,8 +38,10 @@ int cache_store(const char *path, const void *a, size_t alen, const void *b, siz
  * over path when it is whole and calls cache_trim, or unlinks it. */
 int cache_temp(const char *path, char *tmp, size_t len);
 
-/* After an entry was added to the cache dir: temporary files a crashed
- * writer left (an hour old) go, and while the entries pass the size cap
+/* After an entry was added to the cache dir (of the entries, only files
+ * of this user's named CACHE_ENTRY_PREFIX... are looked at): temporary
+ * files a crashed writer left (an hour old) go, and while the entries
+ * pass the size cap
  * (MEMSIGHT_CACHE_MAX: bytes, with K, M or G; default 2G; 0 for none) the
  * least recently used go, down to nine tenths of it; the newest stays,
  * whatever its size, as its writer is about to open it. */

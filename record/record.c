@@ -472,7 +472,7 @@ static int record_start(struct recorder *rc)
 	if (rc->fl.ring_size && rc->old_fd >= 0 && flight_keep_previous(&rc->fl, rc->output, rc->fl.max_snapshots))
 		msg_warn("cannot keep the old ring as '%s': %s", rc->fl.previous, strerror(errno));
 	rec_output_keep_old(rc);
-	if (rename(rc->tmp_path, rc->output))
+	if (renameat(rc->out_dfd, rc->tmp_path, rc->out_dfd, rc->out_base))
 		return msg_error("cannot create '%s': %s", rc->output, strerror(errno));
 	rc->renamed = 1;
 	return rec_pidfile_write(rc);
@@ -521,7 +521,7 @@ static int record_finish(struct recorder *rc, int ret)
 
 int main(int argc, char **argv)
 {
-	struct recorder rc = { .out_fd = -1, .go_fd = -1, .err_fd = -1, .old_fd = -1, .argc = argc, .argv = argv,
+	struct recorder rc = { .out_fd = -1, .out_dfd = -1, .go_fd = -1, .err_fd = -1, .old_fd = -1, .argc = argc, .argv = argv,
 			       .cg.fd = -1, .as = { .listen_fd = -1, .ep = -1 },
 			       .wrapper_out = { .cpu = (int)TRACE_STREAM_WRAPPER, .fd = -1 } };
 	sigset_t mask, oldmask;
@@ -557,8 +557,10 @@ int main(int argc, char **argv)
 	if (rc.out_fd >= 0) {
 		close(rc.out_fd);
 		if (!rc.renamed)
-			unlink(rc.tmp_path);
+			unlinkat(rc.out_dfd, rc.tmp_path, 0);
 	}
+	if (rc.out_dfd >= 0)
+		close(rc.out_dfd);
 	cleanup(&rc);
 	return ret;
 }

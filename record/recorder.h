@@ -153,7 +153,9 @@ struct recorder {
 	struct writeq q;
 	struct scrub scrub;
 	int out_fd;
-	char tmp_path[PATH_MAX];
+	int out_dfd;		/* the output's directory (O_PATH), -1 before it is found */
+	char out_base[NAME_MAX + 1]; /* the output's name in it */
+	char tmp_path[NAME_MAX + 1]; /* the name written under until the rename, in it */
 	int renamed;
 	int old_fd;		/* the trace the new one replaces, held open until the end */
 	struct ksyms_set ksyms;

@@ -32,6 +32,69 @@ record_around() {
 	wait
 }
 
+# The analyzer's outputs, written as root where nobody can reach: a link
+# nobody planted at the path or on its way is never followed, a file is
+# never made in a directory nobody can write.
+T=$TOP/samples/traces/xor-8m.trace
+test_expect_success 'outputs never follow a link another user planted, nor go where another user can write' '
+	echo "root data" >victim && chmod 644 victim && sum=$(cksum <victim) &&
+	mkdir vdir && mkdir evil && chown nobody evil &&
+	as_nobody ln -s "$TRASH/victim" evil/out.html &&
+	as_nobody ln -s "$TRASH/victim" evil/out.svg &&
+	as_nobody ln -s "$TRASH/victim" evil/out.pb.gz &&
+	as_nobody ln -s "$TRASH/vdir" evil/sub &&
+	for c in "report --html evil/out.html" "flamegraph -o evil/out.svg" "pprof -o evil/out.pb.gz" \
+		"rss --svg evil/out.svg" "report --html evil/sub/new.html" "flamegraph -o evil/sub/new.svg" \
+		"rss --svg evil/new.svg"; do
+		test_must_fail "$MEMSIGHT" $c "$T" 2>err >/dev/null && cat err && test_one_line err &&
+		grep "cannot create .evil/.*: .*another user" err || return 1
+	done &&
+	test "$(cksum <victim)" = "$sum" && test -z "$(ls -A vdir)" &&
+	test "$(ls -A evil | sort | tr "\n" " ")" = "out.html out.pb.gz out.svg sub "
+'
+
+test_expect_success 'outputs still go where the user says: a new file, a file replaced, /dev/stdout, a link of root'"'"'s' '
+	"$MEMSIGHT" flamegraph -o mine.svg "$T" && head -c 5 mine.svg | grep "<?xml" &&
+	"$MEMSIGHT" flamegraph -o mine.svg "$T" &&
+	"$MEMSIGHT" flamegraph -o /dev/stdout "$T" >out.svg && head -c 5 out.svg | grep "<?xml" &&
+	ln -s vdir mylink && "$MEMSIGHT" report --html mylink/r.html "$T" >/dev/null && test -s vdir/r.html &&
+	mkdir pub/sticky-out && "$MEMSIGHT" pprof -o pub/p.pb.gz "$T" && test -s pub/p.pb.gz
+'
+
+# MEMSIGHT_CACHE_DIR named by mistake: a shared directory keeps its mode
+# and its files; a private one loses only the cache's own files when the
+# cache is trimmed.
+test_expect_success 'a cache directory memsight did not make is never changed, and only its own files go' '
+	K=$TOP/samples/traces/fault-kinds.trace &&
+	mkdir shared && chmod 1777 shared && echo pdf >shared/a.pdf && as_nobody touch shared/b.pdf &&
+	MEMSIGHT_CACHE_DIR=$PWD/shared MEMSIGHT_CACHE_MAX=1 "$MEMSIGHT" folded "$K" >/dev/null 2>err &&
+	grep "cache directory .*shared. is writable by others" err &&
+	test "$(stat -c %a shared)" = 1777 && test "$(ls shared | tr "\n" " ")" = "a.pdf b.pdf " &&
+	mkdir priv && chmod 700 priv && echo x >priv/x.pdf && echo y >priv/build.mk && echo z >priv/memsight-notes &&
+	chown nobody priv/memsight-notes &&
+	MEMSIGHT_CACHE_DIR=$PWD/priv MEMSIGHT_CACHE_MAX=1 "$MEMSIGHT" folded "$K" >/dev/null &&
+	MEMSIGHT_CACHE_DIR=$PWD/priv MEMSIGHT_CACHE_MAX=1 "$MEMSIGHT" folded "$T" >/dev/null 2>&1 &&
+	ls -l priv && test "$(stat -c %a priv)" = 700 &&
+	test -f priv/x.pdf && test -f priv/build.mk && test -f priv/memsight-notes &&
+	test "$(ls priv | grep -c "^memsight-.*debugcut$")" = 1
+'
+
+# A flight recorder's ring is the evidence: nothing replaces it while it
+# records, --force included.
+recording_allowed &&
+test_expect_success 'a live ring is replaced neither by archive -o nor by a second recorder' '
+	{ "$MEMSIGHT" record -q --ring 8M -e faults --pidfile live.pid -o live.trace -- sleep 4 & } &&
+	i=0 && while [ ! -s live.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done &&
+	ino=$(stat -c %i live.trace) && cp "$T" other.trace &&
+	test_must_fail "$MEMSIGHT" archive -o live.trace other.trace 2>err && cat err && test_one_line err &&
+	grep "live.trace. is a trace a running recorder writes" err &&
+	test_must_fail "$MEMSIGHT" record -q -e faults -o live.trace -- true 2>err && cat err && test_one_line err &&
+	test_must_fail "$MEMSIGHT" record -q --force -e faults -o live.trace -- true 2>err && test_one_line err &&
+	grep "live.trace. is a trace a running recorder writes" err &&
+	test "$(stat -c %i live.trace)" = "$ino" &&
+	wait && "$MEMSIGHT" info live.trace >info && grep "^status: " info && ! grep "^status: .*cut" info
+'
+
 if recording_allowed && [ -n "$USERNS" ]; then
 	# The process whose files are planted is started inside the
 	# namespace, so the recorder sees it there from its first mapping.

@@ -301,16 +301,16 @@ test_expect_success 'a compressed debug file is read through its uncompressed cu
 	"$MEMSIGHT" record -q -e malloc -g dwarf --embed none -o z.trace -- zstrip/inline_alloc 200 >truth &&
 	"$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.1 &&
 	grep -A4 "^9600 bytes in 200 allocations from stack" leaks.1 | sed -n 4p | grep "^		new_node (inlined) \[inline_alloc\]$SRCLINE" &&
-	test -s "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" &&
-	! readelf -SW "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" | grep " \.debug_info .* C " &&
-	: >"$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" &&
+	test -s "$MEMSIGHT_CACHE_DIR/memsight-$bid.local.debugcut" &&
+	! readelf -SW "$MEMSIGHT_CACHE_DIR/memsight-$bid.local.debugcut" | grep " \.debug_info .* C " &&
+	: >"$MEMSIGHT_CACHE_DIR/memsight-$bid.local.debugcut" &&
 	"$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.0 &&
 	test_cmp leaks.1 leaks.0 &&
-	test -s "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" &&
-	rm "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" && mkfifo "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" &&
+	test -s "$MEMSIGHT_CACHE_DIR/memsight-$bid.local.debugcut" &&
+	rm "$MEMSIGHT_CACHE_DIR/memsight-$bid.local.debugcut" && mkfifo "$MEMSIGHT_CACHE_DIR/memsight-$bid.local.debugcut" &&
 	timeout 60 "$MEMSIGHT" leaks --debug-dir zdbg z.trace >leaks.0 &&
 	test_cmp leaks.1 leaks.0 &&
-	test -f "$MEMSIGHT_CACHE_DIR/$bid.local.debugcut" &&
+	test -f "$MEMSIGHT_CACHE_DIR/memsight-$bid.local.debugcut" &&
 	rm -r zdbg &&
 	"$MEMSIGHT" leaks z.trace >leaks.2 &&
 	test_cmp leaks.1 leaks.2

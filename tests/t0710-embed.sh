@@ -147,7 +147,7 @@ test_expect_success 'decoded objects are cached: the next analysis opens them, a
 	"$MEMSIGHT" folded -e malloc -w leaked min.trace >c1 &&
 	ls "$MEMSIGHT_CACHE_DIR" >cached &&
 	cat cached &&
-	grep -c "^[0-9a-f]*-[123]-[0-9a-f]\{64\}\.elf$" cached >n &&
+	grep -c "^memsight-[0-9a-f]*-[123]-[0-9a-f]\{64\}\.elf$" cached >n &&
 	test "$(cat n)" = "$(wc -l <cached)" &&
 	test "$(cat n)" -ge 3 &&
 	test "$(stat -c %a "$MEMSIGHT_CACHE_DIR")" = 700 &&

@@ -533,7 +533,7 @@ static int profile_write(struct profile *p, const char *path)
 	if (strcmp(path, "-")) {
 		if (replace_open(&o, path)) {
 			free(msg.p);
-			return msg_error("cannot create '%s': %s", path, strerror(errno));
+			return msg_error("cannot create '%s': %s", path, replace_strerror(&o));
 		}
 		/* Written by fd alone: the stream never buffers. */
 		fd = fileno(o.f);

@@ -1362,7 +1362,7 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	if (html && replace_check(html, REPLACE_HTML, "an HTML page"))
 		return 1;
 	if (html && replace_open(&page, html)) {
-		msg_error("cannot create '%s': %s", html, strerror(errno));
+		msg_error("cannot create '%s': %s", html, replace_strerror(&page));
 		return 1;
 	}
 	if (cmd_open(&s, a->trace, a)) {

@@ -106,6 +106,8 @@ static const struct point *point_at(const struct series *se, uint64_t t)
 static const char *const palette[] = { "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd",
 				       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
 
+/* 0, -1 when it could not be written (errno), -2 when its file could
+ * not be made (said). */
 static int svg_write(const char *path, struct session *s, struct series **v, size_t n)
 {
 	const double W = 1000, H = 500, L = 80, R = 220, T = 40, B = 50;
@@ -114,8 +116,10 @@ static int svg_write(const char *path, struct session *s, struct series **v, siz
 	struct replace_out o;
 	FILE *f;
 
-	if (replace_open(&o, path))
-		return -1;
+	if (replace_open(&o, path)) {
+		msg_error("cannot create '%s': %s", path, replace_strerror(&o));
+		return -2;
+	}
 	f = o.f;
 	for (size_t i = 0; i < n; i++)
 		if (v[i]->mm->peak > ymax)
@@ -243,7 +247,7 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 	struct rss r = { .pid = -1 };
 	const char *svg = NULL;
 	uint64_t top = 0, points = 20;
-	int json = 0;
+	int json = 0, w;
 	const struct opt options[] = {
 		OPT_U64('T', "top", &top, "N", "processes shown, largest peak first (default 10 in text, all in JSON)"),
 		OPT_U64('n', "points", &points, "N", "rows per process in the text table (default 20)"),
@@ -278,8 +282,10 @@ int cmd_rss(int argc, char **argv, struct analyze_opts *a)
 		msg_error("%s", err[0] ? err : "out of memory");
 	} else if (!(v = rss_select(&r, top, &n))) {
 		msg_error("out of memory");
-	} else if (svg && svg_write(svg, &s, v, n)) {
-		msg_error("cannot write '%s': %m", svg);
+	} else if (svg && (w = svg_write(svg, &s, v, n))) {
+		/* Said by svg_write when the file could not be made. */
+		if (w != -2)
+			msg_error("cannot write '%s': %m", svg);
 	} else {
 		if (json)
 			print_json(&s, v, n);

@@ -141,7 +141,7 @@ static int cache_name(const struct embedded *e, char *buf, size_t len)
 	for (int i = 0; i < 32; i++)
 		snprintf(key + 2 * i, 3, "%02x", sum[i]);
 	symbols_build_id_hex(e->bid, e->bid_len, hex);
-	n = snprintf(buf, len, "%s/%s-%d-%s.elf", dir, hex, e->mode, key);
+	n = snprintf(buf, len, "%s/" CACHE_ENTRY_PREFIX "%s-%d-%s.elf", dir, hex, e->mode, key);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 

@@ -50,7 +50,7 @@ static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len
 	if (bid_len <= 0 || cache_dir(dir, sizeof(dir)))
 		return -1;
 	symbols_build_id_hex(bid, bid_len, hex);
-	n = snprintf(buf, len, "%s/%s.local.debugcut", dir, hex);
+	n = snprintf(buf, len, "%s/" CACHE_ENTRY_PREFIX "%s.local.debugcut", dir, hex);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 

@@ -28,7 +28,9 @@
 #include "../../formats/cache.h"
 #include "../../formats/elfcut.h"
 #include "../../formats/meta.h"
+#include "../../formats/replace.h"
 #include "../../formats/msg.h"
+#include "../procs/procfile.h"
 #include "../procs/procsnap.h"
 
 /* One chunk holds at most 64 MiB; leave room for the header. */
@@ -157,10 +159,12 @@ static int debug_source(int fd, const unsigned char *bid, int bl, int *dfd, char
 		return 1;
 	procsnap_build_id_hex(bid, bl, hex);
 	snprintf(dpath, dlen, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-	*dfd = open(dpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (*dfd < 0)
+	*dfd = procfile_open_own(dpath, &st);
+	if (*dfd < 0) {
+		*dfd = -1;
 		return 0;
-	if (fstat(*dfd, &st) || !S_ISREG(st.st_mode) || procsnap_build_id_fd(*dfd, got) != bl || memcmp(got, bid, bl)) {
+	}
+	if (procsnap_build_id_fd(*dfd, got) != bl || memcmp(got, bid, bl)) {
 		close(*dfd);
 		*dfd = -1;
 		return 0;
@@ -198,7 +202,7 @@ static int embed_cache_name(const char *path, enum embed_mode mode, const unsign
 		for (const char *c = keep[i]; *c; c++)
 			h = (h ^ (unsigned char)*c) * 16777619u;
 	procsnap_build_id_hex(bid, bl, hex);
-	n = snprintf(out, len, "%s/%s-%d-%08x-%d.packed", dir, hex, mode, h, codec);
+	n = snprintf(out, len, "%s/" CACHE_ENTRY_PREFIX "%s-%d-%08x-%d.packed", dir, hex, mode, h, codec);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
@@ -628,9 +632,10 @@ static int paths_list(const struct archive_paths *a, struct embed_list *l)
 		if (!ap->bl) {
 			why = OBJSET_NO_BUILD_ID;
 		} else {
-			fd = open(ap->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-			if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || procsnap_build_id_fd(fd, got) != ap->bl ||
-					memcmp(got, ap->bid, ap->bl))) {
+			/* Looked at before it is opened: a device's open may do
+			 * something. */
+			fd = procfile_open_own(ap->path, &st);
+			if (fd >= 0 && (procsnap_build_id_fd(fd, got) != ap->bl || memcmp(got, ap->bid, ap->bl))) {
 				close(fd);
 				fd = -1;
 			}
@@ -646,19 +651,6 @@ static int paths_list(const struct archive_paths *a, struct embed_list *l)
 	return 0;
 }
 
-/* Whether a recorder writes the trace at path now: it holds a lock on
- * its output for as long as it runs. */
-static int being_recorded(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), busy = 0;
-
-	if (fd >= 0) {
-		busy = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
-		close(fd);
-	}
-	return busy;
-}
-
 int embed_archive(const char *path, const char *to_path, enum embed_mode mode, struct embed_archived *out, char *err,
 		  size_t errlen)
 {
@@ -670,16 +662,17 @@ int embed_archive(const char *path, const char *to_path, enum embed_mode mode, s
 	struct embed_list list = { 0 };
 	unsigned char *buf = NULL;
 	size_t alloc = 0;
-	char tmp[PATH_MAX];
-	int fd, ret = -1, had = 0;
+	char tmp[NAME_MAX + 1], base[NAME_MAX + 1];
+	const char *why;
+	int fd, dfd, ret = -1, had = 0;
 
 	/* Renamed over, a live ring would go on in a deleted file, and all
-	 * it records from then on would be lost. */
-	if (!to_path && being_recorded(path)) {
+	 * it records from then on would be lost: whichever is replaced. */
+	if (replace_live(to_path ? to_path : path)) {
 		snprintf(err, errlen,
 			 "'%s' is being recorded (a recorder holds it): archive a copy of it, or write the archive "
 			 "elsewhere with -o FILE",
-			 path);
+			 to_path ? to_path : path);
 		return -1;
 	}
 	if (!to_path)
@@ -694,14 +687,24 @@ int embed_archive(const char *path, const char *to_path, enum embed_mode mode, s
 	}
 	o.file_flags = r.file_flags & TRACE_FILE_RING ? TRACE_FILE_WINDOW : r.file_flags;
 	o.created_ns = r.created_ns;
-	snprintf(tmp, sizeof(tmp), "%s.archive-XXXXXX", to_path);
-	fd = mkstemp(tmp);
+	/* Beside it, reached as formats/replace.h says, and renamed through
+	 * the directory's descriptor. */
+	dfd = replace_dir_open(to_path, base, &why);
+	fd = -1;
+	if (dfd >= 0 && strlen(base) + 16 < sizeof(tmp)) {
+		char name[NAME_MAX + 1];
+
+		snprintf(name, sizeof(name), "%s.archive", base);
+		fd = replace_temp_at(dfd, name, tmp);
+	}
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a file beside '%s': %s", to_path, strerror(errno));
+		snprintf(err, errlen, "cannot create a file beside '%s': %s", to_path,
+			 why ? why : strerror(errno ? errno : ENAMETOOLONG));
+		if (dfd >= 0)
+			close(dfd);
 		trace_reader_release(&r);
 		return -1;
 	}
-	fchmod(fd, 0600);
 	trace_writer_init_fd(&w, fd, &o);
 	if (r.file_flags & TRACE_FILE_RING) {
 		char text[128];
@@ -751,7 +754,7 @@ int embed_archive(const char *path, const char *to_path, enum embed_mode mode, s
 		snprintf(err, errlen, "cannot write '%s': %s", tmp, trace_writer_strerror(&w));
 		goto out;
 	}
-	if (rename(tmp, to_path)) {
+	if (renameat(dfd, tmp, dfd, base)) {
 		snprintf(err, errlen, "cannot write '%s': %s", to_path, strerror(errno));
 		goto out;
 	}
@@ -762,7 +765,8 @@ out:
 	trace_writer_release(&w);
 	close(fd);
 	if (tmp[0])
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
 	free(buf);
 	embed_list_release(&list);
 	for (size_t i = 0; i < paths.nr; i++)

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
-#include <libgen.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -22,6 +21,20 @@
  * a regular file may (not /dev/null, a FIFO, a directory, or a symlink,
  * whose target would stay as it was), and all is checked before anything
  * starts. */
+/* Whether the trace can be made beside path, where no one else can
+ * swap it (formats/replace.h): said when not. */
+static int output_dir_check(const char *path)
+{
+	char base[NAME_MAX + 1];
+	const char *why;
+	int dfd = replace_dir_open(path, base, &why);
+
+	if (dfd < 0)
+		return msg_error("cannot create '%s': %s", path, why ? why : strerror(errno));
+	close(dfd);
+	return 0;
+}
+
 int rec_output_check(const char *path, int force)
 {
 	struct stat st;
@@ -33,10 +46,15 @@ int rec_output_check(const char *path, int force)
 		return msg_error("-o -: the recorder writes a file, not standard output; give a file name");
 	if (lstat(path, &st)) {
 		if (errno == ENOENT)
-			return 0;
+			return output_dir_check(path);
 		return msg_error("cannot use '%s' as the output: %s", path, strerror(errno));
 	}
-	/* --force, as perf's: any regular file may go. */
+	if (S_ISREG(st.st_mode) && output_dir_check(path))
+		return -1;
+	/* --force, as perf's: any regular file may go, but never a live
+	 * trace, whose recorder would go on writing into a file gone. */
+	if (S_ISREG(st.st_mode) && force && replace_live(path))
+		return replace_check(path, REPLACE_TRACE, "a memsight trace");
 	if (S_ISREG(st.st_mode))
 		return force ? 0 : replace_check(path, REPLACE_TRACE, "a memsight trace");
 	what = S_ISDIR(st.st_mode)   ? "a directory"
@@ -50,30 +68,33 @@ int rec_output_check(const char *path, int force)
 
 /* A recorder killed before its rename leaves .NAME.XXXXXX behind; a live
  * one holds a lock on its own. Those nobody holds go. */
-static void remove_stale_temps(const char *dir, const char *base)
+static void remove_stale_temps(int dfd, const char *base)
 {
-	DIR *d = opendir(dir);
+	int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = d2 < 0 ? NULL : fdopendir(d2);
 	struct dirent *de;
 	size_t bl = strlen(base);
 
+	if (!d && d2 >= 0)
+		close(d2);
 	while (d && (de = readdir(d))) {
-		char path[PATH_MAX];
 		int fd;
 
 		if (de->d_name[0] != '.' || strncmp(de->d_name + 1, base, bl) || de->d_name[1 + bl] != '.' ||
 		    strlen(de->d_name + 2 + bl) != 6)
 			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
-			continue;
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		if (!flock(fd, LOCK_EX | LOCK_NB)) {
 			char head[8];
+			struct stat st;
 
-			/* Only what a recorder writes: a trace's magic. */
-			if (pread(fd, head, 8, 0) == 8 && !memcmp(head, TRACE_MAGIC, 8))
-				unlink(path);
+			/* Only what a recorder writes: a trace's magic, in a
+			 * file of this user's. */
+			if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+			    pread(fd, head, 8, 0) == 8 && !memcmp(head, TRACE_MAGIC, 8))
+				unlinkat(dfd, de->d_name, 0);
 		}
 		close(fd);
 	}
@@ -83,23 +104,25 @@ static void remove_stale_temps(const char *dir, const char *base)
 
 int rec_output_create(struct recorder *rc)
 {
-	char dir[PATH_MAX], base[PATH_MAX];
+	char base[NAME_MAX + 1], hidden[NAME_MAX + 1];
 	struct trace_writer_opts o = { .codec = rc->codec, .level = rc->level, .ring_size = rc->fl.ring_size };
-	const char *dn, *bn;
+	const char *why;
 
-	if (strlen(rc->output) >= sizeof(dir) - 16)
-		return msg_error("the output path is too long: at most %zu bytes", sizeof(dir) - 17);
-	snprintf(dir, sizeof(dir), "%s", rc->output);
-	snprintf(base, sizeof(base), "%s", rc->output);
-	dn = dirname(dir);
-	bn = basename(base);
-	snprintf(rc->tmp_path, sizeof(rc->tmp_path), "%s/.%s.XXXXXX", dn, bn);
-	remove_stale_temps(dn, bn);
-	/* mkstemp makes it 0600: a trace can hold secrets (paths, arguments). */
-	rc->out_fd = mkstemp(rc->tmp_path);
+	/* Made and renamed through the directory's descriptor, reached as
+	 * formats/replace.h says: nothing swapped on the way after this
+	 * moves the trace elsewhere. */
+	rc->out_dfd = replace_dir_open(rc->output, base, &why);
+	if (rc->out_dfd < 0)
+		return msg_error("cannot create '%s': %s", rc->output, why ? why : strerror(errno));
+	if (strlen(base) + 8 > NAME_MAX)
+		return msg_error("cannot create '%s': its name is too long", rc->output);
+	snprintf(rc->out_base, sizeof(rc->out_base), "%s", base);
+	snprintf(hidden, sizeof(hidden), ".%s", base);
+	remove_stale_temps(rc->out_dfd, base);
+	/* 0600: a trace can hold secrets (paths, arguments). */
+	rc->out_fd = replace_temp_at(rc->out_dfd, hidden, rc->tmp_path);
 	if (rc->out_fd < 0)
 		return msg_error("cannot create '%s': %s", rc->output, strerror(errno));
-	fcntl(rc->out_fd, F_SETFD, FD_CLOEXEC);
 	/* Held until the recorder exits: the file is live (see above). */
 	flock(rc->out_fd, LOCK_EX | LOCK_NB);
 	if (trace_writer_init_fd(&rc->w, rc->out_fd, &o))
