@@ -95,6 +95,30 @@ test_expect_success 'a live ring is replaced neither by archive -o nor by a seco
 	wait && "$MEMSIGHT" info live.trace >info && grep "^status: " info && ! grep "^status: .*cut" info
 '
 
+# --cgroup keeps a process, not a number: once a process of the cgroup
+# exits, a process outside it that is given its pid (ns_last_pid) is not
+# recorded. Where the cgroup is not of the perf_event hierarchy (a v1
+# memory cgroup) the recorder filters by pid itself.
+memcg_32mib memsight-reuse
+if recording_allowed && [ -n "$CG" ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
+	test_expect_success '--cgroup: a pid of the cgroup given to a process outside it after an exit is not recorded' '
+		cp "$SAMPLES/box_grow" outsider &&
+		{ "$MEMSIGHT" record -q -a --cgroup "$CG" -e faults -d 6 --pidfile cg.pid -o reuse.trace & } &&
+		i=0 && while [ ! -s cg.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done &&
+		sh -c "echo \$\$ >$CG/cgroup.procs && echo \$\$ >inside.pid && exec sleep 1.5" &&
+		p=$(cat inside.pid) && echo $((p - 1)) >/proc/sys/kernel/ns_last_pid &&
+		sh -c "echo \$\$ >outside.pid; exec ./outsider 64 200" >/dev/null &&
+		echo "inside $p, outside $(cat outside.pid)" &&
+		wait && "$MEMSIGHT" folded -e faults reuse.trace >reuse.folded 2>/dev/null &&
+		if [ "$(cat outside.pid)" = "$p" ]; then
+			! grep "^outsider;" reuse.folded
+		else
+			echo "# another process took pid $p first: the check of the outsider is void"
+		fi
+	'
+fi
+[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+
 if recording_allowed && [ -n "$USERNS" ]; then
 	# The process whose files are planted is started inside the
 	# namespace, so the recorder sees it there from its first mapping.

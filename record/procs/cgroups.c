@@ -145,35 +145,37 @@ static size_t pid_slot(const struct cgroup_filter *f, pid_t pid)
 {
 	size_t i = ((uint32_t)pid * 2654435761u) & (f->alloc - 1);
 
-	while (f->pids[i] && f->pids[i] != pid)
+	while (f->pids[i].pid && f->pids[i].pid != pid)
 		i = (i + 1) & (f->alloc - 1);
 	return i;
 }
 
+/* pid kept from now on, as a process that runs (ended 0). */
 static void pid_add(struct cgroup_filter *f, pid_t pid)
 {
+	struct cgroup_pid *p;
+
 	if (pid <= 0)
 		return;
 	if ((f->nr + 1) * 2 > f->alloc) {
 		size_t n = f->alloc ? f->alloc * 2 : 256, oa = f->alloc;
-		pid_t *old = f->pids, *v = calloc(n, sizeof(*v));
+		struct cgroup_pid *old = f->pids, *v = calloc(n, sizeof(*v));
 
 		if (!v)
 			return;
 		f->pids = v;
 		f->alloc = n;
-		f->nr = 0;
 		for (size_t i = 0; i < oa; i++)
-			if (old[i]) {
-				f->pids[pid_slot(f, old[i])] = old[i];
-				f->nr++;
-			}
+			if (old[i].pid)
+				f->pids[pid_slot(f, old[i].pid)] = old[i];
 		free(old);
 	}
-	if (!f->pids[pid_slot(f, pid)]) {
-		f->pids[pid_slot(f, pid)] = pid;
+	p = &f->pids[pid_slot(f, pid)];
+	if (!p->pid) {
+		p->pid = pid;
 		f->nr++;
 	}
+	p->ended = 0;
 }
 
 /* The processes of dir and of the cgroups below it. */
@@ -255,15 +257,31 @@ void cgroup_filter_refresh(struct cgroup_filter *f)
 		pids_read(f, f->path, 0);
 }
 
-int cgroup_filter_has(const struct cgroup_filter *f, pid_t pid)
+int cgroup_filter_has(const struct cgroup_filter *f, pid_t pid, uint64_t time)
 {
-	return !f->by_recorder || (f->alloc && f->pids[pid_slot(f, pid)] == pid);
+	const struct cgroup_pid *p;
+
+	if (!f->by_recorder)
+		return 1;
+	if (!f->alloc || (p = &f->pids[pid_slot(f, pid)])->pid != pid)
+		return 0;
+	return !p->ended || (time && time <= p->ended);
 }
 
-void cgroup_filter_fork(struct cgroup_filter *f, pid_t parent, pid_t child)
+void cgroup_filter_fork(struct cgroup_filter *f, pid_t parent, pid_t child, uint64_t time)
 {
-	if (f->by_recorder && cgroup_filter_has(f, parent))
+	if (f->by_recorder && cgroup_filter_has(f, parent, time))
 		pid_add(f, child);
+}
+
+void cgroup_filter_exit(struct cgroup_filter *f, pid_t pid, uint64_t time)
+{
+	struct cgroup_pid *p;
+
+	/* Kept, as a mark: the process's own records up to its exit still
+	 * come, from other CPUs' rings. */
+	if (f->by_recorder && f->alloc && (p = &f->pids[pid_slot(f, pid)])->pid == pid && !p->ended)
+		p->ended = time ? time : 1;
 }
 
 void cgroup_filter_release(struct cgroup_filter *f)

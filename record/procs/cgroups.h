@@ -12,7 +12,10 @@
  * where it is in another (a cgroup v1 controller such as memory), the
  * recorder keeps the records of the processes PATH and the cgroups below
  * it hold, and of their children, read again every second, and drops the
- * rest. Knows nothing of perf events but the one that probes the kernel.
+ * rest. A pid stands for its process, not its number: the records of a
+ * pid after its process exited are dropped, so a process that takes the
+ * number later is not taken for it. Knows nothing of perf events but the
+ * one that probes the kernel.
  */
 #ifndef MEMSIGHT_RECORD_CGROUPS_H
 #define MEMSIGHT_RECORD_CGROUPS_H
@@ -26,7 +29,10 @@ struct cgroup_filter {
 	char path[PATH_MAX];	/* as given, resolved */
 	int fd;			/* the directory, for the kernel's filter; -1 otherwise */
 	int by_recorder;	/* another hierarchy: the recorder keeps the pids below */
-	pid_t *pids;		/* open addressing, 0 = empty */
+	struct cgroup_pid {
+		pid_t pid;	/* 0 = empty */
+		uint64_t ended;	/* the time its process exited, 0 while it runs */
+	} *pids;		/* open addressing */
 	size_t alloc, nr;
 };
 
@@ -43,10 +49,13 @@ int cgroups_table(const char *root, char **text, size_t *len);
 int cgroup_filter_open(struct cgroup_filter *f, const char *path, char *err, size_t errlen);
 /* Read the processes again (by_recorder): those that joined since. */
 void cgroup_filter_refresh(struct cgroup_filter *f);
-/* Whether pid is kept (always with the kernel's filter). */
-int cgroup_filter_has(const struct cgroup_filter *f, pid_t pid);
-/* A child of a kept process is kept. */
-void cgroup_filter_fork(struct cgroup_filter *f, pid_t parent, pid_t child);
+/* Whether a record of pid at time (0: not known) is kept (always with the
+ * kernel's filter). */
+int cgroup_filter_has(const struct cgroup_filter *f, pid_t pid, uint64_t time);
+/* A child of a kept process is kept, from its fork at time. */
+void cgroup_filter_fork(struct cgroup_filter *f, pid_t parent, pid_t child, uint64_t time);
+/* A process exited at time: its pid's later records are another's. */
+void cgroup_filter_exit(struct cgroup_filter *f, pid_t pid, uint64_t time);
 void cgroup_filter_release(struct cgroup_filter *f);
 
 #endif

@@ -228,12 +228,18 @@ static void inspect_task(struct recorder *rc, const unsigned char *rec, size_t s
 	if (type == PERF_RECORD_FORK && size >= 24) {
 		memcpy(&a, rec + 8, 4);
 		memcpy(&b, rec + 12, 4);
-		cgroup_filter_fork(&rc->cg, b, a);
+		cgroup_filter_fork(&rc->cg, b, a, e.time);
 	}
 	if (rc->cg.by_recorder && size >= 12) {
 		memcpy(&a, rec + 8, 4);
-		if (!cgroup_filter_has(&rc->cg, a))
+		if (!cgroup_filter_has(&rc->cg, a, e.time))
 			return;
+		/* A pid stands for its process until it exits. */
+		if (type == PERF_RECORD_EXIT && size >= 24) {
+			memcpy(&c, rec + 16, 4);
+			if (c == a)
+				cgroup_filter_exit(&rc->cg, a, e.time);
+		}
 	}
 	switch (type) {
 	case PERF_RECORD_NAMESPACES:
@@ -541,7 +547,7 @@ static int record_kept(const struct recorder *rc, uint32_t type, const unsigned 
 	if (size < at + 4)
 		return 1;
 	memcpy(&pid, rec + at, 4);
-	return cgroup_filter_has(&rc->cg, pid);
+	return cgroup_filter_has(&rc->cg, pid, trace_record_time(rec, size));
 }
 
 int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, const unsigned char *src, size_t size)
