@@ -282,6 +282,31 @@ static int opt_after(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+static int opt_holdoff(const struct opt *o, const char *arg, void *ctx)
+{
+	double v;
+
+	(void)ctx;
+	if (opts_seconds(arg, strlen(arg), &v) || v > 86400)
+		return msg_error("invalid --trigger-holdoff '%s': give from 0 to 86400 seconds, e.g. 60 or 10m", arg);
+	*(double *)o->value = v;
+	return 0;
+}
+
+static int opt_burst(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	(void)ctx;
+	if (end == arg || *end || !v || v > 1000)
+		return msg_error("invalid --trigger-burst '%s': give how many snapshots a cause may save in a holdoff, "
+				 "from 1 to 1000",
+				 arg);
+	*(unsigned *)o->value = v;
+	return 0;
+}
+
 static int opt_max_snapshots(const struct opt *o, const char *arg, void *ctx)
 {
 	char *end;
@@ -517,9 +542,15 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 		OPT_CALLBACK(0, "after", &rc->fl.after, "SECONDS",
 			     "a snapshot also keeps what follows its trigger (default 2)", opt_after),
 		OPT_CALLBACK(0, "max-snapshots", &rc->fl.max_snapshots, "N",
-			     "keep the newest N snapshots of this ring, and N rings that\n"
-			     "restarts replaced (default 16)",
+			     "keep the newest N snapshots of this ring (and the first of\n"
+			     "each cause), and N rings that restarts replaced (default 16)",
 			     opt_max_snapshots),
+		OPT_CALLBACK(0, "trigger-holdoff", &rc->fl.holdoff, "SECONDS",
+			     "a cause saves at most --trigger-burst snapshots, and one a\n"
+			     "process (by name), in any SECONDS (default 60)",
+			     opt_holdoff),
+		OPT_CALLBACK(0, "trigger-burst", &rc->fl.burst, "N",
+			     "snapshots a cause may save within a holdoff (default 3)", opt_burst),
 		OPT_BOOL('q', "quiet", &rc->quiet, "no summary on stderr"),
 		OPT_BOOL('f', "force", &rc->force,
 			 "let -o replace a file that is not a trace (a trace it replaces is\n"
@@ -540,6 +571,7 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 	rc->mmap_pages = 0; /* by call-graph mode, after the options */
 	rc->codec = TRACE_CODEC_ZSTD;
 	rc->fl.after = -1; /* by --ring, after the options */
+	rc->fl.holdoff = -1;
 	if (tracefs && *tracefs)
 		events_tracefs_use(tracefs);
 	r = opts_parse(argc, argv, options, usage_text, &seen);

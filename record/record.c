@@ -206,7 +206,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 						char detail[64];
 
 						snprintf(detail, sizeof(detail), "SIGUSR1 from pid %u", si.ssi_pid);
-						flight_fire(rc, FLIGHT_SIGNAL, detail);
+						flight_fire(rc, FLIGHT_SIGNAL, "", detail);
 					} else if (si.ssi_signo == SIGUSR1) {
 						if (!usr1_said++)
 							msg_note("SIGUSR1 from pid %u ignored: it asks a ring (--ring) for a "

@@ -95,6 +95,41 @@ test_expect_success 'a live ring is replaced neither by archive -o nor by a seco
 	wait && "$MEMSIGHT" info live.trace >info && grep "^status: " info && ! grep "^status: .*cut" info
 '
 
+# A flight recorder's snapshots against another user's crash loop: a
+# program that crashes 30 times saves one snapshot, and when snapshots are
+# pruned the first of each cause stays (here the operator's SIGUSR1),
+# beside the newest.
+wait_for() { i=0; while ! eval "$1" && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done; eval "$1"; }
+if recording_allowed; then
+	cp "$SAMPLES/mem_errors" pub/crasher && chmod 755 pub/crasher
+	CRASHES="for i in \$(seq 30); do $TRASH/pub/crasher null; sleep 0.05; done"
+
+	test_expect_success 'a crash loop of another user saves one snapshot; the rest are counted, not written' '
+		mkdir fl && { "$MEMSIGHT" record -q -a --ring 16M -e faults,signals --trigger crash --trigger signal \
+			--after 0.2 --pidfile fl.pid -o fl/ring.trace & } &&
+		wait_for "test -s fl.pid" && kill -USR1 $(cat fl.pid) &&
+		wait_for "ls fl | grep -q signal.trace" &&
+		as_nobody sh -c "$CRASHES" >/dev/null 2>&1; sleep 1 &&
+		kill -INT $(cat fl.pid) && wait && ls fl &&
+		test "$(ls fl | grep -c "\.crash\.trace$")" = 1 && test "$(ls fl | grep -c "\.signal\.trace$")" = 1 &&
+		"$MEMSIGHT" info fl/ring.trace >info && grep "^snapshots:" info &&
+		grep "^snapshots:   2 saved, 0 failed, [1-9][0-9]* triggers held back" info
+	'
+
+	test_expect_success 'with no limits, pruning keeps the first snapshot of each cause' '
+		mkdir fl2 && { "$MEMSIGHT" record -a --ring 16M -e faults,signals --trigger crash --trigger signal \
+			--after 0 --trigger-holdoff 0 --max-snapshots 2 --pidfile fl2.pid -o fl2/ring.trace 2>notes & } &&
+		wait_for "test -s fl2.pid" && kill -USR1 $(cat fl2.pid) &&
+		wait_for "ls fl2 | grep -q signal.trace" &&
+		as_nobody sh -c "$CRASHES" >/dev/null 2>&1; sleep 1 &&
+		kill -INT $(cat fl2.pid) && wait && ls fl2 &&
+		first=$(sed -n "s/^memsight record: snapshot .\(.*\.crash\.trace\).: trigger crash.*/\1/p" notes | head -1) &&
+		test "$(grep -c "^memsight record: snapshot .*crash.trace" notes)" -gt 2 &&
+		test -f "$first" && test "$(ls fl2 | grep -c "\.signal\.trace$")" = 1 &&
+		test "$(ls fl2 | grep -c "\.crash\.trace$")" = 2
+	'
+fi
+
 # --cgroup keeps a process, not a number: once a process of the cgroup
 # exits, a process outside it that is given its pid (ns_last_pid) is not
 # recorded. Where the cgroup is not of the perf_event hierarchy (a v1

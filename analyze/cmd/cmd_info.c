@@ -82,6 +82,12 @@ static void print_recording(struct session *s)
 	printf("status:      %s\n", s->r.complete && !s->r.stop[0] ? "complete" : s->r.stop[0] ? s->r.stop : "complete");
 	if (cmd_window(s, buf, sizeof(buf))[0])
 		printf("flight:      %s\n", buf);
+	/* A ring's own summary (a snapshot carries none). */
+	if (session_stat(s, "snapshots", -1) >= 0)
+		printf("snapshots:   %lld saved, %lld failed, %lld triggers held back by --trigger-holdoff and "
+		       "--trigger-burst\n",
+		       session_stat(s, "snapshots", 0), session_stat(s, "snapshots_failed", 0),
+		       session_stat(s, "snapshots_suppressed", 0));
 	printf("created:     %s\n", when);
 	printf("host:        %s", session_host(s, "hostname", buf, sizeof(buf), "?"));
 	printf(", %s", session_host(s, "sysname", buf, sizeof(buf), "?"));

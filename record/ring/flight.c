@@ -131,8 +131,9 @@ int flight_options_check(struct recorder *rc, int (*has_group)(const char *group
 
 	if (f->nr_trig && !f->ring_size)
 		return msg_error("--trigger saves snapshots of a ring: give --ring SIZE too");
-	if (!f->ring_size && (f->after >= 0 || f->max_snapshots))
-		return msg_error("--after and --max-snapshots are for snapshots of a ring: give --ring SIZE and --trigger");
+	if (!f->ring_size && (f->after >= 0 || f->max_snapshots || f->holdoff >= 0 || f->burst))
+		return msg_error("--after, --max-snapshots, --trigger-holdoff and --trigger-burst are for snapshots of a "
+				 "ring: give --ring SIZE and --trigger");
 	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
 		if (flight_wants(f, needs[i].kind) && !has_group(rc->groups, needs[i].group))
 			return msg_error("--trigger %s watches the %s events, which are not recorded: add %s to -e",
@@ -141,6 +142,10 @@ int flight_options_check(struct recorder *rc, int (*has_group)(const char *group
 		f->after = FLIGHT_AFTER_DEFAULT;
 	if (!f->max_snapshots)
 		f->max_snapshots = FLIGHT_MAX_SNAPSHOTS_DEFAULT;
+	if (f->holdoff < 0)
+		f->holdoff = FLIGHT_HOLDOFF_DEFAULT;
+	if (!f->burst)
+		f->burst = FLIGHT_BURST_DEFAULT;
 	/* Snapshots go beside the ring, named after it. */
 	snprintf(path, sizeof(path), "%s", rc->output);
 	slash = strrchr(path, '/');
@@ -348,7 +353,7 @@ static void rss_seen(struct recorder *rc, const struct rec_event *e, const unsig
 		r->above = 1;
 		snprintf(detail, sizeof(detail), "pid %d (%s) RSS %lld bytes, over %llu", (int)r->pid, r->comm,
 			 (long long)rss, (unsigned long long)t->bytes);
-		flight_fire(rc, FLIGHT_RSS, detail);
+		flight_fire(rc, FLIGHT_RSS, r->comm, detail);
 	}
 }
 
@@ -379,13 +384,14 @@ static void reclaim_seen(struct recorder *rc, const struct rec_event *e, const u
 		return;
 	for (size_t k = 0; k < f->nr_trig; k++) {
 		const struct flight_trigger *t = &f->trig[k];
-		char detail[192];
+		char detail[192], who[32];
 
 		if (t->kind != FLIGHT_RECLAIM || time < f->stalls[i].begin || time - f->stalls[i].begin <= t->ns)
 			continue;
 		snprintf(detail, sizeof(detail), "tid %u stalled %.1f ms in %s reclaim, over %.1f ms", tid[1],
 			 (time - f->stalls[i].begin) / 1e6, strstr(e->name, "memcg") ? "memcg" : "direct", t->ns / 1e6);
-		flight_fire(rc, FLIGHT_RECLAIM, detail);
+		snprintf(who, sizeof(who), "tid %u", tid[1]);
+		flight_fire(rc, FLIGHT_RECLAIM, who, detail);
 		break;
 	}
 	f->stalls[i] = f->stalls[--f->nr_stalls];
@@ -406,8 +412,10 @@ void flight_task_comm(struct flight *f, pid_t tid, pid_t parent, const char *com
 	size_t i;
 	int named = 0;
 
+	/* Every crash trigger wants the name: to match crash:COMM, and to
+	 * hold a program that crashes in a loop to its limit. */
 	for (size_t k = 0; k < f->nr_trig; k++)
-		named |= f->trig[k].kind == FLIGHT_CRASH && f->trig[k].comm[0];
+		named |= f->trig[k].kind == FLIGHT_CRASH;
 	if (!named)
 		return;
 	had = comm_find(f, tid);
@@ -491,7 +499,9 @@ static void crash_seen(struct recorder *rc, const struct rec_event *e, const uns
 			continue;
 		snprintf(detail, sizeof(detail), "pid %u tid %u (%s) got %s", tid[0], tid[1], comm[0] ? comm : "?",
 			 catalog_signal_name(sig));
-		flight_fire(rc, FLIGHT_CRASH, detail);
+		/* A program that crashes in a loop is one process by its
+		 * name, whatever pid each run takes. */
+		flight_fire(rc, FLIGHT_CRASH, comm[0] ? comm : "?", detail);
 		break;
 	}
 }
@@ -508,7 +518,55 @@ void flight_inspect(struct recorder *rc, const struct rec_event *e, const unsign
 		reclaim_seen(rc, e, rec);
 }
 
-void flight_fire(struct recorder *rc, enum flight_kind kind, const char *detail)
+/* Whether a trigger of kind for who may save a snapshot now, by the
+ * limits (flight.h); one that may not is counted, and said once a cause. */
+static int limit_pass(struct recorder *rc, enum flight_kind kind, const char *who, const char *detail,
+		      uint64_t now)
+{
+	struct flight *f = &rc->fl;
+	uint64_t hold = (uint64_t)(f->holdoff * 1e9);
+	struct flight_limit *l = NULL;
+	unsigned recent = 0;
+	int by_who = 0;
+
+	for (size_t i = 0; i < f->nr_limits; i++) {
+		struct flight_limit *x = &f->limits[i];
+
+		if (x->kind != kind || now - x->time >= hold)
+			continue;
+		recent++;
+		by_who |= who[0] && !strcmp(x->who, who);
+	}
+	if (by_who || recent >= f->burst) {
+		f->suppressed++;
+		if (!(f->suppressed_said & (1u << kind)) && !rc->quiet)
+			msg_note("trigger %s (%s) saves no snapshot: %s; --trigger-holdoff and --trigger-burst set the "
+				 "limits, and the trace counts what they held back",
+				 kind_names[kind], detail,
+				 by_who ? "it fired for the same process within the holdoff"
+					: "its cause saved as many as it may within the holdoff");
+		f->suppressed_said |= 1u << kind;
+		return 0;
+	}
+	/* Entries past the holdoff make room. */
+	for (size_t i = 0; i < f->nr_limits && !l; i++)
+		if (now - f->limits[i].time >= hold)
+			l = &f->limits[i];
+	if (!l) {
+		struct flight_limit *v = realloc(f->limits, (f->nr_limits + 1) * sizeof(*v));
+
+		if (!v)
+			return 1;
+		f->limits = v;
+		l = &v[f->nr_limits++];
+	}
+	l->kind = kind;
+	l->time = now;
+	snprintf(l->who, sizeof(l->who), "%s", who);
+	return 1;
+}
+
+void flight_fire(struct recorder *rc, enum flight_kind kind, const char *who, const char *detail)
 {
 	struct flight *f = &rc->fl;
 	struct flight_req *q;
@@ -523,6 +581,9 @@ void flight_fire(struct recorder *rc, enum flight_kind kind, const char *detail)
 			msg_note("trigger %s (%s) joins the snapshot waiting for its --after", kind_names[kind], detail);
 		return;
 	}
+	/* SIGUSR1 is root's or the recorder's user's to send: never held. */
+	if (kind != FLIGHT_SIGNAL && !limit_pass(rc, kind, who, detail, rec_now_ns(CLOCK_MONOTONIC)))
+		return;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return;
@@ -625,24 +686,63 @@ static void snapshots_found(struct flight *f)
 	if (nf > 1)
 		qsort(found, nf, sizeof(*found), found_cmp);
 	for (size_t i = 0; i < nf; i++) {
-		snap_add(f, found[i].path);
+		f->nr_found += !snap_add(f, found[i].path);
 		free(found[i].path);
 	}
 	free(found);
 }
 
-/* The newest max_snapshots of this ring's snapshots stay: the oldest it
- * knows of go first. */
+/* The cause a snapshot's name ends with (BASE.STAMP.KIND.trace), with
+ * its length; "" for none. */
+static const char *snap_kind(const char *path, size_t *len)
+{
+	size_t l = strlen(path);
+	const char *end = l > 6 ? path + l - 6 : path, *k = end;
+
+	while (k > path && k[-1] != '.' && k[-1] != '/')
+		k--;
+	*len = (size_t)(end - k);
+	return k;
+}
+
+/* Whether snaps[i] is the first this run of the ring saved for its
+ * cause. */
+static int snap_first_of_kind(const struct flight *f, size_t i)
+{
+	size_t kl, l;
+	const char *k = snap_kind(f->snaps[i], &kl);
+
+	if (i < f->nr_found)
+		return 0;
+	for (size_t j = f->nr_found; j < i; j++) {
+		const char *o = snap_kind(f->snaps[j], &l);
+
+		if (l == kl && !memcmp(o, k, l))
+			return 0;
+	}
+	return 1;
+}
+
+/* The newest max_snapshots of this ring's snapshots stay, and the first
+ * this run saved for each cause: what started a run of crashes is what a
+ * user most wants. The oldest others go first (earlier runs' before
+ * this one's); the one just written never does. */
 static void snapshots_prune(struct flight *f)
 {
-	size_t drop = f->nr_snaps > f->max_snapshots ? f->nr_snaps - f->max_snapshots : 0;
+	size_t i = 0;
 
-	for (size_t i = 0; i < drop; i++) {
+	while (f->nr_snaps > f->max_snapshots && i + 1 < f->nr_snaps) {
+		if (snap_first_of_kind(f, i)) {
+			i++;
+			continue;
+		}
 		unlink(f->snaps[i]);
 		free(f->snaps[i]);
+		memmove(f->snaps + i, f->snaps + i + 1, (f->nr_snaps - i - 1) * sizeof(*f->snaps));
+		f->nr_snaps--;
+		if (i < f->nr_found)
+			f->nr_found--;
 	}
-	memmove(f->snaps, f->snaps + drop, (f->nr_snaps - drop) * sizeof(*f->snaps));
-	f->nr_snaps -= drop;
 }
 
 int flight_keep_previous(const struct flight *f, const char *path, unsigned max)
@@ -929,7 +1029,7 @@ void flight_psi_event(struct recorder *rc, size_t i)
 
 	snprintf(detail, sizeof(detail), "memory pressure: %s stalled over %.2f%% of 2 s", t->full ? "all tasks" : "some tasks",
 		 t->pct / 100.0);
-	flight_fire(rc, FLIGHT_PSI, detail);
+	flight_fire(rc, FLIGHT_PSI, "", detail);
 }
 
 void flight_release(struct flight *f)
@@ -944,6 +1044,7 @@ void flight_release(struct flight *f)
 	}
 	free(f->req);
 	jit_release(&f->jit);
+	free(f->limits);
 	free(f->rss);
 	free(f->stalls);
 	free(f->comms);

@@ -22,9 +22,15 @@
 #include "../procs/proctrack.h"
 
 /* Defaults for an always-on ring: a snapshot keeps the seconds after its
- * trigger too, and a directory keeps the newest few. */
+ * trigger too, and a directory keeps the newest few. A cause saves at
+ * most BURST snapshots in any HOLDOFF seconds, and at most one for one
+ * process (by name: a program that crashes in a loop takes a new pid each
+ * time) in that time, so that what any user's processes do cannot flood
+ * the disk or push out the snapshot that mattered. */
 #define FLIGHT_AFTER_DEFAULT 2.0
 #define FLIGHT_MAX_SNAPSHOTS_DEFAULT 16
+#define FLIGHT_HOLDOFF_DEFAULT 60.0
+#define FLIGHT_BURST_DEFAULT 3
 
 enum flight_kind {
 	FLIGHT_SIGNAL = 1,
@@ -85,12 +91,23 @@ struct flight {
 	size_t nr_trig;
 	double after;		/* --after, seconds */
 	unsigned max_snapshots;
+	double holdoff;		/* --trigger-holdoff, seconds; < 0 until set */
+	unsigned burst;		/* --trigger-burst */
+	struct flight_limit {
+		enum flight_kind kind;
+		char who[48];	/* the process it fired for, by name; "" for none */
+		uint64_t time;	/* CLOCK_MONOTONIC of its snapshot */
+	} *limits;		/* the snapshots saved within the holdoff */
+	size_t nr_limits;
+	unsigned suppressed;	/* triggers the limits held back */
+	unsigned suppressed_said; /* by kind: said once */
 	char dir[4096], base[256]; /* where snapshots go, and their names' start */
 	char previous[4608];	/* where the ring a restart replaces is kept (the newest of them) */
 	/* The snapshots this ring may prune, oldest first: those of its
 	 * earlier runs found at the start (by time), then those it wrote. */
 	char **snaps;
 	size_t nr_snaps;
+	size_t nr_found;	/* of them, the first ones: earlier runs' */
 
 	/* drain loop */
 	int pending;		/* a snapshot waits for its --after */
@@ -102,7 +119,7 @@ struct flight {
 		pid_t pid;
 		int gone;	/* it ended; kept until the drain pass that read its end is over */
 		char comm[16];
-	} *comms;		/* crash:COMM: the names tasks took while recording */
+	} *comms;		/* crash: the names tasks took while recording */
 	size_t nr_comms, alloc_comms;
 	struct flight_rss *rss;
 	size_t nr_rss, alloc_rss;
@@ -152,7 +169,7 @@ void flight_task_comm(struct flight *f, pid_t tid, pid_t parent, const char *com
 void flight_task_sweep(struct flight *f);
 /* Something happened that a trigger asked for. Triggers that fire while a
  * snapshot waits for its --after join it. */
-void flight_fire(struct recorder *rc, enum flight_kind kind, const char *detail);
+void flight_fire(struct recorder *rc, enum flight_kind kind, const char *who, const char *detail);
 /* Whether kind is among the triggers. */
 int flight_wants(const struct flight *f, enum flight_kind kind);
 /* The event loop's poll timeout, shortened to when a snapshot is due. */

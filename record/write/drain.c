@@ -77,7 +77,7 @@ static void oom_seen(struct recorder *rc, const struct rec_event *e, const unsig
 		char detail[64];
 
 		snprintf(detail, sizeof(detail), "victim pid %d", (int)victim);
-		flight_fire(rc, FLIGHT_OOM, detail);
+		flight_fire(rc, FLIGHT_OOM, detail, detail);
 	}
 }
 

@@ -335,9 +335,9 @@ void rec_meta_end(struct recorder *rc)
 			    (unsigned long long)rc->as.reports, (unsigned long long)rc->as.packed,
 			    (unsigned long long)rc->as.broken, (unsigned long long)rc->as.grown);
 		if (rc->fl.ring_size)
-			ADD("ring_size %llu\nring_bytes %llu\nsnapshots %u\nsnapshots_failed %u\n",
+			ADD("ring_size %llu\nring_bytes %llu\nsnapshots %u\nsnapshots_failed %u\nsnapshots_suppressed %u\n",
 			    (unsigned long long)rc->fl.ring_size, (unsigned long long)rc->w.ring_bytes, rc->fl.taken,
-			    rc->fl.failed);
+			    rc->fl.failed, rc->fl.suppressed);
 		for (size_t i = 0; i < rc->nr_evs; i++)
 			if (rc->evs[i].group[0])
 				ADD("samples %s %llu\n", rc->evs[i].name, (unsigned long long)rc->evs[i].samples);
