@@ -67,6 +67,7 @@ FORMATS_SRC := \
 	formats/sibling.c \
 	formats/stackdump.c \
 	formats/suggest.c \
+	formats/termsafe.c \
 	formats/trace.c \
 	formats/trace_merge.c \
 	formats/trace_read.c \
@@ -159,7 +160,8 @@ FLAMEGRAPH_SRC := \
 	formats/opts.c \
 	formats/replace.c \
 	formats/sibling.c \
-	formats/suggest.c
+	formats/suggest.c \
+	formats/termsafe.c
 
 TOOL_SRC := \
 	tests/helper/test-tool.c \
@@ -302,7 +304,7 @@ $(FUZZ)/fuzz-trace $(FUZZ)/fuzz-chunk $(FUZZ)/fuzz-embedded: $(FUZZ)/fuzz-%: $(c
 	$(call say,LINK,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_LINK) -pthread -o $@ $^ $(ANALYZE_LIBS)
 
-$(FUZZ)/fuzz-folded: $(call fuzzobj,tests/fuzz/fuzz_folded.c flamegraph/folded.c flamegraph/svg.c formats/msg.c)
+$(FUZZ)/fuzz-folded: $(call fuzzobj,tests/fuzz/fuzz_folded.c flamegraph/folded.c flamegraph/svg.c formats/msg.c formats/termsafe.c)
 	$(call say,LINK,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../formats/termsafe.h"
 #include "cmd/cmd.h"
 #include "stacks/unwind.h"
 
@@ -69,6 +70,11 @@ int main(int argc, char **argv)
 
 			snprintf(who, sizeof(who), "memsight %s", commands[i].name);
 			msg_init(who);
+			/* Text results carry what processes and traces named:
+			 * cleaned on the way out (formats/termsafe.h). A pprof
+			 * profile on stdout is bytes, and written to fd 1. */
+			if (strcmp(commands[i].name, "pprof") && termsafe_stdout())
+				return msg_error("cannot set up standard output"), 1;
 			env_read(&a);
 			return commands[i].fn(argc - 1, argv + 1, &a);
 		}

@@ -7,6 +7,9 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "termsafe.h"
 
 static const char *who = "memsight";
 /* msg_once: the texts said so far, by hash (FNV-1a), in a small open
@@ -58,6 +61,8 @@ static void say(const char *tag, const char *fmt, va_list ap, int repeatable)
 	char text[8192];
 
 	vsnprintf(text, sizeof(text), fmt, ap);
+	/* Names from a trace or a process are in it: one line, no escapes. */
+	termsafe_clean(text, strlen(text), 0);
 	if (once && !repeatable && said_before(tag, text))
 		return;
 	fprintf(stderr, "%s: %s%s\n", who, tag, text);

@@ -130,6 +130,53 @@ if recording_allowed; then
 	'
 fi
 
+# What a process names (its functions, its JIT code, its cgroup, itself)
+# reaches a terminal without a control byte: every text result and every
+# message, the recorder's note of a crash included.
+if recording_allowed; then
+	test_expect_success 'escapes in a symbol, a JIT name, a cgroup and a crashing process'"'"'s name never reach the terminal' '
+		ESC=$(printf "\033") &&
+		cat >esc.c <<-\EOF &&
+		#include <stdlib.h>
+		#include <string.h>
+		#include <sys/prctl.h>
+		__attribute__((noinline)) void growESCred(void)
+		{
+			for (int i = 0; i < 64; i++)
+				memset(malloc(1 << 16), 1, 1 << 16);
+		}
+		int main(void)
+		{
+			prctl(PR_SET_NAME, "c\033]0;t\007", 0, 0, 0);
+			growESCred();
+			*(volatile int *)0 = 1;
+			return 0;
+		}
+		EOF
+		cc -O1 -fno-omit-frame-pointer -c -o esc.o esc.c &&
+		objcopy --redefine-sym "growESCred=grow${ESC}[31mred" esc.o && cc -o esc esc.o &&
+		{ "$MEMSIGHT" record -e malloc,faults,signals --ring 16M --trigger crash --after 0 -o esc.trace -- ./esc \
+			2>rec.err; true; } &&
+		grep "trigger crash" rec.err &&
+		"$MEMSIGHT" record -q -e faults -o jit.trace -- sh -c "\"$SAMPLES/jit_code\" perfmap \"$PWD\" 800 >jit.truth & sleep 0.3;
+			sed -i \"s/jit_alpha/jit_${ESC}[31malpha/\" /tmp/perf-\$!.map; wait" &&
+		for c in leaks folded functions report errors info events; do
+			"$MEMSIGHT" $c esc.trace || return 1
+		done >esc.out 2>&1 &&
+		for c in folded faults report; do "$MEMSIGHT" $c jit.trace || return 1; done >jit.out 2>&1 &&
+		v2=$(awk "\$3 == \"cgroup2\" { print \$2; exit }" /proc/mounts) && : >cg.out &&
+		if [ -n "$v2" ] && mkdir "$v2/cg${ESC}[31mx-$$"; then
+			"$MEMSIGHT" record -q -a -e faults -o cg.trace -- \
+				sh -c "echo \$\$ >\"$v2/cg${ESC}[31mx-$$/cgroup.procs\" && exec \"$SAMPLES/box_grow\" 64 50" \
+				>/dev/null &&
+			"$MEMSIGHT" report cg.trace >cg.out 2>&1; rc=$?; rmdir "$v2/cg${ESC}[31mx-$$"; test $rc = 0 &&
+			grep "cg?\[31mx" cg.out
+		fi &&
+		grep "grow?\[31mred" esc.out && grep "jit_?\[31malpha" jit.out &&
+		! grep -l "$ESC\|$(printf "\007")" rec.err esc.out jit.out cg.out
+	'
+fi
+
 # --cgroup keeps a process, not a number: once a process of the cgroup
 # exits, a process outside it that is given its pid (ns_last_pid) is not
 # recorded. Where the cgroup is not of the perf_event hierarchy (a v1

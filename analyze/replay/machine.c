@@ -96,10 +96,10 @@ void machine_set_comm(struct machine *m, int pid, int tid, const char *raw, int 
 
 	if (!p)
 		return;
-	/* A process names itself: control bytes (a terminal's escapes) are
-	 * shown as '?', in every view. */
+	/* A process names itself, escapes and all: text results and
+	 * messages clean what they print (formats/termsafe.h). */
 	for (; raw[n] && n < sizeof(comm) - 1; n++)
-		comm[n] = (unsigned char)raw[n] < 0x20 || raw[n] == 0x7f ? '?' : raw[n];
+		comm[n] = raw[n];
 	comm[n] = 0;
 	if (exec) {
 		/* exec replaced the address space; its new mappings follow. */

@@ -288,13 +288,6 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		memcpy(s->host, data, len);
 		s->host[len] = 0;
 		s->host_len = len;
-		/* Values a recording machine or its user chose (hostname,
-		 * command line): control bytes, a terminal's escapes among
-		 * them, are shown as '?' wherever they are printed. */
-		for (size_t i = 0; i < len; i++)
-			if (((unsigned char)s->host[i] < 0x20 && s->host[i] != '\n' && s->host[i] != '\t') ||
-			    s->host[i] == 0x7f)
-				s->host[i] = '?';
 		if (!trace_kv_get(s->host, len, "recorder_pid", v, sizeof(v)))
 			s->recorder_pid = atoi(v);
 		if (!trace_kv_get(s->host, len, "boot_id", v, sizeof(v)))
