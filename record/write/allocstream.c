@@ -481,22 +481,29 @@ static int ring_collect(struct allocstream *as, size_t ri, uint64_t t0, int fina
 	while (pos < head) {
 		uint64_t off = pos & (r->size - 1);
 		struct stream_rec h;
+		uint32_t size;
+		uint16_t kind_raw;
 
 		/* The lines ahead, which the copies read next anyway. */
 		for (; ahead < head && ahead < pos + REC_PREFETCH_AHEAD; ahead += 64)
 			__builtin_prefetch(r->data + (ahead & (r->size - 1)));
 
-		/* A pad can be a word long: its size and kind first. */
+		/* A pad can be a word long: its size and kind first. The ring
+		 * is the program's memory: what is checked is the copy, and
+		 * only the copy is used after (read again, the size could be
+		 * another by then). */
 		memcpy(&h, r->data + off, 8);
-		if (h.size < 8 || h.size % 8 || off + h.size > r->size || h.size > head - pos || h.size > 65536)
+		size = h.size;
+		kind_raw = h.kind;
+		if (size < 8 || size % 8 || off + size > r->size || size > head - pos || size > 65536)
 			goto broken;
-		if (h.kind != STREAM_PAD) {
-			unsigned kind = h.kind & ~STREAM_PACKED;
+		if (kind_raw != STREAM_PAD) {
+			unsigned kind = kind_raw & ~STREAM_PACKED;
 
-			if (h.size < sizeof(h) || (kind != STREAM_ALLOC && kind != STREAM_FREE) ||
-			    (h.kind & STREAM_PACKED && !as->pack))
+			if (size < sizeof(h) || (kind != STREAM_ALLOC && kind != STREAM_FREE) ||
+			    (kind_raw & STREAM_PACKED && !as->pack))
 				goto broken;
-			memcpy(&h, r->data + off, sizeof(h));
+			memcpy(&h.time, r->data + off + 8, sizeof(h.time));
 			if (!final && h.time > t0)
 				break;
 			if (as->nr_batch == as->batch_alloc) {
@@ -508,9 +515,9 @@ static int ring_collect(struct allocstream *as, size_t ri, uint64_t t0, int fina
 				as->batch = p;
 				as->batch_alloc = n;
 			}
-			as->batch[as->nr_batch++] = (struct as_ref){ h.time, (uint32_t)ri, (uint32_t)off, h.size };
+			as->batch[as->nr_batch++] = (struct as_ref){ h.time, (uint32_t)ri, (uint32_t)off, size };
 		}
-		pos += h.size;
+		pos += size;
 	}
 	r->tail = pos;
 	return 0;
@@ -554,6 +561,10 @@ static size_t sample_make(struct allocstream *as, const struct as_ring *r, const
 	memcpy(&h, rec, sizeof(h));
 	kind = h.kind & ~STREAM_PACKED;
 	packed = (h.kind & STREAM_PACKED) != 0;
+	/* Checked again on this copy: the program may have written its
+	 * ring since it was collected. */
+	if ((kind != STREAM_ALLOC && kind != STREAM_FREE) || (packed && !as->pack))
+		return 0;
 	/* An allocation, or a free that carries its stack (stream.h). */
 	stacked = kind == STREAM_ALLOC || size > sizeof(h);
 	if (packed && !stacked)
