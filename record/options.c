@@ -434,6 +434,10 @@ static int options_finish(struct recorder *rc)
 	/* memsight errors names who freed a block used after its free, or
 	 * freed twice: a recording of memory errors gives frees stacks. */
 	rc->free_stacks = groups_has(rc->groups, "signals") && groups_has(rc->groups, "malloc") && !rc->sample_bytes;
+	/* Every call is an exact account, as heaptrack's is; a sampler is
+	 * left on in production, where the program must never wait. */
+	if (!rc->block)
+		rc->block = rc->sample_bytes ? REC_BLOCK_NO : REC_BLOCK_YES;
 	if (rc->leak_check && rc->fl.ring_size)
 		return msg_error("--leak-check scans at the end, which a ring's window may not reach: record it without --ring");
 	return flight_options_check(rc, groups_has);
@@ -496,6 +500,13 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "wrapper, so the others cost no trap; -p uses the rate a\n"
 			     "process runs with",
 			     opt_sample_bytes),
+		OPT_SET(0, "block", &rc->block, REC_BLOCK_YES,
+			"malloc: a program whose recorder falls behind waits for it:\n"
+			"nothing is lost (the default without --sample-bytes)"),
+		OPT_SET(0, "no-block", &rc->block, REC_BLOCK_NO,
+			"malloc: a program whose recorder falls behind never waits:\n"
+			"it reports through a trap instead, and what the kernel\n"
+			"cannot keep is counted lost (the default with --sample-bytes)"),
 		OPT_CALLBACK(0, "malloc-via", &rc->malloc_via, "HOW",
 			     "malloc: wrapper (the default for a command): memsight's\n"
 			     "wrapper preloaded into the command and what it executes,\n"

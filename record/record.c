@@ -75,6 +75,12 @@ static void count_lost(struct recorder *rc)
 			 (unsigned long long)rc->as.broken);
 		rc->lost_unreported += rc->as.broken;
 	}
+	if (rc->as.dropped) {
+		msg_warn("the malloc wrapper dropped %llu reports while the recorder was behind (--no-block): they "
+			 "count as lost; --block makes the program wait instead",
+			 (unsigned long long)rc->as.dropped);
+		rc->lost_unreported += rc->as.dropped;
+	}
 }
 
 /*

@@ -131,6 +131,7 @@ struct recorder {
 	char sampler[PATH_MAX];	/* the sampler library probed, "" when the malloc family is */
 	int leak_check;
 	int free_stacks;	/* frees take stacks too (-e malloc,signals) */
+	enum { REC_BLOCK_YES = 1, REC_BLOCK_NO } block; /* --block, --no-block: does the wrapper wait for room */
 	struct leakcheck lc;
 	const char *cgroup;	/* --cgroup, as given */
 	char allocator[UPROBES_MAX_OBJECTS * (PATH_MAX + 1)];

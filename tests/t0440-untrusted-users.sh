@@ -177,6 +177,29 @@ if recording_allowed; then
 	'
 fi
 
+# A recorder stopped (or starved) while its command allocates: with
+# --no-block, the default of --sample-bytes, the program goes on and what
+# it could not report is counted lost; with --block, the default for every
+# call, it waits, as documented, and nothing is lost.
+if recording_allowed; then
+	test_expect_success 'a stopped recorder: --no-block never holds the program, and counts what it dropped' '
+		for mode in --no-block --block; do
+			rm -f st.pid st.out &&
+			{ "$MEMSIGHT" record -q $mode -e malloc --pidfile st.pid -o st$mode.trace -- \
+				"$SAMPLES/alloc_zoo" churn 20000 >st.out 2>/dev/null & } &&
+			wait_for "test -s st.pid" && kill -STOP $(cat st.pid) && sleep 0.3 &&
+			if [ $mode = --no-block ]; then
+				wait_for "grep -q leaked st.out"
+			else
+				sleep 1.5 && ! grep leaked st.out
+			fi; ok=$?; kill -CONT $(cat st.pid); wait; test $ok = 0 || return 1
+		done &&
+		"$MEMSIGHT" info st--no-block.trace >nb.info && grep "^lost: *[1-9]" nb.info &&
+		"$MEMSIGHT" info st--block.trace >b.info && grep "^lost: *0$" b.info &&
+		"$MEMSIGHT" leaks st--block.trace | grep "^# memsight leaks of .st--block.trace.: 0 bytes"
+	'
+fi
+
 # --cgroup keeps a process, not a number: once a process of the cgroup
 # exits, a process outside it that is given its pid (ns_last_pid) is not
 # recorded. Where the cgroup is not of the perf_event hierarchy (a v1

@@ -73,6 +73,7 @@ static struct sockaddr_un addr;
 static socklen_t addr_len;
 static uint64_t dump_max;
 static int free_stacks;		/* frees carry stacks too */
+static int no_block;		/* a full ring at its largest sends reports to the probe sites: never wait */
 static int conn = -1;		/* this process's connection */
 static pid_t conn_pid;		/* the process that made it */
 static int dead;		/* the recorder went away */
@@ -105,7 +106,7 @@ static void lock_give(void)
 	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
 }
 
-/* MEMSIGHT_STREAM=PATH,DUMP[:1], once; under the lock. */
+/* MEMSIGHT_STREAM=PATH,DUMP[:FLAGS], once; under the lock. */
 static void config_read(void)
 {
 	const char *v = getenv(STREAM_ENV), *comma;
@@ -116,8 +117,11 @@ static void config_read(void)
 	if (!v || !(comma = strrchr(v, ',')) || (n = (size_t)(comma - v)) == 0 || n >= sizeof(addr.sun_path))
 		return;
 	dump_max = strtoull(comma + 1, &end, 10);
-	free_stacks = !strcmp(end, ":1");
-	if ((*end && !free_stacks) || dump_max > 65536)
+	free_stacks = no_block = 0;
+	if (*end == ':')
+		for (end++; *end == '1' || *end == 'n'; end++)
+			*(*end == '1' ? &free_stacks : &no_block) = 1;
+	if (*end || dump_max > 65536)
 		return;
 	dump_max &= ~7ull;
 	addr.sun_family = AF_UNIX;
@@ -138,7 +142,10 @@ static int connect_once(void)
 	if (conn >= 0)
 		close(conn);
 	conn = -1;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* Never blocking: a recorder that stopped reading (a full backlog,
+	 * a full queue) sends connections and rings to the probe sites
+	 * rather than hold the program. */
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (no_block ? SOCK_NONBLOCK : 0), 0);
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&addr, addr_len)) {
@@ -307,8 +314,12 @@ static int room_wait(struct stream_thread *t)
 	return 0;
 }
 
+/* What reserve gives when the report was dropped and counted. */
+#define DROPPED ((unsigned char *)1)
+
 /* Room for need bytes in the thread's ring, padding to its start when
- * they would cross its end; NULL when the recorder is gone. */
+ * they would cross its end; NULL when the recorder is gone, DROPPED when
+ * there is none and the program must not wait. */
 static unsigned char *reserve(struct stream_thread *t, uint32_t need)
 {
 	uint64_t off, pad;
@@ -329,8 +340,20 @@ static unsigned char *reserve(struct stream_thread *t, uint32_t need)
 			}
 			break;
 		}
-		if (ring_grow(t) && room_wait(t))
-			return NULL;
+		if (ring_grow(t)) {
+			/* Not blocking: dropped, counted for the recorder to
+			 * say; the nudge once, when the ring first fills. */
+			if (no_block) {
+				if (!t->nudged) {
+					t->nudged = 1;
+					nudge();
+				}
+				__atomic_store_n(&t->hdr->dropped, t->hdr->dropped + 1, __ATOMIC_RELAXED);
+				return DROPPED;
+			}
+			if (room_wait(t))
+				return NULL;
+		}
 	}
 	if (pad) {
 		struct stream_rec *r = (struct stream_rec *)(t->data + off);
@@ -602,9 +625,9 @@ static inline __attribute__((always_inline)) int with_stack(int kind, void *p, s
 	need = (uint32_t)(sizeof(*r) + 8 * blocks + dump);
 	t->busy = 1;
 	__asm__ volatile("" ::: "memory");
-	if (!(r = (struct stream_alloc *)reserve(t, need))) {
+	if (!(r = (struct stream_alloc *)reserve(t, need)) || (unsigned char *)r == DROPPED) {
 		t->busy = 0;
-		return 0;
+		return r != NULL;
 	}
 	/* A ring that took over from a full one has no filter yet, and the
 	 * full one's is gone with it. */
@@ -649,9 +672,9 @@ int stream_free(void *p, uintptr_t top)
 		return with_stack(STREAM_FREE, p, 0, 0, top);
 	t->busy = 1;
 	__asm__ volatile("" ::: "memory");
-	if (!(r = (struct stream_rec *)reserve(t, sizeof(*r)))) {
+	if (!(r = (struct stream_rec *)reserve(t, sizeof(*r))) || (unsigned char *)r == DROPPED) {
 		t->busy = 0;
-		return 0;
+		return r != NULL;
 	}
 	rec_head(r, sizeof(*r), STREAM_FREE, p);
 	publish(t, sizeof(*r));

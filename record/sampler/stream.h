@@ -4,9 +4,10 @@
  * recorded process, and record/write/allocstream.c, in the recorder.
  *
  * A recording that starts its command gives it MEMSIGHT_STREAM=PATH,DUMP
- * or PATH,DUMP:1: the unix socket (SOCK_SEQPACKET) the recorder listens
+ * or PATH,DUMP:FLAGS: the unix socket (SOCK_SEQPACKET) the recorder listens
  * on, in a directory only the recorder's user may enter, the most bytes of
- * stack a report carries, and (":1") whether frees carry stacks too. A process that can connect does so once (again after fork or
+ * stack a report carries, and in FLAGS "1" when frees carry stacks too,
+ * "n" when the program must never wait for the recorder (see below). A process that can connect does so once (again after fork or
  * exec); one that cannot, reports at the probe sites as before. Each of
  * its threads makes a ring of its own, a memfd of STREAM_HDR_SIZE +
  * STREAM_DATA_SIZE bytes sealed at its size, and sends it over the connection (SCM_RIGHTS,
@@ -17,7 +18,11 @@
  * closed: the recorder reads that one to its end and merges the two by
  * time. At the largest size it waits for the recorder, which writes a
  * byte to the connection when it freed room in a ring whose writer waits:
- * nothing is dropped. The recorder keeps its
+ * nothing is dropped; or, with "n", it drops the report and counts it in
+ * the ring's header (dropped), never waiting, never trapping, and the
+ * recorder counts those as lost. With "n" the connection is
+ * non-blocking too: a recorder that stopped reading sends a new thread or
+ * process to the probe sites rather than hold it. The recorder keeps its
  * own mapping of each ring, so what a process wrote before it died is
  * still read.
  *
@@ -48,7 +53,7 @@
 /* The rings' memfd name: /proc/PID/maps shows "/memfd:memsight-stream". */
 #define STREAM_MEMFD_NAME "memsight-stream"
 #define STREAM_MAGIC 0x4d535352u /* "RSSM" as bytes */
-#define STREAM_VERSION 2u
+#define STREAM_VERSION 3u
 #define STREAM_HDR_SIZE 4096u
 /* A thread's first ring holds STREAM_DATA_SIZE bytes of records; a thread
  * that finds its ring full makes one twice the size to take over from it,
@@ -76,6 +81,7 @@ struct stream_ring_hdr {
 	int32_t pid, tid;			     /* the writer, as its process sees them */
 	uint32_t closed;			     /* the thread ended: nothing more comes */
 	uint32_t waiting;			     /* the writer waits for room */
+	uint64_t dropped;			     /* reports the writer dropped for want of room ("n") */
 	uint64_t head __attribute__((aligned(64))); /* written by the thread */
 	uint64_t tail __attribute__((aligned(64))); /* written by the recorder */
 	/* Written by the recorder: code is set before horizon is stored. */

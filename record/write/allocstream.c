@@ -80,7 +80,20 @@ struct as_ring {
 	int broken;
 	int unfiltered;		/* its process's code fills no filter: dumps come whole */
 	uint64_t stamp;		/* the mappings whose filter was published last */
+	uint64_t dropped;	/* of its header's count, what was added to the total */
 };
+
+/* The reports ring r's writer dropped since the last look, counted. */
+static void dropped_take(struct allocstream *as, struct as_ring *r)
+{
+	uint64_t d = __atomic_load_n(&r->hdr->dropped, __ATOMIC_RELAXED);
+
+	/* The program's memory: only ever counted upwards. */
+	if (d > r->dropped) {
+		as->dropped += d - r->dropped;
+		r->dropped = d;
+	}
+}
 
 /* A record of this pass: where it is, for the merge. */
 struct as_ref {
@@ -249,7 +262,9 @@ int allocstream_listen(struct recorder *rc)
 		allocstream_close(rc);
 		return 0;
 	}
-	snprintf(as->env, sizeof(as->env), "%s,%u%s", as->path, as->dump_max, rc->free_stacks ? ":1" : "");
+	snprintf(as->env, sizeof(as->env), "%s,%u%s%s%s", as->path, as->dump_max,
+		 rc->free_stacks || rc->block == REC_BLOCK_NO ? ":" : "", rc->free_stacks ? "1" : "",
+		 rc->block == REC_BLOCK_NO ? "n" : "");
 	return 0;
 }
 
@@ -393,8 +408,12 @@ static void ring_add(struct recorder *rc, size_t ci, int fd, const struct stream
 	}
 	/* The same pid in the process's namespace: the same namespace. */
 	tid = h->pid == as->conns[ci].pid ? h->tid : tid_here(as->conns[ci].pid, h->tid);
-	as->rings[as->nr_rings++] = (struct as_ring){ hdr, (unsigned char *)hdr + STREAM_HDR_SIZE, size, 0, ci,
-						      as->conns[ci].pid, tid ? tid : as->conns[ci].pid, 0, 0, 0 };
+	as->rings[as->nr_rings++] = (struct as_ring){ .hdr = hdr,
+						      .data = (unsigned char *)hdr + STREAM_HDR_SIZE,
+						      .size = size,
+						      .conn = ci,
+						      .pid = as->conns[ci].pid,
+						      .tid = tid ? tid : as->conns[ci].pid };
 	/* A bigger ring takes over from its thread's full one. */
 	if (size == STREAM_DATA_SIZE)
 		as->threads++;
@@ -836,6 +855,7 @@ int allocstream_drain(struct recorder *rc, uint64_t t0, int final)
 		struct as_ring *r = &as->rings[i];
 		int gone = as->conns[r->conn].closed || __atomic_load_n(&r->hdr->closed, __ATOMIC_ACQUIRE);
 
+		dropped_take(as, r);
 		if (!r->broken) {
 			tail_store(as, r);
 			if (as->pack)

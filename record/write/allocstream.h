@@ -41,6 +41,7 @@ struct allocstream {
 	uint64_t processes, threads, reports, broken;
 	uint64_t packed;	/* reports whose dumps came packed */
 	uint64_t grown;		/* rings that took over from a full one of the same thread */
+	uint64_t dropped;	/* reports threads dropped for want of room (--no-block) */
 };
 
 #endif

@@ -330,10 +330,11 @@ void rec_meta_end(struct recorder *rc)
 			    (unsigned long long)rc->scrub.dumps_unknown);
 		if (rc->as.env[0])
 			ADD("wrapper_processes %llu\nwrapper_threads %llu\nwrapper_reports %llu\nwrapper_packed %llu\n"
-			    "wrapper_broken %llu\nwrapper_grown %llu\n",
+			    "wrapper_broken %llu\nwrapper_grown %llu\nwrapper_dropped %llu\n",
 			    (unsigned long long)rc->as.processes, (unsigned long long)rc->as.threads,
 			    (unsigned long long)rc->as.reports, (unsigned long long)rc->as.packed,
-			    (unsigned long long)rc->as.broken, (unsigned long long)rc->as.grown);
+			    (unsigned long long)rc->as.broken, (unsigned long long)rc->as.grown,
+			    (unsigned long long)rc->as.dropped);
 		if (rc->fl.ring_size)
 			ADD("ring_size %llu\nring_bytes %llu\nsnapshots %u\nsnapshots_failed %u\nsnapshots_suppressed %u\n",
 			    (unsigned long long)rc->fl.ring_size, (unsigned long long)rc->w.ring_bytes, rc->fl.taken,
