@@ -138,12 +138,25 @@ test_expect_success 'a SIGSEGV the process handled and went on after (a JVM'"'"'
 	"$MEMSIGHT" errors --fail handled.trace >handled.text 2>/dev/null &&
 	cat handled.text &&
 	grep "^# memsight errors of .handled.trace.: no memory errors recorded$" handled.text &&
-	grep "^# and 1 signal that processes handled and went on after" handled.text &&
+	grep "^# and 1 signal that processes handled, no crash following" handled.text &&
 	"$MEMSIGHT" errors --all --json handled.trace >handled.json 2>/dev/null &&
 	json_valid errors handled.json &&
 	entry handled.json >handled.entry && cat handled.entry &&
 	has handled kind=null-pointer && has handled address=24 &&
 	grep "\"handled\":true,\"recovered\":true" handled.json
+'
+
+# With signals alone, nothing is seen of the process after its handler:
+# no crash followed, so it was none; a handler that gives up raises the
+# signal again, and that is the crash.
+test_expect_success 'with -e signals alone, a handled SIGSEGV is no crash; errors --fail exits 0' '
+	"$MEMSIGHT" record -q -e signals -o sigonly.trace -- "$S/mem_errors" handled >/dev/null &&
+	"$MEMSIGHT" errors --fail sigonly.trace >sigonly.text 2>/dev/null &&
+	cat sigonly.text &&
+	grep "^# memsight errors of .sigonly.trace.: no memory errors recorded$" sigonly.text &&
+	"$MEMSIGHT" errors --all sigonly.trace | grep "handled: the process.s own handler took it, and no crash followed" &&
+	{ "$MEMSIGHT" record -q -e signals -o nullonly.trace -- "$S/mem_errors" null >/dev/null 2>&1; true; } &&
+	{ "$MEMSIGHT" errors --fail nullonly.trace >/dev/null 2>&1; test $? = 3; }
 '
 
 test_expect_success 'report lists the errors first, in text and in its HTML page' '

@@ -88,7 +88,8 @@ struct err {
 	char comm[16];
 	int sig, code;		 /* sig 0: none (a bad free the allocator let pass) */
 	int handled;		 /* the process had a handler for the signal */
-	int recovered;		 /* ... and went on after it (a JVM's null checks) */
+	int recovered;		 /* ... and no crash followed it (a JVM's null checks) */
+	int went_on;		 /* ... and the process was seen after it */
 	int have_addr;
 	uint64_t addr;		 /* the fault's, or the pointer freed */
 	unsigned access;	 /* the fault's kinds (enum fault_kind bits) */
@@ -530,7 +531,8 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 	int depth = recursion_depth(fr, nr, &at, &period);
 	char b1[32];
 
-	printf("\n%s at +%.6fs: pid %d tid %d (%s)", kind_titles[x->kind], (x->time - s->first_time) / 1e9, x->pid,
+	printf("\n%s at +%.6fs: pid %d tid %d (%s)",
+	       x->kind == ERR_SIGNAL && x->recovered ? "handled signal" : kind_titles[x->kind], (x->time - s->first_time) / 1e9, x->pid,
 	       x->tid, x->comm);
 	if (x->sig > 0)
 		printf(", %s", catalog_signal_name(x->sig));
@@ -604,10 +606,12 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 			       x->sig == SIGSEGV || x->sig == SIGBUS ? "; its address is unknown: record -e faults too" : "");
 		break;
 	}
-	if (x->recovered)
+	if (x->recovered && x->went_on)
 		printf("\thandled: the process's own handler took it, and the process went on\n");
+	else if (x->recovered)
+		printf("\thandled: the process's own handler took it, and no crash followed\n");
 	else if (x->handled)
-		printf("\tthe process had a handler for it, and did not go on\n");
+		printf("\tthe process had a handler for it, which gave up: the signal came again and ended it\n");
 	if (x->lost_before)
 		printf("\tnot proven: events were lost before it, and with them maybe an allocation or a free\n");
 	if (x->kind == ERR_DOUBLE_FREE || x->kind == ERR_INVALID_FREE) {
@@ -725,12 +729,20 @@ int cmd_errors(int argc, char **argv, struct analyze_opts *a)
 		ret = 1;
 		goto out;
 	}
-	/* A signal the process handled and outlived was no crash: a JVM
-	 * takes SIGSEGV for its null checks and safepoints. */
+	/* A signal the process handled was no crash (a JVM takes SIGSEGV
+	 * for its null checks and safepoints) unless one its handler did not
+	 * take came after it, as a crash handler that gives up raises it
+	 * again with the default action. Seen after it, the process went on;
+	 * with signals alone recorded it may not be seen again at all. */
 	for (size_t i = 0; i < e.nr; i++) {
 		struct hm_slot *seen = hashmap_u64_find(&e.last_seen, (uint32_t)e.v[i].pid);
+		int crashed = 0;
 
-		e.v[i].recovered = e.v[i].handled && seen && seen->val > e.v[i].time;
+		for (size_t k = i + 1; k < e.nr && !crashed; k++)
+			crashed = e.v[k].kind == ERR_SIGNAL && e.v[k].pid == e.v[i].pid && !e.v[k].handled &&
+				  e.v[k].time >= e.v[i].time;
+		e.v[i].went_on = seen && seen->val > e.v[i].time;
+		e.v[i].recovered = e.v[i].handled && (e.v[i].went_on || !crashed);
 		recovered += e.v[i].recovered;
 	}
 	shown = e.all ? e.nr : e.nr - recovered;
@@ -772,7 +784,7 @@ int cmd_errors(int argc, char **argv, struct analyze_opts *a)
 		       (unsigned long long)e.unmatched, cmd_s(e.unmatched));
 	}
 	if (recovered && !e.all && !json)
-		printf("\n# and %zu signal%s that processes handled and went on after (a JVM takes SIGSEGV for its "
+		printf("\n# and %zu signal%s that processes handled, no crash following (a JVM takes SIGSEGV for its "
 		       "null checks): --all shows them\n",
 		       recovered, cmd_s(recovered));
 	if (!shown && !e.have_malloc && !json)
