@@ -63,6 +63,7 @@ FORMATS_SRC := \
 	formats/meta.c \
 	formats/msg.c \
 	formats/opts.c \
+	formats/regular.c \
 	formats/replace.c \
 	formats/sibling.c \
 	formats/stackdump.c \
@@ -158,6 +159,7 @@ FLAMEGRAPH_SRC := \
 	flamegraph/svg.c \
 	formats/msg.c \
 	formats/opts.c \
+	formats/regular.c \
 	formats/replace.c \
 	formats/sibling.c \
 	formats/suggest.c \

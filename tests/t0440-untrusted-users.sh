@@ -16,6 +16,22 @@ as_nobody unshare -Urm true 2>/dev/null && USERNS=1
 chmod 711 "$TRASH" && mkdir pub && chmod 1777 pub
 SECRET=$TRASH/secret && echo "memsight-root-secret-$$" >"$SECRET" && chmod 600 "$SECRET"
 
+# watch_opens FILE: "watching", then once nothing happened for 6 s, how
+# many times FILE was opened (inotify's IN_OPEN; an O_PATH look is none).
+watch_opens() {
+	timeout 60 python3 -c '
+import ctypes, os, select, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x20)
+print("watching", flush=True)
+n = 0
+while select.select([fd], [], [], 6)[0]:
+    os.read(fd, 4096); n += 1
+print("opens", n)
+' "$1"
+}
+
 # in_trace TRACE: how often the secret is in the trace, every chunk
 # decompressed.
 in_trace() {
@@ -51,6 +67,22 @@ test_expect_success 'outputs never follow a link another user planted, nor go wh
 	done &&
 	test "$(cksum <victim)" = "$sum" && test -z "$(ls -A vdir)" &&
 	test "$(ls -A evil | sort | tr "\n" " ")" = "out.html out.pb.gz out.svg sub "
+'
+
+# A trace names the files its stacks ran in; here, one of them is now a
+# device. Reading the trace (report, archive) looks at it and never opens
+# it.
+recording_allowed &&
+test_expect_success 'an object a trace names that is now a device is looked at, never opened' '
+	mkdir obj && cp "$SAMPLES/loop_leak" obj/prog &&
+	"$MEMSIGHT" record -q -e malloc --embed none -o dev.trace -- obj/prog 10 >/dev/null &&
+	rm obj/prog && mknod obj/prog c 1 3 &&
+	{ watch_opens "$TRASH/obj/prog" >watch2 & } &&
+	while ! grep -q watching watch2 2>/dev/null; do sleep 0.1; done &&
+	timeout 60 "$MEMSIGHT" report dev.trace >/dev/null 2>&1 &&
+	timeout 60 "$MEMSIGHT" leaks dev.trace >/dev/null 2>&1 &&
+	timeout 60 "$MEMSIGHT" archive -o dev2.trace dev.trace 2>/dev/null &&
+	wait && cat watch2 && grep "^opens 0$" watch2
 '
 
 test_expect_success 'outputs still go where the user says: a new file, a file replaced, /dev/stdout, a link of root'"'"'s' '
@@ -258,17 +290,7 @@ if recording_allowed && [ -n "$USERNS" ]; then
 	# test's own, watched for opens with inotify.
 	test_expect_success 'a device or a FIFO at a perf map is never opened, and nothing waits on it' '
 		mknod "$TRASH/pub/dev" c 1 3 && chmod 666 "$TRASH/pub/dev" &&
-		{ timeout 30 python3 -c "
-import ctypes, os, select, sys
-libc = ctypes.CDLL(None, use_errno=True)
-fd = libc.inotify_init1(0)
-libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x20)   # IN_OPEN
-print(\"watching\", flush=True)
-n = 0
-while select.select([fd], [], [], 6)[0]:
-    os.read(fd, 4096); n += 1
-print(\"opens\", n)
-" "$TRASH/pub/dev" >watch & } &&
+		{ watch_opens "$TRASH/pub/dev" >watch & } &&
 		while ! grep -q watching watch 2>/dev/null; do sleep 0.1; done &&
 		ATTACK="unshare -Urm sh $TRASH/pub/plant.sh bind $TRASH/pub/dev; unshare -Urm sh $TRASH/pub/plant.sh fifo" &&
 		record_around dev.trace -e faults &&

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../../formats/cache.h"
+#include "../../formats/regular.h"
 #include "../../formats/elfcut.h"
 
 /* libdwfl searches only the system's debug tree itself: a debug file
@@ -56,14 +57,10 @@ static int cut_name(const unsigned char *bid, int bid_len, char *buf, size_t len
 
 int symbols_file_open(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
+	int fd = regular_open(path, &st);
 
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /* The cut of build-id bid at name open, or -1. One that is not an ELF

@@ -3,6 +3,7 @@
  * (procfile.h).
  */
 #include "procfile.h"
+#include "../../formats/regular.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,29 +117,15 @@ static int cred_enter(const struct procfile_cred *c, struct fsids *old)
 }
 
 /* The file an O_PATH descriptor holds, checked, then opened for reading
- * through that descriptor: the very file checked, with the thread's
- * rights of the moment. */
+ * through that descriptor (formats/regular.h), with the thread's rights
+ * of the moment. */
 static int reopen(int pfd, const struct procfile_cred *c, unsigned flags, struct stat *st)
 {
-	char self[64];
-	struct stat now;
-	int fd;
+	int fd = regular_reopen(pfd, st);
 
-	if (fstat(pfd, st))
-		return -errno;
-	if (S_ISLNK(st->st_mode))
-		return -ELOOP;
-	if (!S_ISREG(st->st_mode))
-		return -EINVAL;
-	if ((flags & PROCFILE_OWNED) && st->st_uid != c->uid)
-		return -EPERM;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+	if (fd >= 0 && (flags & PROCFILE_OWNED) && st->st_uid != c->uid) {
 		close(fd);
-		return -ESTALE;
+		return -EPERM;
 	}
 	return fd;
 }
@@ -232,7 +219,7 @@ const char *procfile_strerror(int err)
 
 int procfile_open_own(const char *path, struct stat *st)
 {
-	return procfile_open_link(path, NULL, 0, st);
+	return regular_open(path, st);
 }
 
 int procfile_open_link(const char *link, const struct procfile_cred *c, unsigned flags, struct stat *st)
