@@ -380,17 +380,31 @@ void cmd_json_truncated(struct json *j, uint64_t shown, uint64_t total)
 	json_end(j);
 }
 
-void cmd_json_events_begin(struct json *j, const char *trace)
+uint64_t cmd_lost(const struct session *s)
+{
+	/* The LOSS chunks' count, or what the replay met of lost records
+	 * where that is more (a trace cut before its last LOSS chunk). */
+	return s->lost > s->lost_records ? s->lost : s->lost_records;
+}
+
+void cmd_json_lost(struct json *j, const struct session *s)
+{
+	json_u64(j, "lost", cmd_lost(s));
+}
+
+void cmd_json_events_begin(struct json *j, const struct session *s)
 {
 	json_init(j, stdout);
 	json_begin(j, NULL);
-	json_str(j, "trace", trace);
+	json_str(j, "trace", s->path);
 	json_begin_array(j, "events");
 }
 
-void cmd_json_events_end(struct json *j)
+void cmd_json_events_end(struct json *j, const struct session *s)
 {
 	json_end(j);
+	/* After the replay: what it met of lost records counts. */
+	cmd_json_lost(j, s);
 	json_end(j);
 }
 

@@ -175,8 +175,13 @@ void cmd_json_truncated(struct json *j, uint64_t shown, uint64_t total);
 /* A list of events as JSON: one object {"trace": TRACE, "events": [...]},
  * its events streamed into the array as they come (json_begin(j, NULL)
  * ... json_end(j) each), closed by cmd_json_events_end. */
-void cmd_json_events_begin(struct json *j, const char *trace);
-void cmd_json_events_end(struct json *j);
+void cmd_json_events_begin(struct json *j, const struct session *s);
+void cmd_json_events_end(struct json *j, const struct session *s);
+/* The events a trace lost while recording (its LOSS chunks, or the lost
+ * records a replay met, whichever is more), and that as "lost" in JSON:
+ * every view that counts says it. */
+uint64_t cmd_lost(const struct session *s);
+void cmd_json_lost(struct json *j, const struct session *s);
 /* Who ran a stack, as JSON: "pid" (null when several processes did, and
  * with cmd_json_process's keys when one did), "comm" and "processes". */
 void cmd_json_who(struct json *j, const struct session *s, const struct stack_entry *e);

@@ -56,6 +56,7 @@ static void print_json(const struct session *s, const struct brk_state *b, struc
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
+	cmd_json_lost(&j, s);
 	json_bool(&j, "estimate", b->period > 1);
 	json_u64(&j, "period", b->period);
 	json_u64(&j, "brk_calls", b->calls);

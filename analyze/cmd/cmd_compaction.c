@@ -117,6 +117,7 @@ static void print_json(const struct compaction *c, const struct session *s)
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
+	cmd_json_lost(&j, s);
 	json_begin_array(&j, "migrations");
 	for (int r = 0; r < MIGRATE_REASONS; r++) {
 		if (!c->migrate_calls[r])

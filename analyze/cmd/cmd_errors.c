@@ -750,6 +750,7 @@ int cmd_errors(int argc, char **argv, struct analyze_opts *a)
 		json_init(&j, stdout);
 		json_begin(&j, NULL);
 		json_str(&j, "trace", s.path);
+		cmd_json_lost(&j, &s);
 		json_bool(&j, "malloc_recorded", e.have_malloc);
 		json_begin_array(&j, "errors");
 	} else if (!shown) {

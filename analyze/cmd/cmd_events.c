@@ -194,10 +194,10 @@ int cmd_events(int argc, char **argv, struct analyze_opts *a)
 		return 1;
 	trace_seq_init(&o.seq);
 	if (o.json)
-		cmd_json_events_begin(&o.doc, s.path);
+		cmd_json_events_begin(&o.doc, &s);
 	ret = session_replay(&s, print_sample, &o, err, sizeof(err)) ? 1 : 0;
 	if (o.json)
-		cmd_json_events_end(&o.doc);
+		cmd_json_events_end(&o.doc, &s);
 	if (ret)
 		msg_error("%s", err);
 	else if (!o.shown && !o.json)

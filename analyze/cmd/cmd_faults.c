@@ -193,6 +193,7 @@ static void print_json(const struct session *s, const struct faults *f, const st
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
+	cmd_json_lost(&j, s);
 	json_bool(&j, "estimate", f->period > 1);
 	json_u64(&j, "period", f->period ? f->period : 1);
 	json_u64(&j, "faults", f->total);

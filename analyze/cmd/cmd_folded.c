@@ -61,6 +61,7 @@ struct folded {
 	uint64_t top;		/* rows shown, 0 for all */
 	int by_total;		/* --sort total */
 	int json;
+	const struct session *sess; /* the trace folded, once fold began */
 	const char *path;
 };
 
@@ -269,6 +270,7 @@ static int print_flat(struct folded *f)
 		json_init(&j, stdout);
 		json_begin(&j, NULL);
 		json_str(&j, "trace", f->path);
+		json_u64(&j, "lost", f->sess ? cmd_lost(f->sess) : 0);
 		json_str(&j, "event", fold_event_name(f));
 		json_str(&j, "weight", weight_names[f->weight]);
 		json_bool(&j, "estimate", f->estimate || f->period > 1);
@@ -610,6 +612,7 @@ static int fold(struct folded *f, struct session *s)
 {
 	char err[512] = "";
 
+	f->sess = s;
 	if (f->src == FS_MALLOC)
 		return fold_allocs(f, s);
 	if (f->src == FS_KMEM)
@@ -791,6 +794,7 @@ int cmd_folded_malloc(const char *trace, struct analyze_opts *a, const char *con
 		return 1;
 	}
 	f.path = s.path;
+	f.sess = &s;
 	stacktab_init_by_comm(&f.tab, 0, 1);
 	hashmap_init(&f.begins, 0);
 	ret = fold_allocs_to(&f, &s, ws, outs, n);

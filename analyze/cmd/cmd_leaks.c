@@ -815,7 +815,7 @@ static int leaks_collect(struct leaks *l, struct session *s, const struct suppre
 	l->start = s->first_time;
 	l->end = s->last_time;
 	l->horizon = session_loss_horizon(s);
-	l->lost = s->lost > s->lost_records ? s->lost : s->lost_records;
+	l->lost = cmd_lost(s);
 	s->loss_said = 1;
 	l->dur = l->end > l->start ? (l->end - l->start) / 1e9 : 0;
 	if (leaks_group(l, s) || leaks_select(l, sup))

@@ -151,11 +151,11 @@ int cmd_mmaps(int argc, char **argv, struct analyze_opts *a)
 	if (cmd_open_group(&s, a->trace, a, "mmap", "mmap", NULL))
 		return 1;
 	if (o.json)
-		cmd_json_events_begin(&o.doc, s.path);
+		cmd_json_events_begin(&o.doc, &s);
 	s.no_unwind = !o.stacks && !o.json;
 	r = memops_replay(&s, on_mmap, &o, err, sizeof(err));
 	if (o.json)
-		cmd_json_events_end(&o.doc);
+		cmd_json_events_end(&o.doc, &s);
 	if (r)
 		msg_error("%s", err);
 	return cmd_close(&s, r ? 1 : 0);

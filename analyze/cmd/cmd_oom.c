@@ -240,6 +240,7 @@ int cmd_oom(int argc, char **argv, struct analyze_opts *a)
 		json_init(&j, stdout);
 		json_begin(&j, NULL);
 		json_str(&j, "trace", s.path);
+		cmd_json_lost(&j, &s);
 		json_begin_array(&j, "kills");
 	} else {
 		printf("# memsight oom of '%s': %zu OOM kill%s\n", s.path, o.nr, o.nr == 1 ? "" : "s");

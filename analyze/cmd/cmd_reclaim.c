@@ -294,6 +294,7 @@ static void print_json(const struct reclaim *r, struct session *s)
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
+	cmd_json_lost(&j, s);
 	json_u64(&j, "reclaims", r->nr_evs);
 	json_u64(&j, "unpaired", r->unpaired);
 	json_begin_array(&j, "processes");

@@ -178,6 +178,7 @@ static void print_json(const struct session *s, struct series **v, size_t n)
 	json_init(&j, stdout);
 	json_begin(&j, NULL);
 	json_str(&j, "trace", s->path);
+	cmd_json_lost(&j, s);
 	json_begin_array(&j, "processes");
 	for (size_t i = 0; i < n; i++) {
 		json_begin(&j, NULL);

@@ -177,11 +177,11 @@ int cmd_shm(int argc, char **argv, struct analyze_opts *a)
 	hashmap_init(&o.pending, 0);
 	err[0] = 0;
 	if (o.json)
-		cmd_json_events_begin(&o.doc, s.path);
+		cmd_json_events_begin(&o.doc, &s);
 	if (session_replay(&s, on_shm, &o, err, sizeof(err)))
 		ret = 1;
 	if (o.json)
-		cmd_json_events_end(&o.doc);
+		cmd_json_events_end(&o.doc, &s);
 	if (ret)
 		msg_error("%s", err[0] ? err : "out of memory");
 	hashmap_for_each(&o.pending, slot) free(slot->ptr);
