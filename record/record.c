@@ -507,6 +507,10 @@ static int record_finish(struct recorder *rc, int ret)
 		ret = 1;
 	}
 	rec_summary(rc);
+	/* A snapshot a trigger asked for and did not get is the recorder's
+	 * failure, whatever the command did: a supervisor must see it. */
+	if (rc->fl.failed)
+		ret = 1;
 	/* As time(1) and perf record do: the command's own status, so a
 	 * script sees its failure through the recorder. */
 	if (!ret && rc->command && rc->child_done && !rc->child_stopped) {

@@ -232,6 +232,21 @@ if recording_allowed; then
 	'
 fi
 
+# A snapshot that cannot be written (the ring's disk is full) is a
+# failure the exit status says, not only a line on stderr.
+if recording_allowed && mkdir small && mount -t tmpfs -o size=9m tmpfs small 2>/dev/null; then
+	test_expect_success 'a snapshot that could not be saved makes the recorder exit 1' '
+		{ "$MEMSIGHT" record --ring 8M -e faults --trigger signal --after 0 --pidfile sm.pid -o small/ring.trace \
+			-- sleep 2 2>sm.err; echo $? >sm.rc; } &
+		wait_for "test -s sm.pid" && sleep 0.3 &&
+		{ dd if=/dev/zero of=small/fill bs=64k 2>/dev/null; true; } &&
+		kill -USR1 $(cat sm.pid) && wait &&
+		cat sm.err && test "$(cat sm.rc)" = 1 && grep "snapshot for trigger signal failed" sm.err &&
+		! grep "disk is full; recording stopped" sm.err
+	'
+	umount small
+fi
+
 # --cgroup keeps a process, not a number: once a process of the cgroup
 # exits, a process outside it that is given its pid (ns_last_pid) is not
 # recorded. Where the cgroup is not of the perf_event hierarchy (a v1
