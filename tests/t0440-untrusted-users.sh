@@ -271,6 +271,31 @@ if recording_allowed && [ -n "$CG" ] && [ -w /proc/sys/kernel/ns_last_pid ]; the
 fi
 [ -n "$CG" ] && rmdir "$CG" 2>/dev/null
 
+# One user's runtimes cannot take the room of another's: nobody's three
+# 30 MiB perf maps get 64 MiB at most, and root's small one after them is
+# still carried. Root's process lingers: whose a process's files must be
+# is read while it lives, and a recorder busy copying may see it late.
+if recording_allowed; then
+	test_expect_success 'JIT maps are budgeted per user: one user'"'"'s big maps leave room for another'"'"'s' '
+		cat >pub/bigmap.sh <<-\EOF &&
+		for i in 1 2 3; do
+			sh -c '"'"'yes "7f0000001000 10 nobodys_function" | head -c 31457280 >/tmp/perf-$$.map; echo $$ >>"$1"'"'"' big "$1"
+		done
+		EOF
+		: >pub/big.pids && chmod 666 pub/big.pids &&
+		ATTACK="sh $TRASH/pub/bigmap.sh $TRASH/pub/big.pids" &&
+		rm -f jit.pid && { "$MEMSIGHT" record -q -a -d 60 -e faults --pidfile jit.pid -o budget.trace & } &&
+		wait_for "test -s jit.pid" && as_nobody sh -c "$ATTACK" &&
+		sh -c "echo \"7f0000002000 10 roots_function\" >/tmp/perf-\$\$.map; echo \$\$ >root.pid; sleep 2" &&
+		sleep 0.5 && kill -INT $(cat jit.pid) && wait && for p in $(cat pub/big.pids root.pid); do rm -f /tmp/perf-$p.map; done &&
+		"$MEMSIGHT" info budget.trace >budget.info 2>/dev/null &&
+		grep "perf-map" budget.info &&
+		n=$(for p in $(cat pub/big.pids); do grep "perf-map  pid $p " budget.info; done | wc -l) &&
+		echo "nobody: $n of 3 carried" && test $n = 2 &&
+		grep "perf-map  pid $(cat root.pid) .* 1 functions" budget.info
+	'
+fi
+
 if recording_allowed && [ -n "$USERNS" ]; then
 	# The process whose files are planted is started inside the
 	# namespace, so the recorder sees it there from its first mapping.

@@ -14,8 +14,9 @@
  * opened by procfile's rules (record/procs/procfile.h): with the
  * process's rights, never through a link or a mount at the file, only a
  * regular file of the process's own user, so a process cannot make the
- * recorder copy another user's file. Budgets per user and per recording
- * bound what the copies take.
+ * recorder copy another user's file (a process gone before the recorder
+ * could read whose it was gets nobody's rights: its files are not taken).
+ * Budgets per user and per recording bound what the copies take.
  * Each copy is a TRACE_META_JITMAP payload (formats/FORMAT.md): a header
  * line, then the file's bytes up to JITMAPS_FILE_MAX, cut at a line or
  * record boundary; a file that has not changed since its last copy is
