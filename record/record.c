@@ -109,6 +109,22 @@ static void events_switch(struct recorder *rc, int on)
 static const int handled[] = { SIGINT,	SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGCHLD, SIGUSR1,
 			       SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGPIPE, SIGXFSZ };
 
+/* The events go as soon as their rings are drained: a child closes them
+ * while the trace is finished (rec_events_release). */
+static void events_close(struct recorder *rc)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+
+	/* Unmapped first: a mapped ring holds its event open, and the child
+	 * that closes the events need not copy the rings' page tables. */
+	for (int c = 0; rc->rings && c < rc->ncpus; c++) {
+		if (rc->rings[c].base)
+			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);
+		rc->rings[c].base = NULL;
+	}
+	rec_events_release(rc);
+}
+
 /* Whether a signal ends the recording (cleanly): the ones a user or a
  * supervisor sends to stop a program. The others (SIGPIPE from a closed
  * stderr, SIGXFSZ, timers, SIGUSR2) are ignored: a write that fails says
@@ -249,8 +265,8 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * nothing more could be kept, and a -p recording would go on
 		 * for ever. */
 		if (trace_writer_full(&rc->w)) {
-			msg_error("cannot write '%s': %s; recording stopped after %.1f s, the trace holds what came "
-			      "before", rc->output, rc->w.err ? trace_writer_strerror(&rc->w) : "the disk is full",
+			msg_error("cannot write '%s': %s; recording stopped after %.1f s, the trace holds what reached "
+			      "the disk", rc->output, rc->w.err ? trace_writer_strerror(&rc->w) : "the disk is full",
 			      (rec_now_ns(CLOCK_MONOTONIC) - rc->start_ns) / 1e9);
 			rc->disk_full = 1;
 			stop = 1;
@@ -270,6 +286,10 @@ out:
 	rc->stop_ns = rec_now_ns(CLOCK_MONOTONIC);
 	events_switch(rc, 0);
 	allocstream_shut(rc);
+	/* Nothing more can be kept: the command goes on unrecorded, with
+	 * no probe left to trap it. */
+	if (rc->disk_full)
+		events_close(rc);
 	rec_child_stop(rc);
 	if (rec_drain_all(rc, 0))
 		ret = -1;
@@ -292,22 +312,6 @@ out:
 	close(sfd);
 	close(ep);
 	return ret;
-}
-
-/* The events go as soon as their rings are drained: a child closes them
- * while the trace is finished (rec_events_release). */
-static void events_close(struct recorder *rc)
-{
-	size_t page = sysconf(_SC_PAGESIZE);
-
-	/* Unmapped first: a mapped ring holds its event open, and the child
-	 * that closes the events need not copy the rings' page tables. */
-	for (int c = 0; rc->rings && c < rc->ncpus; c++) {
-		if (rc->rings[c].base)
-			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);
-		rc->rings[c].base = NULL;
-	}
-	rec_events_release(rc);
 }
 
 static void cleanup(struct recorder *rc)

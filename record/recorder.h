@@ -84,6 +84,7 @@ struct ring {
 	unsigned char *chunk;	 /* records copied out, waiting to be written */
 	size_t len, alloc;
 	uint64_t nrec, first_time, flushed_at;
+	int tasks;		 /* the chunk holds records of processes (mappings, forks, execs) */
 	uint64_t head;		 /* the kernel's head when this pass over the rings began */
 	uint64_t scanned;	 /* the processes' changes up to here are applied */
 	uint64_t lost;

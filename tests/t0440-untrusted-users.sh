@@ -247,6 +247,25 @@ if recording_allowed && mkdir small && mount -t tmpfs -o size=9m tmpfs small 2>/
 	umount small
 fi
 
+# A disk that fills while the wrapper reports every call: the trace keeps
+# the mappings of every sample it holds (its stacks resolve, the wrapper is
+# seen), says what it lost in every view, and the command goes on
+# unrecorded at its own speed.
+if recording_allowed && mkdir full && mount -t tmpfs -o size=4m tmpfs full 2>/dev/null; then
+	test_expect_success 'a full disk keeps what its samples need, and every view says what was not written' '
+		"$MEMSIGHT" record -e malloc -o full/m.trace -- "$SAMPLES/alloc_zoo" churn 100000 >out 2>err; rc=$? &&
+		cat err && test $rc = 1 && grep "^alloc_zoo: leaked 0 bytes" out &&
+		grep "NOT WRITTEN [0-9]* of [0-9]* records: the disk holding the trace filled; the trace holds what reached the disk, and the mappings of every sample in it" err &&
+		"$MEMSIGHT" leaks full/m.trace >leaks.txt 2>leaks.err &&
+		cat leaks.txt leaks.err &&
+		! grep "without memsight.s wrapper" leaks.txt && ! grep "stop short" leaks.err &&
+		grep "^# INCOMPLETE: records were not written (the disk holding the trace filled)" leaks.txt &&
+		"$MEMSIGHT" leaks --json full/m.trace >leaks.json &&
+		grep "\"incomplete\":true" leaks.json && ! grep "\"lost\":0[,}]" leaks.json
+	'
+	umount full
+fi
+
 # --cgroup keeps a process, not a number: once a process of the cgroup
 # exits, a process outside it that is given its pid (ns_last_pid) is not
 # recorded. Where the cgroup is not of the perf_event hierarchy (a v1

@@ -93,7 +93,7 @@ test_expect_success 'functions: self and total per function, as the folded stack
 		test "$want" = "$got" || return 1
 	done &&
 	"$MEMSIGHT" functions $D --json --sort total -T 3 "$T" >fn.json &&
-	grep "^{\"trace\":\"[^\"]*\",\"event\":\"faults\",\"weight\":\"count\",\"estimate\":false,\"total\":4169,\"functions_total\":[0-9]*,\"functions_shown\":3,\"functions\":\[{\"function\":\"__libc_start_call_main\"" fn.json &&
+	grep "^{\"trace\":\"[^\"]*\",\"lost\":0,\"event\":\"faults\",\"weight\":\"count\",\"estimate\":false,\"total\":4169,\"functions_total\":[0-9]*,\"functions_shown\":3,\"functions\":\[{\"function\":\"__libc_start_call_main\"" fn.json &&
 	grep "{\"function\":\"read_in_chunks\",\"object\":\"xor_encoder\",\"kernel\":false,\"self\":2048,\"total\":2064}" fn.json
 '
 

@@ -383,8 +383,11 @@ void cmd_json_truncated(struct json *j, uint64_t shown, uint64_t total)
 uint64_t cmd_lost(const struct session *s)
 {
 	/* The LOSS chunks' count, or what the replay met of lost records
-	 * where that is more (a trace cut before its last LOSS chunk). */
-	return s->lost > s->lost_records ? s->lost : s->lost_records;
+	 * where that is more (a trace cut before its last LOSS chunk), and
+	 * the records a full disk kept from the file. */
+	long long unwritten = session_stat(s, "records_not_written", 0);
+
+	return (s->lost > s->lost_records ? s->lost : s->lost_records) + (unwritten > 0 ? (uint64_t)unwritten : 0);
 }
 
 void cmd_json_lost(struct json *j, const struct session *s)

@@ -178,7 +178,8 @@ void cmd_json_truncated(struct json *j, uint64_t shown, uint64_t total);
 void cmd_json_events_begin(struct json *j, const struct session *s);
 void cmd_json_events_end(struct json *j, const struct session *s);
 /* The events a trace lost while recording (its LOSS chunks, or the lost
- * records a replay met, whichever is more), and that as "lost" in JSON:
+ * records a replay met, whichever is more, and the records a full disk
+ * kept from the file), and that as "lost" in JSON:
  * every view that counts says it. */
 uint64_t cmd_lost(const struct session *s);
 void cmd_json_lost(struct json *j, const struct session *s);

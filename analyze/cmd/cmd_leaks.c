@@ -576,6 +576,14 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	json_end(&j);
 }
 
+/* Why a leak table may miss something, as the end of "INCOMPLETE: ". */
+static const char *why_incomplete(const struct session *s, const struct leaks *l)
+{
+	if (session_stat(s, "records_not_written", 0) > 0)
+		return "records were not written (the disk holding the trace filled)";
+	return l->lost ? "events were lost while recording" : "the trace is cut short";
+}
+
 /* The program images whose calls the probes never saw, a few by name. */
 static void leaks_text_unseen(const struct allocs *a)
 {
@@ -660,12 +668,12 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 	if (session_incomplete(s) && l->unsure_count)
 		printf("# INCOMPLETE: %s; %llu bytes in %llu of these allocations were made before the last "
 		       "loss, and their frees may be among what was lost (marked UNCERTAIN below)\n",
-		       l->lost ? "events were lost while recording" : "the trace is cut short",
+		       why_incomplete(s, l),
 		       (unsigned long long)l->unsure_bytes, (unsigned long long)l->unsure_count * a->sample);
 	else if (session_incomplete(s))
 		printf("# INCOMPLETE: %s; none of these allocations was made before the last loss, but a "
 		       "lost allocation may hide a leak\n",
-		       l->lost ? "events were lost while recording" : "the trace is cut short");
+		       why_incomplete(s, l));
 	leaks_text_unseen(a);
 	leaks_text_late(a);
 	if (l->sup_groups)

@@ -601,7 +601,7 @@ const char *session_host(struct session *s, const char *key, char *buf, size_t l
 	return def;
 }
 
-long long session_stat(struct session *s, const char *key, long long def)
+long long session_stat(const struct session *s, const char *key, long long def)
 {
 	char v[64];
 
@@ -619,7 +619,8 @@ void session_warn_incomplete(struct session *s)
 
 int session_incomplete(const struct session *s)
 {
-	return s->lost || s->lost_records || s->r.stop[0];
+	/* Records a full disk kept from the file are lost as surely. */
+	return s->lost || s->lost_records || s->r.stop[0] || session_stat(s, "records_not_written", 0) > 0;
 }
 
 uint64_t session_loss_horizon(const struct session *s)

@@ -270,7 +270,7 @@ uint64_t session_group_period(struct session *s, const char *group);
 
 /* Host/stats "key value" lookups; return def when absent. */
 const char *session_host(struct session *s, const char *key, char *buf, size_t len, const char *def);
-long long session_stat(struct session *s, const char *key, long long def);
+long long session_stat(const struct session *s, const char *key, long long def);
 
 /* A tracepoint field of a sample as a number (0 if absent). */
 uint64_t session_field(struct session *s, const struct sample *smp, int idx);

@@ -444,10 +444,8 @@ size_t rec_chunk_prepare(void *arg, unsigned char *buf, size_t len)
 	return len;
 }
 
-void rec_ring_flush(struct recorder *rc, struct ring *r)
+static void ring_push(struct recorder *rc, struct ring *r)
 {
-	if (!r->len)
-		return;
 	/* The compression thread takes the buffer; the next records go to
 	 * a new one. */
 	writeq_push(&rc->q, r->cpu, r->first_time, r->chunk, r->len, r->alloc, r->nrec);
@@ -456,7 +454,23 @@ void rec_ring_flush(struct recorder *rc, struct ring *r)
 	r->alloc = 0;
 	r->len = 0;
 	r->nrec = 0;
+	r->tasks = 0;
 	r->flushed_at = rec_now_ns(CLOCK_MONOTONIC);
+}
+
+/* Chunks reach the file in the order they are pushed, and a full disk
+ * keeps a prefix of that order: so the records of processes (mappings,
+ * execs, forks) that any buffer holds go before every chunk pushed after
+ * them. Whatever samples a trace cut by a full disk holds, it holds the
+ * mappings they ran in. */
+void rec_ring_flush(struct recorder *rc, struct ring *r)
+{
+	if (!r->len)
+		return;
+	for (int c = 0; rc->rings && c < rc->ncpus; c++)
+		if (&rc->rings[c] != r && rc->rings[c].tasks && rc->rings[c].len)
+			ring_push(rc, &rc->rings[c]);
+	ring_push(rc, r);
 }
 
 /* The processes' changes among the records of r from its tail up to head,
@@ -576,6 +590,11 @@ int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, con
 		memcpy(dst, src, n = size);
 	if (!r->nrec)
 		r->first_time = trace_record_time(dst, n);
+	{
+		uint32_t type = ((const struct perf_event_header *)dst)->type;
+
+		r->tasks |= type != PERF_RECORD_SAMPLE && type != STACKDUMP_PACKED_SAMPLE && type != PERF_RECORD_LOST;
+	}
 	inspect(rc, r, e, dst, n);
 	r->len += n;
 	r->nrec++;

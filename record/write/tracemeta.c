@@ -399,7 +399,8 @@ void rec_summary(struct recorder *rc)
 		msg_note("NOT WRITTEN %llu of %llu records: %s; %s",
 			(unsigned long long)unwritten, (unsigned long long)rc->records,
 			rc->disk_full ? "the disk holding the trace filled" : "writing the trace failed",
-			rc->w.err ? "the trace ends where the writing failed" : "the trace holds the ones before");
+			rc->w.err ? "the trace ends where the writing failed"
+				  : "the trace holds what reached the disk, and the mappings of every sample in it");
 	if (lost && rc->q.waits)
 		msg_note("LOST %llu events: the compression thread fell behind (%.0f MiB "
 				"queued) for want of CPU; %s",
