@@ -289,6 +289,17 @@ static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type ty
 					   "a chunk of %zu bytes does not fit in the ring's segments of %llu KiB: give a larger ring",
 					   plen, (unsigned long long)(w->seg_size >> 10));
 	}
+	/* A record chunk bigger than the reserve could meet a full disk in
+	 * the middle of its write, leaving a torn chunk and no room: its
+	 * room and the reserve after it are taken first, and when they
+	 * cannot be, the writer is full and the chunk is not written (its
+	 * records count as not written). */
+	if (type == TRACE_CHUNK_DATA && w->fd >= 0 && w->reserve && !w->full && !w->ring_start &&
+	    fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(sizeof(h) + plen + w->reserve)) &&
+	    (errno == ENOSPC || errno == EDQUOT)) {
+		__atomic_store_n(&w->full, 1, __ATOMIC_RELAXED);
+		return -ENOSPC;
+	}
 	at = w->offset;
 	put32(h, TRACE_CHUNK_MAGIC);
 	put16(h + 4, type);

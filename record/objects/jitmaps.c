@@ -371,7 +371,9 @@ int jitmaps_pump(struct jitmaps *j, uint64_t budget, jitmaps_emit emit, void *ar
 		r = collect_proc(j, j->slots[i], emit, arg);
 		forget(j, i);
 	}
-	memmove(j->due, j->due + done, (j->nr_due - done) * sizeof(*j->due));
-	j->nr_due -= done;
+	if (done) {
+		memmove(j->due, j->due + done, (j->nr_due - done) * sizeof(*j->due));
+		j->nr_due -= done;
+	}
 	return r;
 }
