@@ -53,7 +53,7 @@ BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev lib
 	libzstd-dev zlib1g-dev systemtap-sdt-dev
 # debuginfod: a local server for the --debuginfod test.
 # clang and its runtimes: libFuzzer and the sanitizers.
-TEST_PKGS := perl python3-jsonschema gcc-multilib libxml2-utils libjemalloc2 libmimalloc2.0 libc6-dev openjdk-17-jdk-headless nodejs debuginfod valgrind clang libclang-rt-dev golang-go chromium
+TEST_PKGS := perl python3-jsonschema gcc-multilib libxml2-utils libjemalloc2 libmimalloc2.0 libc6-dev openjdk-17-jdk-headless nodejs debuginfod valgrind clang libclang-rt-dev golang-go chromium sqlite3
 BENCH_PKGS := linux-perf heaptrack bpftrace time nodejs redis-server redis-tools
 
 FORMATS_SRC := \
@@ -176,6 +176,7 @@ SAMPLES := \
 	cpu_hop \
 	cxx_leak \
 	cxx_threads \
+	deep_stack \
 	dlsym_alloc \
 	fault_kinds \
 	fib_leak \
@@ -195,7 +196,7 @@ SAMPLES := \
 
 # The same programs as most code is built: optimised, no frame pointers.
 # DWARF unwinding must give them the attribution the others get.
-NOFP_SAMPLES := alloc_zoo box_grow fib_leak inline_alloc loop_leak xor_encoder
+NOFP_SAMPLES := alloc_zoo box_grow deep_stack fib_leak inline_alloc loop_leak xor_encoder
 # Code built without unwind tables: its CFI is in .debug_frame alone.
 NOUNWIND_SAMPLES := loop_leak
 

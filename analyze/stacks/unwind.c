@@ -73,12 +73,20 @@ const char *unwind_backend_name(enum unwind_backend b)
 	return b == UNWIND_LIBUNWIND ? "libunwind" : "libdw";
 }
 
+/* A thread's last whole stack. */
+struct unwind_chain {
+	unsigned gen;		/* its process's code generation */
+	int n;
+	uint64_t v[];		/* n return addresses, then their n stack pointers */
+};
+
 struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 
 	if (!u)
 		return NULL;
+	hashmap_init(&u->chains, 0);
 	u->ops = b == UNWIND_LIBUNWIND ? &unwind_libunwind_ops : &unwind_libdw_ops;
 	u->m = m;
 	u->check = check;
@@ -88,9 +96,69 @@ struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check)
 
 void unwind_free(struct unwinder *u)
 {
-	if (u && u->ops->release)
+	if (!u)
+		return;
+	if (u->ops->release)
 		u->ops->release(u);
+	hashmap_for_each(&u->chains, slot) free(slot->ptr);
+	hashmap_release(&u->chains);
+	free(u->sps);
 	free(u);
+}
+
+static uint64_t chain_key(const struct unwind_input *in)
+{
+	return (uint64_t)(uint32_t)in->pid << 32 | (uint32_t)in->tid;
+}
+
+/* The whole stack of n frames is its thread's latest. */
+static void chain_keep(struct unwinder *u, const struct unwind_input *in, unsigned gen, const uint64_t *ips,
+		       const uint64_t *sps, int n)
+{
+	struct hm_slot *slot = hashmap_u64(&u->chains, chain_key(in), NULL);
+	struct unwind_chain *c = slot ? slot->ptr : NULL;
+
+	if (!slot)
+		return;
+	if (!c || c->n < n) {
+		free(c);
+		slot->ptr = c = malloc(sizeof(*c) + 2 * (size_t)n * sizeof(uint64_t));
+		if (!c)
+			return;
+	}
+	c->gen = gen;
+	c->n = n;
+	memcpy(c->v, ips, n * sizeof(uint64_t));
+	memcpy(c->v + n, sps, n * sizeof(uint64_t));
+}
+
+/* The stack of n frames that ran past its dump, completed from its
+ * thread's latest whole stack where that shows its two outermost frames
+ * (unwind.h); the frames it has then, or n. */
+static int chain_join(struct unwinder *u, const struct unwind_input *in, unsigned gen, uint64_t *ips, uint64_t *sps,
+		      int n, int max)
+{
+	struct hm_slot *slot = hashmap_u64_find(&u->chains, chain_key(in));
+	const struct unwind_chain *c = slot ? slot->ptr : NULL;
+	const uint64_t *cips, *csps;
+
+	if (!c || c->gen != gen || n < 2)
+		return n;
+	cips = c->v;
+	csps = c->v + c->n;
+	for (int k = 1; k + 1 < c->n; k++) {
+		int add;
+
+		if (csps[k] != sps[n - 1] || cips[k] != ips[n - 1] || csps[k - 1] != sps[n - 2] || cips[k - 1] != ips[n - 2])
+			continue;
+		add = c->n - (k + 1);
+		if (n + add > max)
+			add = max - n;
+		memcpy(ips + n, cips + k + 1, add * sizeof(uint64_t));
+		memcpy(sps + n, csps + k + 1, add * sizeof(uint64_t));
+		return n + add;
+	}
+	return n;
 }
 
 /* The executable objects p maps, each once, whose object file is here,
@@ -196,12 +264,20 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		ips[0] = ip;
 		return max > 0;
 	}
+	if (u->sps_max < max) {
+		uint64_t *v = realloc(u->sps, max * sizeof(*v));
+
+		if (!v)
+			return 0;
+		u->sps = v;
+		u->sps_max = max;
+	}
 	u->used = 0;
 	u->sp = sp;
 	stackdump_rank(&in->stack, &u->rank);
 	u->proc = p;
 	u->hint = NULL;
-	n = u->ops->run(u, h->space, in, ips, max, stop);
+	n = u->ops->run(u, h->space, in, ips, u->sps, max, stop);
 	u->proc = NULL;
 	if (u->used > u->st.max_stack_used)
 		u->st.max_stack_used = u->used;
@@ -228,6 +304,17 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	}
 	if (*stop == UNWIND_STOP_NONE)
 		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
+	if (*stop == UNWIND_STOP_STACK_END) {
+		int whole = chain_join(u, in, p->code_gen, ips, u->sps, n, max);
+
+		if (whole > n) {
+			n = whole;
+			*stop = UNWIND_STOP_NONE;
+			u->st.joined++;
+		}
+	}
+	if (*stop == UNWIND_STOP_NONE && n > 1)
+		chain_keep(u, in, p->code_gen, ips, u->sps, n);
 	if (*stop == UNWIND_STOP_STACK_END && in->stack.size > u->st.past_dump)
 		u->st.past_dump = in->stack.size;
 	u->st.stopped[*stop]++;
@@ -253,6 +340,10 @@ void unwind_report(const struct unwinder *u, FILE *f)
 			(unsigned long long)differ, (unsigned long long)checked, (unsigned long long)further);
 	for (int i = 1; i < UNWIND_STOP_NR; i++)
 		broken += u->st.stopped[i];
+	if (u->st.joined)
+		fprintf(f, "memsight: %llu of %llu user stacks ran past their stack dump and were completed from an "
+			   "earlier stack of the same thread with the same outer frames at the same addresses\n",
+			(unsigned long long)u->st.joined, (unsigned long long)u->st.stacks);
 	if (!broken)
 		return;
 	fprintf(f, "memsight: %llu of %llu user stacks stop short of main or a thread's start (%s unwinder):",

@@ -9,7 +9,8 @@
  * samples. The result is raw addresses, innermost first: names come later,
  * from symbols, in a cached pass. A stack that cannot be finished (dump cut
  * short, registers missing, bad tables, object gone) keeps the frames found
- * so far and is counted by reason. Knows nothing of events or commands.
+ * so far and is counted by reason; one that ran past its dump is joined
+ * first (see unwind_sample). Knows nothing of events or commands.
  * What a backend implements and may call is in unwind_backend.h.
  */
 #ifndef MEMSIGHT_UNWIND_H
@@ -54,6 +55,7 @@ struct unwind_stats {
 	uint64_t stopped[UNWIND_STOP_NR];
 	uint64_t frames;
 	uint64_t max_stack_used; /* deepest dump byte any stack read, +1 */
+	uint64_t joined;	/* stacks past their dump completed from their thread's earlier ones */
 	uint64_t past_dump;	/* the largest dump a stack ran past the end of */
 	/* Complete stacks by the dump bytes they needed, in 1 KiB steps
 	 * (the last counts 15 KiB and more): what --call-graph dwarf,SIZE
@@ -80,6 +82,16 @@ const char *unwind_backend_name(enum unwind_backend b);
  * Unwind one sample into ips (innermost first, the first the sampled ip,
  * the others return addresses). Returns the number of frames (0 when
  * nothing could be done) and sets *stop.
+ *
+ * A stack that ran past its dump is completed, as Android's simpleperf
+ * joins call chains, from the last whole stack of the same thread seen
+ * before it (samples come in time order): where that one has the
+ * truncated stack's two outermost frames, the same return addresses at
+ * the same stack addresses, it was the same call below them, and its
+ * frames beyond go on. Nothing is made up: a stack whose outer frames
+ * no earlier stack of its thread shows stays as it is, counted as having
+ * run past its dump. A whole stack, joined or not, is the thread's next
+ * to join from; an exec (a new code generation) forgets them.
  */
 int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
 		  enum unwind_stop *stop);

@@ -8,6 +8,7 @@
 #ifndef MEMSIGHT_UNWIND_BACKEND_H
 #define MEMSIGHT_UNWIND_BACKEND_H
 
+#include "../hashmap.h"
 #include "unwind.h"
 
 /* An executable object a process maps, whose object file is here, with
@@ -23,8 +24,11 @@ struct unwind_backend_ops {
 	 * n objects objs (unwind_objects). */
 	void *(*space_new)(struct unwinder *u, struct process *p, const struct unwind_object *objs, size_t n);
 	void (*space_free)(void *space);
-	int (*run)(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, int max,
-		   enum unwind_stop *stop);
+	/* Unwind into ips, and the stack pointer each frame had into sps
+	 * (the sampled one for the first, then each frame's CFA): as
+	 * unwind_sample, without the joining. */
+	int (*run)(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, uint64_t *sps,
+		   int max, enum unwind_stop *stop);
 	/* What the backend keeps across address spaces (u->priv), freed
 	 * with the unwinder; NULL when it keeps nothing. */
 	void (*release)(struct unwinder *u);
@@ -43,6 +47,9 @@ struct unwinder {
 	const struct process *proc; /* its process, while it is unwound */
 	const struct map *hint;	/* the map its last lookup found */
 	void *priv;		/* the backend's state shared by every space */
+	uint64_t *sps;		/* the stack pointers of the frames being unwound */
+	int sps_max;
+	struct hashmap chains;	/* (pid, tid) -> struct unwind_chain: each thread's last whole stack */
 };
 
 /* The space of a process's address space: its map for an address. */

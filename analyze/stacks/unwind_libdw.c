@@ -20,6 +20,12 @@
 #include "../hashmap.h"
 #include "unwind_backend.h"
 
+/* DWARF x86-64 registers: 0-15 the general ones, 16 the return address. */
+#define NR_REGS 17
+#define REG_RA 16
+#define REG_RSP 7
+#define REG_RBP 6
+
 #define RECENT_RULES 1024
 
 /* An object's unwinding state, shared by every address space. */
@@ -42,7 +48,7 @@ struct dw_space {
 	size_t nr_mods, last;
 	/* The sample being unwound. */
 	const struct unwind_input *in;
-	uint64_t *ips;
+	uint64_t *ips, *sps;
 	int n, max;
 	int beyond_dump;
 	int fast_nocfi;		/* the fast path ended where libdw would have failed */
@@ -306,6 +312,12 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	if (sp->n >= sp->max)
 		return DWARF_CB_ABORT;
+	if (sp->sps) {
+		Dwarf_Word v = 0;
+
+		dwfl_frame_reg(state, REG_RSP, &v);
+		sp->sps[sp->n] = v;
+	}
 	sp->ips[sp->n++] = pc;
 	return DWARF_CB_OK;
 }
@@ -330,11 +342,6 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
  * path where every version of that hook agrees. */
 enum { RULE_SLOW, RULE_STEP, RULE_END, RULE_FP };
 enum { REG_SAME, REG_AT, REG_VAL, REG_UNDEF };
-/* DWARF x86-64 registers: 0-15 the general ones, 16 the return address. */
-#define NR_REGS 17
-#define REG_RA 16
-#define REG_RSP 7
-#define REG_RBP 6
 /* A CFA expression longer than this goes to libdw. */
 #define EXPR_MAX 12
 
@@ -628,7 +635,7 @@ static int word_at(struct dw_space *sp, uint64_t addr, uint64_t *v)
 
 /* The frames of a stack made only of simple rules, or -1 to hand the
  * sample to libdw. */
-static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, int max)
+static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, uint64_t *sps, int max)
 {
 	uint64_t regs[NR_REGS], pc;
 	unsigned valid = unwind_regs(in, regs);
@@ -643,6 +650,7 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 
 		if (n >= max)
 			return -1;
+		sps[n] = regs[REG_RSP];
 		ips[n++] = pc;
 		/* A return address is after its call: look it up one byte back. */
 		r = rule_of(sp, n == 1 ? pc : pc - 1);
@@ -703,9 +711,10 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 	}
 }
 
-static int dw_slow(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, int max)
+static int dw_slow(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, uint64_t *sps, int max)
 {
 	sp->ips = ips;
+	sp->sps = sps;
 	sp->n = 0;
 	sp->max = max;
 	sp->beyond_dump = 0;
@@ -739,8 +748,8 @@ static enum unwind_stop stop_of(struct dw_space *sp, const struct unwind_input *
 	return UNWIND_STOP_NO_CFI;
 }
 
-static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, int max,
-		  enum unwind_stop *stop)
+static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, uint64_t *sps,
+		  int max, enum unwind_stop *stop)
 {
 	struct dw_space *sp = space;
 	int r, n, check = u->check;
@@ -748,7 +757,7 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 	sp->in = in;
 	sp->fast_nocfi = 0;
 	sp->beyond_dump = 0;
-	n = dw_fast(sp, in, ips, max);
+	n = dw_fast(sp, in, ips, sps, max);
 	if (n > 0) {
 		int beyond = sp->beyond_dump;
 
@@ -757,7 +766,7 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 			int fast_nocfi = sp->fast_nocfi;
 
 			fast_checked++;
-			r = slow ? dw_slow(sp, in, slow, max) : -1;
+			r = slow ? dw_slow(sp, in, slow, NULL, max) : -1;
 			/* libdw ends a stack at a PLT entry, as if it were the
 			 * outermost frame: it cannot read the pc as register 16,
 			 * which the PLT's CFA expression needs. */
@@ -778,7 +787,7 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 		sp->in = NULL;
 		return n;
 	}
-	r = dw_slow(sp, in, ips, max);
+	r = dw_slow(sp, in, ips, sps, max);
 	/* libdw takes a return address it cannot read for the end of the
 	 * stack: one past the dump means the dump was too short. */
 	*stop = r == 0 && !sp->beyond_dump ? UNWIND_STOP_NONE : stop_of(sp, in, ips, sp->n, max);

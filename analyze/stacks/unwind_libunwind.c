@@ -581,8 +581,8 @@ static void *lu_space_new(struct unwinder *u, struct process *p, const struct un
 	return sp;
 }
 
-static int lu_run(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, int max,
-		  enum unwind_stop *stop)
+static int lu_run(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, uint64_t *sps,
+		  int max, enum unwind_stop *stop)
 {
 	struct lu_space *sp = space;
 	unw_cursor_t c;
@@ -596,7 +596,7 @@ static int lu_run(struct unwinder *u, void *space, const struct unwind_input *in
 		return 0;
 	}
 	for (;;) {
-		unw_word_t ip;
+		unw_word_t ip, spv = 0;
 
 		if (unw_get_reg(&c, UNW_REG_IP, &ip) || !ip)
 			break;
@@ -604,6 +604,8 @@ static int lu_run(struct unwinder *u, void *space, const struct unwind_input *in
 			*stop = UNWIND_STOP_DEPTH;
 			break;
 		}
+		unw_get_reg(&c, UNW_REG_SP, &spv);
+		sps[n] = spv;
 		ips[n++] = ip;
 		sp->noinfo = 0;
 		r = unw_step(&c);

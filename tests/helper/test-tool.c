@@ -744,16 +744,27 @@ static int cmd_restack(const char *in, const char *outp, const char *how)
 			}
 		}
 		if (c->type == TRACE_CHUNK_DATA) {
-			size_t o = 0, outlen = 0;
+			size_t o = 0, outlen = 0, cap = (size_t)n * 2 + (1 << 17);
 			uint64_t nrec = 0;
 
-			/* A dump grows back to its kernel size: at most 64 KiB a record. */
-			out = realloc(out, (size_t)n * 16 + (1 << 16));
+			out = realloc(out, cap);
 			for (long off = 0; out && off + 8 <= n; off += o, nrec++) {
 				struct perf_event_header h;
 				size_t sz = 0;
 				uint64_t id;
 
+				/* A dump grows back to its kernel size: at most 64 KiB
+				 * a record, which a packed one may be a fiftieth of. */
+				if (outlen + (1 << 17) > cap) {
+					unsigned char *v = realloc(out, cap *= 2);
+
+					if (!v) {
+						free(out);
+						out = NULL;
+						break;
+					}
+					out = v;
+				}
 				memcpy(&h, buf + off, sizeof(h));
 				o = h.size;
 				if (o < 8 || o > (size_t)(n - off))

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Stacks that ran past their 8 KiB dump, completed from the same thread's
+# earlier whole stacks: exactly what a 64 KiB dump gives, never frames
+# another thread's stack at the same addresses would make up.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+N=$SAMPLES/nofp
+
+# The share of a program's samples whose stack reaches R, in percent.
+share() {
+	"$MEMSIGHT" folded --no-kernel -e faults "$1" 2>/dev/null |
+		awk -v p="^$2;" -v r="$3" '$0 ~ p { n += $NF; if (index($0, r)) m += $NF } END { printf "%d\n", n ? 100 * m / n : 0 }'
+}
+
+# One recording with a 64 KiB dump, and the same recording with every
+# dump cut to its first 8 KiB (test-tool restack): what the joining makes
+# of the cut one is compared with what the whole dumps give, stack for
+# stack and count for count.
+whole_and_cut() {
+	"$MEMSIGHT" record -q -g dwarf,65528 -e faults -o "$1.trace" -- "$N/deep_stack" "$1" 6 >"$1.truth" &&
+	"$BUILD/test-tool" restack "$1.trace" "$1-8k.trace" cut=8192 >/dev/null &&
+	"$MEMSIGHT" folded --no-kernel -e faults "$1.trace" 2>/dev/null | sort >"$1.whole" &&
+	"$MEMSIGHT" folded --no-kernel -e faults "$1-8k.trace" 2>"$1.err" | sort >"$1.joined"
+}
+
+test_expect_success 'growth 60 frames deep (12 KiB of stack): every stack reaches main, as a 64 KiB dump gives it' '
+	whole_and_cut varied && cat varied.truth varied.err &&
+	grep "^deep_stack: grow_here grew 36 blocks" varied.truth &&
+	grep "user stacks ran past their stack dump and were completed from an earlier stack of the same thread" varied.err &&
+	test_cmp varied.whole varied.joined &&
+	grep ";grow_here" varied.joined >grown &&
+	! grep -v ";main;varied;descend;" grown &&
+	test "$(awk "{ n += \$NF } END { print n }" grown)" -ge $((36 * 16)) &&
+	grep ";main;varied;\(descend;\)\{61\}grow_here;" grown
+'
+
+# worker_b grows only at depth 60, on the stack worker_a's thread left:
+# the same addresses, other callers. Its cut stacks stay short, and none is
+# given worker_a's frames; worker_a's are joined as before.
+test_expect_success 'joining refuses: a thread'"'"'s stacks never take another thread'"'"'s frames at the same addresses' '
+	whole_and_cut threads && cat threads.truth threads.err &&
+	grep "^deep_stack: grow_here grew 6 blocks from worker_a, 6 at depth 60 from worker_b" threads.truth &&
+	grep -q ";worker_b;" threads.whole && ! grep ";worker_b;" threads.joined &&
+	grep ";worker_a;" threads.whole >a.whole && grep ";worker_a;" threads.joined >a.joined &&
+	test_cmp a.whole a.joined &&
+	grep "ran past the stack dump of 8192 bytes" threads.err
+'
+
+# Debian's sqlite3 runs its parser and its b-tree code deep: with an 8 KiB
+# dump almost none of its stacks reach main by themselves.
+if command -v sqlite3 >/dev/null; then
+	test_expect_success 'Debian'"'"'s sqlite3: at least 95% of its stacks reach __libc_start_call_main' '
+		cat >q.sql <<-\EOS &&
+		CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
+		WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 60000)
+			INSERT INTO t SELECT i, hex(randomblob(32)), random() FROM s;
+		CREATE INDEX tb ON t(b);
+		SELECT count(*) FROM t WHERE c > 0;
+		EOS
+		"$MEMSIGHT" record -q -e faults -o sq.trace -- sqlite3 :memory: <q.sql >/dev/null &&
+		s=$(share sq.trace sqlite3 __libc_start_call_main) && echo "sqlite3: $s%" && test "$s" -ge 95
+	'
+else
+	echo "# sqlite3 is not installed (make test-deps installs it): skipped"
+fi
+
+test_done
