@@ -5,16 +5,18 @@
 test_skip_unless_recording
 
 S=$SAMPLES
-probes() { n=$(grep -c "memsight_" /sys/kernel/tracing/uprobe_events 2>/dev/null); echo "${n:-0}"; }
+# The uprobes recorder PID defined (its groups are memsight_PID and
+# memsight_PID_N): other tests may record beside this one.
+probes() { n=$(grep -c "memsight_$1[_/]" /sys/kernel/tracing/uprobe_events 2>/dev/null); echo "${n:-0}"; }
 # A recorder killed outright leaves its probes to the child that watches
 # for that, which removes them once the kernel has let go of the events
-# (each waits out a grace period). Wait up to 10 s for the count to come
-# back to $1.
-probes_back_to() {
+# (each waits out a grace period). Wait up to 10 s for recorder $1's to
+# go.
+probes_gone() {
 	i=0
-	while [ "$(probes)" != "$1" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	echo "probes now $(probes), want $1"
-	[ "$(probes)" = "$1" ]
+	while [ "$(probes $1)" != 0 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	echo "probes of $1 now $(probes $1)"
+	[ "$(probes $1)" = 0 ]
 }
 
 if cc -static -O1 -o static_loop "$TOP/samples/loop_leak.c" 2>/dev/null; then
@@ -56,27 +58,32 @@ test_expect_success 'bad sizes and sampling' '
 '
 
 test_expect_success 'a target that exits during the recording leaves a complete trace and no probe' '
-	probes_back_to 0 && before=0 &&
 	{ "$S/alloc_zoo" wait 8 50 >truth & } &&
 	pid=$! &&
 	while ! grep -q waiting truth; do sleep 0.05; done &&
-	"$MEMSIGHT" record -q -e malloc -o exit.trace -p $pid -d 30 &&
+	{ "$MEMSIGHT" record -q -e malloc -o exit.trace -p $pid -d 30 & } &&
+	rec=$! && wait $rec &&
 	"$MEMSIGHT" info exit.trace | grep -x "status:      complete" &&
-	probes_back_to "$before"
+	probes_gone $rec
 '
 
 test_expect_success 'SIGKILL of the recorder: the trace reads to its last chunk, and its probes go' '
-	"$MEMSIGHT" record -e malloc -o killed.trace -- "$S/alloc_zoo" grow 400 >/dev/null 2>&1 &
+	"$MEMSIGHT" record -e malloc -o killed.trace -- "$S/alloc_zoo" grow 3000 >/dev/null 2>&1 &
 	rec=$! &&
-	sleep 2.5 &&
-	test "$(probes)" -gt 0 &&
+	# Killed once the trace holds some of the leak, however slow the
+	# machine; the command then goes on alone and is ended too.
+	i=0 && while [ $i -lt 300 ] && ! "$MEMSIGHT" leaks killed.trace 2>/dev/null | grep -q "steady_leak+0x"; do
+		sleep 0.1; i=$((i + 1))
+	done &&
+	test "$(probes $rec)" -gt 0 &&
 	kill -9 $rec && wait $rec;
+	pkill -f "^$S/alloc_zoo grow 3000$";
 	"$MEMSIGHT" info killed.trace >info 2>err &&
 	grep "^status:      ends at byte [0-9]* without a trailer" info &&
 	grep "without a trailer" err &&
 	"$MEMSIGHT" leaks killed.trace >leaks 2>/dev/null &&
 	grep "steady_leak+0x" leaks &&
-	probes_back_to 0
+	probes_gone $rec
 '
 
 test_expect_success 'leaks on a trace without allocation events says how to record them' '
