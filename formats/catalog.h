@@ -138,4 +138,12 @@ static inline const char *catalog_signal_name(int sig)
  * EXIT records; the analyzer files it as EVK_TRACKING. */
 #define CATALOG_TRACKING_EVENT "dummy"
 
+/* The deep-stacks event: page faults sampled a few times a second with
+ * the largest user stack dump the kernel copies. Its samples are no
+ * findings: the analyzer unwinds them only to complete the stacks of
+ * other samples of the same thread that ran past their smaller dump. */
+#define CATALOG_DEEP_EVENT "deep-stacks"
+#define CATALOG_DEEP_GROUP "stacks"
+#define CATALOG_DEEP_DUMP 65528u
+
 #endif

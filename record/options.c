@@ -131,6 +131,19 @@ static int opt_mmap_pages(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+static int opt_deep_freq(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	(void)ctx;
+	if (*end || !arg[0] || arg[0] == '-' || v > REC_DEEP_FREQ_MAX)
+		return msg_error("invalid --deep-freq '%s': give samples a second from 0 (none) to %u, e.g. 100", arg,
+				 REC_DEEP_FREQ_MAX);
+	*(int *)o->value = (int)v;
+	return 0;
+}
+
 static int opt_compression(const struct opt *o, const char *arg, void *ctx)
 {
 	struct recorder *rc = ((struct options_seen *)ctx)->rc;
@@ -384,6 +397,14 @@ static int options_finish(struct recorder *rc)
 					 : "nothing to record: give -p PID, -a, or -- COMMAND (see memsight record -h)");
 	if (rc->min_size && rc->max_size && rc->min_size > rc->max_size)
 		return msg_error("-z %llu is above -Z %llu: no allocation could match", rc->min_size, rc->max_size);
+	/* A stack that ran past its dump is completed from a deeper one of
+	 * its thread: with a dump as large as the deep one, there is none. */
+	if (rc->deep_freq > 0 && rc->callchain != REC_CG_DWARF)
+		return msg_error("--deep-freq completes stacks unwound from dumps: it goes with -g dwarf, not fp or none");
+	if (rc->deep_freq < 0)
+		rc->deep_freq = rc->callchain == REC_CG_DWARF ? REC_DEEP_FREQ_DEFAULT : 0;
+	if (rc->stack_size >= CATALOG_DEEP_DUMP)
+		rc->deep_freq = 0;
 	/* -a records DWARF stacks too: Debian's binaries have no frame
 	 * pointers, so frame-pointer stacks of a whole box reached main in
 	 * 0.4% of a parallel build's faults, 8 KiB dumps in 95.7%; the dumps
@@ -474,6 +495,13 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "none: no stacks\n"
 			     "-g alone, as perf's: the default",
 			     opt_call_graph),
+		OPT_CALLBACK(0, "deep-freq", &rc->deep_freq, "HZ",
+			     "dwarf: HZ times a second (on each CPU, or each thread of\n"
+			     "a command) a page fault also takes a 64 KiB stack dump\n"
+			     "(the deep-stacks event), from which the analyzer\n"
+			     "completes the stacks that ran past SIZE (default 1000;\n"
+			     "0: none)",
+			     opt_deep_freq),
 		OPT_CALLBACK(0, "stack-dump", &rc->stack_dump, "MODE",
 			     "unwind (default): of each stack dump and user register,\n"
 			     "keep only the words unwinding reads (addresses in the\n"
@@ -579,6 +607,7 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 	rc->embed.mode = EMBED_MINIMAL;
 	rc->embed.max_bytes = EMBED_MAX_DEFAULT;
 	rc->stack_size = REC_DWARF_STACK_DEFAULT;
+	rc->deep_freq = -1; /* by call-graph mode, after the options */
 	rc->mmap_pages = 0; /* by call-graph mode, after the options */
 	rc->codec = TRACE_CODEC_ZSTD;
 	rc->fl.after = -1; /* by --ring, after the options */

@@ -116,6 +116,7 @@ struct recorder {
 	double duration;
 	enum rec_callchain callchain;
 	unsigned stack_size;
+	int deep_freq;		/* --deep-freq: deep-stacks samples a second, 0 for none */
 	enum scrub_mode stack_dump;
 	unsigned mmap_pages;
 	enum trace_codec codec;

@@ -2,7 +2,7 @@
  * samples/deep_stack.c: growth deep in the stack, past what an 8 KiB stack
  * dump holds, with exactly known depths.
  *
- * Usage: deep_stack varied ROUNDS | threads ROUNDS
+ * Usage: deep_stack varied ROUNDS | threads ROUNDS | uniform ROUNDS
  *
  * descend() recurses with about 200 bytes of stack a frame; at the bottom
  * grow_here() touches a new 64 KiB block (16 page faults). varied: each
@@ -12,7 +12,9 @@
  * worker_a() does a round of varied, ends, and a thread from worker_b()
  * then grows ROUNDS times at depth 60 alone, on the stack the first one
  * left (glibc keeps a thread's stack for the next): the same addresses
- * under other callers. Prints its truth: each function that grew, the
+ * under other callers. uniform: main grows ROUNDS times at depth 60 and
+ * nowhere else, so no stack of an 8 KiB dump reaches main. Prints its
+ * truth: each function that grew, the
  * depth and how many blocks.
  */
 #include <pthread.h>
@@ -53,6 +55,12 @@ static void varied(int rounds)
 
 static int rounds;
 
+__attribute__((noinline)) void uniform(void)
+{
+	for (int r = 0; r < rounds; r++)
+		descend(60);
+}
+
 __attribute__((noinline)) void *worker_a(void *arg)
 {
 	(void)arg;
@@ -84,8 +92,11 @@ int main(int argc, char **argv)
 		    pthread_create(&t, NULL, worker_b, NULL) || pthread_join(t, NULL))
 			return 1;
 		printf("deep_stack: grow_here grew 6 blocks from worker_a, %d at depth 60 from worker_b\n", rounds);
+	} else if (!strcmp(mode, "uniform")) {
+		uniform();
+		printf("deep_stack: grow_here grew %d blocks of %d bytes at depth 60 from main\n", rounds, BLOCK);
 	} else {
-		fprintf(stderr, "usage: deep_stack varied|threads ROUNDS\n");
+		fprintf(stderr, "usage: deep_stack varied|threads|uniform ROUNDS\n");
 		return 2;
 	}
 	return 0;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Stacks that ran past their 8 KiB dump, completed from the same thread's
-# earlier whole stacks: exactly what a 64 KiB dump gives, never frames
-# another thread's stack at the same addresses would make up.
+# earlier whole stacks, its deep-stacks samples among them: exactly what a
+# 64 KiB dump gives, never frames another thread's stack at the same
+# addresses would make up.
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
@@ -47,6 +48,42 @@ test_expect_success 'joining refuses: a thread'"'"'s stacks never take another t
 	grep "ran past the stack dump of 8192 bytes" threads.err
 '
 
+# Growth at one depth only: no sample of the 8 KiB dump is whole, and
+# what completes them is the deep-stacks event the recorder adds.
+uniform_share() {
+	"$MEMSIGHT" folded --no-kernel -e faults "$1" 2>/dev/null | awk '
+		/^deep_stack;.*;grow_here[; ]/ { n += $NF; if (index($0, ";main;uniform;descend;")) m += $NF }
+		END { print n + 0, m + 0 }'
+}
+test_expect_success 'growth only 60 frames deep, 12 KiB: 99% of its stacks reach main, grow_here named' '
+	"$MEMSIGHT" record -q -e faults -o uniform.trace -- "$N/deep_stack" uniform 400 >uniform.truth 2>err &&
+	cat uniform.truth err && grep "^deep_stack: grow_here grew 400 blocks of 65536 bytes at depth 60" uniform.truth &&
+	"$MEMSIGHT" info uniform.trace | grep "^  deep-stacks  *stacks  *[1-9][0-9]* samples" &&
+	uniform_share uniform.trace >counts && cat counts && read n m <counts &&
+	test "$n" -ge $((400 * 16)) && test $((m * 100)) -ge $((n * 99))
+'
+
+test_expect_success '--deep-freq 0: the same growth stops short, as the analyzer says' '
+	"$MEMSIGHT" record -q --deep-freq 0 -e faults -o shallow.trace -- "$N/deep_stack" uniform 100 >/dev/null &&
+	! "$MEMSIGHT" info shallow.trace | grep deep-stacks &&
+	uniform_share shallow.trace >counts && cat counts && read n m <counts && test "$m" -lt $((n / 10)) &&
+	"$MEMSIGHT" folded shallow.trace 2>&1 >/dev/null | grep "ran past the stack dump of 8192 bytes (record with --call-graph dwarf,16384 or more)"
+'
+
+# System-wide while two compilers run beside it, as on a build box.
+busy() {
+	for i in 1 2; do
+		(while [ -e busy.on ]; do cc -O2 -c -o busy$i.o "$TOP/samples/alloc_zoo.c" 2>/dev/null; done) &
+	done
+}
+test_expect_success 'system-wide beside a build: the same growth reaches main in 95% of its stacks' '
+	touch busy.on && busy &&
+	"$MEMSIGHT" record -q -a -e faults -o box.trace -- "$N/deep_stack" uniform 400 >/dev/null 2>err;
+	rc=$?; rm -f busy.on; wait; cat err; test $rc = 0 &&
+	uniform_share box.trace >counts && cat counts && read n m <counts &&
+	test "$n" -ge $((400 * 16)) && test $((m * 100)) -ge $((n * 95))
+'
+
 # Debian's sqlite3 runs its parser and its b-tree code deep: with an 8 KiB
 # dump almost none of its stacks reach main by themselves.
 if command -v sqlite3 >/dev/null; then
@@ -60,6 +97,12 @@ if command -v sqlite3 >/dev/null; then
 		EOS
 		"$MEMSIGHT" record -q -e faults -o sq.trace -- sqlite3 :memory: <q.sql >/dev/null &&
 		s=$(share sq.trace sqlite3 __libc_start_call_main) && echo "sqlite3: $s%" && test "$s" -ge 95
+	'
+	test_expect_success 'Debian'"'"'s sqlite3 system-wide beside a build: at least 95% reach __libc_start_call_main' '
+		touch busy.on && busy &&
+		"$MEMSIGHT" record -q -a -e faults -o sqbox.trace -- sqlite3 :memory: <q.sql >/dev/null 2>err;
+		rc=$?; rm -f busy.on; wait; cat err; test $rc = 0 &&
+		s=$(share sqbox.trace sqlite3 __libc_start_call_main) && echo "sqlite3: $s%" && test "$s" -ge 95
 	'
 else
 	echo "# sqlite3 is not installed (make test-deps installs it): skipped"

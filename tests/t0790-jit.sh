@@ -164,6 +164,37 @@ else
 	echo "# node is missing (apt-get install nodejs): the Node case skipped"
 fi
 
+# CPython's perf trampolines keep no frame pointer and have no unwind
+# entries: stepped by their known shape, the stacks go on through each
+# Python caller to main. pyenv's Pythons where the machine has them.
+pyenv_python() { ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/$1*/bin/python$1 2>/dev/null | tail -1; }
+# The page faults of grow_buffers, then those of them whose stack reaches
+# main through every Python caller, in order.
+py_whole() {
+	"$MEMSIGHT" folded --no-kernel -e faults "$1" 2>/dev/null | awk -v f="$R/grow_buffers.py" '
+		/;py::grow_buffers:/ {
+			n += $NF
+			if (index($0, ";__libc_start_call_main;") && index($0, ";py::<module>:" f ";") &&
+			    $0 ~ /;py::main:[^;]*;.*;py::build:[^;]*;.*;py::grow_buffers:/)
+				m += $NF
+		}
+		END { print n + 0, m + 0 }'
+}
+for py in "3.12 perf" "3.13 perf_jit"; do
+	ver=${py% *} mode=${py#* }
+	bin=$(pyenv_python $ver)
+	if [ -z "$bin" ]; then
+		echo "# python$ver is not under ${PYENV_ROOT:-$HOME/.pyenv}/versions: the -X $mode case skipped"
+		continue
+	fi
+	test_expect_success "python$ver -X $mode: the function that grows, and its Python callers up to main, in 95% of its faults" '
+		"$MEMSIGHT" record -q -e faults -o py$ver.trace -- "$bin" -X $mode "$R/grow_buffers.py" 300 >truth 2>err &&
+		cat truth err && grep "^grow_buffers: 300 buffers of 65536 bytes from grow_buffers$" truth &&
+		py_whole py$ver.trace >counts && cat counts &&
+		read n m <counts && test "$n" -ge 300 && test $((m * 100)) -ge $((n * 95))
+	'
+done
+
 cd "$TRASH" && for m in $(maps_written); do
 	case $m in /tmp/perf-1.map) ;; *) rm -f "$m" ;; esac
 done

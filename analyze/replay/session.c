@@ -73,6 +73,7 @@ static void classify(struct sess_event *e)
 	} kinds[] = {
 		CATALOG_EVENTS(KIND)
 		{ CATALOG_TRACKING_EVENT, EVK_TRACKING, { NULL } },
+		{ CATALOG_DEEP_EVENT, EVK_DEEP_STACK, { NULL } },
 	};
 #undef KIND
 
@@ -875,17 +876,33 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 			s->on_code_map[i].fn(s->on_code_map[i].arg, s, pid, &mp);
 }
 
+/* The unwinder's view of code a runtime compiled: its name and start. */
+static const char *jit_name_of(void *arg, int pid, uint64_t addr, uint64_t time, uint64_t *start)
+{
+	struct session *s = arg;
+	const struct jit_sym *e = s->jit.nr_files ? jitsyms_find(&s->jit, pid, addr, time) : NULL;
+
+	if (!e)
+		return NULL;
+	*start = e->start;
+	return e->name;
+}
+
 /* A --call-graph dwarf sample: its kernel callchain, then the user frames
  * unwound from its registers and stack dump, as one chain. */
 static void sample_unwind(struct session *s, struct sample *smp)
 {
-	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack, 0 };
+	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack, 0, smp->time,
+				   smp->ev->kind == EVK_DEEP_STACK };
 	enum unwind_stop stop;
 	uint64_t n = 0, fp_at = 0, fp_nr = 0;
 	int got;
 
-	if (!s->uw && !(s->uw = unwind_new(s->o.unwinder, &s->m, s->o.unwind_check)))
-		return;
+	if (!s->uw) {
+		if (!(s->uw = unwind_new(s->o.unwinder, &s->m, s->o.unwind_check)))
+			return;
+		unwind_set_jit(s->uw, jit_name_of, s);
+	}
 	if (smp->ev->kind == EVK_FAULT || smp->ev->kind == EVK_FAULT_MAJ)
 		in.fault_addr = smp->ev->tp ? sample_num(smp, "address") : smp->addr;
 	for (uint64_t i = 0; i < smp->nr_ips && n < SESS_MAX_CHAIN - SESS_MAX_USER_FRAMES - 1; i++) {
@@ -1103,6 +1120,14 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			return 0;
 		if (!sample_selected(s, &smp)) {
 			st->unselected++;
+			return 0;
+		}
+		/* A deep-stacks sample is no finding: its stack is there for
+		 * the thread's stacks that ran past their dump to join. */
+		if (smp.ev->kind == EVK_DEEP_STACK) {
+			if (!s->no_unwind && smp.regs)
+				sample_unwind(s, &smp);
+			smp.ev->nr_samples++;
 			return 0;
 		}
 		/* A dump with the registers to unwind it from (the ip among

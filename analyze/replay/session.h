@@ -75,6 +75,7 @@ enum ev_kind {
 	EVK_KCOMPACTD_WAKE,
 	EVK_KCOMPACTD_SLEEP,
 	EVK_SIGNAL,		/* signal:signal_deliver of a memory error's signal */
+	EVK_DEEP_STACK,		/* deep-stacks: unwound for others to join from, never shown */
 };
 
 /* Field slots of allocation events in sess_event.fields. */

@@ -17,9 +17,38 @@ const char *const unwind_stop_names[UNWIND_STOP_NR] = {
 	[UNWIND_STOP_NO_OBJECT] = "reached an address outside every mapping, or an object not here",
 	[UNWIND_STOP_NO_CFI] = "met code without a usable unwind entry (.eh_frame/.debug_frame)",
 	[UNWIND_STOP_DEPTH] = "were deeper than the frame limit",
-	[UNWIND_STOP_JIT] = "ended in code compiled at run time, which has no unwind entries and kept no frame pointer "
-			    "(run Java with -XX:+PreserveFramePointer, node with --interpreted-frames-native-stack)",
+	[UNWIND_STOP_JIT] = "ended in code compiled at run time, which has no unwind entries and kept no frame pointer",
 };
+
+/* Which runtime's compiled code a stack ended in, for the advice. */
+enum { RT_JVM, RT_NODE, RT_PYTHON, RT_OTHER };
+static const char *const runtime_advice[] = {
+	[RT_JVM] = "run Java with -XX:+PreserveFramePointer",
+	[RT_NODE] = "run node with --interpreted-frames-native-stack",
+	[RT_PYTHON] = "Python: only its perf trampolines (3.12 and later, -X perf or -X perf_jit) are stepped through",
+	[RT_OTHER] = "run the runtime with the option that keeps frame pointers in its compiled code",
+};
+
+/* By the process's name, or else by how the runtime names its code. */
+static int runtime_of(struct unwinder *u, const struct unwind_input *in, uint64_t ip)
+{
+	const char *comm = machine_comm(u->m, in->pid, in->tid), *name = NULL;
+	uint64_t start;
+
+	if (comm && !strncmp(comm, "java", 4))
+		return RT_JVM;
+	if (comm && !strncmp(comm, "node", 4))
+		return RT_NODE;
+	if (comm && !strncmp(comm, "python", 6))
+		return RT_PYTHON;
+	if (u->jit_name)
+		name = u->jit_name(u->jit_arg, in->pid, ip, in->time, &start);
+	if (name && (!strncmp(name, "JS:", 3) || !strncmp(name, "LazyCompile:", 12) || !strncmp(name, "Builtin:", 8)))
+		return RT_NODE;
+	if (name && !strncmp(name, "py::", 4))
+		return RT_PYTHON;
+	return RT_OTHER;
+}
 
 struct space_holder {
 	unsigned gen;
@@ -87,11 +116,18 @@ struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check)
 	if (!u)
 		return NULL;
 	hashmap_init(&u->chains, 0);
+	hashmap_init(&u->deep, 0);
 	u->ops = b == UNWIND_LIBUNWIND ? &unwind_libunwind_ops : &unwind_libdw_ops;
 	u->m = m;
 	u->check = check;
 	m->unwind_free = holder_free;
 	return u;
+}
+
+void unwind_set_jit(struct unwinder *u, unwind_jit_name_fn fn, void *arg)
+{
+	u->jit_name = fn;
+	u->jit_arg = arg;
 }
 
 void unwind_free(struct unwinder *u)
@@ -102,6 +138,8 @@ void unwind_free(struct unwinder *u)
 		u->ops->release(u);
 	hashmap_for_each(&u->chains, slot) free(slot->ptr);
 	hashmap_release(&u->chains);
+	hashmap_for_each(&u->deep, slot) free(slot->ptr);
+	hashmap_release(&u->deep);
 	free(u->sps);
 	free(u);
 }
@@ -111,11 +149,11 @@ static uint64_t chain_key(const struct unwind_input *in)
 	return (uint64_t)(uint32_t)in->pid << 32 | (uint32_t)in->tid;
 }
 
-/* The whole stack of n frames is its thread's latest. */
-static void chain_keep(struct unwinder *u, const struct unwind_input *in, unsigned gen, const uint64_t *ips,
+/* The whole stack of n frames is its thread's latest (or deep one). */
+static void chain_keep(struct hashmap *chains, const struct unwind_input *in, unsigned gen, const uint64_t *ips,
 		       const uint64_t *sps, int n)
 {
-	struct hm_slot *slot = hashmap_u64(&u->chains, chain_key(in), NULL);
+	struct hm_slot *slot = hashmap_u64(chains, chain_key(in), NULL);
 	struct unwind_chain *c = slot ? slot->ptr : NULL;
 
 	if (!slot)
@@ -135,10 +173,10 @@ static void chain_keep(struct unwinder *u, const struct unwind_input *in, unsign
 /* The stack of n frames that ran past its dump, completed from its
  * thread's latest whole stack where that shows its two outermost frames
  * (unwind.h); the frames it has then, or n. */
-static int chain_join(struct unwinder *u, const struct unwind_input *in, unsigned gen, uint64_t *ips, uint64_t *sps,
+static int chain_join(struct hashmap *chains, const struct unwind_input *in, unsigned gen, uint64_t *ips, uint64_t *sps,
 		      int n, int max)
 {
-	struct hm_slot *slot = hashmap_u64_find(&u->chains, chain_key(in));
+	struct hm_slot *slot = hashmap_u64_find(chains, chain_key(in));
 	const struct unwind_chain *c = slot ? slot->ptr : NULL;
 	const uint64_t *cips, *csps;
 
@@ -184,8 +222,8 @@ static struct unwind_object *unwind_objects(const struct process *p, size_t *n)
 	return v;
 }
 
-int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
-		  enum unwind_stop *stop)
+static int sample_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
+			 enum unwind_stop *stop)
 {
 	struct process *p;
 	struct space_holder *h;
@@ -299,14 +337,18 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	if (*stop != UNWIND_STOP_NONE && *stop != UNWIND_STOP_DEPTH && *stop != UNWIND_STOP_STACK_END && n > 0) {
 		const struct map *m = process_find_map(p, ips[n - 1], NULL);
 
-		if (m && !m->dso && (m->prot & PROT_EXEC) && m->name[0] != '[')
+		if (m && !m->dso && (m->prot & PROT_EXEC) && m->name[0] != '[') {
 			*stop = UNWIND_STOP_JIT;
+			u->st.jit_runtime[runtime_of(u, in, ips[n - 1])]++;
+		}
 	}
 	if (*stop == UNWIND_STOP_NONE)
 		u->st.need_kib[u->used / 1024 < 15 ? u->used / 1024 : 15]++;
-	if (*stop == UNWIND_STOP_STACK_END) {
-		int whole = chain_join(u, in, p->code_gen, ips, u->sps, n, max);
+	if (*stop == UNWIND_STOP_STACK_END && !in->feed) {
+		int whole = chain_join(&u->chains, in, p->code_gen, ips, u->sps, n, max);
 
+		if (whole == n)
+			whole = chain_join(&u->deep, in, p->code_gen, ips, u->sps, n, max);
 		if (whole > n) {
 			n = whole;
 			*stop = UNWIND_STOP_NONE;
@@ -314,7 +356,7 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 		}
 	}
 	if (*stop == UNWIND_STOP_NONE && n > 1)
-		chain_keep(u, in, p->code_gen, ips, u->sps, n);
+		chain_keep(in->feed ? &u->deep : &u->chains, in, p->code_gen, ips, u->sps, n);
 	if (*stop == UNWIND_STOP_STACK_END && in->stack.size > u->st.past_dump)
 		u->st.past_dump = in->stack.size;
 	u->st.stopped[*stop]++;
@@ -322,9 +364,40 @@ int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *i
 	return n;
 }
 
+int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
+		  enum unwind_stop *stop)
+{
+	struct unwind_stats keep;
+	int n;
+
+	if (!in->feed)
+		return sample_unwind(u, in, ips, max, stop);
+	/* What a feed sample costs is counted, not its stack. */
+	keep = u->st;
+	n = sample_unwind(u, in, ips, max, stop);
+	keep.spaces = u->st.spaces;
+	keep.objects_opened = u->st.objects_opened;
+	keep.spaces_whole = u->st.spaces_whole;
+	keep.fed += *stop == UNWIND_STOP_NONE;
+	u->st = keep;
+	return n;
+}
+
 const struct unwind_stats *unwind_stats(const struct unwinder *u)
 {
 	return &u->st;
+}
+
+/* The advice for each runtime whose code stacks ended in. */
+static void report_runtimes(const struct unwinder *u, FILE *f)
+{
+	int said = 0;
+
+	for (int r = 0; r < UNWIND_RUNTIMES; r++)
+		if (u->st.jit_runtime[r])
+			fprintf(f, "%s%s", said++ ? "; " : " (", runtime_advice[r]);
+	if (said)
+		fprintf(f, ")");
 }
 
 void unwind_report(const struct unwinder *u, FILE *f)
@@ -354,7 +427,13 @@ void unwind_report(const struct unwinder *u, FILE *f)
 		fprintf(f, "%s %llu %s", sep++ ? ";" : "", (unsigned long long)u->st.stopped[i], unwind_stop_names[i]);
 		/* How big a dump would have done: twice this one, as far as
 		 * perf takes them. */
-		if (i == UNWIND_STOP_STACK_END && dump_size)
+		if (i == UNWIND_STOP_STACK_END && dump_size && u->st.fed)
+			fprintf(f, " of %u bytes, with %llu deep-stacks samples to complete them from (record with a "
+				   "higher --deep-freq, or --call-graph dwarf,%u)",
+				dump_size, (unsigned long long)u->st.fed, dump_size * 2 < 65528 ? dump_size * 2 : 65528);
+		else if (i == UNWIND_STOP_JIT)
+			report_runtimes(u, f);
+		else if (i == UNWIND_STOP_STACK_END && dump_size)
 			fprintf(f, " of %u bytes (record with --call-graph dwarf,%u%s)", dump_size,
 				dump_size * 2 < 65528 ? dump_size * 2 : 65528,
 				dump_size * 2 < 65528 ? " or more" : ", the most perf_event_open takes");

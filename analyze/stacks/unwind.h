@@ -48,7 +48,11 @@ struct unwind_input {
 	const uint64_t *regs;	/* packed in mask bit order */
 	struct stackdump stack;
 	uint64_t fault_addr;	/* a page fault's address, 0 for other samples */
+	uint64_t time;		/* the sample's, for naming code a runtime compiled */
+	int feed;		/* a deep-stacks sample: unwound only for others to join from */
 };
+
+#define UNWIND_RUNTIMES 4
 
 struct unwind_stats {
 	uint64_t stacks;
@@ -57,6 +61,8 @@ struct unwind_stats {
 	uint64_t max_stack_used; /* deepest dump byte any stack read, +1 */
 	uint64_t joined;	/* stacks past their dump completed from their thread's earlier ones */
 	uint64_t past_dump;	/* the largest dump a stack ran past the end of */
+	uint64_t jit_runtime[UNWIND_RUNTIMES]; /* UNWIND_STOP_JIT by the runtime it was in */
+	uint64_t fed;		/* whole feed samples (unwind_input.feed): stacks to join from */
 	/* Complete stacks by the dump bytes they needed, in 1 KiB steps
 	 * (the last counts 15 KiB and more): what --call-graph dwarf,SIZE
 	 * would have been enough. */
@@ -75,6 +81,11 @@ struct unwinder;
  * walked by libdw too, and the differences counted. */
 struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check);
 void unwind_free(struct unwinder *u);
+/* The function a runtime compiled at addr in pid at time: its name and
+ * start, or NULL. What the unwinder knows of such code beyond that is in
+ * unwind_jit_step (unwind_access.c). */
+typedef const char *(*unwind_jit_name_fn)(void *arg, int pid, uint64_t addr, uint64_t time, uint64_t *start);
+void unwind_set_jit(struct unwinder *u, unwind_jit_name_fn fn, void *arg);
 /* Parse "libdw" or "libunwind"; -1 for anything else. */
 int unwind_backend_parse(const char *name);
 const char *unwind_backend_name(enum unwind_backend b);
@@ -92,6 +103,12 @@ const char *unwind_backend_name(enum unwind_backend b);
  * no earlier stack of its thread shows stays as it is, counted as having
  * run past its dump. A whole stack, joined or not, is the thread's next
  * to join from; an exec (a new code generation) forgets them.
+ *
+ * A feed sample (in->feed: the deep-stacks event's, with the largest
+ * dump) is kept apart as its thread's deep stack, which only the next
+ * feed sample replaces: a shallow stack in between does not push it out.
+ * It is tried after the thread's latest. Feed samples are not counted in
+ * the statistics, which are of the stacks a view shows.
  */
 int unwind_sample(struct unwinder *u, const struct unwind_input *in, uint64_t *ips, int max,
 		  enum unwind_stop *stop);

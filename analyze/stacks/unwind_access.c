@@ -83,3 +83,39 @@ int unwind_read_other(struct unwinder *u, const struct unwind_input *in, uint64_
 		return -1;
 	return symbols_object_read(mp->dso, addr - mp->start + mp->pgoff, val, 8);
 }
+
+/* The trampoline's call returns 6 bytes in (sub 4, call 2), or 10 after
+ * an endbr64. */
+#define PY_TRAMPOLINE_PREFIX "py::"
+#define PY_TRAMPOLINE_RET 6
+#define PY_TRAMPOLINE_RET_CET 10
+
+int unwind_jit_step(struct unwinder *u, const struct unwind_input *in, uint64_t ra)
+{
+	uint64_t start;
+	const char *name;
+
+	if (!u->jit_name || !(name = u->jit_name(u->jit_arg, in->pid, ra, in->time, &start)))
+		return 0;
+	if (strncmp(name, PY_TRAMPOLINE_PREFIX, strlen(PY_TRAMPOLINE_PREFIX)) ||
+	    (ra - start != PY_TRAMPOLINE_RET && ra - start != PY_TRAMPOLINE_RET_CET))
+		return 0;
+	u->jit_steps++;
+	return 1;
+}
+
+void unwind_input_with(const struct unwind_input *in, const uint64_t regs[17], unsigned valid, uint64_t buf[17],
+		       struct unwind_input *out)
+{
+	int idx = 0;
+
+	*out = *in;
+	out->regs_mask = 0;
+	for (int d = 0; d < 17; d++)
+		if (valid >> d & 1)
+			out->regs_mask |= 1ull << perf_reg_of_dwarf[d];
+	/* Packed in mask order, as a sample holds them. */
+	for (uint64_t m = out->regs_mask; m; m &= m - 1)
+		buf[idx++] = regs[dwarf_of_perf_reg[__builtin_ctzll(m)]];
+	out->regs = buf;
+}

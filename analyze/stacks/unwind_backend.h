@@ -50,6 +50,10 @@ struct unwinder {
 	uint64_t *sps;		/* the stack pointers of the frames being unwound */
 	int sps_max;
 	struct hashmap chains;	/* (pid, tid) -> struct unwind_chain: each thread's last whole stack */
+	struct hashmap deep;	/* the same, of feed samples alone */
+	unwind_jit_name_fn jit_name;
+	void *jit_arg;
+	uint64_t jit_steps;	/* frames stepped by unwind_jit_step */
 };
 
 /* The space of a process's address space: its map for an address. */
@@ -61,6 +65,20 @@ int unwind_reg(const struct unwind_input *in, int dwarf_reg, uint64_t *val);
 unsigned unwind_regs(const struct unwind_input *in, uint64_t regs[17]);
 /* unwind_read_word where addr is not an aligned word of the dump. */
 int unwind_read_other(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val);
+
+/* Return address ra lies in code a runtime compiled with a frame of a
+ * shape known here: CPython's perf trampoline (Python/asm_trampoline.S,
+ * `-X perf` and `-X perf_jit`), `sub $8,%rsp; call *%rcx; add $8,%rsp;
+ * ret`, with an endbr64 before it in CET builds. It keeps no frame
+ * pointer and no unwind entry; after its call the caller's return
+ * address is 8 bytes above the stack pointer and the caller's stack
+ * pointer 16 above, every other register as it was. Returns 1 for such a
+ * frame, 0 for any other. */
+int unwind_jit_step(struct unwinder *u, const struct unwind_input *in, uint64_t ra);
+/* in with the registers of valid (DWARF numbers) in place of its own,
+ * packed into buf: a frame further out to unwind on from. */
+void unwind_input_with(const struct unwind_input *in, const uint64_t regs[17], unsigned valid, uint64_t buf[17],
+		       struct unwind_input *out);
 
 /* Read 8 bytes at addr from the dump, or else from the object file mapped
  * there; 0 or -1. Records how deep into the dump reads went. Inline: an

@@ -52,6 +52,11 @@ struct dw_space {
 	int n, max;
 	int beyond_dump;
 	int fast_nocfi;		/* the fast path ended where libdw would have failed */
+	/* libdw's walk stopped at a frame unwind_jit_step knows, whose
+	 * registers these are: the stack goes on from there. */
+	int jit_at;
+	uint64_t jit_regs[17];
+	unsigned jit_valid;
 };
 
 /* Does the ELF file at path have a .debug_frame with bytes? */
@@ -319,6 +324,24 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		sp->sps[sp->n] = v;
 	}
 	sp->ips[sp->n++] = pc;
+	/* libdw would take a frame pointer step here, which such a frame
+	 * does not keep: the frame's registers, to go on without libdw. */
+	if (sp->n > 1 && !activation && unwind_jit_step(sp->u, sp->in, pc)) {
+		sp->jit_valid = 0;
+		for (int r = 0; r < 17; r++) {
+			Dwarf_Word v;
+
+			if (r == REG_RA) {
+				sp->jit_regs[r] = pc;
+				sp->jit_valid |= 1u << r;
+			} else if (!dwfl_frame_reg(state, r, &v)) {
+				sp->jit_regs[r] = v;
+				sp->jit_valid |= 1u << r;
+			}
+		}
+		sp->jit_at = 1;
+		return DWARF_CB_ABORT;
+	}
 	return DWARF_CB_OK;
 }
 
@@ -623,6 +646,28 @@ static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 	return slot->ptr;
 }
 
+/* The frame unwind_jit_step knows: the caller's return address 8 bytes
+ * above the stack pointer, its stack pointer 16 above, every other
+ * register kept. */
+static const struct dw_rule *jit_step_rule(void)
+{
+	static union {
+		struct dw_rule r;
+		unsigned char bytes[sizeof(struct dw_rule) + 2 * sizeof(struct dw_reg_rule)];
+	} t;
+
+	if (t.r.kind != RULE_STEP) {
+		t.r.cfa_reg = REG_RSP;
+		t.r.cfa_off = 16;
+		t.r.nr_regs = 2;
+		t.r.same = ((1u << NR_REGS) - 1) & ~(1u << REG_RA | 1u << REG_RSP);
+		t.r.regs[0] = (struct dw_reg_rule){ REG_RA, REG_AT, -8 };
+		t.r.regs[1] = (struct dw_reg_rule){ REG_RSP, REG_VAL, 0 };
+		t.r.kind = RULE_STEP;
+	}
+	return &t.r;
+}
+
 /* A word of the sample's memory; a read past the dump's bytes is noted,
  * as libdw's memory callback notes it. */
 static int word_at(struct dw_space *sp, uint64_t addr, uint64_t *v)
@@ -654,6 +699,8 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 		ips[n++] = pc;
 		/* A return address is after its call: look it up one byte back. */
 		r = rule_of(sp, n == 1 ? pc : pc - 1);
+		if (r == &no_object_rule && n > 1 && unwind_jit_step(sp->u, in, pc))
+			r = jit_step_rule();
 		if (!r || r->kind == RULE_SLOW)
 			return -1;
 		if (r->kind == RULE_END)
@@ -713,6 +760,7 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 
 static int dw_slow(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, uint64_t *sps, int max)
 {
+	sp->jit_at = 0;
 	sp->ips = ips;
 	sp->sps = sps;
 	sp->n = 0;
@@ -747,6 +795,9 @@ static enum unwind_stop stop_of(struct dw_space *sp, const struct unwind_input *
 	mp->dso->unwind_failed++;
 	return UNWIND_STOP_NO_CFI;
 }
+
+static int dw_jit_on(struct unwinder *u, struct dw_space *sp, const struct unwind_input *in, uint64_t *ips,
+		     uint64_t *sps, int max, enum unwind_stop *stop);
 
 static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in, uint64_t *ips, uint64_t *sps,
 		  int max, enum unwind_stop *stop)
@@ -788,11 +839,43 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 		return n;
 	}
 	r = dw_slow(sp, in, ips, sps, max);
+	if (sp->jit_at)
+		return dw_jit_on(u, sp, in, ips, sps, max, stop);
 	/* libdw takes a return address it cannot read for the end of the
 	 * stack: one past the dump means the dump was too short. */
 	*stop = r == 0 && !sp->beyond_dump ? UNWIND_STOP_NONE : stop_of(sp, in, ips, sp->n, max);
 	sp->in = NULL;
 	return sp->n;
+}
+
+/* libdw's walk stopped at a frame unwind_jit_step knows (the last of its
+ * sp->n): step it as jit_step_rule says, and unwind on from its caller as
+ * from a sample of its own over the same dump. */
+static int dw_jit_on(struct unwinder *u, struct dw_space *sp, const struct unwind_input *in, uint64_t *ips,
+		     uint64_t *sps, int max, enum unwind_stop *stop)
+{
+	uint64_t regs[17], buf[17], ra;
+	unsigned valid = sp->jit_valid;
+	struct unwind_input next;
+	int n = sp->n, more;
+
+	memcpy(regs, sp->jit_regs, sizeof(regs));
+	sp->in = in;
+	if (!(valid >> REG_RSP & 1) || word_at(sp, regs[REG_RSP] + 8, &ra) || !ra) {
+		*stop = sp->beyond_dump ? UNWIND_STOP_STACK_END : UNWIND_STOP_JIT;
+		sp->in = NULL;
+		return n;
+	}
+	regs[REG_RSP] += 16;
+	regs[REG_RA] = ra;
+	unwind_input_with(in, regs, valid, buf, &next);
+	if (n >= max) {
+		*stop = UNWIND_STOP_DEPTH;
+		sp->in = NULL;
+		return n;
+	}
+	more = dw_run(u, sp, &next, ips + n, sps ? sps + n : NULL, max - n, stop);
+	return n + more;
 }
 
 const struct unwind_backend_ops unwind_libdw_ops = {

@@ -389,6 +389,30 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 	return 0;
 }
 
+int events_deep_add(const struct rec_opts_events *o, unsigned freq, struct rec_event **evs, size_t *nr)
+{
+	struct rec_event e;
+
+	memset(&e, 0, sizeof(e));
+	snprintf(e.name, sizeof(e.name), "%s", CATALOG_DEEP_EVENT);
+	e.group = CATALOG_DEEP_GROUP;
+	events_attr_common(&e.attr, o);
+	e.attr.type = PERF_TYPE_SOFTWARE;
+	e.attr.config = PERF_COUNT_SW_PAGE_FAULTS;
+	/* By rate, not by count: a thread that faults rarely is sampled on
+	 * nearly every fault, a busy one a few times a second, so the cost
+	 * is bounded whatever the fault rate. */
+	e.attr.freq = 1;
+	e.attr.sample_freq = freq;
+	e.attr.sample_type = SAMPLE_BASE;
+	events_stack_attr(&e.attr, o);
+	/* The kernel copies the stack up to its end only, so a shallow
+	 * thread pays for what it has; the ring sets the whole size aside. */
+	e.attr.sample_stack_user = CATALOG_DEEP_DUMP;
+	e.callchain_off = events_callchain_offset(e.attr.sample_type);
+	return events_push(evs, nr, &e);
+}
+
 int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr)
 {
 	struct rec_event e;

@@ -47,6 +47,10 @@ enum rec_callchain {
 /* perf_regs.h numbering for x86-64: the stack pointer. */
 #define REC_REG_SP 7
 #define REC_DWARF_STACK_DEFAULT 8192u
+/* --deep-freq: the default, and the most asked of the kernel (whose
+ * kernel.perf_event_max_sample_rate may be lower still). */
+#define REC_DEEP_FREQ_DEFAULT 1000
+#define REC_DEEP_FREQ_MAX 10000u
 
 struct rec_opts_events {
 	enum rec_callchain callchain;
@@ -85,6 +89,10 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 
 /* The tracking event (dummy software event carrying MMAP2, COMM, FORK, EXIT). */
 int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr);
+
+/* The deep-stacks event (formats/catalog.h): page faults sampled freq
+ * times a second with the largest stack dump, for -g dwarf. */
+int events_deep_add(const struct rec_opts_events *o, unsigned freq, struct rec_event **evs, size_t *nr);
 
 int events_id_add(struct rec_event *e, uint64_t id, int fd);
 int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e);

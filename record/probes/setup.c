@@ -377,6 +377,31 @@ static int filters_apply(struct recorder *rc)
 	return 0;
 }
 
+/* Does any event take a stack dump that could run past its end? */
+static int deep_wanted(const struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->nr_evs; i++)
+		if ((rc->evs[i].attr.sample_type & PERF_SAMPLE_STACK_USER) && !rc->evs[i].dump_data &&
+		    rc->evs[i].attr.sample_stack_user < CATALOG_DEEP_DUMP)
+			return 1;
+	return 0;
+}
+
+/* The kernel refuses a frequency above kernel.perf_event_max_sample_rate,
+ * which it lowers by itself when sampling takes too long: ask no more. */
+static unsigned deep_freq_allowed(int want)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	unsigned long max = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 0;
+		fclose(f);
+	}
+	return max && max < (unsigned long)want ? (unsigned)max : (unsigned)want;
+}
+
 int rec_events_setup(struct recorder *rc)
 {
 	struct rec_opts_events o = {
@@ -452,6 +477,10 @@ int rec_events_setup(struct recorder *rc)
 	}
 	if (!groups_ok) {
 		msg_error("no event group could be set up: nothing to record");
+		goto out;
+	}
+	if (rc->deep_freq > 0 && deep_wanted(rc) && events_deep_add(&o, deep_freq_allowed(rc->deep_freq), &rc->evs, &rc->nr_evs)) {
+		msg_error("out of memory");
 		goto out;
 	}
 	/* System-wide, every sample says which cgroup (container) its
