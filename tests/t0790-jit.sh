@@ -195,6 +195,23 @@ for py in "3.12 perf" "3.13 perf_jit"; do
 	'
 done
 
+# Go inlines grow() into main(); its binaries have no .debug_aranges, so
+# the CU of an address is found by the CUs' own ranges.
+if command -v go >/dev/null; then
+	test_expect_success 'Go: the inlined function that grows, with its file and line, under its caller' '
+		cp "$R/gogrow.go" . && GOCACHE=$PWD/gocache GO111MODULE=off go build -o gogrow gogrow.go &&
+		"$MEMSIGHT" record -q -e faults -o go.trace -- ./gogrow 100 >truth &&
+		grep "^gogrow: 100 slices of 65536 bytes from main.grow, gogrow.go:23$" truth &&
+		"$MEMSIGHT" faults --lines go.trace >faults 2>/dev/null &&
+		grep -A1 "^		main.grow (inlined) \[gogrow\] .*/gogrow.go:23$" faults >top &&
+		cat top && grep "^		main.main+0x[0-9a-f]* \[gogrow\] .*/gogrow.go:3[0-9]$" top &&
+		"$MEMSIGHT" folded --no-kernel go.trace 2>/dev/null | grep ";runtime.main;main.main;main.grow [0-9]*$" >grown &&
+		test "$(awk "{ n += \$NF } END { print n }" grown)" -ge 1600
+	'
+else
+	echo "# go is missing (apt-get install golang-go): the Go case skipped"
+fi
+
 cd "$TRASH" && for m in $(maps_written); do
 	case $m in /tmp/perf-1.map) ;; *) rm -f "$m" ;; esac
 done

@@ -100,6 +100,9 @@ static void dso_free(struct dso *d)
 		free(c);
 	}
 	hashmap_release(&d->cus);
+	if (d->cu_index)
+		free(d->cu_index->v);
+	free(d->cu_index);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	free(d->loads);

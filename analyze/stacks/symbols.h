@@ -62,6 +62,8 @@ struct dso {
 	int sects_unsure;	 /* a label outside every section: ask libdwfl */
 	struct hashmap intervals; /* interval number + 1 -> struct sym_interval * */
 	struct hashmap cus;	 /* CU offset -> its functions' ranges, for inlined frames */
+	struct cu_scopes *cu_index; /* the CUs' own ranges, where .debug_aranges is missing */
+	int cu_index_read;
 	uint64_t unresolved;	 /* lookups that found no name */
 	/* Loading ahead on the loader thread (see symbols_prefetch): until it
 	 * is LOAD_DONE, the fields above belong to whichever thread has it. */

@@ -155,16 +155,79 @@ static int cu_scopes_find(struct dso *d, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *
 	return n;
 }
 
+/* Every CU's own ranges, sorted: what .debug_aranges would say. */
+static struct cu_scopes *cu_index_make(Dwarf *dw)
+{
+	struct cu_scopes *c = calloc(1, sizeof(*c));
+	Dwarf_Off off = 0, next;
+	size_t hsize, alloc = 0;
+
+	while (c && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t r = 0;
+
+		if (dwarf_offdie(dw, off + hsize, &cu))
+			while ((r = dwarf_ranges(&cu, r, &base, &lo, &hi)) > 0) {
+				if (c->n == alloc) {
+					struct cu_range *v = realloc(c->v, (alloc = alloc ? 2 * alloc : 64) * sizeof(*v));
+
+					if (!v)
+						return c;
+					c->v = v;
+				}
+				c->v[c->n++] = (struct cu_range){ lo, hi, 0, cu };
+			}
+		off = next;
+	}
+	if (c && c->n > 1)
+		qsort(c->v, c->n, sizeof(*c->v), range_cmp);
+	return c;
+}
+
+/* The CU whose code holds look, into *out (its module's bias in *bias),
+ * or NULL. libdw finds it through .debug_aranges, which Go's linker does
+ * not write: then through the CUs' own ranges, read once. */
+static Dwarf_Die *cu_at(struct dso *d, uint64_t look, Dwarf_Addr *bias, Dwarf_Die *out)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(d->mod, look, bias);
+	Dwarf *dw;
+	size_t lo = 0, hi;
+
+	if (cu || !(dw = dwfl_module_getdwarf(d->mod, bias)))
+		return cu;
+	if (!d->cu_index_read) {
+		d->cu_index_read = 1;
+		d->cu_index = cu_index_make(dw);
+	}
+	if (!d->cu_index || !d->cu_index->n)
+		return NULL;
+	/* The last range starting at or below the address. */
+	hi = d->cu_index->n;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (d->cu_index->v[mid].lo <= look - *bias)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (d->cu_index->v[lo].lo > look - *bias || look - *bias >= d->cu_index->v[lo].hi)
+		return NULL;
+	*out = d->cu_index->v[lo].die;
+	return out;
+}
+
 void hit_inline(struct dso *d, struct sym_hit *hit, uint64_t look)
 {
-	Dwarf_Die *cu, scopes[64];
+	Dwarf_Die *cu, scopes[64], cu_die;
 	Dwarf_Addr bias;
 	int n;
 
 	if (hit->nr_inline >= 0)
 		return;
 	hit->nr_inline = 0;
-	cu = dwfl_module_addrdie(d->mod, look, &bias);
+	cu = cu_at(d, look, &bias, &cu_die);
 	n = cu ? cu_scopes_find(d, cu, look - bias, scopes, 64) : 0;
 	/* Innermost first. */
 	for (int i = 0; i < n / 2; i++) {
@@ -205,8 +268,19 @@ int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int
 	if (dso_addr(d, off, ret, &vaddr, &look))
 		return -1;
 	l = dwfl_module_getsrc(d->mod, look);
-	if (!l)
-		return -1;
+	if (!l) {
+		Dwarf_Die cu_die, *cu;
+		Dwarf_Addr bias;
+		Dwarf_Line *dl;
+
+		/* Where libdw found no CU (no .debug_aranges), the line
+		 * table of the CU the ranges name. */
+		if (!(cu = cu_at(d, look, &bias, &cu_die)) || !(dl = dwarf_getsrc_die(cu, look - bias)) ||
+		    dwarf_lineno(dl, line))
+			return -1;
+		*file = dwarf_linesrc(dl, NULL, NULL);
+		return *file ? 0 : -1;
+	}
 	*file = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
 	return *file ? 0 : -1;
 }
