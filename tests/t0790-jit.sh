@@ -206,7 +206,7 @@ if command -v go >/dev/null; then
 		grep -A1 "^		main.grow (inlined) \[gogrow\] .*/gogrow.go:23$" faults >top &&
 		cat top && grep "^		main.main+0x[0-9a-f]* \[gogrow\] .*/gogrow.go:3[0-9]$" top &&
 		"$MEMSIGHT" folded --no-kernel go.trace 2>/dev/null | grep ";runtime.main;main.main;main.grow [0-9]*$" >grown &&
-		# 16 faults a slice, but for the pages Go's runtime clears
+		# 16 faults a slice, but for the pages the Go runtime clears
 		# itself when it reuses a span.
 		cat grown && test "$(awk "{ n += \$NF } END { print n }" grown)" -ge 1400
 	'
