@@ -56,7 +56,7 @@ uniform_share() {
 		END { print n + 0, m + 0 }'
 }
 test_expect_success 'growth only 60 frames deep, 12 KiB: 99% of its stacks reach main, grow_here named' '
-	"$MEMSIGHT" record -q -e faults -o uniform.trace -- "$N/deep_stack" uniform 400 >uniform.truth 2>err &&
+	"$MEMSIGHT" record -q --deep-freq 1000 -e faults -o uniform.trace -- "$N/deep_stack" uniform 400 >uniform.truth 2>err &&
 	cat uniform.truth err && grep "^deep_stack: grow_here grew 400 blocks of 65536 bytes at depth 60" uniform.truth &&
 	"$MEMSIGHT" info uniform.trace | grep "^  deep-stacks  *stacks  *[1-9][0-9]* samples" &&
 	uniform_share uniform.trace >counts && cat counts && read n m <counts &&
@@ -78,7 +78,7 @@ busy() {
 }
 test_expect_success 'system-wide beside a build: the same growth reaches main in 95% of its stacks' '
 	touch busy.on && busy &&
-	"$MEMSIGHT" record -q -a -e faults -o box.trace -- "$N/deep_stack" uniform 400 >/dev/null 2>err;
+	"$MEMSIGHT" record -q -a --deep-freq 1000 -e faults -o box.trace -- "$N/deep_stack" uniform 400 >/dev/null 2>err;
 	rc=$?; rm -f busy.on; wait; cat err; test $rc = 0 &&
 	uniform_share box.trace >counts && cat counts && read n m <counts &&
 	test "$n" -ge $((400 * 16)) && test $((m * 100)) -ge $((n * 95))
@@ -100,7 +100,7 @@ if command -v sqlite3 >/dev/null; then
 	'
 	test_expect_success 'Debian'"'"'s sqlite3 system-wide beside a build: at least 95% reach __libc_start_call_main' '
 		touch busy.on && busy &&
-		"$MEMSIGHT" record -q -a -e faults -o sqbox.trace -- sqlite3 :memory: <q.sql >/dev/null 2>err;
+		"$MEMSIGHT" record -q -a --deep-freq 1000 -e faults -o sqbox.trace -- sqlite3 :memory: <q.sql >/dev/null 2>err;
 		rc=$?; rm -f busy.on; wait; cat err; test $rc = 0 &&
 		s=$(share sqbox.trace sqlite3 __libc_start_call_main) && echo "sqlite3: $s%" && test "$s" -ge 95
 	'

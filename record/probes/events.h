@@ -49,7 +49,7 @@ enum rec_callchain {
 #define REC_DWARF_STACK_DEFAULT 8192u
 /* --deep-freq: the default, and the most asked of the kernel (whose
  * kernel.perf_event_max_sample_rate may be lower still). */
-#define REC_DEEP_FREQ_DEFAULT 1000
+#define REC_DEEP_FREQ_DEFAULT 0
 #define REC_DEEP_FREQ_MAX 10000u
 
 struct rec_opts_events {
