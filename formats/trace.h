@@ -34,6 +34,10 @@
 #define TRACE_STREAM_NONE 0xffffffffu
 /* DATA: the samples of the allocation sampler's stream (record/sampler/stream.h). */
 #define TRACE_STREAM_WRAPPER 0xfffffffeu
+/* DATA: a CPU's second ring, which holds only the deep-stacks samples
+ * (catalog.h), so that its overflow costs no other event: this plus the
+ * CPU. */
+#define TRACE_STREAM_DEEP 0x40000000u
 
 enum trace_chunk_type {
 	TRACE_CHUNK_META = 1,
@@ -118,9 +122,12 @@ struct trace_ring_info {
  * PERF_RECORD_LOST reported (see FORMAT.md). */
 #define TRACE_LOSS_UNREPORTED 0xffffffffu
 
+/* Which of a CPU's rings a LOSS entry counts. */
+enum trace_loss_ring { TRACE_LOSS_EVENTS = 0, TRACE_LOSS_DEEP = 1 };
+
 struct trace_loss {
 	uint32_t cpu;
-	uint32_t reserved;
+	uint32_t ring; /* enum trace_loss_ring */
 	uint64_t lost; /* records the kernel could not put in this CPU's ring */
 };
 

@@ -402,7 +402,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		} else if (c->type == TRACE_CHUNK_LOSS && h->loss) {
 			n = trace_chunk_payload(r, i, &buf, &alloc, err, errlen);
 			for (long o = 0; n >= 0 && o + LOSS_ENTRY_SIZE <= n && !ret; o += LOSS_ENTRY_SIZE) {
-				struct trace_loss l = { get32(buf + o), 0, get64(buf + o + 8) };
+				struct trace_loss l = { get32(buf + o), get32(buf + o + 4), get64(buf + o + 8) };
 
 				ret = h->loss(&l, arg);
 			}

@@ -552,8 +552,10 @@ int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, si
 		return writer_fail(w, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		put32(buf + i * LOSS_ENTRY_SIZE, l[i].cpu);
+		put32(buf + i * LOSS_ENTRY_SIZE + 4, l[i].ring);
 		put64(buf + i * LOSS_ENTRY_SIZE + 8, l[i].lost);
-		w->lost += l[i].lost;
+		if (l[i].ring == TRACE_LOSS_EVENTS)
+			w->lost += l[i].lost;
 	}
 	writer_chunk(w, TRACE_CHUNK_LOSS, 0, 0, buf, n * LOSS_ENTRY_SIZE, 0);
 	free(buf);

@@ -499,8 +499,8 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "dwarf: HZ times a second (on each CPU, or each thread of\n"
 			     "a command) a page fault also takes a 64 KiB stack dump\n"
 			     "(the deep-stacks event), from which the analyzer\n"
-			     "completes the stacks that ran past SIZE (e.g. 1000;\n"
-			     "default 0: none)",
+			     "completes the stacks that ran past SIZE (default 500;\n"
+			     "0: none)",
 			     opt_deep_freq),
 		OPT_CALLBACK(0, "stack-dump", &rc->stack_dump, "MODE",
 			     "unwind (default): of each stack dump and user register,\n"

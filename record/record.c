@@ -43,11 +43,12 @@
  * events; system-wide, some kernels count firings they never sample). */
 static void count_lost(struct recorder *rc)
 {
-	uint64_t counted = 0, reported = 0;
+	uint64_t counted = 0, reported = 0, counted_deep = 0, reported_deep = 0;
 
 	for (size_t i = 0; i < rc->nr_evs; i++) {
 		struct rec_event *e = &rc->evs[i];
 		uint64_t total = 0, lost = 0;
+		uint64_t *sum = events_is_deep(e) ? &counted_deep : &counted;
 
 		for (size_t j = 0; j < e->nr_ids; j++) {
 			uint64_t v[2];
@@ -60,13 +61,14 @@ static void count_lost(struct recorder *rc)
 			lost += v[1];
 		}
 		if (e->attr.read_format & PERF_FORMAT_LOST)
-			counted += lost;
-		else if (e->group[0] && total > e->samples)
-			counted += total - e->samples;
+			*sum += lost;
+		else if (e->group[0] && !e->attr.freq && total > e->samples)
+			*sum += total - e->samples;
 	}
-	for (int c = 0; c < rc->ncpus; c++)
-		reported += rc->rings[c].lost;
+	for (int c = 0; c < rc->nr_rings; c++)
+		*(rc->rings[c].deep ? &reported_deep : &reported) += rc->rings[c].lost;
 	rc->lost_unreported = counted > reported ? counted - reported : 0;
+	rc->lost_deep_unreported = counted_deep > reported_deep ? counted_deep - reported_deep : 0;
 	/* A ring of the wrapper's that held what it does not write was read
 	 * no further: at least one report lost with it. */
 	if (rc->as.broken) {
@@ -113,13 +115,11 @@ static const int handled[] = { SIGINT,	SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGCHL
  * while the trace is finished (rec_events_release). */
 static void events_close(struct recorder *rc)
 {
-	size_t page = sysconf(_SC_PAGESIZE);
-
 	/* Unmapped first: a mapped ring holds its event open, and the child
 	 * that closes the events need not copy the rings' page tables. */
-	for (int c = 0; rc->rings && c < rc->ncpus; c++) {
+	for (int c = 0; rc->rings && c < rc->nr_rings; c++) {
 		if (rc->rings[c].base)
-			munmap(rc->rings[c].base, (rc->mmap_pages + 1) * page);
+			munmap(rc->rings[c].base, rc->rings[c].map_len);
 		rc->rings[c].base = NULL;
 	}
 	rec_events_release(rc);
@@ -150,7 +150,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 	ev.events = EPOLLIN;
 	ev.data.u64 = 1ull << 32;
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-	for (int c = 0; c < rc->ncpus; c++) {
+	for (int c = 0; c < rc->nr_rings; c++) {
 		if (!rc->rings[c].base)
 			continue;
 		ev.events = EPOLLIN;
@@ -319,7 +319,7 @@ static void cleanup(struct recorder *rc)
 	/* Started before the command; a failed start ends here. */
 	writeq_stop(&rc->q);
 	events_close(rc);
-	for (int c = 0; rc->rings && c < rc->ncpus; c++)
+	for (int c = 0; rc->rings && c < rc->nr_rings; c++)
 		free(rc->rings[c].chunk);
 	allocstream_close(rc);
 	free(rc->wrapper_out.chunk);
@@ -492,14 +492,17 @@ static int record_start(struct recorder *rc)
  * summary. Returns the recorder's exit status. */
 static int record_finish(struct recorder *rc, int ret)
 {
-	struct trace_loss *l = calloc(rc->ncpus + 1, sizeof(*l));
-	int n = rc->ncpus;
+	struct trace_loss *l = calloc(rc->nr_rings + 2, sizeof(*l));
+	int n = 0;
 
 	rec_meta_end(rc);
-	for (int c = 0; l && c < rc->ncpus; c++)
-		l[c] = (struct trace_loss){ c, 0, rc->rings[c].lost };
+	for (int c = 0; l && c < rc->nr_rings; c++)
+		l[n++] = (struct trace_loss){ rc->rings[c].cpu, rc->rings[c].deep ? TRACE_LOSS_DEEP : TRACE_LOSS_EVENTS,
+					      rc->rings[c].lost };
 	if (l && rc->lost_unreported)
-		l[n++] = (struct trace_loss){ TRACE_LOSS_UNREPORTED, 0, rc->lost_unreported };
+		l[n++] = (struct trace_loss){ TRACE_LOSS_UNREPORTED, TRACE_LOSS_EVENTS, rc->lost_unreported };
+	if (l && rc->lost_deep_unreported)
+		l[n++] = (struct trace_loss){ TRACE_LOSS_UNREPORTED, TRACE_LOSS_DEEP, rc->lost_deep_unreported };
 	if (l)
 		trace_writer_add_loss(&rc->w, l, n);
 	free(l);
@@ -537,7 +540,7 @@ int main(int argc, char **argv)
 {
 	struct recorder rc = { .out_fd = -1, .out_dfd = -1, .go_fd = -1, .err_fd = -1, .old_fd = -1, .argc = argc, .argv = argv,
 			       .cg.fd = -1, .as = { .listen_fd = -1, .ep = -1 },
-			       .wrapper_out = { .cpu = (int)TRACE_STREAM_WRAPPER, .fd = -1 } };
+			       .wrapper_out = { .cpu = -1, .stream = TRACE_STREAM_WRAPPER, .fd = -1 } };
 	sigset_t mask, oldmask;
 	int ret = 1, r;
 

@@ -74,10 +74,19 @@
  * every record is a cache miss after the last. */
 #define REC_PREFETCH_AHEAD 4096
 
+/* The deep-stacks rings are a quarter of the events' (at least 1 MiB):
+ * they only complete other stacks, so an overflow there costs less than
+ * the memory a full size would pin. */
+#define DEEP_RING_SHIFT 2
+#define DEEP_RING_MIN (1u << 20)
+
 struct ring {
 	int cpu;
+	uint32_t stream;	 /* the DATA chunks' stream: the CPU, TRACE_STREAM_DEEP + CPU, ... */
+	int deep;		 /* holds the deep-stacks samples only */
 	int fd;			 /* the fd whose mmap this is; others SET_OUTPUT to it */
 	void *base;
+	size_t map_len;
 	struct perf_event_mmap_page *pc;
 	unsigned char *data;
 	uint64_t size, mask;
@@ -144,7 +153,11 @@ struct recorder {
 	struct rec_event *evs;
 	size_t nr_evs;
 	int ncpus;
+	/* Each CPU's ring, then with deep-stacks each CPU's second ring for
+	 * it: the events' ring of CPU c is rings[c], its deep one
+	 * rings[ncpus + c]. */
 	struct ring *rings;
+	int nr_rings;
 	unsigned char *bounce;	/* a record that wraps a ring's end, put together */
 	struct task_ref *tasks;	/* this pass's changes of processes, by time */
 	size_t nr_tasks, tasks_alloc;
@@ -194,6 +207,7 @@ struct recorder {
 	uint64_t records;
 	uint64_t drained; /* bytes taken from the rings, to tell a busy loop from an idle one */
 	uint64_t lost_unreported; /* lost per the event counters, beyond the LOST records */
+	uint64_t lost_deep_unreported; /* the same, of the deep-stacks samples */
 	uint64_t oom_kills;	/* OOM contexts written */
 	int build_id;
 	int format_lost;	/* the kernel counts each event's lost samples */
@@ -270,6 +284,9 @@ void rec_meta_lasting(struct recorder *rc, uint32_t kind, const void *data, size
 int rec_meta_event(struct recorder *rc, const struct rec_event *e, int lasting);
 int rec_reach_emit(void *arg, const void *payload, size_t len);
 void rec_summary(struct recorder *rc);
+/* The events lost, after count_lost: of the events' rings, or (deep) of
+ * the deep-stacks rings. */
+uint64_t rec_lost(const struct recorder *rc, int deep);
 
 /* command.c */
 int rec_child_start(struct recorder *rc, const sigset_t *oldmask);

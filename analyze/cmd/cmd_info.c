@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "../../formats/catalog.h"
 #include "cmd.h"
 #include "json.h"
 
@@ -123,6 +124,9 @@ static void print_recording(struct session *s)
 	       s->r.complete ? "" : " (as far as the trace goes)");
 	if (session_stat(s, "records_not_written", 0))
 		printf(", and %lld records not written (below)", session_stat(s, "records_not_written", 0));
+	if (session_lost_deep(s))
+		printf("; %llu %s samples lost apart (they only complete other stacks)",
+		       (unsigned long long)session_lost_deep(s), CATALOG_DEEP_EVENT);
 	printf("\n");
 	printf("events:\n");
 	for (size_t i = 0; i < s->nr_evs; i++) {
@@ -372,6 +376,7 @@ static void info_json(struct session *s, int dump)
 	json_double(&j, "duration_s", "%.6f", s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0);
 	json_u64(&j, "samples", s->nr_samples);
 	json_u64(&j, "lost", s->lost > s->lost_records ? s->lost : s->lost_records);
+	json_u64(&j, "lost_deep_stacks", session_lost_deep(s));
 	json_begin_array(&j, "events");
 	for (size_t i = 0; i < s->nr_evs; i++) {
 		struct sess_event *e = &s->evs[i];
@@ -551,6 +556,8 @@ static void print_dump(struct session *s)
 			snprintf(stream, sizeof(stream), "%s", trace_meta_kind_name(ch->stream));
 		else if (ch->type == TRACE_CHUNK_DATA && ch->stream == TRACE_STREAM_WRAPPER)
 			snprintf(stream, sizeof(stream), "wrapper");
+		else if (ch->type == TRACE_CHUNK_DATA && ch->stream >= TRACE_STREAM_DEEP && ch->stream < TRACE_STREAM_WRAPPER)
+			snprintf(stream, sizeof(stream), "deep cpu %u", ch->stream - TRACE_STREAM_DEEP);
 		else if (ch->type == TRACE_CHUNK_DATA)
 			snprintf(stream, sizeof(stream), "cpu %u", ch->stream);
 		else

@@ -435,6 +435,12 @@ static int on_loss(const struct trace_loss *l, void *arg)
 {
 	struct open_state *o = arg;
 
+	/* The deep-stacks rings hold nothing but what completes other
+	 * stacks: what they lost costs no finding. */
+	if (l->ring == TRACE_LOSS_DEEP) {
+		o->s->lost_deep += l->lost;
+		return 0;
+	}
 	o->s->lost += l->lost;
 	if (l->cpu == TRACE_LOSS_UNREPORTED)
 		o->s->lost_unreported += l->lost;
@@ -622,6 +628,11 @@ int session_incomplete(const struct session *s)
 {
 	/* Records a full disk kept from the file are lost as surely. */
 	return s->lost || s->lost_records || s->r.stop[0] || session_stat(s, "records_not_written", 0) > 0;
+}
+
+uint64_t session_lost_deep(const struct session *s)
+{
+	return s->lost_deep > s->lost_deep_records ? s->lost_deep : s->lost_deep_records;
 }
 
 uint64_t session_loss_horizon(const struct session *s)
@@ -1094,7 +1105,6 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 	const struct perf_event_header *h = data;
 	uint32_t pid, tid, ppid, ptid;
 
-	(void)stream;
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 	case STACKDUMP_PACKED_SAMPLE: {
@@ -1191,7 +1201,12 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 		}
 		break;
 	case PERF_RECORD_LOST:
-		if (len >= 24) {
+		if (len >= 24 && stream >= TRACE_STREAM_DEEP && stream < TRACE_STREAM_WRAPPER) {
+			uint64_t lost;
+
+			memcpy(&lost, rec + 16, 8);
+			s->lost_deep_records += lost;
+		} else if (len >= 24) {
 			uint64_t lost;
 
 			memcpy(&lost, rec + 16, 8);
@@ -1216,6 +1231,7 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 		s->evs[i].nr_samples = 0;
 	s->nr_samples = 0;
 	s->lost_records = 0;
+	s->lost_deep_records = 0;
 	s->last_loss = 0;
 	r = trace_read(&s->r, &h, &st, err, errlen);
 	for (size_t i = 0; i < s->nr_at_end; i++)

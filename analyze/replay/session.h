@@ -195,6 +195,8 @@ struct session {
 	uint64_t lost;		/* from LOSS chunks */
 	uint64_t lost_unreported; /* of those, what no PERF_RECORD_LOST placed in time */
 	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */
+	uint64_t lost_deep;	/* deep-stacks samples lost, from LOSS chunks (not in lost) */
+	uint64_t lost_deep_records; /* PERF_RECORD_LOST of the deep-stacks rings seen in the replay */
 	int loss_said;		/* the command's own output says what was lost */
 	uint64_t last_loss;	/* time of the last PERF_RECORD_LOST in the replay, 0 if none */
 	uint64_t nr_samples, first_time, last_time;
@@ -306,6 +308,9 @@ int session_incomplete(const struct session *s);
  * loss the replay placed; the trace's end when some loss has no time, or
  * it is cut short), 0 when none is. */
 uint64_t session_loss_horizon(const struct session *s);
+/* After a replay: the deep-stacks samples lost in their own rings. They
+ * cost no finding, only stacks left as the dump ended them. */
+uint64_t session_lost_deep(const struct session *s);
 
 /* ---- frames ---------------------------------------------------------- */
 

@@ -413,6 +413,11 @@ int events_deep_add(const struct rec_opts_events *o, unsigned freq, struct rec_e
 	return events_push(evs, nr, &e);
 }
 
+int events_is_deep(const struct rec_event *e)
+{
+	return e->group && !strcmp(e->group, CATALOG_DEEP_GROUP);
+}
+
 int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs, size_t *nr)
 {
 	struct rec_event e;

@@ -49,7 +49,7 @@ enum rec_callchain {
 #define REC_DWARF_STACK_DEFAULT 8192u
 /* --deep-freq: the default, and the most asked of the kernel (whose
  * kernel.perf_event_max_sample_rate may be lower still). */
-#define REC_DEEP_FREQ_DEFAULT 0
+#define REC_DEEP_FREQ_DEFAULT 500
 #define REC_DEEP_FREQ_MAX 10000u
 
 struct rec_opts_events {
@@ -93,6 +93,8 @@ int events_tracking_add(const struct rec_opts_events *o, struct rec_event **evs,
 /* The deep-stacks event (formats/catalog.h): page faults sampled freq
  * times a second with the largest stack dump, for -g dwarf. */
 int events_deep_add(const struct rec_opts_events *o, unsigned freq, struct rec_event **evs, size_t *nr);
+/* Whether e is that event: its samples go to rings of their own. */
+int events_is_deep(const struct rec_event *e);
 
 int events_id_add(struct rec_event *e, uint64_t id, int fd);
 int events_push(struct rec_event **evs, size_t *nr, const struct rec_event *e);

@@ -377,6 +377,18 @@ static int filters_apply(struct recorder *rc)
 	return 0;
 }
 
+/* The pages of a deep-stacks ring (a power of two, as the kernel wants). */
+static size_t deep_ring_pages(const struct recorder *rc)
+{
+	size_t page = sysconf(_SC_PAGESIZE), pages = rc->mmap_pages >> DEEP_RING_SHIFT;
+
+	if (!pages)
+		pages = 1;
+	while (pages * page < DEEP_RING_MIN)
+		pages <<= 1;
+	return pages;
+}
+
 /* Does any event take a stack dump that could run past its end? */
 static int deep_wanted(const struct recorder *rc)
 {
@@ -479,9 +491,12 @@ int rec_events_setup(struct recorder *rc)
 		msg_error("no event group could be set up: nothing to record");
 		goto out;
 	}
-	if (rc->deep_freq > 0 && deep_wanted(rc) && events_deep_add(&o, deep_freq_allowed(rc->deep_freq), &rc->evs, &rc->nr_evs)) {
-		msg_error("out of memory");
-		goto out;
+	if (rc->deep_freq > 0 && deep_wanted(rc)) {
+		o.wakeup_bytes = deep_ring_pages(rc) * (unsigned)sysconf(_SC_PAGESIZE) / 4;
+		if (events_deep_add(&o, deep_freq_allowed(rc->deep_freq), &rc->evs, &rc->nr_evs)) {
+			msg_error("out of memory");
+			goto out;
+		}
 	}
 	/* System-wide, every sample says which cgroup (container) its
 	 * process was in; the tracking event tells of cgroups and
@@ -518,18 +533,20 @@ static int fds_push(struct recorder *rc, int fd)
 static int ring_map(struct recorder *rc, struct ring *r, int fd)
 {
 	size_t page = sysconf(_SC_PAGESIZE);
-	size_t len = (rc->mmap_pages + 1) * page;
+	size_t pages = r->deep ? deep_ring_pages(rc) : rc->mmap_pages;
+	size_t len = (pages + 1) * page;
 
 	r->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r->base == MAP_FAILED) {
 		r->base = NULL;
-		return msg_error("cannot map the ring buffer of cpu %d (%zu KiB): %s; try a smaller -m", r->cpu,
-			     len >> 10, strerror(errno));
+		return msg_error("cannot map the %sring buffer of cpu %d (%zu KiB): %s; try a smaller -m",
+				 r->deep ? "deep-stacks " : "", r->cpu, len >> 10, strerror(errno));
 	}
+	r->map_len = len;
 	r->fd = fd;
 	r->pc = r->base;
 	r->data = (unsigned char *)r->base + page;
-	r->size = (uint64_t)rc->mmap_pages * page;
+	r->size = (uint64_t)pages * page;
 	r->mask = r->size - 1;
 	return 0;
 }
@@ -538,7 +555,7 @@ static int ring_map(struct recorder *rc, struct ring *r, int fd)
  * the event's filter (reported; the caller drops the event). */
 static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu)
 {
-	struct ring *r = &rc->rings[cpu];
+	struct ring *r = &rc->rings[events_is_deep(e) ? rc->ncpus + cpu : cpu];
 	char filter[sizeof(e->filter) + 64];
 	uint64_t id;
 	/* --cgroup, where the kernel can filter by it: the event counts only
@@ -626,11 +643,18 @@ int rec_events_open(struct recorder *rc)
 	size_t nr_targets = 0;
 	int ret = -1;
 
-	rc->rings = calloc(rc->ncpus, sizeof(*rc->rings));
+	rc->nr_rings = rc->ncpus;
+	for (size_t e = 0; e < rc->nr_evs; e++)
+		if (events_is_deep(&rc->evs[e]))
+			rc->nr_rings = 2 * rc->ncpus;
+	rc->rings = calloc(rc->nr_rings, sizeof(*rc->rings));
 	if (!rc->rings)
 		return msg_error("out of memory");
-	for (int c = 0; c < rc->ncpus; c++)
-		rc->rings[c].cpu = c;
+	for (int c = 0; c < rc->nr_rings; c++) {
+		rc->rings[c].cpu = c % rc->ncpus;
+		rc->rings[c].deep = c >= rc->ncpus;
+		rc->rings[c].stream = c >= rc->ncpus ? TRACE_STREAM_DEEP + (uint32_t)(c - rc->ncpus) : (uint32_t)c;
+	}
 	if (rc->system_wide) {
 		targets = malloc(sizeof(*targets));
 		targets[nr_targets++] = -1;

@@ -448,7 +448,7 @@ static void ring_push(struct recorder *rc, struct ring *r)
 {
 	/* The compression thread takes the buffer; the next records go to
 	 * a new one. */
-	writeq_push(&rc->q, r->cpu, r->first_time, r->chunk, r->len, r->alloc, r->nrec);
+	writeq_push(&rc->q, r->stream, r->first_time, r->chunk, r->len, r->alloc, r->nrec);
 	rc->records += r->nrec;
 	r->chunk = NULL;
 	r->alloc = 0;
@@ -467,7 +467,7 @@ void rec_ring_flush(struct recorder *rc, struct ring *r)
 {
 	if (!r->len)
 		return;
-	for (int c = 0; rc->rings && c < rc->ncpus; c++)
+	for (int c = 0; rc->rings && c < rc->nr_rings; c++)
 		if (&rc->rings[c] != r && rc->rings[c].tasks && rc->rings[c].len)
 			ring_push(rc, &rc->rings[c]);
 	ring_push(rc, r);
@@ -617,7 +617,8 @@ static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
 		/* Records are 8-byte aligned, so a header never wraps. */
 		size = h->size;
 		if (size < sizeof(*h) || size > head - tail)
-			return msg_error("ring of cpu %d holds a malformed record (size %zu)", r->cpu, size);
+			return msg_error("%sring of cpu %d holds a malformed record (size %zu)", r->deep ? "the deep-stacks " : "",
+					 r->cpu, size);
 		/* One that wraps the ring's end is put together first. */
 		src = ring_record(rc, r, off, size);
 		if (h->type == PERF_RECORD_SAMPLE && size >= 16) {
@@ -657,18 +658,18 @@ int rec_drain_all(struct recorder *rc, int flush_old)
 	uint64_t now = rec_now_ns(CLOCK_MONOTONIC);
 
 	flight_task_sweep(&rc->fl);
-	for (int c = 0; c < rc->ncpus; c++)
+	for (int c = 0; c < rc->nr_rings; c++)
 		if (rc->rings[c].base)
 			rc->rings[c].head = __atomic_load_n(&rc->rings[c].pc->data_head, __ATOMIC_ACQUIRE);
 	/* The changes up to heads read after those: whatever a sample
 	 * copied now follows was written before its ring's head was read,
 	 * and so before these. */
-	for (int c = 0; c < rc->ncpus; c++)
+	for (int c = 0; c < rc->nr_rings; c++)
 		if (rc->rings[c].base &&
 		    ring_prescan(rc, &rc->rings[c], __atomic_load_n(&rc->rings[c].pc->data_head, __ATOMIC_ACQUIRE)))
 			return msg_error("out of memory");
 	task_apply(rc);
-	for (int c = 0; c < rc->ncpus; c++) {
+	for (int c = 0; c < rc->nr_rings; c++) {
 		struct ring *r = &rc->rings[c];
 
 		if (r->base && ring_drain(rc, r, r->head))
@@ -689,7 +690,7 @@ int rec_drain_all(struct recorder *rc, int flush_old)
 
 void rec_rings_flush_all(struct recorder *rc)
 {
-	for (int c = 0; c < rc->ncpus; c++)
+	for (int c = 0; c < rc->nr_rings; c++)
 		rec_ring_flush(rc, &rc->rings[c]);
 	rec_ring_flush(rc, &rc->wrapper_out);
 }

@@ -14,6 +14,7 @@
 #include "../procs/procsnap.h"
 
 #include "../../formats/allocfns.h"
+#include "../../formats/catalog.h"
 #include "../recorder.h"
 
 static void meta_add(struct recorder *rc, enum trace_meta_kind kind, const void *data, size_t len)
@@ -303,17 +304,16 @@ void rec_meta_end(struct recorder *rc)
 	{
 		char buf[16384];
 		size_t n = 0;
-		uint64_t lost = 0;
+		uint64_t lost = rec_lost(rc, 0);
 
-		for (int c = 0; c < rc->ncpus; c++)
-			lost += rc->rings[c].lost;
-		lost += rc->lost_unreported;
 #define ADD(...) n += snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
 		ADD("duration_ns %llu\n", (unsigned long long)(rc->stop_ns - rc->start_ns));
 		ADD("records %llu\n", (unsigned long long)rc->records);
 		if (rc->records > rc->w.nr_records)
 			ADD("records_not_written %llu\n", (unsigned long long)(rc->records - rc->w.nr_records));
 		ADD("lost %llu\n", (unsigned long long)lost);
+		if (rec_lost(rc, 1))
+			ADD("lost_deep_stacks %llu\n", (unsigned long long)rec_lost(rc, 1));
 		ADD("writer_queue_peak %zu\nwriter_queue_waits %llu\n", rc->q.peak,
 		    (unsigned long long)rc->q.waits);
 		ADD("writer_codec %d\nwriter_level %d\n", (int)rc->w.codec, rc->w.level);
@@ -372,15 +372,23 @@ int rec_reach_emit(void *arg, const void *payload, size_t len)
 	return rc->w.err;
 }
 
+uint64_t rec_lost(const struct recorder *rc, int deep)
+{
+	uint64_t lost = deep ? rc->lost_deep_unreported : rc->lost_unreported;
+
+	for (int c = 0; c < rc->nr_rings; c++)
+		if (rc->rings[c].deep == deep)
+			lost += rc->rings[c].lost;
+	return lost;
+}
+
 void rec_summary(struct recorder *rc)
 {
-	uint64_t lost = rc->lost_unreported, written = rc->w.nr_records;
+	uint64_t lost = rec_lost(rc, 0), lost_deep = rec_lost(rc, 1), written = rc->w.nr_records;
 	uint64_t bytes = rc->w.ring_start ? rc->w.ring_start + rc->w.ring_bytes : rc->w.offset;
 	uint64_t unwritten = rc->records > written ? rc->records - written : 0;
 	double secs = (rc->stop_ns - rc->start_ns) / 1e9;
 
-	for (int c = 0; c < rc->ncpus; c++)
-		lost += rc->rings[c].lost;
 	if (rc->quiet && !lost && !unwritten)
 		return;
 	/* Bytes a record: of the records' own chunks, not of the objects
@@ -420,6 +428,11 @@ void rec_summary(struct recorder *rc)
 			(unsigned long long)lost);
 	else if (!rc->quiet && !unwritten)
 		msg_note("0 events lost");
+	/* Said apart: they cost no finding, only stacks the dump cut. */
+	if (lost_deep && !rc->quiet)
+		msg_note("%llu %s samples lost in their own rings: no other event was, but fewer stacks cut by "
+			 "the dump can be completed (a larger -m, or a lower --deep-freq, loses fewer)",
+			 (unsigned long long)lost_deep, CATALOG_DEEP_EVENT);
 	if (rc->leak_check && rc->lc.failed)
 		msg_note("--leak-check could not scan %d process%s (%s): leaks will not tell lost "
 				"from reachable for %s",
