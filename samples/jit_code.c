@@ -4,7 +4,7 @@
  * (/tmp/perf-PID.map) and a jitdump (jit-PID.dump, announced by mapping
  * it executable).
  *
- * Usage: jit_code perfmap|jitdump|bad [DIR [HOLD_MS]]
+ * Usage: jit_code perfmap|jitdump|bad|unwind|frameless [DIR [HOLD_MS]]
  *
  * Writes a stub into anonymous executable memory, names it jit_alpha and
  * runs it: the stub calls touch(), which faults in ALPHA_PAGES pages.
@@ -12,8 +12,13 @@
  * second stub is written over the first, at the same address, so only
  * the times of the jitdump's records tell the two apart; with perfmap it
  * goes at another address. bad writes a perf map with malformed lines
- * between the good ones, and a jitdump cut in the middle of a record. The
- * jitdump goes in DIR (default /tmp). HOLD_MS keeps the process a while
+ * between the good ones, and a jitdump cut in the middle of a record.
+ * unwind and frameless run one stub, jit_delta, that keeps no frame
+ * pointer (as optimized JIT code): only an unwind table tells where its
+ * caller's return address is. unwind writes that table into the jitdump
+ * (an unwinding record: .eh_frame and .eh_frame_hdr, as CPython's -X
+ * perf_jit does), frameless does not. The jitdump goes in DIR (default
+ * /tmp). HOLD_MS keeps the process a while
  * before it exits, as a service would, for a recorder to see it alive.
  * Prints the truth: each function's pages, its address, and the files
  * written.
@@ -34,6 +39,11 @@
  * ret: stub(fn, arg) calls fn(arg) in a frame the frame pointer links. */
 static const unsigned char stub_code[] = { 0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48,
 					   0x89, 0xf7, 0xff, 0xd0, 0x5d, 0xc3 };
+
+/* sub rsp,0x28; mov rax,rdi; mov rdi,rsi; call rax; add rsp,0x28; ret:
+ * the same call in a frame of 48 bytes with no frame pointer. */
+static const unsigned char frameless_code[] = { 0x48, 0x83, 0xec, 0x28, 0x48, 0x89, 0xf8, 0x48, 0x89,
+						0xf7, 0xff, 0xd0, 0x48, 0x83, 0xc4, 0x28, 0xc3 };
 
 typedef void (*stub_fn)(void (*)(long), long);
 
@@ -129,24 +139,67 @@ static void jitdump_load(const char *name, uint64_t addr, size_t size, int cut)
 	put((const void *)(uintptr_t)addr, size);
 }
 
-/* Write the stub at code, tell of it, run it. */
-static void compile_and_run(unsigned char *code, const char *name, long pages, int how)
+static void put32(unsigned char *p, uint32_t v)
 {
-	memcpy(code, stub_code, sizeof(stub_code));
-	__builtin___clear_cache((char *)code, (char *)code + sizeof(stub_code));
+	memcpy(p, &v, 4);
+}
+
+/* The unwinding record for frameless_code at addr: its .eh_frame, said to
+ * lie 16-byte aligned after the code, then the .eh_frame_hdr after that,
+ * whose table finds the one FDE. The CIE: code alignment 1, data
+ * alignment -8, return address column 16, FDE addresses pc-relative
+ * sdata4, CFA = rsp + 8 and the return address at CFA - 8 on entry. The
+ * FDE: after the 4-byte sub the CFA is rsp + 48; after the add at 12, rsp
+ * + 8 again. */
+static void jitdump_unwind(uint64_t addr)
+{
+	static const unsigned char cie[24] = { 0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b,
+					       0x0c, 0x07, 0x08, 0x90, 0x01, 0, 0 };
+	unsigned char data[68 + 4] = { 0 }, *fde = data + 24, *hdr = data + 48;
+	uint64_t eh = addr + ((sizeof(frameless_code) + 15) & ~15ul), h = eh + 48;
+	struct {
+		uint32_t id, total_size;
+		uint64_t timestamp, unwinding_size, eh_frame_hdr_size, mapped_size;
+	} r = { 4, (uint32_t)(40 + sizeof(data)), now_ns(), 68, 20, 80 };
+
+	memcpy(data, cie, sizeof(cie));
+	put32(fde, 20);
+	put32(fde + 4, 28);					/* back to the CIE */
+	put32(fde + 8, (uint32_t)(addr - (eh + 24 + 8)));	/* pc_begin, from itself */
+	put32(fde + 12, sizeof(frameless_code));
+	memcpy(fde + 16, "\0\x44\x0e\x30\x4c\x0e\x08\0", 8); /* no augmentation; the two steps */
+	hdr[0] = 1, hdr[1] = 0x1b, hdr[2] = 0x03, hdr[3] = 0x3b;
+	put32(hdr + 4, (uint32_t)(eh - (h + 4)));
+	put32(hdr + 8, 1);
+	put32(hdr + 12, (uint32_t)(addr - h));
+	put32(hdr + 16, (uint32_t)(eh + 24 - h));
+	put(&r, sizeof(r));
+	put(data, sizeof(data));
+}
+
+/* Write the stub at code, tell of it, run it. */
+static __attribute__((noinline)) void compile_and_run(unsigned char *code, const char *name, long pages, int how)
+{
+	const unsigned char *stub = how >= 3 ? frameless_code : stub_code;
+	size_t size = how >= 3 ? sizeof(frameless_code) : sizeof(stub_code);
+
+	memcpy(code, stub, size);
+	__builtin___clear_cache((char *)code, (char *)code + size);
 	if (perfmap) {
 		if (how == 2)
 			fprintf(perfmap, "not a map line\n%lx\n%lx zz bad_size\n", (unsigned long)(uintptr_t)code,
 				(unsigned long)(uintptr_t)code);
 		/* Newer JDKs write the 0x form. */
 		fprintf(perfmap, pages == ALPHA_PAGES ? "%lx %zx %s\n" : "0x%lx 0x%zx %s\n", (unsigned long)(uintptr_t)code,
-			sizeof(stub_code), name);
+			size, name);
 		fflush(perfmap);
 	}
 	if (dump_fd >= 0) {
 		jitdump_line((uint64_t)(uintptr_t)code, pages == ALPHA_PAGES ? "alpha.js" : "beta.js",
 			     pages == ALPHA_PAGES ? 7 : 9);
-		jitdump_load(name, (uint64_t)(uintptr_t)code, sizeof(stub_code), 0);
+		if (how == 3)
+			jitdump_unwind((uint64_t)(uintptr_t)code);
+		jitdump_load(name, (uint64_t)(uintptr_t)code, size, 0);
 	}
 	((stub_fn)(uintptr_t)code)(touch, pages);
 	printf("jit_code: %s at 0x%lx faulted %ld pages\n", name, (unsigned long)(uintptr_t)code, pages);
@@ -155,12 +208,13 @@ static void compile_and_run(unsigned char *code, const char *name, long pages, i
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "jitdump";
-	int bad = !strcmp(how, "bad"), reuse = !strcmp(how, "jitdump") || bad;
+	int bad = !strcmp(how, "bad"), unwind = !strcmp(how, "unwind"), frameless = !strcmp(how, "frameless");
+	int reuse = !strcmp(how, "jitdump") || bad || unwind || frameless;
 	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char path[64];
 
 	if (code == MAP_FAILED || (strcmp(how, "perfmap") && !reuse)) {
-		fprintf(stderr, "usage: jit_code perfmap|jitdump|bad [DIR [HOLD_MS]]\n");
+		fprintf(stderr, "usage: jit_code perfmap|jitdump|bad|unwind|frameless [DIR [HOLD_MS]]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -174,6 +228,12 @@ int main(int argc, char **argv)
 	}
 	if (reuse)
 		jitdump_open(argc > 2 ? argv[2] : "/tmp");
+	if (unwind || frameless) {
+		compile_and_run(code, "jit_delta", ALPHA_PAGES, unwind ? 3 : 4);
+		if (argc > 3)
+			usleep((useconds_t)atoi(argv[3]) * 1000);
+		return 0;
+	}
 	compile_and_run(code, "jit_alpha", ALPHA_PAGES, bad ? 2 : 0);
 	compile_and_run(reuse ? code : code + 256, "jit_beta", BETA_PAGES, bad ? 2 : 0);
 	if (bad)

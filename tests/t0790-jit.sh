@@ -48,6 +48,21 @@ test_expect_success 'the trace carries the jitdump: named the same after the fil
 	test_cmp want got
 '
 
+# jit_delta keeps no frame pointer: only the .eh_frame of the jitdump's
+# unwinding record says where its caller's return address is. Without
+# the record a frame-pointer step skips its caller.
+test_expect_success 'jitdump unwinding records: a frameless JIT frame stepped by its own .eh_frame, after the file is gone' '
+	"$MEMSIGHT" record -q -e faults -o unwind.trace -- "$S/jit_code" unwind "$PWD" >truth &&
+	grep "^jit_code: jit_delta at 0x[0-9a-f]* faulted 300 pages$" truth &&
+	rm -f "$(truth_file jitdump)" &&
+	"$MEMSIGHT" folded --no-kernel unwind.trace 2>/dev/null | grep ";touch [0-9]*$" >got &&
+	cat got && test "$(wc -l <got)" = 1 &&
+	grep ";__libc_start_call_main;main;compile_and_run;jit_delta;touch 300$" got &&
+	"$MEMSIGHT" record -q -e faults -o frameless.trace -- "$S/jit_code" frameless "$PWD" >truth &&
+	"$MEMSIGHT" folded --no-kernel frameless.trace 2>/dev/null | grep ";jit_delta;touch 300$" >got &&
+	cat got && ! grep compile_and_run got
+'
+
 test_expect_success 'perf map, bare and 0x-prefixed lines: exact, and after the file is gone' '
 	"$MEMSIGHT" record -q -e faults -o map.trace -- "$S/jit_code" perfmap >truth &&
 	map=$(truth_file "perf map") &&
@@ -164,9 +179,12 @@ else
 	echo "# node is missing (apt-get install nodejs): the Node case skipped"
 fi
 
-# CPython's perf trampolines keep no frame pointer and have no unwind
-# entries: stepped by their known shape, the stacks go on through each
-# Python caller to main. pyenv's Pythons where the machine has them.
+# CPython's perf trampolines keep no frame pointer. 3.12's -X perf
+# writes a perf map, with no unwind entries: they are stepped by their
+# known shape. 3.13's -X perf_jit writes a jitdump whose unwinding records
+# give each its .eh_frame: stepped by those. Either way the stacks go on
+# through each Python caller to main. pyenv's Pythons where the machine
+# has them.
 pyenv_python() { ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/$1*/bin/python$1 2>/dev/null | tail -1; }
 # The page faults of grow_buffers, then those of them whose stack reaches
 # main through every Python caller, in order.
@@ -187,11 +205,16 @@ for py in "3.12 perf" "3.13 perf_jit"; do
 		echo "# python$ver is not under ${PYENV_ROOT:-$HOME/.pyenv}/versions: the -X $mode case skipped"
 		continue
 	fi
+	case $mode in
+	perf) by="0 by the runtime.s unwind tables, [1-9][0-9]* as CPython.s trampolines" ;;
+	*) by="[1-9][0-9]* by the runtime.s unwind tables, 0 as CPython.s trampolines" ;;
+	esac
 	test_expect_success "python$ver -X $mode: the function that grows, and its Python callers up to main, in 95% of its faults" '
 		"$MEMSIGHT" record -q -e faults -o py$ver.trace -- "$bin" -X $mode "$R/grow_buffers.py" 300 >truth 2>err &&
 		cat truth err && grep "^grow_buffers: 300 buffers of 65536 bytes from grow_buffers$" truth &&
 		py_whole py$ver.trace >counts && cat counts &&
-		read n m <counts && test "$n" -ge 300 && test $((m * 100)) -ge $((n * 95))
+		read n m <counts && test "$n" -ge 300 && test $((m * 100)) -ge $((n * 95)) &&
+		MEMSIGHT_UNWIND_CHECK=1 "$MEMSIGHT" folded py$ver.trace 2>&1 >/dev/null | grep "frames of JIT code stepped: $by$"
 	'
 done
 

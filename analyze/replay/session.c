@@ -887,16 +887,17 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 			s->on_code_map[i].fn(s->on_code_map[i].arg, s, pid, &mp);
 }
 
-/* The unwinder's view of code a runtime compiled: its name and start. */
-static const char *jit_name_of(void *arg, int pid, uint64_t addr, uint64_t time, uint64_t *start)
+/* The unwinder's view of code a runtime compiled: its name, start and
+ * unwind table. */
+static int jit_code_of(void *arg, int pid, uint64_t addr, uint64_t time, struct unwind_jit_code *c)
 {
 	struct session *s = arg;
 	const struct jit_sym *e = s->jit.nr_files ? jitsyms_find(&s->jit, pid, addr, time) : NULL;
 
 	if (!e)
-		return NULL;
-	*start = e->start;
-	return e->name;
+		return 0;
+	*c = (struct unwind_jit_code){ e->name, e->start, e->eh_frame, e->eh_frame_len, e->eh_frame_addr };
+	return 1;
 }
 
 /* A --call-graph dwarf sample: its kernel callchain, then the user frames
@@ -912,7 +913,7 @@ static void sample_unwind(struct session *s, struct sample *smp)
 	if (!s->uw) {
 		if (!(s->uw = unwind_new(s->o.unwinder, &s->m, s->o.unwind_check)))
 			return;
-		unwind_set_jit(s->uw, jit_name_of, s);
+		unwind_set_jit(s->uw, jit_code_of, s);
 	}
 	if (smp->ev->kind == EVK_FAULT || smp->ev->kind == EVK_FAULT_MAJ)
 		in.fault_addr = smp->ev->tp ? sample_num(smp, "address") : smp->addr;

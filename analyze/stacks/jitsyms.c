@@ -17,11 +17,21 @@ static const char *const kind_names[JIT_KINDS] = { "perf-map", "jitdump" };
 #define JITDUMP_MAGIC 0x4A695444u
 #define JITDUMP_HEADER_MIN 40
 #define JITDUMP_FLAGS_ARCH_TIMESTAMP 1ull
-enum { JR_CODE_LOAD = 0, JR_CODE_MOVE = 1, JR_CODE_DEBUG_INFO = 2, JR_CODE_CLOSE = 3 };
+enum { JR_CODE_LOAD = 0, JR_CODE_MOVE = 1, JR_CODE_DEBUG_INFO = 2, JR_CODE_CLOSE = 3, JR_CODE_UNWINDING_INFO = 4 };
 #define JR_PREFIX 16
 #define JR_LOAD_FIXED (JR_PREFIX + 40)
 #define JR_MOVE_FIXED (JR_PREFIX + 48)
 #define JR_DEBUG_FIXED (JR_PREFIX + 16)
+/* unwinding_size, eh_frame_hdr_size, mapped_size; then the .eh_frame and
+ * the .eh_frame_hdr that follows it. */
+#define JR_UNWIND_FIXED (JR_PREFIX + 24)
+/* The .eh_frame_hdr encodings every writer uses (perf's genelf, CPython,
+ * V8): a pc-relative sdata4 pointer to the .eh_frame, a udata4 count, and
+ * a table of sdata4 pairs relative to the header's start. */
+#define EH_PE_PCREL_SDATA4 0x1b
+#define EH_PE_UDATA4 0x03
+#define EH_PE_DATAREL_SDATA4 0x3b
+#define EH_HDR_TABLE 12
 
 struct jit_table {
 	struct jit_sym *v;	/* sorted by start, then seq */
@@ -218,6 +228,34 @@ static int debug_parse(struct build *b, const unsigned char *r, size_t size, str
 	return 0;
 }
 
+/* An unwinding record, for the code load that follows it. */
+struct pending_unwind {
+	const unsigned char *eh_frame;
+	uint32_t len;
+	const unsigned char *hdr;
+	uint32_t hdr_len;
+};
+
+/* Where the runtime placed the .eh_frame of code loaded at code_addr,
+ * from its .eh_frame_hdr: the first entry of the header's table is the
+ * code's start, relative to the header, and the header's own pointer to
+ * the .eh_frame must agree. Returns -1 for a header of another form. */
+static int unwind_place(const struct pending_unwind *pu, uint64_t code_addr, uint64_t *eh_frame_addr)
+{
+	const unsigned char *h = pu->hdr;
+	int32_t to_frame, first;
+	uint64_t hdr_addr;
+
+	if (pu->hdr_len < EH_HDR_TABLE + 8 || h[0] != 1 || h[1] != EH_PE_PCREL_SDATA4 || h[2] != EH_PE_UDATA4 ||
+	    h[3] != EH_PE_DATAREL_SDATA4 || !rd32(h + 8))
+		return -1;
+	to_frame = (int32_t)rd32(h + 4);
+	first = (int32_t)rd32(h + EH_HDR_TABLE);
+	hdr_addr = code_addr - (uint64_t)(int64_t)first;
+	*eh_frame_addr = hdr_addr - pu->len;
+	return hdr_addr + 4 + (uint64_t)(int64_t)to_frame == *eh_frame_addr ? 0 : -1;
+}
+
 /* The records of a jitdump, up to the last whole one. Lines are kept as
  * indexes into b->lines in the syms' lines field until the table is
  * made. */
@@ -226,6 +264,7 @@ static int jitdump_parse(struct build *b, unsigned char *d, size_t len, struct j
 {
 	struct hashmap names;	/* code_index -> name + 1 */
 	struct pending_lines pl = { 0 };
+	struct pending_unwind pu = { 0 };
 	size_t off;
 	int r = 0;
 
@@ -265,7 +304,18 @@ static int jitdump_parse(struct build *b, unsigned char *d, size_t len, struct j
 				b->v[b->nr - 1].lines = (const struct jit_line *)(uintptr_t)(pl.first + 1);
 				b->v[b->nr - 1].nr_lines = (uint32_t)pl.nr;
 			}
+			if (!r && pu.eh_frame && b->nr && b->v[b->nr - 1].start == addr) {
+				struct jit_sym *sym = &b->v[b->nr - 1];
+
+				if (unwind_place(&pu, addr, &sym->eh_frame_addr))
+					b->bad++;
+				else {
+					sym->eh_frame = pu.eh_frame;
+					sym->eh_frame_len = pu.len;
+				}
+			}
 			pl.nr = 0;
+			pu.eh_frame = NULL;
 		} else if (id == JR_CODE_MOVE && size >= JR_MOVE_FIXED) {
 			struct hm_slot *s = hashmap_u64_find(&names, rd64(rec + JR_PREFIX + 40));
 
@@ -276,6 +326,15 @@ static int jitdump_parse(struct build *b, unsigned char *d, size_t len, struct j
 			r = build_sym(b, rd64(rec + JR_PREFIX + 24), rd64(rec + JR_PREFIX + 32), time, s->ptr);
 		} else if (id == JR_CODE_DEBUG_INFO && size >= JR_DEBUG_FIXED) {
 			r = debug_parse(b, rec, size, &pl);
+		} else if (id == JR_CODE_UNWINDING_INFO && size >= JR_UNWIND_FIXED) {
+			uint64_t all = rd64(rec + JR_PREFIX), hdr = rd64(rec + JR_PREFIX + 8);
+
+			if (all > size - JR_UNWIND_FIXED || hdr > all || all - hdr > UINT32_MAX || !(all - hdr)) {
+				b->bad++;
+				continue;
+			}
+			pu = (struct pending_unwind){ rec + JR_UNWIND_FIXED, (uint32_t)(all - hdr),
+						      rec + JR_UNWIND_FIXED + (all - hdr), (uint32_t)hdr };
 		} else if (id == JR_CODE_CLOSE) {
 			break;
 		}

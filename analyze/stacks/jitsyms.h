@@ -9,7 +9,9 @@
  * code load and move records have times: an address is named by the code
  * loaded there last before the moment, so code that replaced other code at
  * the same address names only the samples taken after it came. Its debug
- * records give source lines. A later copy of a process's file replaces the
+ * records give source lines, its unwinding records the code's .eh_frame
+ * (and where the runtime placed it, which the .eh_frame_hdr after it
+ * tells). A later copy of a process's file replaces the
  * earlier one (the recorder copies the whole file each time). Bad input (a
  * line that is no map entry, a record cut short or out of bounds) is
  * skipped and counted, never trusted. Knows nothing of sessions or stacks.
@@ -38,6 +40,12 @@ struct jit_sym {
 	const char *name;
 	const struct jit_line *lines; /* sorted by addr; NULL for none */
 	uint32_t nr_lines;
+	/* The code's .eh_frame from the jitdump's unwinding record, NULL
+	 * for none, and the address it was written for: its pc-relative
+	 * entries are read as if it lay there. */
+	const unsigned char *eh_frame;
+	uint32_t eh_frame_len;
+	uint64_t eh_frame_addr;
 };
 
 enum jit_kind { JIT_PERFMAP, JIT_JITDUMP, JIT_KINDS };

@@ -33,7 +33,7 @@ static const char *const runtime_advice[] = {
 static int runtime_of(struct unwinder *u, const struct unwind_input *in, uint64_t ip)
 {
 	const char *comm = machine_comm(u->m, in->pid, in->tid), *name = NULL;
-	uint64_t start;
+	struct unwind_jit_code c;
 
 	if (comm && !strncmp(comm, "java", 4))
 		return RT_JVM;
@@ -41,8 +41,8 @@ static int runtime_of(struct unwinder *u, const struct unwind_input *in, uint64_
 		return RT_NODE;
 	if (comm && !strncmp(comm, "python", 6))
 		return RT_PYTHON;
-	if (u->jit_name)
-		name = u->jit_name(u->jit_arg, in->pid, ip, in->time, &start);
+	if (unwind_jit_code(u, in, ip, &c))
+		name = c.name;
 	if (name && (!strncmp(name, "JS:", 3) || !strncmp(name, "LazyCompile:", 12) || !strncmp(name, "Builtin:", 8)))
 		return RT_NODE;
 	if (name && !strncmp(name, "py::", 4))
@@ -124,9 +124,9 @@ struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check)
 	return u;
 }
 
-void unwind_set_jit(struct unwinder *u, unwind_jit_name_fn fn, void *arg)
+void unwind_set_jit(struct unwinder *u, unwind_jit_fn fn, void *arg)
 {
-	u->jit_name = fn;
+	u->jit_code = fn;
 	u->jit_arg = arg;
 }
 
@@ -409,8 +409,10 @@ void unwind_report(const struct unwinder *u, FILE *f)
 	unwind_libdw_fast_stats(&checked, &differ, &further);
 	if (checked)
 		fprintf(f, "memsight: unwinding check: %llu of %llu stacks stepped with cached rules differ from "
-			   "libdw's own walk, and %llu went on where libdw's ended at a PLT entry\n",
-			(unsigned long long)differ, (unsigned long long)checked, (unsigned long long)further);
+			   "libdw's own walk, and %llu went on where libdw's ended at a PLT entry; frames of JIT code "
+			   "stepped: %llu by the runtime's unwind tables, %llu as CPython's trampolines\n",
+			(unsigned long long)differ, (unsigned long long)checked, (unsigned long long)further,
+			(unsigned long long)u->jit_cfi_steps, (unsigned long long)u->jit_steps);
 	for (int i = 1; i < UNWIND_STOP_NR; i++)
 		broken += u->st.stopped[i];
 	if (u->st.joined)

@@ -81,11 +81,21 @@ struct unwinder;
  * walked by libdw too, and the differences counted. */
 struct unwinder *unwind_new(enum unwind_backend b, struct machine *m, int check);
 void unwind_free(struct unwinder *u);
-/* The function a runtime compiled at addr in pid at time: its name and
- * start, or NULL. What the unwinder knows of such code beyond that is in
- * unwind_jit_step (unwind_access.c). */
-typedef const char *(*unwind_jit_name_fn)(void *arg, int pid, uint64_t addr, uint64_t time, uint64_t *start);
-void unwind_set_jit(struct unwinder *u, unwind_jit_name_fn fn, void *arg);
+/* The function a runtime compiled at some address: its name and start,
+ * and the .eh_frame the runtime wrote for it (NULL for none) with the
+ * address it was written for. */
+struct unwind_jit_code {
+	const char *name;
+	uint64_t start;
+	const unsigned char *eh_frame;
+	size_t eh_frame_len;
+	uint64_t eh_frame_addr;
+};
+/* Fills c with the code a runtime compiled at addr in pid at time;
+ * returns 0 when there is none. What the unwinder does with it is in
+ * unwind_jit_code and unwind_jit_step (unwind_access.c). */
+typedef int (*unwind_jit_fn)(void *arg, int pid, uint64_t addr, uint64_t time, struct unwind_jit_code *c);
+void unwind_set_jit(struct unwinder *u, unwind_jit_fn fn, void *arg);
 /* Parse "libdw" or "libunwind"; -1 for anything else. */
 int unwind_backend_parse(const char *name);
 const char *unwind_backend_name(enum unwind_backend b);

@@ -90,15 +90,19 @@ int unwind_read_other(struct unwinder *u, const struct unwind_input *in, uint64_
 #define PY_TRAMPOLINE_RET 6
 #define PY_TRAMPOLINE_RET_CET 10
 
+int unwind_jit_code(struct unwinder *u, const struct unwind_input *in, uint64_t addr, struct unwind_jit_code *c)
+{
+	return u->jit_code && u->jit_code(u->jit_arg, in->pid, addr, in->time, c);
+}
+
 int unwind_jit_step(struct unwinder *u, const struct unwind_input *in, uint64_t ra)
 {
-	uint64_t start;
-	const char *name;
+	struct unwind_jit_code c;
 
-	if (!u->jit_name || !(name = u->jit_name(u->jit_arg, in->pid, ra, in->time, &start)))
+	if (!unwind_jit_code(u, in, ra, &c))
 		return 0;
-	if (strncmp(name, PY_TRAMPOLINE_PREFIX, strlen(PY_TRAMPOLINE_PREFIX)) ||
-	    (ra - start != PY_TRAMPOLINE_RET && ra - start != PY_TRAMPOLINE_RET_CET))
+	if (strncmp(c.name, PY_TRAMPOLINE_PREFIX, strlen(PY_TRAMPOLINE_PREFIX)) ||
+	    (ra - c.start != PY_TRAMPOLINE_RET && ra - c.start != PY_TRAMPOLINE_RET_CET))
 		return 0;
 	u->jit_steps++;
 	return 1;

@@ -51,9 +51,10 @@ struct unwinder {
 	int sps_max;
 	struct hashmap chains;	/* (pid, tid) -> struct unwind_chain: each thread's last whole stack */
 	struct hashmap deep;	/* the same, of feed samples alone */
-	unwind_jit_name_fn jit_name;
+	unwind_jit_fn jit_code;
 	void *jit_arg;
 	uint64_t jit_steps;	/* frames stepped by unwind_jit_step */
+	uint64_t jit_cfi_steps;	/* frames stepped by a runtime's own .eh_frame */
 };
 
 /* The space of a process's address space: its map for an address. */
@@ -75,6 +76,9 @@ int unwind_read_other(struct unwinder *u, const struct unwind_input *in, uint64_
  * pointer 16 above, every other register as it was. Returns 1 for such a
  * frame, 0 for any other. */
 int unwind_jit_step(struct unwinder *u, const struct unwind_input *in, uint64_t ra);
+/* The code a runtime compiled at addr at the input's time, into c; 0 when
+ * none is known there. */
+int unwind_jit_code(struct unwinder *u, const struct unwind_input *in, uint64_t addr, struct unwind_jit_code *c);
 /* in with the registers of valid (DWARF numbers) in place of its own,
  * packed into buf: a frame further out to unwind on from. */
 void unwind_input_with(const struct unwind_input *in, const uint64_t regs[17], unsigned valid, uint64_t buf[17],

@@ -9,7 +9,14 @@
  * stack the fast path cannot step gets a Dwfl of the process's own, made
  * then, with every object at its load bias, attached to a "thread" whose
  * registers and memory are the sample's, for libdw's whole unwinder.
+ *
+ * Code a runtime compiled is in no object: a jitdump's unwinding record
+ * gives its .eh_frame, which libdw reads from an ELF image made in memory
+ * around it (one per record, kept with its rules); CPython's perf
+ * trampolines, which have none in a perf map, take their known shape
+ * (unwind_jit_step).
  */
+#include <elf.h>
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
 #include <stdlib.h>
@@ -27,6 +34,22 @@
 #define REG_RBP 6
 
 #define RECENT_RULES 1024
+
+/* The backend's state across address spaces: each object's, and each
+ * runtime-written .eh_frame's. */
+struct dw_priv {
+	struct hashmap objs;	/* struct dso * -> struct dw_obj * */
+	struct hashmap jits;	/* .eh_frame bytes -> struct dw_jit * */
+};
+
+/* A runtime's .eh_frame as libdw reads it: in a small ELF image of its
+ * own, the section at the address the runtime wrote it for. */
+struct dw_jit {
+	unsigned char *image;
+	Elf *elf;
+	Dwarf_CFI *cfi;
+	struct hashmap rules;	/* runtime address -> struct dw_rule *, NULL for none */
+};
 
 /* An object's unwinding state, shared by every address space. */
 struct dw_obj {
@@ -52,9 +75,11 @@ struct dw_space {
 	int n, max;
 	int beyond_dump;
 	int fast_nocfi;		/* the fast path ended where libdw would have failed */
-	/* libdw's walk stopped at a frame unwind_jit_step knows, whose
-	 * registers these are: the stack goes on from there. */
+	/* libdw's walk stopped at a frame of code a runtime compiled whose
+	 * rule jit_rule knows, whose registers these are: the stack goes on
+	 * from there. */
 	int jit_at;
+	const struct dw_rule *jit_rule;
 	uint64_t jit_regs[17];
 	unsigned jit_valid;
 };
@@ -202,20 +227,27 @@ static void dw_obj_free(struct dw_obj *o)
 
 /* d's shared state, made on first use: NULL when out of memory or when
  * libdw cannot read the object. */
+static struct dw_priv *dw_priv_of(struct unwinder *u)
+{
+	struct dw_priv *p = u->priv;
+
+	if (!p && (p = u->priv = calloc(1, sizeof(*p)))) {
+		hashmap_init(&p->objs, 0);
+		hashmap_init(&p->jits, 0);
+	}
+	return p;
+}
+
 static struct dw_obj *dw_obj_of(struct unwinder *u, struct dso *d)
 {
-	struct hashmap *objs = u->priv;
+	struct dw_priv *p = dw_priv_of(u);
 	struct hm_slot *slot;
 	struct dw_obj *o;
 	int created;
 
-	if (!objs) {
-		objs = u->priv = calloc(1, sizeof(*objs));
-		if (!objs)
-			return NULL;
-		hashmap_init(objs, 0);
-	}
-	slot = hashmap_u64(objs, (uintptr_t)d, &created);
+	if (!p)
+		return NULL;
+	slot = hashmap_u64(&p->objs, (uintptr_t)d, &created);
 	if (!slot || !created)
 		return slot ? slot->ptr : NULL;
 	o = calloc(1, sizeof(*o));
@@ -237,16 +269,35 @@ static struct dw_obj *dw_obj_of(struct unwinder *u, struct dso *d)
 	return o;
 }
 
+static void dw_jit_free(struct dw_jit *j)
+{
+	if (!j)
+		return;
+	hashmap_for_each(&j->rules, slot)
+		free(slot->ptr);
+	hashmap_release(&j->rules);
+	/* The CFI made by dwarf_getcfi_elf is the caller's to end. */
+	if (j->cfi)
+		dwarf_cfi_end(j->cfi);
+	if (j->elf)
+		elf_end(j->elf);
+	free(j->image);
+	free(j);
+}
+
 static void dw_release(struct unwinder *u)
 {
-	struct hashmap *objs = u->priv;
+	struct dw_priv *p = u->priv;
 
-	if (!objs)
+	if (!p)
 		return;
-	hashmap_for_each(objs, slot)
+	hashmap_for_each(&p->objs, slot)
 		dw_obj_free(slot->ptr);
-	hashmap_release(objs);
-	free(objs);
+	hashmap_release(&p->objs);
+	hashmap_for_each(&p->jits, slot)
+		dw_jit_free(slot->ptr);
+	hashmap_release(&p->jits);
+	free(p);
 	u->priv = NULL;
 }
 
@@ -307,6 +358,9 @@ static Dwfl *space_dwfl(struct dw_space *sp)
 	return sp->dwfl;
 }
 
+struct dw_rule;
+static const struct dw_rule *jit_rule(struct dw_space *sp, const struct unwind_input *in, uint64_t pc, int n);
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct dw_space *sp = arg;
@@ -324,9 +378,10 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		sp->sps[sp->n] = v;
 	}
 	sp->ips[sp->n++] = pc;
-	/* libdw would take a frame pointer step here, which such a frame
-	 * does not keep: the frame's registers, to go on without libdw. */
-	if (sp->n > 1 && !activation && unwind_jit_step(sp->u, sp->in, pc)) {
+	/* libdw knows no object here and would take a frame pointer step,
+	 * which such a frame may not keep: the frame's registers, to go on
+	 * by the runtime's rule without libdw. */
+	if (!activation && (sp->jit_rule = jit_rule(sp, sp->in, pc, sp->n))) {
 		sp->jit_valid = 0;
 		for (int r = 0; r < 17; r++) {
 			Dwarf_Word v;
@@ -535,10 +590,9 @@ static int rule_make_cfa(Dwarf_Frame *f, struct dw_rule *r)
 	return 0;
 }
 
-/* The rule at ELF address addr of o, in libdw's own choice of table:
- * .eh_frame when it covers addr, else .debug_frame. NULL when out of
- * memory. */
-static struct dw_rule *rule_make(struct dw_obj *o, uint64_t addr)
+/* The fast path's rule for libdw's frame f (NULL: no table covers the
+ * address, RULE_FP). NULL when out of memory. */
+static struct dw_rule *rule_build(Dwarf_Frame *f)
 {
 	union {
 		struct dw_rule r;
@@ -546,23 +600,14 @@ static struct dw_rule *rule_make(struct dw_obj *o, uint64_t addr)
 	} full;
 	struct { uint8_t atom; uint64_t number; } expr[EXPR_MAX];
 	struct dw_rule *r = &full.r, *made;
-	Dwfl_Module *mod = o->mod;
-	Dwarf_Frame *f = NULL;
-	Dwarf_CFI *cfi;
-	Dwarf_Addr bias;
 	bool signal = false;
 	size_t regs_len;
 
 	memset(&full, 0, sizeof(full));
 	r->kind = RULE_FP;
 	r->expr = (void *)expr;
-	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f)) {
-		f = NULL;
-		cfi = dwfl_module_dwarf_cfi(mod, &bias);
-		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f))
-			goto made;
-	}
+	if (!f)
+		goto made;
 	r->kind = RULE_SLOW;
 	if (dwarf_frame_info(f, NULL, NULL, &signal) != REG_RA || signal || rule_make_cfa(f, r))
 		goto made;
@@ -586,7 +631,6 @@ static struct dw_rule *rule_make(struct dw_obj *o, uint64_t addr)
 	if (r->same >> REG_RA & 1)
 		r->kind = RULE_SLOW;
 made:
-	free(f);
 	regs_len = r->nr_regs * sizeof(r->regs[0]);
 	made = malloc(sizeof(*r) + regs_len + r->nr_expr * sizeof(expr[0]));
 	if (!made)
@@ -595,6 +639,109 @@ made:
 	made->expr = (void *)((char *)made->regs + regs_len);
 	memcpy(made->expr, expr, r->nr_expr * sizeof(expr[0]));
 	return made;
+}
+
+/* The rule at ELF address addr of o, in libdw's own choice of table:
+ * .eh_frame when it covers addr, else .debug_frame. NULL when out of
+ * memory. */
+static struct dw_rule *rule_make(struct dw_obj *o, uint64_t addr)
+{
+	Dwarf_Frame *f = NULL;
+	Dwarf_CFI *cfi;
+	Dwarf_Addr bias;
+	struct dw_rule *r;
+
+	cfi = dwfl_module_eh_cfi(o->mod, &bias);
+	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &f)) {
+		f = NULL;
+		cfi = dwfl_module_dwarf_cfi(o->mod, &bias);
+		if (cfi && dwarf_cfi_addrframe(cfi, addr - bias, &f))
+			f = NULL;
+	}
+	r = rule_build(f);
+	free(f);
+	return r;
+}
+
+/* An ELF image of one section, .eh_frame, holding len bytes of eh at
+ * address addr, for libdw to read as an object's CFI. */
+static unsigned char *jit_image(const unsigned char *eh, size_t len, uint64_t addr, size_t *size)
+{
+	static const char names[] = "\0.eh_frame\0.shstrtab";
+	size_t data = sizeof(Elf64_Ehdr), strs = data + len, shoff = (strs + sizeof(names) + 7) & ~(size_t)7;
+	unsigned char *img = calloc(1, shoff + 3 * sizeof(Elf64_Shdr));
+	Elf64_Ehdr eh_hdr = { .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			      .e_shoff = shoff, .e_ehsize = sizeof(Elf64_Ehdr), .e_shentsize = sizeof(Elf64_Shdr),
+			      .e_shnum = 3, .e_shstrndx = 2 };
+	Elf64_Shdr sh[3] = {
+		{ 0 },
+		{ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC, .sh_addr = addr, .sh_offset = data,
+		  .sh_size = len, .sh_addralign = 8 },
+		{ .sh_name = 11, .sh_type = SHT_STRTAB, .sh_offset = strs, .sh_size = sizeof(names), .sh_addralign = 1 },
+	};
+
+	if (!img)
+		return NULL;
+	memcpy(eh_hdr.e_ident, ELFMAG, SELFMAG);
+	eh_hdr.e_ident[EI_CLASS] = ELFCLASS64;
+	eh_hdr.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh_hdr.e_ident[EI_VERSION] = EV_CURRENT;
+	memcpy(img, &eh_hdr, sizeof(eh_hdr));
+	memcpy(img + data, eh, len);
+	memcpy(img + strs, names, sizeof(names));
+	memcpy(img + shoff, sh, sizeof(sh));
+	*size = shoff + sizeof(sh);
+	return img;
+}
+
+/* The libdw view of a runtime's .eh_frame, made on first use; NULL when
+ * libdw cannot read it (or out of memory). */
+static struct dw_jit *dw_jit_of(struct unwinder *u, const struct unwind_jit_code *c)
+{
+	struct dw_priv *p = dw_priv_of(u);
+	struct hm_slot *slot;
+	struct dw_jit *j;
+	size_t size;
+	int created;
+
+	if (!p || !(slot = hashmap_u64(&p->jits, (uintptr_t)c->eh_frame, &created)))
+		return NULL;
+	if (!created)
+		return slot->ptr;
+	if (!(j = calloc(1, sizeof(*j))))
+		return NULL;
+	hashmap_init(&j->rules, 0);
+	if ((j->image = jit_image(c->eh_frame, c->eh_frame_len, c->eh_frame_addr, &size)) &&
+	    (j->elf = elf_memory((char *)j->image, size)))
+		j->cfi = dwarf_getcfi_elf(j->elf);
+	if (!j->cfi) {
+		dw_jit_free(j);
+		return NULL;
+	}
+	slot->ptr = j;
+	return j;
+}
+
+/* The rule for runtime address addr of JIT code c from the runtime's own
+ * .eh_frame: NULL where it has none, or none the fast path can step. */
+static const struct dw_rule *jit_cfi_rule(struct unwinder *u, const struct unwind_jit_code *c, uint64_t addr)
+{
+	struct dw_jit *j = c->eh_frame ? dw_jit_of(u, c) : NULL;
+	struct hm_slot *slot;
+	const struct dw_rule *r;
+	int created;
+
+	if (!j || !(slot = hashmap_u64(&j->rules, addr, &created)))
+		return NULL;
+	if (created) {
+		Dwarf_Frame *f = NULL;
+
+		slot->ptr = dwarf_cfi_addrframe(j->cfi, addr, &f) ? NULL : rule_build(f);
+		free(f);
+	}
+	r = slot->ptr;
+	/* What libdw's own walk would need the object for is not stepped. */
+	return r && (r->kind == RULE_STEP || r->kind == RULE_END) ? r : NULL;
 }
 
 /* The object of the space that maps runtime address addr, or NULL. */
@@ -646,6 +793,27 @@ static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 	return slot->ptr;
 }
 
+/* The rule of frame n (1: the sampled ip) at pc in code a runtime
+ * compiled: from the runtime's own .eh_frame where it wrote one, else the
+ * shape of CPython's trampolines (unwind_jit_step); NULL for neither. */
+static const struct dw_rule *jit_step_rule(void);
+static const struct dw_rule *jit_rule(struct dw_space *sp, const struct unwind_input *in, uint64_t pc, int n)
+{
+	uint64_t at = n == 1 ? pc : pc - 1;
+	struct unwind_jit_code c;
+	const struct dw_rule *r;
+
+	if (!unwind_jit_code(sp->u, in, at, &c))
+		return NULL;
+	if (c.eh_frame && (r = jit_cfi_rule(sp->u, &c, at))) {
+		sp->u->jit_cfi_steps++;
+		return r;
+	}
+	if (n > 1 && unwind_jit_step(sp->u, in, pc))
+		return jit_step_rule();
+	return NULL;
+}
+
 /* The frame unwind_jit_step knows: the caller's return address 8 bytes
  * above the stack pointer, its stack pointer 16 above, every other
  * register kept. */
@@ -678,6 +846,44 @@ static int word_at(struct dw_space *sp, uint64_t addr, uint64_t *v)
 	return -1;
 }
 
+/* Step the registers of the frame at pc (valid: those known) to its
+ * caller's by r, a RULE_STEP or RULE_END. Returns 0 with regs[REG_RA] the
+ * caller's pc, 1 where the stack ends (the outermost frame, or a return
+ * address that cannot be read: libdw's next pc is undefined then), -1
+ * where the fast path cannot go on. */
+static int rule_step(struct dw_space *sp, const struct dw_rule *r, uint64_t regs[NR_REGS], unsigned *valid,
+		     uint64_t pc)
+{
+	uint64_t cfa;
+
+	if (r->kind == RULE_END)
+		return 1;
+	/* The PLT's expression reads the pc as register 16. */
+	regs[REG_RA] = pc;
+	*valid |= 1u << REG_RA;
+	if (rule_cfa(r, regs, *valid, &cfa))
+		return -1;
+	/* Every new value comes from the CFA and memory, none from another
+	 * register: the frame's registers become the caller's in place. */
+	*valid &= r->same;
+	for (int i = 0; i < r->nr_regs; i++) {
+		const struct dw_reg_rule *rr = &r->regs[i];
+
+		if (rr->how == REG_VAL) {
+			regs[rr->reg] = cfa + (uint64_t)rr->off;
+			*valid |= 1u << rr->reg;
+		} else if (rr->how == REG_AT) {
+			if (!word_at(sp, cfa + (uint64_t)rr->off, &regs[rr->reg]))
+				*valid |= 1u << rr->reg;
+			else if (rr->reg == REG_RSP)
+				return -1;
+		}
+	}
+	if (!(*valid >> REG_RA & 1))
+		return 1;
+	return regs[REG_RA] ? 0 : -1;
+}
+
 /* The frames of a stack made only of simple rules, or -1 to hand the
  * sample to libdw. */
 static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t *ips, uint64_t *sps, int max)
@@ -690,8 +896,8 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 		return -1;
 	pc = regs[REG_RA];
 	for (;;) {
-		const struct dw_rule *r;
-		uint64_t cfa;
+		const struct dw_rule *r, *jr;
+		int st;
 
 		if (n >= max)
 			return -1;
@@ -699,8 +905,8 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 		ips[n++] = pc;
 		/* A return address is after its call: look it up one byte back. */
 		r = rule_of(sp, n == 1 ? pc : pc - 1);
-		if (r == &no_object_rule && n > 1 && unwind_jit_step(sp->u, in, pc))
-			r = jit_step_rule();
+		if (r == &no_object_rule && (jr = jit_rule(sp, in, pc, n)))
+			r = jr;
 		if (!r || r->kind == RULE_SLOW)
 			return -1;
 		if (r->kind == RULE_END)
@@ -725,36 +931,10 @@ static int dw_fast(struct dw_space *sp, const struct unwind_input *in, uint64_t 
 			pc = ra;
 			continue;
 		}
-		/* The PLT's expression reads the pc as register 16. */
-		regs[REG_RA] = pc;
-		valid |= 1u << REG_RA;
-		if (rule_cfa(r, regs, valid, &cfa))
-			return -1;
-		/* Every new value comes from the CFA and memory, none from
-		 * another register: the frame's registers become the caller's
-		 * in place. */
-		valid &= r->same;
-		for (int i = 0; i < r->nr_regs; i++) {
-			const struct dw_reg_rule *rr = &r->regs[i];
-
-			if (rr->how == REG_VAL) {
-				regs[rr->reg] = cfa + (uint64_t)rr->off;
-				valid |= 1u << rr->reg;
-			} else if (rr->how == REG_AT) {
-				if (!word_at(sp, cfa + (uint64_t)rr->off, &regs[rr->reg]))
-					valid |= 1u << rr->reg;
-				else if (rr->reg == REG_RSP)
-					return -1;
-			}
-		}
-		/* A return address that cannot be read leaves libdw's next pc
-		 * undefined: the stack ends there, complete unless the read
-		 * went past the dump. */
-		if (!(valid >> REG_RA & 1))
-			return n;
+		st = rule_step(sp, r, regs, &valid, pc);
+		if (st)
+			return st > 0 ? n : -1;
 		pc = regs[REG_RA];
-		if (!pc)
-			return -1;
 	}
 }
 
@@ -848,26 +1028,27 @@ static int dw_run(struct unwinder *u, void *space, const struct unwind_input *in
 	return sp->n;
 }
 
-/* libdw's walk stopped at a frame unwind_jit_step knows (the last of its
- * sp->n): step it as jit_step_rule says, and unwind on from its caller as
+/* libdw's walk stopped at a frame of code a runtime compiled (the last
+ * of its sp->n): step it by its rule, and unwind on from its caller as
  * from a sample of its own over the same dump. */
 static int dw_jit_on(struct unwinder *u, struct dw_space *sp, const struct unwind_input *in, uint64_t *ips,
 		     uint64_t *sps, int max, enum unwind_stop *stop)
 {
-	uint64_t regs[17], buf[17], ra;
+	uint64_t regs[17], buf[17];
 	unsigned valid = sp->jit_valid;
 	struct unwind_input next;
-	int n = sp->n, more;
+	int n = sp->n, more, st;
 
 	memcpy(regs, sp->jit_regs, sizeof(regs));
 	sp->in = in;
-	if (!(valid >> REG_RSP & 1) || word_at(sp, regs[REG_RSP] + 8, &ra) || !ra) {
-		*stop = sp->beyond_dump ? UNWIND_STOP_STACK_END : UNWIND_STOP_JIT;
+	st = rule_step(sp, sp->jit_rule, regs, &valid, regs[REG_RA]);
+	if (st) {
+		*stop = sp->jit_rule->kind == RULE_END ? UNWIND_STOP_NONE
+			: sp->beyond_dump		   ? UNWIND_STOP_STACK_END
+							   : UNWIND_STOP_JIT;
 		sp->in = NULL;
 		return n;
 	}
-	regs[REG_RSP] += 16;
-	regs[REG_RA] = ra;
 	unwind_input_with(in, regs, valid, buf, &next);
 	if (n >= max) {
 		*stop = UNWIND_STOP_DEPTH;

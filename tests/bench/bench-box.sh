@@ -10,11 +10,13 @@
 # folded stacks hold __libc_start_call_main, start_thread or, for the
 # dynamic loader's own work, _dl_start). Medians of ROUNDS runs, the modes
 # taken in turn within each round. Asserts nothing (machines are noisy).
+# A mode is a -g argument, with :HZ for a --deep-freq other than the
+# default (dwarf,8192:0 is the default without deep-stacks samples).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 b=$top/build
 ROUNDS=${ROUNDS:-3}
-MODES=${MODES:-"fp dwarf,4096 dwarf,6144 dwarf,8192"}
+MODES=${MODES:-"fp dwarf,4096 dwarf,8192:0 dwarf,8192"}
 command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; exit 1; }
 . "$top/tests/bench/bench-lib.sh"
 bench_workdir
@@ -53,7 +55,10 @@ for r in $(seq $ROUNDS); do
 	s=$(date +%s.%N); ./build.sh; e=$(date +%s.%N)
 	echo "$s $e" | awk '{ printf "%.3f 0 0\n", $2 - $1 }' >>alone.t
 	for m in $MODES; do
-		run ms-$m "$b/memsight-record" -q -a -g $m -o ms-$m.trace
+		case $m in
+		*:*) run ms-$m "$b/memsight-record" -q -a -g ${m%%:*} --deep-freq ${m#*:} -o ms-$m.trace ;;
+		*) run ms-$m "$b/memsight-record" -q -a -g $m -o ms-$m.trace ;;
+		esac
 		cp rec.log ms-$m.log
 	done
 	run pf-fp perf record -q -a -g -c 1 -e $perf_events -o pf-fp.data
@@ -79,8 +84,8 @@ reach_pf() {
 
 a=$(cut -d" " -f1 alone.t | median)
 echo "make -j2 of memsight's recorder and analyzer, recorded system-wide (faults, brk, mmap), $ROUNDS rounds, medians:"
-printf "  %-28s %8s %8s %10s %8s %10s %10s %8s\n" mode build slowdown "rec cpu" "rec MB" "MB/s" lost "reach%"
-printf "  %-28s %7.2fs\n" alone "$a"
+printf "  %-40s %8s %8s %10s %8s %10s %10s %8s\n" mode build slowdown "rec cpu" "rec MB" "MB/s" lost "reach%"
+printf "  %-40s %7.2fs\n" alone "$a"
 for name in $(for m in $MODES; do echo ms-$m; done) pf-fp pf-dwarf; do
 	t=$(cut -d" " -f1 $name.t | median) cpu=$(cut -d" " -f2 $name.t | median) kb=$(cut -d" " -f3 $name.t | median)
 	case $name in
@@ -91,7 +96,10 @@ for name in $(for m in $MODES; do echo ms-$m; done) pf-fp pf-dwarf; do
 		dur=$("$b/memsight" info $f | sed -n 's/^duration: *\([0-9.]*\) s.*/\1/p')
 		lost=$("$b/memsight" info $f | sed -n 's/^lost: *\([0-9]*\).*/\1/p')
 		reach=$(reach_ms $f)
-		label="memsight -a -g ${name#ms-}" ;;
+		case $name in
+		*:*) label="memsight -a -g ${name#ms-}"; label="${label%%:*} --deep-freq ${name#*:}" ;;
+		*) label="memsight -a -g ${name#ms-}" ;;
+		esac ;;
 	pf-*) f=$name.data
 		bytes=$(stat -c %s $f)
 		dur=$t
@@ -100,6 +108,6 @@ for name in $(for m in $MODES; do echo ms-$m; done) pf-fp pf-dwarf; do
 		if [ $name = pf-fp ]; then label="perf -a -g"; else label="perf -a --call-graph dwarf"; fi ;;
 	esac
 	awk -v l="$label" -v t="$t" -v a="$a" -v cpu="$cpu" -v kb="$kb" -v bytes="$bytes" -v dur="$dur" -v lost="$lost" \
-	    -v reach="$reach" 'BEGIN { printf "  %-28s %7.2fs %7.2fx %9.2fs %8.0f %10.1f %10s %7s%%\n", l, t, t / a, cpu, kb / 1024,
+	    -v reach="$reach" 'BEGIN { printf "  %-40s %7.2fs %7.2fx %9.2fs %8.0f %10.1f %10s %7s%%\n", l, t, t / a, cpu, kb / 1024,
 		(dur > 0 ? bytes / dur / 1048576 : 0), lost, reach }'
 done

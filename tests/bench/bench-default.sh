@@ -4,8 +4,10 @@
 # are noisy).
 #
 #   XOR encoder (frame-pointer build), faults+brk+mmap: the workload's own
-#     elapsed time alone, under memsight's default (dwarf), memsight -g fp,
-#     perf -g and perf --call-graph dwarf; bytes per event and losses
+#     elapsed time alone, under memsight's default (dwarf), the default
+#     without deep-stacks (--deep-freq 0), memsight -g fp, perf -g and perf
+#     --call-graph dwarf; bytes per event, losses and the share of fault
+#     stacks that reach main
 #   malloc churn (alloc_zoo): alone, memsight -e malloc default, -g fp and
 #     -g dwarf,4096, perf on the same uprobes without stacks and with -g
 #   fixed cost: the wall time of recording `true`, memsight and perf
@@ -43,6 +45,7 @@ pf_bpe() { perf script -i "$1" -F event 2>/dev/null | wc -l | awk -v s="$(stat -
 pev=syscalls:sys_enter_brk,syscalls:sys_enter_mmap,page-faults
 x_alone() { "$xor" in.bin >/dev/null 2>e; }
 x_msdef() { "$b/memsight" record -q -o x-def.trace -- "$xor" in.bin >/dev/null 2>e; }
+x_ms0() { "$b/memsight" record -q --deep-freq 0 -o x-0.trace -- "$xor" in.bin >/dev/null 2>e; }
 x_msfp() { "$b/memsight" record -q -g fp -o x-fp.trace -- "$xor" in.bin >/dev/null 2>e; }
 x_pfg() { perf record -q -e $pev -c 1 -g -o x-pfg.data -- "$xor" in.bin >/dev/null 2>e; }
 x_pfdw() { perf record -q -e $pev -c 1 --call-graph dwarf -o x-pfdw.data -- "$xor" in.bin >/dev/null 2>e; }
@@ -65,7 +68,7 @@ z_ms4k() { "$b/memsight" record -q -e malloc -g dwarf,4096 -o z-4k.trace -- "$zo
 z_pf() { perf record -q -e 'benchdef:*' -o z-pf.data -- "$zoo" churn $N >/dev/null 2>e; }
 z_pfg() { perf record -q -e 'benchdef:*' -g -o z-pfg.data -- "$zoo" churn $N >/dev/null 2>e; }
 
-xtools="alone msdef msfp pfg pfdw"
+xtools="alone msdef ms0 msfp pfg pfdw"
 ztools="alone msdef msfp ms4k pf pfg"
 for t in $xtools; do : >x.$t; done
 for t in $ztools; do : >z.$t; done
@@ -96,19 +99,27 @@ for i in $(seq 10); do
 done
 
 ratio() { paste "$1" "$2" | awk '{ print $1 / $2 }' | median; }
+# The share of the XOR encoder's fault stacks that reach main.
+ms_reach() {
+	"$b/memsight" folded --no-kernel -e faults "$1" 2>/dev/null |
+		awk '/^xor_encoder;/ { n += $NF; if (index($0, ";main;")) m += $NF } END { printf "%.1f", n ? 100 * m / n : 0 }'
+}
+ms_lost() { "$b/memsight" info "$1" | sed -n 's/^lost: *\([0-9]*\).*/\1/p'; }
 printf 'XOR encoder (frame pointers), %d MiB, faults+brk+mmap, median of %d rounds\n\n' "$MB" "$RUNS"
-printf '%-36s %12s %10s %10s %8s\n' "" "elapsed ms" "slowdown" "bytes/ev" "lost"
+printf '%-36s %12s %10s %10s %8s %8s\n' "" "elapsed ms" "slowdown" "bytes/ev" "lost" "reach%"
 printf '%-36s %12.1f %9.2fx\n' "alone" "$(median <x.alone)" 1
-printf '%-36s %12.1f %9.2fx %10.1f %8s\n' "memsight (default: dwarf,8192)" "$(median <x.msdef)" "$(ratio x.msdef x.alone)" \
-	"$(ms_bpe x-def.trace)" "$("$b/memsight" info x-def.trace | sed -n 's/^lost: *\([0-9]*\).*/\1/p')"
-printf '%-36s %12.1f %9.2fx %10.1f %8s\n' "memsight -g fp" "$(median <x.msfp)" "$(ratio x.msfp x.alone)" \
-	"$(ms_bpe x-fp.trace)" "$("$b/memsight" info x-fp.trace | sed -n 's/^lost: *\([0-9]*\).*/\1/p')"
+printf '%-36s %12.1f %9.2fx %10.1f %8s %7s%%\n' "memsight (default: dwarf,8192)" "$(median <x.msdef)" "$(ratio x.msdef x.alone)" \
+	"$(ms_bpe x-def.trace)" "$(ms_lost x-def.trace)" "$(ms_reach x-def.trace)"
+printf '%-36s %12.1f %9.2fx %10.1f %8s %7s%%\n' "memsight --deep-freq 0" "$(median <x.ms0)" "$(ratio x.ms0 x.alone)" \
+	"$(ms_bpe x-0.trace)" "$(ms_lost x-0.trace)" "$(ms_reach x-0.trace)"
+printf '%-36s %12.1f %9.2fx %10.1f %8s %7s%%\n' "memsight -g fp" "$(median <x.msfp)" "$(ratio x.msfp x.alone)" \
+	"$(ms_bpe x-fp.trace)" "$(ms_lost x-fp.trace)" "$(ms_reach x-fp.trace)"
 printf '%-36s %12.1f %9.2fx %10.1f %8s\n' "perf record -g" "$(median <x.pfg)" "$(ratio x.pfg x.alone)" \
 	"$(pf_bpe x-pfg.data)" "$(perf_lost x-pfg.data)"
 printf '%-36s %12.1f %9.2fx %10.1f %8s\n' "perf record --call-graph dwarf" "$(median <x.pfdw)" "$(ratio x.pfdw x.alone)" \
 	"$(pf_bpe x-pfdw.data)" "$(perf_lost x-pfdw.data)"
-printf '\nratios: default/fp %.2f, default/perf -g %.2f, default/perf dwarf %.2f\n\n' \
-	"$(ratio x.msdef x.msfp)" "$(ratio x.msdef x.pfg)" "$(ratio x.msdef x.pfdw)"
+printf '\nratios: default/fp %.2f, default/--deep-freq 0 %.2f, default/perf -g %.2f, default/perf dwarf %.2f\n\n' \
+	"$(ratio x.msdef x.msfp)" "$(ratio x.msdef x.ms0)" "$(ratio x.msdef x.pfg)" "$(ratio x.msdef x.pfdw)"
 
 printf 'alloc_zoo churn %d (malloc family through uprobes), median of %d rounds\n\n' "$N" "$RUNS"
 printf '%-44s %12s %10s\n' "" "elapsed ms" "slowdown"
