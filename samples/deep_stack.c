@@ -15,7 +15,11 @@
  * under other callers. uniform: main grows ROUNDS times at depth 60 and
  * nowhere else, so no stack of an 8 KiB dump reaches main. Prints its
  * truth: each function that grew, the
- * depth and how many blocks.
+ * depth and how many blocks. Before any of it, main's thread touches the
+ * first 64 KiB of its stack from a frame of its own: otherwise, where the
+ * stack was not that deep yet, descend() itself faults its pages in at
+ * depths whose stacks are whole, and what joining makes of the deep ones
+ * would depend on where the kernel placed the stack.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -44,6 +48,14 @@ __attribute__((noinline)) int descend(int depth)
 		return pad[0];
 	}
 	return descend(depth - 1) + pad[0];
+}
+
+__attribute__((noinline)) void stack_touch(void)
+{
+	volatile char pad[64 << 10];
+
+	for (size_t i = 0; i < sizeof(pad); i += 4096)
+		pad[sizeof(pad) - 1 - i] = 0;
 }
 
 static void varied(int rounds)
@@ -81,6 +93,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 
 	rounds = argc > 2 ? atoi(argv[2]) : 20;
+	stack_touch();
 	if (!strcmp(mode, "varied")) {
 		varied(rounds);
 		printf("deep_stack: grow_here grew %d blocks of %d bytes at depths 10 to 60 from main\n", rounds * 6,
