@@ -125,4 +125,17 @@ else
 	echo "# sqlite3 is not installed (make test-deps installs it): skipped"
 fi
 
+# Debian's python3 evaluates through its interpreter loop, deep in C.
+if [ -x /usr/bin/python3 ]; then
+	test_expect_success 'Debian'"'"'s python3 building objects: at least 95% of its stacks reach __libc_start_call_main' '
+		"$MEMSIGHT" record -q -e faults -o py3.trace -- /usr/bin/python3 -c "
+objs = [{\"id\": i, \"name\": \"n%d\" % i, \"tags\": [i, i * 2]} for i in range(200000)]
+print(\"built\", len(objs))" >truth &&
+		grep "^built 200000$" truth &&
+		s=$(share py3.trace python3 __libc_start_call_main) && echo "python3: $s%" && test "$s" -ge 95
+	'
+else
+	echo "# /usr/bin/python3 is missing: skipped"
+fi
+
 test_done
