@@ -66,6 +66,50 @@ if recording_allowed; then
 		done
 	'
 
+	# Every command that takes --json on every kind of recording: its
+	# output validates, or it says in one line that the recording has none
+	# of its events (or, for functions, which to name). Each command
+	# validates on at least one of them. The
+	# schema was narrower than the outputs: a stack shared by processes
+	# (-a) has no pid, a recording of no command no "command", a leak
+	# recorded long enough a growth rate, and an event the fields of its
+	# own tracepoint.
+	test_expect_success "every --json on every kind of recording: default, malloc, sampled, --leak-check, -a, a ring and its snapshot, signals, the kernel" '
+		"$MEMSIGHT" record -q -o k-def.trace -- "$SAMPLES/xor_encoder" "$TOP/Makefile" /dev/null >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc -o k-mal.trace -- "$SAMPLES/loop_leak" 200 2 >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc --sample-bytes 64K -o k-samp.trace -- "$SAMPLES/alloc_zoo" churn 2000 >/dev/null &&
+		"$MEMSIGHT" record -q -e malloc --leak-check -o k-lc.trace -- "$SAMPLES/leak_cases" tree >/dev/null &&
+		"$MEMSIGHT" record -q -a -o k-all.trace -- sh -c "\"$SAMPLES/xor_encoder\" \"$TOP/Makefile\" /dev/null &
+			\"$SAMPLES/xor_encoder\" \"$TOP/Makefile\" /dev/null; wait" >/dev/null &&
+		{ "$MEMSIGHT" record -q --ring 16M --trigger signal -e faults,brk,mmap -o k-ring.trace -- \
+			"$SAMPLES/phases" 64 64 16 1500 >truth 2>/dev/null & } &&
+		rec=$! &&
+		i=0 && while [ $i -lt 100 ] && ! grep -q "^phase_last" truth; do sleep 0.1; i=$((i + 1)); done &&
+		kill -USR1 $rec && wait $rec && cp k-ring.*.signal.trace k-snap.trace &&
+		{ "$MEMSIGHT" record -q -e malloc,faults,signals -o k-sig.trace -- "$SAMPLES/mem_errors" uaf >/dev/null 2>&1 || :; } &&
+		"$MEMSIGHT" record -q -e kmem -o k-kern.trace -- "$SAMPLES/pipe_hold" 20 100 >/dev/null &&
+		: >validated &&
+		for t in k-def k-mal k-samp k-lc k-all k-ring k-snap k-sig k-kern; do
+			for c in $("$MEMSIGHT" --list-commands); do
+				case $c in record|diff|archive|folded|flamegraph|pprof) continue ;; esac
+				k= && if [ $t = k-kern ] && [ $c = leaks ]; then k=--kernel; fi
+				if "$MEMSIGHT" $c --json $k $t.trace >$t.$c.json 2>$t.$c.err; then
+					valid $c $t.$c.json || { echo "$c on $t"; return 1; }
+					echo $c >>validated
+				else
+					grep -q -e "has no .* events: record them with" -e "recorded no .*: name the events" $t.$c.err ||
+						{ cat $t.$c.err; echo "$c on $t"; return 1; }
+				fi
+			done
+		done &&
+		for c in info events report functions leaks errors mmaps brk faults; do
+			grep -qx $c validated || { echo "$c validated on none"; return 1; }
+		done &&
+		grep -q "\"growth_bytes_per_s\":[0-9]" k-mal.leaks.json &&
+		grep -q "\"pid\":null" k-all.faults.json &&
+		grep -q "\"writer\":null" k-snap.info.json
+	'
+
 	# Rings of one page lose most of a program's faults: every view that
 	# counts says how many, as info does.
 	test_expect_success 'every view that counts says in its JSON what was lost' '
