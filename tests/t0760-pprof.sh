@@ -16,6 +16,7 @@ test_expect_success 'a trace recorded elsewhere: go tool pprof reads its faults 
 	go tool pprof -top x.pb.gz >top 2>err &&
 	cat top &&
 	grep "^Type: faults$" top &&
+	grep "^File: xor_encoder$" top &&
 	total=$("$MEMSIGHT" folded --debug-dir "$DEBUG" -e faults "$XOR" 2>/dev/null | awk "{ s += \$NF } END { print s }") &&
 	grep "Total samples = $total *$" top &&
 	grep "^ *2048 .* read_in_chunks$" top
@@ -28,11 +29,22 @@ test_expect_success 'inline frames are lines of one location, with their source 
 	awk "/^ *[0-9]*: 0x/ { n = 0 } /^ +[^ 0-9]/ { n++ } n >= 1 { found = 1 } END { exit !found }" locs
 '
 
-test_expect_success 'bad input: an unknown event, no output, a type the event lacks' '
+# As perf script writes to a pipe: no -o and standard output not a
+# terminal is standard output. At a terminal (script(1) gives one) the
+# gzipped bytes would be noise: refused.
+test_expect_success 'no -o: standard output when it is a file or a pipe, refused at a terminal' '
+	"$MEMSIGHT" pprof --debug-dir "$DEBUG" -e faults "$XOR" >redirected.pb.gz &&
+	cmp x.pb.gz redirected.pb.gz &&
+	"$MEMSIGHT" pprof --debug-dir "$DEBUG" -e faults "$XOR" | cmp - x.pb.gz &&
+	if command -v script >/dev/null; then
+		test_must_fail script -qec "\"$MEMSIGHT\" pprof \"$XOR\"" /dev/null >tty.out &&
+		grep "give the profile.s file with -o FILE, or redirect standard output" tty.out
+	fi
+'
+
+test_expect_success 'bad input: an unknown event, a type the event lacks' '
 	test_must_fail "$MEMSIGHT" pprof -e nonsense -o p.pb.gz "$XOR" 2>err &&
 	test_one_line err && grep "unknown event .nonsense. for a profile: use malloc, kmem, faults, brk or mmap" err &&
-	test_must_fail "$MEMSIGHT" pprof "$XOR" 2>err &&
-	test_one_line err && grep "give the profile.s file with -o FILE" err &&
 	test_must_fail "$MEMSIGHT" pprof -e faults -w inuse_space -o p.pb.gz "$XOR" 2>err &&
 	cat err && test_one_line err && grep "no sample type .inuse_space. for faults: use faults" err
 '
@@ -45,6 +57,7 @@ if recording_allowed; then
 		go tool pprof -top leak.pb.gz >top 2>err &&
 		cat top &&
 		grep "^Type: inuse_space$" top &&
+		grep "^File: loop_leak$" top &&
 		go tool pprof -sample_index=inuse_space -unit=B -top leak.pb.gz >top 2>err &&
 		grep "^ *4000B .* leak$" top &&
 		go tool pprof -sample_index=alloc_objects -top leak.pb.gz >top 2>err &&

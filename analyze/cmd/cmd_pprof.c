@@ -130,6 +130,15 @@ struct profile {
 	const char **strtab;
 	size_t nr_strings, strtab_alloc;
 	struct hashmap mappings; /* "path\tbuild-id" -> id */
+	/* The Mapping messages apart, by id: pprof takes the first for the
+	 * program's own binary (its File: line), so the program's goes first
+	 * when the profile is written: the object named as the processes
+	 * are, in most samples, else the one most stacks start in. */
+	struct pb maps;
+	size_t *map_end;	/* where mapping id's message ends in maps, by id - 1 */
+	uint64_t *map_named;	/* samples with a frame in it, named as their process, by id - 1 */
+	uint64_t *map_roots;	/* samples whose outermost user frame is in it, by id - 1 */
+	size_t maps_alloc;
 	struct hashmap functions; /* "name\tfile" -> id */
 	struct hashmap locations; /* "mapping:address" -> id */
 	uint64_t next_mapping, next_function, next_location;
@@ -218,7 +227,27 @@ static uint64_t mapping_id(struct profile *p, const struct frame *f)
 	pb_int(&p->tmp, 8, 1); /* has_filenames */
 	pb_int(&p->tmp, 9, 1); /* has_line_numbers */
 	pb_int(&p->tmp, 10, 1); /* has_inline_frames */
-	pb_msg(&p->out, PF_MAPPING, &p->tmp);
+	pb_msg(&p->maps, PF_MAPPING, &p->tmp);
+	if (id > p->maps_alloc) {
+		size_t n = p->maps_alloc ? p->maps_alloc * 2 : 64;
+		size_t *e = realloc(p->map_end, n * sizeof(*e));
+		uint64_t *r = e ? realloc(p->map_roots, n * sizeof(*r)) : NULL;
+		uint64_t *c = r ? realloc(p->map_named, n * sizeof(*c)) : NULL;
+
+		if (e)
+			p->map_end = e;
+		if (r)
+			p->map_roots = r;
+		if (!c) {
+			p->out.oom = 1;
+			return id;
+		}
+		p->map_named = c;
+		p->maps_alloc = n;
+	}
+	p->map_end[id - 1] = p->maps.len;
+	p->map_roots[id - 1] = 0;
+	p->map_named[id - 1] = 0;
 	return id;
 }
 
@@ -308,6 +337,23 @@ static void sample_add(struct profile *p, const struct stack_entry *e, const int
 			j++;
 		locs[nl++] = location_id(p, &fr[i], j - i + 1);
 		i = j + 1;
+	}
+	/* For the main binary: the object the stack starts in, and the one
+	 * named as its process (the kernel keeps 15 bytes of a name). */
+	for (int i = nr, root = 1, named = 0; i-- > 0;) {
+		const char *base;
+		uint64_t m;
+
+		if (fr[i].kernel || !fr[i].obj || !(m = mapping_id(p, &fr[i])) || m > p->maps_alloc)
+			continue;
+		p->map_roots[m - 1] += root;
+		root = 0;
+		base = strrchr(fr[i].obj, '/') ? strrchr(fr[i].obj, '/') + 1 : fr[i].obj;
+		if (!named && e->comm && e->comm[0] && !strncmp(base, e->comm, 15) &&
+		    (strlen(e->comm) >= 15 || !base[strlen(e->comm)])) {
+			p->map_named[m - 1]++;
+			named = 1;
+		}
 	}
 	pb_packed(&s, 1, locs, nl, &tmp);
 	pb_packed(&s, 2, vals, p->nr_types, &tmp);
@@ -522,11 +568,30 @@ static int profile_write(struct profile *p, const char *path)
 	struct replace_out o = { 0 };
 	int fd = 1, r, ret = -1;
 
+	/* The main binary's mapping first, then the others as they came. */
+	{
+		size_t main_id = 0;
+
+		for (size_t i = 0; i < p->next_mapping && i < p->maps_alloc; i++)
+			if (p->map_named[i] > (main_id ? p->map_named[main_id - 1] : 0))
+				main_id = i + 1;
+		for (size_t i = 0, named = main_id; !named && i < p->next_mapping && i < p->maps_alloc; i++)
+			if (p->map_roots[i] > (main_id ? p->map_roots[main_id - 1] : 0))
+				main_id = i + 1;
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < p->next_mapping && i < p->maps_alloc; i++) {
+				size_t start = i ? p->map_end[i - 1] : 0;
+
+				if ((pass == 0) != (i + 1 == main_id) || (pass == 0 && !main_id))
+					continue;
+				pb_raw(&msg, p->maps.p + start, p->map_end[i] - start);
+			}
+	}
 	pb_raw(&msg, p->out.p, p->out.len);
 	pb_bytes(&msg, PF_STRING, "", 0); /* string 0 is "" */
 	for (size_t i = 1; i < p->nr_strings; i++)
 		pb_bytes(&msg, PF_STRING, p->strtab[i], strlen(p->strtab[i]));
-	if (msg.oom || p->out.oom) {
+	if (msg.oom || p->out.oom || p->maps.oom) {
 		free(msg.p);
 		return msg_error("out of memory");
 	}
@@ -602,7 +667,9 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 			   "the sample type pprof shows first: for malloc and kmem\n"
 			   "alloc_objects, alloc_space, inuse_objects or inuse_space\n"
 			   "(default); for brk and mmap calls or space (default)"),
-		OPT_STRING('o', "output", &out, "FILE", "where the gzipped profile goes (- for standard output)"),
+		OPT_STRING('o', "output", &out, "FILE",
+			   "where the gzipped profile goes (- for standard output, the\n"
+			   "default when it is not a terminal)"),
 		OPT_PID(&p.pid),
 		OPT_SUPPRESSIONS(&supfile, &defaults),
 		OPT_SAMPLES,
@@ -618,8 +685,13 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 		msg_error("give one or more trace files (see memsight pprof -h)");
 		return 2;
 	}
+	/* As perf script and go tool pprof -proto do: standard output when
+	 * it is a file or a pipe. */
+	if (!out && !isatty(1))
+		out = "-";
 	if (!out) {
-		msg_error("give the profile's file with -o FILE (- for standard output)");
+		msg_error("give the profile's file with -o FILE, or redirect standard output (the profile is gzipped "
+			  "binary)");
 		return 2;
 	}
 	if (!strcmp(out, "-") && isatty(1)) {
@@ -712,6 +784,10 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 out:
 	suppress_release(&p.sup);
 	free(p.out.p);
+	free(p.maps.p);
+	free(p.map_end);
+	free(p.map_roots);
+	free(p.map_named);
 	free(p.tmp.p);
 	free(p.tmp2.p);
 	free(p.strtab);
