@@ -14,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../formats/msg.h"
 #include "../formats/opts.h"
 #include "../formats/sibling.h"
+#include "../formats/trace.h"
 #include "flame.h"
 #include "../formats/replace.h"
 
@@ -27,8 +29,10 @@ static const char usage_text[] =
 	"usage: memsight flamegraph [options] [FILE]\n"
 	"   or: memsight flamegraph --diff [options] BASE NEW\n"
 	"\n"
-	"FILE is a memsight trace or folded stacks (comm;outer;...;inner COUNT);\n"
-	"standard input when it is absent or '-'. The SVG goes to standard output.\n"
+	"FILE is a memsight trace or folded stacks (comm;outer;...;inner COUNT),\n"
+	"or '-' for standard input. Without FILE, as perf report: standard input\n"
+	"when it is a pipe or a file, else ./" TRACE_DEFAULT_PATH ". The SVG goes to\n"
+	"standard output.\n"
 	"The options of stacks and symbols are handed to the analyzer with a trace.\n";
 
 /* The analyzer's arguments: program, folded, -e, -w, forwarded options
@@ -307,6 +311,18 @@ static int write_svg(const struct flamegraph *fg, struct flame_node *root)
 	return 0;
 }
 
+/* No FILE: what is piped in, as perf report reads a pipe; at a terminal
+ * (or /dev/null), the trace memsight record writes by default, as every
+ * analyzer command reads it. */
+static const char *default_input(void)
+{
+	struct stat st;
+
+	if (!fstat(0, &st) && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return "-";
+	return TRACE_DEFAULT_PATH;
+}
+
 int main(int argc, char **argv)
 {
 	struct flamegraph fg = { .o = { NULL, NULL, NULL, "mem", 1200, 0.1, 0 } };
@@ -359,7 +375,12 @@ int main(int argc, char **argv)
 	/* Before the input is read: a file it must not replace fails now. */
 	if (fg.output && replace_check(fg.output, REPLACE_SVG, "an SVG file"))
 		return 1;
-	path = optind < argc ? argv[optind] : "-";
+	path = optind < argc ? argv[optind] : default_input();
+	if (optind >= argc && path != (const char *)"-" && access(path, F_OK)) {
+		msg_error("no input: no FILE given, nothing piped in, and no ./%s here (give FILE, or pipe folded "
+			  "stacks in)", TRACE_DEFAULT_PATH);
+		return 1;
+	}
 	if (fg.o.diff && !(base = load(&fg, path)))
 		goto out;
 	if (fg.o.diff)

@@ -127,7 +127,23 @@ test_expect_success 'bad analyzer options' '
 	test_must_fail "$MEMSIGHT" folded -w furlongs t.trace 2>err &&
 	test_one_line err && grep "unknown weight .furlongs." err &&
 	test_must_fail "$MEMSIGHT" report -T many t.trace 2>err &&
-	test_one_line err && grep "invalid value .many. for --top" err
+	test_one_line err && grep "invalid value .many. for --top" err &&
+	test_must_fail "$MEMSIGHT" folded --time 0.5,0.3 t.trace 2>err &&
+	test_one_line err && grep "END (0.3 s) is not after START (0.5 s)" err &&
+	test_must_fail "$MEMSIGHT" folded --time soon t.trace 2>err &&
+	test_one_line err && grep "give START,END in seconds" err &&
+	test_must_fail "$MEMSIGHT" events -e bogus "$TOP/samples/traces/xor-8m.trace" >out 2>err &&
+	test_one_line err && grep "^memsight events: -e .bogus.: .*xor-8m.trace. has no event or group of that name (it holds brk, mmap, faults" err &&
+	test ! -s out
+'
+
+# As the message says: a time alone is where the window starts.
+test_expect_success '--time 10s is --time 10s, (from 10 s on)' '
+	T=$TOP/samples/traces/xor-8m.trace &&
+	"$MEMSIGHT" folded --time 0.01 "$T" >alone 2>/dev/null &&
+	"$MEMSIGHT" folded --time 0.01, "$T" >comma 2>/dev/null &&
+	test -s alone && test_cmp comma alone &&
+	"$MEMSIGHT" folded "$T" >all 2>/dev/null && ! cmp -s all alone
 '
 
 test_expect_success 'flamegraph: no stacks, bad palette, unreadable input' '
@@ -138,6 +154,18 @@ test_expect_success 'flamegraph: no stacks, bad palette, unreadable input' '
 	test_one_line err && grep "unknown palette .plaid." err &&
 	test_must_fail "$MEMSIGHT" flamegraph nosuch 2>err &&
 	test_one_line err && grep "cannot open .nosuch." err
+'
+
+# As perf report reads perf.data: at a terminal (here /dev/null) no FILE
+# is ./memsight.trace; a pipe or a file on standard input is read.
+test_expect_success 'flamegraph with no FILE: ./memsight.trace unless something is piped in' '
+	mkdir -p fgdir && cd fgdir &&
+	test_must_fail "$MEMSIGHT" flamegraph </dev/null >out 2>err &&
+	test_one_line err && grep "no input: no FILE given, nothing piped in, and no ./memsight.trace here" err &&
+	cp "$TOP/samples/traces/xor-8m.trace" memsight.trace &&
+	"$MEMSIGHT" flamegraph </dev/null >t.svg 2>/dev/null && grep -q "xor_encoder" t.svg &&
+	printf "a;b 3\n" | "$MEMSIGHT" flamegraph >p.svg && grep -q "<title>b (3 samples" p.svg &&
+	cd ..
 '
 
 if "$BUILD/memsight-record" -q -e faults -o "$TRASH/.p.trace" -- true 2>/dev/null; then

@@ -84,6 +84,17 @@ if recording_allowed; then
 		! grep ESTIMATE same
 	'
 
+	# A side that never recorded the event is refused, not a diff of
+	# zeros: a malloc trace against a fault trace, or both with -e faults.
+	test_expect_success 'diff of a trace without the event: one line naming what it holds, not zeros' '
+		test_must_fail "$MEMSIGHT" diff l1.trace f1.trace >out 2>err &&
+		test_one_line err && grep "^memsight diff: .l1.trace. has no faults events: record them with .memsight record -e faults. (it holds malloc" err &&
+		test ! -s out &&
+		test_must_fail "$MEMSIGHT" diff -e faults l1.trace l3.trace >out 2>err &&
+		test_one_line err && grep "^memsight diff: .l1.trace. has no faults events" err &&
+		test ! -s out
+	'
+
 	test_expect_success 'the differential flame graph of the two: well-formed, +8000 bytes at leak()' '
 		"$MEMSIGHT" flamegraph --diff -e malloc -w leaked l1.trace l3.trace >leak.svg 2>/dev/null &&
 		xmllint --noout leak.svg &&

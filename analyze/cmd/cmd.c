@@ -96,6 +96,7 @@ static int time_parse(const char *s, size_t len, uint64_t *ns)
 	return 0;
 }
 
+/* START,END; START alone (10s) is START to the end, as 10s, is. */
 int cmd_opt_time(const struct opt *o, const char *arg, void *ctx)
 {
 	struct analyze_opts *a = ctx;
@@ -105,12 +106,14 @@ int cmd_opt_time(const struct opt *o, const char *arg, void *ctx)
 	(void)o;
 	a->time_from = 0;
 	a->time_to = 0;
-	if (!comma || (l1 && time_parse(arg, l1, &a->time_from)) ||
-	    (comma[1] && time_parse(comma + 1, strlen(comma + 1), &a->time_to)) ||
-	    (a->time_to && a->time_to <= a->time_from))
+	if ((!comma && !l1) || (l1 && time_parse(arg, l1, &a->time_from)) ||
+	    (comma && comma[1] && time_parse(comma + 1, strlen(comma + 1), &a->time_to)))
 		return msg_error("--time '%s': give START,END in seconds from the trace's first event, either one may be "
 				 "left out (--time 1.5,3, --time 10s, --time ,500ms)",
 				 arg);
+	if (a->time_to && a->time_to <= a->time_from)
+		return msg_error("--time '%s': END (%.9g s) is not after START (%.9g s); give START,END", arg,
+				 a->time_to / 1e9, a->time_from / 1e9);
 	return 0;
 }
 
@@ -222,14 +225,11 @@ int cmd_open(struct session *s, const char *path, const struct analyze_opts *a)
 	return 0;
 }
 
-int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt)
+const char *cmd_groups_held(const struct session *s, char *has, size_t size)
 {
-	char has[256] = "";
 	size_t n = 0;
 
-	if (session_group_recorded(s, group) || (alt && session_group_recorded(s, alt)))
-		return 0;
-	/* What the trace holds instead, each group once. */
+	has[0] = 0;
 	for (size_t i = 0; i < s->nr_evs; i++) {
 		const char *g = s->evs[i].d.group;
 		size_t l = strlen(g);
@@ -239,10 +239,20 @@ int cmd_need_group(struct session *s, const char *what, const char *group, const
 			dup |= (p == has || p[-1] == ' ') && (p[l] == ',' || !p[l]);
 		if (!g[0] || dup)
 			continue;
-		n += snprintf(has + n, n < sizeof(has) ? sizeof(has) - n : 0, "%s%s", n ? ", " : "", g);
+		n += snprintf(has + n, n < size ? size - n : 0, "%s%s", n ? ", " : "", g);
 	}
+	return has[0] ? has : "no events";
+}
+
+int cmd_need_group(struct session *s, const char *what, const char *group, const char *alt)
+{
+	char has[256];
+
+	if (session_group_recorded(s, group) || (alt && session_group_recorded(s, alt)))
+		return 0;
+	cmd_groups_held(s, has, sizeof(has));
 	return msg_error("'%s' has no %s events: record them with 'memsight record -e %s'%s%s%s (it holds %s)", s->path,
-			 what, group, alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "", has[0] ? has : "no events");
+			 what, group, alt ? " (or -e " : "", alt ? alt : "", alt ? ")" : "", has);
 }
 
 int cmd_open_group(struct session *s, const char *path, const struct analyze_opts *a, const char *what,

@@ -93,8 +93,8 @@ int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
 		     cmd_opt_comm),                                                                      \
 	OPT_CALLBACK(0, "time", NULL, "START,END",                                                       \
 		     "only the events of this window, in seconds from the trace's\n"                    \
-		     "first (1.5,3; 2s,; ,500ms): what a command counts, pairs or\n"                    \
-		     "holds is what happened in it",                                                     \
+		     "first (1.5,3; 2s, or 2s: from 2 s on; ,500ms): what a\n"                         \
+		     "command counts, pairs or holds is what happened in it",                            \
 		     cmd_opt_time)
 /* In a command's table: the options of stacks and symbols, under their
  * heading, into the struct analyze_opts given to cmd_parse. */
@@ -104,6 +104,10 @@ int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
  * exactly one FILE must follow, at argv[optind]. Returns -1 to go on, or
  * the exit status (help shown, or a bad option reported). */
 int cmd_parse(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a);
+
+/* The event groups s holds, comma-separated, each once, into has ("no
+ * events" for none); returns what to print. */
+const char *cmd_groups_held(const struct session *s, char *has, size_t size);
 
 /* Open FILE for a command: the error is reported here. Returns 0 or -1. */
 int cmd_open(struct session *s, const char *path, const struct analyze_opts *a);

@@ -309,6 +309,29 @@ int diff_defaults(const char *base, const char *new, struct analyze_opts *a, con
 	return 0;
 }
 
+/* A trace that never recorded the event's group compares as nothing at
+ * all: refused, as the views refuse it, rather than a diff of zeros.
+ * Each event folded takes is its group's name, but page-faults. Returns 0
+ * when it may be folded (an unknown event is folded's to refuse). */
+static int side_recorded(const char *path, const char *event, struct analyze_opts *a)
+{
+	static const char *const groups[] = { "brk", "mmap", "faults", "malloc", "kmem", "reclaim", "swap" };
+	const char *group = !strcmp(event, "page-faults") ? "faults" : NULL;
+	struct session s;
+	int r;
+
+	for (size_t i = 0; !group && i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (!strcmp(event, groups[i]))
+			group = groups[i];
+	if (!group || !is_trace(path))
+		return 0;
+	if (cmd_open(&s, path, a))
+		return -1;
+	r = cmd_need_group(&s, event, group, NULL);
+	cmd_close(&s, 0);
+	return r;
+}
+
 int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 {
 	struct diff d = { .top = 0 };
@@ -346,6 +369,8 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 	new = argv[optind + 1];
 	d.top = cmd_top(d.top, d.json, 20);
 	if (diff_defaults(base, new, a, &d.event, &d.weight))
+		return 1;
+	if (d.event && (side_recorded(base, d.event, a) || side_recorded(new, d.event, a)))
 		return 1;
 	hashmap_init(&d.stacks, 1);
 	if (read_side(&d, base, 0, a) || read_side(&d, new, 1, a))

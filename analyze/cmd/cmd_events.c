@@ -110,6 +110,16 @@ static void print_json(struct events_opts *o, struct session *s, struct sample *
 	json_end(jd);
 }
 
+/* Whether name is an event of s, its group, or perf's name for faults. */
+static int event_known(const struct session *s, const char *name)
+{
+	for (size_t i = 0; i < s->nr_evs; i++)
+		if (!strcmp(name, s->evs[i].d.name) || !strcmp(name, s->evs[i].d.group) ||
+		    (s->evs[i].kind == EVK_FAULT && !strcmp(name, "page-faults")))
+			return 1;
+	return 0;
+}
+
 static int print_sample(struct session *s, struct sample *smp, void *arg)
 {
 	struct events_opts *o = arg;
@@ -192,6 +202,13 @@ int cmd_events(int argc, char **argv, struct analyze_opts *a)
 		return r;
 	if (cmd_open(&s, a->trace, a))
 		return 1;
+	if (o.event && !event_known(&s, o.event)) {
+		char has[256];
+
+		msg_error("-e '%s': '%s' has no event or group of that name (it holds %s; events -h names them)",
+			  o.event, s.path, cmd_groups_held(&s, has, sizeof(has)));
+		return cmd_close(&s, 1);
+	}
 	trace_seq_init(&o.seq);
 	if (o.json)
 		cmd_json_events_begin(&o.doc, &s);
