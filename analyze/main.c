@@ -56,6 +56,19 @@ static void env_read(struct analyze_opts *a)
 	a->unwinder = UNWIND_LIBDW;
 }
 
+/* A command run by another memsight program (flamegraph runs folded)
+ * speaks under the name of the one the user ran, which it passes in
+ * MEMSIGHT_SPEAKER: "memsight " and a command's name, nothing else. */
+static int speaker_ok(const char *s)
+{
+	if (!s || strncmp(s, "memsight ", 9) || strlen(s) > 40 || !s[9])
+		return 0;
+	for (s += 9; *s; s++)
+		if (!(*s >= 'a' && *s <= 'z') && *s != '-')
+			return 0;
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct analyze_opts a = { 0 };
@@ -69,6 +82,8 @@ int main(int argc, char **argv)
 			static char who[64];
 
 			snprintf(who, sizeof(who), "memsight %s", commands[i].name);
+			if (speaker_ok(getenv("MEMSIGHT_SPEAKER")))
+				snprintf(who, sizeof(who), "%s", getenv("MEMSIGHT_SPEAKER"));
 			msg_init(who);
 			/* Text results carry what processes and traces named:
 			 * cleaned on the way out (formats/termsafe.h). A pprof

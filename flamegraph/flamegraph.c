@@ -132,6 +132,8 @@ static FILE *open_trace(const char *path, const struct flamegraph *fg, pid_t *ch
 		dup2(fd[1], 1);
 		close(fd[0]);
 		close(fd[1]);
+		/* Its notes are this command's, under its name. */
+		setenv("MEMSIGHT_SPEAKER", msg_who(), 1);
 		execvp(prog, argv);
 		msg_error("cannot run '%s': %s", prog, strerror(errno));
 		_exit(127);

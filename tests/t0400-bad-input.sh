@@ -158,6 +158,13 @@ test_expect_success 'flamegraph: no stacks, bad palette, unreadable input' '
 
 # As perf report reads perf.data: at a terminal (here /dev/null) no FILE
 # is ./memsight.trace; a pipe or a file on standard input is read.
+# flamegraph folds a trace through the analyzer: what that says is said
+# under the name of the command the user ran.
+test_expect_success 'flamegraph of a trace without the event: said by memsight flamegraph alone' '
+	test_must_fail "$MEMSIGHT" flamegraph -e malloc "$TOP/samples/traces/xor-8m.trace" >out 2>err &&
+	cat err && test -s err && ! grep -v "^memsight flamegraph: " err
+'
+
 test_expect_success 'flamegraph with no FILE: ./memsight.trace unless something is piped in' '
 	mkdir -p fgdir && cd fgdir &&
 	test_must_fail "$MEMSIGHT" flamegraph </dev/null >out 2>err &&
