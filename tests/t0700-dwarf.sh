@@ -146,14 +146,14 @@ test_expect_success 'a stack dump cut short, registers missing: the stacks stop 
 		"$MEMSIGHT" folded -e faults --unwinder $u cut.trace >cut.folded 2>err &&
 		cat err &&
 		test "$(awk "{ t += \$NF } END { print t }" cut.folded)" = "$faults" &&
-		n=$(sed -n "s/^memsight: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start ($u unwinder):.* \([0-9]*\) ran past the stack dump of 256 bytes[ ,].*/\1/p" err) &&
+		n=$(sed -n "s/^memsight [a-z]*: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start ($u unwinder):.* \([0-9]*\) ran past the stack dump of 256 bytes[ ,].*/\1/p" err) &&
 		test "$n" -gt $((faults / 2)) || return 1
 	done &&
 	"$BUILD/test-tool" restack xor.trace noregs.trace noregs &&
 	"$MEMSIGHT" folded -e faults noregs.trace >noregs.folded 2>err &&
 	cat err &&
 	test "$(awk "{ t += \$NF } END { print t }" noregs.folded)" = "$faults" &&
-	grep "^memsight: [1-9][0-9]* of [0-9]* user stacks stop short of main or a thread.s start (libdw unwinder): [1-9][0-9]* had no registers$" err
+	grep "^memsight [a-z]*: [1-9][0-9]* of [0-9]* user stacks stop short of main or a thread.s start (libdw unwinder): [1-9][0-9]* had no registers$" err
 '
 
 test_expect_success 'a packed stack dump that claims more words than its record holds: that sample is skipped and counted' '
@@ -353,7 +353,7 @@ test_expect_success 'a corrupt .debug_frame: its stacks stop and are counted by 
 		"$MEMSIGHT" leaks --unwinder $u dfbad.trace >leaks 2>err &&
 		cat err &&
 		grep "^400 bytes in 100 allocations from stack" leaks &&
-		grep "^memsight: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start ($u unwinder):.* met code without a usable unwind entry" err ||
+		grep "^memsight [a-z]*: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start ($u unwinder):.* met code without a usable unwind entry" err ||
 			return 1
 	done
 '
@@ -376,7 +376,7 @@ test_expect_success 'an object whose .eh_frame is corrupt: its stacks stop and a
 	"$MEMSIGHT" leaks bad.trace >leaks 2>err &&
 	cat err &&
 	grep "^400 bytes in 100 allocations from stack" leaks &&
-	grep "^memsight: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start (libdw unwinder):.* met code without a usable unwind entry" err &&
+	grep "^memsight [a-z]*: [0-9]* of [0-9]* user stacks stop short of main or a thread.s start (libdw unwinder):.* met code without a usable unwind entry" err &&
 	"$MEMSIGHT" leaks --unwinder libunwind bad.trace >leaks.lu 2>err.lu &&
 	grep "^400 bytes in 100 allocations from stack" leaks.lu &&
 	grep "user stacks stop short of main or a thread.s start (libunwind unwinder)" err.lu
@@ -399,7 +399,7 @@ test_expect_success 'stacks stepped with cached rules are exactly libdw'"'"'s ow
 		MEMSIGHT_UNWIND_CHECK=1 "$MEMSIGHT" events $t.trace >$t.checked 2>$t.check &&
 		"$MEMSIGHT" events $t.trace >$t.plain 2>/dev/null &&
 		test_cmp $t.plain $t.checked &&
-		grep "^memsight: unwinding check: 0 of [1-9][0-9]* stacks stepped with cached rules differ" $t.check ||
+		grep "^memsight [a-z]*: unwinding check: 0 of [1-9][0-9]* stacks stepped with cached rules differ" $t.check ||
 			return 1
 	done
 '

@@ -71,7 +71,7 @@ test_expect_success 'frame-pointer stacks that run into data are cut where they 
 	# A busy box may lose events system-wide: that says itself, apart.
 	grep -v "events were lost while recording" err >err.cut &&
 	test_one_line err.cut &&
-	grep "^memsight: [0-9]* of [0-9]* frame-pointer stacks ran into code built without frame pointers and were cut where they left the code; record with -g dwarf for whole stacks$" err &&
+	grep "^memsight [a-z]*: [0-9]* of [0-9]* frame-pointer stacks ran into code built without frame pointers and were cut where they left the code; record with -g dwarf for whole stacks$" err &&
 	awk "{ n = split(\$1, f, \";\"); if (n > 24) bad++ } END { exit bad > 0 }" fp.folded
 '
 

@@ -417,7 +417,7 @@ if mount -t tmpfs -o size=64k memsight-test small 2>/dev/null; then
 	test_expect_success 'a full disk: one line, exit 1, and the page that was there stays whole' '
 		test_must_fail "$MEMSIGHT" report --html small/p.html "$XOR" 2>err &&
 		grep "cannot write .small/p.html.: No space left on device" err &&
-		test "$(grep -c "^memsight report:" err)" = 1 &&
+		test "$(grep -c "^memsight report: cannot write" err)" = 1 &&
 		test -z "$(ls small)" &&
 		printf "<!DOCTYPE html>\n<p>before</p>\n" >small/p.html &&
 		cp small/p.html before.html &&

@@ -1031,21 +1031,43 @@ static void sample_put_caller(struct session *s, struct sample *smp)
 	smp->nr_ips = n;
 }
 
+/* The unwinder's report, a line at a time, as notes of the command that
+ * runs: under its name, and once a run however many views replay. */
+static void unwind_notes(struct unwinder *uw)
+{
+	char *buf = NULL, *line, *nl;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m) {
+		unwind_report(uw, stderr);
+		return;
+	}
+	unwind_report(uw, m);
+	fclose(m);
+	for (line = buf; line && *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			nl = line + strlen(line) - 1;
+		else
+			*nl = 0;
+		msg_note("%s", strncmp(line, "memsight: ", 10) ? line : line + 10);
+	}
+	free(buf);
+}
+
 void session_report_unwind(struct session *s)
 {
 	if (s->uw)
-		unwind_report(s->uw, stderr);
+		unwind_notes(s->uw);
 	if (s->fp_cut)
-		fprintf(stderr,
-			"memsight: %llu of %llu frame-pointer stacks ran into code built without frame pointers and were "
-			"cut where they left the code; record with -g dwarf for whole stacks\n",
-			(unsigned long long)s->fp_cut, (unsigned long long)s->fp_stacks);
+		msg_note("%llu of %llu frame-pointer stacks ran into code built without frame pointers and were "
+			 "cut where they left the code; record with -g dwarf for whole stacks",
+			 (unsigned long long)s->fp_cut, (unsigned long long)s->fp_stacks);
 	if (s->fp_deep)
-		fprintf(stderr,
-			"memsight: %llu of %llu frame-pointer stacks are %d frames deep, as deep as the recording kernel "
-			"walks (kernel.perf_event_max_stack): their outermost callers are missing; raise it with sysctl "
-			"before recording, or record with -g dwarf\n",
-			(unsigned long long)s->fp_deep, (unsigned long long)s->fp_stacks, s->max_stack);
+		msg_note("%llu of %llu frame-pointer stacks are %d frames deep, as deep as the recording kernel "
+			 "walks (kernel.perf_event_max_stack): their outermost callers are missing; raise it with sysctl "
+			 "before recording, or record with -g dwarf",
+			 (unsigned long long)s->fp_deep, (unsigned long long)s->fp_stacks, s->max_stack);
 	if (s->uw && s->o.unwind_stats)
 		fprintf(stderr, "unwind: %llu stacks, %llu frames, deepest dump byte read %llu\n",
 			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,
