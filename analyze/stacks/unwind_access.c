@@ -95,14 +95,10 @@ int unwind_jit_code(struct unwinder *u, const struct unwind_input *in, uint64_t 
 	return u->jit_code && u->jit_code(u->jit_arg, in->pid, addr, in->time, c);
 }
 
-int unwind_jit_step(struct unwinder *u, const struct unwind_input *in, uint64_t ra)
+int unwind_jit_step(struct unwinder *u, const struct unwind_jit_code *c, uint64_t ra)
 {
-	struct unwind_jit_code c;
-
-	if (!unwind_jit_code(u, in, ra, &c))
-		return 0;
-	if (strncmp(c.name, PY_TRAMPOLINE_PREFIX, strlen(PY_TRAMPOLINE_PREFIX)) ||
-	    (ra - c.start != PY_TRAMPOLINE_RET && ra - c.start != PY_TRAMPOLINE_RET_CET))
+	if (strncmp(c->name, PY_TRAMPOLINE_PREFIX, strlen(PY_TRAMPOLINE_PREFIX)) ||
+	    (ra - c->start != PY_TRAMPOLINE_RET && ra - c->start != PY_TRAMPOLINE_RET_CET))
 		return 0;
 	u->jit_steps++;
 	return 1;

@@ -67,15 +67,15 @@ unsigned unwind_regs(const struct unwind_input *in, uint64_t regs[17]);
 /* unwind_read_word where addr is not an aligned word of the dump. */
 int unwind_read_other(struct unwinder *u, const struct unwind_input *in, uint64_t addr, uint64_t *val);
 
-/* Return address ra lies in code a runtime compiled with a frame of a
- * shape known here: CPython's perf trampoline (Python/asm_trampoline.S,
+/* Return address ra lies in c, code a runtime compiled (unwind_jit_code),
+ * with a frame of a shape known here: CPython's perf trampoline (Python/asm_trampoline.S,
  * `-X perf` and `-X perf_jit`), `sub $8,%rsp; call *%rcx; add $8,%rsp;
  * ret`, with an endbr64 before it in CET builds. It keeps no frame
  * pointer and no unwind entry; after its call the caller's return
  * address is 8 bytes above the stack pointer and the caller's stack
  * pointer 16 above, every other register as it was. Returns 1 for such a
  * frame, 0 for any other. */
-int unwind_jit_step(struct unwinder *u, const struct unwind_input *in, uint64_t ra);
+int unwind_jit_step(struct unwinder *u, const struct unwind_jit_code *c, uint64_t ra);
 /* The code a runtime compiled at addr at the input's time, into c; 0 when
  * none is known there. */
 int unwind_jit_code(struct unwinder *u, const struct unwind_input *in, uint64_t addr, struct unwind_jit_code *c);

@@ -809,7 +809,7 @@ static const struct dw_rule *jit_rule(struct dw_space *sp, const struct unwind_i
 		sp->u->jit_cfi_steps++;
 		return r;
 	}
-	if (n > 1 && unwind_jit_step(sp->u, in, pc))
+	if (n > 1 && unwind_jit_step(sp->u, &c, pc))
 		return jit_step_rule();
 	return NULL;
 }
