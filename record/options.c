@@ -496,11 +496,11 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "-g alone, as perf's: the default",
 			     opt_call_graph),
 		OPT_CALLBACK(0, "deep-freq", &rc->deep_freq, "HZ",
-			     "dwarf: HZ times a second (on each CPU, or each thread of\n"
-			     "a command) a page fault also takes a 64 KiB stack dump\n"
-			     "(the deep-stacks event), from which the analyzer\n"
-			     "completes the stacks that ran past SIZE (default 500;\n"
-			     "0: none)",
+			     "dwarf: HZ times a second (on each CPU with -a, and in\n"
+			     "each thread of a command or -p process) a page fault\n"
+			     "also takes a 64 KiB stack dump (the deep-stacks\n"
+			     "event), from which the analyzer completes the stacks\n"
+			     "that ran past SIZE (default 500; 0: none)",
 			     opt_deep_freq),
 		OPT_CALLBACK(0, "stack-dump", &rc->stack_dump, "MODE",
 			     "unwind (default): of each stack dump and user register,\n"

@@ -637,6 +637,31 @@ static int ids_index(struct recorder *rc)
 	return 0;
 }
 
+/* System-wide, a thread's first deep-stacks sample comes after as many
+ * of its faults as the whole CPU's rate sets, hundreds on a busy one, and
+ * its stacks before then that ran past their dump have nothing to be
+ * completed from. The command's threads are sampled as well by a rate of
+ * their own, as without -a: from their first faults. Its fds join the
+ * deep-stacks event's ids; only its inheriting differs. */
+static int deep_command_open(struct recorder *rc)
+{
+	for (size_t e = 0; e < rc->nr_evs; e++) {
+		struct rec_event *ev = &rc->evs[e];
+		struct perf_event_attr keep = ev->attr;
+		int r = 0;
+
+		if (!events_is_deep(ev))
+			continue;
+		ev->attr.inherit = 1;
+		for (int c = 0; c < rc->ncpus && !r; c++)
+			r = open_one(rc, ev, rc->child, c);
+		ev->attr = keep;
+		if (r)
+			return -1;
+	}
+	return 0;
+}
+
 int rec_events_open(struct recorder *rc)
 {
 	pid_t *targets = NULL;
@@ -695,6 +720,8 @@ int rec_events_open(struct recorder *rc)
 			}
 		}
 	}
+	if (rc->system_wide && rc->command && deep_command_open(rc))
+		goto out;
 	/* Events whose filter was refused are not in the trace at all. */
 	{
 		size_t keep = 0, sampled = 0;
