@@ -53,6 +53,7 @@ static void env_read(struct analyze_opts *a)
 	a->sym.check = env_on("MEMSIGHT_SYMBOL_CHECK");
 	a->unwind_stats = !!getenv("MEMSIGHT_UNWIND_STATS");
 	a->unwind_check = env_on("MEMSIGHT_UNWIND_CHECK");
+	a->read_stats = env_on("MEMSIGHT_READ_STATS");
 	a->unwinder = UNWIND_LIBDW;
 }
 

@@ -290,6 +290,8 @@ struct trace_reader {
 	char stop[256];		    /* why reading stopped early, "" if it did not */
 	void *dctx;		    /* ZSTD_DCtx */
 	struct trace_ring_info ring; /* a ring's (TRACE_FILE_RING); zero otherwise */
+	unsigned replays;	    /* trace_read calls that read records */
+	uint64_t data_read;	    /* DATA chunks they were handed, all together */
 };
 
 /* Open and validate a trace. Returns 0 when the header is good (a bad tail

@@ -280,6 +280,7 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 	struct trace_reader *r = a->r;
 	long n;
 
+	r->data_read++;
 	if (a->running) {
 		pthread_mutex_lock(&a->mu);
 		while (a->state[ci] == CH_DECODING)
@@ -413,6 +414,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 	free(buf);
 	if (ret || !h->record)
 		return ret;
+	r->replays++;
 
 	for (size_t i = 0; i < r->nr_chunks; i++) {
 		const struct trace_chunk *c = &r->chunks[i];

@@ -33,6 +33,32 @@ test_expect_success 'a trace recorded elsewhere: one page with the report and a 
 	test $(grep -o "<object id=\"g[0-9]*-flame\"" r.html | wc -l) = 3
 '
 
+# Every view on the page comes from one replay of the trace; each is
+# what its command prints on its own.
+recording_allowed && test_expect_success 'report --html replays the trace once for every view, each view what its command prints' '
+	"$MEMSIGHT" record -q -e malloc,faults,brk,mmap,signals,rss -o all.trace -- "$SAMPLES/mem_errors" uaf >/dev/null 2>&1;
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" report --html all.html all.trace 2>err; cat err &&
+	grep "wrote .all.html.: the memory errors, the report, the leaks and [0-9]* flame graphs" err &&
+	grep "^memsight report: read .all.trace.: 1 replay, \([0-9]*\) data chunks read of the \1 it holds$" err &&
+	test $(grep -c "replay" err) = 1 &&
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" report all.trace 2>err >/dev/null; cat err &&
+	grep "^memsight report: read .all.trace.: 1 replay," err &&
+	"$MEMSIGHT" leaks --json --no-lines --top 3 all.trace >leaks.json 2>/dev/null &&
+	"$MEMSIGHT" functions --json --top 200 -e malloc -w leaked all.trace >functions.json 2>/dev/null &&
+	"$MEMSIGHT" errors --json --no-lines all.trace >errors.json 2>/dev/null &&
+	"$MEMSIGHT" info --json all.trace >info.json &&
+	python3 -c "
+import json, re, sys
+page = open(\"all.html\").read()
+data = json.loads(re.search(r\"<script type=.application/json. id=.data.>(.*?)</script>\", page, re.S).group(1))
+for k in (\"leaks\", \"functions\", \"errors\", \"info\"):
+    own = json.load(open(k + \".json\"))
+    assert data[k] == own, k
+    print(k, \"as its command prints it\")
+assert data[\"errors\"][\"errors\"], \"no error\"
+"
+'
+
 test_expect_success 'self-contained: no network, no other file' '
 	! grep -Eq "(src|href|data)=\"(https?:|//)" r.html &&
 	! grep -qi "<link\|<script src\|<img src\|@import\|url(" r.html

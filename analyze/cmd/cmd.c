@@ -551,3 +551,83 @@ int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int arg
 	cmd_stdout_restore(saved);
 	return r;
 }
+
+int cmd_view_open(struct session *s, const struct analyze_opts *a)
+{
+	if (s->path)
+		return 0;
+	if (cmd_open(s, a->trace, a)) {
+		memset(s, 0, sizeof(*s));
+		return -1;
+	}
+	return 0;
+}
+
+struct views {
+	struct cmd_view *v;
+	size_t n;
+};
+
+static int views_sample(struct session *s, struct sample *smp, void *arg)
+{
+	struct views *vs = arg;
+
+	for (size_t i = 0; i < vs->n; i++) {
+		/* A view may narrow its copy (a fault's kernel entry left
+		 * out): the next sees the sample whole. */
+		struct sample copy = *smp;
+		int r;
+
+		if (vs->v[i].sample && (r = vs->v[i].sample(s, &copy, vs->v[i].arg)))
+			return r;
+	}
+	return 0;
+}
+
+int cmd_views_replay(struct session *s, struct cmd_view *v, size_t n)
+{
+	struct views vs = { v, n };
+	char err[512] = "";
+	int stackless = 1;
+
+	for (size_t i = 0; i < n; i++)
+		stackless &= v[i].stackless;
+	s->no_unwind |= stackless;
+	if (session_replay(s, views_sample, &vs, err, sizeof(err)))
+		return msg_error("%s", err[0] ? err : "out of memory");
+	return 0;
+}
+
+int cmd_view_end(struct session *s, struct cmd_view *v, FILE *f)
+{
+	int saved = f ? cmd_stdout_to(f) : -1, r;
+
+	if (f && saved < 0)
+		return v->end(s, v->arg, 0), 1;
+	r = v->end(s, v->arg, 1);
+	if (f)
+		cmd_stdout_restore(saved);
+	return r;
+}
+
+int cmd_view_main(int argc, char **argv, struct analyze_opts *a, cmd_view_fn fn)
+{
+	struct session s;
+	struct cmd_view v = { 0 };
+	int r;
+
+	memset(&s, 0, sizeof(s));
+	r = fn(argc, argv, a, &s, &v);
+	if (r < 0)
+		r = cmd_views_replay(&s, &v, 1) ? (v.end(&s, v.arg, 0), 1) : v.end(&s, v.arg, 1);
+	if (!s.path)
+		return r;
+	if (v.says_all) {
+		session_release(&s);
+		return r;
+	}
+	/* Exit 3 is a gate that closed, not a failure: the closing notes
+	 * still go with the results. */
+	cmd_close(&s, r == 3 ? 0 : r);
+	return r;
+}

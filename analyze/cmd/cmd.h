@@ -142,19 +142,63 @@ void cmd_stdout_restore(int saved);
 char *cmd_slurp(FILE *f, size_t *len);
 /* Run a command with what it prints going into f; its exit status. */
 int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int argc, char **argv, struct analyze_opts *a);
-/* memsight folded -e malloc by each of n weights (leaked, peak, bytes,
- * count, lost), each into outs[i], from one replay of trace: what running
- * folded once per weight prints. Its exit status. */
-int cmd_folded_malloc(const char *trace, struct analyze_opts *a, const char *const *weights, FILE **outs, int n);
+/*
+ * A view: what one command shows, built from a replay it can share. Many
+ * commands are one view; report --html puts a dozen on one page, every one
+ * from the same replay, so the trace is read, unwound and named once.
+ *
+ * A command's view function parses its argv as the command does, opens
+ * the session unless it is open already (cmd_view_open: the page's views
+ * share the report's), checks what it needs and sets up v. It returns -1
+ * when v is set, else the exit status (any error said).
+ */
+struct cmd_view {
+	session_sample_fn sample;	/* each sample of the replay, or NULL */
+	void *arg;			/* sample's and end's */
+	/* After the replay: print what the view shows (print 0: the replay
+	 * failed, print nothing), release what it holds; the exit status.
+	 * Never NULL once set up. */
+	int (*end)(struct session *s, void *arg, int print);
+	int stackless;			/* shows no stacks: a replay for it alone unwinds none */
+	int says_all;			/* says what was lost and the window itself: no closing notes */
+};
+typedef int (*cmd_view_fn)(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v);
+/* The commands that are views, by their argv as the command's. */
+int info_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v);
+int leaks_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v);
+int errors_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v);
+int rss_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v);
+int folded_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v);
+int functions_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v);
+/* folded -e malloc by each of n weights (leaked, peak, bytes, count,
+ * lost), each into outs[i], as one view: what running folded once per
+ * weight prints. */
+int folded_malloc_view(struct session *s, const char *const *weights, FILE **outs, int n, struct cmd_view *v);
+/* Open the session for a view, unless open: 0, or -1 (said). */
+int cmd_view_open(struct session *s, const struct analyze_opts *a);
+/* The command that is the view fn alone: parse, open, replay, end, close. */
+int cmd_view_main(int argc, char **argv, struct analyze_opts *a, cmd_view_fn fn);
+/* One replay of s feeding every view set up (each sample to each in turn,
+ * each its own copy of the sample): 0, or -1 (said). */
+int cmd_views_replay(struct session *s, struct cmd_view *v, size_t n);
+/* A view's end with what it prints into f (stdout where f is NULL). */
+int cmd_view_end(struct session *s, struct cmd_view *v, FILE *f);
 /* diff's event and weight where not given (*event, *weight NULL): malloc
  * by leaked bytes where both traces recorded malloc, else faults; bytes
  * for brk and mmap. 0, or -1 when a trace cannot be opened (said). */
 int diff_defaults(const char *base, const char *new, struct analyze_opts *a, const char **event, const char **weight);
-/* report --html: the page at path, from the report's text, its JSON
- * (report_json's page form: the data its views are drawn from) and the
- * other commands run on trace (report_html.c). */
-int report_html(FILE *out, const char *path, const char *base, const char *trace, const char *text, size_t text_len,
-		const char *data, size_t data_len, struct session *s, struct analyze_opts *a);
+/* report --html (report_html.c): the page's views set up on s, the
+ * report's own first, to be fed by one replay (*views, *n of them; NULL
+ * after an error, said); then the page at path, from the report's text,
+ * its JSON (report_json's page form: the data the page's views are drawn
+ * from) and those views, which it ends and frees, as report_html_free
+ * does where no page is written. */
+struct page;
+struct page *report_html_views(struct session *s, const char *base, const char *trace, const struct analyze_opts *a,
+			       const struct cmd_view *report, struct cmd_view **views, size_t *n);
+int report_html(FILE *out, const char *path, struct page *pg, const char *text, size_t text_len, const char *data,
+		size_t data_len, struct session *s, struct analyze_opts *a);
+void report_html_free(struct session *s, struct page *pg);
 /* cmd_parse for a command that also takes a BASE before its trace (report
  * --html BASE NEW): *base is it, or NULL when one trace was given. */
 int cmd_parse_base(int argc, char **argv, const struct opt *opts, const char *usage, struct analyze_opts *a,

@@ -127,6 +127,7 @@ struct errors {
 	struct hashmap last_seen;  /* pid -> time of its last sample */
 	struct hashmap top_sp;	   /* tid -> the highest stack pointer its samples showed */
 	int lines, all;
+	int json, fail;
 };
 
 static struct err *err_new(struct errors *e, struct session *s, enum err_kind kind, uint64_t time, int pid, int tid)
@@ -686,130 +687,145 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 	json_end(j);
 }
 
-int cmd_errors(int argc, char **argv, struct analyze_opts *a)
+static int errors_end(struct session *s, void *arg, int print)
 {
-	struct errors e = { .lines = 1 };
-	int json = 0, fail = 0, ret;
-	const struct opt options[] = {
-		OPT_LINES(&e.lines),
-		OPT_JSON(&json),
-		OPT_BOOL(0, "fail", &fail, "exit 3 when any memory error was recorded (for CI)"),
-		OPT_BOOL(0, "all", &e.all, "also the signals a process handled and went on after"),
-		OPT_INPUT,
-		OPT_SAMPLES,
-		OPT_STACKS,
-		OPT_END(),
-	};
-	struct session s;
+	struct errors *e = arg;
 	struct json j;
-	char err[512] = "";
 	size_t shown = 0, recovered = 0;
 	uint64_t horizon;
-	int r = cmd_parse(argc, argv, options, usage_text, a);
+	int ret = 1, json = e->json;
 
-	if (r >= 0)
-		return r;
-	if (cmd_open_group(&s, a->trace, a, "signal", "signals", NULL))
-		return 1;
-	e.have_malloc = allocs_recorded(&s);
-	stacktab_init(&e.frees, 0, 1);
-	stacktab_init(&e.stacks, 0, 1);
-	hashmap_init(&e.freed, 0);
-	hashmap_init(&e.faults, 0);
-	hashmap_init(&e.bad_frees, 0);
-	hashmap_init(&e.last_seen, 0);
-	hashmap_init(&e.top_sp, 0);
-	ret = (e.have_malloc && allocs_init(&e.a, &s)) || session_on_exec(&s, on_exec, &e) ? -1 : 0;
-	if (!ret && session_replay(&s, on_sample, &e, err, sizeof(err)))
-		ret = -1;
-	if (e.have_malloc)
-		allocs_end(&e.a);
-	if (ret) {
-		msg_error("%s", err[0] ? err : "out of memory");
-		ret = 1;
+	if (e->have_malloc)
+		allocs_end(&e->a);
+	if (!print)
 		goto out;
-	}
 	/* A signal the process handled was no crash (a JVM takes SIGSEGV
 	 * for its null checks and safepoints) unless one its handler did not
 	 * take came after it, as a crash handler that gives up raises it
 	 * again with the default action. Seen after it, the process went on;
 	 * with signals alone recorded it may not be seen again at all. */
-	for (size_t i = 0; i < e.nr; i++) {
-		struct hm_slot *seen = hashmap_u64_find(&e.last_seen, (uint32_t)e.v[i].pid);
+	for (size_t i = 0; i < e->nr; i++) {
+		struct hm_slot *seen = hashmap_u64_find(&e->last_seen, (uint32_t)e->v[i].pid);
 		int crashed = 0;
 
-		for (size_t k = i + 1; k < e.nr && !crashed; k++)
-			crashed = e.v[k].kind == ERR_SIGNAL && e.v[k].pid == e.v[i].pid && !e.v[k].handled &&
-				  e.v[k].time >= e.v[i].time;
-		e.v[i].went_on = seen && seen->val > e.v[i].time;
-		e.v[i].recovered = e.v[i].handled && (e.v[i].went_on || !crashed);
-		recovered += e.v[i].recovered;
+		for (size_t k = i + 1; k < e->nr && !crashed; k++)
+			crashed = e->v[k].kind == ERR_SIGNAL && e->v[k].pid == e->v[i].pid && !e->v[k].handled &&
+				  e->v[k].time >= e->v[i].time;
+		e->v[i].went_on = seen && seen->val > e->v[i].time;
+		e->v[i].recovered = e->v[i].handled && (e->v[i].went_on || !crashed);
+		recovered += e->v[i].recovered;
 	}
-	shown = e.all ? e.nr : e.nr - recovered;
+	shown = e->all ? e->nr : e->nr - recovered;
 	if (json) {
 		json_init(&j, stdout);
 		json_begin(&j, NULL);
-		json_str(&j, "trace", s.path);
-		cmd_json_lost(&j, &s);
-		json_bool(&j, "malloc_recorded", e.have_malloc);
+		json_str(&j, "trace", s->path);
+		cmd_json_lost(&j, s);
+		json_bool(&j, "malloc_recorded", e->have_malloc);
 		json_begin_array(&j, "errors");
 	} else if (!shown) {
-		printf("# memsight errors of '%s': no memory errors recorded\n", s.path);
+		printf("# memsight errors of '%s': no memory errors recorded\n", s->path);
 	} else {
-		printf("# memsight errors of '%s': %zu memory error%s\n", s.path, shown, cmd_s(shown));
+		printf("# memsight errors of '%s': %zu memory error%s\n", s->path, shown, cmd_s(shown));
 	}
 	/* What rests on the allocation history is no proof where events
 	 * may be missing before it: a lost allocation, a lost free. */
-	horizon = session_loss_horizon(&s);
-	for (size_t i = 0; i < e.nr; i++)
-		if (e.v[i].time <= horizon && (e.v[i].kind == ERR_UAF || e.v[i].kind == ERR_DOUBLE_FREE ||
-					       e.v[i].kind == ERR_OVERFLOW || e.v[i].kind == ERR_UNDERFLOW ||
-					       e.v[i].kind == ERR_INVALID_FREE))
-			e.v[i].lost_before = 1;
-	for (size_t i = 0; i < e.nr; i++) {
-		if (e.v[i].recovered && !e.all)
+	horizon = session_loss_horizon(s);
+	for (size_t i = 0; i < e->nr; i++)
+		if (e->v[i].time <= horizon && (e->v[i].kind == ERR_UAF || e->v[i].kind == ERR_DOUBLE_FREE ||
+					       e->v[i].kind == ERR_OVERFLOW || e->v[i].kind == ERR_UNDERFLOW ||
+					       e->v[i].kind == ERR_INVALID_FREE))
+			e->v[i].lost_before = 1;
+	for (size_t i = 0; i < e->nr; i++) {
+		if (e->v[i].recovered && !e->all)
 			continue;
 		if (json)
-			json_err(&j, &s, &e.v[i], e.lines);
+			json_err(&j, s, &e->v[i], e->lines);
 		else
-			text_err(&s, &e.v[i], e.lines);
+			text_err(s, &e->v[i], e->lines);
 	}
 	if (json) {
 		json_end(&j);
-		json_u64(&j, "unmatched_frees", e.unmatched);
+		json_u64(&j, "unmatched_frees", e->unmatched);
 		json_u64(&j, "recovered_signals", recovered);
 		json_end(&j);
-	} else if (e.unmatched) {
+	} else if (e->unmatched) {
 		printf("\n# and %llu free%s of pointers the recording never saw returned: memory from before it, "
 		       "or invalid frees the allocator let pass\n",
-		       (unsigned long long)e.unmatched, cmd_s(e.unmatched));
+		       (unsigned long long)e->unmatched, cmd_s(e->unmatched));
 	}
-	if (recovered && !e.all && !json)
+	if (recovered && !e->all && !json)
 		printf("\n# and %zu signal%s that processes handled, no crash following (a JVM takes SIGSEGV for its "
 		       "null checks): --all shows them\n",
 		       recovered, cmd_s(recovered));
-	if (!shown && !e.have_malloc && !json)
+	if (!shown && !e->have_malloc && !json)
 		printf("# malloc was not recorded: frees and heap blocks are not checked (record -e malloc,faults,signals)\n");
-	ret = 0;
+	ret = e->fail && shown ? 3 : 0;
 out:
-	hashmap_for_each(&e.freed, slot) if (slot->ptr) {
+	hashmap_for_each(&e->freed, slot) if (slot->ptr) {
 		freed_drop(slot->ptr);
 		free(slot->ptr);
 	}
-	hashmap_release(&e.freed);
-	hashmap_for_each(&e.faults, slot) free(slot->ptr);
-	hashmap_release(&e.faults);
-	hashmap_for_each(&e.bad_frees, slot) free(slot->ptr);
-	hashmap_release(&e.bad_frees);
-	hashmap_release(&e.last_seen);
-	hashmap_release(&e.top_sp);
-	stacktab_release(&e.frees);
-	stacktab_release(&e.stacks);
-	if (e.have_malloc)
-		allocs_release(&e.a);
-	free(e.v);
-	/* The closing notes (what was lost, a ring's window) go with the
-	 * results, whatever the gate says of them. */
-	ret = cmd_close(&s, ret);
-	return !ret && fail && shown ? 3 : ret;
+	hashmap_release(&e->freed);
+	hashmap_for_each(&e->faults, slot) free(slot->ptr);
+	hashmap_release(&e->faults);
+	hashmap_for_each(&e->bad_frees, slot) free(slot->ptr);
+	hashmap_release(&e->bad_frees);
+	hashmap_release(&e->last_seen);
+	hashmap_release(&e->top_sp);
+	stacktab_release(&e->frees);
+	stacktab_release(&e->stacks);
+	if (e->have_malloc)
+		allocs_release(&e->a);
+	free(e->v);
+	free(e);
+	return ret;
+}
+
+int errors_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v)
+{
+	struct errors *e = calloc(1, sizeof(*e));
+	const struct opt options[] = {
+		OPT_LINES(&e->lines),
+		OPT_JSON(&e->json),
+		OPT_BOOL(0, "fail", &e->fail, "exit 3 when any memory error was recorded (for CI)"),
+		OPT_BOOL(0, "all", &e->all, "also the signals a process handled and went on after"),
+		OPT_INPUT,
+		OPT_SAMPLES,
+		OPT_STACKS,
+		OPT_END(),
+	};
+	int r;
+
+	if (!e)
+		return msg_error("out of memory"), 1;
+	e->lines = 1;
+	r = cmd_parse(argc, argv, options, usage_text, a);
+	if (r < 0 && (cmd_view_open(s, a) || cmd_need_group(s, "signal", "signals", NULL)))
+		r = 1;
+	if (r >= 0) {
+		free(e);
+		return r;
+	}
+	e->have_malloc = allocs_recorded(s);
+	stacktab_init(&e->frees, 0, 1);
+	stacktab_init(&e->stacks, 0, 1);
+	hashmap_init(&e->freed, 0);
+	hashmap_init(&e->faults, 0);
+	hashmap_init(&e->bad_frees, 0);
+	hashmap_init(&e->last_seen, 0);
+	hashmap_init(&e->top_sp, 0);
+	v->sample = on_sample;
+	v->end = errors_end;
+	v->arg = e;
+	if ((e->have_malloc && allocs_init(&e->a, s)) || session_on_exec(s, on_exec, e)) {
+		errors_end(s, e, 0);
+		return msg_error("out of memory"), 1;
+	}
+	return -1;
+}
+
+int cmd_errors(int argc, char **argv, struct analyze_opts *a)
+{
+	return cmd_view_main(argc, argv, a, errors_view);
 }

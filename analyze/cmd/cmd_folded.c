@@ -63,6 +63,18 @@ struct folded {
 	int json;
 	const struct session *sess; /* the trace folded, once fold began */
 	const char *path;
+	/* What the replay builds, by source: malloc's allocations (and the
+	 * heap at its peak for -w peak), kmem's, the memory operations. */
+	struct allocs a;
+	struct heapprof h;
+	struct kallocs k;
+	struct memops_state *mo;
+	int peak, leaked;
+	/* malloc: several weights from one replay, each into its file
+	 * (outs NULL: one, to standard output). */
+	enum weight ws[W_LOST + 1];
+	FILE **outs;
+	int nw;
 };
 
 static int on_op(struct session *s, const struct memop *op, void *arg)
@@ -402,126 +414,105 @@ static void alloc_weights(struct folded *f, struct session *s, struct allocs *a,
 }
 
 /* Allocations fold by their own stack table: weights are per entry. One
- * replay folds them by each of the n weights ws, into outs[i] (stdout
- * where outs is NULL). */
-static int fold_allocs_to(struct folded *f, struct session *s, const enum weight *ws, FILE **outs, int nw)
+ * replay folds them by each of the weights f->ws. Set up: 0, or the exit
+ * status (said). */
+static int fold_allocs_begin(struct folded *f, struct session *s)
 {
-	struct allocs a;
-	struct heapprof h;
-	struct alloc_bytes *orig = NULL;
-	size_t n = 0;
-	char err[512];
-	int ret = 1, peak = 0, leaked = 0;
-
 	if (!allocs_recorded(s))
 		return msg_error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path), 1;
-	for (int i = 0; i < nw; i++) {
-		peak |= ws[i] == W_PEAK;
-		leaked |= ws[i] == W_LEAKED || ws[i] == W_LOST;
+	for (int i = 0; i < f->nw; i++) {
+		f->peak |= f->ws[i] == W_PEAK;
+		f->leaked |= f->ws[i] == W_LEAKED || f->ws[i] == W_LOST;
 		/* What leaks counts as lost (a --leak-check scan): not what is
 		 * still reachable; -w lost, definitely and possibly lost, as
 		 * the gate. */
-		if (ws[i] == W_LOST && !s->nr_reach)
+		if (f->ws[i] == W_LOST && !s->nr_reach)
 			return msg_error("-w lost needs a scan of the heap: record with --leak-check (-w leaked weighs what "
 					 "is still held)"), 1;
 	}
-	allocs_init(&a, s);
-	heapprof_init(&h);
-	if (allocs_replay(&a, s, peak ? heapprof_cb : NULL, &h, err, sizeof(err))) {
-		msg_error("%s", err);
-		goto out;
-	}
-	heapprof_finish(&h);
-	if (leaked && s->nr_reach) {
+	allocs_init(&f->a, s);
+	heapprof_init(&f->h);
+	return 0;
+}
+
+static int fold_allocs_end(struct folded *f, struct session *s)
+{
+	struct allocs *a = &f->a;
+	struct alloc_bytes *orig = NULL;
+	size_t n = 0;
+	char err[512];
+	int ret = 1;
+
+	allocs_end(a);
+	heapprof_finish(&f->h);
+	if (f->leaked && s->nr_reach) {
 		struct reach_stats rst = { 0 };
 
-		if (reach_classify(s, &a, &rst, err, sizeof(err))) {
+		if (reach_classify(s, a, &rst, err, sizeof(err))) {
 			msg_error("%s", err);
-			goto out;
+			return 1;
 		}
 	}
-	stacktab_for_each(&a.stacks, e) n++;
-	if (!(orig = malloc((n ? n : 1) * sizeof(*orig)))) {
-		msg_error("out of memory");
-		goto out;
-	}
+	stacktab_for_each(&a->stacks, e) n++;
+	if (!(orig = malloc((n ? n : 1) * sizeof(*orig))))
+		return msg_error("out of memory"), 1;
 	n = 0;
-	stacktab_for_each(&a.stacks, e) orig[n++] = (struct alloc_bytes){ e, e->weight };
+	stacktab_for_each(&a->stacks, e) orig[n++] = (struct alloc_bytes){ e, e->weight };
 	/* Print from the allocation stacks: swap the table in. */
 	stacktab_release(&f->tab);
-	f->tab = a.stacks;
-	stacktab_init(&a.stacks, 0, 1);
-	f->estimate = a.sample > 1 || a.rate;
-	if (a.sample > 1)
+	f->tab = a->stacks;
+	stacktab_init(&a->stacks, 0, 1);
+	f->estimate = a->sample > 1 || a->rate;
+	if (a->sample > 1)
 		msg_note("sampled recording (-s %u): weights are estimates, scaled by %u",
-			a.sample, a.sample);
-	if (a.rate)
+			a->sample, a->sample);
+	if (a->rate)
 		msg_note("sampled recording (the sampler kept one allocation in about %llu bytes): weights are estimates",
-			 (unsigned long long)a.rate);
+			 (unsigned long long)a->rate);
 	ret = 0;
-	for (int i = 0; i < nw && !ret; i++) {
-		int saved = outs ? cmd_stdout_to(outs[i]) : -1;
+	for (int i = 0; i < f->nw && !ret; i++) {
+		int saved = f->outs ? cmd_stdout_to(f->outs[i]) : -1;
 
-		if (outs && saved < 0) {
+		if (f->outs && saved < 0) {
 			msg_error("cannot write the folded stacks: %s", strerror(errno));
 			ret = 1;
 			break;
 		}
-		alloc_weights(f, s, &a, &h, orig, n, ws[i]);
-		f->weight = ws[i];
+		alloc_weights(f, s, a, &f->h, orig, n, f->ws[i]);
+		f->weight = f->ws[i];
 		ret = print_folded(f) ? 1 : 0;
-		if (outs)
+		if (f->outs)
 			cmd_stdout_restore(saved);
 	}
-out:
 	free(orig);
-	heapprof_release(&h);
-	allocs_release(&a);
 	return ret;
-}
-
-static int fold_allocs(struct folded *f, struct session *s)
-{
-	return fold_allocs_to(f, s, &f->weight, NULL, 1);
 }
 
 /* Kernel allocations fold by the kallocs stack table, as malloc does. */
-static int fold_kmem(struct folded *f, struct session *s)
+static int fold_kmem_end(struct folded *f, struct session *s)
 {
-	struct kallocs k;
-	char err[512];
-	int ret = 1;
+	struct kallocs *k = &f->k;
 
-	if (cmd_need_group(s, "kernel allocation", "kmem", NULL))
-		return 1;
-	kallocs_init(&k, s, f->pid);
-	if (kallocs_replay(&k, s, err, sizeof(err))) {
-		msg_error("%s", err);
-		goto out;
-	}
-	stacktab_for_each(&k.stacks, e) {
-		e->weight = f->weight == W_COUNT ? e->count * k.period
-			    : f->weight == W_BYTES ? e->weight * k.period
-			    : f->weight == W_PAGES ? (e->weight * k.period + s->page_size - 1) / s->page_size : 0;
+	stacktab_for_each(&k->stacks, e) {
+		e->weight = f->weight == W_COUNT ? e->count * k->period
+			    : f->weight == W_BYTES ? e->weight * k->period
+			    : f->weight == W_PAGES ? (e->weight * k->period + s->page_size - 1) / s->page_size : 0;
 	}
 	if (f->weight == W_LEAKED)
 		for (int c = 0; c < KA_NR; c++)
-			hashmap_for_each(&k.live[c], r) {
+			hashmap_for_each(&k->live[c], r) {
 				struct kalloc_rec *rec = r->ptr;
 
 				if (rec->stack)
-					rec->stack->weight += rec->bytes * k.period;
+					rec->stack->weight += rec->bytes * k->period;
 			}
-	f->period = k.period;
+	f->period = k->period;
 	if (!f->tab.kernel)
 		msg_note("kmem stacks keep their kernel frames");
 	stacktab_release(&f->tab);
-	f->tab = k.stacks;
-	stacktab_init(&k.stacks, 1, 1);
-	ret = print_folded(f) ? 1 : 0;
-out:
-	kallocs_release(&k);
-	return ret;
+	f->tab = k->stacks;
+	stacktab_init(&k->stacks, 1, 1);
+	return print_folded(f) ? 1 : 0;
 }
 
 /* Reclaim: each begin's stack weighs its latency, to its end. */
@@ -608,38 +599,109 @@ static int weight_applies(const struct folded *f)
 	       (f->weight == W_PEAK && f->src == FS_MALLOC) || (f->weight == W_LATENCY && f->src == FS_RECLAIM);
 }
 
-static int fold(struct folded *f, struct session *s)
+/* What the replay builds for f, by its source: 0, or the exit status
+ * (said). */
+static int fold_begin(struct folded *f, struct session *s)
 {
-	char err[512] = "";
-
 	f->sess = s;
-	if (f->src == FS_MALLOC)
-		return fold_allocs(f, s);
-	if (f->src == FS_KMEM)
-		return fold_kmem(f, s);
-	if (f->src == FS_RECLAIM) {
-		if (cmd_need_group(s, "reclaim", "reclaim", NULL))
+	switch (f->src) {
+	case FS_MALLOC:
+		return fold_allocs_begin(f, s);
+	case FS_KMEM:
+		if (cmd_need_group(s, "kernel allocation", "kmem", NULL))
 			return 1;
-		if (session_replay(s, on_reclaim, f, err, sizeof(err)))
-			return msg_error("%s", err[0] ? err : "out of memory"), 1;
-		return print_folded(f) ? 1 : 0;
+		if (kallocs_init(&f->k, s, f->pid))
+			return msg_error("out of memory"), 1;
+		return 0;
+	case FS_RECLAIM:
+		return cmd_need_group(s, "reclaim", "reclaim", NULL) ? 1 : 0;
+	default:
+		if (!(f->mo = memops_new(s, on_op, f)))
+			return msg_error("out of memory"), 1;
+		return 0;
 	}
-	if (memops_replay(s, on_op, f, err, sizeof(err)))
-		return msg_error("%s", err), 1;
-	if (f->period > 1)
-		msg_note("sampled recording (one event in %llu kept): weights are estimates, scaled by %llu",
-			 (unsigned long long)f->period, (unsigned long long)f->period);
-	return print_folded(f) ? 1 : 0;
+}
+
+static int fold_sample(struct session *s, struct sample *smp, void *arg)
+{
+	struct folded *f = arg;
+
+	switch (f->src) {
+	case FS_MALLOC:
+		return allocs_sample(&f->a, s, smp, f->peak ? heapprof_cb : NULL, &f->h);
+	case FS_KMEM:
+		return kallocs_sample(&f->k, s, smp);
+	case FS_RECLAIM:
+		return on_reclaim(s, smp, f);
+	default:
+		return memops_sample(f->mo, smp);
+	}
+}
+
+/* After the replay: print (unless the replay failed), and release. */
+static int fold_end(struct session *s, void *arg, int print)
+{
+	struct folded *f = arg;
+	int ret = 1;
+
+	switch (f->src) {
+	case FS_MALLOC:
+		if (print)
+			ret = fold_allocs_end(f, s);
+		heapprof_release(&f->h);
+		allocs_release(&f->a);
+		break;
+	case FS_KMEM:
+		if (print)
+			ret = fold_kmem_end(f, s);
+		kallocs_release(&f->k);
+		break;
+	case FS_RECLAIM:
+		if (print)
+			ret = print_folded(f) ? 1 : 0;
+		break;
+	default:
+		memops_free(f->mo);
+		if (print && f->period > 1)
+			msg_note("sampled recording (one event in %llu kept): weights are estimates, scaled by %llu",
+				 (unsigned long long)f->period, (unsigned long long)f->period);
+		if (print)
+			ret = print_folded(f) ? 1 : 0;
+		break;
+	}
+	hashmap_for_each(&f->begins, slot) free(slot->ptr);
+	hashmap_release(&f->begins);
+	stacktab_release(&f->tab);
+	suppress_release(&f->sup);
+	free(f);
+	return ret;
+}
+
+/* f (malloc'd) as the view v of s, once its options are read. */
+static int fold_view(struct folded *f, struct session *s, struct cmd_view *v)
+{
+	int r;
+
+	hashmap_init(&f->begins, 0);
+	if ((r = fold_begin(f, s))) {
+		f->src = FS_RECLAIM; /* nothing of a source's to release */
+		fold_end(s, f, 0);
+		return r;
+	}
+	v->sample = fold_sample;
+	v->end = fold_end;
+	v->arg = f;
+	return -1;
 }
 
 /* What folded and functions both take. */
 #define FOLD_OPTIONS                                                                                    \
-	OPT_CALLBACK('e', "event", &f, "EVENT",                                                         \
+	OPT_CALLBACK('e', "event", f, "EVENT",                                                         \
 		     "brk, mmap, faults (default when recorded), malloc (default\n"                    \
 		     "otherwise, weighed by leaked), kmem (kernel allocations),\n"                     \
 		     "reclaim (direct and memcg) or swap (major faults on anonymous memory)",          \
 		     opt_event),                                                                        \
-		OPT_CALLBACK('w', "weight", &f, "WEIGHT",                                               \
+		OPT_CALLBACK('w', "weight", f, "WEIGHT",                                               \
 			     "count (default), bytes or pages; for malloc and kmem: leaked\n"           \
 			     "(outstanding bytes; with --leak-check, not still reachable), bytes\n"     \
 			     "(allocated) or count (allocations), and pages for kmem; for malloc\n"    \
@@ -647,7 +709,7 @@ static int fold(struct folded *f, struct session *s)
 			     "--leak-check: definitely and possibly lost); for reclaim: latency\n"     \
 			     "(microseconds) or count",                                                  \
 			     opt_weight),                                                               \
-		OPT_PID(&f.pid), OPT_FAULT_TYPE(&f.fault_types),                                        \
+		OPT_PID(&f->pid), OPT_FAULT_TYPE(&f->fault_types),                                        \
 		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"), \
 		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),     \
 		OPT_SUPPRESSIONS(&supfile, &defaults)
@@ -661,9 +723,10 @@ static int opt_sort(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
-static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
+static int folded_view_of(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v,
+			  int flat)
 {
-	struct folded f = { .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS, .flat = flat };
+	struct folded *f = calloc(1, sizeof(*f));
 	int kernel = -1, ret, header = 0, defaults = 1;
 	const char *supfile = NULL;
 	char err[512];
@@ -680,126 +743,141 @@ static int folded_main(int argc, char **argv, struct analyze_opts *a, int flat)
 	};
 	const struct opt functions_options[] = {
 		FOLD_OPTIONS,
-		OPT_U64('T', "top", &f.top, "N", "functions shown (default 40 in text, all in JSON)"),
-		OPT_CALLBACK(0, "sort", &f.by_total, "KEY", "self (default) or total", opt_sort),
-		OPT_JSON(&f.json),
+		OPT_U64('T', "top", &f->top, "N", "functions shown (default 40 in text, all in JSON)"),
+		OPT_CALLBACK(0, "sort", &f->by_total, "KEY", "self (default) or total", opt_sort),
+		OPT_JSON(&f->json),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),
 	};
-	struct session s;
-	int r = cmd_parse(argc, argv, flat ? functions_options : folded_options, flat ? functions_usage : usage_text, a);
+	int r;
 
-	if (r >= 0)
+	if (!f)
+		return msg_error("out of memory"), 1;
+	*f = (struct folded){ .kind = MEMOP_FAULT, .weight = W_COUNT, .pid = -1, .src = FS_MEMOPS, .flat = flat };
+	r = cmd_parse(argc, argv, flat ? functions_options : folded_options, flat ? functions_usage : usage_text, a);
+	if (r >= 0) {
+		free(f);
 		return r;
-	if (suppress_setup(&f.sup, defaults, supfile, err, sizeof(err))) {
+	}
+	if (suppress_setup(&f->sup, defaults, supfile, err, sizeof(err))) {
 		msg_error("%s", err);
+		free(f);
 		return 2;
 	}
-	if (cmd_open(&s, a->trace, a)) {
-		suppress_release(&f.sup);
-		return 1;
+	stacktab_init_by_comm(&f->tab, 0, 1);
+	if (cmd_view_open(s, a)) {
+		ret = 1;
+		goto out;
 	}
 	/* Without -e: the faults, when they were recorded; else the malloc
 	 * family, by what is still held at the end, as pprof's inuse_space
 	 * and leaks show it. */
-	if (!f.src_given && !session_group_recorded(&s, "faults")) {
-		if (!allocs_recorded(&s)) {
+	if (!f->src_given && !session_group_recorded(s, "faults")) {
+		if (!allocs_recorded(s)) {
 			msg_error("'%s' recorded no page faults and no allocations: name the events to fold with -e "
 				  "(brk, mmap, kmem, reclaim or swap)",
-				  s.path);
+				  s->path);
 			ret = 1;
 			goto out;
 		}
-		f.src = FS_MALLOC;
-		if (!f.weight_given)
-			f.weight = W_LEAKED;
-		msg_note("'%s' has no page faults: folding its allocations%s (-e and -w choose)", s.path,
-			 f.weight_given ? "" : " by the bytes still held at the end");
+		f->src = FS_MALLOC;
+		if (!f->weight_given)
+			f->weight = W_LEAKED;
+		msg_note("'%s' has no page faults: folding its allocations%s (-e and -w choose)", s->path,
+			 f->weight_given ? "" : " by the bytes still held at the end");
 	}
 	if (kernel < 0)
 		/* A syscall's kernel half is always the same entry path; for
 		 * the kernel's own memory it is the point. */
-		kernel = (f.kind == MEMOP_FAULT && f.src == FS_MEMOPS) || f.src == FS_KMEM || f.src == FS_RECLAIM ||
-			 f.src == FS_SWAP;
-	if (f.fault_types && (f.src != FS_MEMOPS || f.kind != MEMOP_FAULT)) {
+		kernel = (f->kind == MEMOP_FAULT && f->src == FS_MEMOPS) || f->src == FS_KMEM || f->src == FS_RECLAIM ||
+			 f->src == FS_SWAP;
+	if (f->fault_types && (f->src != FS_MEMOPS || f->kind != MEMOP_FAULT)) {
 		msg_error("--fault-type is for faults: give -e faults");
 		ret = 2;
 		goto out;
 	}
-	if (!weight_applies(&f)) {
+	if (!weight_applies(f)) {
 		msg_error("this weight does not apply to this event: leaked is for malloc and kmem, peak and lost for "
 			  "malloc, pages for brk, mmap, faults and kmem, latency for reclaim");
 		ret = 2;
 		goto out;
 	}
-	if (f.fault_types && !session_fault_kinds(&s)) {
+	if (f->fault_types && !session_fault_kinds(s)) {
 		msg_error("'%s' has no fault kinds: it was recorded with the page-faults software event (a kernel "
-			  "without the exceptions tracepoints); drop --fault-type", s.path);
+			  "without the exceptions tracepoints); drop --fault-type", s->path);
 		ret = 1;
 		goto out;
 	}
-	f.header = header;
-	f.path = s.path;
-	f.top = cmd_top(f.top, f.json, 40);
-	stacktab_init_by_comm(&f.tab, kernel, 1);
-	hashmap_init(&f.begins, 0);
-	ret = fold(&f, &s);
-	hashmap_for_each(&f.begins, slot) free(slot->ptr);
-	hashmap_release(&f.begins);
-	stacktab_release(&f.tab);
+	f->header = header;
+	f->path = s->path;
+	f->top = cmd_top(f->top, f->json, 40);
+	stacktab_release(&f->tab);
+	stacktab_init_by_comm(&f->tab, kernel, 1);
+	f->ws[0] = f->weight;
+	f->nw = 1;
+	return fold_view(f, s, v);
 out:
-	suppress_release(&f.sup);
-	return cmd_close(&s, ret);
+	stacktab_release(&f->tab);
+	suppress_release(&f->sup);
+	free(f);
+	return ret;
+}
+
+int folded_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v)
+{
+	return folded_view_of(argc, argv, a, s, v, 0);
+}
+
+int functions_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v)
+{
+	return folded_view_of(argc, argv, a, s, v, 1);
 }
 
 int cmd_folded(int argc, char **argv, struct analyze_opts *a)
 {
-	return folded_main(argc, argv, a, 0);
+	return cmd_view_main(argc, argv, a, folded_view);
 }
 
 int cmd_functions(int argc, char **argv, struct analyze_opts *a)
 {
-	return folded_main(argc, argv, a, 1);
+	return cmd_view_main(argc, argv, a, functions_view);
 }
 
-int cmd_folded_malloc(const char *trace, struct analyze_opts *a, const char *const *weights, FILE **outs, int n)
+int folded_malloc_view(struct session *s, const char *const *weights, FILE **outs, int n, struct cmd_view *v)
 {
-	struct folded f = { .kind = MEMOP_FAULT, .pid = -1, .src = FS_MALLOC, .src_given = 1, .weight_given = 1 };
-	enum weight ws[W_LOST + 1];
-	struct session s;
+	struct folded *f;
 	char err[512];
-	int ret;
 
-	if (n > (int)(sizeof(ws) / sizeof(ws[0])))
+	if (n > (int)(sizeof(f->ws) / sizeof(f->ws[0])))
 		return msg_error("too many weights to fold"), 2;
+	if (!(f = calloc(1, sizeof(*f))))
+		return msg_error("out of memory"), 1;
+	*f = (struct folded){ .kind = MEMOP_FAULT, .pid = -1, .src = FS_MALLOC, .src_given = 1, .weight_given = 1 };
 	for (int i = 0; i < n; i++) {
 		int k = 0;
 
 		while (k < (int)(sizeof(weight_names) / sizeof(weight_names[0])) &&
 		       (!weight_names[k] || strcmp(weight_names[k], weights[i])))
 			k++;
-		if (k == (int)(sizeof(weight_names) / sizeof(weight_names[0])))
+		if (k == (int)(sizeof(weight_names) / sizeof(weight_names[0]))) {
+			free(f);
 			return msg_error("unknown weight '%s'", weights[i]), 2;
-		ws[i] = (enum weight)k;
-		f.weight = ws[i];
-		if (!weight_applies(&f))
+		}
+		f->ws[i] = f->weight = (enum weight)k;
+		if (!weight_applies(f)) {
+			free(f);
 			return msg_error("the weight '%s' does not apply to malloc", weights[i]), 2;
+		}
 	}
-	if (suppress_setup(&f.sup, 1, NULL, err, sizeof(err)))
+	f->nw = n;
+	f->outs = outs;
+	if (suppress_setup(&f->sup, 1, NULL, err, sizeof(err))) {
+		free(f);
 		return msg_error("%s", err), 2;
-	if (cmd_open(&s, trace, a)) {
-		suppress_release(&f.sup);
-		return 1;
 	}
-	f.path = s.path;
-	f.sess = &s;
-	stacktab_init_by_comm(&f.tab, 0, 1);
-	hashmap_init(&f.begins, 0);
-	ret = fold_allocs_to(&f, &s, ws, outs, n);
-	hashmap_release(&f.begins);
-	stacktab_release(&f.tab);
-	suppress_release(&f.sup);
-	return cmd_close(&s, ret);
+	f->path = s->path;
+	stacktab_init_by_comm(&f->tab, 0, 1);
+	return fold_view(f, s, v);
 }

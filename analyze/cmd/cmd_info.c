@@ -19,14 +19,6 @@ static const char usage_text[] =
 	"What a trace holds: the host, the recording, its events and their counts,\n"
 	"losses, the objects it carries, its chunks.\n";
 
-static int count_sample(struct session *s, struct sample *smp, void *arg)
-{
-	(void)s;
-	(void)smp;
-	(void)arg;
-	return 0;
-}
-
 /* The first event of the probe whose site event i is: USDT probes have
  * one event per site, the second and later named NAME__2, NAME__3 in the
  * same group; an event that is no such site is its own. */
@@ -570,45 +562,59 @@ static void print_dump(struct session *s)
 		printf("stopped: %s\n", s->r.stop);
 }
 
-int cmd_info(int argc, char **argv, struct analyze_opts *a)
+struct info {
+	int dump, json;
+};
+
+static int info_end(struct session *s, void *arg, int print)
 {
-	int dump = 0, json = 0;
+	struct info *in = arg;
+
+	if (print && in->json) {
+		info_json(s, in->dump);
+	} else if (print) {
+		print_recording(s);
+		if (s->stats)
+			print_stats(s);
+		printf("processes:   %d in the /proc snapshot\n", s->nr_snapshots);
+		printf("kernel syms: %zu\n", s->syms.nr_ksyms);
+		print_jit(s);
+		print_embedded(s);
+		print_chunks(s);
+		if (in->dump)
+			print_dump(s);
+	}
+	free(in);
+	return print ? 0 : 1;
+}
+
+int info_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v)
+{
+	struct info in = { 0 };
 	const struct opt options[] = {
-		OPT_BOOL(0, "dump", &dump, "list every chunk: offset, type, codec, stream, sizes, crc, time"),
-		OPT_JSON(&json),
+		OPT_BOOL(0, "dump", &in.dump, "list every chunk: offset, type, codec, stream, sizes, crc, time"),
+		OPT_JSON(&in.json),
 		OPT_INPUT,
 		OPT_END(),
 	};
-	struct session s;
-	char err[512];
 	int r = cmd_parse(argc, argv, options, usage_text, a);
 
 	if (r >= 0)
 		return r;
-	if (cmd_open(&s, a->trace, a))
+	if (cmd_view_open(s, a))
 		return 1;
-	/* Counting needs no stacks: no unwinding. */
-	s.no_unwind = 1;
-	if (session_replay(&s, count_sample, NULL, err, sizeof(err))) {
-		msg_error("%s", err);
-		session_release(&s);
-		return 1;
-	}
-	if (json) {
-		info_json(&s, dump);
-		session_release(&s);
-		return 0;
-	}
-	print_recording(&s);
-	if (s.stats)
-		print_stats(&s);
-	printf("processes:   %d in the /proc snapshot\n", s.nr_snapshots);
-	printf("kernel syms: %zu\n", s.syms.nr_ksyms);
-	print_jit(&s);
-	print_embedded(&s);
-	print_chunks(&s);
-	if (dump)
-		print_dump(&s);
-	session_release(&s);
-	return 0;
+	if (!(v->arg = malloc(sizeof(in))))
+		return msg_error("out of memory"), 1;
+	memcpy(v->arg, &in, sizeof(in));
+	v->end = info_end;
+	/* Counting needs no stacks: no unwinding; and what was lost is
+	 * what info is about. */
+	v->stackless = 1;
+	v->says_all = 1;
+	return -1;
+}
+
+int cmd_info(int argc, char **argv, struct analyze_opts *a)
+{
+	return cmd_view_main(argc, argv, a, info_view);
 }

@@ -811,13 +811,11 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 	return 0;
 }
 
-/* Pair the allocations, classify what a scan saw, group and sum. */
+/* With the allocations paired: classify what a scan saw, group and sum. */
 static int leaks_collect(struct leaks *l, struct session *s, const struct suppress *sup)
 {
 	char err[512];
 
-	if (allocs_replay(&l->a, s, NULL, NULL, err, sizeof(err)))
-		return msg_error("%s", err);
 	if (s->nr_reach && reach_classify(s, &l->a, &l->rst, err, sizeof(err)))
 		return msg_error("%s", err);
 	l->start = s->first_time;
@@ -831,34 +829,41 @@ static int leaks_collect(struct leaks *l, struct session *s, const struct suppre
 	return 0;
 }
 
-static int leaks_user(const char *path, const struct leaks_opts *o, const struct analyze_opts *a,
-		      const struct suppress *sup)
+/* The view of the malloc family's leaks: what it holds from its options on. */
+struct leaks_view {
+	struct leaks_opts o;
+	struct suppress sup;
+	struct leaks l;
+};
+
+static int leaks_sample(struct session *s, struct sample *smp, void *arg)
 {
-	struct leaks l = { .o = o, .older_ns = o->older_ms * 1000000ull };
-	struct session s;
+	struct leaks_view *lv = arg;
+
+	return allocs_sample(&lv->l.a, s, smp, NULL, NULL);
+}
+
+static int leaks_end(struct session *s, void *arg, int print)
+{
+	struct leaks_view *lv = arg;
+	struct leaks *l = &lv->l;
 	int ret = 1;
 
-	if (cmd_open(&s, path, a))
-		return 1;
-	if (!allocs_recorded(&s)) {
-		msg_error("'%s' has no allocation events: record them with 'memsight record -e malloc'", path);
-		session_release(&s);
-		return 1;
+	allocs_end(&l->a);
+	if (print && !leaks_collect(l, s, &lv->sup)) {
+		(lv->o.json ? leaks_json : leaks_text)(l, s);
+		ret = leaks_gate(l, s);
 	}
-	allocs_init(&l.a, &s);
-	hashmap_init(&l.groups, 0);
-	if (!leaks_collect(&l, &s, sup)) {
-		(o->json ? leaks_json : leaks_text)(&l, &s);
-		ret = leaks_gate(&l, &s);
-	}
-	free(l.v);
-	hashmap_for_each(&l.groups, gs) {
+	free(l->v);
+	hashmap_for_each(&l->groups, gs) {
 		free(((struct group *)gs->ptr)->held);
 		free(gs->ptr);
 	}
-	hashmap_release(&l.groups);
-	allocs_release(&l.a);
-	return cmd_close(&s, ret);
+	hashmap_release(&l->groups);
+	allocs_release(&l->a);
+	suppress_release(&lv->sup);
+	free(lv);
+	return ret;
 }
 
 /* valgrind's names: definite, indirect, possible, reachable, all, none. */
@@ -902,7 +907,7 @@ static int opt_fail_over(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
-int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
+int leaks_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v)
 {
 	struct leaks_opts o = { .pid = -1, .lines = 1,
 				.defaults = 1,
@@ -933,7 +938,7 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 		OPT_STACKS,
 		OPT_END(),
 	};
-	struct suppress sup;
+	struct leaks_view *lv;
 	char err[512];
 	int r = cmd_parse(argc, argv, options, usage_text, a);
 
@@ -945,11 +950,35 @@ int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
 	}
 	if (o.kernel)
 		return leaks_kernel(a->trace, &o, a);
-	if (suppress_setup(&sup, o.defaults, o.supfile, err, sizeof(err))) {
+	if (!(lv = calloc(1, sizeof(*lv))))
+		return msg_error("out of memory"), 1;
+	lv->o = o;
+	if (suppress_setup(&lv->sup, o.defaults, o.supfile, err, sizeof(err))) {
 		msg_error("%s", err);
+		free(lv);
 		return 2;
 	}
-	r = leaks_user(a->trace, &o, a, &sup);
-	suppress_release(&sup);
-	return r;
+	if (cmd_view_open(s, a)) {
+		suppress_release(&lv->sup);
+		free(lv);
+		return 1;
+	}
+	if (!allocs_recorded(s)) {
+		msg_error("'%s' has no allocation events: record them with 'memsight record -e malloc'", s->path);
+		suppress_release(&lv->sup);
+		free(lv);
+		return 1;
+	}
+	lv->l = (struct leaks){ .o = &lv->o, .older_ns = o.older_ms * 1000000ull };
+	allocs_init(&lv->l.a, s);
+	hashmap_init(&lv->l.groups, 0);
+	v->sample = leaks_sample;
+	v->end = leaks_end;
+	v->arg = lv;
+	return -1;
+}
+
+int cmd_leaks(int argc, char **argv, struct analyze_opts *a)
+{
+	return cmd_view_main(argc, argv, a, leaks_view);
 }

@@ -1264,18 +1264,21 @@ static void report_json(struct report *r, struct session *s, int page)
 	json_end(&j);
 }
 
-/* memsight errors' text, before the report's, when it found any. */
-static void report_errors(const struct analyze_opts *a)
+/* memsight errors' text, before the report's, when it found any: its
+ * view ended into a file (none set up: nothing). */
+static void report_errors(struct session *s, struct cmd_view *v)
 {
-	struct analyze_opts copy = *a;
-	char *argv[] = { "errors", "--fail", "-i", (char *)a->trace, NULL };
-	FILE *t = tmpfile();
+	FILE *t;
 	char buf[8192];
 	size_t n;
 
-	if (!t)
+	if (!v->end)
 		return;
-	if (cmd_capture(t, cmd_errors, 4, argv, &copy) == 3) {
+	if (!(t = tmpfile())) {
+		v->end(s, v->arg, 0);
+		return;
+	}
+	if (cmd_view_end(s, v, t) == 3) {
 		rewind(t);
 		while ((n = fread(buf, 1, sizeof(buf), t)) > 0)
 			fwrite(buf, 1, n, stdout);
@@ -1335,7 +1338,11 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 		OPT_END(),
 	};
 	struct session s;
-	char err[512];
+	/* The report's own view, and the errors' before it as text; or the
+	 * page's views. */
+	struct cmd_view views[2] = { { 0 }, { 0 } }, *all = views;
+	size_t nv = 1;
+	struct page *pg = NULL;
 	const char *base = NULL;
 	int ret = 1, c = cmd_parse_base(argc, argv, options, usage_text, a, &base);
 
@@ -1370,9 +1377,15 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			replace_finish(&page, 0);
 		return 1;
 	}
-	/* Memory errors come first: they are why the process ended. */
-	if (!json && !html && session_group_recorded(&s, "signals"))
-		report_errors(a);
+	/* Memory errors come first: they are why the process ended. Their
+	 * view is fed by the report's replay. */
+	if (!json && !html && session_group_recorded(&s, "signals")) {
+		struct analyze_opts copy = *a;
+		char *eargv[] = { "errors", "--fail", "-i", (char *)a->trace, NULL };
+
+		errors_view(4, eargv, &copy, &s, &views[1]);
+		nv = views[1].end ? 2 : 1;
+	}
 	hashmap_init(&r.procs, 0);
 	hashmap_init(&r.fmaps, 0);
 	stacktab_init_per_command(&r.brk, 0, 1);
@@ -1387,10 +1400,13 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	stacktime_init(&r.st, &r.tl);
 	stacktime_init(&r.sizes, &r.tl);
 	rssstat_init(&r.rss);
+	views[0] = (struct cmd_view){ .sample = on_sample, .arg = &r };
 	if (!r.big || !r.mo) {
 		msg_error("out of memory");
-	} else if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
-		msg_error("%s", err);
+	} else if (html && !(pg = report_html_views(&s, base, a->trace, a, &views[0], &all, &nv))) {
+		/* said */
+	} else if (cmd_views_replay(&s, all, nv)) {
+		/* said */
 	} else {
 		allocs_end(&r.a);
 		heapprof_finish(&r.heap);
@@ -1409,15 +1425,21 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			if (!data)
 				ret = 1;
 			else
-				ret = report_html(page.f, html, base, a->trace, text, n, data, jn, &s, a) ? 1 : 0;
+				ret = report_html(page.f, html, pg, text, n, data, jn, &s, a) ? 1 : 0;
+			pg = NULL;
 			free(text);
 			free(data);
 		} else if (json) {
 			report_json(&r, &s, 0);
 		} else {
+			report_errors(&s, &views[1]);
+			views[1].end = NULL;
 			print_report(&r, &s);
 		}
 	}
+	report_html_free(&s, pg);
+	if (views[1].end)
+		views[1].end(&s, views[1].arg, 0);
 	memops_free(r.mo);
 	stacktime_release(&r.st);
 	stacktime_release(&r.sizes);

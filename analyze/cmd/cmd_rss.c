@@ -40,6 +40,10 @@ struct rss {
 	struct rssstat st;
 	struct series **all;	/* every mm's, in the order first seen */
 	size_t nr_all;
+	/* the options that say how it is shown */
+	const char *svg;
+	uint64_t top, points;
+	int json;
 };
 
 static int on_sample(struct session *s, struct sample *smp, void *arg)
@@ -243,64 +247,85 @@ static struct series **rss_select(struct rss *r, uint64_t top, size_t *n)
 	return v;
 }
 
-int cmd_rss(int argc, char **argv, struct analyze_opts *a)
+static int rss_end(struct session *s, void *arg, int print)
 {
-	struct rss r = { .pid = -1 };
-	const char *svg = NULL;
-	uint64_t top = 0, points = 20;
-	int json = 0, w;
+	struct rss *r = arg;
+	struct series **v = NULL;
+	size_t n = 0;
+	int ret = 1, w;
+
+	if (!print) {
+		/* the replay failed: said */
+	} else if (!(v = rss_select(r, r->top, &n))) {
+		msg_error("out of memory");
+	} else if (r->svg && (w = svg_write(r->svg, s, v, n))) {
+		/* Said by svg_write when the file could not be made. */
+		if (w != -2)
+			msg_error("cannot write '%s': %m", r->svg);
+	} else {
+		if (r->json)
+			print_json(s, v, n);
+		else
+			print_text(s, r, v, n, r->points);
+		ret = 0;
+	}
+	free(v);
+	for (size_t i = 0; i < r->nr_all; i++) {
+		free(r->all[i]->pts);
+		free(r->all[i]);
+	}
+	free(r->all);
+	rssstat_release(&r->st);
+	free(r);
+	return ret;
+}
+
+int rss_view(int argc, char **argv, struct analyze_opts *a, struct session *s, struct cmd_view *v)
+{
+	struct rss *r = calloc(1, sizeof(*r));
 	const struct opt options[] = {
-		OPT_U64('T', "top", &top, "N", "processes shown, largest peak first (default 10 in text, all in JSON)"),
-		OPT_U64('n', "points", &points, "N", "rows per process in the text table (default 20)"),
-		OPT_PID(&r.pid),
-		OPT_STRING(0, "svg", &svg, "FILE", "draw the RSS of each process over time as an SVG line chart"),
-		OPT_JSON(&json),
+		OPT_U64('T', "top", &r->top, "N", "processes shown, largest peak first (default 10 in text, all in JSON)"),
+		OPT_U64('n', "points", &r->points, "N", "rows per process in the text table (default 20)"),
+		OPT_PID(&r->pid),
+		OPT_STRING(0, "svg", &r->svg, "FILE", "draw the RSS of each process over time as an SVG line chart"),
+		OPT_JSON(&r->json),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_END(),
 	};
-	struct series **v = NULL;
-	struct session s;
-	size_t n = 0;
-	char err[512] = "";
-	int ret = 1, c = cmd_parse(argc, argv, options, usage_text, a);
+	int c;
 
-	if (c >= 0)
+	if (!r)
+		return msg_error("out of memory"), 1;
+	r->pid = -1;
+	r->points = 20;
+	c = cmd_parse(argc, argv, options, usage_text, a);
+	if (c < 0) {
+		r->top = cmd_top(r->top, r->json, 10);
+		/* Before the replay: a file it must not replace fails now. */
+		if (r->svg && replace_check(r->svg, REPLACE_SVG, "an SVG file")) {
+			c = 1;
+		} else if (!r->points) {
+			msg_error("--points must be at least 1");
+			c = 2;
+		} else if (cmd_view_open(s, a) || cmd_need_group(s, "rss_stat", "rss", NULL)) {
+			c = 1;
+		}
+	}
+	if (c >= 0) {
+		free(r);
 		return c;
-	top = cmd_top(top, json, 10);
-	/* Before the replay: a file it must not replace fails now. */
-	if (svg && replace_check(svg, REPLACE_SVG, "an SVG file"))
-		return 1;
-	if (!points) {
-		msg_error("--points must be at least 1");
-		return 2;
 	}
-	if (cmd_open_group(&s, a->trace, a, "rss_stat", "rss", NULL))
-		return 1;
-	rssstat_init(&r.st);
-	s.no_unwind = 1;
-	if (session_replay(&s, on_sample, &r, err, sizeof(err))) {
-		msg_error("%s", err[0] ? err : "out of memory");
-	} else if (!(v = rss_select(&r, top, &n))) {
-		msg_error("out of memory");
-	} else if (svg && (w = svg_write(svg, &s, v, n))) {
-		/* Said by svg_write when the file could not be made. */
-		if (w != -2)
-			msg_error("cannot write '%s': %m", svg);
-	} else {
-		if (json)
-			print_json(&s, v, n);
-		else
-			print_text(&s, &r, v, n, points);
-		ret = 0;
-	}
-	free(v);
-	for (size_t i = 0; i < r.nr_all; i++) {
-		free(r.all[i]->pts);
-		free(r.all[i]);
-	}
-	free(r.all);
-	rssstat_release(&r.st);
-	session_release(&s);
-	return ret;
+	rssstat_init(&r->st);
+	v->sample = on_sample;
+	v->end = rss_end;
+	v->arg = r;
+	v->stackless = 1;
+	v->says_all = 1;
+	return -1;
+}
+
+int cmd_rss(int argc, char **argv, struct analyze_opts *a)
+{
+	return cmd_view_main(argc, argv, a, rss_view);
 }

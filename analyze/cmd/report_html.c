@@ -9,11 +9,13 @@
  * report's tables, the leak table with a link to each stack, a flame graph
  * for every event and weight the trace recorded (an icicle by its own
  * button), and the RSS chart.
- * It runs those commands in this process with their output captured
- * (folded, leaks, rss) and memsight-flamegraph beside this program for the
- * SVGs, which go into the page as data: URIs, so the page needs no network
- * and no other file, and each graph's own script (zoom, search) runs in its
- * own document.
+ * Those commands' views (folded, functions, leaks, errors, info, rss) are
+ * set up on the report's session before its replay, so that the one replay
+ * feeds them all: the trace is read, unwound and named once. Their output
+ * is captured, and memsight-flamegraph beside this program draws the SVGs,
+ * which go into the page as data: URIs, so the page needs no network and
+ * no other file, and each graph's own script (zoom, search) runs in its own
+ * document.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -132,19 +134,168 @@ static void svg_object(FILE *out, FILE *svg, const char *id, const char *style)
 	free(p);
 }
 
-/* Run one command with its standard output into a fresh temporary file. */
-static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **argv, struct analyze_opts *a, int *ret)
+/* The views on the page, each a command's, all fed by the report's
+ * replay. */
+enum page_view {
+	PV_REPORT,		/* the report's own (set by cmd_report) */
+	PV_INFO,
+	PV_LEAKS_JSON,
+	PV_FUNCTIONS,
+	PV_ERRORS_JSON,
+	PV_ERRORS,
+	PV_LEAKS,
+	PV_MALLOC_GRAPHS,
+	PV_GRAPH,		/* then one per entry of graphs[] */
+	PV_RSS = PV_GRAPH + NR_GRAPHS,
+	PV_NR
+};
+
+struct page {
+	struct cmd_view v[PV_NR];
+	int ended[PV_NR];
+	FILE *malloc_outs[NR_GRAPHS]; /* the malloc graphs' folded stacks, by graphs[] */
+	FILE *malloc_folded[NR_GRAPHS]; /* the same in the order folded_malloc_view writes them */
+	char rss_svg[32];	      /* the RSS chart's file, "" for none */
+	const char *base, *trace;
+};
+
+/* Set up one view of the page, by its command's argv. */
+static int page_view(struct page *pg, enum page_view i, cmd_view_fn fn, char **argv, struct session *s,
+		     const struct analyze_opts *a)
 {
-	FILE *f = tmpfile();
-	int argc = 0;
+	struct analyze_opts copy = *a;
+	int argc = 0, r;
 
 	while (argv[argc])
 		argc++;
-	if (!f) {
-		*ret = msg_error("cannot make a temporary file: %s", strerror(errno));
+	r = fn(argc, argv, &copy, s, &pg->v[i]);
+	return r < 0 ? 0 : -1;
+}
+
+struct page *report_html_views(struct session *s, const char *base, const char *trace, const struct analyze_opts *a,
+			       const struct cmd_view *report, struct cmd_view **views, size_t *n)
+{
+	struct page *pg = calloc(1, sizeof(*pg));
+	char *t = (char *)trace;
+	int malloc_rec = allocs_recorded(s), signals = session_group_recorded(s, "signals");
+
+	if (!pg)
+		return msg_error("out of memory"), NULL;
+	pg->base = base;
+	pg->trace = trace;
+	pg->v[PV_REPORT] = *report;
+	/* Each view runs a command on the same trace: its notes once. */
+	msg_once(1);
+	{
+		char *argv[] = { "info", "--json", t, NULL };
+
+		page_view(pg, PV_INFO, info_view, argv, s, a);
+	}
+	if (malloc_rec) {
+		char *json[] = { "leaks", "--json", "--no-lines", "--top", "3", t, NULL };
+		char *text[] = { "leaks", "--top", "50", t, NULL };
+
+		page_view(pg, PV_LEAKS_JSON, leaks_view, json, s, a);
+		page_view(pg, PV_LEAKS, leaks_view, text, s, a);
+	}
+	{
+		/* By function, what leaked where allocations were recorded
+		 * (the offenders), else what the trace holds by default. */
+		char *argv[] = { "functions", "--json", "--top", "200", t, NULL, NULL, NULL, NULL, NULL };
+
+		if (malloc_rec) {
+			argv[4] = "-e";
+			argv[5] = "malloc";
+			argv[6] = "-w";
+			argv[7] = "leaked";
+			argv[8] = t;
+		}
+		page_view(pg, PV_FUNCTIONS, functions_view, argv, s, a);
+	}
+	if (signals) {
+		char *json[] = { "errors", "--json", "--no-lines", t, NULL };
+		char *text[] = { "errors", "--fail", t, NULL };
+
+		page_view(pg, PV_ERRORS_JSON, errors_view, json, s, a);
+		page_view(pg, PV_ERRORS, errors_view, text, s, a);
+	}
+	/* The malloc graphs, every weight folded from one view. */
+	{
+		const char *weights[NR_GRAPHS];
+		FILE *outs[NR_GRAPHS];
+		int k = 0;
+
+		for (size_t i = 0; i < NR_GRAPHS; i++)
+			if (!strcmp(graphs[i].event, "malloc") && session_group_recorded(s, graphs[i].group)) {
+				if (!(pg->malloc_outs[i] = tmpfile())) {
+					msg_error("cannot make a temporary file: %s", strerror(errno));
+					report_html_free(s, pg);
+					return NULL;
+				}
+				weights[k] = graphs[i].weight;
+				outs[k++] = pg->malloc_outs[i];
+			}
+		if (k) {
+			memcpy(pg->malloc_folded, outs, k * sizeof(*outs));
+			folded_malloc_view(s, weights, pg->malloc_folded, k, &pg->v[PV_MALLOC_GRAPHS]);
+		}
+	}
+	for (size_t i = 0; i < NR_GRAPHS; i++) {
+		const struct graph *g = &graphs[i];
+		char *argv[] = { "folded", "-e", (char *)g->event, "-w", (char *)g->weight, t, NULL };
+
+		if (strcmp(g->event, "malloc") && session_group_recorded(s, g->group))
+			page_view(pg, PV_GRAPH + i, folded_view, argv, s, a);
+	}
+	if (session_group_recorded(s, "rss")) {
+		int fd;
+
+		snprintf(pg->rss_svg, sizeof(pg->rss_svg), "/tmp/memsight-rss-XXXXXX");
+		if ((fd = mkstemp(pg->rss_svg)) < 0) {
+			pg->rss_svg[0] = 0;
+		} else {
+			char *argv[] = { "rss", "--svg", pg->rss_svg, t, NULL };
+
+			close(fd);
+			page_view(pg, PV_RSS, rss_view, argv, s, a);
+		}
+	}
+	*views = pg->v;
+	*n = PV_NR;
+	return pg;
+}
+
+void report_html_free(struct session *s, struct page *pg)
+{
+	if (!pg)
+		return;
+	for (int i = PV_REPORT + 1; i < PV_NR; i++)
+		if (pg->v[i].end && !pg->ended[i])
+			pg->v[i].end(s, pg->v[i].arg, 0);
+	for (size_t i = 0; i < NR_GRAPHS; i++)
+		if (pg->malloc_outs[i])
+			fclose(pg->malloc_outs[i]);
+	if (pg->rss_svg[0])
+		unlink(pg->rss_svg);
+	free(pg);
+}
+
+/* What view i prints, in a fresh temporary file; NULL when it was not set
+ * up (*ret 1) or no file could be made. *ret is its exit status. */
+static FILE *page_output(struct page *pg, enum page_view i, struct session *s, int *ret)
+{
+	FILE *f;
+
+	*ret = 1;
+	if (!pg->v[i].end || pg->ended[i])
+		return NULL;
+	pg->ended[i] = 1;
+	if (!(f = tmpfile())) {
+		msg_error("cannot make a temporary file: %s", strerror(errno));
+		pg->v[i].end(s, pg->v[i].arg, 0);
 		return NULL;
 	}
-	*ret = cmd_capture(f, fn, argc, argv, a);
+	*ret = cmd_view_end(s, &pg->v[i], f);
 	return f;
 }
 
@@ -166,13 +317,12 @@ static void data_put(FILE *out, const char *key, const char *t, size_t n, int fi
 	}
 }
 
-/* A command's --json, as the value of "key" in the page's data (null when
+/* A view's --json, as the value of "key" in the page's data (null when
  * it fails: the trace lacks its events). */
-static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct analyze_opts *), char **argv,
-		      struct analyze_opts *a, int first)
+static void data_json(FILE *out, const char *key, struct page *pg, enum page_view i, struct session *s, int first)
 {
 	int r;
-	FILE *f = captured(fn, argv, a, &r);
+	FILE *f = page_output(pg, i, s, &r);
 	size_t n = 0;
 	char *t = f && !r ? cmd_slurp(f, &n) : NULL;
 
@@ -182,46 +332,63 @@ static void data_json(FILE *out, const char *key, int (*fn)(int, char **, struct
 		fclose(f);
 }
 
-/* The page's data: what its summary, its tables, trees and windows are
- * drawn from: the report's JSON, given, and the other commands' own. */
-static void page_data(FILE *out, const char *base, const char *trace, const char *report, size_t report_len,
-		      struct session *s, struct analyze_opts *a)
+/* A command's --json run on its own, as the value of "key". */
+static void data_command(FILE *out, const char *key, int (*fn)(int, char **, struct analyze_opts *), char **argv,
+			 struct analyze_opts *a, int first)
 {
-	char *diff[] = { "diff", "--json", "--top", "50", (char *)base, (char *)trace, NULL };
-	char *info[] = { "info", "--json", (char *)trace, NULL };
-	char *leaks[] = { "leaks", "--json", "--no-lines", "--top", "3", (char *)trace, NULL };
-	/* By function, what leaked where allocations were recorded (the
-	 * offenders), else what the trace holds by default. */
-	char *functions[] = { "functions", "--json", "--top", "200", (char *)trace, NULL, NULL, NULL, NULL, NULL };
-	char *errors[] = { "errors", "--json", "--no-lines", (char *)trace, NULL };
+	FILE *f = tmpfile();
+	int argc = 0, r = 1;
+	size_t n = 0;
+	char *t;
+
+	while (argv[argc])
+		argc++;
+	if (f)
+		r = cmd_capture(f, fn, argc, argv, a);
+	t = f && !r ? cmd_slurp(f, &n) : NULL;
+	data_put(out, key, t ? t : "", n, first);
+	free(t);
+	if (f)
+		fclose(f);
+}
+
+/* The page's data: what its summary, its tables, trees and windows are
+ * drawn from: the report's JSON, given, and the other views' own. */
+static void page_data(FILE *out, struct page *pg, const char *report, size_t report_len, struct session *s,
+		      struct analyze_opts *a)
+{
+	char *diff[] = { "diff", "--json", "--top", "50", (char *)pg->base, (char *)pg->trace, NULL };
 
 	fputs("<script type=\"application/json\" id=\"data\">{", out);
-	data_json(out, "info", cmd_info, info, a, 1);
+	data_json(out, "info", pg, PV_INFO, s, 1);
 	data_put(out, "report", report, report_len, 0);
-	if (allocs_recorded(s))
-		data_json(out, "leaks", cmd_leaks, leaks, a, 0);
-	else
-		fputs(",\"leaks\":null", out);
-	if (allocs_recorded(s)) {
-		functions[4] = "-e";
-		functions[5] = "malloc";
-		functions[6] = "-w";
-		functions[7] = "leaked";
-		functions[8] = (char *)trace;
-	}
-	data_json(out, "functions", cmd_functions, functions, a, 0);
-	if (session_group_recorded(s, "signals"))
-		data_json(out, "errors", cmd_errors, errors, a, 0);
-	else
-		fputs(",\"errors\":null", out);
-	if (base)
-		data_json(out, "diff", cmd_diff, diff, a, 0);
+	data_json(out, "leaks", pg, PV_LEAKS_JSON, s, 0);
+	data_json(out, "functions", pg, PV_FUNCTIONS, s, 0);
+	data_json(out, "errors", pg, PV_ERRORS_JSON, s, 0);
+	if (pg->base)
+		data_command(out, "diff", cmd_diff, diff, a, 0);
 	else
 		fputs(",\"diff\":null", out);
 	fputs("}</script>\n", out);
 }
 
 /* Draws the summary and the table by function from the page's data. */
+/* Run one command with its standard output into a fresh temporary file. */
+static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **argv, struct analyze_opts *a, int *ret)
+{
+	FILE *f = tmpfile();
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	if (!f) {
+		*ret = msg_error("cannot make a temporary file: %s", strerror(errno));
+		return NULL;
+	}
+	*ret = cmd_capture(f, fn, argc, argv, a);
+	return f;
+}
+
 /* Two traces: what changed from base, as memsight diff weighs it (its
  * table drawn by the page's script from diff --json), and the
  * differential flame graph of the same folding. */
@@ -321,17 +488,15 @@ static void leaks_section(FILE *out, const char *text)
 }
 
 
-int report_html(FILE *out, const char *path, const char *base, const char *trace, const char *text, size_t text_len,
-		const char *data, size_t data_len, struct session *s, struct analyze_opts *a)
+int report_html(FILE *out, const char *path, struct page *pg, const char *text, size_t text_len, const char *data,
+		size_t data_len, struct session *s, struct analyze_opts *a)
 {
-	int ret = 0, r, shown = 0, malloc_ret = 0;
-	FILE *prefolded[NR_GRAPHS] = { NULL }, *malloc_outs[NR_GRAPHS];
+	const char *base = pg->base, *trace = pg->trace;
+	int ret = 0, r, shown = 0;
 	char buf[256];
 	FILE *errors = NULL;
 	int had_errors = 0;
 
-	/* Each view runs a command on the same trace: its notes once. */
-	msg_once(1);
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>memsight report: ", out);
 	cmd_markup_escape(out, trace, strlen(trace));
 	fputs("</title>\n<style>\n"
@@ -356,14 +521,10 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 	}
 	/* Memory errors first, when the recording holds any: they are why
 	 * a process ended. */
-	if (session_group_recorded(s, "signals")) {
-		char *argv[] = { "errors", "--fail", (char *)trace, NULL };
-
-		errors = captured(cmd_errors, argv, a, &r);
-		if (r != 3 && errors) {
-			fclose(errors);
-			errors = NULL;
-		}
+	errors = page_output(pg, PV_ERRORS, s, &r);
+	if (r != 3 && errors) {
+		fclose(errors);
+		errors = NULL;
 	}
 	fputs("Each flame graph zooms on a click and searches with its Search button (or Ctrl-F); its Icicle "
 	      "button turns it into an icicle graph (roots on top). Frames narrower than " HTML_MINWIDTH
@@ -399,8 +560,10 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 		fclose(errors);
 		had_errors = 1;
 	}
-	if (base && diff_section(out, base, trace, a))
+	if (base && diff_section(out, base, trace, a)) {
+		report_html_free(s, pg);
 		return 1;
+	}
 	fputs("<h2 id=\"timeline-head\">Over time</h2>\n<section id=\"timeline\"></section>\n", out);
 	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
 	fputs("<h2 id=\"topdown-head\">Top-down</h2>\n<section id=\"topdown\"></section>\n"
@@ -416,8 +579,7 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 	fputs("</pre>\n", out);
 
 	if (allocs_recorded(s)) {
-		char *argv[] = { "leaks", "--top", "50", (char *)trace, NULL };
-		FILE *f = captured(cmd_leaks, argv, a, &r);
+		FILE *f = page_output(pg, PV_LEAKS, s, &r);
 		size_t n = 0;
 		char *t = f ? cmd_slurp(f, &n) : NULL;
 
@@ -429,91 +591,83 @@ int report_html(FILE *out, const char *path, const char *base, const char *trace
 			fclose(f);
 		ret |= r > 1;
 	}
-	/* The malloc graphs, every weight folded from one replay. */
+	/* The malloc graphs, every weight folded by one view. */
 	{
-		const char *weights[NR_GRAPHS];
-		int n = 0;
+		int malloc_ret = 1;
 
-		for (size_t i = 0; i < NR_GRAPHS; i++)
-			if (!strcmp(graphs[i].event, "malloc") && session_group_recorded(s, graphs[i].group)) {
-				weights[n] = graphs[i].weight;
-				if (!(prefolded[i] = tmpfile()))
-					return msg_error("cannot make a temporary file: %s", strerror(errno)), 1;
-				malloc_outs[n++] = prefolded[i];
+		if (pg->v[PV_MALLOC_GRAPHS].end) {
+			pg->ended[PV_MALLOC_GRAPHS] = 1;
+			malloc_ret = cmd_view_end(s, &pg->v[PV_MALLOC_GRAPHS], NULL);
+		}
+		for (size_t i = 0; i < NR_GRAPHS; i++) {
+			const struct graph *g = &graphs[i];
+			FILE *folded, *svg = NULL;
+			char id[32];
+
+			if (!session_group_recorded(s, g->group))
+				continue;
+			if (pg->malloc_outs[i]) {
+				folded = pg->malloc_outs[i];
+				pg->malloc_outs[i] = NULL;
+				r = malloc_ret;
+			} else {
+				folded = page_output(pg, PV_GRAPH + i, s, &r);
 			}
-		malloc_ret = n ? cmd_folded_malloc(trace, a, weights, malloc_outs, n) : 0;
-	}
-	for (size_t i = 0; i < NR_GRAPHS; i++) {
-		const struct graph *g = &graphs[i];
-		char *argv[] = { "folded", "-e", (char *)g->event, "-w", (char *)g->weight, (char *)trace, NULL };
-		FILE *folded, *svg = NULL;
-		char id[32];
-
-		if (!session_group_recorded(s, g->group))
-			continue;
-		if (prefolded[i]) {
-			folded = prefolded[i];
-			prefolded[i] = NULL;
-			r = malloc_ret;
-		} else {
-			folded = captured(cmd_folded, argv, a, &r);
-		}
-		if (!folded) {
-			ret = 1;
-			break;
-		}
-		fprintf(out, "<h2 id=\"g%zu\">", i);
-		cmd_markup_escape(out, g->title, strlen(g->title));
-		fputs("</h2>\n", out);
-		fflush(folded);
-		if (r || ftell(folded) == 0) {
-			fputs("<p>No stacks.</p>\n", out);
+			if (!folded && r) {
+				/* The view could not be set up (said): no stacks. */
+				fprintf(out, "<h2 id=\"g%zu\">", i);
+				cmd_markup_escape(out, g->title, strlen(g->title));
+				fputs("</h2>\n<p>No stacks.</p>\n", out);
+				continue;
+			}
+			if (!folded) {
+				ret = 1;
+				break;
+			}
+			fprintf(out, "<h2 id=\"g%zu\">", i);
+			cmd_markup_escape(out, g->title, strlen(g->title));
+			fputs("</h2>\n", out);
+			fflush(folded);
+			if (r || ftell(folded) == 0) {
+				fputs("<p>No stacks.</p>\n", out);
+				fclose(folded);
+				continue;
+			}
+			/* One graph: its own Icicle button turns it the other way up. */
+			snprintf(id, sizeof(id), "g%zu-flame", i);
+			svg = tmpfile();
+			if (!svg || flamegraph_run(NULL, folded, svg, g)) {
+				if (svg)
+					fclose(svg);
+				fclose(folded);
+				ret = 1;
+				break;
+			}
+			svg_object(out, svg, id, "display:block");
+			fclose(svg);
 			fclose(folded);
-			continue;
+			shown++;
 		}
-		/* One graph: its own Icicle button turns it the other way up. */
-		snprintf(id, sizeof(id), "g%zu-flame", i);
-		svg = tmpfile();
-		if (!svg || flamegraph_run(NULL, folded, svg, g)) {
-			if (svg)
-				fclose(svg);
-			fclose(folded);
-			ret = 1;
-			break;
-		}
-		svg_object(out, svg, id, "display:block");
-		fclose(svg);
-		fclose(folded);
-		shown++;
 	}
-	for (size_t i = 0; i < NR_GRAPHS; i++)
-		if (prefolded[i])
-			fclose(prefolded[i]);
-	if (ret)
+	if (ret) {
+		report_html_free(s, pg);
 		return 1;
+	}
 	if (session_group_recorded(s, "rss")) {
-		char tmp[] = "/tmp/memsight-rss-XXXXXX";
-		int fd = mkstemp(tmp);
+		FILE *f = page_output(pg, PV_RSS, s, &r), *svg = !r && pg->rss_svg[0] ? fopen(pg->rss_svg, "re") : NULL;
 
 		fputs("<h2 id=\"rss\">RSS over time</h2>\n", out);
-		if (fd >= 0) {
-			char *argv[] = { "rss", "--svg", tmp, (char *)trace, NULL };
-			FILE *f = captured(cmd_rss, argv, a, &r), *svg = fdopen(fd, "r");
-
-			if (!r && svg)
-				svg_object(out, svg, "rss-chart", "display:block");
-			else
-				fputs("<p>No RSS samples.</p>\n", out);
-			if (svg)
-				fclose(svg);
-			else
-				close(fd);
-			if (f)
-				fclose(f);
-			unlink(tmp);
-		}
+		if (svg)
+			svg_object(out, svg, "rss-chart", "display:block");
+		else
+			fputs("<p>No RSS samples.</p>\n", out);
+		if (svg)
+			fclose(svg);
+		if (f)
+			fclose(f);
 	}
-	page_data(out, base, trace, data, data_len, s, a);
+	page_data(out, pg, data, data_len, s, a);
+	report_html_free(s, pg);
 	fputs("<script>\n", out);
 	fputs(page_script, out);
 	fputs("</script>\n", out);

@@ -120,6 +120,11 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	}
 }
 
+int kallocs_sample(struct kallocs *k, struct session *s, struct sample *smp)
+{
+	return on_sample(s, smp, k);
+}
+
 int kallocs_replay(struct kallocs *k, struct session *s, char *err, size_t errlen)
 {
 	int r;

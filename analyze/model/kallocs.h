@@ -45,5 +45,8 @@ void kallocs_release(struct kallocs *k);
 /* Replay the session; outstanding allocations stay in k->live. Same
  * returns as session_replay(). */
 int kallocs_replay(struct kallocs *k, struct session *s, char *err, size_t errlen);
+/* The same, one sample of a replay shared with others: 0, or -1 (out of
+ * memory). */
+int kallocs_sample(struct kallocs *k, struct session *s, struct sample *smp);
 
 #endif

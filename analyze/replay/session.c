@@ -569,6 +569,14 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 
 void session_release(struct session *s)
 {
+	if (s->o.read_stats && s->path) {
+		size_t data = 0;
+
+		for (size_t i = 0; i < s->r.nr_chunks; i++)
+			data += s->r.chunks[i].type == TRACE_CHUNK_DATA;
+		msg_note("read '%s': %u replay%s, %llu data chunks read of the %zu it holds", s->path, s->r.replays,
+			 s->r.replays == 1 ? "" : "s", (unsigned long long)s->r.data_read, data);
+	}
 	for (size_t i = 0; i < s->nr_evs; i++)
 		trace_event_desc_release(&s->evs[i].d);
 	free(s->evs);
