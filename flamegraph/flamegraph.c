@@ -44,6 +44,7 @@ struct flamegraph {
 	const char *event, *weight, *output; /* -e and -w as given, NULL for the analyzer's choice */
 	char folded_event[16], folded_weight[16]; /* what the analyzer folded (its header line) */
 	int folded_estimate;			   /* and whether its weights are estimates */
+	int folded_header;			   /* that line was read */
 	const char *forward[MAX_FORWARD];
 	int nr_forward;
 };
@@ -201,9 +202,14 @@ static long read_folded(FILE *in, struct flame_node *root, struct flamegraph *fg
 	while (getline(&line, &alloc, in) > 0) {
 		int r;
 
-		if (!lineno && fg &&
-		    sscanf(line, "# event %15s weight %15s estimate %d", fg->folded_event, fg->folded_weight,
-			   &fg->folded_estimate) >= 2) {
+		char estimate[8] = "";
+
+		/* memsight folded's first line: what it folded (a trace's
+		 * analyzer, or folded into a pipe). */
+		if (!lineno && sscanf(line, "# event %15s weight %15s estimate %7s", fg->folded_event, fg->folded_weight,
+				      estimate) >= 2) {
+			fg->folded_estimate = !strcmp(estimate, "yes") || !strcmp(estimate, "1");
+			fg->folded_header = 1;
 			lineno++;
 			continue;
 		}
@@ -256,7 +262,7 @@ static struct flame_node *load(struct flamegraph *fg, const char *path)
 		msg_error("out of memory");
 		added = -1;
 	} else {
-		added = read_folded(in, root, child ? fg : NULL);
+		added = read_folded(in, root, fg);
 	}
 	if (in != stdin)
 		fclose(in);
@@ -275,7 +281,7 @@ static struct flame_node *load(struct flamegraph *fg, const char *path)
 	else if (!added)
 		msg_error("no stacks in %s: expected lines like 'comm;outer;inner 42'",
 			  !strcmp(path, "-") ? "standard input" : path);
-	if (added > 0 && child)
+	if (added > 0 && fg->folded_header)
 		trace_titles(fg);
 	if (added <= 0) {
 		flame_tree_free(root);

@@ -95,6 +95,8 @@ test_expect_success 'faults/10: faults, folded and flamegraph scale by 10 and sa
 	test "$(awk "{ s += \$NF } END { print s }" f10.folded)" = "$got" &&
 	"$MEMSIGHT" flamegraph -o f10.svg f10.trace 2>/dev/null &&
 	grep -q "ESTIMATE: a sampled recording" f10.svg &&
+	"$MEMSIGHT" folded f10.trace 2>/dev/null | "$MEMSIGHT" flamegraph >f10p.svg &&
+	grep -q "ESTIMATE: a sampled recording" f10p.svg &&
 	"$MEMSIGHT" report f10.trace >r10 2>/dev/null &&
 	sed -n "/^== faults/,/^by kind/p" r10 >r10.faults &&
 	cat r10.faults &&

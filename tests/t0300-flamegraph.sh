@@ -102,6 +102,23 @@ test_expect_success 'a trace goes in directly: memsight flamegraph runs the anal
 	xmllint --noout b.svg && grep "<text id=\"title\"[^>]*>Heap Expansion (brk)</text>" b.svg
 '
 
+# Folded into a pipe, what the weights are goes with them; into a file,
+# the lines alone unless asked.
+test_expect_success 'folded | flamegraph: the unit and the title of the trace'"'"'s own graph, not samples' '
+	T=$TOP/samples/traces/xor-8m.trace &&
+	"$MEMSIGHT" folded -e brk -w bytes "$T" 2>/dev/null | "$MEMSIGHT" flamegraph >piped.svg &&
+	"$MEMSIGHT" flamegraph -e brk -w bytes "$T" >direct.svg 2>/dev/null &&
+	xmllint --noout piped.svg &&
+	grep "<title>all ([0-9]* bytes, 100.00%)" piped.svg &&
+	grep "<text id=\"title\"[^>]*>Heap Expansion (brk)</text>" piped.svg &&
+	test_cmp direct.svg piped.svg &&
+	"$MEMSIGHT" folded "$T" 2>/dev/null | head -1 >first &&
+	grep "^# event faults weight count estimate no$" first &&
+	"$MEMSIGHT" folded --no-header "$T" 2>/dev/null | grep -c "^#" >n; test "$(cat n)" = 0 &&
+	"$MEMSIGHT" folded "$T" >plain.folded 2>/dev/null && ! grep "^#" plain.folded &&
+	"$MEMSIGHT" flamegraph <plain.folded >plain.svg && grep "<title>all ([0-9]* samples, 100.00%)" plain.svg
+'
+
 # What a folded line can hold, from whatever made it: the SVG must stay
 # well-formed XML and the numbers real ones.
 test_expect_success 'frame names that are not UTF-8, and long ones of multi-byte characters cut short: well-formed SVG' '

@@ -69,7 +69,7 @@ static int add_line(struct diff *d, char *line, int side, const char *path, long
 	if (!strncmp(line, "# event ", 8)) {
 		const char *e = strstr(line, " estimate ");
 
-		d->estimate[side] |= e && atoi(e + 10) == 1;
+		d->estimate[side] |= e && (!strncmp(e + 10, "yes", 3) || atoi(e + 10) == 1);
 		return 0;
 	}
 	if (!*line)

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "json.h"
@@ -340,9 +342,10 @@ static int print_folded(struct folded *f)
 
 	if (f->flat)
 		return print_flat(f);
+	/* No count at its end: flamegraph.pl and speedscope skip it. */
 	if (f->header)
-		printf("# event %s weight %s estimate %d\n", fold_event_name(f), weight_names[f->weight],
-		       f->estimate || f->period > 1);
+		printf("# event %s weight %s estimate %s\n", fold_event_name(f), weight_names[f->weight],
+		       f->estimate || f->period > 1 ? "yes" : "no");
 
 	hashmap_init(&lines, 1);
 	if (stacktab_by_names(&f->tab, add_line, &lines)) {
@@ -727,15 +730,17 @@ static int folded_view_of(int argc, char **argv, struct analyze_opts *a, struct 
 			  int flat)
 {
 	struct folded *f = calloc(1, sizeof(*f));
-	int kernel = -1, ret, header = 0, defaults = 1;
+	int kernel = -1, ret, header = -1, defaults = 1;
 	const char *supfile = NULL;
 	char err[512];
 	const struct opt folded_options[] = {
 		FOLD_OPTIONS,
 		OPT_SET(0, "header", &header, 1,
-			"first a line '# event EVENT weight WEIGHT estimate 0|1': what was\n"
-			"folded, and whether its weights are estimates of a sampled\n"
-			"recording (memsight flamegraph titles its graph by it)"),
+			"first a line '# event EVENT weight WEIGHT estimate yes|no': what\n"
+			"was folded, and whether its weights are estimates of a sampled\n"
+			"recording, which memsight flamegraph titles its graph by (the\n"
+			"default into a pipe)"),
+		OPT_SET(0, "no-header", &header, 0, "no such line, into a pipe too"),
 		OPT_INPUT,
 		OPT_SAMPLES,
 		OPT_STACKS,
@@ -809,6 +814,14 @@ static int folded_view_of(int argc, char **argv, struct analyze_opts *a, struct 
 			  "without the exceptions tracepoints); drop --fault-type", s->path);
 		ret = 1;
 		goto out;
+	}
+	/* Into a pipe, the reader is most likely memsight flamegraph: what
+	 * the weights are goes with them, so its graph says bytes, not
+	 * samples. */
+	if (header < 0) {
+		struct stat st;
+
+		header = !fstat(STDOUT_FILENO, &st) && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 	}
 	f->header = header;
 	f->path = s->path;
