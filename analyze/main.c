@@ -54,6 +54,13 @@ static void env_read(struct analyze_opts *a)
 	a->unwind_stats = !!getenv("MEMSIGHT_UNWIND_STATS");
 	a->unwind_check = env_on("MEMSIGHT_UNWIND_CHECK");
 	a->read_stats = env_on("MEMSIGHT_READ_STATS");
+	/* Progress after a second, as perf and heaptrack_print wait; a test
+	 * sets 0 to see it on a short task. */
+	{
+		const char *d = getenv("MEMSIGHT_PROGRESS_DELAY_MS");
+
+		a->progress_delay_ms = d && *d ? (unsigned)strtoul(d, NULL, 10) : 1000;
+	}
 	a->unwinder = UNWIND_LIBDW;
 }
 

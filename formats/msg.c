@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "termsafe.h"
 
@@ -16,6 +18,69 @@ static const char *who = "memsight";
  * table; past its size, repeats are said again. */
 static int once;
 static uint64_t said[512];
+static int level = MSG_NORMAL;
+/* The progress line: when its task began, when it was last drawn, whether
+ * one is on the terminal now. */
+static uint64_t progress_t0, progress_last, progress_delay;
+static int progress_shown;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void msg_level_set(int l)
+{
+	level = l;
+}
+
+int msg_verbose(void)
+{
+	return level >= MSG_VERBOSE;
+}
+
+void msg_progress_begin(unsigned delay_ms)
+{
+	progress_t0 = now_ms();
+	progress_last = 0;
+	progress_delay = delay_ms;
+}
+
+static void progress_erase(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = 0;
+}
+
+void msg_progress_end(void)
+{
+	progress_erase();
+	progress_t0 = 0;
+}
+
+void msg_progress(const char *fmt, ...)
+{
+	char text[512];
+	uint64_t t;
+	va_list ap;
+
+	if (level < MSG_NORMAL || !progress_t0 || !isatty(STDERR_FILENO))
+		return;
+	t = now_ms();
+	if (t - progress_t0 < progress_delay || (progress_last && t - progress_last < 100))
+		return;
+	progress_last = t;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	termsafe_clean(text, strlen(text), 0);
+	fprintf(stderr, "\r%s: %s\033[K", who, text);
+	progress_shown = 1;
+}
 
 void msg_init(const char *w)
 {
@@ -65,6 +130,7 @@ static void say(const char *tag, const char *fmt, va_list ap, int repeatable)
 	termsafe_clean(text, strlen(text), 0);
 	if (once && !repeatable && said_before(tag, text))
 		return;
+	progress_erase();
 	fprintf(stderr, "%s: %s%s\n", who, tag, text);
 }
 
@@ -91,6 +157,8 @@ void msg_note(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (level < MSG_NORMAL)
+		return;
 	va_start(ap, fmt);
 	say("", fmt, ap, 0);
 	va_end(ap);

@@ -24,5 +24,18 @@ void msg_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * a command that runs others on the same trace (report --html), whose
  * notes would each come once per view. Errors are always said. */
 void msg_once(int on);
+/* How much is said: MSG_QUIET (-q: errors and warnings only, no notes, no
+ * progress), MSG_NORMAL, MSG_VERBOSE (-v: the notes of small matters too,
+ * which msg_verbose tells a speaker to say). */
+enum { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
+void msg_level_set(int level);
+int msg_verbose(void);
+/* Progress of one long task, on stderr when it is a terminal and not -q,
+ * once the task has run delay_ms (a second, as perf and heaptrack_print
+ * wait): one line rewritten in place at most ten times a second, erased
+ * by msg_progress_end or by the next message. */
+void msg_progress_begin(unsigned delay_ms);
+void msg_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void msg_progress_end(void);
 
 #endif

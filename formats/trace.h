@@ -340,6 +340,8 @@ struct trace_handler {
 	 * (embedded objects) read later, in part, with trace_chunk_read. */
 	uint32_t meta_by_ref;
 	int (*meta_ref)(uint32_t kind, size_t chunk, void *arg);
+	/* As the records go: done of the total data chunks taken. */
+	void (*progress)(size_t done, size_t total, void *arg);
 };
 
 /* Returns 0 when all was visited, -1 on a decoding error (reason in err),

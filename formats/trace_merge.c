@@ -111,6 +111,7 @@ struct ahead {
 	unsigned char *scratch; /* where the thread decodes (ahead_decode) */
 	size_t scratch_alloc;
 	uint64_t drop_lo, drop_hi; /* file bytes decoded and not yet dropped */
+	size_t taken;		   /* chunks handed to the merge */
 };
 
 /* The decoded chunks' file pages not yet dropped: dropped now. */
@@ -281,6 +282,7 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 	long n;
 
 	r->data_read++;
+	a->taken++;
 	if (a->running) {
 		pthread_mutex_lock(&a->mu);
 		while (a->state[ci] == CH_DECODING)
@@ -385,7 +387,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 {
 	struct stream *streams = NULL, **heap = NULL;
 	struct ahead ahead = { .r = r };
-	size_t nr_streams = 0, nr_heap = 0;
+	size_t nr_streams = 0, nr_heap = 0, nr_data = 0;
 	unsigned char *buf = NULL;
 	size_t alloc = 0;
 	int ret = 0;
@@ -450,6 +452,8 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		}
 		s->chunks[s->nr++] = i;
 	}
+	for (size_t k = 0; k < nr_streams; k++)
+		nr_data += streams[k].nr;
 	heap = calloc(nr_streams ? nr_streams : 1, sizeof(*heap));
 	if (!heap) {
 		ret = trace_error_set(err, errlen, "out of memory");
@@ -482,6 +486,8 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 				ret = -1;
 				goto out;
 			}
+			if (h->progress)
+				h->progress(ahead.taken, nr_data, arg);
 			if (!l)
 				heap[0] = heap[--nr_heap];
 		}

@@ -8,6 +8,20 @@ T=$TOP/samples/traces/xor-8m.trace
 D="--debug-dir $TOP/samples/traces/debug"
 TRUTH=$TOP/samples/traces/xor-8m.truth
 
+# Progress goes to a terminal (script(1) gives the command one), never
+# into a pipe or a file, and not with -q; the delay is a second, 0 here.
+test_expect_success 'progress on a terminal: what is read, how far; none into a pipe, none with -q, which keeps only warnings' '
+	MEMSIGHT_PROGRESS_DELAY_MS=0 script -qec "\"$MEMSIGHT\" folded \"$T\" >/dev/null" /dev/null >tty.out &&
+	tr "\r" "\n" <tty.out >tty.lines && cat tty.lines &&
+	grep "^memsight folded: reading .*xor-8m.trace.: 100% (1 of 1 chunks, [1-9][0-9]* samples)" tty.lines &&
+	grep "frame-pointer stacks ran into code built without frame pointers" tty.lines &&
+	MEMSIGHT_PROGRESS_DELAY_MS=0 script -qec "\"$MEMSIGHT\" folded -q \"$T\" >/dev/null" /dev/null >q.out &&
+	! grep -q . q.out &&
+	MEMSIGHT_PROGRESS_DELAY_MS=0 "$MEMSIGHT" folded "$T" 2>pipe.err >/dev/null &&
+	grep "frame-pointer stacks ran into code" pipe.err && ! grep reading pipe.err &&
+	"$MEMSIGHT" folded "$T" 2>err >/dev/null && ! grep reading err
+'
+
 test_expect_success 'info: complete, no loss, the counts of every event' '
 	"$MEMSIGHT" info "$T" >info &&
 	grep -x "status:      complete" info &&

@@ -133,6 +133,14 @@ int cmd_opt_input(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+int cmd_opt_level(const struct opt *o, const char *arg, void *ctx)
+{
+	(void)arg;
+	(void)ctx;
+	msg_level_set(o->short_name == 'q' ? MSG_QUIET : MSG_VERBOSE);
+	return 0;
+}
+
 int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx)
 {
 	struct analyze_opts *a = ctx;
@@ -283,7 +291,7 @@ int cmd_close(struct session *s, int ret)
 			 "those kept; see memsight info for why",
 			 (unsigned long long)lost, s->path, 100.0 * lost / (double)(lost + s->nr_samples));
 	session_report_unwind(s);
-	symbols_report_unresolved(&s->syms, stderr);
+	symbols_report_unresolved(&s->syms);
 	session_release(s);
 	return ret;
 }

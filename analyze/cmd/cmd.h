@@ -68,13 +68,21 @@ enum {
 		   "more suppressions, one 'leak:PATTERN' per line (LeakSanitizer's format)"),          \
 		OPT_SET(0, "no-default-suppressions", defaults, 0,                                        \
 			"report libc's one-time allocations (stdio buffers, TLS, loader) too")
-/* -i FILE, as perf's, into the struct analyze_opts given to cmd_parse. */
+/* -i FILE, as perf's, into the struct analyze_opts given to cmd_parse;
+ * and how much is said on stderr, -q and -v, which every command that
+ * reads a trace takes with it. */
 #define OPT_INPUT                                                                                        \
 	OPT_CALLBACK('i', "input", NULL, "FILE",                                                         \
 		     "the trace to read, as FILE (default: ./memsight.trace, the\n"                     \
 		     "recorder's default output)",                                                       \
-		     cmd_opt_input)
+		     cmd_opt_input),                                                                     \
+	OPT_CALLBACK('q', "quiet", NULL, NULL, "errors and warnings only: no notes, no progress", cmd_opt_level), \
+	OPT_CALLBACK('v', "verbose", NULL, NULL,                                                         \
+		     "also the notes of small matters (stacks that stop short or\n"                   \
+		     "frames unnamed, under 1% of them)",                                                \
+		     cmd_opt_level)
 int cmd_opt_input(const struct opt *o, const char *arg, void *ctx);
+int cmd_opt_level(const struct opt *o, const char *arg, void *ctx);
 /* --cgroup PATH into the struct analyze_opts given to cmd_parse. */
 int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
 /* In a command's table: the options that choose the samples it counts,

@@ -328,7 +328,7 @@ static int leaks_kernel(const char *path, const struct leaks_opts *o, const stru
 		(o->json ? kleaks_json : kleaks_text)(&l, &s);
 		ret = kleaks_gate(&l, &s);
 	}
-	symbols_report_unresolved(&s.syms, stderr);
+	symbols_report_unresolved(&s.syms);
 	free(l.v);
 	hashmap_for_each(&l.groups, gs) free(gs->ptr);
 	hashmap_release(&l.groups);

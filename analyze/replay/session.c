@@ -1067,11 +1067,12 @@ void session_report_unwind(struct session *s)
 {
 	if (s->uw)
 		unwind_notes(s->uw);
-	if (s->fp_cut)
+	/* Under 1% of the stacks is a small matter, said with -v. */
+	if (s->fp_cut && (msg_verbose() || s->fp_cut * 100 >= s->fp_stacks))
 		msg_note("%llu of %llu frame-pointer stacks ran into code built without frame pointers and were "
 			 "cut where they left the code; record with -g dwarf for whole stacks",
 			 (unsigned long long)s->fp_cut, (unsigned long long)s->fp_stacks);
-	if (s->fp_deep)
+	if (s->fp_deep && (msg_verbose() || s->fp_deep * 100 >= s->fp_stacks))
 		msg_note("%llu of %llu frame-pointer stacks are %d frames deep, as deep as the recording kernel "
 			 "walks (kernel.perf_event_max_stack): their outermost callers are missing; raise it with sysctl "
 			 "before recording, or record with -g dwarf",
@@ -1252,10 +1253,18 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 	return 0;
 }
 
+static void replay_progress(size_t done, size_t total, void *arg)
+{
+	const struct replay_state *st = arg;
+
+	msg_progress("reading '%s': %zu%% (%zu of %zu chunks, %llu samples)", st->s->path,
+		     total ? done * 100 / total : 100, done, total, (unsigned long long)st->s->nr_samples);
+}
+
 int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct replay_state st = { s, fn, arg, 0, 0 };
-	struct trace_handler h = { .record = on_record };
+	struct trace_handler h = { .record = on_record, .progress = replay_progress };
 	int r;
 
 	for (size_t i = 0; i < s->nr_evs; i++)
@@ -1264,7 +1273,9 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	s->lost_records = 0;
 	s->lost_deep_records = 0;
 	s->last_loss = 0;
+	msg_progress_begin(s->o.progress_delay_ms);
 	r = trace_read(&s->r, &h, &st, err, errlen);
+	msg_progress_end();
 	for (size_t i = 0; i < s->nr_at_end; i++)
 		s->at_end[i].fn(s->at_end[i].arg);
 	s->nr_at_end = 0;

@@ -10,6 +10,7 @@
  * the main thread uses the others.
  */
 #include "symbols_int.h"
+#include "../../formats/msg.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -603,10 +604,10 @@ const char *symbols_lookup(struct dso *d, uint64_t off, int ret, uint64_t *symof
 	return hit->name;
 }
 
-void symbols_report_unresolved(struct symbols *s, FILE *f)
+void symbols_report_unresolved(struct symbols *s)
 {
 	if (s->o.check)
-		fprintf(f, "memsight: symbol check: %llu of %llu lookups differ from libdwfl's own\n",
+		msg_note("symbol check: %llu of %llu lookups differ from libdwfl's own",
 			(unsigned long long)s->differ, (unsigned long long)s->checked);
 	hashmap_for_each(&s->dsos, slot) {
 		struct dso *d = slot->ptr;
@@ -619,37 +620,37 @@ void symbols_report_unresolved(struct symbols *s, FILE *f)
 		switch (d->state) {
 		case DSO_MISSING:
 			if (!strncmp(d->path, "/memfd:", 7)) {
-				fprintf(f, "memsight: %llu frames unnamed in code a program wrote into memory ('%s'): "
-					   "the trace carries no ELF object for it%s\n",
+				msg_note("%llu frames unnamed in code a program wrote into memory ('%s'): "
+					   "the trace carries no ELF object for it%s",
 					(unsigned long long)d->unresolved, d->path + 1,
 					hex[0] ? "; record while it runs to embed it" : " (not an ELF file: a JIT's code, "
 										"which its perf map or jitdump names)");
 				break;
 			}
 			if (strstr(d->path, " (deleted)")) {
-				fprintf(f, "memsight: %llu frames unnamed in '%s' (build-id %s): the file was deleted and "
+				msg_note("%llu frames unnamed in '%s' (build-id %s): the file was deleted and "
 					   "the trace does not carry it; record with --embed minimal (the default) while the "
-					   "process runs, or install its debug file under /usr/lib/debug/.build-id/\n",
+					   "process runs, or install its debug file under /usr/lib/debug/.build-id/",
 					(unsigned long long)d->unresolved, d->path, hex[0] ? hex : "none");
 				break;
 			}
-			fprintf(f, "memsight: %llu frames unnamed in '%s' (build-id %s): the file is not on this "
-				   "machine%s; copy it to the same path%s\n",
+			msg_note("%llu frames unnamed in '%s' (build-id %s): the file is not on this "
+				   "machine%s; copy it to the same path%s",
 				(unsigned long long)d->unresolved, d->path, hex[0] ? hex : "none",
 				s->dbgd ? " nor on the debuginfod servers" : "",
 				!hex[0] ? "" : s->dbgd ? " or install its debug file under /usr/lib/debug/.build-id/"
 				: ", install its debug file under /usr/lib/debug/.build-id/, or add --debuginfod");
 			break;
 		case DSO_MISMATCH:
-			fprintf(f, "memsight: %llu frames unnamed in '%s': the file here has another build-id than "
+			msg_note("%llu frames unnamed in '%s': the file here has another build-id than "
 				   "the recorded %s%s; install the recorded version or its debug file "
-				   "/usr/lib/debug/.build-id/%.2s/%s.debug%s\n",
+				   "/usr/lib/debug/.build-id/%.2s/%s.debug%s",
 				(unsigned long long)d->unresolved, d->path, hex,
 				s->dbgd ? ", and the debuginfod servers have neither" : "", hex, hex + 2,
 				s->dbgd ? "" : ", or add --debuginfod");
 			break;
 		case DSO_NOTELF:
-			fprintf(f, "memsight: %llu frames unnamed in '%s': not an ELF object here\n",
+			msg_note("%llu frames unnamed in '%s': not an ELF object here",
 				(unsigned long long)d->unresolved, d->path);
 			break;
 		default:

@@ -232,6 +232,6 @@ int symbols_srcline(struct dso *d, uint64_t off, int ret, const char **file, int
 int symbols_ksyms_load(struct symbols *s, const char *text, size_t len);
 const char *symbols_ksym(const struct symbols *s, uint64_t addr, uint64_t *symoff);
 /* One line per object whose frames stayed unnamed, with how to fix it. */
-void symbols_report_unresolved(struct symbols *s, FILE *f);
+void symbols_report_unresolved(struct symbols *s);
 
 #endif

@@ -4,6 +4,7 @@
  * registers and the dump of a sample, and the statistics.
  */
 #include "unwind_backend.h"
+#include "../../formats/msg.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -415,7 +416,13 @@ void unwind_report(const struct unwinder *u, FILE *f)
 			(unsigned long long)u->jit_cfi_steps, (unsigned long long)u->jit_steps);
 	for (int i = 1; i < UNWIND_STOP_NR; i++)
 		broken += u->st.stopped[i];
-	if (u->st.joined)
+	/* Under 1% of the stacks is a small matter, said with -v; unless
+	 * stacks ended in a runtime's code, where one flag of the runtime's
+	 * makes them whole. */
+	if (!msg_verbose() && broken * 100 < u->st.stacks && !u->st.stopped[UNWIND_STOP_JIT])
+		broken = 0;
+	/* Stacks made whole are no loss: said with -v. */
+	if (u->st.joined && msg_verbose())
 		fprintf(f, "memsight: %llu of %llu user stacks ran past their stack dump and were completed from an "
 			   "earlier stack of the same thread with the same outer frames at the same addresses\n",
 			(unsigned long long)u->st.joined, (unsigned long long)u->st.stacks);
