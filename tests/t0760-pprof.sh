@@ -29,6 +29,23 @@ test_expect_success 'inline frames are lines of one location, with their source 
 	awk "/^ *[0-9]*: 0x/ { n = 0 } /^ +[^ 0-9]/ { n++ } n >= 1 { found = 1 } END { exit !found }" locs
 '
 
+# A frame of an object this machine does not have (here one the trace's
+# own copy does not name): its location keeps its mapping, build-id and
+# file offset, with no line and no function made up, so that pprof or a
+# backend that has the object names it; no location lacks a mapping.
+test_expect_success 'an object not found: the location keeps its mapping, build-id and offset, and no made-up name' '
+	"$MEMSIGHT" pprof -e faults -o nf.pb.gz "$XOR" 2>err && cat err &&
+	grep "frames unnamed in .*xor_encoder" err &&
+	go tool pprof -raw nf.pb.gz >nf.raw 2>/dev/null &&
+	awk "/^Locations/ { l = 1; next } /^Mappings/ { l = 0; m = 1; next }
+		l && /^ *[0-9]+: 0x/ { locs++; if (\$3 !~ /^M=[1-9]/) bad++ }
+		m && /^[0-9]+: 0x/ { maps++ }
+		END { print locs, \"locations,\", maps, \"mappings,\", bad + 0, \"without one\"; exit bad || !locs || !maps }" nf.raw &&
+	grep "^1: 0x0/0xffffffffffffffff/0x0 .*/xor_encoder 71484c6ff441761fdf122b8807bfab8d46772bb4 " nf.raw &&
+	grep "^ *[0-9]*: 0x10e0 M=1 *$" nf.raw &&
+	! grep "\[xor_encoder\]+0x" nf.raw
+'
+
 # As perf script writes to a pipe: no -o and standard output not a
 # terminal is standard output. At a terminal (script(1) gives one) the
 # gzipped bytes would be noise: refused.

@@ -204,6 +204,19 @@ static uint64_t intern(struct profile *p, struct hashmap *m, const char *key, ui
 	return slot->val;
 }
 
+/* Whether f was named here: the kernel, code a runtime named, or an
+ * object found with its build-id. A location of an object not found has
+ * no lines, and its mapping says it has no functions, so that pprof, or a
+ * backend that has the object by its build-id, names it there. */
+static int frame_found(const struct frame *f)
+{
+	if (f->kernel)
+		return 1;
+	if (f->dso)
+		return f->dso->state == DSO_OK && f->sym;
+	return f->sym != NULL;
+}
+
 /* One mapping per object (or the kernel, or what has no object): the
  * addresses of its locations are offsets in the object's file. */
 static uint64_t mapping_id(struct profile *p, const struct frame *f)
@@ -223,10 +236,12 @@ static uint64_t mapping_id(struct profile *p, const struct frame *f)
 	pb_int(&p->tmp, 3, UINT64_MAX); /* memory_limit: every offset */
 	pb_int(&p->tmp, 5, str_id(p, path));
 	pb_int(&p->tmp, 6, str_id(p, bid));
-	pb_int(&p->tmp, 7, 1); /* has_functions */
-	pb_int(&p->tmp, 8, 1); /* has_filenames */
-	pb_int(&p->tmp, 9, 1); /* has_line_numbers */
-	pb_int(&p->tmp, 10, 1); /* has_inline_frames */
+	if (frame_found(f)) {
+		pb_int(&p->tmp, 7, 1); /* has_functions */
+		pb_int(&p->tmp, 8, 1); /* has_filenames */
+		pb_int(&p->tmp, 9, 1); /* has_line_numbers */
+		pb_int(&p->tmp, 10, 1); /* has_inline_frames */
+	}
 	pb_msg(&p->maps, PF_MAPPING, &p->tmp);
 	if (id > p->maps_alloc) {
 		size_t n = p->maps_alloc ? p->maps_alloc * 2 : 64;
@@ -287,6 +302,9 @@ static uint64_t location_id(struct profile *p, const struct frame *fr, int n)
 	pb_int(&p->tmp, 1, id);
 	pb_int(&p->tmp, 2, map);
 	pb_int(&p->tmp, 3, addr);
+	/* Not named here: the address alone, for whoever has the object. */
+	if (!frame_found(&fr[n - 1]))
+		n = 0;
 	for (int i = 0; i < n; i++) {
 		const char *file = NULL;
 		int line = 0;
