@@ -2,6 +2,7 @@
  * analyze/cmd/cmd.c: what the commands share; see cmd.h.
  */
 #include "cmd.h"
+#include "../model/allocs.h"
 #include "../model/stacktab.h"
 
 #include <errno.h>
@@ -560,6 +561,57 @@ int cmd_capture(FILE *f, int (*fn)(int, char **, struct analyze_opts *), int arg
 	return r;
 }
 
+struct shared_allocs {
+	struct allocs a;
+	struct { alloc_cb fn; void *arg; } *subs;
+	size_t nr_subs;
+};
+
+static void shared_allocs_release(void *p)
+{
+	struct shared_allocs *sh = p;
+
+	allocs_release(&sh->a);
+	free(sh->subs);
+	free(sh);
+}
+
+static int shared_allocs_event(struct session *s, const struct alloc_event *ev, void *arg)
+{
+	struct shared_allocs *sh = arg;
+	int r = 0;
+
+	for (size_t i = 0; i < sh->nr_subs && !r; i++)
+		r = sh->subs[i].fn(s, ev, sh->subs[i].arg);
+	return r;
+}
+
+struct allocs *cmd_allocs_shared(struct session *s, alloc_cb cb, void *arg)
+{
+	struct shared_allocs *sh = s->shared;
+
+	if (!sh) {
+		if (!(sh = calloc(1, sizeof(*sh))))
+			return NULL;
+		if (allocs_init(&sh->a, s)) {
+			free(sh);
+			return NULL;
+		}
+		s->shared = sh;
+		s->shared_release = shared_allocs_release;
+	}
+	if (cb) {
+		void *v = realloc(sh->subs, (sh->nr_subs + 1) * sizeof(*sh->subs));
+
+		if (!v)
+			return NULL;
+		sh->subs = v;
+		sh->subs[sh->nr_subs].fn = cb;
+		sh->subs[sh->nr_subs++].arg = arg;
+	}
+	return &sh->a;
+}
+
 int cmd_view_open(struct session *s, const struct analyze_opts *a)
 {
 	if (s->path)
@@ -579,6 +631,15 @@ struct views {
 static int views_sample(struct session *s, struct sample *smp, void *arg)
 {
 	struct views *vs = arg;
+	struct shared_allocs *sh = s->shared;
+
+	if (sh) {
+		struct sample copy = *smp;
+		int r = allocs_sample(&sh->a, s, &copy, sh->nr_subs ? shared_allocs_event : NULL, sh);
+
+		if (r)
+			return r;
+	}
 
 	for (size_t i = 0; i < vs->n; i++) {
 		/* A view may narrow its copy (a fault's kernel entry left
@@ -603,6 +664,8 @@ int cmd_views_replay(struct session *s, struct cmd_view *v, size_t n)
 	s->no_unwind |= stackless;
 	if (session_replay(s, views_sample, &vs, err, sizeof(err)))
 		return msg_error("%s", err[0] ? err : "out of memory");
+	if (s->shared)
+		allocs_end(&((struct shared_allocs *)s->shared)->a);
 	return 0;
 }
 

@@ -182,6 +182,16 @@ int functions_view(int argc, char **argv, struct analyze_opts *a, struct session
  * lost), each into outs[i], as one view: what running folded once per
  * weight prints. */
 int folded_malloc_view(struct session *s, const char *const *weights, FILE **outs, int n, struct cmd_view *v);
+/* The malloc family's allocations of s, paired once in the replay for
+ * every view that reads them (report, leaks, the malloc foldings) and
+ * ended when it ends: cb (when not NULL) is called with arg on each of
+ * their events, after those it was called for before. NULL when out of
+ * memory. A view reads the model after the replay and leaves it as it
+ * found it. */
+struct allocs;
+struct alloc_event;
+struct allocs *cmd_allocs_shared(struct session *s, int (*cb)(struct session *, const struct alloc_event *, void *),
+				 void *arg);
 /* Open the session for a view, unless open: 0, or -1 (said). */
 int cmd_view_open(struct session *s, const struct analyze_opts *a);
 /* The command that is the view fn alone: parse, open, replay, end, close. */

@@ -67,7 +67,7 @@ struct folded {
 	const char *path;
 	/* What the replay builds, by source: malloc's allocations (and the
 	 * heap at its peak for -w peak), kmem's, the memory operations. */
-	struct allocs a;
+	struct allocs *a;	/* the replay's (cmd_allocs_shared) */
 	struct heapprof h;
 	struct kallocs k;
 	struct memops_state *mo;
@@ -433,20 +433,21 @@ static int fold_allocs_begin(struct folded *f, struct session *s)
 			return msg_error("-w lost needs a scan of the heap: record with --leak-check (-w leaked weighs what "
 					 "is still held)"), 1;
 	}
-	allocs_init(&f->a, s);
 	heapprof_init(&f->h);
+	if (!(f->a = cmd_allocs_shared(s, f->peak ? heapprof_cb : NULL, &f->h)))
+		return msg_error("out of memory"), 1;
 	return 0;
 }
 
 static int fold_allocs_end(struct folded *f, struct session *s)
 {
-	struct allocs *a = &f->a;
+	struct allocs *a = f->a;
+	struct stacktab own;
 	struct alloc_bytes *orig = NULL;
 	size_t n = 0;
 	char err[512];
 	int ret = 1;
 
-	allocs_end(a);
 	heapprof_finish(&f->h);
 	if (f->leaked && s->nr_reach) {
 		struct reach_stats rst = { 0 };
@@ -461,10 +462,10 @@ static int fold_allocs_end(struct folded *f, struct session *s)
 		return msg_error("out of memory"), 1;
 	n = 0;
 	stacktab_for_each(&a->stacks, e) orig[n++] = (struct alloc_bytes){ e, e->weight };
-	/* Print from the allocation stacks: swap the table in. */
-	stacktab_release(&f->tab);
+	/* Print from the allocation stacks: the table lent, and given back
+	 * with its weights as they were, for the other views of the replay. */
+	own = f->tab;
 	f->tab = a->stacks;
-	stacktab_init(&a->stacks, 0, 1);
 	f->estimate = a->sample > 1 || a->rate;
 	if (a->sample > 1)
 		msg_note("sampled recording (-s %u): weights are estimates, scaled by %u",
@@ -487,6 +488,10 @@ static int fold_allocs_end(struct folded *f, struct session *s)
 		if (f->outs)
 			cmd_stdout_restore(saved);
 	}
+	for (size_t i = 0; i < n; i++)
+		orig[i].e->weight = orig[i].bytes;
+	a->stacks = f->tab;
+	f->tab = own;
 	free(orig);
 	return ret;
 }
@@ -631,7 +636,7 @@ static int fold_sample(struct session *s, struct sample *smp, void *arg)
 
 	switch (f->src) {
 	case FS_MALLOC:
-		return allocs_sample(&f->a, s, smp, f->peak ? heapprof_cb : NULL, &f->h);
+		return 0; /* paired by the replay */
 	case FS_KMEM:
 		return kallocs_sample(&f->k, s, smp);
 	case FS_RECLAIM:
@@ -652,7 +657,6 @@ static int fold_end(struct session *s, void *arg, int print)
 		if (print)
 			ret = fold_allocs_end(f, s);
 		heapprof_release(&f->h);
-		allocs_release(&f->a);
 		break;
 	case FS_KMEM:
 		if (print)

@@ -70,7 +70,7 @@ struct leaks {
 	struct hashmap groups;	   /* stack entry (or pid for stackless) -> struct group * */
 	struct group **v;	   /* the groups reported, sorted */
 	size_t nv;
-	struct allocs a;
+	struct allocs *a;	   /* the replay's (cmd_allocs_shared) */
 	struct reach_stats rst;	   /* what --leak-check scans found */
 	/* Sums over the groups reported, and over the others. */
 	uint64_t leak_bytes, leak_count, sup_bytes, sup_count, sup_groups, nogroup_count;
@@ -343,7 +343,7 @@ static int leaks_kernel(const char *path, const struct leaks_opts *o, const stru
  * and sum it. */
 static int leaks_group(struct leaks *l, struct session *s)
 {
-	hashmap_for_each(&l->a.procs, p) {
+	hashmap_for_each(&l->a->procs, p) {
 		hashmap_for_each((struct hashmap *)p->ptr, rs) {
 			struct alloc_rec *r = rs->ptr;
 			struct group *g;
@@ -409,7 +409,7 @@ static int held_cmp(const void *a, const void *b)
 /* The groups to report, without the suppressed ones, and the sums. */
 static int leaks_select(struct leaks *l, const struct suppress *sup)
 {
-	unsigned sample = l->a.sample;
+	unsigned sample = l->a->sample;
 	struct frame fr[STACK_MAX_FRAMES];
 
 	l->v = malloc((l->groups.nr ? l->groups.nr : 1) * sizeof(*l->v));
@@ -465,7 +465,7 @@ static int leaks_select(struct leaks *l, const struct suppress *sup)
 
 static void leaks_json_group(struct json *j, const struct leaks *l, const struct group *g)
 {
-	unsigned sample = l->a.sample;
+	unsigned sample = l->a->sample;
 
 	json_begin(j, NULL);
 	json_i64(j, "pid", g->pid);
@@ -505,7 +505,7 @@ static void leaks_json_group(struct json *j, const struct leaks *l, const struct
 
 static void leaks_json(const struct leaks *l, struct session *s)
 {
-	const struct allocs *a = &l->a;
+	const struct allocs *a = l->a;
 	struct json j;
 
 	json_init(&j, stdout);
@@ -630,7 +630,7 @@ static void leaks_text_late(const struct allocs *a)
 /* The header's lines: totals, then whatever qualifies them. */
 static void leaks_text_header(const struct leaks *l, struct session *s)
 {
-	const struct allocs *a = &l->a;
+	const struct allocs *a = l->a;
 	const struct reach_stats *rst = &l->rst;
 	size_t lost_stacks = 0;
 	char sz[32];
@@ -687,7 +687,7 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 /* What the allocations and frees themselves say about the figures. */
 static void leaks_text_notes(const struct leaks *l, struct session *s)
 {
-	const struct allocs *a = &l->a;
+	const struct allocs *a = l->a;
 
 	/* With events lost, the allocation between two frees of an address
 	 * may be what was lost: never stated as the program's fault then. */
@@ -717,17 +717,17 @@ static void leaks_text_notes(const struct leaks *l, struct session *s)
 
 static void leaks_text_group(const struct leaks *l, const struct group *g)
 {
-	unsigned sample = l->a.sample;
+	unsigned sample = l->a->sample;
 	char sz[32];
 
 	if (g->reach == REACH_LOST && g->indirect_bytes)
 		printf("\n%s%llu (%llu direct, %llu indirect) bytes in %llu allocation%s from stack (pid %d %s): %s\n",
-		       sample > 1 || l->a.rate ? "~" : "", (unsigned long long)(g->bytes + g->indirect_bytes),
+		       sample > 1 || l->a->rate ? "~" : "", (unsigned long long)(g->bytes + g->indirect_bytes),
 		       (unsigned long long)g->bytes, (unsigned long long)g->indirect_bytes,
 		       (unsigned long long)g->count * sample, cmd_s((unsigned long long)g->count * sample), g->pid, g->comm,
 		       reach_kind_names[g->reach]);
 	else
-		printf("\n%s%llu bytes in %llu allocation%s from stack (pid %d %s)%s%s\n", sample > 1 || l->a.rate ? "~" : "",
+		printf("\n%s%llu bytes in %llu allocation%s from stack (pid %d %s)%s%s\n", sample > 1 || l->a->rate ? "~" : "",
 		       (unsigned long long)g->bytes, (unsigned long long)g->count * sample,
 		       cmd_s((unsigned long long)g->count * sample), g->pid, g->comm, g->reach ? ": " : "",
 		       g->reach ? reach_kind_names[g->reach] : "");
@@ -787,20 +787,20 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 			  l->lost ? "events were lost" : "cut short", (unsigned long long)limit);
 		return 4;
 	}
-	if (l->a.nr_unseen) {
+	if (l->a->nr_unseen) {
 		msg_error("%s (pid %d) ran unseen by the malloc probes: cannot tell whether the leaks pass --fail-over "
 			  "%llu; %s",
-			  l->a.unseen[0].comm, l->a.unseen[0].pid, (unsigned long long)limit,
-			  l->a.unseen[0].object ? "record without --malloc-via uprobes, so that memsight's wrapper "
+			  l->a->unseen[0].comm, l->a->unseen[0].pid, (unsigned long long)limit,
+			  l->a->unseen[0].object ? "record without --malloc-via uprobes, so that memsight's wrapper "
 						  "follows its programs"
 						: "record that program as the command itself");
 		return 4;
 	}
-	if (l->a.watch && l->a.nr_late) {
+	if (l->a->watch && l->a->nr_late) {
 		msg_error("%s (pid %d) allocated through %s before it could be probed: cannot tell whether the leaks "
 			  "pass --fail-over %llu; record without --malloc-via uprobes, so that memsight's wrapper follows "
 			  "its programs",
-			  l->a.late[0].comm, l->a.late[0].pid, l->a.late[0].object, (unsigned long long)limit);
+			  l->a->late[0].comm, l->a->late[0].pid, l->a->late[0].object, (unsigned long long)limit);
 		return 4;
 	}
 	if (l->gate_bytes > limit) {
@@ -816,7 +816,7 @@ static int leaks_collect(struct leaks *l, struct session *s, const struct suppre
 {
 	char err[512];
 
-	if (s->nr_reach && reach_classify(s, &l->a, &l->rst, err, sizeof(err)))
+	if (s->nr_reach && reach_classify(s, l->a, &l->rst, err, sizeof(err)))
 		return msg_error("%s", err);
 	l->start = s->first_time;
 	l->end = s->last_time;
@@ -836,20 +836,12 @@ struct leaks_view {
 	struct leaks l;
 };
 
-static int leaks_sample(struct session *s, struct sample *smp, void *arg)
-{
-	struct leaks_view *lv = arg;
-
-	return allocs_sample(&lv->l.a, s, smp, NULL, NULL);
-}
-
 static int leaks_end(struct session *s, void *arg, int print)
 {
 	struct leaks_view *lv = arg;
 	struct leaks *l = &lv->l;
 	int ret = 1;
 
-	allocs_end(&l->a);
 	if (print && !leaks_collect(l, s, &lv->sup)) {
 		(lv->o.json ? leaks_json : leaks_text)(l, s);
 		ret = leaks_gate(l, s);
@@ -860,7 +852,6 @@ static int leaks_end(struct session *s, void *arg, int print)
 		free(gs->ptr);
 	}
 	hashmap_release(&l->groups);
-	allocs_release(&l->a);
 	suppress_release(&lv->sup);
 	free(lv);
 	return ret;
@@ -970,9 +961,13 @@ int leaks_view(int argc, char **argv, struct analyze_opts *a, struct session *s,
 		return 1;
 	}
 	lv->l = (struct leaks){ .o = &lv->o, .older_ns = o.older_ms * 1000000ull };
-	allocs_init(&lv->l.a, s);
+	if (!(lv->l.a = cmd_allocs_shared(s, NULL, NULL))) {
+		msg_error("out of memory");
+		suppress_release(&lv->sup);
+		free(lv);
+		return 1;
+	}
 	hashmap_init(&lv->l.groups, 0);
-	v->sample = leaks_sample;
 	v->end = leaks_end;
 	v->arg = lv;
 	return -1;

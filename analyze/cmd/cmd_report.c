@@ -74,7 +74,7 @@ struct report {
 	uint64_t fault_kinds[FAULT_KINDS];
 	int fault_kinds_known;
 	struct memops_state *mo;
-	struct allocs a;	/* with have_malloc */
+	struct allocs *a;	/* the allocations the replay pairs (cmd_allocs_shared) */
 	struct heapprof heap;
 };
 
@@ -239,15 +239,14 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 	return ret;
 }
 
-/* One replay feeds both: the memory operations and the allocations. */
+/* The memory operations and resident memory; the allocations are paired
+ * for every view of the replay (cmd_allocs_shared), on_alloc told of each. */
 static int on_sample(struct session *s, struct sample *smp, void *arg)
 {
 	struct report *r = arg;
 	int ret = memops_sample(r->mo, smp);
 	struct rss_mm *mm = NULL;
 
-	if (!ret && r->have_malloc)
-		ret = allocs_sample(&r->a, s, smp, on_alloc, r);
 	if (!ret && smp->ev->kind == EVK_RSS_STAT && (r->pid < 0 || smp->pid == r->pid)) {
 		ret = rssstat_sample(&r->rss, s, smp, &mm);
 		if (!ret && mm) {
@@ -261,7 +260,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 /* The blocks still held at the end, made where they were. */
 static int stacktime_held(struct report *r)
 {
-	hashmap_for_each(&r->a.procs, p) {
+	hashmap_for_each(&r->a->procs, p) {
 		hashmap_for_each((struct hashmap *)p->ptr, rs) {
 			const struct alloc_rec *a = rs->ptr;
 
@@ -321,7 +320,12 @@ static int site_cmp(const void *a, const void *b)
 {
 	const struct heap_site *x = *(struct heap_site *const *)a, *y = *(struct heap_site *const *)b;
 
-	return x->at_peak != y->at_peak ? (x->at_peak > y->at_peak ? -1 : 1) : 0;
+	if (x->at_peak != y->at_peak)
+		return x->at_peak > y->at_peak ? -1 : 1;
+	/* Ties in the order the stacks were first seen: the same every run. */
+	if (!x->stack || !y->stack)
+		return !x->stack - !y->stack;
+	return (x->stack->seq > y->stack->seq) - (x->stack->seq < y->stack->seq);
 }
 
 /* The malloc section: per process the calls, bytes, frees, temporary
@@ -356,8 +360,8 @@ static void print_malloc(struct report *r, struct session *s)
 	struct heapprof *h = &r->heap;
 	struct proc_row *pv = malloc((h->procs.nr ? h->procs.nr : 1) * sizeof(*pv));
 	struct heap_site **sv = malloc((h->sites.nr ? h->sites.nr : 1) * sizeof(*sv));
-	uint64_t k = r->a.sample;
-	const char *est = k > 1 || r->a.rate ? "~" : "";
+	uint64_t k = r->a->sample;
+	const char *est = k > 1 || r->a->rate ? "~" : "";
 	size_t np = 0, ns = 0, shown;
 	char a[32], b[32], more[32];
 	struct heap_proc rest = { 0 };
@@ -368,9 +372,9 @@ static void print_malloc(struct report *r, struct session *s)
 	if (k > 1)
 		printf("(sampled recording, -s %llu: figures are estimates, scaled by %llu)\n\n", (unsigned long long)k,
 		       (unsigned long long)k);
-	if (r->a.rate)
+	if (r->a->rate)
 		printf("(sampled recording: the sampler kept one allocation in about %s; figures are estimates)\n\n",
-		       fmt_bytes(r->a.rate, a, sizeof(a)));
+		       fmt_bytes(r->a->rate, a, sizeof(a)));
 	printf("%8s %-16s %9s %14s %9s %10s %12s %10s %12s\n", "PID", "COMM", "CALLS", "ALLOCATED", "FREES", "TEMPORARY",
 	       "PEAK HEAP", "AT", "AT END");
 	hashmap_for_each(&h->procs, slot) {
@@ -403,7 +407,7 @@ static void print_malloc(struct report *r, struct session *s)
 		       (unsigned long long)(rest.bytes * k), est, (unsigned long long)(rest.frees * k), est,
 		       (unsigned long long)(rest.temporary * k), est, "-", "-", est, fmt_bytes(rest.cur * k, b, sizeof(b)));
 	printf("\ntop stacks by bytes allocated:\n");
-	print_top(r, &r->a.stacks, 0, "bytes");
+	print_top(r, &r->a->stacks, 0, "bytes");
 	hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
 	if (ns > 1)
 		qsort(sv, ns, sizeof(*sv), site_cmp);
@@ -748,7 +752,7 @@ static void json_section_head(struct json *j, const char *key, uint64_t period)
 static void timeline_json(struct json *j, const struct report *r, const struct session *s)
 {
 	const struct timeline *t = &r->tl;
-	uint64_t k = r->a.sample ? r->a.sample : 1;
+	uint64_t k = r->a->sample ? r->a->sample : 1;
 
 	json_begin(j, "timeline");
 	json_double(j, "start_s", "%.6f", t->t0 > s->first_time ? (t->t0 - s->first_time) / 1e9 : 0.0);
@@ -937,7 +941,7 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 {
 	struct name_table names = { .n = 0 };
 	const struct stacktime *st = &r->st;
-	uint64_t k = r->a.sample ? r->a.sample : 1, tot[3] = { 0 };
+	uint64_t k = r->a->sample ? r->a->sample : 1, tot[3] = { 0 };
 	struct st_rank *v = malloc((st->stacks.nr ? st->stacks.nr : 1) * sizeof(*v));
 	struct frame fr[STACK_MAX_FRAMES];
 	struct suppress sup;
@@ -1195,14 +1199,14 @@ static void report_json(struct report *r, struct session *s, int page)
 	}
 	if (r->have_malloc) {
 		struct heapprof *h = &r->heap;
-		uint64_t k = r->a.sample;
+		uint64_t k = r->a->sample;
 		struct heap_site **sv = malloc((h->sites.nr ? h->sites.nr : 1) * sizeof(*sv));
 		size_t ns = 0;
 
 		json_begin(&j, "malloc");
-		json_bool(&j, "estimate", k > 1 || r->a.rate);
+		json_bool(&j, "estimate", k > 1 || r->a->rate);
 		json_u64(&j, "sample", k);
-		json_u64(&j, "sample_bytes", r->a.rate);
+		json_u64(&j, "sample_bytes", r->a->rate);
 		json_begin_array(&j, "processes");
 		hashmap_for_each(&h->procs, slot) {
 			const struct heap_proc *p = slot->ptr;
@@ -1236,7 +1240,7 @@ static void report_json(struct report *r, struct session *s, int page)
 			json_end(&j);
 		}
 		json_end(&j);
-		json_stacks(&j, "stacks", &r->a.stacks, r->top, r->lines, 0, NULL, k, "allocations");
+		json_stacks(&j, "stacks", &r->a->stacks, r->top, r->lines, 0, NULL, k, "allocations");
 		json_begin(&j, "peak");
 		json_u64(&j, "bytes", h->peak * k);
 		json_double(&j, "time_s", "%.6f", h->peak_time > s->first_time ? (h->peak_time - s->first_time) / 1e9 : 0.0);
@@ -1394,21 +1398,20 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	r.big = calloc(r.top ? r.top : 1, sizeof(*r.big));
 	r.mo = memops_new(&s, on_op, &r);
 	r.have_malloc = allocs_recorded(&s);
-	allocs_init(&r.a, &s);
+	r.a = cmd_allocs_shared(&s, r.have_malloc ? on_alloc : NULL, &r);
 	heapprof_init(&r.heap);
 	timeline_init(&r.tl);
 	stacktime_init(&r.st, &r.tl);
 	stacktime_init(&r.sizes, &r.tl);
 	rssstat_init(&r.rss);
 	views[0] = (struct cmd_view){ .sample = on_sample, .arg = &r };
-	if (!r.big || !r.mo) {
+	if (!r.big || !r.mo || !r.a) {
 		msg_error("out of memory");
 	} else if (html && !(pg = report_html_views(&s, base, a->trace, a, &views[0], &all, &nv))) {
 		/* said */
 	} else if (cmd_views_replay(&s, all, nv)) {
 		/* said */
 	} else {
-		allocs_end(&r.a);
 		heapprof_finish(&r.heap);
 		timeline_finish(&r.tl);
 		ret = 0;
@@ -1452,7 +1455,6 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	stacktab_release(&r.brk);
 	stacktab_release(&r.mmap);
 	stacktab_release(&r.faults);
-	allocs_release(&r.a);
 	free(r.big);
 	/* Written whole, or the file that was there stays. */
 	if (html && replace_finish(&page, !ret) && !ret) {

@@ -569,6 +569,10 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 
 void session_release(struct session *s)
 {
+	if (s->shared_release)
+		s->shared_release(s->shared);
+	s->shared = NULL;
+	s->shared_release = NULL;
 	if (s->o.read_stats && s->path) {
 		size_t data = 0;
 

@@ -228,6 +228,10 @@ struct session {
 		void *arg;
 	} *on_exec;		/* see session_on_exec */
 	size_t nr_on_exec;
+	/* What the views of a replay share (cmd.c: the allocations paired
+	 * once for all), released with the session. */
+	void *shared;
+	void (*shared_release)(void *shared);
 	struct map_hook {
 		void (*fn)(void *arg, struct session *s, int pid, const struct map *map);
 		void *arg;
