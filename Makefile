@@ -140,6 +140,9 @@ ANALYZE_SRC := \
 	analyze/replay/fields.c \
 	analyze/replay/frames.c \
 	analyze/replay/machine.c \
+	analyze/replay/cgroups.c \
+	analyze/replay/chains.c \
+	analyze/replay/sample.c \
 	analyze/replay/session.c \
 	analyze/stacks/jitsyms.c \
 	analyze/stacks/symbols.c \

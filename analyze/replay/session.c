@@ -1,13 +1,15 @@
 /*
- * analyze/replay/session.c: META reading, record decoding and replay;
- * fields.c reads a sample's tracepoint fields and frames.c its stack.
+ * analyze/replay/session.c: META reading and the replay: the events and
+ * their kinds, losses, the processes' maps as they change, the choice of
+ * samples, progress; sample.c decodes a record, chains.c makes its stack,
+ * cgroups.c places it in its container, fields.c reads its tracepoint
+ * fields and frames.c names its frames.
  *
- * Sample fields are decoded from each event's own sample_type as the
- * recorder gave it to the kernel (stored in the trace), so traces made with
- * other field sets still decode; tracepoint payloads go to libtraceevent
- * with the format text stored in the trace, never this machine's tracefs.
+ * Tracepoint payloads go to libtraceevent with the format text stored in
+ * the trace, never this machine's tracefs.
  */
 #include "session.h"
+#include "session_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +25,7 @@
 #include "../../formats/msg.h"
 #include "../stacks/unwind.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int session_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -109,152 +111,14 @@ static int on_meta_ref(uint32_t kind, size_t chunk, void *arg)
 		size_t *v = realloc(s->reach_chunks, (s->nr_reach + 1) * sizeof(*v));
 
 		if (!v)
-			return fail(o->err, o->errlen, "out of memory");
+			return session_fail(o->err, o->errlen, "out of memory");
 		s->reach_chunks = v;
 		v[s->nr_reach++] = chunk;
 		return 0;
 	}
 	if (symbols_embedded_ref(&s->syms, &s->r, chunk) == -ENOMEM)
-		return fail(o->err, o->errlen, "out of memory");
+		return session_fail(o->err, o->errlen, "out of memory");
 	return 0;
-}
-
-static void cgroup_add(struct session *s, uint64_t id, const char *path)
-{
-	struct hm_slot *slot = hashmap_u64(&s->cgroup_paths, id, NULL);
-
-	if (slot)
-		slot->ptr = (void *)machine_intern(&s->m, path);
-}
-
-/* "ID\tPATH" lines (META cgroups). */
-static void cgroups_load(struct session *s, const char *text, size_t len)
-{
-	const char *p = text, *end = text + len;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *tab = memchr(p, '\t', le - p);
-		char path[4096];
-
-		if (tab && (size_t)(le - tab - 1) < sizeof(path)) {
-			memcpy(path, tab + 1, le - tab - 1);
-			path[le - tab - 1] = 0;
-			cgroup_add(s, strtoull(p, NULL, 10), path);
-		}
-		p = nl ? nl + 1 : end;
-	}
-}
-
-/* "PID\tNSPID" lines (META nspids), or within a process snapshot the
- * line "nspid N" after its "pid P" (key). */
-static void nspids_load(struct session *s, const char *text, size_t len, const char *key)
-{
-	const char *p = text, *end = text + len;
-	long pid = 0;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end;
-		char line[64], *e;
-		size_t n = (size_t)(le - p) < sizeof(line) - 1 ? (size_t)(le - p) : sizeof(line) - 1;
-		long ns = 0;
-
-		memcpy(line, p, n);
-		line[n] = 0;
-		p = nl ? nl + 1 : end;
-		if (key && !strncmp(line, "pid ", 4))
-			pid = atol(line + 4);
-		else if (key && !strncmp(line, key, strlen(key)))
-			ns = atol(line + strlen(key));
-		else if (!key && (pid = strtol(line, &e, 10)) > 0 && *e == '\t')
-			ns = atol(e + 1);
-		if (pid > 0 && ns > 0) {
-			struct hm_slot *slot = hashmap_u64(&s->nspids, (uint32_t)pid, NULL);
-
-			if (slot)
-				slot->val = (uint64_t)ns;
-		}
-	}
-}
-
-const char *session_cgroup_path(const struct session *s, uint64_t id)
-{
-	struct hm_slot *slot = id ? hashmap_u64_find(&s->cgroup_paths, id) : NULL;
-
-	return slot ? slot->ptr : NULL;
-}
-
-const char *session_process_cgroup(const struct session *s, int pid)
-{
-	struct hm_slot *slot = hashmap_u64_find(&s->proc_cgroup, (uint32_t)pid);
-
-	return slot ? session_cgroup_path(s, slot->val) : NULL;
-}
-
-int session_nspid(const struct session *s, int pid)
-{
-	struct hm_slot *slot = hashmap_u64_find(&s->nspids, (uint32_t)pid);
-
-	return slot ? (int)slot->val : 0;
-}
-
-const char *session_container_id(const char *path, char *buf, size_t len)
-{
-	for (const char *p = path; p && *p; p++) {
-		size_t n = 0;
-
-		while (isxdigit((unsigned char)p[n]) && !isupper((unsigned char)p[n]))
-			n++;
-		/* Runtimes name a container by 64 hex digits, alone or as
-		 * docker-ID.scope, cri-containerd-ID.scope, crio-ID, libpod-ID. */
-		if (n == 64 && (p == path || !isxdigit((unsigned char)p[-1]))) {
-			snprintf(buf, len, "%.12s", p);
-			return buf;
-		}
-		p += n;
-		if (!*p)
-			break;
-	}
-	return NULL;
-}
-
-/* Whether cgroup path c is want or below it. */
-static int cgroup_under(const char *c, const char *want)
-{
-	size_t n = strlen(want);
-
-	if (!c)
-		return 0;
-	if (n == 1 && want[0] == '/')
-		return 1;
-	return !strncmp(c, want, n) && (c[n] == 0 || c[n] == '/');
-}
-
-/* --cgroup: its path below the hierarchy the trace's cgroup ids are of
- * (given as that, or as the directory under the recording box's mount). */
-static int cgroup_want_set(struct session *s, char *err, size_t errlen)
-{
-	const char *want = s->o.cgroup;
-	char root[4096] = "";
-	size_t n;
-
-	if (!s->cgroup_paths.nr)
-		return fail(err, errlen,
-			    "--cgroup: '%s' has no cgroups: its samples were not recorded system-wide (record with -a)",
-			    s->path);
-	if (session_host(s, "cgroup_root", root, sizeof(root), NULL) && (n = strlen(root)) &&
-	    !strncmp(want, root, n) && (want[n] == '/' || !want[n]))
-		want = want[n] ? want + n : "/";
-	s->cgroup_want = strdup(want);
-	if (!s->cgroup_want)
-		return fail(err, errlen, "out of memory");
-	n = strlen(s->cgroup_want);
-	while (n > 1 && s->cgroup_want[n - 1] == '/')
-		s->cgroup_want[--n] = 0;
-	hashmap_for_each(&s->cgroup_paths, slot)
-		if (cgroup_under(slot->ptr, s->cgroup_want))
-			return 0;
-	return fail(err, errlen, "--cgroup '%s' names no cgroup of '%s' (its cgroups are those under %s; memsight report "
-		    "lists the processes' cgroups)", s->o.cgroup, s->path, root[0] ? root : "the recording box's root");
 }
 
 /* Whether boot is this machine's boot id: the trace was recorded since it
@@ -285,7 +149,7 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		free(s->host);
 		s->host = malloc(len + 1);
 		if (!s->host)
-			return fail(o->err, o->errlen, "out of memory");
+			return session_fail(o->err, o->errlen, "out of memory");
 		memcpy(s->host, data, len);
 		s->host[len] = 0;
 		s->host_len = len;
@@ -311,12 +175,12 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		struct sess_event *v = realloc(s->evs, (s->nr_evs + 1) * sizeof(*v));
 
 		if (!v)
-			return fail(o->err, o->errlen, "out of memory");
+			return session_fail(o->err, o->errlen, "out of memory");
 		s->evs = v;
 		e = &s->evs[s->nr_evs];
 		memset(e, 0, sizeof(*e));
 		if (trace_event_desc_decode(data, len, &e->d))
-			return fail(o->err, o->errlen, "an event description in the trace is malformed");
+			return session_fail(o->err, o->errlen, "an event description in the trace is malformed");
 		/* The same event again, opened on more processes while
 		 * recording: its ids join the first description's. */
 		for (size_t i = 0; i < s->nr_evs; i++) {
@@ -328,7 +192,7 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 			    memcmp(&f->attr.config, &((struct perf_event_attr *)e->d.attr)->config, sizeof(f->attr.config)))
 				continue;
 			if (!(ids = realloc(f->d.ids, (f->d.nr_ids + e->d.nr_ids) * sizeof(*ids))))
-				return fail(o->err, o->errlen, "out of memory");
+				return session_fail(o->err, o->errlen, "out of memory");
 			f->d.ids = ids;
 			for (uint32_t k = 0; k < e->d.nr_ids; k++) {
 				uint32_t j = 0;
@@ -356,14 +220,14 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 	}
 	case TRACE_META_PROCESS:
 		machine_load_snapshot(&s->m, data, len);
-		nspids_load(s, data, len, "nspid ");
+		session_nspids_load(s, data, len, "nspid ");
 		s->nr_snapshots++;
 		break;
 	case TRACE_META_CGROUPS:
-		cgroups_load(s, data, len);
+		session_cgroups_load(s, data, len);
 		break;
 	case TRACE_META_NSPIDS:
-		nspids_load(s, data, len, NULL);
+		session_nspids_load(s, data, len, NULL);
 		break;
 	case TRACE_META_JITMAP: {
 		char why[192];
@@ -375,19 +239,19 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 	}
 	case TRACE_META_KSYMS:
 		if (symbols_ksyms_load(&s->syms, data, len))
-			return fail(o->err, o->errlen, "out of memory");
+			return session_fail(o->err, o->errlen, "out of memory");
 		break;
 	case TRACE_META_OOM: {
 		struct oom_context *v = realloc(s->ooms, (s->nr_ooms + 1) * sizeof(*v)), *c;
 		char val[64];
 
 		if (!v)
-			return fail(o->err, o->errlen, "out of memory");
+			return session_fail(o->err, o->errlen, "out of memory");
 		s->ooms = v;
 		c = &v[s->nr_ooms];
 		memset(c, 0, sizeof(*c));
 		if (!(c->text = malloc(len + 1)))
-			return fail(o->err, o->errlen, "out of memory");
+			return session_fail(o->err, o->errlen, "out of memory");
 		memcpy(c->text, data, len);
 		c->text[len] = 0;
 		if (!trace_kv_get(c->text, len, "time", val, sizeof(val)))
@@ -417,7 +281,7 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		char *p = realloc(*dst, *dlen + len + 1);
 
 		if (!p)
-			return fail(o->err, o->errlen, "out of memory");
+			return session_fail(o->err, o->errlen, "out of memory");
 		memcpy(p + *dlen, data, len);
 		*dlen += len;
 		p[*dlen] = 0;
@@ -519,16 +383,16 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 	hashmap_init(&s->nspids, 0);
 	jitsyms_init(&s->jit);
 	if (r == -EINVAL)
-		return fail(err, errlen, "--debuginfod has no server to ask: set DEBUGINFOD_URLS or give --debuginfod=URL");
+		return session_fail(err, errlen, "--debuginfod has no server to ask: set DEBUGINFOD_URLS or give --debuginfod=URL");
 	if (r == -ENOENT)
-		return fail(err, errlen, "--debuginfod needs the debuginfod client library (%s): apt-get install libdebuginfod1",
+		return session_fail(err, errlen, "--debuginfod needs the debuginfod client library (%s): apt-get install libdebuginfod1",
 			    "libdebuginfod.so.1");
 	if (r)
-		return fail(err, errlen, "cannot start the debuginfod client");
+		return session_fail(err, errlen, "cannot start the debuginfod client");
 	s->path = strdup(path);
 	s->tep = tep_alloc();
 	if (!s->tep || !s->path)
-		return fail(err, errlen, "out of memory");
+		return session_fail(err, errlen, "out of memory");
 	tep_set_file_bigendian(s->tep, TEP_LITTLE_ENDIAN);
 	tep_set_local_bigendian(s->tep, tep_is_local_bigendian(s->tep) ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 	if (trace_reader_open(&s->r, path, err, errlen))
@@ -552,19 +416,19 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 	}
 	alloc_fns_read(s);
 	if (!s->nr_evs)
-		return fail(err, errlen, "'%s' holds no event descriptions%s", path,
+		return session_fail(err, errlen, "'%s' holds no event descriptions%s", path,
 			    s->r.stop[0] ? " (the trace is cut short before them)" : "");
 	for (size_t i = 0; i < s->nr_evs; i++)
 		n += s->evs[i].d.nr_ids;
 	s->ids = malloc((n ? n : 1) * sizeof(*s->ids));
 	if (!s->ids)
-		return fail(err, errlen, "out of memory");
+		return session_fail(err, errlen, "out of memory");
 	for (size_t i = 0; i < s->nr_evs; i++)
 		for (size_t k = 0; k < s->evs[i].d.nr_ids; k++)
 			s->ids[s->nr_ids++] = (struct sess_id){ s->evs[i].d.ids[k], &s->evs[i] };
 	if (s->nr_ids > 1)
 		qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
-	return s->o.cgroup ? cgroup_want_set(s, err, errlen) : 0;
+	return s->o.cgroup ? session_cgroup_want_set(s, err, errlen) : 0;
 }
 
 void session_release(struct session *s)
@@ -678,135 +542,6 @@ uint64_t session_group_period(struct session *s, const char *group)
 	return 1;
 }
 
-static struct sess_event *event_of(struct session *s, uint64_t id)
-{
-	size_t lo = 0, hi = s->nr_ids;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->ids[mid].id == id)
-			return s->ids[mid].ev;
-		if (s->ids[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* Decode a PERF_RECORD_SAMPLE, or a packed one, by its event's
- * sample_type. Returns 0, or -1 when the record is shorter than its fields
- * claim. */
-static int parse_sample(struct session *s, const unsigned char *rec, size_t len, struct sample *smp)
-{
-	/* Cleared by copying a zeroed one: for a memset of a struct this
-	 * size GCC emits `rep stos`, whose start-up alone cost a tenth of a
-	 * frame-pointer trace's replay. */
-	static const struct sample zero;
-	const unsigned char *p = rec + 8, *end = rec + len;
-	int packed = ((const struct perf_event_header *)rec)->type == STACKDUMP_PACKED_SAMPLE;
-	uint64_t id, st;
-
-#define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) return -1; } while (0)
-	*smp = zero;
-	smp->misc = ((const struct perf_event_header *)rec)->misc;
-	NEED(8);
-	memcpy(&id, p, 8);
-	smp->ev = event_of(s, id);
-	if (!smp->ev)
-		return -1;
-	st = smp->ev->attr.sample_type;
-	if (packed && !(st & PERF_SAMPLE_STACK_USER))
-		return -1;
-	p += 8;
-	if (st & PERF_SAMPLE_IP) { NEED(8); memcpy(&smp->ip, p, 8); p += 8; }
-	if (st & PERF_SAMPLE_TID) { NEED(8); memcpy(&smp->pid, p, 4); memcpy(&smp->tid, p + 4, 4); p += 8; }
-	if (st & PERF_SAMPLE_TIME) { NEED(8); memcpy(&smp->time, p, 8); p += 8; }
-	if (st & PERF_SAMPLE_ADDR) { NEED(8); memcpy(&smp->addr, p, 8); p += 8; }
-	if (st & PERF_SAMPLE_ID) { NEED(8); p += 8; }
-	if (st & PERF_SAMPLE_STREAM_ID) { NEED(8); p += 8; }
-	if (st & PERF_SAMPLE_CPU) { NEED(8); memcpy(&smp->cpu, p, 4); p += 8; }
-	if (st & PERF_SAMPLE_PERIOD) { NEED(8); p += 8; }
-	if (st & PERF_SAMPLE_READ)
-		return -1; /* never recorded by memsight */
-	if (st & PERF_SAMPLE_CALLCHAIN) {
-		NEED(8);
-		memcpy(&smp->nr_ips, p, 8);
-		p += 8;
-		if (smp->nr_ips > (size_t)(end - p) / 8)
-			return -1;
-		smp->ips = (const uint64_t *)p;
-		p += 8 * smp->nr_ips;
-	}
-	if (st & PERF_SAMPLE_RAW) {
-		NEED(4);
-		memcpy(&smp->raw_size, p, 4);
-		NEED(4 + (size_t)smp->raw_size);
-		smp->raw = p + 4;
-		/* The u32 size and the data are padded to 8 together. */
-		p += (4 + smp->raw_size + 7) & ~7u;
-	}
-	if (st & PERF_SAMPLE_BRANCH_STACK)
-		return -1; /* never recorded by memsight */
-	if (st & PERF_SAMPLE_REGS_USER) {
-		uint64_t abi;
-
-		NEED(8);
-		memcpy(&abi, p, 8);
-		p += 8;
-		if (abi) {
-			int n = __builtin_popcountll(smp->ev->attr.sample_regs_user);
-
-			NEED(8 * n);
-			smp->regs = (const uint64_t *)p;
-			smp->regs_mask = smp->ev->attr.sample_regs_user;
-			p += 8 * n;
-		}
-	}
-	if ((st & PERF_SAMPLE_STACK_USER) && packed) {
-		size_t n = stackdump_parse_packed(p, end - p, &smp->stack);
-
-		if (!n)
-			return -1;
-		p += n;
-	} else if (st & PERF_SAMPLE_STACK_USER) {
-		uint64_t size;
-
-		NEED(8);
-		memcpy(&size, p, 8);
-		p += 8;
-		if (size) {
-			NEED(size + 8);
-			smp->stack.bytes = p;
-			memcpy(&smp->stack.size, p + size, 8); /* dyn_size: the bytes really copied */
-			if (smp->stack.size > size)
-				smp->stack.size = size;
-			p += size + 8;
-		}
-	}
-	/* WEIGHT, DATA_SRC, TRANSACTION, REGS_INTR and PHYS_ADDR, which
-	 * come between, are never recorded by memsight. */
-	if (st & PERF_SAMPLE_CGROUP) {
-		NEED(8);
-		memcpy(&smp->cgroup, p, 8);
-		p += 8;
-	}
-#undef NEED
-	return 0;
-}
-
-int sample_reg(const struct sample *smp, int reg, uint64_t *val)
-{
-	int idx;
-
-	if (!smp->regs || !(smp->regs_mask & (1ull << reg)))
-		return 0;
-	idx = __builtin_popcountll(smp->regs_mask & ((1ull << reg) - 1));
-	memcpy(val, &smp->regs[idx], 8);
-	return 1;
-}
-
 struct replay_state {
 	struct session *s;
 	session_sample_fn fn;
@@ -899,208 +634,6 @@ static void on_mmap2(struct session *s, const unsigned char *rec, size_t len)
 			s->on_code_map[i].fn(s->on_code_map[i].arg, s, pid, &mp);
 }
 
-/* The unwinder's view of code a runtime compiled: its name, start and
- * unwind table. */
-static int jit_code_of(void *arg, int pid, uint64_t addr, uint64_t time, struct unwind_jit_code *c)
-{
-	struct session *s = arg;
-	const struct jit_sym *e = s->jit.nr_files ? jitsyms_find(&s->jit, pid, addr, time) : NULL;
-
-	if (!e)
-		return 0;
-	*c = (struct unwind_jit_code){ e->name, e->start, e->eh_frame, e->eh_frame_len, e->eh_frame_addr };
-	return 1;
-}
-
-/* A --call-graph dwarf sample: its kernel callchain, then the user frames
- * unwound from its registers and stack dump, as one chain. */
-static void sample_unwind(struct session *s, struct sample *smp)
-{
-	struct unwind_input in = { smp->pid, smp->tid, smp->regs_mask, smp->regs, smp->stack, 0, smp->time,
-				   smp->ev->kind == EVK_DEEP_STACK };
-	enum unwind_stop stop;
-	uint64_t n = 0, fp_at = 0, fp_nr = 0;
-	int got;
-
-	if (!s->uw) {
-		if (!(s->uw = unwind_new(s->o.unwinder, &s->m, s->o.unwind_check)))
-			return;
-		unwind_set_jit(s->uw, jit_code_of, s);
-	}
-	if (smp->ev->kind == EVK_FAULT || smp->ev->kind == EVK_FAULT_MAJ)
-		in.fault_addr = smp->ev->tp ? sample_num(smp, "address") : smp->addr;
-	for (uint64_t i = 0; i < smp->nr_ips && n < SESS_MAX_CHAIN - SESS_MAX_USER_FRAMES - 1; i++) {
-		if (smp->ips[i] == PERF_CONTEXT_USER)
-			break;
-		s->chain[n++] = smp->ips[i];
-	}
-	/* A sample in the kernel with no user part (a kernel thread) has no
-	 * user registers; one of a process with mappings lost them, and is
-	 * counted as a stack that could not start. */
-	if (!smp->regs) {
-		struct hm_slot *slot = hashmap_u64_find(&s->m.procs, (uint32_t)smp->pid);
-		const struct process *p = slot ? slot->ptr : NULL;
-
-		if (p && p->nr_maps)
-			unwind_sample(s->uw, &in, s->chain + n, 0, &stop);
-		goto out;
-	}
-	s->chain[n++] = PERF_CONTEXT_USER;
-	/* An event that took a frame-pointer chain beside its dump (a fatal
-	 * signal's: its stack pointer may lie in a guard gap, where no dump
-	 * can be read) has it stand in where the dump holds nothing. */
-	{
-		uint64_t i = 0;
-
-		while (i < smp->nr_ips && smp->ips[i] != PERF_CONTEXT_USER)
-			i++;
-		for (fp_at = ++i; i < smp->nr_ips && fp_nr < SESS_MAX_USER_FRAMES && smp->ips[i] < PERF_CONTEXT_MAX; i++)
-			fp_nr++;
-	}
-	if (fp_nr && !smp->stack.size) {
-		memcpy(s->chain + n, smp->ips + fp_at, fp_nr * sizeof(uint64_t));
-		got = (int)fp_nr;
-	} else {
-		got = unwind_sample(s->uw, &in, s->chain + n, SESS_MAX_USER_FRAMES, &stop);
-	}
-	n += got;
-	if (!got)
-		n--;
-out:
-	smp->ips = s->chain;
-	smp->nr_ips = n;
-}
-
-/*
- * A frame-pointer walk through code built without frame pointers takes
- * whatever that register holds for the next frame, and goes on through
- * data to the kernel's limit: the user chain is kept up to the first
- * return address that lies in no executable mapping of the process (the
- * sampled ip itself stays whatever it is: a JIT's code, say).
- */
-static void sample_fp_cut(struct session *s, struct sample *smp)
-{
-	const struct process *p = NULL;
-	const struct map *m = NULL;
-	int user = 0, first = 0, frames = 0;
-
-	for (uint64_t i = 0; i < smp->nr_ips; i++) {
-		uint64_t ip = smp->ips[i];
-
-		if (ip >= PERF_CONTEXT_MAX) {
-			user = ip == PERF_CONTEXT_USER;
-			first = 1;
-			if (user)
-				s->fp_stacks++;
-			continue;
-		}
-		/* The kernel walks at most max_stack frames, its own and the
-		 * user's together: a chain that long lost its outer callers. */
-		if (++frames == s->max_stack && user && i + 1 == smp->nr_ips)
-			s->fp_deep++;
-		if (!user || first) {
-			first = 0;
-			continue;
-		}
-		if (!p && (!(p = machine_process_find(&s->m, smp->pid)) || !p->nr_maps))
-			return;
-		m = process_find_map(p, ip, m);
-		if (!m || !(m->prot & PROT_EXEC)) {
-			smp->nr_ips = i;
-			s->fp_cut++;
-			return;
-		}
-	}
-}
-
-/* A frame-pointer walk taken at a probed function's first instruction
- * reads its caller's return address next, from the caller's frame: the
- * caller itself is missing. The entry probe read the return address at
- * the stack pointer (the caller field): put it back after the first user
- * frame, into s->chain. */
-static void sample_put_caller(struct session *s, struct sample *smp)
-{
-	uint64_t caller = session_field(s, smp, AF_CALLER), n = 0;
-	int first = 0;
-
-	if (!caller || smp->nr_ips > SESS_MAX_CHAIN - 1)
-		return;
-	for (uint64_t i = 0; i < smp->nr_ips; i++) {
-		uint64_t ip = smp->ips[i];
-
-		s->chain[n++] = ip;
-		if (ip == PERF_CONTEXT_USER) {
-			first = 1;
-			continue;
-		}
-		if (first && ip < PERF_CONTEXT_MAX) {
-			first = 0;
-			if (i + 1 >= smp->nr_ips || smp->ips[i + 1] != caller)
-				s->chain[n++] = caller;
-		}
-	}
-	smp->ips = s->chain;
-	smp->nr_ips = n;
-}
-
-/* The unwinder's report, a line at a time, as notes of the command that
- * runs: under its name, and once a run however many views replay. */
-static void unwind_notes(struct unwinder *uw)
-{
-	char *buf = NULL, *line, *nl;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-
-	if (!m) {
-		unwind_report(uw, stderr);
-		return;
-	}
-	unwind_report(uw, m);
-	fclose(m);
-	for (line = buf; line && *line; line = nl + 1) {
-		if (!(nl = strchr(line, '\n')))
-			nl = line + strlen(line) - 1;
-		else
-			*nl = 0;
-		msg_note("%s", strncmp(line, "memsight: ", 10) ? line : line + 10);
-	}
-	free(buf);
-}
-
-void session_report_unwind(struct session *s)
-{
-	if (s->uw)
-		unwind_notes(s->uw);
-	/* Under 1% of the stacks is a small matter, said with -v. */
-	if (s->fp_cut && (msg_verbose() || s->fp_cut * 100 >= s->fp_stacks))
-		msg_note("%llu of %llu frame-pointer stacks ran into code built without frame pointers and were "
-			 "cut where they left the code; record with -g dwarf for whole stacks",
-			 (unsigned long long)s->fp_cut, (unsigned long long)s->fp_stacks);
-	if (s->fp_deep && (msg_verbose() || s->fp_deep * 100 >= s->fp_stacks))
-		msg_note("%llu of %llu frame-pointer stacks are %d frames deep, as deep as the recording kernel "
-			 "walks (kernel.perf_event_max_stack): their outermost callers are missing; raise it with sysctl "
-			 "before recording, or record with -g dwarf",
-			 (unsigned long long)s->fp_deep, (unsigned long long)s->fp_stacks, s->max_stack);
-	if (s->uw && s->o.unwind_stats)
-		fprintf(stderr, "unwind: %llu stacks, %llu frames, deepest dump byte read %llu\n",
-			(unsigned long long)unwind_stats(s->uw)->stacks, (unsigned long long)unwind_stats(s->uw)->frames,
-			(unsigned long long)unwind_stats(s->uw)->max_stack_used);
-	if (s->uw && s->o.unwind_stats)
-		fprintf(stderr, "unwind: %llu address spaces, %llu objects opened, %llu spaces needing libdw's whole unwinder\n",
-			(unsigned long long)unwind_stats(s->uw)->spaces,
-			(unsigned long long)unwind_stats(s->uw)->objects_opened,
-			(unsigned long long)unwind_stats(s->uw)->spaces_whole);
-	if (s->o.unwind_stats) {
-		size_t seen, held = machine_processes_with_maps(&s->m, &seen);
-
-		fprintf(stderr, "processes: %zu seen, %zu holding maps at the end\n", seen, held);
-	}
-	if (s->uw && s->o.unwind_stats)
-		for (int i = 0; i < 16; i++)
-			fprintf(stderr, "unwind: complete stacks needing < %d KiB: %llu\n", i + 1,
-				(unsigned long long)unwind_stats(s->uw)->need_kib[i]);
-}
-
 /* --pid, --tid, --comm and --time: whether a sample is one the command
  * asked for. */
 static int sample_selected(struct session *s, const struct sample *smp)
@@ -1146,7 +679,7 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 	case STACKDUMP_PACKED_SAMPLE: {
 		struct sample smp;
 
-		if (parse_sample(s, rec, len, &smp)) {
+		if (session_sample_parse(s, rec, len, &smp)) {
 			st->bad++;
 			return 0;
 		}
@@ -1162,7 +695,7 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			if (slot)
 				slot->val = smp.cgroup;
 		}
-		if (s->cgroup_want && !cgroup_under(session_cgroup_path(s, smp.cgroup), s->cgroup_want))
+		if (s->cgroup_want && !session_cgroup_under(session_cgroup_path(s, smp.cgroup), s->cgroup_want))
 			return 0;
 		if (!sample_selected(s, &smp)) {
 			st->unselected++;
@@ -1172,7 +705,7 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 		 * the thread's stacks that ran past their dump to join. */
 		if (smp.ev->kind == EVK_DEEP_STACK) {
 			if (!s->no_unwind && smp.regs)
-				sample_unwind(s, &smp);
+				session_sample_unwind(s, &smp);
 			smp.ev->nr_samples++;
 			return 0;
 		}
@@ -1185,11 +718,11 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			 * where one event holds both probes: no stack was asked
 			 * of it, none stopped short. */
 			if (smp.regs || smp.stack.size || smp.ev->kind != EVK_ALLOC_ENTRY)
-				sample_unwind(s, &smp);
+				session_sample_unwind(s, &smp);
 		} else if (smp.nr_ips && !smp.ev->attr.exclude_callchain_user) {
-			sample_fp_cut(s, &smp);
+			session_sample_fp_cut(s, &smp);
 			if (smp.ev->kind == EVK_ALLOC_ENTRY)
-				sample_put_caller(s, &smp);
+				session_sample_put_caller(s, &smp);
 		}
 		smp.ev->nr_samples++;
 		s->nr_samples++;
@@ -1203,7 +736,7 @@ static int on_record(const void *data, size_t len, uint32_t stream, uint64_t tim
 			uint64_t id;
 
 			memcpy(&id, rec + 8, 8);
-			cgroup_add(s, id, (const char *)rec + 16);
+			session_cgroup_add(s, id, (const char *)rec + 16);
 		}
 		break;
 	case PERF_RECORD_COMM:
