@@ -43,6 +43,11 @@ recording_allowed && test_expect_success 'report --html replays the trace once f
 	test $(grep -c "replay" err) = 1 &&
 	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" report all.trace 2>err >/dev/null; cat err &&
 	grep "^memsight report: read .all.trace.: 1 replay," err &&
+	cp all.trace base.trace &&
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" report --html both.html base.trace all.trace 2>err; cat err &&
+	grep "wrote .both.html.: what changed, " err &&
+	grep "^memsight report: read .all.trace.: 1 replay," err && grep "^memsight report: read .base.trace.: 1 replay," err &&
+	! grep "[2-9] replays" err &&
 	"$MEMSIGHT" leaks --json --no-lines --top 3 all.trace >leaks.json 2>/dev/null &&
 	"$MEMSIGHT" functions --json --top 200 -e malloc -w leaked all.trace >functions.json 2>/dev/null &&
 	"$MEMSIGHT" errors --json --no-lines all.trace >errors.json 2>/dev/null &&

@@ -205,6 +205,11 @@ int cmd_view_end(struct session *s, struct cmd_view *v, FILE *f);
  * by leaked bytes where both traces recorded malloc, else faults; bytes
  * for brk and mmap. 0, or -1 when a trace cannot be opened (said). */
 int diff_defaults(const char *base, const char *new, struct analyze_opts *a, const char **event, const char **weight);
+/* diff --json --top top of base and new, folded (memsight folded --header)
+ * from the traces base_path and new_path by event and weight: what diff
+ * prints for those traces. Its exit status. */
+int diff_json_folded(FILE *base, FILE *new, const char *base_path, const char *new_path, const char *event,
+		     const char *weight, uint64_t top);
 /* report --html (report_html.c): the page's views set up on s, the
  * report's own first, to be fed by one replay (*views, *n of them; NULL
  * after an error, said); then the page at path, from the report's text,

@@ -273,6 +273,22 @@ static void print_json(const struct diff *d, struct diff_stack **v, size_t n, co
 	json_end(&j);
 }
 
+/* Both sides read: the stacks by change, printed. 0, or -1 (said). */
+static int diff_print(const struct diff *d, const char *base, const char *new)
+{
+	struct diff_stack **v = malloc((d->stacks.nr ? d->stacks.nr : 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return msg_error("out of memory");
+	hashmap_for_each(&d->stacks, slot) v[n++] = slot->ptr;
+	if (n > 1)
+		qsort(v, n, sizeof(*v), delta_cmp);
+	(d->json ? print_json : print_text)(d, v, n, base, new);
+	free(v);
+	return 0;
+}
+
 /* The stack and symbol options go on to folded as they were given. */
 static int opt_forward(const struct opt *o, const char *arg, void *ctx)
 {
@@ -354,8 +370,6 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 		OPT_END(),
 	};
 #undef DIFF_FORWARD
-	struct diff_stack **v = NULL;
-	size_t n = 0;
 	int r = opts_parse(argc, argv, options, usage_text, a), ret = 1;
 	const char *base, *new;
 
@@ -373,20 +387,25 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 	if (d.event && (side_recorded(base, d.event, a) || side_recorded(new, d.event, a)))
 		return 1;
 	hashmap_init(&d.stacks, 1);
-	if (read_side(&d, base, 0, a) || read_side(&d, new, 1, a))
-		goto out;
-	v = malloc((d.stacks.nr ? d.stacks.nr : 1) * sizeof(*v));
-	if (!v) {
-		msg_error("out of memory");
-		goto out;
-	}
-	hashmap_for_each(&d.stacks, slot) v[n++] = slot->ptr;
-	if (n > 1)
-		qsort(v, n, sizeof(*v), delta_cmp);
-	(d.json ? print_json : print_text)(&d, v, n, base, new);
-	ret = limit != UINT64_MAX && d.new_total - d.base_total > (long double)limit ? 3 : 0;
-out:
-	free(v);
+	if (!read_side(&d, base, 0, a) && !read_side(&d, new, 1, a) && !diff_print(&d, base, new))
+		ret = limit != UINT64_MAX && d.new_total - d.base_total > (long double)limit ? 3 : 0;
+	hashmap_for_each(&d.stacks, slot) free(slot->ptr);
+	hashmap_release(&d.stacks);
+	return ret;
+}
+
+int diff_json_folded(FILE *base, FILE *new, const char *base_path, const char *new_path, const char *event,
+		     const char *weight, uint64_t top)
+{
+	struct diff d = { .event = event, .weight = weight, .top = top, .json = 1 };
+	int ret = 1;
+
+	hashmap_init(&d.stacks, 1);
+	rewind(base);
+	rewind(new);
+	if (!read_folded(&d, base, 0, base_path) && !read_folded(&d, new, 1, new_path) &&
+	    !diff_print(&d, base_path, new_path))
+		ret = 0;
 	hashmap_for_each(&d.stacks, slot) free(slot->ptr);
 	hashmap_release(&d.stacks);
 	return ret;

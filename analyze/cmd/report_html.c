@@ -147,6 +147,7 @@ enum page_view {
 	PV_MALLOC_GRAPHS,
 	PV_GRAPH,		/* then one per entry of graphs[] */
 	PV_RSS = PV_GRAPH + NR_GRAPHS,
+	PV_DIFF_NEW,		/* with BASE: the trace folded as diff folds it */
 	PV_NR
 };
 
@@ -157,6 +158,9 @@ struct page {
 	FILE *malloc_folded[NR_GRAPHS]; /* the same in the order folded_malloc_view writes them */
 	char rss_svg[32];	      /* the RSS chart's file, "" for none */
 	const char *base, *trace;
+	/* With BASE: what diff compares, and both sides folded so. */
+	const char *diff_event, *diff_weight;
+	FILE *diff_folded[2];
 };
 
 /* Set up one view of the page, by its command's argv. */
@@ -247,6 +251,19 @@ struct page *report_html_views(struct session *s, const char *base, const char *
 		if (strcmp(g->event, "malloc") && session_group_recorded(s, g->group))
 			page_view(pg, PV_GRAPH + i, folded_view, argv, s, a);
 	}
+	if (base) {
+		char *argv[] = { "folded", "--header", "-e", NULL, NULL, NULL, NULL, NULL };
+
+		if (diff_defaults(base, trace, (struct analyze_opts *)a, &pg->diff_event, &pg->diff_weight)) {
+			report_html_free(s, pg);
+			return NULL;
+		}
+		argv[3] = (char *)pg->diff_event;
+		argv[4] = pg->diff_weight ? "-w" : t;
+		argv[5] = pg->diff_weight ? (char *)pg->diff_weight : NULL;
+		argv[6] = pg->diff_weight ? t : NULL;
+		page_view(pg, PV_DIFF_NEW, folded_view, argv, s, a);
+	}
 	if (session_group_recorded(s, "rss")) {
 		int fd;
 
@@ -275,6 +292,9 @@ void report_html_free(struct session *s, struct page *pg)
 	for (size_t i = 0; i < NR_GRAPHS; i++)
 		if (pg->malloc_outs[i])
 			fclose(pg->malloc_outs[i]);
+	for (int i = 0; i < 2; i++)
+		if (pg->diff_folded[i])
+			fclose(pg->diff_folded[i]);
 	if (pg->rss_svg[0])
 		unlink(pg->rss_svg);
 	free(pg);
@@ -332,21 +352,22 @@ static void data_json(FILE *out, const char *key, struct page *pg, enum page_vie
 		fclose(f);
 }
 
-/* A command's --json run on its own, as the value of "key". */
-static void data_command(FILE *out, const char *key, int (*fn)(int, char **, struct analyze_opts *), char **argv,
-			 struct analyze_opts *a, int first)
+/* diff's JSON of the two foldings diff_section made, as "diff". */
+static void data_diff(FILE *out, struct page *pg)
 {
 	FILE *f = tmpfile();
-	int argc = 0, r = 1;
+	int saved = f ? cmd_stdout_to(f) : -1, r = 1;
 	size_t n = 0;
-	char *t;
+	char *t = NULL;
 
-	while (argv[argc])
-		argc++;
-	if (f)
-		r = cmd_capture(f, fn, argc, argv, a);
-	t = f && !r ? cmd_slurp(f, &n) : NULL;
-	data_put(out, key, t ? t : "", n, first);
+	if (saved >= 0) {
+		r = diff_json_folded(pg->diff_folded[0], pg->diff_folded[1], pg->base, pg->trace, pg->diff_event,
+				     pg->diff_weight, 50);
+		cmd_stdout_restore(saved);
+	}
+	if (!r)
+		t = cmd_slurp(f, &n);
+	data_put(out, "diff", t ? t : "", n, 0);
 	free(t);
 	if (f)
 		fclose(f);
@@ -354,19 +375,16 @@ static void data_command(FILE *out, const char *key, int (*fn)(int, char **, str
 
 /* The page's data: what its summary, its tables, trees and windows are
  * drawn from: the report's JSON, given, and the other views' own. */
-static void page_data(FILE *out, struct page *pg, const char *report, size_t report_len, struct session *s,
-		      struct analyze_opts *a)
+static void page_data(FILE *out, struct page *pg, const char *report, size_t report_len, struct session *s)
 {
-	char *diff[] = { "diff", "--json", "--top", "50", (char *)pg->base, (char *)pg->trace, NULL };
-
 	fputs("<script type=\"application/json\" id=\"data\">{", out);
 	data_json(out, "info", pg, PV_INFO, s, 1);
 	data_put(out, "report", report, report_len, 0);
 	data_json(out, "leaks", pg, PV_LEAKS_JSON, s, 0);
 	data_json(out, "functions", pg, PV_FUNCTIONS, s, 0);
 	data_json(out, "errors", pg, PV_ERRORS_JSON, s, 0);
-	if (pg->base)
-		data_command(out, "diff", cmd_diff, diff, a, 0);
+	if (pg->base && pg->diff_folded[0] && pg->diff_folded[1])
+		data_diff(out, pg);
 	else
 		fputs(",\"diff\":null", out);
 	fputs("}</script>\n", out);
@@ -389,45 +407,57 @@ static FILE *captured(int (*fn)(int, char **, struct analyze_opts *), char **arg
 	return f;
 }
 
-/* Two traces: what changed from base, as memsight diff weighs it (its
- * table drawn by the page's script from diff --json), and the
- * differential flame graph of the same folding. */
-static int diff_section(FILE *out, const char *base, const char *trace, struct analyze_opts *a)
+/* Whether folded text holds a stack line (not only its header). */
+static int folded_has_stacks(FILE *f)
 {
-	const char *event = NULL, *weight = NULL;
+	char line[256];
+	int found = 0;
+
+	rewind(f);
+	while (!found && fgets(line, sizeof(line), f))
+		found = line[0] != '#' && line[0] != '\n';
+	fseek(f, 0, SEEK_END);
+	return found;
+}
+
+/* Two traces: what changed from base, as memsight diff weighs it (its
+ * table drawn by the page's script from diff's JSON), and the
+ * differential flame graph of the same folding: the trace's from its view,
+ * base's folded here, both kept for the JSON. */
+static int diff_section(FILE *out, struct page *pg, struct session *s, struct analyze_opts *a)
+{
+	const char *event = pg->diff_event, *weight = pg->diff_weight;
 	struct graph g = { NULL, NULL, NULL, "What changed: widths from the new trace, red where a stack grew, blue "
 					     "where it shrank", NULL };
-	FILE *folded[2] = { NULL, NULL }, *svg = NULL;
-	const char *paths[2] = { base, trace };
+	char *argv[] = { "folded", "--header", "-e", (char *)event, weight ? "-w" : NULL, (char *)weight, NULL, NULL };
+	FILE *svg = NULL;
 	int r = 0, ret = 1;
 
-	if (diff_defaults(base, trace, a, &event, &weight))
-		return 1;
 	g.unit = !weight ? "events" : strcmp(weight, "count") ? "bytes" : !strcmp(event, "malloc") ? "allocations" : event;
 	fputs("<h2 id=\"diff-head\">What changed from ", out);
-	cmd_markup_escape(out, base, strlen(base));
+	cmd_markup_escape(out, pg->base, strlen(pg->base));
 	fputs("</h2>\n<section id=\"diff\"></section>\n", out);
-	for (int i = 0; i < 2; i++) {
-		char *argv[] = { "folded", "-e", (char *)event, weight ? "-w" : NULL, (char *)weight, NULL, NULL };
-
-		argv[weight ? 5 : 3] = (char *)paths[i];
-		folded[i] = captured(cmd_folded, argv, a, &r);
-		if (!folded[i] || r)
-			goto out;
+	argv[weight ? 6 : 4] = (char *)pg->base;
+	if (!(pg->diff_folded[0] = captured(cmd_folded, argv, a, &r)) || r)
+		goto out;
+	if (!(pg->diff_folded[1] = page_output(pg, PV_DIFF_NEW, s, &r)) || r)
+		goto out;
+	/* Widths come from the new trace: with no stack there, no graph (the
+	 * table says what went). */
+	if (!folded_has_stacks(pg->diff_folded[1])) {
+		fputs("<p>No stacks in the new trace to draw.</p>\n", out);
+		return 0;
 	}
 	svg = tmpfile();
-	if (!svg || flamegraph_run(folded[0], folded[1], svg, &g))
+	if (!svg || flamegraph_run(pg->diff_folded[0], pg->diff_folded[1], svg, &g))
 		goto out;
 	svg_object(out, svg, "diff-flame", "display:block");
 	ret = 0;
 out:
-	for (int i = 0; i < 2; i++)
-		if (folded[i])
-			fclose(folded[i]);
 	if (svg)
 		fclose(svg);
 	if (ret && !r)
-		msg_error("cannot draw the differential flame graph of '%s' and '%s'", base, trace);
+		msg_error("cannot draw the differential flame graph of '%s' and '%s'", pg->base, pg->trace);
 	return ret;
 }
 
@@ -560,7 +590,7 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 		fclose(errors);
 		had_errors = 1;
 	}
-	if (base && diff_section(out, base, trace, a)) {
+	if (base && diff_section(out, pg, s, a)) {
 		report_html_free(s, pg);
 		return 1;
 	}
@@ -666,7 +696,7 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 		if (f)
 			fclose(f);
 	}
-	page_data(out, pg, data, data_len, s, a);
+	page_data(out, pg, data, data_len, s);
 	report_html_free(s, pg);
 	fputs("<script>\n", out);
 	fputs(page_script, out);
