@@ -220,7 +220,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(how, "perfmap") || bad) {
 		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
-		if (!(perfmap = fopen(path, "w"))) {
+		/* Made anew, as its own user's: a file an earlier process of
+		 * this pid left would keep that one's owner. */
+		unlink(path);
+		if (!(perfmap = fopen(path, "wx"))) {
 			perror("jit_code: perf map");
 			return 1;
 		}
