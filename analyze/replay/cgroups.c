@@ -1,8 +1,9 @@
 /*
  * analyze/replay/cgroups.c: the containers of a system-wide trace: each
  * cgroup's path by the id samples carry, each process's pid inside its own
- * pid namespace, a container's id from its cgroup's path, and --cgroup's
- * choice of the processes under one cgroup.
+ * pid namespace, a container's id from its cgroup's path, and whether a
+ * cgroup is one --cgroup asked for or below it (session.c resolves the
+ * option).
  */
 #include "session.h"
 #include "session_int.h"
@@ -121,32 +122,4 @@ int session_cgroup_under(const char *c, const char *want)
 	if (n == 1 && want[0] == '/')
 		return 1;
 	return !strncmp(c, want, n) && (c[n] == 0 || c[n] == '/');
-}
-
-/* --cgroup: its path below the hierarchy the trace's cgroup ids are of
- * (given as that, or as the directory under the recording box's mount). */
-int session_cgroup_want_set(struct session *s, char *err, size_t errlen)
-{
-	const char *want = s->o.cgroup;
-	char root[4096] = "";
-	size_t n;
-
-	if (!s->cgroup_paths.nr)
-		return session_fail(err, errlen,
-			    "--cgroup: '%s' has no cgroups: its samples were not recorded system-wide (record with -a)",
-			    s->path);
-	if (session_host(s, "cgroup_root", root, sizeof(root), NULL) && (n = strlen(root)) &&
-	    !strncmp(want, root, n) && (want[n] == '/' || !want[n]))
-		want = want[n] ? want + n : "/";
-	s->cgroup_want = strdup(want);
-	if (!s->cgroup_want)
-		return session_fail(err, errlen, "out of memory");
-	n = strlen(s->cgroup_want);
-	while (n > 1 && s->cgroup_want[n - 1] == '/')
-		s->cgroup_want[--n] = 0;
-	hashmap_for_each(&s->cgroup_paths, slot)
-		if (session_cgroup_under(slot->ptr, s->cgroup_want))
-			return 0;
-	return session_fail(err, errlen, "--cgroup '%s' names no cgroup of '%s' (its cgroups are those under %s; memsight report "
-		    "lists the processes' cgroups)", s->o.cgroup, s->path, root[0] ? root : "the recording box's root");
 }

@@ -25,7 +25,7 @@
 #include "../../formats/msg.h"
 #include "../stacks/unwind.h"
 
-int session_fail(char *err, size_t errlen, const char *fmt, ...)
+static int session_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -119,6 +119,34 @@ static int on_meta_ref(uint32_t kind, size_t chunk, void *arg)
 	if (symbols_embedded_ref(&s->syms, &s->r, chunk) == -ENOMEM)
 		return session_fail(o->err, o->errlen, "out of memory");
 	return 0;
+}
+
+/* --cgroup: its path below the hierarchy the trace's cgroup ids are of
+ * (given as that, or as the directory under the recording box's mount). */
+static int cgroup_want_set(struct session *s, char *err, size_t errlen)
+{
+	const char *want = s->o.cgroup;
+	char root[4096] = "";
+	size_t n;
+
+	if (!s->cgroup_paths.nr)
+		return session_fail(err, errlen,
+			    "--cgroup: '%s' has no cgroups: its samples were not recorded system-wide (record with -a)",
+			    s->path);
+	if (session_host(s, "cgroup_root", root, sizeof(root), NULL) && (n = strlen(root)) &&
+	    !strncmp(want, root, n) && (want[n] == '/' || !want[n]))
+		want = want[n] ? want + n : "/";
+	s->cgroup_want = strdup(want);
+	if (!s->cgroup_want)
+		return session_fail(err, errlen, "out of memory");
+	n = strlen(s->cgroup_want);
+	while (n > 1 && s->cgroup_want[n - 1] == '/')
+		s->cgroup_want[--n] = 0;
+	hashmap_for_each(&s->cgroup_paths, slot)
+		if (session_cgroup_under(slot->ptr, s->cgroup_want))
+			return 0;
+	return session_fail(err, errlen, "--cgroup '%s' names no cgroup of '%s' (its cgroups are those under %s; memsight report "
+		    "lists the processes' cgroups)", s->o.cgroup, s->path, root[0] ? root : "the recording box's root");
 }
 
 /* Whether boot is this machine's boot id: the trace was recorded since it
@@ -428,7 +456,7 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 			s->ids[s->nr_ids++] = (struct sess_id){ s->evs[i].d.ids[k], &s->evs[i] };
 	if (s->nr_ids > 1)
 		qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
-	return s->o.cgroup ? session_cgroup_want_set(s, err, errlen) : 0;
+	return s->o.cgroup ? cgroup_want_set(s, err, errlen) : 0;
 }
 
 void session_release(struct session *s)

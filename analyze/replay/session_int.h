@@ -1,21 +1,19 @@
 /*
  * analyze/replay/session_int.h: what the parts of a session share
  * (session.c, cgroups.c, sample.c, chains.c); commands use session.h.
+ * session.c uses the parts; they never call it back.
  */
 #ifndef MEMSIGHT_SESSION_INT_H
 #define MEMSIGHT_SESSION_INT_H
 
 #include "session.h"
 
-/* err set from fmt; returns -1. */
-int session_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* cgroups.c: META cgroups and namespaces, and --cgroup. */
+/* cgroups.c: META cgroups and namespaces; whether a cgroup is --cgroup's
+ * or below it. */
 void session_cgroup_add(struct session *s, uint64_t id, const char *path);
 void session_cgroups_load(struct session *s, const char *text, size_t len);
 void session_nspids_load(struct session *s, const char *text, size_t len, const char *key);
 int session_cgroup_under(const char *c, const char *want);
-int session_cgroup_want_set(struct session *s, char *err, size_t errlen);
 
 /* sample.c: a PERF_RECORD_SAMPLE into smp; 0, or -1 when it does not
  * decode. */
