@@ -429,10 +429,17 @@ static int nested_call(struct session *s, const struct pending_stack *ps, const 
 
 /* Undo return-probe trampolines (the session put the skipped caller
  * back already). */
-static void repair_stack(struct session *s, struct pending_stack *ps, struct pending *p, const struct sample *smp)
+static void repair_stack(struct allocs *a, struct session *s, struct pending_stack *ps, struct pending *p,
+			 const struct sample *smp)
 {
 	uint64_t n = 0, tramp = 0;
 	int user = 0, first_user = 0;
+	struct process *proc = machine_process_find(&s->m, smp->pid);
+	const struct map *m = NULL;
+
+	/* Names are interned: the trampolines' mapping is this pointer. */
+	if (!a->uprobes_name)
+		a->uprobes_name = machine_intern(&s->m, "[uprobes]");
 
 	p->smp = *smp;
 	p->smp.raw = NULL;
@@ -447,13 +454,12 @@ static void repair_stack(struct session *s, struct pending_stack *ps, struct pen
 			p->ips[n++] = ip;
 			continue;
 		}
-		if (user && !first_user) {
-			const struct map *m = machine_find_map(&s->m, smp->pid, ip);
-
+		if (user && !first_user && proc) {
+			m = process_find_map(proc, ip, m);
 			/* A pending return probe put its trampoline where the
 			 * return address was; the outer pending calls, innermost
 			 * first, know the real ones. */
-			if (m && !strcmp(m->name, "[uprobes]")) {
+			if (m && m->name[0] == '[' && m->name == a->uprobes_name) {
 				tramp++;
 				if (ps->nr < tramp + 1)
 					continue;
@@ -731,7 +737,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		}
 		/* A free that took a stack gives it as an allocation's is. */
 		if (smp->nr_ips)
-			repair_stack(s, ps, &one, smp);
+			repair_stack(a, s, ps, &one, smp);
 		return do_free(a, s, smp->pid, ptr, smp->time, caller_in_allocator(s, smp, caller),
 			       smp->nr_ips ? &one.smp : NULL, rp->cb, rp->arg);
 	}
@@ -740,7 +746,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		struct pending one;
 		uint64_t rate = session_field(s, smp, AF_RATE), size = session_field(s, smp, AF_SIZE);
 
-		repair_stack(s, ps, &one, smp);
+		repair_stack(a, s, ps, &one, smp);
 		/* The old probe points were functions of their own, called by
 		 * the wrapper; a USDT site lies in the wrapper itself. */
 		if (fn == AF_SAMPLED_ALLOC)
@@ -784,7 +790,7 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		p->memptr = session_field(s, smp, AF_MEMPTR);
 		p->time = smp->time;
 		p->have_stack = smp->nr_ips > 0;
-		repair_stack(s, ps, p, smp);
+		repair_stack(a, s, ps, p, smp);
 		return 0;
 	}
 	/* A return: find its entry, innermost first. Entries left above it

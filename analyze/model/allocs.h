@@ -107,6 +107,7 @@ struct allocs {
 	uint64_t rate;		  /* the sampler's rate, when its samples were seen (0: none) */
 	uint64_t asked_rate;	  /* the rate --sample-bytes asked for (0: every call, or -p's own) */
 	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
+	const char *uprobes_name;  /* the uretprobe trampolines' mapping, interned */
 	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */
 	int tid;		  /* the thread of the sample being paired */
 	alloc_cb cb;		  /* the replay's callback, for the blocks an exec releases */

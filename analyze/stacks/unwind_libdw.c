@@ -34,6 +34,7 @@
 #define REG_RBP 6
 
 #define RECENT_RULES 1024
+#define SPACE_RULES 256
 
 /* The backend's state across address spaces: each object's, and each
  * runtime-written .eh_frame's. */
@@ -69,6 +70,10 @@ struct dw_space {
 	int pid;
 	struct dw_mod { struct dso *dso; uint64_t bias; struct dw_obj *obj; } *mods;
 	size_t nr_mods, last;
+	/* The rules last found by runtime address. A space lives for one
+	 * set of file mappings, and a rule depends on nothing else: this
+	 * skips the mapping's search and the object's table. */
+	struct { uint64_t pc; const struct dw_rule *r; } near[SPACE_RULES];
 	/* The sample being unwound. */
 	const struct unwind_input *in;
 	uint64_t *ips, *sps;
@@ -765,7 +770,7 @@ static struct dw_mod *mod_of(struct dw_space *sp, uint64_t addr)
  * and takes its frame-pointer step, as where no table covers an address. */
 static const struct dw_rule no_object_rule = { .kind = RULE_FP };
 
-static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
+static const struct dw_rule *object_rule_of(struct dw_space *sp, uint64_t addr)
 {
 	struct dw_mod *m = mod_of(sp, addr);
 	struct hm_slot *slot;
@@ -791,6 +796,17 @@ static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
 	hit->addr = at;
 	hit->r = slot->ptr;
 	return slot->ptr;
+}
+
+static const struct dw_rule *rule_of(struct dw_space *sp, uint64_t addr)
+{
+	__typeof__(sp->near[0]) *hit = &sp->near[(addr ^ addr >> 8) % SPACE_RULES];
+
+	if (hit->r && hit->pc == addr)
+		return hit->r;
+	hit->r = object_rule_of(sp, addr);
+	hit->pc = addr;
+	return hit->r;
 }
 
 /* The rule of frame n (1: the sampled ip) at pc in code a runtime

@@ -17,7 +17,11 @@ command -v heaptrack >/dev/null && command -v heaptrack_print >/dev/null ||
 . "$top/tests/bench/bench-lib.sh"
 bench_workdir
 
-cat >json.py <<'EOF'
+# Debian's interpreter itself, as bench-malloc.sh: a pyenv shim is a
+# shell script, which heaptrack would follow instead. The script's name
+# is no module's it imports (a json.py imports itself, and fails).
+py=/usr/bin/python3
+cat >build_json.py <<'EOF'
 import json
 print(len([json.dumps({"k%d" % i: [i] * 20 for i in range(4000)}) for r in range(40)]))
 EOF
@@ -35,6 +39,7 @@ EOF
 one() {
 	name=$1
 	shift
+	"$@" >/dev/null 2>&1 || { echo "$name: '$*' failed: nothing to measure"; return; }
 	"$b/memsight" record -q -e malloc -o ms.trace -- "$@" >/dev/null 2>&1
 	rm -f ht.*
 	heaptrack -o ht "$@" >/dev/null 2>&1
@@ -56,6 +61,6 @@ one() {
 	done
 }
 
-one "python3 building JSON" python3 json.py
+one "python3 building JSON" "$py" build_json.py
 command -v node >/dev/null && one "node building objects" node objects.js
 one "churn_leak, $CHURN_MIB MiB churned by each of 2 threads" "$b/samples/churn_leak" 16 "$CHURN_MIB" 2
