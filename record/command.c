@@ -66,7 +66,7 @@ int rec_child_start(struct recorder *rc, const sigset_t *oldmask)
 	rc->go_fd = go[1];
 	rc->err_fd = err[0];
 	if (rc->leak_check) {
-		int r = leakcheck_follow(rc->child);
+		int r = leakcheck_follow(&rc->lc, rc->child);
 
 		if (r)
 			return msg_error("--leak-check cannot follow the command (ptrace: %s)%s", strerror(-r),

@@ -25,10 +25,18 @@
  *               goes on to allocate 150 blocks, keeps 100 (still
  *               reachable) and drops 50 (definitely lost), and its end
  *               is the process's
+ *   heldwait    a thread blocked in a system call at exit holds a block
+ *               of 5000 bytes on its stack: still reachable
+ *   heldreg     a thread spinning at exit holds a block of 4 bytes in a
+ *               register only: still reachable
+ *   rotable     a 4 KiB table from memalign, in the brk heap, holding 8
+ *               blocks of 777 bytes, made read-only, pointed to by a
+ *               global: still reachable, the table and the 8
  *
  * Prints the truth with write(2), so that stdio allocates nothing: one
  * line per kind, "leak_cases: KIND B bytes in N blocks".
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -242,6 +250,67 @@ static void mainexit(void)
 	pthread_exit(NULL);
 }
 
+static volatile int worker_ready;
+static int hold_pipe[2];
+
+static void *wait_worker(void *arg)
+{
+	void *volatile p = malloc(5000);
+	char c;
+
+	(void)arg;
+	memset(p, 0, 5000);
+	scrub_stack();
+	worker_ready = 1;
+	/* Never written: blocked here when the process exits. */
+	if (read(hold_pipe[0], &c, 1) < 0)
+		exit(1);
+	return p;
+}
+
+/* A key no block's address can be: the stack keeps the pointer XORed with
+ * it, and only the register the loop spins in holds the pointer itself. */
+#define HIDE_KEY 0x5a5a5a5a5a5a5a5aull
+
+static void *spin_worker(void *arg)
+{
+	uint64_t v = (uint64_t)opaque(malloc(4)) ^ HIDE_KEY;
+
+	(void)arg;
+	scrub_stack();
+	worker_ready = 1;
+	__asm__ volatile("xor %1, %0\n1: pause\njmp 1b" : "+r"(v) : "r"(HIDE_KEY));
+	return NULL;
+}
+
+/* main returns while the worker runs on, once it holds its block. */
+static void held_by_thread(void *(*fn)(void *), unsigned long bytes)
+{
+	pthread_t t;
+
+	if (pipe(hold_pipe) || pthread_create(&t, NULL, fn, NULL))
+		exit(1);
+	while (!worker_ready)
+		usleep(1000);
+	say("still reachable", bytes, 1);
+}
+
+void **ro_table;
+
+static void rotable(void)
+{
+	void **t = memalign(4096, 4096);
+
+	if (!t)
+		exit(1);
+	memset(t, 0, 4096);
+	for (int i = 0; i < 8; i++)
+		t[i] = malloc(777);
+	mprotect(t, 4096, PROT_READ);
+	ro_table = t;
+	say("still reachable", 4096 + 8 * 777, 9);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -267,9 +336,15 @@ int main(int argc, char **argv)
 		realloc_case();
 	else if (!strcmp(mode, "mainexit"))
 		mainexit();
+	else if (!strcmp(mode, "heldwait"))
+		held_by_thread(wait_worker, 5000);
+	else if (!strcmp(mode, "heldreg"))
+		held_by_thread(spin_worker, 4);
+	else if (!strcmp(mode, "rotable"))
+		rotable();
 	else {
-		fprintf(stderr,
-			"usage: leak_cases tails|random|thread|rodata|interior|tree|merged|cycle|realloc|mainexit [N]\n");
+		fprintf(stderr, "usage: leak_cases tails|random|thread|rodata|interior|tree|merged|cycle|realloc|mainexit|"
+				"heldwait|heldreg|rotable [N]\n");
 		return 2;
 	}
 	scrub_stack();

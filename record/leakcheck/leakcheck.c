@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,14 +28,17 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static int thread_regs(pid_t tid, struct reach_thread *t)
+/* The registers of stopped thread tid, and the system call it is in
+ * (-1 for none: stopped out of user code by a signal or an interrupt). */
+static int thread_regs(pid_t tid, struct reach_thread *t, long *syscall)
 {
 	struct user_regs_struct r;
 
 	if (ptrace(PTRACE_GETREGS, tid, NULL, &r))
 		return -errno;
 	*t = (struct reach_thread){ tid, r.rsp, { r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8, r.r9,
-						  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15 }, 16, 0 };
+						  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15 }, 16, (long)r.orig_rax >= 0 };
+	*syscall = (long)r.orig_rax;
 	return 0;
 }
 
@@ -52,10 +56,18 @@ static void scan(struct leakcheck *lc, pid_t pid, const struct reach_thread *th,
 	}
 }
 
-int leakcheck_follow(pid_t child)
+static void thread_add(struct leakcheck *lc, pid_t tid);
+
+int leakcheck_follow(struct leakcheck *lc, pid_t child)
 {
-	/* Only the exit stops it: no stop at exec, none for its children. */
-	return ptrace(PTRACE_SEIZE, child, NULL, (void *)(long)PTRACE_O_TRACEEXIT) ? -errno : 0;
+	/* Only exits stop it and its threads, each followed from its making
+	 * so that its registers are there when the process ends: no stop at
+	 * exec, none for its children. */
+	if (ptrace(PTRACE_SEIZE, child, NULL, (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_TRACECLONE)))
+		return -errno;
+	lc->pid = child;
+	thread_add(lc, child);
+	return 0;
 }
 
 /* Whether thread tid of tgid lives on: not a zombie, and not killed with
@@ -95,7 +107,52 @@ static void thread_add(struct leakcheck *lc, pid_t tid)
 	lc->threads[lc->nr_threads++] = tid;
 }
 
-/* The threads of tgid that live on but for tid, each seized (and new
+static int thread_held(const struct leakcheck *lc, pid_t tid)
+{
+	for (size_t i = 0; i < lc->nr_held; i++)
+		if (lc->held[i].tid == tid)
+			return 1;
+	return 0;
+}
+
+/* The process thread tid belongs to, or -1. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[256];
+	pid_t tgid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/* Whether thread tid of tgid is there still, dying or not: not yet a
+ * zombie. */
+static int thread_there(pid_t tgid, pid_t tid)
+{
+	char path[96], line[256];
+	int there = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)tgid, (int)tid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "State:", 6)) {
+			there = !strchr(line + 6, 'Z') && !strchr(line + 6, 'X');
+			break;
+		}
+	fclose(f);
+	return there;
+}
+
+/* The threads of tgid that live on but for tid and those held, each seized (and new
  * ones followed as they are made) when seize is set; how many. */
 static size_t others_living(struct leakcheck *lc, pid_t tgid, pid_t tid, int seize)
 {
@@ -111,7 +168,7 @@ static size_t others_living(struct leakcheck *lc, pid_t tgid, pid_t tid, int sei
 		pid_t t = atoi(de->d_name);
 		size_t i;
 
-		if (t <= 0 || t == tid || !thread_lives(tgid, t))
+		if (t <= 0 || t == tid || thread_held(lc, t) || !thread_lives(tgid, t))
 			continue;
 		n++;
 		if (!seize)
@@ -132,6 +189,38 @@ static void thread_forget(struct leakcheck *lc, pid_t tid)
 	for (size_t i = 0; i < lc->nr_threads; i++)
 		if (lc->threads[i] == tid)
 			lc->threads[i] = lc->threads[--lc->nr_threads];
+	for (size_t i = 0; i < lc->nr_held; i++)
+		if (lc->held[i].tid == tid)
+			lc->held[i] = lc->held[--lc->nr_held];
+}
+
+static int thread_hold(struct leakcheck *lc, const struct reach_thread *t)
+{
+	if (lc->nr_held == lc->alloc_held) {
+		size_t na = lc->alloc_held ? 2 * lc->alloc_held : 16;
+		struct reach_thread *v = realloc(lc->held, na * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		lc->held = v;
+		lc->alloc_held = na;
+	}
+	lc->held[lc->nr_held++] = *t;
+	return 0;
+}
+
+/* The process is ending, and every thread followed that has not come to
+ * its exit stop is gone: scan with the registers of all those held, then
+ * let them all go. Until then, wait: killed with the rest, each thread
+ * comes to its exit stop or to its end. */
+static void group_end(struct leakcheck *lc)
+{
+	for (size_t i = 0; i < lc->nr_threads; i++)
+		if (!thread_held(lc, lc->threads[i]) && thread_there(lc->pid, lc->threads[i]))
+			return;
+	scan(lc, lc->pid, lc->held, lc->nr_held);
+	lc->nr_held = 0;
+	leakcheck_release(lc);
 }
 
 int leakcheck_following_threads(const struct leakcheck *lc)
@@ -146,46 +235,56 @@ void leakcheck_release(struct leakcheck *lc)
 	free(lc->threads);
 	lc->threads = NULL;
 	lc->nr_threads = lc->alloc_threads = 0;
+	free(lc->held);
+	lc->held = NULL;
+	lc->nr_held = lc->alloc_held = 0;
 }
 
 int leakcheck_status(struct leakcheck *lc, pid_t pid, int status)
 {
 	int event = (unsigned)status >> 16;
-	pid_t tgid = lc->tgid ? lc->tgid : pid;
 
 	if (!WIFSTOPPED(status)) {
 		thread_forget(lc, pid);
+		if (lc->nr_held)
+			group_end(lc);
 		return 0;
 	}
 	if (event == PTRACE_EVENT_EXIT) {
 		struct reach_thread t;
+		long nr = -1;
+		int have = !thread_regs(pid, &t, &nr);
 
-		/* The main thread ends while others run on (pthread_exit): the
-		 * process is not done, and what they allocate and hold from now
-		 * on is to be scanned too. Follow them, to the last one's exit. */
-		if (!lc->tgid && others_living(lc, pid, pid, 0)) {
-			lc->tgid = pid;
-			/* Those made while the first were seized are followed
-			 * through their makers, or found by looking again. */
-			for (size_t before = (size_t)-1; before != lc->nr_threads;) {
-				before = lc->nr_threads;
-				others_living(lc, pid, pid, 1);
-			}
+		/* One thread's own end (the exit system call: pthread_exit)
+		 * while others live on is not the process's. When it is the
+		 * main thread's, what the others allocate and hold from now
+		 * on is to be scanned too: each is followed to its end. */
+		if (nr == __NR_exit && others_living(lc, lc->pid, pid, 0)) {
+			/* Those made before they were followed are seized, as
+			 * those made while they were being seized. */
+			if (pid == lc->pid)
+				for (size_t before = (size_t)-1; before != lc->nr_threads;) {
+					before = lc->nr_threads;
+					others_living(lc, lc->pid, pid, 1);
+				}
+			thread_forget(lc, pid);
 			ptrace(PTRACE_DETACH, pid, NULL, NULL);
 			return 1;
 		}
-		/* Exiting, memory still whole: the last moment to look. The
-		 * other threads are not stopped: their stacks count whole. */
-		if ((!lc->tgid || !others_living(lc, tgid, pid, 0)) && !thread_regs(pid, &t)) {
+		/* The process ends (exit_group, or a signal that kills it).
+		 * Each thread stops here with its registers, the memory whole
+		 * while one is held: the threads still running at the end hold
+		 * blocks on their stacks and in their registers, as valgrind
+		 * counts them. */
+		if (!have) {
+			t = (struct reach_thread){ .tid = pid };
 			t.in_syscall = 1;
-			scan(lc, tgid, &t, 1);
-			lc->tgid = 0;
-			thread_forget(lc, pid);
-			/* The others are gone or going: let go of them all. */
-			leakcheck_release(lc);
 		}
-		thread_forget(lc, pid);
-		ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		if (thread_hold(lc, &t)) {
+			thread_forget(lc, pid);
+			ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		}
+		group_end(lc);
 	} else if (event == PTRACE_EVENT_CLONE) {
 		/* The new thread is followed from its first stop. */
 		unsigned long child;
@@ -194,8 +293,15 @@ int leakcheck_status(struct leakcheck *lc, pid_t pid, int status)
 			thread_add(lc, (pid_t)child);
 		ptrace(PTRACE_CONT, pid, NULL, NULL);
 	} else if (event == PTRACE_EVENT_STOP && WSTOPSIG(status) == SIGTRAP) {
-		/* A thread's first stop, when it is seized or made. */
-		ptrace(PTRACE_CONT, pid, NULL, NULL);
+		/* A thread's first stop, when it is seized or made. A clone
+		 * that made a process of its own is no thread of this one:
+		 * not followed. */
+		if (pid != lc->pid && tgid_of(pid) != lc->pid) {
+			thread_forget(lc, pid);
+			ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		} else {
+			ptrace(PTRACE_CONT, pid, NULL, NULL);
+		}
 	} else if (event == PTRACE_EVENT_STOP) {
 		/* A group stop (SIGSTOP): it stays stopped, as without us. */
 		ptrace(PTRACE_LISTEN, pid, NULL, NULL);
@@ -224,6 +330,7 @@ int leakcheck_attach(struct leakcheck *lc, pid_t pid)
 	/* Each thread, stopped wherever it is. */
 	while ((de = readdir(d)) && nseized < LEAKCHECK_MAX_THREADS) {
 		pid_t tid = atoi(de->d_name);
+		long nr;
 		int st;
 
 		if (tid <= 0 || ptrace(PTRACE_SEIZE, tid, NULL, NULL))
@@ -231,7 +338,7 @@ int leakcheck_attach(struct leakcheck *lc, pid_t pid)
 		seized[nseized++] = tid;
 		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) || waitpid(tid, &st, __WALL) != tid || !WIFSTOPPED(st))
 			continue;
-		if (!thread_regs(tid, &th[n]))
+		if (!thread_regs(tid, &th[n], &nr))
 			n++;
 	}
 	closedir(d);

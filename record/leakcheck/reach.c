@@ -93,7 +93,10 @@ static int maps_load(struct scan *sc, pid_t pid, const struct reach_thread *th, 
 
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %511[^\n]", &lo, &hi, perms, name) < 3)
 			continue;
-		anon = !name[0] || !strncmp(name, "[anon", 5);
+		/* The brk heap is anonymous memory too, under a name: a part
+		 * of it made read-only is a mapping of its own, and still
+		 * holds blocks and pointers. */
+		anon = !name[0] || !strncmp(name, "[anon", 5) || !strcmp(name, "[heap]");
 		if (perms[2] == 'x' && strstr(name, "/libc.so") && !sc->libc_hi) {
 			sc->libc_lo = lo;
 			sc->libc_hi = hi;
