@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 
 #include "recorder.h"
@@ -32,6 +33,41 @@ static int sampler_env(struct recorder *rc)
 		return -1;
 	/* Its reports, without traps, where the recorder listens for them. */
 	return rc->as.env[0] ? setenv(STREAM_ENV, rc->as.env, 1) : 0;
+}
+
+static int command_not_found(const char *name)
+{
+	return msg_error("command not found: '%s': check the name or give its path", name);
+}
+
+/* Whether execvp would find the command: a name with a slash is that
+ * file, any other is looked up in PATH. */
+static int command_findable(const char *name)
+{
+	const char *path = getenv("PATH"), *p;
+	char full[PATH_MAX];
+
+	if (strchr(name, '/'))
+		return access(name, F_OK) == 0;
+	for (p = path && *path ? path : "/usr/local/bin:/bin:/usr/bin"; ; p++) {
+		const char *end = strchrnul(p, ':');
+		int len = (int)(end - p);
+
+		/* An empty entry is the current directory, as execvp has it. */
+		if (snprintf(full, sizeof(full), "%.*s%s%s", len, p, len ? "/" : "", name) < (int)sizeof(full) &&
+		    !access(full, X_OK))
+			return 1;
+		if (!*end)
+			return 0;
+		p = end;
+	}
+}
+
+int rec_command_check(struct recorder *rc)
+{
+	if (!rc->command[0][0] || !command_findable(rc->command[0]))
+		return command_not_found(rc->command[0]);
+	return 0;
 }
 
 int rec_child_start(struct recorder *rc, const sigset_t *oldmask)
@@ -92,10 +128,16 @@ int rec_child_release(struct recorder *rc)
 	close(rc->err_fd);
 	rc->err_fd = -1;
 	if (n == sizeof(e)) {
-		waitpid(rc->child, NULL, 0);
+		int st;
+
+		/* Followed for --leak-check, it stops at its exit first: let
+		 * it go, and its end follows (files held open until then keep
+		 * the probes' guard waiting). */
+		while (waitpid(rc->child, &st, __WALL) == rc->child && WIFSTOPPED(st))
+			ptrace(PTRACE_DETACH, rc->child, NULL, NULL);
 		rc->child = 0;
 		if (e == ENOENT)
-			return msg_error("command not found: '%s': check the name or give its path", rc->command[0]);
+			return command_not_found(rc->command[0]);
 		return msg_error("cannot run '%s': %s", rc->command[0], strerror(e));
 	}
 	return 0;

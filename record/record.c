@@ -410,6 +410,9 @@ static int record_prepare(struct recorder *rc, sigset_t *mask, sigset_t *oldmask
 		if (kill(rc->pids[i], 0) && errno == ESRCH)
 			return msg_error("no process with pid %d: check it with 'ps -p %d'", (int)rc->pids[i],
 					 (int)rc->pids[i]);
+	/* Before any event is chosen for it. */
+	if (rc->command && rec_command_check(rc))
+		return -1;
 	rc->build_id = rec_probe_build_id();
 	if (rc->system_wide) {
 		struct stat st;

@@ -289,6 +289,9 @@ void rec_summary(struct recorder *rc);
 uint64_t rec_lost(const struct recorder *rc, int deep);
 
 /* command.c */
+/* Whether the command can be found as exec would look for it; says
+ * "command not found" and returns -1 if not. */
+int rec_command_check(struct recorder *rc);
 int rec_child_start(struct recorder *rc, const sigset_t *oldmask);
 int rec_child_release(struct recorder *rc);
 void rec_child_stop(struct recorder *rc);

@@ -184,6 +184,15 @@ if "$BUILD/memsight-record" -q -e faults -o "$TRASH/.p.trace" -- true 2>/dev/nul
 		test -z "$(ls -A | grep -v "^err$")"
 	'
 
+	# Followed with ptrace, the child that failed to exec stops at its
+	# exit; the recorder hung there, waiting for the probes' guard.
+	test_expect_success 'command not found under --leak-check: the same line, and an exit' '
+		test_must_fail timeout 60 "$MEMSIGHT" record -e malloc --leak-check -o lc.trace -- no-such-command-here \
+			2>err &&
+		test_one_line err && grep "command not found: .no-such-command-here." err &&
+		test ! -e lc.trace
+	'
+
 	test_expect_success 'unwritable output' '
 		test_must_fail "$MEMSIGHT" record -o /nonexistent-dir/t.trace -- true 2>err &&
 		test_one_line err && grep "cannot create ./nonexistent-dir/t.trace.: No such file or directory" err
