@@ -177,6 +177,7 @@ SAMPLES := \
 	box_grow \
 	churn_leak \
 	cpu_hop \
+	cxx_cases \
 	cxx_leak \
 	cxx_threads \
 	deep_stack \

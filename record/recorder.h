@@ -204,6 +204,7 @@ struct recorder {
 	int disk_full;		/* recording stopped because the trace could not grow */
 	int realtime;		/* the drain loop runs SCHED_FIFO */
 	uint64_t start_ns, stop_ns;
+	uint64_t probes_on_ns;	/* CLOCK_MONOTONIC when the recorder had switched every event on */
 	uint64_t records;
 	uint64_t drained; /* bytes taken from the rings, to tell a busy loop from an idle one */
 	uint64_t lost_unreported; /* lost per the event counters, beyond the LOST records */

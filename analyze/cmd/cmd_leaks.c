@@ -707,9 +707,10 @@ static void leaks_text_notes(const struct leaks *l, struct session *s)
 		       (unsigned long long)a->unmatched_frees,
 		       session_incomplete(s) ? ", or whose allocation was lost," : "");
 	if (l->nogroup_count)
-		printf("# %llu outstanding allocations have no stack (their entry was %s)\n",
-		       (unsigned long long)l->nogroup_count,
-		       a->sample > 1 || a->min_size || a->max_size ? "not kept: -s or -z/-Z" : "lost with the events");
+		printf("# %llu outstanding allocations have no stack (%s)\n", (unsigned long long)l->nogroup_count,
+		       a->sample > 1 || a->min_size || a->max_size ? "their entry was not kept: -s or -z/-Z"
+		       : session_incomplete(s) ? "their entry was lost with the events, or came before the recording began"
+					       : "their call was under way when the recording began");
 	if (a->unknown_result)
 		printf("# %llu posix_memalign results could not be read (their pointer was not on the stack)\n",
 		       (unsigned long long)a->unknown_result);

@@ -106,6 +106,9 @@ struct allocs {
 	unsigned sample;	  /* -s N of the recording, 1 when every entry was kept */
 	uint64_t rate;		  /* the sampler's rate, when its samples were seen (0: none) */
 	uint64_t asked_rate;	  /* the rate --sample-bytes asked for (0: every call, or -p's own) */
+	/* The calls seen whole: every probe was on from probes_on, the first
+	 * went off at probes_off (0: no bound), both in the samples' clock. */
+	uint64_t probes_on, probes_off;
 	uint64_t aliases[AF_NR];  /* per probed function, the others at its address (bits) */
 	const char *uprobes_name;  /* the uretprobe trampolines' mapping, interned */
 	struct hashmap call_names; /* caller address (per pid) -> enum alloc_fn + 1 */

@@ -309,6 +309,10 @@ void rec_meta_end(struct recorder *rc)
 #define ADD(...) n += snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
 		ADD("duration_ns %llu\n", (unsigned long long)(rc->stop_ns - rc->start_ns));
 		ADD("records %llu\n", (unsigned long long)rc->records);
+		if (rc->probes_on_ns)
+			ADD("probes_on_ns %llu\n", (unsigned long long)rc->probes_on_ns);
+		if (rc->stop_ns)
+			ADD("probes_off_ns %llu\n", (unsigned long long)rc->stop_ns);
 		if (rc->records > rc->w.nr_records)
 			ADD("records_not_written %llu\n", (unsigned long long)(rc->records - rc->w.nr_records));
 		ADD("lost %llu\n", (unsigned long long)lost);
