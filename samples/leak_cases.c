@@ -29,6 +29,10 @@
  *               of 5000 bytes on its stack: still reachable
  *   heldreg     a thread spinning at exit holds a block of 4 bytes in a
  *               register only: still reachable
+ *   zerosize    blocks of no bytes, each right after a malloc that failed:
+ *               malloc(0) kept (still reachable), calloc(0, 1),
+ *               reallocarray(NULL, 0, 5) and realloc(NULL, 0) dropped
+ *               (definitely lost, 0 bytes in 3 blocks)
  *   rotable     a 4 KiB table from memalign, in the brk heap, holding 8
  *               blocks of 777 bytes, made read-only, pointed to by a
  *               global: still reachable, the table and the 8
@@ -295,6 +299,29 @@ static void held_by_thread(void *(*fn)(void *), unsigned long bytes)
 	say("still reachable", bytes, 1);
 }
 
+void *zero_kept;
+
+static void zerosize(void)
+{
+	/* Too big for any allocator: each call fails. */
+	volatile size_t huge = SIZE_MAX;
+	void *volatile p;
+
+	p = malloc(huge);
+	zero_kept = malloc(0);
+	p = malloc(huge);
+	p = calloc(0, 1);
+	p = malloc(huge);
+	p = reallocarray(NULL, 0, 5);
+	p = malloc(huge);
+	free(malloc(0));
+	p = realloc(NULL, 0);
+	p = NULL;
+	(void)p;
+	say("definitely lost", 0, 3);
+	say("still reachable", 0, 1);
+}
+
 void **ro_table;
 
 static void rotable(void)
@@ -342,9 +369,11 @@ int main(int argc, char **argv)
 		held_by_thread(spin_worker, 4);
 	else if (!strcmp(mode, "rotable"))
 		rotable();
+	else if (!strcmp(mode, "zerosize"))
+		zerosize();
 	else {
 		fprintf(stderr, "usage: leak_cases tails|random|thread|rodata|interior|tree|merged|cycle|realloc|mainexit|"
-				"heldwait|heldreg|rotable [N]\n");
+				"heldwait|heldreg|rotable|zerosize [N]\n");
 		return 2;
 	}
 	scrub_stack();

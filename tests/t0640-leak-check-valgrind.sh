@@ -5,7 +5,8 @@
 # interior pointers, a tree of indirect leaks, a mapping merged with a big
 # block, a cycle, realloc, a main thread that ends before the others,
 # threads still running at exit that hold a block on their stack or in a
-# register only, a read-only table in the brk heap. Built at -O0 and -O2;
+# register only, a read-only table in the brk heap, blocks of no bytes
+# right after a malloc that failed. Built at -O0 and -O2;
 # each run's four kinds, bytes and blocks,
 # must equal valgrind's and the program's own truth. The same programs
 # under jemalloc and mimalloc, where valgrind cannot follow, against the
@@ -17,7 +18,7 @@ test_skip_unless_recording
 json() { perl -MJSON::PP -e 'local $/; open my $f, "<", $ARGV[0] or die; my $d = decode_json(<$f>); '"$2" "$1"; }
 
 CASES="tails:10 random:4000 thread:1 rodata:10 interior:1 tree:1 merged:10 cycle:1 realloc:1 mainexit:1 heldwait:1
-heldreg:1 rotable:1"
+heldreg:1 rotable:1 zerosize:1"
 KINDS="definitely indirectly possibly reachable"
 
 # The four kinds from the program's truth lines, absent ones 0.
@@ -135,7 +136,7 @@ for lib in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/
 	test -e "$lib" || { echo "# $lib is missing (make test-deps installs it)"; continue; }
 	name=$(basename "$lib" .so.2)
 	for c in tails:10 thread:1 rodata:10 interior:1 tree:1 merged:10 cycle:1 realloc:1 mainexit:1 heldwait:1 heldreg:1 \
-		rotable:1; do
+		rotable:1 zerosize:1; do
 		mode=${c%:*} n=${c#*:}
 		test_expect_success "$name, $mode: the kinds are the truth" '
 			LD_PRELOAD=$lib "$MEMSIGHT" record -q -e malloc --leak-check -o $name-$mode.trace -- ./lc-O2 $mode $n >truth &&

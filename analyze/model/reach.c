@@ -338,6 +338,11 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 				continue;
 			}
 			if ((from = block_of(&g, where)) >= 0) {
+				/* A block of 0 bytes holds nothing: the word at its
+				 * address is the allocator's (mimalloc's free list
+				 * link), as memcheck has it. */
+				if (!g.blocks[from].rec->size)
+					continue;
 				if (from != to && edge_add(&g, from, to, interior))
 					goto oom;
 				continue;

@@ -166,7 +166,7 @@ int sampler_take_due(size_t size)
 	if (!t->rng) {
 		/* The thread's first allocation: it starts a fresh interval. */
 		thread_seed(t);
-		if ((t->left -= (int64_t)size) > 0)
+		if ((t->left -= sampler_bytes(size)) > 0)
 			return 0;
 	}
 	t->left = interval(t);

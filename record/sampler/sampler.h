@@ -64,12 +64,20 @@ SAMPLER_API void sampler_kept(void *p, size_t size);
 /* p is about to be freed: reported if it was kept. */
 SAMPLER_API void sampler_forget(void *p);
 
+/* A size as the countdown takes it: one past INT64_MAX (malloc(-1), which
+ * fails) would count it up, and the calls after it, a malloc(0) among
+ * them, would go unseen. */
+static inline int64_t sampler_bytes(size_t size)
+{
+	return size > INT64_MAX ? INT64_MAX : (int64_t)size;
+}
+
 /* Whether an allocation of size bytes is kept: on most calls, a
  * subtraction. Decided before the call it wraps, so that a call not kept
  * is a jump to the allocator, with no frame of the wrapper's. */
 static inline int sampler_take(size_t size)
 {
-	if (__builtin_expect((sampler_ts.left -= (int64_t)size) > 0, 1))
+	if (__builtin_expect((sampler_ts.left -= sampler_bytes(size)) > 0, 1))
 		return 0;
 	return sampler_take_due(size);
 }

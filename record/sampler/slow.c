@@ -62,7 +62,9 @@ static void *slow_realloc(void *p, size_t size, void *(*next)(void *, size_t))
 	void *q;
 
 	SAMPLER_GONE(p);
-	if (__builtin_expect(!size || !sampler_take(size), 1))
+	/* realloc(p, 0) frees p and gives NULL under glibc; realloc(NULL,
+	 * 0) gives a block of no bytes, which is seen as malloc(0) is. */
+	if (__builtin_expect(!sampler_take(size), 1))
 		return next(p, size);
 	if ((q = next(p, size)))
 		sampler_kept(q, size);

@@ -297,7 +297,7 @@ FAST void *malloc(size_t size)
 {
 	void *(*f)(size_t) = (void *(*)(size_t))NEXT_FAST(F_MALLOC);
 
-	if (__builtin_expect(QUIET, 1) || __builtin_expect((sampler_ts.left -= (int64_t)size) > 0, 1))
+	if (__builtin_expect(QUIET, 1) || __builtin_expect((sampler_ts.left -= sampler_bytes(size)) > 0, 1))
 		return f(size);
 	return sampler_slow.malloc(size, f);
 }
@@ -320,7 +320,7 @@ FAST void *calloc(size_t n, size_t size)
 		return f(n, size);
 	if (__builtin_mul_overflow(n, size, &total))
 		total = SIZE_MAX;
-	if (__builtin_expect((sampler_ts.left -= (int64_t)total) > 0, 1))
+	if (__builtin_expect((sampler_ts.left -= sampler_bytes(total)) > 0, 1))
 		return f(n, size);
 	return sampler_slow.calloc(n, size, f);
 }
@@ -347,8 +347,9 @@ void *reallocarray(void *p, size_t n, size_t size)
 	 * would be seen twice. */
 	SAMPLER_GONE(p);
 	q = NEXT(F_REALLOC, realloc)(p, total);
-	if (total)
-		SAMPLER_SEEN(q, total);
+	/* Of no bytes, a block all the same (glibc's realloc of NULL), and
+	 * a leak if dropped. */
+	SAMPLER_SEEN(q, total);
 	return q;
 }
 
