@@ -180,6 +180,19 @@ test_expect_success 'size limits (-z/-Z) keep only what is asked for' '
 	! grep "^81920 bytes" leaks && grep "^10000 bytes in 10 allocations from stack" leaks
 '
 
+# env allocates, then execs the program in the same process: two rows.
+test_expect_success 'report: a program an exec started has a row of its own, the one before it another' '
+	record -o plain.trace -- "$S/loop_leak" 1000 >truth &&
+	record -o exec.trace -- env MEMSIGHT_TEST=1 "$S/loop_leak" 1000 >truth &&
+	"$MEMSIGHT" report plain.trace >plain &&
+	"$MEMSIGHT" report exec.trace >exec &&
+	awk "\$2 == \"loop_leak\" { print \$3, \$4, \$5 }" plain >want &&
+	awk "\$2 == \"loop_leak\" { print \$3, \$4, \$5 }" exec >got &&
+	cat want got &&
+	test_cmp want got &&
+	test "$(awk "\$2 == \"env\" && \$3 > 0" exec | wc -l)" = 1
+'
+
 test_expect_success 'C++ names are demangled' '
 	record -o cxx.trace -- "$S/cxx_leak" 30 >truth &&
 	"$MEMSIGHT" leaks cxx.trace >leaks &&

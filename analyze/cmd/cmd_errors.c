@@ -241,6 +241,7 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 
 	switch (ev->kind) {
 	case ALLOC_NEW:
+	case ALLOC_EXEC:
 		return 0;
 	case ALLOC_FREED:
 		if (!(m = freed_of(e, ev->pid)) || !(f = hashmap_u64_obj(m, ev->rec->ptr, sizeof(*f))))

@@ -283,7 +283,7 @@ static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
 		rec = r->ptr;
 		a->exec_released++;
 		if (a->cb) {
-			struct alloc_event ev = { ALLOC_FREED, rec, time, pid, pid, rec->ptr, NULL };
+			struct alloc_event ev = { ALLOC_FREED, rec, time, pid, pid, rec->ptr, NULL, 1 };
 
 			a->cb(s, &ev, a->cb_arg);
 		}
@@ -292,6 +292,11 @@ static void on_exec(void *arg, struct session *s, int pid, uint64_t time)
 	if (m) {
 		hashmap_release(m);
 		hashmap_init(m, 0);
+	}
+	if (a->cb) {
+		struct alloc_event ev = { ALLOC_EXEC, NULL, time, pid, pid, 0, NULL, 0 };
+
+		a->cb(s, &ev, a->cb_arg);
 	}
 	if ((slot = hashmap_u64_find(&a->freed, (uint32_t)pid))) {
 		hashmap_release(slot->ptr);
@@ -594,7 +599,7 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 			}
 			a->double_frees++;
 			if (cb) {
-				struct alloc_event ev = { ALLOC_DOUBLE_FREE, NULL, time, a->tid, pid, ptr, stack };
+				struct alloc_event ev = { ALLOC_DOUBLE_FREE, NULL, time, a->tid, pid, ptr, stack, 0 };
 
 				return cb(s, &ev, arg);
 			}
@@ -609,7 +614,7 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 		}
 		a->unmatched_frees++;
 		if (cb) {
-			struct alloc_event ev = { ALLOC_BAD_FREE, NULL, time, a->tid, pid, ptr, stack };
+			struct alloc_event ev = { ALLOC_BAD_FREE, NULL, time, a->tid, pid, ptr, stack, 0 };
 
 			return cb(s, &ev, arg);
 		}
@@ -622,7 +627,7 @@ static int do_free(struct allocs *a, struct session *s, int pid, uint64_t ptr, u
 	a->nr_frees += alloc_rec_count(r);
 	a->free_bytes += alloc_rec_bytes(r);
 	if (cb) {
-		struct alloc_event ev = { ALLOC_FREED, r, time, a->tid, pid, ptr, stack };
+		struct alloc_event ev = { ALLOC_FREED, r, time, a->tid, pid, ptr, stack, 0 };
 
 		ret = cb(s, &ev, arg);
 	}
@@ -687,7 +692,7 @@ static int do_alloc(struct allocs *a, struct session *s, int pid, uint64_t ptr, 
 	a->nr_allocs += alloc_rec_count(r);
 	a->alloc_bytes += alloc_rec_bytes(r);
 	if (cb) {
-		struct alloc_event ev = { ALLOC_NEW, r, time, a->tid, pid, ptr, NULL };
+		struct alloc_event ev = { ALLOC_NEW, r, time, a->tid, pid, ptr, NULL, 0 };
 
 		return cb(s, &ev, arg);
 	}

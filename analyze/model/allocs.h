@@ -56,8 +56,10 @@ static inline uint64_t alloc_rec_count(const struct alloc_rec *r)
 /* ALLOC_DOUBLE_FREE: the program freed a block it had freed already, not
  * allocated again since. ALLOC_BAD_FREE: it freed a pointer the recording
  * never saw returned, which is memory from before the recording unless
- * the recording saw the process start. Neither has a rec. */
-enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED, ALLOC_DOUBLE_FREE, ALLOC_BAD_FREE };
+ * the recording saw the process start. ALLOC_EXEC: pid exec'd a new
+ * program, after an ALLOC_FREED with exec set for each block of the old
+ * one. None of the three has a rec. */
+enum alloc_event_kind { ALLOC_NEW, ALLOC_FREED, ALLOC_DOUBLE_FREE, ALLOC_BAD_FREE, ALLOC_EXEC };
 
 struct alloc_event {
 	enum alloc_event_kind kind;
@@ -67,6 +69,7 @@ struct alloc_event {
 	int pid;
 	uint64_t ptr;		     /* the pointer freed */
 	const struct sample *stack;  /* a free's stack, where its probe took one (-e malloc,signals); else NULL */
+	int exec;		     /* ALLOC_FREED: released with the address space by an exec, no free of the program's */
 };
 
 typedef int (*alloc_cb)(struct session *s, const struct alloc_event *ev, void *arg);

@@ -42,10 +42,31 @@ static void peak_take(struct heapprof *h)
 	h->peak_pending = 0;
 }
 
+/* pid exec'd: its row so far is the old program's, under the old name,
+ * and the new program starts a row of its own. */
+static int proc_retire(struct heapprof *h, int pid)
+{
+	struct hm_slot *slot = hashmap_u64_find(&h->procs, (uint32_t)pid);
+	struct hm_slot *old;
+
+	if (!slot || !slot->ptr)
+		return 0;
+	old = hashmap_u64(&h->procs, (uint32_t)pid | (uint64_t)++h->retired << 32, NULL);
+	if (!old)
+		return -ENOMEM;
+	/* The insert may have moved the table: look the pid up again. */
+	slot = hashmap_u64_find(&h->procs, (uint32_t)pid);
+	old->ptr = slot->ptr;
+	hashmap_u64_remove(&h->procs, (uint32_t)pid);
+	return 0;
+}
+
 int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_event *ev)
 {
 	const struct alloc_rec *r = ev->rec;
 
+	if (ev->kind == ALLOC_EXEC)
+		return proc_retire(h, ev->pid);
 	if (!r)
 		return 0;
 	struct heap_proc *p = hashmap_u64_obj(&h->procs, (uint32_t)r->pid, sizeof(*p));
@@ -56,7 +77,9 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	if (!p || (r->stack && !site) || !last)
 		return -ENOMEM;
 	p->pid = r->pid;
-	p->comm = machine_comm(&s->m, r->pid, r->pid);
+	/* A release by exec comes once the new name is in. */
+	if (!ev->exec)
+		p->comm = machine_comm(&s->m, r->pid, r->pid);
 	if (site)
 		site->stack = r->stack;
 	if (ev->kind == ALLOC_NEW) {
@@ -86,12 +109,15 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	 * peak, that was the peak's moment. */
 	if (h->peak_pending)
 		peak_take(h);
-	p->frees += alloc_rec_count(r);
-	p->freed_bytes += bytes;
-	p->cur -= bytes;
 	h->cur -= bytes;
 	if (site)
 		site->cur -= bytes;
+	/* What the old program held when it exec'd stays its figure at end. */
+	if (ev->exec)
+		return 0;
+	p->frees += alloc_rec_count(r);
+	p->freed_bytes += bytes;
+	p->cur -= bytes;
 	if (last->val == r->ptr) {
 		p->temporary++;
 		if (site)

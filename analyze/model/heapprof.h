@@ -40,7 +40,10 @@ struct heap_proc {
 struct heapprof {
 	struct hashmap sites;	/* struct stack_entry * -> struct heap_site * */
 	uint64_t size_calls[HEAP_SIZE_CLASSES], size_bytes[HEAP_SIZE_CLASSES];
-	struct hashmap procs;	/* pid -> struct heap_proc * */
+	/* pid -> struct heap_proc *; a program a process exec'd away from
+	 * keeps its row, under pid | n << 32 for the n-th such. */
+	struct hashmap procs;
+	uint32_t retired;
 	struct hashmap last;	/* tid -> the block it allocated last (0 once it freed or allocated again) */
 	uint64_t cur, peak, peak_time;
 	int peak_pending;	/* a new peak whose per-stack bytes are not copied yet */
