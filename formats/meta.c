@@ -139,19 +139,36 @@ int reach_part_decode(const void *data, size_t len, struct reach_part *p)
 	const unsigned char *b = data;
 	uint32_t u32[4];
 	uint64_t u64[4];
+	size_t rest;
+	int v1;
 
-	if (len < REACH_HEADER_SIZE || memcmp(b, REACH_MAGIC, 8))
+	if (len < REACH_HEADER_SIZE)
+		return -EINVAL;
+	v1 = !memcmp(b, REACH_MAGIC_V1, 8);
+	if (!v1 && memcmp(b, REACH_MAGIC, 8))
 		return -EINVAL;
 	memcpy(u32, b + 8, 16);
 	memcpy(u64, b + 24, 32);
-	*p = (struct reach_part){ u32[0], u32[1], u32[2], u64[0], u64[1], u64[2], u64[3], NULL, NULL };
+	*p = (struct reach_part){ u32[0], u32[1], u32[2], v1 ? 0 : u32[3], u64[0], u64[1], u64[2], u64[3], 0,
+				  NULL, NULL, NULL, NULL };
 	/* The counts must fit what the payload holds, checked so that no
-	 * product overflows. */
-	if (p->nr_regions > (len - REACH_HEADER_SIZE) / REACH_REGION_SIZE ||
-	    p->nr_pairs > (len - REACH_HEADER_SIZE - (size_t)p->nr_regions * REACH_REGION_SIZE) / REACH_PAIR_SIZE ||
-	    REACH_HEADER_SIZE + (size_t)p->nr_regions * REACH_REGION_SIZE + p->nr_pairs * REACH_PAIR_SIZE != len)
+	 * product overflows; the words are what is left. */
+	rest = len - REACH_HEADER_SIZE;
+	if (p->nr_regions > rest / REACH_REGION_SIZE)
 		return -EINVAL;
+	rest -= (size_t)p->nr_regions * REACH_REGION_SIZE;
+	if (p->nr_pairs > rest / REACH_PAIR_SIZE)
+		return -EINVAL;
+	rest -= p->nr_pairs * REACH_PAIR_SIZE;
+	if (p->nr_vtables > rest / 8)
+		return -EINVAL;
+	rest -= (size_t)p->nr_vtables * 8;
+	if (rest % REACH_WORD_SIZE || (v1 && rest))
+		return -EINVAL;
+	p->nr_words = rest / REACH_WORD_SIZE;
 	p->regions = b + REACH_HEADER_SIZE;
 	p->pairs = p->regions + (size_t)p->nr_regions * REACH_REGION_SIZE;
+	p->vtables = p->pairs + p->nr_pairs * REACH_PAIR_SIZE;
+	p->words = p->vtables + (size_t)p->nr_vtables * 8;
 	return 0;
 }

@@ -38,11 +38,16 @@ void trace_event_desc_release(struct trace_event_desc *d);
  * memory for the words that could point into its heap (FORMAT.md). The
  * arrays point into the payload: regions of REACH_REGION_SIZE bytes
  * {u64 start, u64 end, u32 kind, u32 0}, pairs of REACH_PAIR_SIZE bytes
- * {u64 where, u64 what}, sorted by where, where 0 meaning a register. */
-#define REACH_MAGIC "MSREACH1"
+ * {u64 where, u64 what}, sorted by where, where 0 meaning a register;
+ * since MSREACH2, the vtables (u64 addresses) and words of REACH_WORD_SIZE
+ * bytes {u64 where, u64 value}, sorted by where: what the leak check's
+ * heuristics read of the heap. A MSREACH1 payload has neither. */
+#define REACH_MAGIC "MSREACH2"
+#define REACH_MAGIC_V1 "MSREACH1"
 #define REACH_HEADER_SIZE 56
 #define REACH_REGION_SIZE 24
 #define REACH_PAIR_SIZE 16
+#define REACH_WORD_SIZE 16
 
 enum reach_region_kind {
 	REACH_REGION_HEAP = 1,	/* [heap] */
@@ -53,9 +58,9 @@ enum reach_region_kind {
 };
 
 struct reach_part {
-	uint32_t pid, part, nr_regions;
-	uint64_t nr_pairs, scan_ns, scanned_bytes, time;
-	const unsigned char *regions, *pairs;
+	uint32_t pid, part, nr_regions, nr_vtables;
+	uint64_t nr_pairs, scan_ns, scanned_bytes, time, nr_words;
+	const unsigned char *regions, *pairs, *vtables, *words;
 };
 
 /* Returns 0, or -EINVAL for a payload that does not parse. */

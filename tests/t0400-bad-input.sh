@@ -187,7 +187,7 @@ if "$BUILD/memsight-record" -q -e faults -o "$TRASH/.p.trace" -- true 2>/dev/nul
 	# Followed with ptrace, the child that failed to exec stops at its
 	# exit; the recorder hung there, waiting for the probes' guard.
 	test_expect_success 'command not found under --leak-check: the same line, and an exit' '
-		test_must_fail timeout 60 "$MEMSIGHT" record -e malloc --leak-check -o lc.trace -- no-such-command-here \
+		test_must_fail timeout -k 10 60 "$MEMSIGHT" record -e malloc --leak-check -o lc.trace -- no-such-command-here \
 			2>err &&
 		test_one_line err && grep "command not found: .no-such-command-here." err &&
 		test ! -e lc.trace

@@ -6,7 +6,8 @@
 # block, a cycle, realloc, a main thread that ends before the others,
 # threads still running at exit that hold a block on their stack or in a
 # register only, a read-only table in the brk heap, blocks of no bytes
-# right after a malloc that failed. Built at -O0 and -O2;
+# right after a malloc that failed; C++'s own interior pointers
+# (samples/cxx_cases.cc), with valgrind's heuristics and without. Built at -O0 and -O2;
 # each run's four kinds, bytes and blocks,
 # must equal valgrind's and the program's own truth. The same programs
 # under jemalloc and mimalloc, where valgrind cannot follow, against the
@@ -125,6 +126,39 @@ test_expect_success '--fail-over counts definitely and possibly lost, as valgrin
 	test_must_fail "$MEMSIGHT" leaks --errors-for-leak-kinds definite,maybe O2-tree.trace 2>err &&
 	test_one_line err &&
 	grep "unknown kind .maybe.: give definite, indirect, possible, reachable, all or none" err
+'
+
+# C++'s own interior pointers: valgrind's four heuristics, on by default,
+# take each for a pointer to its block; turned off, the block is possibly
+# lost to both.
+for mode in stdstring newarray multipleinheritance length64; do
+	test_expect_success "C++ $mode: still reachable by valgrind's heuristic, possibly lost without it, as under valgrind" '
+		"$MEMSIGHT" record -q -e malloc --leak-check -o cxx-$mode.trace -- "$SAMPLES/cxx_cases" $mode >truth &&
+		sed -n "s/^cxx_cases: still reachable \([0-9]*\) bytes in \([0-9]*\) blocks$/reachable \1 \2/p" truth >want &&
+		"$MEMSIGHT" leaks --json cxx-$mode.trace >leaks.json &&
+		ms_kinds leaks.json | grep ^reachable >got &&
+		test_cmp want got &&
+		sed "s/^reachable/possibly/" want >want.none &&
+		"$MEMSIGHT" leaks --json --leak-check-heuristics none cxx-$mode.trace >none.json &&
+		ms_kinds none.json | grep ^possibly >got.none &&
+		test_cmp want.none got.none &&
+		if command -v valgrind >/dev/null; then
+			valgrind --leak-check=full --show-leak-kinds=all "$SAMPLES/cxx_cases" $mode >/dev/null 2>vg &&
+			vg_kinds vg >vgk && ms_kinds leaks.json >got.all && test_cmp vgk got.all &&
+			valgrind --leak-check=full --show-leak-kinds=all --leak-check-heuristics=none \
+				"$SAMPLES/cxx_cases" $mode >/dev/null 2>vg &&
+			vg_kinds vg >vgk && ms_kinds none.json >got.all && test_cmp vgk got.all
+		fi &&
+		"$MEMSIGHT" leaks --json --leak-check-heuristics $mode cxx-$mode.trace >one.json &&
+		ms_kinds one.json | grep ^reachable >got.one &&
+		test_cmp want got.one
+	'
+done
+
+test_expect_success '--leak-check-heuristics takes valgrind'"'"'s names, and says which it does not know' '
+	test_must_fail "$MEMSIGHT" leaks --leak-check-heuristics stdstring,bogus cxx-stdstring.trace 2>err &&
+	test_one_line err &&
+	grep "unknown heuristic .bogus.: give stdstring, length64, newarray, multipleinheritance, all or none" err
 '
 
 test_expect_success 'a block a running thread holds at exit fails no gate on definite leaks, as under valgrind' '

@@ -3,6 +3,7 @@
  */
 #include "cmd.h"
 #include "../model/allocs.h"
+#include "../model/reach.h"
 #include "../model/stacktab.h"
 
 #include <errno.h>
@@ -124,6 +125,35 @@ int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx)
 	if (!arg[0])
 		return msg_error("--cgroup needs a cgroup: its directory, or its path below the hierarchy's root");
 	((struct analyze_opts *)ctx)->cgroup = arg;
+	return 0;
+}
+
+/* valgrind's names, and all or none; what is not named is turned off. */
+int cmd_opt_leak_heuristics(const struct opt *o, const char *arg, void *ctx)
+{
+	char buf[256], *save = NULL;
+	unsigned on = 0;
+
+	(void)o;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int k = 0;
+
+		if (!strcmp(w, "all")) {
+			on = (1u << REACH_HEUR_NR) - 1;
+			continue;
+		}
+		if (!strcmp(w, "none"))
+			continue;
+		while (k < REACH_HEUR_NR && strcmp(reach_heuristic_names[k], w))
+			k++;
+		if (k == REACH_HEUR_NR)
+			return msg_error("--leak-check-heuristics: unknown heuristic '%s': give stdstring, length64, "
+					 "newarray, multipleinheritance, all or none, comma-separated",
+					 w);
+		on |= 1u << k;
+	}
+	((struct analyze_opts *)ctx)->leak_heuristics_off = ((1u << REACH_HEUR_NR) - 1) & ~on;
 	return 0;
 }
 

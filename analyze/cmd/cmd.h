@@ -68,6 +68,15 @@ enum {
 		   "more suppressions, one 'leak:PATTERN' per line (LeakSanitizer's format)"),          \
 		OPT_SET(0, "no-default-suppressions", defaults, 0,                                        \
 			"report libc's one-time allocations (stdio buffers, TLS, loader) too")
+/* Which of valgrind's leak-check heuristics hold, by its names, into the
+ * struct analyze_opts given to cmd_parse: as valgrind, all by default. */
+#define OPT_LEAK_HEURISTICS                                                                               \
+	OPT_CALLBACK(0, "leak-check-heuristics", NULL, "SET",                                              \
+		     "with a --leak-check scan, the pointers into a block's middle\n"                      \
+		     "taken for pointers to it, as valgrind's option: stdstring,\n"                      \
+		     "length64, newarray, multipleinheritance, all (default) or none",                 \
+		     cmd_opt_leak_heuristics)
+int cmd_opt_leak_heuristics(const struct opt *o, const char *arg, void *ctx);
 /* -i FILE, as perf's, into the struct analyze_opts given to cmd_parse;
  * and how much is said on stderr, -q and -v, which every command that
  * reads a trace takes with it. */

@@ -719,7 +719,8 @@ static int fold_view(struct folded *f, struct session *s, struct cmd_view *v)
 		OPT_PID(&f->pid), OPT_FAULT_TYPE(&f->fault_types),                                        \
 		OPT_SET(0, "kernel", &kernel, 1, "include kernel frames (default for faults, kmem, reclaim)"), \
 		OPT_SET(0, "no-kernel", &kernel, 0, "leave kernel frames out (default for brk and mmap)"),     \
-		OPT_SUPPRESSIONS(&supfile, &defaults)
+		OPT_SUPPRESSIONS(&supfile, &defaults),                                                  \
+		OPT_LEAK_HEURISTICS
 
 static int opt_sort(const struct opt *o, const char *arg, void *ctx)
 {

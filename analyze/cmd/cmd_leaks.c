@@ -913,6 +913,7 @@ int leaks_view(int argc, char **argv, struct analyze_opts *a, struct session *s,
 		OPT_LINES(&o.lines),
 		OPT_JSON(&o.json),
 		OPT_SUPPRESSIONS(&o.supfile, &o.defaults),
+		OPT_LEAK_HEURISTICS,
 		OPT_CALLBACK(0, "fail-over", &o, "BYTES",
 			     "exit with status 3 when more than BYTES are reported leaked, 4 when\n"
 			     "events were lost and the leaks they could hide or fake decide it",

@@ -690,6 +690,7 @@ int cmd_pprof(int argc, char **argv, struct analyze_opts *a)
 			   "default when it is not a terminal)"),
 		OPT_PID(&p.pid),
 		OPT_SUPPRESSIONS(&supfile, &defaults),
+		OPT_LEAK_HEURISTICS,
 		OPT_SAMPLES,
 		OPT_STACKS,
 		OPT_END(),

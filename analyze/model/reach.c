@@ -32,6 +32,13 @@ struct graph {
 	int glibc;		/* the heap is glibc's: its chunks' layout is known */
 	uint64_t *freed;	/* the addresses of blocks freed and not reused, sorted */
 	size_t nr_freed;
+	/* What the heuristics read: words of the heap {where, value} and
+	 * the vtables' addresses, sorted; and those turned off. */
+	uint64_t (*words)[2];
+	size_t nr_words;
+	uint64_t *vtables;
+	size_t nr_vtables;
+	unsigned heuristics_off;
 };
 
 enum { ROOT_START = 1, ROOT_INTERIOR = 2 };
@@ -68,6 +75,118 @@ static int edge_cmp(const void *a, const void *b)
 	if (x->to != y->to)
 		return x->to < y->to ? -1 : 1;
 	return (x->interior > y->interior) - (x->interior < y->interior);
+}
+
+const char *const reach_heuristic_names[REACH_HEUR_NR] = { "stdstring", "length64", "newarray",
+							    "multipleinheritance" };
+
+/* The word at where, as the scan kept it for the heuristics. */
+static int word_at(const struct graph *g, uint64_t where, uint64_t *v)
+{
+	size_t lo = 0, hi = g->nr_words;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g->words[mid][0] < where)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == g->nr_words || g->words[lo][0] != where)
+		return 0;
+	*v = g->words[lo][1];
+	return 1;
+}
+
+static int is_vtable(const struct graph *g, uint64_t v)
+{
+	return g->nr_vtables && bsearch(&v, g->vtables, g->nr_vtables, sizeof(*g->vtables), u64_cmp) != NULL;
+}
+
+/* Whether a pointer what into the middle of block b is one C++ keeps as
+ * a matter of course, as valgrind's --leak-check-heuristics judge it:
+ * past an old std::string's header (length, capacity, count, then the
+ * characters and a 0), past a length that is the rest of the block's
+ * size, past a new[] array's count of elements whose size divides the
+ * rest, or to a second base's vtable pointer in an object whose first
+ * word is a vtable pointer too. Returns the heuristic, or -1. */
+static int heuristic_of(const struct graph *g, const struct block *b, uint64_t what)
+{
+	uint64_t size = b->rec->size, w0, w1;
+
+	if (!(g->heuristics_off & 1u << REACH_HEUR_STDSTRING) && what == b->start + 24 &&
+	    word_at(g, b->start + 8, &w1) && 24 + w1 + 1 == size && word_at(g, b->start, &w0) && w0 <= w1)
+		return REACH_HEUR_STDSTRING;
+	if (what == b->start + 8 && word_at(g, b->start, &w0) && w0) {
+		if (!(g->heuristics_off & 1u << REACH_HEUR_LENGTH64) && size - 8 == w0)
+			return REACH_HEUR_LENGTH64;
+		if (!(g->heuristics_off & 1u << REACH_HEUR_NEWARRAY) && size >= 8 && (size - 8) % w0 == 0)
+			return REACH_HEUR_NEWARRAY;
+	}
+	if (!(g->heuristics_off & 1u << REACH_HEUR_MULTIPLEINHERITANCE) && !(what & 7) && word_at(g, what, &w1) &&
+	    is_vtable(g, w1) && word_at(g, b->start, &w0) && is_vtable(g, w0))
+		return REACH_HEUR_MULTIPLEINHERITANCE;
+	return -1;
+}
+
+/* The words and vtables of pid's scan, from all its parts. */
+static int heuristics_load(struct session *s, struct graph *g, int pid, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t alloc = 0, words_alloc = 0, vt_alloc = 0;
+	int ret = -1;
+
+	for (size_t c = 0; c < s->nr_reach; c++) {
+		struct reach_part part;
+		long n = trace_chunk_payload(&s->r, s->reach_chunks[c], &buf, &alloc, err, errlen);
+
+		if (n < 0)
+			goto out;
+		if (reach_part_decode(buf, n, &part)) {
+			snprintf(err, errlen, "a memory scan in '%s' is malformed", s->path);
+			goto out;
+		}
+		if ((int)part.pid != pid || (!part.nr_words && !part.nr_vtables))
+			continue;
+		if (g->nr_words + part.nr_words > words_alloc) {
+			size_t na = (g->nr_words + part.nr_words) * 2;
+			void *v = realloc(g->words, na * sizeof(*g->words));
+
+			if (!v)
+				goto oom;
+			g->words = v;
+			words_alloc = na;
+		}
+		if (part.nr_words)
+			memcpy(g->words + g->nr_words, part.words, part.nr_words * REACH_WORD_SIZE);
+		g->nr_words += part.nr_words;
+		if (g->nr_vtables + part.nr_vtables > vt_alloc) {
+			size_t na = (g->nr_vtables + part.nr_vtables) * 2;
+			uint64_t *v = realloc(g->vtables, na * sizeof(*v));
+
+			if (!v)
+				goto oom;
+			g->vtables = v;
+			vt_alloc = na;
+		}
+		if (part.nr_vtables)
+			memcpy(g->vtables + g->nr_vtables, part.vtables, (size_t)part.nr_vtables * 8);
+		g->nr_vtables += part.nr_vtables;
+	}
+	/* Each part's words are sorted, the parts in order: sort all the
+	 * same, as a reader takes no writer's word for it. */
+	if (g->nr_words > 1)
+		qsort(g->words, g->nr_words, sizeof(*g->words), u64_cmp);
+	if (g->nr_vtables > 1)
+		qsort(g->vtables, g->nr_vtables, sizeof(*g->vtables), u64_cmp);
+	ret = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "out of memory");
+out:
+	free(buf);
+	return ret;
 }
 
 /* The block holding address v, or -1. */
@@ -289,6 +408,9 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 	g.root = calloc(g.nr + 1, 1);
 	if (!g.root)
 		goto oom;
+	g.heuristics_off = s->o.leak_heuristics_off;
+	if (heuristics_load(s, &g, pid, err, errlen))
+		goto out;
 	for (size_t c = 0; c < s->nr_reach; c++) {
 		struct reach_part part;
 		long n = trace_chunk_payload(&s->r, s->reach_chunks[c], &buf, &alloc, err, errlen);
@@ -333,6 +455,8 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 			if (g.glibc && what == g.blocks[to].start - 16 + glibc_chunk_size(g.blocks[to].rec->size))
 				continue;
 			interior = what != g.blocks[to].start;
+			if (interior && heuristic_of(&g, &g.blocks[to], what) >= 0)
+				interior = 0;
 			if (!where) {
 				g.root[to] |= interior ? ROOT_INTERIOR : ROOT_START; /* a register */
 				continue;
@@ -395,6 +519,8 @@ out:
 	free(stack);
 	free(g.blocks);
 	free(g.freed);
+	free(g.words);
+	free(g.vtables);
 	free(g.edges);
 	free(g.first);
 	free(g.root);

@@ -12,7 +12,8 @@
  * whose size is 1 to 8 past a multiple of 16, is not a pointer to that
  * block. Blocks a chain of pointers to their starts reaches from a root
  * are still reachable; those only a chain with a pointer into a block's
- * middle reaches are possibly lost. Of the rest, in address order, each
+ * middle reaches are possibly lost, unless a heuristic knows that pointer
+ * for one C++ keeps (an old std::string's, new[]'s, a second base's). Of the rest, in address order, each
  * block nothing else claimed heads a clique: it is definitely lost and
  * the blocks it reaches are indirectly lost, charged to it (leader), as
  * memcheck reports them. Knows nothing of printing.
@@ -31,6 +32,18 @@ enum reach_kind {
 	REACH_NR,
 };
 
+/* valgrind's --leak-check-heuristics, by its names: each takes a pointer
+ * into a block's middle that C++ keeps as a matter of course for one to
+ * its start. All on unless turned off (analyze_opts.leak_heuristics_off). */
+enum reach_heuristic {
+	REACH_HEUR_STDSTRING,
+	REACH_HEUR_LENGTH64,
+	REACH_HEUR_NEWARRAY,
+	REACH_HEUR_MULTIPLEINHERITANCE,
+	REACH_HEUR_NR,
+};
+
+extern const char *const reach_heuristic_names[REACH_HEUR_NR];
 extern const char *const reach_kind_names[REACH_NR];	/* "definitely lost", ... */
 extern const char *const reach_kind_keys[REACH_NR];	/* for JSON: "definitely_lost", ... */
 

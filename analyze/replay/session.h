@@ -144,6 +144,7 @@ struct analyze_opts {
 	int unwind_stats;	/* say how much stack dump complete stacks needed */
 	int unwind_check;	/* check the cached unwind rules against libdw's walk */
 	int read_stats;		/* say how often the trace was replayed, and its chunks read */
+	unsigned leak_heuristics_off; /* --leak-check-heuristics: bits by enum reach_heuristic, off */
 	unsigned progress_delay_ms; /* progress on a terminal after this long (msg_progress_begin) */
 	const char *cgroup;	/* --cgroup: only the samples of this cgroup and those below it */
 	/* --pid, --tid, --comm: only the samples of these (none given: all);

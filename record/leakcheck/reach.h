@@ -6,10 +6,11 @@
  * its writable mappings (a stack from its thread's stack pointer up) and
  * of its threads' registers whose value lies in an anonymous writable
  * mapping or [heap]. It records them as (where, what) pairs with the
- * mappings, in a TRACE_META_REACH payload (formats/FORMAT.md); it does not
- * know the blocks: the analyzer, which pairs the allocations, marks what
- * the roots reach. Knows nothing of perf or of how the process was
- * stopped.
+ * mappings, in a TRACE_META_REACH payload (formats/FORMAT.md), with the
+ * heap words the leak check's heuristics read (vtable pointers, and what
+ * could be a header before a pointer); it does not know the blocks: the
+ * analyzer, which pairs the allocations, marks what the roots reach.
+ * Knows nothing of perf or of how the process was stopped.
  */
 #ifndef MEMSIGHT_RECORD_REACH_H
 #define MEMSIGHT_RECORD_REACH_H
