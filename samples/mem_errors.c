@@ -13,6 +13,12 @@
  *   doublefree  frees a 64-byte block twice: glibc aborts
  *   interior    frees a pointer 16 bytes into a live 256-byte block: glibc
  *               aborts
+ *   topsize     writes 16 bytes past a 100-byte block, over the size of the
+ *               heap's top chunk after it, and allocates again: glibc's
+ *               malloc aborts ("malloc(): corrupted top size")
+ *   wild        writes through a pointer with garbage in its top bits (a
+ *               non-canonical address: the kernel gives no address)
+ *   abort       calls abort() itself
  *   handled     reads through a NULL pointer under a SIGSEGV handler of
  *               its own, which jumps back (as a JVM's null checks do);
  *               then allocates and frees, and ends well
@@ -167,6 +173,23 @@ static void interior_free(void)
 	drop_block(p + 16);
 }
 
+__attribute__((noinline)) static void overrun(char *p, size_t n)
+{
+	memset(opaque(p), 0x41, n);
+}
+
+static void top_size(void)
+{
+	char *p = make_block(100);
+
+	say_line("kind", "heap-corruption");
+	say_hex("block", (unsigned long)p);
+	say("size", 100);
+	/* Past the block's 104 usable bytes: the top chunk's size field. */
+	overrun(p, 116);
+	make_block(200000);
+}
+
 static sigjmp_buf back;
 
 static void on_segv(int sig)
@@ -210,6 +233,14 @@ int main(int argc, char **argv)
 		double_free();
 	} else if (!strcmp(mode, "interior")) {
 		interior_free();
+	} else if (!strcmp(mode, "topsize")) {
+		top_size();
+	} else if (!strcmp(mode, "wild")) {
+		say_line("kind", "wild-pointer");
+		write_at(opaque((void *)0x4141414141414141ul));
+	} else if (!strcmp(mode, "abort")) {
+		say_line("kind", "abort");
+		abort();
 	} else if (!strcmp(mode, "handled")) {
 		return handled_fault();
 	} else if (!strcmp(mode, "none")) {
@@ -217,7 +248,8 @@ int main(int argc, char **argv)
 		say_line("kind", "none");
 		return 0;
 	} else {
-		fprintf(stderr, "usage: mem_errors uaf|overflow|recursion|null|doublefree|interior|handled|none\n");
+		fprintf(stderr, "usage: mem_errors uaf|overflow|recursion|null|doublefree|interior|topsize|wild|abort|handled|\n"
+				"none\n");
 		return 2;
 	}
 	say_line("survived", mode);

@@ -27,7 +27,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print("count=%d" % len(d["errors"]))
 for e in d["errors"][:1]:
-    for k in ("kind", "signal", "address", "distance", "recursion", "stack_depth_bytes", "proven", "access", "where"):
+    for k in ("kind", "signal", "address", "distance", "recursion", "stack_depth_bytes", "proven", "access", "where",
+              "detector", "check", "abort"):
         if k in e:
             print("%s=%s" % (k, e[k]))
     if "block" in e:
@@ -113,6 +114,25 @@ test_expect_success 'a double free glibc aborts on: both freeing stacks and the 
 	stack_starts doublefree free "free drop_block double_free main" &&
 	stack_starts doublefree alloc "malloc make_block double_free main" &&
 	"$MEMSIGHT" errors doublefree.trace 2>/dev/null | grep "^	free of 0x[0-9a-f]*, a block of 64 B freed [0-9.]* ms before; the allocator aborted$"
+'
+
+# glibc aborts through malloc_printerr, from the check that failed.
+test_expect_success 'an overflow over the top chunk: heap corruption that glibc found, in _int_malloc, not a signal sent' '
+	record_mode topsize &&
+	has topsize count=1 && has topsize kind=heap-corruption && has topsize signal=SIGABRT &&
+	has topsize "detector=glibc'"'"'s malloc" && has topsize check=_int_malloc &&
+	"$MEMSIGHT" errors topsize.trace 2>/dev/null >text &&
+	grep "^heap corruption at " text &&
+	grep "^	glibc.s malloc found its heap corrupted (its check in _int_malloc): SIGABRT from abort()" text
+'
+
+test_expect_success 'a non-canonical pointer is a wild pointer, and abort() is said as the process'"'"'s own' '
+	record_mode wild &&
+	has wild count=1 && has wild kind=wild-pointer && has wild signal=SIGSEGV &&
+	grep -q "^where=a non-canonical address" wild.entry &&
+	record_mode abort &&
+	has abort count=1 && has abort kind=signal && has abort abort=True &&
+	"$MEMSIGHT" errors abort.trace 2>/dev/null | grep "^	SIGABRT from the process.s own abort()$"
 '
 
 test_expect_success 'free of an interior pointer: the offset into the live block' '

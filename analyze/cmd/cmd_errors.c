@@ -53,19 +53,22 @@ enum err_kind {
 	ERR_WILD,
 	ERR_DOUBLE_FREE,
 	ERR_INVALID_FREE,
+	ERR_HEAP_CORRUPTION,
 	ERR_SIGNAL,
 };
 
 static const char *const kind_names[] = {
 	[ERR_UAF] = "use-after-free",	[ERR_OVERFLOW] = "heap-overflow",     [ERR_UNDERFLOW] = "heap-underflow",
 	[ERR_STACK] = "stack-overflow", [ERR_NULL] = "null-pointer",	      [ERR_WILD] = "wild-pointer",
-	[ERR_DOUBLE_FREE] = "double-free", [ERR_INVALID_FREE] = "invalid-free", [ERR_SIGNAL] = "signal",
+	[ERR_DOUBLE_FREE] = "double-free", [ERR_INVALID_FREE] = "invalid-free", [ERR_HEAP_CORRUPTION] = "heap-corruption",
+	[ERR_SIGNAL] = "signal",
 };
 
 static const char *const kind_titles[] = {
 	[ERR_UAF] = "use after free",	[ERR_OVERFLOW] = "heap overflow",     [ERR_UNDERFLOW] = "heap underflow",
 	[ERR_STACK] = "stack overflow", [ERR_NULL] = "null pointer",	      [ERR_WILD] = "wild pointer",
-	[ERR_DOUBLE_FREE] = "double free", [ERR_INVALID_FREE] = "invalid free", [ERR_SIGNAL] = "fatal signal",
+	[ERR_DOUBLE_FREE] = "double free", [ERR_INVALID_FREE] = "invalid free", [ERR_HEAP_CORRUPTION] = "heap corruption",
+	[ERR_SIGNAL] = "fatal signal",
 };
 
 /* A block freed during the recording: the latest at its address. */
@@ -100,6 +103,10 @@ struct err {
 	uint64_t stack_depth;	 /* stack overflow: bytes from the highest stack pointer the thread showed */
 	int lost_before;	 /* events were lost before it: the history it rests on may miss some */
 	const char *where;	 /* wild pointer: what lies there */
+	int aborted;		 /* SIGABRT from the process's own abort() */
+	/* Heap corruption: the allocator's function that found it, and the
+	 * one that called it (the check that failed). */
+	char detector[64], check[128];
 	const struct stack_entry *alloc_stack, *free_stack, *free2_stack;
 	const struct stack_entry *stack; /* where the signal found the thread */
 };
@@ -578,8 +585,17 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 		       (unsigned long long)x->addr);
 		break;
 	case ERR_WILD:
-		printf("%s of 0x%llx, %s%s\n", access_name(x->access), (unsigned long long)x->addr,
-		       x->where[0] == '/' || x->where[0] == '[' ? "in " : "", x->where);
+		if (!x->have_addr)
+			printf("%s: %s\n", catalog_signal_name(x->sig), x->where);
+		else
+			printf("%s of 0x%llx, %s%s\n", access_name(x->access), (unsigned long long)x->addr,
+			       x->where[0] == '/' || x->where[0] == '[' ? "in " : "", x->where);
+		break;
+	case ERR_HEAP_CORRUPTION:
+		printf("%s found its heap corrupted%s%s%s: %s from abort(); a write out of a block's bounds, or "
+		       "through a pointer already freed, came before it\n",
+		       x->detector, x->check[0] ? " (its check in " : "", x->check, x->check[0] ? ")" : "",
+		       catalog_signal_name(x->sig));
 		break;
 	case ERR_DOUBLE_FREE:
 		printf("free of 0x%llx, a block of %s freed %.3f ms before%s\n", (unsigned long long)x->addr,
@@ -601,6 +617,8 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 		else if (x->sig == SIGSEGV && x->code == SI_KERNEL)
 			printf("SIGSEGV from a general protection fault: a non-canonical address (a pointer with "
 			       "garbage in its top bits) or a privileged instruction; the kernel gives no address\n");
+		else if (x->sig == SIGABRT && x->aborted)
+			printf("SIGABRT from the process's own abort()\n");
 		else if (x->code <= 0)
 			printf("%s sent by a process (code %d), not raised by an access\n", catalog_signal_name(x->sig), x->code);
 		else
@@ -664,7 +682,8 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 		json_u64(j, "distance", x->block - x->addr);
 	if (x->kind == ERR_UAF || x->kind == ERR_DOUBLE_FREE)
 		json_u64(j, "since_free_ns", x->since_free);
-	if (x->kind != ERR_STACK && x->kind != ERR_NULL && x->kind != ERR_WILD && x->kind != ERR_SIGNAL)
+	if (x->kind != ERR_STACK && x->kind != ERR_NULL && x->kind != ERR_WILD && x->kind != ERR_SIGNAL &&
+	    x->kind != ERR_HEAP_CORRUPTION)
 		json_bool(j, "proven", !x->reused && !x->lost_before);
 	if (x->kind == ERR_STACK) {
 		struct frame fr[ERR_FRAMES];
@@ -677,6 +696,13 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 	}
 	if (x->kind == ERR_WILD)
 		json_str(j, "where", x->where);
+	if (x->kind == ERR_HEAP_CORRUPTION) {
+		json_str(j, "detector", x->detector);
+		if (x->check[0])
+			json_str(j, "check", x->check);
+	}
+	if (x->kind == ERR_SIGNAL && x->aborted)
+		json_bool(j, "abort", 1);
 	if ((x->kind == ERR_DOUBLE_FREE || x->kind == ERR_INVALID_FREE) && x->free2_stack)
 		cmd_json_stack(j, "frames", x->free2_stack, lines);
 	else
@@ -686,6 +712,57 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 	if (x->block || x->alloc_stack)
 		cmd_json_stack(j, "alloc_frames", x->alloc_stack, lines);
 	json_end(j);
+}
+
+/* The functions through which an allocator aborts on a heap it finds
+ * corrupted, and whose they are. */
+static const struct {
+	const char *fn, *allocator;
+} heap_checks[] = {
+	{ "malloc_printerr", "glibc's malloc" },
+	{ "je_safety_check_fail", "jemalloc" },
+	{ "safety_check_fail", "jemalloc" },
+	{ "_mi_error_message", "mimalloc" },
+};
+
+/* What a signal with no address tells by itself: a general protection
+ * fault is a wild pointer; a SIGABRT is the process's own abort(), and
+ * through an allocator's check, heap corruption. */
+static void signal_explain(struct err *x)
+{
+	struct frame fr[ERR_FRAMES];
+	int nr;
+
+	if (x->kind != ERR_SIGNAL || x->have_addr)
+		return;
+	if (x->sig == SIGSEGV && x->code == SI_KERNEL) {
+		x->kind = ERR_WILD;
+		x->where = "a non-canonical address (a pointer with garbage in its top bits) or a privileged "
+			   "instruction: the kernel gives no address";
+		return;
+	}
+	if (x->sig != SIGABRT || x->code > 0 || !x->stack)
+		return;
+	nr = stack_entry_frames(x->stack, fr, ERR_FRAMES);
+	for (int k = 0; k < nr; k++) {
+		if (!fr[k].sym)
+			continue;
+		if (!strcmp(fr[k].sym, "abort") || !strcmp(fr[k].sym, "__GI_abort"))
+			x->aborted = 1;
+		for (size_t c = 0; c < sizeof(heap_checks) / sizeof(heap_checks[0]); c++) {
+			if (strcmp(fr[k].sym, heap_checks[c].fn))
+				continue;
+			x->kind = ERR_HEAP_CORRUPTION;
+			snprintf(x->detector, sizeof(x->detector), "%s", heap_checks[c].allocator);
+			/* The caller: the first frame out of the check's own. */
+			for (int up = k + 1; up < nr; up++)
+				if (fr[up].sym && strcmp(fr[up].sym, fr[k].sym)) {
+					snprintf(x->check, sizeof(x->check), "%s", fr[up].sym);
+					break;
+				}
+			return;
+		}
+	}
 }
 
 static int errors_end(struct session *s, void *arg, int print)
@@ -716,6 +793,8 @@ static int errors_end(struct session *s, void *arg, int print)
 		e->v[i].recovered = e->v[i].handled && (e->v[i].went_on || !crashed);
 		recovered += e->v[i].recovered;
 	}
+	for (size_t i = 0; i < e->nr; i++)
+		signal_explain(&e->v[i]);
 	shown = e->all ? e->nr : e->nr - recovered;
 	if (json) {
 		json_init(&j, stdout);
