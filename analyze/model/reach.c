@@ -130,6 +130,22 @@ static int heuristic_of(const struct graph *g, const struct block *b, uint64_t w
 	return -1;
 }
 
+/* Scan part c of the trace, decoded into part (pointing into *buf).
+ * Returns 0, or -1 with a reason in err. */
+static int part_read(struct session *s, size_t c, unsigned char **buf, size_t *alloc, struct reach_part *part,
+		     char *err, size_t errlen)
+{
+	long n = trace_chunk_payload(&s->r, s->reach_chunks[c], buf, alloc, err, errlen);
+
+	if (n < 0)
+		return -1;
+	if (reach_part_decode(*buf, n, part)) {
+		snprintf(err, errlen, "a memory scan in '%s' is malformed", s->path);
+		return -1;
+	}
+	return 0;
+}
+
 /* The words and vtables of pid's scan, from all its parts. */
 static int heuristics_load(struct session *s, struct graph *g, int pid, char *err, size_t errlen)
 {
@@ -139,14 +155,9 @@ static int heuristics_load(struct session *s, struct graph *g, int pid, char *er
 
 	for (size_t c = 0; c < s->nr_reach; c++) {
 		struct reach_part part;
-		long n = trace_chunk_payload(&s->r, s->reach_chunks[c], &buf, &alloc, err, errlen);
 
-		if (n < 0)
+		if (part_read(s, c, &buf, &alloc, &part, err, errlen))
 			goto out;
-		if (reach_part_decode(buf, n, &part)) {
-			snprintf(err, errlen, "a memory scan in '%s' is malformed", s->path);
-			goto out;
-		}
 		if ((int)part.pid != pid || (!part.nr_words && !part.nr_vtables))
 			continue;
 		if (g->nr_words + part.nr_words > words_alloc) {
@@ -413,14 +424,9 @@ static int classify_pid(struct session *s, struct allocs *a, int pid, struct rea
 		goto out;
 	for (size_t c = 0; c < s->nr_reach; c++) {
 		struct reach_part part;
-		long n = trace_chunk_payload(&s->r, s->reach_chunks[c], &buf, &alloc, err, errlen);
 
-		if (n < 0)
+		if (part_read(s, c, &buf, &alloc, &part, err, errlen))
 			goto out;
-		if (reach_part_decode(buf, n, &part)) {
-			snprintf(err, errlen, "a memory scan in '%s' is malformed", s->path);
-			goto out;
-		}
 		if ((int)part.pid != pid)
 			continue;
 		if (!seen++) {

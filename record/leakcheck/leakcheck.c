@@ -70,14 +70,17 @@ int leakcheck_follow(struct leakcheck *lc, pid_t child)
 	return 0;
 }
 
-/* Whether thread tid of tgid lives on: not a zombie, and not killed with
- * the rest of its process (exit_group sends each a SIGKILL). */
-static int thread_lives(pid_t tgid, pid_t tid)
+/* Whether thread tid of tgid is there still, dying or not: not yet a
+ * zombie; and, when killed is given, whether a SIGKILL is on its way to
+ * it (exit_group sends one to each of the others). */
+static int thread_there(pid_t tgid, pid_t tid, int *killed)
 {
 	char path[96], line[256];
-	int lives = 1;
+	int there = 1;
 	FILE *f;
 
+	if (killed)
+		*killed = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)tgid, (int)tid);
 	if (!(f = fopen(path, "re")))
 		return 0;
@@ -85,12 +88,21 @@ static int thread_lives(pid_t tgid, pid_t tid)
 		unsigned long long pending;
 
 		if (!strncmp(line, "State:", 6))
-			lives &= !strchr(line + 6, 'Z') && !strchr(line + 6, 'X');
-		else if (sscanf(line, "SigPnd: %llx", &pending) == 1)
-			lives &= !(pending & (1ull << (SIGKILL - 1)));
+			there &= !strchr(line + 6, 'Z') && !strchr(line + 6, 'X');
+		else if (killed && sscanf(line, "SigPnd: %llx", &pending) == 1)
+			*killed = !!(pending & (1ull << (SIGKILL - 1)));
 	}
 	fclose(f);
-	return lives;
+	return there;
+}
+
+/* Whether thread tid of tgid lives on: there, and not killed with the
+ * rest of its process. */
+static int thread_lives(pid_t tgid, pid_t tid)
+{
+	int killed;
+
+	return thread_there(tgid, tid, &killed) && !killed;
 }
 
 static void thread_add(struct leakcheck *lc, pid_t tid)
@@ -130,26 +142,6 @@ static pid_t tgid_of(pid_t tid)
 			break;
 	fclose(f);
 	return tgid;
-}
-
-/* Whether thread tid of tgid is there still, dying or not: not yet a
- * zombie. */
-static int thread_there(pid_t tgid, pid_t tid)
-{
-	char path[96], line[256];
-	int there = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)tgid, (int)tid);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "State:", 6)) {
-			there = !strchr(line + 6, 'Z') && !strchr(line + 6, 'X');
-			break;
-		}
-	fclose(f);
-	return there;
 }
 
 /* The threads of tgid that live on but for tid and those held, each seized (and new
@@ -216,7 +208,7 @@ static int thread_hold(struct leakcheck *lc, const struct reach_thread *t)
 static void group_end(struct leakcheck *lc)
 {
 	for (size_t i = 0; i < lc->nr_threads; i++)
-		if (!thread_held(lc, lc->threads[i]) && thread_there(lc->pid, lc->threads[i]))
+		if (!thread_held(lc, lc->threads[i]) && thread_there(lc->pid, lc->threads[i], NULL))
 			return;
 	scan(lc, lc->pid, lc->held, lc->nr_held);
 	lc->nr_held = 0;
