@@ -192,6 +192,7 @@ SAMPLES := \
 	mem_errors \
 	mem_hog \
 	phases \
+	quiet_errors \
 	pipe_hold \
 	rss_grow \
 	shm_cycle \
@@ -255,6 +256,7 @@ $(B)/memsight-record: $(call obj,$(RECORD_SRC) $(FORMATS_SRC))
 # with frame pointers (a frame-pointer walk passes through it), and never
 # sanitized (the sanitizers' runtimes cannot be preloaded into anything).
 $(SAMPLER): record/sampler/sampler.c record/sampler/wrap.c record/sampler/slow.c record/sampler/exec.c record/sampler/stream.c \
+		record/sampler/guard.c record/sampler/guard.h formats/guard.h \
 		record/sampler/sampler.h record/sampler/stream.h record/sampler/pack.h record/procs/execmap.h
 	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)

@@ -15,6 +15,7 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
+#include "../formats/guard.h"
 #include "recorder.h"
 #include "sampler/stream.h"
 
@@ -31,6 +32,11 @@ static int sampler_env(struct recorder *rc)
 	if (setenv("LD_PRELOAD", v, 1) || setenv("MEMSIGHT_SAMPLE_BYTES", rate, 1) ||
 	    setenv("MEMSIGHT_SAMPLE_INHERIT", "1", 1))
 		return -1;
+	if (rc->guard) {
+		snprintf(rate, sizeof(rate), "%llu%s", (unsigned long long)rc->guard, rc->guard_recover ? ",recover" : "");
+		if (setenv(GUARD_ENV, rate, 1))
+			return -1;
+	}
 	/* Its reports, without traps, where the recorder listens for them. */
 	return rc->as.env[0] ? setenv(STREAM_ENV, rc->as.env, 1) : 0;
 }

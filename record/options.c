@@ -11,6 +11,7 @@
 
 #include "../formats/catalog.h"
 #include "../formats/opts.h"
+#include "../formats/guard.h"
 #include "recorder.h"
 
 static const char usage_text[] =
@@ -265,6 +266,20 @@ static int opt_sample_bytes(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+static int opt_guard(const struct opt *o, const char *arg, void *ctx)
+{
+	char *end;
+	unsigned long long v = arg ? strtoull(arg, &end, 10) : GUARD_RATE_DEFAULT;
+
+	(void)ctx;
+	if (arg && (!*arg || *end || !v || v > 1000000000))
+		return msg_error("invalid --guard '%s': give N to guard one allocation in N, e.g. --guard=1000 "
+				 "(--guard=1: every one that fits a slot)",
+				 arg);
+	*(uint64_t *)o->value = v;
+	return 0;
+}
+
 static int opt_malloc_via(const struct opt *o, const char *arg, void *ctx)
 {
 	(void)ctx;
@@ -385,6 +400,24 @@ static int groups_has(const char *groups, const char *group)
 	return 0;
 }
 
+/* The groups a guarded recording needs, added to what -e asked: the
+ * blocks, the faults that hit them and the signals that follow. */
+static int groups_add_guard(struct recorder *rc)
+{
+	static const char *const need[] = { "malloc", "faults", "signals" };
+	char *g;
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (groups_has(rc->groups, need[i]))
+			continue;
+		if (asprintf(&g, "%s,%s", rc->groups, need[i]) < 0)
+			return msg_error("out of memory");
+		free(rc->groups);
+		rc->groups = g;
+	}
+	return 0;
+}
+
 /* The defaults that depend on more than one option, and the options that
  * cannot go together. */
 static int options_finish(struct recorder *rc)
@@ -440,6 +473,16 @@ static int options_finish(struct recorder *rc)
 		return msg_error("out of memory");
 	if (rc->cgroup && !rc->system_wide)
 		return msg_error("--cgroup records the processes of one cgroup across the system: give -a too");
+	if (rc->guard_recover && !rc->guard)
+		rc->guard = GUARD_RATE_DEFAULT;
+	if (rc->guard && !rc->command)
+		return msg_error("--guard starts a command with memsight's wrapper guarding its blocks; a running process "
+				 "guards with the wrapper it runs with (LD_PRELOAD=libmemsight-sample.so "
+				 GUARD_ENV "=N): record it with -p, without --guard");
+	if (rc->guard && rc->malloc_via == MALLOC_VIA_UPROBES)
+		return msg_error("--guard guards blocks in memsight's wrapper: drop --malloc-via uprobes");
+	if (rc->guard && groups_add_guard(rc))
+		return -1;
 	if (rc->leak_check && rc->system_wide)
 		return msg_error("--leak-check scans the processes recorded: give -- COMMAND or -p PID, not -a");
 	if (rc->leak_check && !groups_has(rc->groups, "malloc"))
@@ -528,6 +571,16 @@ int rec_options_parse(struct recorder *rc, int argc, char **argv)
 			     "wrapper, so the others cost no trap; -p uses the rate a\n"
 			     "process runs with",
 			     opt_sample_bytes),
+		OPT_CALLBACK_OPTARG(0, "guard", &rc->guard, "N",
+				    "malloc: serve about one allocation in N (default 5000)\n"
+				    "of at most a page from a slot between inaccessible\n"
+				    "pages, so that an overflow, an underflow or a use after\n"
+				    "free faults where it happens (memsight errors explains\n"
+				    "it); adds -e malloc,faults,signals",
+				    opt_guard),
+		OPT_BOOL(0, "guard-recover", &rc->guard_recover,
+			 "with --guard: a guarded fault is reported, its page\n"
+			 "opened, and the program goes on"),
 		OPT_SET(0, "block", &rc->block, REC_BLOCK_YES,
 			"malloc: a program whose recorder falls behind waits for it:\n"
 			"nothing is lost (the default without --sample-bytes)"),

@@ -138,6 +138,8 @@ struct recorder {
 	unsigned long long min_size, max_size;
 	unsigned sample;
 	uint64_t sample_bytes;	/* --sample-bytes: the sampler's rate for a command */
+	uint64_t guard;		/* --guard: one allocation in this many guarded; 0: off */
+	int guard_recover;	/* --guard-recover */
 	enum { MALLOC_VIA_DEFAULT, MALLOC_VIA_WRAPPER, MALLOC_VIA_UPROBES } malloc_via; /* --malloc-via */
 	char sampler[PATH_MAX];	/* the sampler library probed, "" when the malloc family is */
 	int leak_check;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../../formats/catalog.h"
+#include "../../formats/guard.h"
 #include "../model/allocs.h"
 #include "../model/memops.h"
 #include "cmd.h"
@@ -104,6 +105,7 @@ struct err {
 	int lost_before;	 /* events were lost before it: the history it rests on may miss some */
 	const char *where;	 /* wild pointer: what lies there */
 	int aborted;		 /* SIGABRT from the process's own abort() */
+	int guarded;		 /* the address is in a guard pool: the guard made it fault */
 	/* Heap corruption: the allocator's function that found it, and the
 	 * one that called it (the check that failed). */
 	char detector[64], check[128];
@@ -133,8 +135,18 @@ struct errors {
 	uint64_t unmatched;	   /* frees of pointers never seen returned, not shown as errors */
 	struct hashmap last_seen;  /* pid -> time of its last sample */
 	struct hashmap top_sp;	   /* tid -> the highest stack pointer its samples showed */
+	struct hashmap guards;	   /* pid -> struct guard_pool */
+	uint64_t guarded;	   /* allocations served from guard pools */
 	int lines, all;
 	int json, fail;
+};
+
+/* Where a process's guard pool lies (formats/guard.h), looked for again
+ * whenever its file mappings changed. */
+struct guard_pool {
+	unsigned gen;
+	int looked;
+	uint64_t start, page;
 };
 
 static struct err *err_new(struct errors *e, struct session *s, enum err_kind kind, uint64_t time, int pid, int tid)
@@ -163,6 +175,30 @@ static void freed_drop(struct hashmap *m)
 {
 	hashmap_for_each(m, b) free(b->ptr);
 	hashmap_release(m);
+}
+
+/* The guard pool of pid holding addr: its start, and *page its page size
+ * (its named first page's length); 0 when addr is in none. */
+static uint64_t guard_pool_at(struct errors *e, struct session *s, int pid, uint64_t addr, uint64_t *page)
+{
+	struct process *p = machine_process_find(&s->m, pid);
+	struct guard_pool *g;
+
+	if (!p || !(g = hashmap_u64_obj(&e->guards, (uint32_t)pid, sizeof(*g))))
+		return 0;
+	if (!g->looked || g->gen != p->code_gen) {
+		g->looked = 1;
+		g->gen = p->code_gen;
+		g->start = 0;
+		for (size_t i = 0; i < p->nr_maps; i++)
+			if (p->maps[i].name && strstr(p->maps[i].name, "/memfd:" GUARD_NAME)) {
+				g->start = p->maps[i].start;
+				g->page = p->maps[i].end - p->maps[i].start;
+				break;
+			}
+	}
+	*page = g->page;
+	return g->start && addr - g->start < (2 * GUARD_SLOTS + 1) * g->page ? g->start : 0;
 }
 
 /* An exec replaces the address space: its freed blocks are gone. */
@@ -247,7 +283,12 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 	const struct alloc_rec *r, *after, *before;
 
 	switch (ev->kind) {
-	case ALLOC_NEW:
+	case ALLOC_NEW: {
+		uint64_t page;
+
+		e->guarded += guard_pool_at(e, s, ev->pid, ev->rec->ptr, &page) != 0;
+		return 0;
+	}
 	case ALLOC_EXEC:
 		return 0;
 	case ALLOC_FREED:
@@ -338,13 +379,20 @@ static int classify_fault(struct errors *e, struct session *s, struct err *x, co
 {
 	const struct alloc_rec *r = NULL, *after = NULL, *before = NULL;
 	const struct freed_blk *f = NULL;
-	uint64_t a = x->addr, sp = 0;
+	uint64_t a = x->addr, sp = 0, page = 0, pool = guard_pool_at(e, s, x->pid, a, &page);
 	const struct map *map = machine_find_map(&s->m, x->pid, a);
 
+	x->guarded = pool != 0;
 	if (e->have_malloc) {
 		f = freed_holding(e, x->pid, a);
 		r = live_near(e, x->pid, a, &after, &before);
 	}
+	/* In a guard pool, a block in the next slot is no neighbour: only
+	 * those of the slots beside the page hit. */
+	if (pool && after && a - (after->ptr + after->size) >= page)
+		after = NULL;
+	if (pool && before && before->ptr - a > page)
+		before = NULL;
 	if (f) {
 		x->kind = ERR_UAF;
 		x->block = f->ptr;
@@ -367,6 +415,18 @@ static int classify_fault(struct errors *e, struct session *s, struct err *x, co
 		x->size = r->size;
 		x->offset = (int64_t)(a - r->ptr);
 		x->alloc_stack = r->stack;
+		return 0;
+	}
+	if (pool) {
+		/* No block recorded there (allocated before the recording, or
+		 * its report lost): what the pool's layout tells. Odd pages
+		 * are slots, inaccessible once freed; even ones guards. */
+		uint64_t k = (a - pool) / page, in = (a - pool) % page;
+
+		x->kind = k % 2 ? ERR_UAF : in < page / 2 ? ERR_OVERFLOW : ERR_UNDERFLOW;
+		x->where = k % 2 ? "in a guarded slot freed before; the block's allocation was not recorded"
+			   : in < page / 2 ? "on the guard page after a guarded slot; the block's allocation was not recorded"
+					   : "on the guard page before a guarded slot; the block's allocation was not recorded";
 		return 0;
 	}
 	if (a < NULL_ZONE) {
@@ -548,6 +608,10 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 	printf("\n\t");
 	switch (x->kind) {
 	case ERR_UAF:
+		if (!x->block) {
+			printf("%s of 0x%llx, %s\n", access_name(x->access), (unsigned long long)x->addr, x->where);
+			break;
+		}
 		printf("%s of 0x%llx, %lld bytes into a block of %s freed %.3f ms before\n", access_name(x->access),
 		       (unsigned long long)x->addr, (long long)x->offset, fmt_bytes(x->size, b1, sizeof(b1)),
 		       x->since_free / 1e6);
@@ -555,13 +619,19 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 			printf("\tnot proven: a block allocated since holds that address again\n");
 		break;
 	case ERR_OVERFLOW:
+	case ERR_UNDERFLOW:
+		if (!x->block) {
+			printf("%s of 0x%llx, %s\n", access_name(x->access), (unsigned long long)x->addr, x->where);
+			break;
+		}
+		if (x->kind == ERR_UNDERFLOW) {
+			printf("%s of 0x%llx, %llu bytes before the start of a live block of %s at 0x%llx\n",
+			       access_name(x->access), (unsigned long long)x->addr, (unsigned long long)(x->block - x->addr),
+			       fmt_bytes(x->size, b1, sizeof(b1)), (unsigned long long)x->block);
+			break;
+		}
 		printf("%s of 0x%llx, %llu bytes past the end of a live block of %s at 0x%llx\n", access_name(x->access),
 		       (unsigned long long)x->addr, (unsigned long long)(x->addr - x->block - x->size),
-		       fmt_bytes(x->size, b1, sizeof(b1)), (unsigned long long)x->block);
-		break;
-	case ERR_UNDERFLOW:
-		printf("%s of 0x%llx, %llu bytes before the start of a live block of %s at 0x%llx\n",
-		       access_name(x->access), (unsigned long long)x->addr, (unsigned long long)(x->block - x->addr),
 		       fmt_bytes(x->size, b1, sizeof(b1)), (unsigned long long)x->block);
 		break;
 	case ERR_STACK:
@@ -626,7 +696,11 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 			       x->sig == SIGSEGV || x->sig == SIGBUS ? "; its address is unknown: record -e faults too" : "");
 		break;
 	}
-	if (x->recovered && x->went_on)
+	if (x->guarded && x->recovered)
+		printf("\tcaught by memsight's guard, which opened the page: the process went on\n");
+	else if (x->guarded)
+		printf("\tcaught by memsight's guard\n");
+	else if (x->recovered && x->went_on)
 		printf("\thandled: the process's own handler took it, and the process went on\n");
 	else if (x->recovered)
 		printf("\thandled: the process's own handler took it, and no crash followed\n");
@@ -694,8 +768,10 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 		if (x->stack_depth)
 			json_u64(j, "stack_depth_bytes", x->stack_depth);
 	}
-	if (x->kind == ERR_WILD)
+	if (x->kind == ERR_WILD || (x->where && !x->block))
 		json_str(j, "where", x->where);
+	if (x->guarded)
+		json_bool(j, "guard", 1);
 	if (x->kind == ERR_HEAP_CORRUPTION) {
 		json_str(j, "detector", x->detector);
 		if (x->check[0])
@@ -765,6 +841,18 @@ static void signal_explain(struct err *x)
 	}
 }
 
+/* The guard's mode as the recording asked it (META alloc_guard: RATE or
+ * RATE,recover; empty for a process that ran with it by itself). */
+static const char *guard_said(const char *guard, char *b, size_t n)
+{
+	if (!guard[0])
+		snprintf(b, n, "at the rate the process ran with");
+	else
+		snprintf(b, n, "one in %llu asked, %u slots%s", strtoull(guard, NULL, 10), GUARD_SLOTS,
+			 strstr(guard, ",recover") ? ", recovering" : "");
+	return b;
+}
+
 static int errors_end(struct session *s, void *arg, int print)
 {
 	struct errors *e = arg;
@@ -772,6 +860,7 @@ static int errors_end(struct session *s, void *arg, int print)
 	size_t shown = 0, recovered = 0;
 	uint64_t horizon;
 	int ret = 1, json = e->json;
+	char guard[64], b[128];
 
 	if (e->have_malloc)
 		allocs_end(&e->a);
@@ -791,10 +880,12 @@ static int errors_end(struct session *s, void *arg, int print)
 				  e->v[k].time >= e->v[i].time;
 		e->v[i].went_on = seen && seen->val > e->v[i].time;
 		e->v[i].recovered = e->v[i].handled && (e->v[i].went_on || !crashed);
-		recovered += e->v[i].recovered;
+		/* The guard's recovered faults are errors all the same. */
+		recovered += e->v[i].recovered && !e->v[i].guarded;
 	}
 	for (size_t i = 0; i < e->nr; i++)
 		signal_explain(&e->v[i]);
+	session_host(s, "alloc_guard", guard, sizeof(guard), "");
 	shown = e->all ? e->nr : e->nr - recovered;
 	if (json) {
 		json_init(&j, stdout);
@@ -802,12 +893,26 @@ static int errors_end(struct session *s, void *arg, int print)
 		json_str(&j, "trace", s->path);
 		cmd_json_lost(&j, s);
 		json_bool(&j, "malloc_recorded", e->have_malloc);
+		if (e->guarded || guard[0]) {
+			json_begin(&j, "guard");
+			json_u64(&j, "allocations", e->guarded);
+			if (guard[0])
+				json_u64(&j, "rate", strtoull(guard, NULL, 10));
+			else
+				json_null(&j, "rate");
+			json_bool(&j, "recover", strstr(guard, ",recover") != NULL);
+			json_end(&j);
+		}
 		json_begin_array(&j, "errors");
 	} else if (!shown) {
 		printf("# memsight errors of '%s': no memory errors recorded\n", s->path);
 	} else {
 		printf("# memsight errors of '%s': %zu memory error%s\n", s->path, shown, cmd_s(shown));
 	}
+	if (!json && (e->guarded || guard[0]))
+		printf("# the guard served %llu allocation%s from its slots (%s): an error on one of them faults where "
+		       "it happens\n",
+		       (unsigned long long)e->guarded, cmd_s(e->guarded), guard_said(guard, b, sizeof(b)));
 	/* What rests on the allocation history is no proof where events
 	 * may be missing before it: a lost allocation, a lost free. */
 	horizon = session_loss_horizon(s);
@@ -817,7 +922,7 @@ static int errors_end(struct session *s, void *arg, int print)
 					       e->v[i].kind == ERR_INVALID_FREE))
 			e->v[i].lost_before = 1;
 	for (size_t i = 0; i < e->nr; i++) {
-		if (e->v[i].recovered && !e->all)
+		if (e->v[i].recovered && !e->v[i].guarded && !e->all)
 			continue;
 		if (json)
 			json_err(&j, s, &e->v[i], e->lines);
@@ -853,6 +958,8 @@ out:
 	hashmap_release(&e->bad_frees);
 	hashmap_release(&e->last_seen);
 	hashmap_release(&e->top_sp);
+	hashmap_for_each(&e->guards, slot) free(slot->ptr);
+	hashmap_release(&e->guards);
 	stacktab_release(&e->frees);
 	stacktab_release(&e->stacks);
 	if (e->have_malloc)
@@ -895,6 +1002,7 @@ int errors_view(int argc, char **argv, struct analyze_opts *a, struct session *s
 	hashmap_init(&e->bad_frees, 0);
 	hashmap_init(&e->last_seen, 0);
 	hashmap_init(&e->top_sp, 0);
+	hashmap_init(&e->guards, 0);
 	v->sample = on_sample;
 	v->end = errors_end;
 	v->arg = e;

@@ -781,13 +781,15 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		 * the wrapper; a USDT site lies in the wrapper itself. */
 		if (fn == AF_SAMPLED_ALLOC)
 			drop_probe_frame(&one);
+		else if (!session_field(s, smp, AF_WEIGHT) && size)
+			rate = ALLOC_RATE_NONE;
 		else if (!(rate = rate_of_weight(size, session_field(s, smp, AF_WEIGHT))))
 			/* A sample as likely as certain (a large block, or a rate
 			 * of a byte) is still one of a sampled recording. */
 			rate = a->asked_rate;
 		/* A rate recovered from a weight rounded to a byte can be off
 		 * by one: the one the recording asked for names the recording. */
-		if (rate)
+		if (rate && rate != ALLOC_RATE_NONE)
 			a->rate = a->asked_rate ? a->asked_rate : rate;
 		return do_alloc(a, s, smp->pid, session_field(s, smp, AF_PTR), session_field(s, smp, AF_SIZE), 1, fn,
 				smp->time, smp->nr_ips ? &one.smp : NULL, rate, rp->cb, rp->arg);

@@ -35,8 +35,15 @@ struct alloc_rec {
  * allocations of its size, which makes sums of these unbiased estimates
  * (as Go's heap profiles scale theirs). Counts round up or down with the
  * odds of the fraction, by the block's address, so they stay unbiased. */
+/* The rate of a block the wrapper's guard chose and the profile did not
+ * (reported with weight 0): it stands for nothing, and is kept for where
+ * it was allocated and freed. */
+#define ALLOC_RATE_NONE UINT64_MAX
+
 static inline double alloc_rec_weight(const struct alloc_rec *r)
 {
+	if (r->rate == ALLOC_RATE_NONE)
+		return 0;
 	return r->rate && r->size ? 1.0 / -expm1(-(double)r->size / (double)r->rate) : 1.0;
 }
 

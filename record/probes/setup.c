@@ -142,6 +142,9 @@ static int sampler_choose(struct recorder *rc, struct uprobe_object *at)
 	 * allocator's own code. */
 	if (rc->command && !rc->sample_bytes && !rc->system_wide) {
 		if (!wrapper_fits(rc, why, sizeof(why))) {
+			if (rc->guard)
+				return msg_error("--guard: memsight's wrapper cannot be preloaded into %s: the guard lives "
+						 "in it", why);
 			if (rc->malloc_via == MALLOC_VIA_WRAPPER)
 				return msg_error("--malloc-via wrapper: memsight's wrapper cannot be preloaded into %s: "
 						 "record with --malloc-via uprobes", why);

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../../formats/guard.h"
 #include "sampler.h"
 #include "stream.h"
 
@@ -32,6 +33,7 @@ extern char **environ;
 
 static int inherit;
 static char rate_text[32];
+static char guard_var[sizeof(GUARD_ENV) + 32]; /* "MEMSIGHT_GUARD=...", "" for none */
 static char stream_var[sizeof(STREAM_ENV) + PATH_MAX + 32]; /* "MEMSIGHT_STREAM=...", "" for none */
 
 /* LD_PRELOAD without this library's entry, in place: what this process
@@ -80,11 +82,15 @@ int sampler_inherited(void)
 
 __attribute__((constructor)) static void exec_init(void)
 {
-	const char *i = getenv(ENV_INHERIT), *r = getenv(ENV_RATE), *st = getenv(STREAM_ENV);
+	const char *i = getenv(ENV_INHERIT), *r = getenv(ENV_RATE), *st = getenv(STREAM_ENV), *g = getenv(GUARD_ENV);
 
 	inherit = i && !strcmp(i, "1") && sampler_self_path()[0];
 	if (r && strlen(r) < sizeof(rate_text))
 		strcpy(rate_text, r);
+	if (g && sizeof(GUARD_ENV) + strlen(g) < sizeof(guard_var)) {
+		strcpy(guard_var, GUARD_ENV "=");
+		strcat(guard_var, g);
+	}
 	if (st && sizeof(STREAM_ENV) + strlen(st) < sizeof(stream_var)) {
 		strcpy(stream_var, STREAM_ENV "=");
 		strcat(stream_var, st);
@@ -103,10 +109,10 @@ struct env_room {
 
 static int room_get(struct env_room *r, size_t n, size_t len, char **v_stack, size_t v_cap, char *p_stack, size_t p_cap)
 {
-	size_t need = (n + 5) * sizeof(char *) + len;
+	size_t need = (n + 6) * sizeof(char *) + len;
 
 	r->mapped = 0;
-	if (n + 5 <= v_cap && len <= p_cap) {
+	if (n + 6 <= v_cap && len <= p_cap) {
 		r->v = v_stack;
 		r->preload = p_stack;
 		return 0;
@@ -115,7 +121,7 @@ static int room_get(struct env_room *r, size_t n, size_t len, char **v_stack, si
 	if (r->v == MAP_FAILED)
 		return -1;
 	r->mapped = need;
-	r->preload = (char *)(r->v + n + 5);
+	r->preload = (char *)(r->v + n + 6);
 	return 0;
 }
 
@@ -156,7 +162,8 @@ static char **env_fix(char *const *env, struct env_room *r, char **v_stack, size
 	strcat(rate_var, rate_text);
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(env[i], "LD_PRELOAD=", 11) && strncmp(env[i], ENV_INHERIT "=", sizeof(ENV_INHERIT)) &&
-		    strncmp(env[i], ENV_RATE "=", sizeof(ENV_RATE)) && strncmp(env[i], STREAM_ENV "=", sizeof(STREAM_ENV)))
+		    strncmp(env[i], ENV_RATE "=", sizeof(ENV_RATE)) && strncmp(env[i], STREAM_ENV "=", sizeof(STREAM_ENV)) &&
+		    strncmp(env[i], GUARD_ENV "=", sizeof(GUARD_ENV)))
 			r->v[k++] = env[i];
 	r->v[k++] = r->preload;
 	r->v[k++] = inherit_var;
@@ -164,6 +171,8 @@ static char **env_fix(char *const *env, struct env_room *r, char **v_stack, size
 		r->v[k++] = rate_var;
 	if (stream_var[0])
 		r->v[k++] = stream_var;
+	if (guard_var[0])
+		r->v[k++] = guard_var;
 	r->v[k] = NULL;
 	return r->v;
 }

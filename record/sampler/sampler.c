@@ -54,6 +54,7 @@
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 
+#include "guard.h"
 #include "sampler.h"
 
 SAMPLER_API __attribute__((used, section(".probes"))) unsigned short otel_memory_alloc_semaphore;
@@ -264,9 +265,9 @@ static int table_take(uintptr_t p)
 extern void *__libc_stack_end;
 
 #define SITE_ALLOC_SIZED(fn, bytes)                                                     \
-	static __attribute__((noinline)) void fn(void *p, size_t size)                  \
+	static __attribute__((noinline)) void fn(void *p, size_t size, uint64_t weight) \
 	{                                                                               \
-		STAP_PROBE4(otel_memory, alloc, p, size, weight_of(size), bytes);       \
+		STAP_PROBE4(otel_memory, alloc, p, size, weight, bytes);                \
 		__asm__ volatile("");                                                   \
 	}
 
@@ -274,9 +275,9 @@ SITE_ALLOC_SIZED(site_alloc_1k, 1024)
 SITE_ALLOC_SIZED(site_alloc_2k, 2048)
 SITE_ALLOC_SIZED(site_alloc_4k, 4096)
 
-static __attribute__((noinline)) void site_alloc(void *p, size_t size)
+static __attribute__((noinline)) void site_alloc(void *p, size_t size, uint64_t weight)
 {
-	STAP_PROBE3(otel_memory, alloc, p, size, weight_of(size));
+	STAP_PROBE3(otel_memory, alloc, p, size, weight);
 	__asm__ volatile("");
 }
 
@@ -302,25 +303,26 @@ static uintptr_t stack_top(uintptr_t sp)
 	return 0;
 }
 
-static inline void report_alloc(void *p, size_t size, uintptr_t top)
+static inline void report_alloc(void *p, size_t size, uint64_t weight, uintptr_t top)
 {
 	size_t d = top ? top - (uintptr_t)__builtin_frame_address(0) : 0;
 
 	if (!d || sampler_inherited())
-		site_alloc(p, size);
+		site_alloc(p, size, weight);
 	else if (d + SITE_SLACK <= 1024)
-		site_alloc_1k(p, size);
+		site_alloc_1k(p, size, weight);
 	else if (d + SITE_SLACK <= 2048)
-		site_alloc_2k(p, size);
+		site_alloc_2k(p, size, weight);
 	else if (d + SITE_SLACK <= 4096)
-		site_alloc_4k(p, size);
+		site_alloc_4k(p, size, weight);
 	else
-		site_alloc(p, size);
+		site_alloc(p, size, weight);
 }
 
-void sampler_kept(void *p, size_t size)
+static inline __attribute__((always_inline)) void kept(void *p, size_t size, int sampled)
 {
 	uintptr_t top;
+	uint64_t weight = sampled ? weight_of(size) : 0;
 
 	/* With no one listening, a block is not remembered either: its
 	 * allocation was told to no one, and its free would mean nothing. So
@@ -332,8 +334,18 @@ void sampler_kept(void *p, size_t size)
 		return;
 	}
 	top = stack_top((uintptr_t)__builtin_frame_address(0));
-	if (!stream_alloc(p, size, weight_of(size), top))
-		report_alloc(p, size, top);
+	if (!stream_alloc(p, size, weight, top))
+		report_alloc(p, size, weight, top);
+}
+
+void sampler_kept(void *p, size_t size)
+{
+	kept(p, size, 1);
+}
+
+void sampler_kept_as(void *p, size_t size, int sampled)
+{
+	kept(p, size, sampled);
 }
 
 void sampler_forget(void *p)
@@ -353,5 +365,6 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void sampler_init(void)
 {
 	rate_init();
+	guard_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 }

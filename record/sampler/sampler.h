@@ -61,6 +61,10 @@ SAMPLER_API int sampler_take_due(size_t size);
  * tracer listens. Out of line, so that its report has the wrapper's frame
  * under it. */
 SAMPLER_API void sampler_kept(void *p, size_t size);
+/* The same for a block the profile did not choose (sampled 0) but the
+ * guard did: reported as standing for no bytes, so that a profile's
+ * estimates stay as they were, and its free and its stack are known. */
+SAMPLER_API void sampler_kept_as(void *p, size_t size, int sampled);
 /* p is about to be freed: reported if it was kept. */
 SAMPLER_API void sampler_forget(void *p);
 
@@ -108,6 +112,9 @@ struct sampler_slow {
 	void *(*realloc)(void *p, size_t size, void *(*next)(void *, size_t));
 };
 extern SAMPLER_API const struct sampler_slow sampler_slow;
+
+/* wrap.c: the allocator's malloc, for a slow path that has none at hand. */
+SAMPLER_API void *sampler_malloc_next(size_t size);
 
 /* stream.c: a report through the recorder's stream; 0 when there is none
  * for this thread, and the probe site must take it. top: where the

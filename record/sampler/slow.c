@@ -11,6 +11,9 @@
  * the allocation function the program called starts at it, as it would at
  * the wrapper itself.
  */
+#include <string.h>
+
+#include "guard.h"
 #include "sampler.h"
 
 static __attribute__((noinline, noclone, used)) void *slow_malloc(size_t size, void *(*next)(size_t))
@@ -21,53 +24,101 @@ static __attribute__((noinline, noclone, used)) void *slow_calloc(size_t n, size
 static __attribute__((noinline, noclone, used)) void *slow_realloc(void *p, size_t size,
 								    void *(*next)(void *, size_t)) __asm__("realloc");
 
-/* The fast path counted size down already: what is left decides. */
+/* The fast path counted size down already: what is left decides, and
+ * the guard's countdown. A guarded block is reported whether the profile
+ * chose it or not, standing for no bytes when it did not; from the one
+ * call, so that its stack is the one an unguarded block's would be. */
 static void *slow_malloc(size_t size, void *(*next)(size_t))
 {
-	void *p;
+	int kept = sampler_ts.left <= 0 && sampler_take_due(size), guarded = guard_chosen(size);
+	void *p = guarded ? guard_alloc(size, 0) : NULL;
 
-	if (sampler_ts.left > 0 || !sampler_take_due(size))
+	if (!p && !kept)
 		return next(size);
-	if ((p = next(size)))
-		sampler_kept(p, size);
+	if (!p && !(p = next(size)))
+		return NULL;
+	sampler_kept_as(p, size, kept);
 	return p;
 }
 
-/* Reached only for a block the fast path found watched. */
+/* Reached for a block the fast path found watched, or in the guard's
+ * pool. */
 static void slow_free(void *p, void (*next)(void *))
 {
 	sampler_forget(p);
-	next(p);
+	if (guard_has(p))
+		guard_free(p);
+	else
+		next(p);
 }
 
-/* The same for calloc's product, SIZE_MAX where it overflows. */
+/* The same for calloc's product, SIZE_MAX where it overflows. A slot's
+ * page is zero: it is given back at each free. */
 static void *slow_calloc(size_t n, size_t size, void *(*next)(size_t, size_t))
 {
 	size_t total;
 	void *p;
+	int kept, guarded;
 
 	if (__builtin_mul_overflow(n, size, &total))
 		total = SIZE_MAX;
-	if (sampler_ts.left > 0 || !sampler_take_due(total))
+	kept = sampler_ts.left <= 0 && sampler_take_due(total);
+	guarded = guard_chosen(total);
+	p = guarded ? guard_alloc(total, 0) : NULL;
+	if (!p && !kept)
 		return next(n, size);
-	if ((p = next(n, size)))
-		sampler_kept(p, total);
+	if (!p && !(p = next(n, size)))
+		return NULL;
+	sampler_kept_as(p, total, kept);
 	return p;
+}
+
+/* A guarded block's realloc: a new block (guarded again if the guard's
+ * countdown says so) and the old one freed to its slot, which then guards
+ * its old address, so that a use through the old pointer faults. NULL,
+ * with p left as it was, when no block is to be had. */
+static void *guard_move(void *p, size_t size, int guarded)
+{
+	size_t old = 0;
+	void *q = NULL;
+
+	if (!guard_size(p, &old))
+		guard_free(p); /* aborts: not a live block */
+	if (size && !(guarded && (q = guard_alloc(size, 0))) && !(q = sampler_malloc_next(size)))
+		return NULL;
+	if (q)
+		memcpy(q, p, old < size ? old : size);
+	SAMPLER_GONE(p);
+	guard_free(p);
+	return q;
 }
 
 /* Not counted down yet. The old block ends here as a sample, whatever
  * realloc does; the new one is a new allocation, seen by its own size. */
 static void *slow_realloc(void *p, size_t size, void *(*next)(void *, size_t))
 {
-	void *q;
+	int kept, guarded;
+	void *q = NULL;
 
-	SAMPLER_GONE(p);
-	/* realloc(p, 0) frees p and gives NULL under glibc; realloc(NULL,
-	 * 0) gives a block of no bytes, which is seen as malloc(0) is. */
-	if (__builtin_expect(!sampler_take(size), 1))
-		return next(p, size);
-	if ((q = next(p, size)))
-		sampler_kept(q, size);
+	kept = sampler_take(size);
+	/* realloc(NULL, n) is malloc(n), and may be guarded as it is. */
+	guarded = (!p || guard_has(p)) && size && guard_chosen(size);
+	if (guard_has(p)) {
+		if (!(q = guard_move(p, size, guarded)))
+			return NULL;
+	} else {
+		SAMPLER_GONE(p);
+		if (guarded)
+			q = guard_alloc(size, 0);
+		/* realloc(p, 0) frees p and gives NULL under glibc; realloc(NULL,
+		 * 0) gives a block of no bytes, which is seen as malloc(0) is. */
+		if (!q && !kept)
+			return next(p, size);
+		if (!q && !(q = next(p, size)))
+			return NULL;
+	}
+	if (q && (kept || guard_has(q)))
+		sampler_kept_as(q, size, kept);
 	return q;
 }
 

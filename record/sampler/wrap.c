@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "sampler.h"
 
 extern void *__libc_malloc(size_t);
@@ -39,7 +40,7 @@ extern void *__libc_pvalloc(size_t);
  * order of them. */
 enum {
 	F_MALLOC, F_FREE, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_MEMALIGN, F_ALIGNED_ALLOC, F_POSIX_MEMALIGN,
-	F_VALLOC, F_PVALLOC, F_MALLOCX, F_RALLOCX, F_DALLOCX, F_SDALLOCX,
+	F_VALLOC, F_PVALLOC, F_MALLOCX, F_RALLOCX, F_DALLOCX, F_SDALLOCX, F_USABLE_SIZE,
 	F_NEW, F_NEW_ARRAY, F_NEW_NOTHROW, F_NEW_ARRAY_NOTHROW, F_NEW_ALIGNED, F_NEW_ARRAY_ALIGNED,
 	F_NEW_ALIGNED_NOTHROW, F_NEW_ARRAY_ALIGNED_NOTHROW,
 	F_DELETE, F_DELETE_ARRAY, F_DELETE_SIZED, F_DELETE_ARRAY_SIZED, F_DELETE_NOTHROW, F_DELETE_ARRAY_NOTHROW,
@@ -51,7 +52,7 @@ enum {
 
 static const char *const fn_names[F_NR] = {
 	"malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "aligned_alloc", "posix_memalign",
-	"valloc", "pvalloc", "mallocx", "rallocx", "dallocx", "sdallocx",
+	"valloc", "pvalloc", "mallocx", "rallocx", "dallocx", "sdallocx", "malloc_usable_size",
 	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
 	"_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
 	"_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
@@ -297,16 +298,22 @@ FAST void *malloc(size_t size)
 {
 	void *(*f)(size_t) = (void *(*)(size_t))NEXT_FAST(F_MALLOC);
 
-	if (__builtin_expect(QUIET, 1) || __builtin_expect((sampler_ts.left -= sampler_bytes(size)) > 0, 1))
+	if (__builtin_expect(QUIET || (sampler_ts.left -= sampler_bytes(size)) > 0, 1) &&
+	    __builtin_expect(!guard_take(size), 1))
 		return f(size);
 	return sampler_slow.malloc(size, f);
+}
+
+void *sampler_malloc_next(size_t size)
+{
+	return ((void *(*)(size_t))NEXT_FAST(F_MALLOC))(size);
 }
 
 FAST void free(void *p)
 {
 	void (*f)(void *) = (void (*)(void *))NEXT_FAST(F_FREE);
 
-	if (__builtin_expect(!sampler_free_watched(p), 1))
+	if (__builtin_expect(!sampler_free_watched(p) && !guard_has(p), 1))
 		return f(p);
 	sampler_slow.free(p, f);
 }
@@ -316,11 +323,10 @@ FAST void *calloc(size_t n, size_t size)
 	void *(*f)(size_t, size_t) = (void *(*)(size_t, size_t))NEXT_FAST(F_CALLOC);
 	size_t total;
 
-	if (__builtin_expect(QUIET, 1))
-		return f(n, size);
 	if (__builtin_mul_overflow(n, size, &total))
 		total = SIZE_MAX;
-	if (__builtin_expect((sampler_ts.left -= sampler_bytes(total)) > 0, 1))
+	if (__builtin_expect(QUIET || (sampler_ts.left -= sampler_bytes(total)) > 0, 1) &&
+	    __builtin_expect(!guard_take(total), 1))
 		return f(n, size);
 	return sampler_slow.calloc(n, size, f);
 }
@@ -329,10 +335,40 @@ FAST void *realloc(void *p, size_t size)
 {
 	void *(*f)(void *, size_t) = (void *(*)(void *, size_t))NEXT_FAST(F_REALLOC);
 
-	if (__builtin_expect(QUIET && !sampler_free_watched(p), 1))
+	if (__builtin_expect(QUIET && !sampler_free_watched(p) && !guard_has(p), 1))
 		return f(p, size);
 	return sampler_slow.realloc(p, size, f);
 }
+
+size_t malloc_usable_size(void *p)
+{
+	size_t n;
+
+	if (guard_has(p))
+		return guard_size(p, &n) ? n : 0;
+	return NEXT(F_USABLE_SIZE, malloc_usable_size) ? NEXT(F_USABLE_SIZE, malloc_usable_size)(p) : 0;
+}
+
+/* A block from the guard's pool for an allocation its countdown chose;
+ * NULL when it did not choose it, or no slot is free. */
+static void *guarded(size_t size, size_t align)
+{
+	if (!guard_take(size))
+		return NULL;
+	guard_ts.due = 0;
+	return guard_alloc(size, align);
+}
+
+/* The report of an allocation of the family below, from one call for a
+ * guarded block and a kept one alike: the profile's choice, and a
+ * guarded block whatever it is. */
+#define SAMPLER_SEEN_GUARDED(p, size)                                   \
+	do {                                                            \
+		int kept_ = (p) && sampler_take(size);                  \
+                                                                        \
+		if (kept_ || ((p) && guard_has(p)))                     \
+			sampler_kept_as((p), (size), kept_);            \
+	} while (0)
 
 void *reallocarray(void *p, size_t n, size_t size)
 {
@@ -343,6 +379,8 @@ void *reallocarray(void *p, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (guard_has(p))
+		return realloc(p, total);
 	/* Through realloc: glibc's reallocarray calls realloc itself, and
 	 * would be seen twice. */
 	SAMPLER_GONE(p);
@@ -355,46 +393,50 @@ void *reallocarray(void *p, size_t n, size_t size)
 
 void *memalign(size_t align, size_t size)
 {
-	void *p = NEXT(F_MEMALIGN, memalign)(align, size);
+	void *p = guarded(size, align);
 
-	SAMPLER_SEEN(p, size);
+	if (!p)
+		p = NEXT(F_MEMALIGN, memalign)(align, size);
+	SAMPLER_SEEN_GUARDED(p, size);
 	return p;
 }
 
 void *aligned_alloc(size_t align, size_t size)
 {
-	void *p = next.fn[F_ALIGNED_ALLOC] ? NEXT(F_ALIGNED_ALLOC, aligned_alloc)(align, size)
-					   : NEXT(F_MEMALIGN, memalign)(align, size);
+	void *p = align && !(align & (align - 1)) ? guarded(size, align) : NULL;
 
-	SAMPLER_SEEN(p, size);
+	if (!p)
+		p = next.fn[F_ALIGNED_ALLOC] ? NEXT(F_ALIGNED_ALLOC, aligned_alloc)(align, size)
+					     : NEXT(F_MEMALIGN, memalign)(align, size);
+	SAMPLER_SEEN_GUARDED(p, size);
 	return p;
 }
 
 int posix_memalign(void **out, size_t align, size_t size)
 {
-	void *p;
-	int r;
+	void *p = NULL;
+	int r = 0;
 
-	if (next.fn[F_POSIX_MEMALIGN] || (next_find(), next.fn[F_POSIX_MEMALIGN])) {
-		r = NEXT(F_POSIX_MEMALIGN, posix_memalign)(out, align, size);
-		if (!r)
-			SAMPLER_SEEN(*out, size);
-		return r;
-	}
 	if (!align || align % sizeof(void *) || (align & (align - 1)))
 		return EINVAL;
-	if (!(p = NEXT(F_MEMALIGN, memalign)(align, size)))
-		return ENOMEM;
-	SAMPLER_SEEN(p, size);
-	*out = p;
-	return 0;
+	if ((p = guarded(size, align)))
+		*out = p;
+	else if (next.fn[F_POSIX_MEMALIGN] || (next_find(), next.fn[F_POSIX_MEMALIGN]))
+		r = NEXT(F_POSIX_MEMALIGN, posix_memalign)(out, align, size);
+	else if (!(*out = NEXT(F_MEMALIGN, memalign)(align, size)))
+		r = ENOMEM;
+	if (!r)
+		SAMPLER_SEEN_GUARDED(*out, size);
+	return r;
 }
 
 void *valloc(size_t size)
 {
-	void *p = NEXT(F_VALLOC, valloc)(size);
+	void *p = guarded(size, 4096);
 
-	SAMPLER_SEEN(p, size);
+	if (!p)
+		p = NEXT(F_VALLOC, valloc)(size);
+	SAMPLER_SEEN_GUARDED(p, size);
 	return p;
 }
 
@@ -428,6 +470,8 @@ void *rallocx(void *p, size_t size, int flags)
 {
 	void *q;
 
+	if (guard_has(p))
+		return realloc(p, size);
 	SAMPLER_GONE(p);
 	q = NEXT(F_RALLOCX, rallocx) ? NEXT(F_RALLOCX, rallocx)(p, size, flags) : NEXT(F_REALLOC, realloc)(p, size);
 	SAMPLER_SEEN(q, size);
@@ -436,6 +480,8 @@ void *rallocx(void *p, size_t size, int flags)
 
 void dallocx(void *p, int flags)
 {
+	if (guard_has(p))
+		return free(p);
 	SAMPLER_GONE(p);
 	if (NEXT(F_DALLOCX, dallocx))
 		NEXT(F_DALLOCX, dallocx)(p, flags);
@@ -445,6 +491,8 @@ void dallocx(void *p, int flags)
 
 void sdallocx(void *p, size_t size, int flags)
 {
+	if (guard_has(p))
+		return free(p);
 	SAMPLER_GONE(p);
 	if (NEXT(F_SDALLOCX, sdallocx))
 		NEXT(F_SDALLOCX, sdallocx)(p, size, flags);
@@ -455,7 +503,7 @@ void sdallocx(void *p, size_t size, int flags)
 /* C++'s operators, by their mangled names (std::align_val_t is a size_t,
  * std::nothrow_t const& a pointer). Where libstdc++'s come next, a tail
  * call: no frame of the wrapper's stays under the malloc it makes. */
-#define NEW_OP(sym, f, params, args)                           \
+#define NEW_OP(sym, f, params, args, align)                     \
 	void *sym params;                                      \
 	void *sym params                                       \
 	{                                                      \
@@ -463,10 +511,11 @@ void sdallocx(void *p, size_t size, int flags)
                                                                \
 		if (!NEXT(f, sym))                             \
 			abort();                               \
-		if (!next.seen[f] || !sampler_take(size))      \
+		if (!next.seen[f])                             \
 			return NEXT(f, sym) args;              \
-		if ((p = NEXT(f, sym) args))                   \
-			sampler_kept(p, size);                 \
+		if (!(p = guarded(size, align)))               \
+			p = NEXT(f, sym) args;                 \
+		SAMPLER_SEEN_GUARDED(p, size);                 \
 		return p;                                      \
 	}
 #define DELETE_OP(sym, f, params, args)                        \
@@ -479,20 +528,24 @@ void sdallocx(void *p, size_t size, int flags)
 			NEXT(f, sym) args;                     \
 			return;                                \
 		}                                              \
+		if (guard_has(p)) {                            \
+			free(p);                               \
+			return;                                \
+		}                                              \
 		SAMPLER_GONE(p);                               \
 		NEXT(f, sym) args;                             \
 	}
 
-NEW_OP(_Znwm, F_NEW, (size_t size), (size))
-NEW_OP(_Znam, F_NEW_ARRAY, (size_t size), (size))
-NEW_OP(_ZnwmRKSt9nothrow_t, F_NEW_NOTHROW, (size_t size, const void *nt), (size, nt))
-NEW_OP(_ZnamRKSt9nothrow_t, F_NEW_ARRAY_NOTHROW, (size_t size, const void *nt), (size, nt))
-NEW_OP(_ZnwmSt11align_val_t, F_NEW_ALIGNED, (size_t size, size_t al), (size, al))
-NEW_OP(_ZnamSt11align_val_t, F_NEW_ARRAY_ALIGNED, (size_t size, size_t al), (size, al))
+NEW_OP(_Znwm, F_NEW, (size_t size), (size), 0)
+NEW_OP(_Znam, F_NEW_ARRAY, (size_t size), (size), 0)
+NEW_OP(_ZnwmRKSt9nothrow_t, F_NEW_NOTHROW, (size_t size, const void *nt), (size, nt), 0)
+NEW_OP(_ZnamRKSt9nothrow_t, F_NEW_ARRAY_NOTHROW, (size_t size, const void *nt), (size, nt), 0)
+NEW_OP(_ZnwmSt11align_val_t, F_NEW_ALIGNED, (size_t size, size_t al), (size, al), al)
+NEW_OP(_ZnamSt11align_val_t, F_NEW_ARRAY_ALIGNED, (size_t size, size_t al), (size, al), al)
 NEW_OP(_ZnwmSt11align_val_tRKSt9nothrow_t, F_NEW_ALIGNED_NOTHROW, (size_t size, size_t al, const void *nt),
-       (size, al, nt))
+       (size, al, nt), al)
 NEW_OP(_ZnamSt11align_val_tRKSt9nothrow_t, F_NEW_ARRAY_ALIGNED_NOTHROW, (size_t size, size_t al, const void *nt),
-       (size, al, nt))
+       (size, al, nt), al)
 DELETE_OP(_ZdlPv, F_DELETE, (void *p), (p))
 DELETE_OP(_ZdaPv, F_DELETE_ARRAY, (void *p), (p))
 DELETE_OP(_ZdlPvm, F_DELETE_SIZED, (void *p, size_t n), (p, n))

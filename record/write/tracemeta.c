@@ -156,6 +156,8 @@ static void write_host(struct recorder *rc)
 		}
 		if (rc->leak_check)
 			ADD("leak_check 1\n");
+		if (rc->guard)
+			ADD("alloc_guard %llu%s\n", (unsigned long long)rc->guard, rc->guard_recover ? ",recover" : "");
 	}
 	if (rc->cgroup_root[0])
 		ADD("cgroup_root %s\n", rc->cgroup_root);
