@@ -16,6 +16,9 @@
  *   topsize     writes 16 bytes past a 100-byte block, over the size of the
  *               heap's top chunk after it, and allocates again: glibc's
  *               malloc aborts ("malloc(): corrupted top size")
+ *   nextsize    writes 16 bytes past a 2000-byte block, over the size of
+ *               the chunk after it, and frees the block: glibc's free aborts
+ *               ("free(): invalid next size (normal)")
  *   wild        writes through a pointer with garbage in its top bits (a
  *               non-canonical address: the kernel gives no address)
  *   abort       calls abort() itself
@@ -190,6 +193,20 @@ static void top_size(void)
 	make_block(200000);
 }
 
+static void next_size(void)
+{
+	/* Too big for glibc's tcache and fast bins: its free checks the
+	 * next chunk's size, which follows the block's 2008 usable bytes. */
+	char *p = make_block(2000), *after = make_block(2000);
+
+	say_line("kind", "heap-corruption");
+	say_hex("block", (unsigned long)p);
+	say("size", 2000);
+	overrun(p, 2016);
+	drop_block(p);
+	drop_block(after);
+}
+
 static sigjmp_buf back;
 
 static void on_segv(int sig)
@@ -235,6 +252,8 @@ int main(int argc, char **argv)
 		interior_free();
 	} else if (!strcmp(mode, "topsize")) {
 		top_size();
+	} else if (!strcmp(mode, "nextsize")) {
+		next_size();
 	} else if (!strcmp(mode, "wild")) {
 		say_line("kind", "wild-pointer");
 		write_at(opaque((void *)0x4141414141414141ul));
@@ -248,7 +267,7 @@ int main(int argc, char **argv)
 		say_line("kind", "none");
 		return 0;
 	} else {
-		fprintf(stderr, "usage: mem_errors uaf|overflow|recursion|null|doublefree|interior|topsize|wild|abort|handled|\n"
+		fprintf(stderr, "usage: mem_errors uaf|overflow|recursion|null|doublefree|interior|topsize|nextsize|wild|abort|handled|\n"
 				"none\n");
 		return 2;
 	}

@@ -50,6 +50,15 @@ record_mode() {
 }
 
 has() { grep -q -x -- "$2" $1.entry || { echo "no '$2' in $1.entry"; return 1; }; }
+# The first suspect of errors --json's first entry: address, size, and
+# the functions of its allocating stack.
+suspect() {
+	/usr/bin/python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["errors"][0]["suspects"][0]
+print(s["address"], s["size"], " ".join(f.get("function") or "?" for f in s["alloc_frames"][:4]))
+' "$1"
+}
 stack_starts() { grep -q "^$2=$3" $1.entry || { echo "$2 stack does not start '$3'"; return 1; }; }
 
 test_expect_success 'use after free: a read 16 bytes into a freed 1 MiB block, with the three stacks' '
@@ -123,7 +132,21 @@ test_expect_success 'an overflow over the top chunk: heap corruption that glibc 
 	has topsize "detector=glibc'"'"'s malloc" && has topsize check=_int_malloc &&
 	"$MEMSIGHT" errors topsize.trace 2>/dev/null >text &&
 	grep "^heap corruption at " text &&
-	grep "^	glibc.s malloc found its heap corrupted (its check in _int_malloc): SIGABRT from abort()" text
+	grep "^	glibc.s malloc found its heap corrupted (its check in _int_malloc): SIGABRT from abort()" text &&
+	grep "^	1. 100 B at $(truth topsize.truth block), the highest live block of the heap the thread allocates from" text &&
+	suspect topsize.json >suspect &&
+	cat suspect &&
+	grep -x "$(($(truth topsize.truth block))) 100 malloc make_block top_size main" suspect
+'
+
+test_expect_success 'a free that finds the next chunk'"'"'s size overwritten names the block being freed first' '
+	record_mode nextsize &&
+	has nextsize count=1 && has nextsize kind=heap-corruption && has nextsize check=_int_free &&
+	suspect nextsize.json >suspect &&
+	cat suspect &&
+	grep -x "$(($(truth nextsize.truth block))) 2000 malloc make_block next_size main" suspect &&
+	"$MEMSIGHT" errors nextsize.trace 2>/dev/null |
+		grep "^	1. 2.0 KiB at $(truth nextsize.truth block), being freed when the allocator looked"
 '
 
 test_expect_success 'a non-canonical pointer is a wild pointer, and abort() is said as the process'"'"'s own' '

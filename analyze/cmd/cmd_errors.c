@@ -42,6 +42,8 @@ static const char usage_text[] =
 /* The lowest address a process may map (vm.mmap_min_addr's default): a
  * fault below it is a null pointer's. */
 #define NULL_ZONE 65536u
+/* The live blocks an abort for heap corruption lists. */
+#define SUSPECTS 3
 /* The fault of a signal comes just before it, in the same thread. */
 #define FAULT_WINDOW_NS 100000000ull
 
@@ -111,6 +113,22 @@ struct err {
 	char detector[64], check[128];
 	const struct stack_entry *alloc_stack, *free_stack, *free2_stack;
 	const struct stack_entry *stack; /* where the signal found the thread */
+	/* An abort: the blocks next to where the allocator found its heap
+	 * corrupted, the likeliest culprit first; shown for heap corruption. */
+	struct suspect {
+		uint64_t ptr, size;
+		const char *why;
+		const struct stack_entry *alloc_stack;
+	} suspects[SUSPECTS];
+	int nr_suspects;
+};
+
+/* What a thread did last with the heap: where an abort of its allocator
+ * was looking. */
+struct thread_last {
+	uint64_t alloc_ptr, alloc_time;
+	uint64_t free_ptr, free_size, free_time;
+	const struct stack_entry *free_alloc_stack;
 };
 
 /* A thread's last bad free, until the allocator aborts on it or the
@@ -136,6 +154,7 @@ struct errors {
 	struct hashmap last_seen;  /* pid -> time of its last sample */
 	struct hashmap top_sp;	   /* tid -> the highest stack pointer its samples showed */
 	struct hashmap guards;	   /* pid -> struct guard_pool */
+	struct hashmap last;	   /* tid -> struct thread_last */
 	uint64_t guarded;	   /* allocations served from guard pools */
 	int lines, all;
 	int json, fail;
@@ -285,7 +304,12 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 	switch (ev->kind) {
 	case ALLOC_NEW: {
 		uint64_t page;
+		struct thread_last *tl = hashmap_u64_obj(&e->last, (uint32_t)ev->tid, sizeof(*tl));
 
+		if (!tl)
+			return -1;
+		tl->alloc_ptr = ev->rec->ptr;
+		tl->alloc_time = ev->time;
 		e->guarded += guard_pool_at(e, s, ev->pid, ev->rec->ptr, &page) != 0;
 		return 0;
 	}
@@ -301,6 +325,16 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 		f->free_tid = ev->tid;
 		f->alloc_stack = ev->rec->stack;
 		f->free_stack = free_stack(e, s, ev->stack);
+		if (!ev->exec) {
+			struct thread_last *tl = hashmap_u64_obj(&e->last, (uint32_t)ev->tid, sizeof(*tl));
+
+			if (!tl)
+				return -1;
+			tl->free_ptr = f->ptr;
+			tl->free_size = f->size;
+			tl->free_time = ev->time;
+			tl->free_alloc_stack = f->alloc_stack;
+		}
 		/* The thread went on freeing: an abort now is not for its
 		 * last bad free. */
 		if ((slot = hashmap_u64_find(&e->bad_frees, (uint32_t)ev->tid)))
@@ -449,6 +483,76 @@ static int classify_fault(struct errors *e, struct session *s, struct err *x, co
 	return 0;
 }
 
+static void suspect_add(struct err *x, uint64_t ptr, uint64_t size, const char *why, const struct stack_entry *st)
+{
+	if (x->nr_suspects < SUSPECTS)
+		x->suspects[x->nr_suspects++] = (struct suspect){ ptr, size, why, st };
+}
+
+/* The live block of pid that ends nearest at or below addr, among those
+ * in lo..addr; NULL for none. */
+static const struct alloc_rec *live_below(struct errors *e, int pid, uint64_t lo, uint64_t addr,
+					  const struct alloc_rec *not1, const struct alloc_rec *not2)
+{
+	struct hm_slot *slot = hashmap_u64_find(&e->a.procs, (uint32_t)pid);
+	const struct alloc_rec *best = NULL;
+
+	if (!slot || !slot->ptr)
+		return NULL;
+	hashmap_for_each((struct hashmap *)slot->ptr, b) {
+		const struct alloc_rec *r = b->ptr;
+
+		if (r->sized && r != not1 && r != not2 && r->ptr >= lo && r->ptr + r->size <= addr &&
+		    (!best || r->ptr + r->size > best->ptr + best->size))
+			best = r;
+	}
+	return best;
+}
+
+/* An allocator that aborts finds a chunk's header, or a free chunk's
+ * links, overwritten: by a write past the end of the block before it, or
+ * through a pointer to a block freed already. Where it was looking
+ * follows from what the thread did last. A free: the block being freed
+ * (whose own overflow reaches the next chunk's header) and the block just
+ * below it (whose overflow reaches the freed one's). A malloc: the blocks
+ * nearest below the top of the heap the thread allocates from, the top
+ * chunk's header just past the highest. */
+static void suspects_find(struct errors *e, struct session *s, struct err *x)
+{
+	struct hm_slot *slot = hashmap_u64_find(&e->last, (uint32_t)x->tid);
+	const struct thread_last *tl = slot ? slot->ptr : NULL;
+	const struct alloc_rec *r, *r2;
+	const struct map *map;
+	uint64_t lo, hi;
+
+	if (!e->have_malloc || !tl)
+		return;
+	if (tl->free_time && tl->free_time >= tl->alloc_time && x->time - tl->free_time < FAULT_WINDOW_NS) {
+		map = machine_find_map(&s->m, x->pid, tl->free_ptr);
+		lo = map ? map->start : tl->free_ptr - NEAR_BLOCK;
+		suspect_add(x, tl->free_ptr, tl->free_size,
+			    "being freed when the allocator looked: a write past its end reaches the next chunk's header",
+			    tl->free_alloc_stack);
+		if ((r = live_below(e, x->pid, lo, tl->free_ptr, NULL, NULL)))
+			suspect_add(x, r->ptr, r->size, "the live block just below it: a write past its end reaches the "
+					"freed block's header", r->stack);
+		return;
+	}
+	if (!tl->alloc_time || !(map = machine_find_map(&s->m, x->pid, tl->alloc_ptr)))
+		return;
+	lo = map->start;
+	hi = map->end;
+	r = live_below(e, x->pid, lo, hi, NULL, NULL);
+	r2 = r ? live_below(e, x->pid, lo, hi, r, NULL) : NULL;
+	if (r)
+		suspect_add(x, r->ptr, r->size, "the highest live block of the heap the thread allocates from: a write "
+				"past its end reaches the free space after it", r->stack);
+	if (r2)
+		suspect_add(x, r2->ptr, r2->size, "the next one below", r2->stack);
+	if (r2 && (r = live_below(e, x->pid, lo, hi, r, r2)))
+		suspect_add(x, r->ptr, r->size, "the next one below", r->stack);
+}
+
 static int on_signal(struct errors *e, struct session *s, struct sample *smp)
 {
 	int sig = (int)sample_snum(smp, "sig"), code = (int)sample_snum(smp, "code");
@@ -483,6 +587,8 @@ static int on_signal(struct errors *e, struct session *s, struct sample *smp)
 	/* SIG_DFL is 0 and SIG_IGN 1: above, the process's own handler. */
 	x->handled = sample_num(smp, "sa_handler") > 1;
 	x->stack = stacktab_add(&e->stacks, s, smp, 1);
+	if (sig == SIGABRT && code <= 0)
+		suspects_find(e, s, x);
 	/* A fault's signal (si_code > 0 for SIGSEGV and SIGBUS: the kernel
 	 * raised it for an access) carries the address of the thread's last
 	 * user fault, taken just before. A signal some process sent has none. */
@@ -719,6 +825,15 @@ static void text_err(const struct session *s, const struct err *x, int lines)
 	}
 	if (x->block || x->alloc_stack)
 		print_stack_of("allocated by", x->alloc_stack, lines);
+	if (x->kind != ERR_HEAP_CORRUPTION)
+		return;
+	if (x->nr_suspects)
+		printf("\tthe blocks next to where it looked, the likeliest culprit first:\n");
+	for (int k = 0; k < x->nr_suspects; k++) {
+		printf("\t%d. %s at 0x%llx, %s\n", k + 1, fmt_bytes(x->suspects[k].size, b1, sizeof(b1)),
+		       (unsigned long long)x->suspects[k].ptr, x->suspects[k].why);
+		print_stack_of("allocated by", x->suspects[k].alloc_stack, lines);
+	}
 }
 
 static void json_err(struct json *j, const struct session *s, const struct err *x, int lines)
@@ -776,6 +891,16 @@ static void json_err(struct json *j, const struct session *s, const struct err *
 		json_str(j, "detector", x->detector);
 		if (x->check[0])
 			json_str(j, "check", x->check);
+		json_begin_array(j, "suspects");
+		for (int k = 0; k < x->nr_suspects; k++) {
+			json_begin(j, NULL);
+			json_u64(j, "address", x->suspects[k].ptr);
+			json_u64(j, "size", x->suspects[k].size);
+			json_str(j, "why", x->suspects[k].why);
+			cmd_json_stack(j, "alloc_frames", x->suspects[k].alloc_stack, lines);
+			json_end(j);
+		}
+		json_end(j);
 	}
 	if (x->kind == ERR_SIGNAL && x->aborted)
 		json_bool(j, "abort", 1);
@@ -960,6 +1085,8 @@ out:
 	hashmap_release(&e->top_sp);
 	hashmap_for_each(&e->guards, slot) free(slot->ptr);
 	hashmap_release(&e->guards);
+	hashmap_for_each(&e->last, slot) free(slot->ptr);
+	hashmap_release(&e->last);
 	stacktab_release(&e->frees);
 	stacktab_release(&e->stacks);
 	if (e->have_malloc)
@@ -1003,6 +1130,7 @@ int errors_view(int argc, char **argv, struct analyze_opts *a, struct session *s
 	hashmap_init(&e->last_seen, 0);
 	hashmap_init(&e->top_sp, 0);
 	hashmap_init(&e->guards, 0);
+	hashmap_init(&e->last, 0);
 	v->sample = on_sample;
 	v->end = errors_end;
 	v->arg = e;
