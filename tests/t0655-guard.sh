@@ -188,10 +188,11 @@ leak_table() {
 test_expect_success 'the bundled samples guarded at every allocation: no false report, every leak table the same' '
 	for cmd in "cxx_leak" "cxx_threads" "fib_leak" "loop_leak" "inline_alloc" "alloc_zoo churn 500" \
 		   "alloc_zoo memalign 20" "alloc_zoo nested 20" "alloc_zoo realloc 20" "alloc_zoo reach 20" \
+		   "alloc_zoo fork 20" "alloc_zoo threads 4 50" \
 		   "leak_cases tree" "leak_cases realloc" "leak_cases interior"; do
-		set -- $cmd && n=$(echo "$cmd" | tr " " _) &&
-		"$MEMSIGHT" record -q -e malloc -o $n.plain.trace -- "$S/$1" $2 $3 >$n.plain.out 2>/dev/null; a=$?
-		"$MEMSIGHT" record -q --guard=1 -o $n.guard.trace -- "$S/$1" $2 $3 >$n.guard.out 2>/dev/null; b=$?
+		set -- $cmd && n=$(echo "$cmd" | tr " " _) && p=$1 && shift &&
+		"$MEMSIGHT" record -q -e malloc -o $n.plain.trace -- "$S/$p" "$@" >$n.plain.out 2>/dev/null; a=$?
+		"$MEMSIGHT" record -q --guard=1 -o $n.guard.trace -- "$S/$p" "$@" >$n.guard.out 2>/dev/null; b=$?
 		test $a = $b || { echo "$cmd: exit $a, guarded $b"; return 1; }
 		leak_table $n.plain.trace >$n.plain.leaks && leak_table $n.guard.trace >$n.guard.leaks &&
 		test_cmp $n.plain.leaks $n.guard.leaks &&

@@ -21,7 +21,7 @@
  * end; any object of 100 bytes has an alignment of at most 4), and at
  * least what memalign asked.
  *
- * A freed slot is made inaccessible, its page given back, and queued
+ * A freed slot is made inaccessible and queued
  * behind every other free slot: the oldest freed is taken first, so that
  * a use after free faults until GUARD_SLOTS - 1 other guarded blocks came
  * since. A double free or a free inside a guarded block is said on
@@ -327,9 +327,9 @@ void guard_free(void *ptr)
 	/* Opened for good by a recovered fault: it stays so. */
 	if (__atomic_load_n(&slots[i].spent, __ATOMIC_ACQUIRE))
 		return;
-	/* Inaccessible, and its page given back, before anyone may take it. */
+	/* Inaccessible before anyone may take it. Its page stays: one call
+	 * the fewer, and at most a page a slot in all. */
 	mprotect((void *)slot_page(i), page, PROT_NONE);
-	madvise((void *)slot_page(i), page, MADV_DONTNEED);
 	lock_take();
 	queue[(q_head + q_nr) % GUARD_SLOTS] = i;
 	q_nr++;

@@ -6,7 +6,8 @@
  * program calls and hands each call to the allocator the process runs;
  * exec.c keeps the library in the programs a recorded process executes;
  * stream.c hands reports to a recorder without a trap, and wraps the
- * functions that map code, to know when the recorder's code filter lags.
+ * functions that map code, to know when the recorder's code filter lags;
+ * guard.c serves a sampled share of blocks between inaccessible pages.
  * Nothing here is exported from the library.
  */
 #ifndef MEMSIGHT_SAMPLER_H

@@ -52,8 +52,8 @@ static void slow_free(void *p, void (*next)(void *))
 		next(p);
 }
 
-/* The same for calloc's product, SIZE_MAX where it overflows. A slot's
- * page is zero: it is given back at each free. */
+/* The same for calloc's product, SIZE_MAX where it overflows. A slot
+ * keeps what its last block held: a guarded block is cleared here. */
 static void *slow_calloc(size_t n, size_t size, void *(*next)(size_t, size_t))
 {
 	size_t total;
@@ -64,7 +64,8 @@ static void *slow_calloc(size_t n, size_t size, void *(*next)(size_t, size_t))
 		total = SIZE_MAX;
 	kept = sampler_ts.left <= 0 && sampler_take_due(total);
 	guarded = guard_chosen(total);
-	p = guarded ? guard_alloc(total, 0) : NULL;
+	if ((p = guarded ? guard_alloc(total, 0) : NULL))
+		memset(p, 0, total);
 	if (!p && !kept)
 		return next(n, size);
 	if (!p && !(p = next(n, size)))
