@@ -207,4 +207,18 @@ test_expect_success 'the bundled samples guarded at every allocation: no false r
 	grep "^# the guard served [1-9][0-9]* allocations from its slots" py.errors
 '
 
+# A guarded block is no root of the leak check: the guard keeps no pointer
+# to it, and what a slot holds outside its block is dead data.
+test_expect_success '--leak-check under the guard: lost and reachable as without it' '
+	for m in tree cycle interior; do
+		"$MEMSIGHT" record -q -e malloc --leak-check -o lc.$m.plain.trace -- "$S/leak_cases" $m >/dev/null 2>&1
+		"$MEMSIGHT" record -q --guard=1 --leak-check -o lc.$m.guard.trace -- "$S/leak_cases" $m >/dev/null 2>&1
+		"$MEMSIGHT" leaks lc.$m.plain.trace 2>/dev/null | sed -n "s/^# leak check of .*): //p" >lc.$m.plain &&
+		"$MEMSIGHT" leaks lc.$m.guard.trace 2>/dev/null | sed -n "s/^# leak check of .*): //p" >lc.$m.guard &&
+		cat lc.$m.guard && grep -q "definitely lost" lc.$m.plain &&
+		test_cmp lc.$m.plain lc.$m.guard &&
+		"$MEMSIGHT" errors lc.$m.guard.trace 2>/dev/null | grep -q "^# the guard served [1-9]" || return 1
+	done
+'
+
 test_done

@@ -26,6 +26,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "../../formats/guard.h"
 #include "../../formats/meta.h"
 #include "../sampler/stream.h"
 
@@ -124,7 +125,7 @@ static int maps_load(struct scan *sc, pid_t pid, const struct reach_thread *th, 
 		return -errno;
 	/* The mapping before this one: a thread stack has its guard page
 	 * right below it. */
-	unsigned long long prev_hi = 0;
+	unsigned long long prev_hi = 0, pool_lo = 0, pool_hi = 0;
 	int prev_guard = 0;
 
 	while (getline(&line, &alloc, f) > 0) {
@@ -152,6 +153,12 @@ static int maps_load(struct scan *sc, pid_t pid, const struct reach_thread *th, 
 			free(line);
 			fclose(f);
 			return -ENOMEM;
+		}
+		/* The wrapper's guard pool (formats/guard.h): its slots are
+		 * heap, what lies in them outside a block no root. */
+		if (!strncmp(name, "/memfd:" GUARD_NAME, 7 + sizeof(GUARD_NAME) - 1)) {
+			pool_lo = hi;
+			pool_hi = hi + 2 * GUARD_SLOTS * (hi - lo);
 		}
 		below_guard = prev_guard && prev_hi == lo;
 		prev_guard = anon && perms[0] == '-' && perms[1] == '-';
@@ -193,6 +200,8 @@ static int maps_load(struct scan *sc, pid_t pid, const struct reach_thread *th, 
 		}
 		if (!strcmp(name, "[stack]"))
 			r.kind = REACH_REGION_STACK;
+		if (r.kind == REACH_REGION_ANON && lo >= pool_lo && hi <= pool_hi)
+			r.kind = REACH_REGION_HEAP;
 		/* A finished thread's stack that glibc keeps for the next
 		 * thread: writable anonymous memory over a guard page, with no
 		 * live thread's stack pointer in it. Dead data, no root, and no

@@ -59,8 +59,11 @@ SAMPLER_API __thread struct guard_thread guard_ts __attribute__((tls_model("init
 
 enum { SLOT_FREE, SLOT_LIVE, SLOT_FREED };
 
+/* Where a slot's block starts is kept as its offset in the slot, never
+ * as a pointer: a leak check takes this library's data for a root, and a
+ * pointer here would keep every guarded block reachable. */
 struct slot {
-	uintptr_t block;
+	uint32_t off;
 	size_t size;
 	int state;
 	int spent;		/* opened by a recovered fault: it serves no more */
@@ -90,6 +93,11 @@ static void lock_drop(void)
 static uintptr_t slot_page(unsigned i)
 {
 	return guard_base + 2 * (uintptr_t)i * page;
+}
+
+static uintptr_t block_of(unsigned i)
+{
+	return slot_page(i) + slots[i].off;
 }
 
 /* Said with write(2): nothing here may allocate. */
@@ -292,7 +300,7 @@ void *guard_alloc(size_t size, size_t align)
 		p = (start + page - size) & ~(uintptr_t)(align - 1);
 	else
 		p = start;
-	slots[i].block = p;
+	slots[i].off = (uint32_t)(p - start);
 	slots[i].size = size;
 	__atomic_store_n(&slots[i].state, SLOT_LIVE, __ATOMIC_RELEASE);
 	return (void *)p;
@@ -302,7 +310,7 @@ int guard_size(const void *p, size_t *size)
 {
 	unsigned i;
 
-	if (!slot_of((uintptr_t)p, &i) || slots[i].block != (uintptr_t)p ||
+	if (!slot_of((uintptr_t)p, &i) || block_of(i) != (uintptr_t)p ||
 	    __atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE) != SLOT_LIVE)
 		return 0;
 	*size = slots[i].size;
@@ -315,11 +323,11 @@ void guard_free(void *ptr)
 	unsigned i;
 	int live = SLOT_LIVE;
 
-	if (!slot_of(p, &i) || slots[i].block != p ||
+	if (!slot_of(p, &i) || block_of(i) != p ||
 	    !__atomic_compare_exchange_n(&slots[i].state, &live, SLOT_FREED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		int s = slot_of(p, &i) ? __atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE) : SLOT_FREE;
 
-		say(s == SLOT_FREED && slots[i].block == p ? "double free of a guarded block"
+		say(s == SLOT_FREED && block_of(i) == p ? "double free of a guarded block"
 							    : "free of a pointer in the guard's pool that no allocation returned",
 		    ptr);
 		abort();

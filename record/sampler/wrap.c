@@ -393,7 +393,7 @@ void *reallocarray(void *p, size_t n, size_t size)
 
 void *memalign(size_t align, size_t size)
 {
-	void *p = guarded(size, align);
+	void *p = align && !(align & (align - 1)) ? guarded(size, align) : NULL;
 
 	if (!p)
 		p = NEXT(F_MEMALIGN, memalign)(align, size);
