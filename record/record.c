@@ -113,6 +113,17 @@ static void events_switch(struct recorder *rc, int on)
 static const int handled[] = { SIGINT,	SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGCHLD, SIGUSR1,
 			       SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGPIPE, SIGXFSZ };
 
+/* The status line: time, records, bytes written and events lost so
+ * far, as the summary at the end counts them. */
+static void status_show(struct recorder *rc)
+{
+	uint64_t bytes = rc->w.ring_start ? rc->w.ring_start + rc->w.ring_bytes : rc->w.offset;
+
+	msg_progress("recording %.0f s: %llu records, %.1f MiB written, %llu lost",
+		     (rec_now_ns(CLOCK_MONOTONIC) - rc->start_ns) / 1e9, (unsigned long long)rc->records,
+		     bytes / 1048576.0, (unsigned long long)rec_lost(rc, 0));
+}
+
 /* The events go as soon as their rings are drained: a child closes them
  * while the trace is finished (rec_events_release). */
 static void events_close(struct recorder *rc)
@@ -206,6 +217,11 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		rc->probes_on_ns = rec_now_ns(CLOCK_MONOTONIC);
 	}
 
+	/* How it goes, at a terminal, after a second: for -a and -p alone,
+	 * whose terminal is the recorder's; a command writes to it too, and
+	 * its lines would break into the status line. */
+	if (!rc->quiet && !rc->command)
+		msg_progress_begin(1000);
 	while (!stop) {
 		int n = epoll_wait(ep, evs, 64, flight_timeout(rc, timeout));
 
@@ -280,6 +296,8 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * then fills the ring and drops everything after it. So while
 		 * records flow, look at the rings every few milliseconds as
 		 * well, and back off to the wakeups alone once they stop. */
+		if (!rc->quiet && !rc->command)
+			status_show(rc);
 		if (rc->drained != before)
 			timeout = POLL_ACTIVE_MS;
 		else if ((timeout *= 4) > (rc->late.on ? POLL_LATE_MS : POLL_IDLE_MS))
@@ -287,6 +305,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 	}
 	ret = 0;
 out:
+	msg_progress_end();
 	rc->stop_ns = rec_now_ns(CLOCK_MONOTONIC);
 	events_switch(rc, 0);
 	allocstream_shut(rc);

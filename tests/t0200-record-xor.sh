@@ -127,4 +127,18 @@ test_expect_success 'brk/2: brk counts each call twice and the growth once, and 
 	test "$("$MEMSIGHT" folded -e brk -w bytes b2.trace 2>/dev/null | awk "{ s += \$NF } END { print s }")" = "$g2"
 '
 
+# perf record says what it did as it goes; memsight's -p and -a say it on
+# one status line at a terminal, redrawn, and erased before the summary.
+test_expect_success 'at a terminal, -p says how the recording goes on one line; not on a pipe, nor under -q' '
+	{ sleep 30 & } && pid=$! &&
+	script -qec "\"$MEMSIGHT\" record -e faults -p $pid -d 2 -o st.trace" /dev/null >tty.out &&
+	cat -v tty.out &&
+	grep -a "memsight record: recording [0-9]* s: [0-9]* records, [0-9.]* MiB written, 0 lost" tty.out &&
+	script -qec "\"$MEMSIGHT\" record -q -e faults -p $pid -d 2 -o st.trace" /dev/null >q.out &&
+	! grep -a "recording [0-9]* s:" q.out &&
+	"$MEMSIGHT" record -e faults -p $pid -d 2 -o st.trace 2>pipe.err &&
+	kill $pid &&
+	! grep "recording [0-9]* s:" pipe.err
+'
+
 test_done
