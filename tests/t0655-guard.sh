@@ -163,12 +163,13 @@ test_expect_success '-p on a service that runs with the guard: one error with it
 	exec 8>in &&
 	i=0 && while [ $i -lt 50 ] && ! grep -q "^quiet_errors: pid" serve.out; do sleep 0.1; i=$((i + 1)); done &&
 	pid=$(truth serve.out pid) &&
-	{ "$MEMSIGHT" record -e malloc,faults,signals -p $pid -o p.trace 2>rec 8>&- & } &&
-	i=0 && while [ $i -lt 100 ] && ! grep -q "recording its samples" rec; do sleep 0.1; i=$((i + 1)); done &&
-	sleep 0.5 && printf "uaf\nearly\n" >&8 &&
+	{ "$MEMSIGHT" record -e malloc,faults,signals -p $pid --pidfile rec.pid -o p.trace 2>rec 8>&- & } &&
+	i=0 && while [ $i -lt 200 ] && ! test -s rec.pid; do sleep 0.1; i=$((i + 1)); done &&
+	sleep 0.3 && printf "uaf\nearly\n" >&8 &&
 	exec 8>&- &&
 	wait &&
 	cat rec serve.out serve.err &&
+	grep -q "malloc: the process runs with the allocation sampler" rec &&
 	grep -q "^quiet_errors: served early" serve.out &&
 	"$MEMSIGHT" errors p.trace 2>/dev/null >text &&
 	cat text &&
