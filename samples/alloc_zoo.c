@@ -17,6 +17,9 @@
  *   alloc_zoo threads T N  T threads, each leaking N blocks of 100 bytes from thread_leak()
  *   alloc_zoo fork N       a child leaks N blocks of 256 bytes from child_leak(); the parent frees all
  *   alloc_zoo wait S N     waits S seconds (attach with -p), then leaks N blocks of 64 bytes from late_leak()
+ *   alloc_zoo temporary N  N rounds, each of two temporary allocations as heaptrack counts them (a
+ *                          block freed at once; the first of two blocks from one call, freed after
+ *                          the second was made) and one that is not (the second)
  *   alloc_zoo grow N       keeps 1 MiB from init_tables() at start-up, then leaks 64 bytes from
  *                          steady_leak() every 10 ms, N times: a small steady leak after a big one-time block
  *
@@ -306,6 +309,33 @@ static void late_leak(long n)
 	report(64 * n, n, "late_leak");
 }
 
+__attribute__((noinline)) static void *pair_block(void)
+{
+	return malloc(64);
+}
+
+/* Temporary allocations as heaptrack counts them: a free of a block of
+ * the stack and size of the latest allocation, with no free between. A
+ * round makes two: a block freed at once, and the first of two blocks
+ * from one call freed after the second was made; the second is none. */
+static volatile int pair; /* a bound the compiler cannot unroll the loop by: one call site */
+
+static void temporaries(long n)
+{
+	pair = 2;
+	for (long i = 0; i < n; i++) {
+		void *v[2];
+
+		sink = malloc(100);
+		free(sink);
+		for (int k = 0; k < pair; k++)
+			v[k] = pair_block();
+		free(v[0]);
+		free(v[1]);
+	}
+	printf("alloc_zoo: %ld temporary allocations of %ld from temporaries (pid %d)\n", 2 * n, 3 * n, (int)getpid());
+}
+
 static void *volatile tables; /* volatile: or the compiler drops the unused block */
 
 static void init_tables(void)
@@ -352,6 +382,8 @@ int main(int argc, char **argv)
 		threads((int)n, argc > 3 ? atol(argv[3]) : 100);
 	else if (!strcmp(mode, "fork"))
 		forks(n);
+	else if (!strcmp(mode, "temporary"))
+		temporaries(n);
 	else if (!strcmp(mode, "grow")) {
 		init_tables();
 		steady_leak(n);
@@ -364,7 +396,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		late_leak(argc > 3 ? atol(argv[3]) : 100);
 	} else {
-		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|peak|reach|threads|fork|wait|grow N [M]\n");
+		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|peak|reach|threads|fork|wait|grow|temporary N [M]\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -193,6 +193,21 @@ test_expect_success 'report: a program an exec started has a row of its own, the
 	test "$(awk "\$2 == \"env\" && \$3 > 0" exec | wc -l)" = 1
 '
 
+# heaptrack's rule: a free of a block of the stack and size of the
+# process's latest allocation, with no free between. The start-up's are
+# the same in both runs, so the difference is the rounds'.
+test_expect_success 'temporary allocations as heaptrack counts them' '
+	record -o t0.trace -- "$S/alloc_zoo" temporary 0 >truth0 &&
+	record -o t1.trace -- "$S/alloc_zoo" temporary 1000 >truth &&
+	cat truth &&
+	want=$(sed -n "s/^alloc_zoo: \([0-9]*\) temporary allocations of [0-9]* from temporaries .*/\1/p" truth) &&
+	"$MEMSIGHT" report --json t0.trace >t0.json && "$MEMSIGHT" report --json t1.trace >t1.json &&
+	temp() { /usr/bin/python3 -c "import json,sys; print(sum(p[\"temporary\"] for p in json.load(open(sys.argv[1]))[\"malloc\"][\"processes\"]))" "$1"; } &&
+	t0=$(temp t0.json) && t1=$(temp t1.json) &&
+	echo "temporary: $t0 without the rounds, $t1 with them, $want in the rounds" &&
+	test $((t1 - t0)) = "$want"
+'
+
 test_expect_success 'C++ names are demangled' '
 	record -o cxx.trace -- "$S/cxx_leak" 30 >truth &&
 	"$MEMSIGHT" leaks cxx.trace >leaks &&

@@ -355,6 +355,15 @@ static void print_top(const struct report *r, struct stacktab *t, int count_orde
 	}
 	free(v);
 }
+/* A TEMPORARY cell: exact, or "-" where the recording was sampled. */
+static const char *temporary_text(const struct report *r, uint64_t n, char *b, size_t len)
+{
+	if (r->a->sample > 1 || r->a->rate)
+		return "-";
+	snprintf(b, len, "%llu", (unsigned long long)n);
+	return b;
+}
+
 static void print_malloc(struct report *r, struct session *s)
 {
 	struct heapprof *h = &r->heap;
@@ -363,7 +372,7 @@ static void print_malloc(struct report *r, struct session *s)
 	uint64_t k = r->a->sample;
 	const char *est = k > 1 || r->a->rate ? "~" : "";
 	size_t np = 0, ns = 0, shown;
-	char a[32], b[32], more[32];
+	char a[32], b[32], more[32], t[32];
 	struct heap_proc rest = { 0 };
 
 	if (!pv || !sv)
@@ -375,6 +384,9 @@ static void print_malloc(struct report *r, struct session *s)
 	if (r->a->rate)
 		printf("(sampled recording: the sampler kept one allocation in about %s; figures are estimates)\n\n",
 		       fmt_bytes(r->a->rate, a, sizeof(a)));
+	if (k > 1 || r->a->rate)
+		printf("(temporary allocations are not estimated: which free follows which allocation is not in a "
+		       "sample)\n\n");
 	printf("%8s %-16s %9s %14s %9s %10s %12s %10s %12s\n", "PID", "COMM", "CALLS", "ALLOCATED", "FREES", "TEMPORARY",
 	       "PEAK HEAP", "AT", "AT END");
 	hashmap_for_each(&h->procs, slot) {
@@ -394,18 +406,18 @@ static void print_malloc(struct report *r, struct session *s)
 			rest.cur += p->cur;
 			continue;
 		}
-		printf("%8d %-16s %s%8llu %s%13llu %s%8llu %s%9llu %s%11s %+9.3fs %s%11s\n", p->pid, p->comm, est,
+		printf("%8d %-16s %s%8llu %s%13llu %s%8llu %10s %s%11s %+9.3fs %s%11s\n", p->pid, p->comm, est,
 		       (unsigned long long)(p->calls * k), est, (unsigned long long)(p->bytes * k), est,
-		       (unsigned long long)(p->frees * k), est, (unsigned long long)(p->temporary * k), est,
+		       (unsigned long long)(p->frees * k), temporary_text(r, p->temporary, t, sizeof(t)), est,
 		       fmt_bytes(p->peak * k, a, sizeof(a)), p->peak_time > s->first_time ? (p->peak_time - s->first_time) / 1e9 : 0.0,
 		       est, fmt_bytes(p->cur * k, b, sizeof(b)));
 	}
 	/* Their peaks fell at different times: no sum of them is a peak. */
 	if (shown < np)
-		printf("%8s %-16s %s%8llu %s%13llu %s%8llu %s%9llu %s%11s %10s %s%11s\n", "-",
+		printf("%8s %-16s %s%8llu %s%13llu %s%8llu %10s %s%11s %10s %s%11s\n", "-",
 		       rows_rest(np - shown, more, sizeof(more)), est, (unsigned long long)(rest.calls * k), est,
-		       (unsigned long long)(rest.bytes * k), est, (unsigned long long)(rest.frees * k), est,
-		       (unsigned long long)(rest.temporary * k), est, "-", "-", est, fmt_bytes(rest.cur * k, b, sizeof(b)));
+		       (unsigned long long)(rest.bytes * k), est, (unsigned long long)(rest.frees * k),
+		       temporary_text(r, rest.temporary, t, sizeof(t)), est, "-", "-", est, fmt_bytes(rest.cur * k, b, sizeof(b)));
 	printf("\ntop stacks by bytes allocated:\n");
 	print_top(r, &r->a->stacks, 0, "bytes");
 	hashmap_for_each(&h->sites, slot) if (((struct heap_site *)slot->ptr)->at_peak) sv[ns++] = slot->ptr;
@@ -1217,7 +1229,10 @@ static void report_json(struct report *r, struct session *s, int page)
 			json_u64(&j, "calls", p->calls * k);
 			json_u64(&j, "allocated_bytes", p->bytes * k);
 			json_u64(&j, "frees", p->frees * k);
-			json_u64(&j, "temporary", p->temporary * k);
+			if (k > 1 || r->a->rate)
+				json_null(&j, "temporary");
+			else
+				json_u64(&j, "temporary", p->temporary);
 			json_u64(&j, "peak_bytes", p->peak * k);
 			json_double(&j, "peak_s", "%.6f",
 				    p->peak_time > s->first_time ? (p->peak_time - s->first_time) / 1e9 : 0.0);

@@ -62,10 +62,15 @@
   if (m && m.peak && m.peak.bytes)
     row('Peak heap', bytes(m.peak.bytes) + ' at +' + secs(m.peak.time_s || 0), 'sum-peak');
   if (m) {
-    var calls = 0, temp = 0;
-    m.processes.forEach(function (p) { calls += p.calls; temp += p.temporary; });
-    row('Temporary', count(temp, 'allocation') + ' of ' + calls.toLocaleString('en') +
-        ' freed before the thread allocated again', 'sum-temporary');
+    var calls = 0, temp = 0, sampled = false;
+    m.processes.forEach(function (p) {
+      calls += p.calls;
+      if (p.temporary === null) sampled = true; else temp += p.temporary;
+    });
+    row('Temporary', sampled ? 'not estimated from a sampled recording' :
+        count(temp, 'allocation') + ' of ' + calls.toLocaleString('en') +
+        ' freed right after an allocation of the same stack and size (as heaptrack counts them)',
+        'sum-temporary');
     /* Allocations by size: a bar for each power of two; redrawn for a window. */
     var sizesSec = document.getElementById('sizes');
     drawSizes = function (list) {

@@ -28,6 +28,7 @@ void heapprof_release(struct heapprof *h)
 	hashmap_for_each(&h->procs, slot) free(slot->ptr);
 	hashmap_release(&h->sites);
 	hashmap_release(&h->procs);
+	hashmap_for_each(&h->last, slot) free(slot->ptr);
 	hashmap_release(&h->last);
 }
 
@@ -71,7 +72,7 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 		return 0;
 	struct heap_proc *p = hashmap_u64_obj(&h->procs, (uint32_t)r->pid, sizeof(*p));
 	struct heap_site *site = r->stack ? hashmap_u64_obj(&h->sites, (uintptr_t)r->stack, sizeof(*site)) : NULL;
-	struct hm_slot *last = hashmap_u64(&h->last, (uint32_t)ev->tid, NULL);
+	struct heap_last *last = hashmap_u64_obj(&h->last, (uint32_t)r->pid, sizeof(*last));
 	uint64_t bytes = alloc_rec_bytes(r); /* a sampler's sample: its estimate */
 
 	if (!p || (r->stack && !site) || !last)
@@ -93,7 +94,9 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 		h->cur += bytes;
 		if (site)
 			site->cur += bytes;
-		last->val = r->ptr;
+		last->stack = r->stack;
+		last->size = r->size;
+		last->set = 1;
 		if (p->cur > p->peak) {
 			p->peak = p->cur;
 			p->peak_time = ev->time;
@@ -118,12 +121,15 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	p->frees += alloc_rec_count(r);
 	p->freed_bytes += bytes;
 	p->cur -= bytes;
-	if (last->val == r->ptr) {
+	/* heaptrack's rule: a free whose block was allocated where, and
+	 * with the size, the process's latest allocation was, and no free
+	 * came between. */
+	if (last->set && last->stack == r->stack && last->size == r->size) {
 		p->temporary++;
 		if (site)
 			site->temporary++;
 	}
-	last->val = 0;
+	last->set = 0;
 	return 0;
 }
 

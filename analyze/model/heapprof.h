@@ -4,8 +4,9 @@
  * Owns what the allocation events add up to as the program runs, per
  * process and per allocation stack: calls and bytes allocated, frees,
  * bytes allocated now, the peak and when it was reached, the bytes each
- * stack held at that peak, temporary allocations (a block its thread
- * freed before allocating anything else, as heaptrack counts them), and
+ * stack held at that peak, temporary allocations (as heaptrack counts
+ * them: a free of a block of the stack and size of the process's latest
+ * allocation, with no free between them), and
  * the allocations by size, each power of two a class. Fed
  * one alloc_event at a time, as allocs replays them in time order. The
  * peak per stack is taken lazily: only the first free after the heap
@@ -37,6 +38,13 @@ struct heap_proc {
  * (class 0: 0 and 1 bytes); the last, everything larger. */
 #define HEAP_SIZE_CLASSES 48
 
+/* A process's latest allocation, while no free has followed it. */
+struct heap_last {
+	const void *stack;
+	uint64_t size;
+	int set;
+};
+
 struct heapprof {
 	struct hashmap sites;	/* struct stack_entry * -> struct heap_site * */
 	uint64_t size_calls[HEAP_SIZE_CLASSES], size_bytes[HEAP_SIZE_CLASSES];
@@ -44,7 +52,7 @@ struct heapprof {
 	 * keeps its row, under pid | n << 32 for the n-th such. */
 	struct hashmap procs;
 	uint32_t retired;
-	struct hashmap last;	/* tid -> the block it allocated last (0 once it freed or allocated again) */
+	struct hashmap last;	/* pid -> struct heap_last */
 	uint64_t cur, peak, peak_time;
 	int peak_pending;	/* a new peak whose per-stack bytes are not copied yet */
 };
