@@ -20,6 +20,7 @@ N=${N:-200000}
 PY=/usr/bin/python3
 GAP=${GAP:-1} # seconds between recordings: a recording's uprobes are let go after it exits
 bench_workdir
+bench_malloc_workloads
 zoo=$b/samples/alloc_zoo
 sampler=$b/libmemsight-sample.so
 trap 'redis-cli -p 6391 shutdown nosave >/dev/null 2>&1; rm -rf "$w"' EXIT
@@ -94,24 +95,11 @@ if want churn; then
 	report churn "alloc_zoo churn $N (malloc/calloc/realloc/free, nothing else)"
 fi
 
-cat >build_json.py <<'EOF'
-import json, sys, time
-t = time.perf_counter()
-s = [json.dumps({"id": i, "name": "item%d" % i, "tags": ["a", "b", "c"], "v": [i] * 10}) for i in range(200000)]
-print("python: elapsed %.3f ms %d" % ((time.perf_counter() - t) * 1000, len(s)), file=sys.stderr)
-EOF
 if want python; then
 	workload python python "$PY" build_json.py
 	report python "Python building 200,000 JSON strings"
 fi
 
-cat >objects.js <<'EOF'
-const t0 = process.hrtime.bigint();
-let a = [];
-for (let i = 0; i < 200000; i++) a.push({ id: i, name: "n" + i, tags: ["x", "y"], v: [i, i + 1] });
-const s = JSON.stringify(a.slice(0, 20000));
-console.error("node: elapsed " + (Number(process.hrtime.bigint() - t0) / 1e6).toFixed(3) + " ms " + s.length);
-EOF
 if want node; then
 	workload node node node objects.js
 	report node "node building 200,000 objects"

@@ -36,3 +36,23 @@ perf_lost() {
 	perf report -i "$1" --stats 2>/dev/null |
 		awk '/ stats:$/ { ev = 1 } ev && /LOST_SAMPLES events:/ { s += $3 } END { print s + 0 }'
 }
+
+# The malloc benchmarks' workloads, written into the current directory:
+# build_json.py (Python building JSON strings) and objects.js (node
+# building objects), each printing "NAME: elapsed MS ms" for its work
+# alone, on stderr.
+bench_malloc_workloads() {
+	cat >build_json.py <<'EOF'
+import json, sys, time
+t = time.perf_counter()
+s = [json.dumps({"id": i, "name": "item%d" % i, "tags": ["a", "b", "c"], "v": [i] * 10}) for i in range(200000)]
+print("python: elapsed %.3f ms %d" % ((time.perf_counter() - t) * 1000, len(s)), file=sys.stderr)
+EOF
+	cat >objects.js <<'EOF'
+const t0 = process.hrtime.bigint();
+let a = [];
+for (let i = 0; i < 200000; i++) a.push({ id: i, name: "n" + i, tags: ["x", "y"], v: [i, i + 1] });
+const s = JSON.stringify(a.slice(0, 20000));
+console.error("node: elapsed " + (Number(process.hrtime.bigint() - t0) / 1e6).toFixed(3) + " ms " + s.length);
+EOF
+}
