@@ -214,9 +214,10 @@ void guard_init(void)
 	if (!v || !*v)
 		return;
 	r = strtoull(v, &end, 10);
-	if (end == v || !r || (*end && strcmp(end, ",recover"))) {
-		static const char bad[] = "memsight guard: MEMSIGHT_GUARD is RATE or RATE,recover (a number above 0): "
-					  "the guard is off\n";
+	/* At most what record --guard takes: a countdown twice that fits. */
+	if (end == v || !r || r > 1000000000 || (*end && strcmp(end, ",recover"))) {
+		static const char bad[] = "memsight guard: MEMSIGHT_GUARD is RATE or RATE,recover (a number from 1 to "
+					  "1000000000): the guard is off\n";
 
 		(void)!write(2, bad, sizeof(bad) - 1);
 		return;
