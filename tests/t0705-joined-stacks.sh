@@ -17,9 +17,12 @@ share() {
 # One recording with a 64 KiB dump, and the same recording with every
 # dump cut to its first 8 KiB (test-tool restack): what the joining makes
 # of the cut one is compared with what the whole dumps give, stack for
-# stack and count for count.
+# stack and count for count. The recording's 700 samples of 64 KiB fit
+# in one CPU's ring of 64 MiB, so none is lost while a loaded machine
+# keeps the recorder off the CPU.
 whole_and_cut() {
-	"$MEMSIGHT" record -q -g dwarf,65528 -e faults -o "$1.trace" -- "$N/deep_stack" "$1" 6 >"$1.truth" &&
+	"$MEMSIGHT" record -q -m 16384 -g dwarf,65528 -e faults -o "$1.trace" -- "$N/deep_stack" "$1" 6 >"$1.truth" 2>"$1.rec" &&
+	cat "$1.rec" >&2 && ! grep LOST "$1.rec" &&
 	"$BUILD/test-tool" restack "$1.trace" "$1-8k.trace" cut=8192 >/dev/null &&
 	"$MEMSIGHT" folded --no-kernel -e faults "$1.trace" 2>/dev/null | sort >"$1.whole" &&
 	"$MEMSIGHT" folded -v --no-kernel -e faults "$1-8k.trace" 2>"$1.err" | sort >"$1.joined"
