@@ -137,7 +137,7 @@ if [ -n "$CHROMIUM" ]; then
 		grep -q "<td id=\"sum-leaked\" data-bytes=\"4000\">3.9 KiB in 1,000 allocations</td>" dom &&
 		grep -q "<td>3.9 KiB in 1,000 allocations from leak (pid [0-9]* loop_leak)</td>" dom &&
 		grep -q "<td id=\"sum-lost\">nothing</td>" dom &&
-		grep -q "<svg id=\"timeline-chart\" viewBox=\"0 0 1000 184\" width=\"100%\"><rect " dom &&
+		grep -q "<svg id=\"timeline-chart\" x=\"78\" y=\"6\" width=\"1000\" height=\"160\" viewBox=\"0 0 1000 160\" preserveAspectRatio=\"none\"><rect " dom &&
 		grep -q "<polyline id=\"timeline-heap\" points=\"[0-9., ]*\"" dom &&
 		grep -q "<table class=\"leaks\" id=\"sizes-table\"><tr><th>size</th>.*<tr><td>up to 4 B</td><td data-value=\"1000\">1,000</td><td data-value=\"4000\">3.9 KiB</td>" dom &&
 		grep -q "<td id=\"sum-temporary\">[0-9,]* allocations\{0,1\} of [0-9,]* freed right after an allocation of the same stack and size (as heaptrack counts them)</td>" dom &&
@@ -296,7 +296,10 @@ elif recording_allowed; then
 		grep "^hash: window=[0-9]*,[0-9]*&metric=leaked$" w.out
 	'
 
-	test_expect_success 'the window'"'"'s allocation sizes are what report --time counts for it' '
+	# A temporary allocation is the page's where it was made: one made in
+	# the window's last moment and freed after it is the page's but not
+	# report --time's, which sees no free of it (one a process at most).
+	test_expect_success 'the window'"'"'s allocation sizes are what report --time counts for it, temporary ones with them' '
 		range=$(fact "attr #timeline-range data-time:" w.out) &&
 		hash=$(fact hash: w.out) &&
 		drive churn.html "load:$hash" text:#sizes-note rows:#sizes-table >sz.out &&
@@ -304,9 +307,12 @@ elif recording_allowed; then
 		test "$(fact errors sz.out)" = 0 &&
 		sed -n "s/^row #sizes-table: //p" sz.out >got &&
 		"$MEMSIGHT" report --json --time "$range" churn.trace 2>/dev/null |
-			perl -MJSON::PP -e "local \$/; print qq{\$_->{allocations} \$_->{bytes}\n} for @{decode_json(<STDIN>)->{malloc}{sizes}}" >want &&
-		cat want &&
-		test_cmp want got
+			perl -MJSON::PP -e "local \$/; print qq{\$_->{allocations} \$_->{bytes} \$_->{temporary}\n} for @{decode_json(<STDIN>)->{malloc}{sizes}}" >want &&
+		cat want got &&
+		cut -d" " -f1,2 want >want.ab && cut -d" " -f1,2 got >got.ab && test_cmp want.ab got.ab &&
+		tw=$(awk "{ n += \$3 } END { print n + 0 }" want) && tg=$(awk "{ n += \$3 } END { print n + 0 }" got) &&
+		echo "temporary: $tg in the page, $tw by report --time" &&
+		test "$tg" -ge "$tw" && test "$tg" -le $((tw + 1))
 	'
 
 	test_expect_success 'the window is in the address: opened again there, the page counts the same window' '
@@ -334,12 +340,12 @@ elif recording_allowed; then
 	'
 
 	test_expect_success 'a function clicked in the bottom-up tree: its callers and callees, and the address says so' '
-		drive m.html load click:bottomup:someFunc text:.callers-of text:#callers-list text:#callees-list hash >c.out &&
+		drive m.html load click:bottomup:someFunc text:.callers-of tree:#callers-tree tree:#callees-tree hash >c.out &&
 		cat c.out &&
 		test "$(fact errors c.out)" = 0 &&
 		grep "^text .callers-of: someFunc: 3.9 KiB in all, 0 B in it itself.$" c.out &&
-		grep "^text #callers-list: 3.9 KiB main$" c.out &&
-		grep "^text #callees-list: 3.9 KiB leak$" c.out &&
+		grep "^tree #callers-tree: 1 main open$" c.out &&
+		grep "^tree #callees-tree: 1 leak$" c.out &&
 		grep "^hash: metric=leaked&callers=someFunc$" c.out
 	'
 
@@ -347,13 +353,13 @@ elif recording_allowed; then
 		graph=$(sed -n "s/.*<h2 id=\"\(g[0-9]*\)\">Leaked bytes by stack.*/\1-flame/p" m.html) &&
 		test -n "$graph" &&
 		drive m.html load "frame:$graph:someFunc" "text:#$graph-fn" "click:$graph-fn:someFunc" \
-			text:.callers-of text:#callers-list text:#callees-list hash >fc.out &&
+			text:.callers-of tree:#callers-tree tree:#callees-tree hash >fc.out &&
 		cat fc.out &&
 		test "$(fact errors fc.out)" = 0 &&
 		grep "^text #$graph-fn: Clicked in the graph: someFunc, its callers and callees.$" fc.out &&
 		grep "^text .callers-of: someFunc: 3.9 KiB in all, 0 B in it itself.$" fc.out &&
-		grep "^text #callers-list: 3.9 KiB main$" fc.out &&
-		grep "^text #callees-list: 3.9 KiB leak$" fc.out &&
+		grep "^tree #callers-tree: 1 main open$" fc.out &&
+		grep "^tree #callees-tree: 1 leak$" fc.out &&
 		grep "^hash: metric=leaked&callers=someFunc$" fc.out
 	'
 
@@ -361,14 +367,13 @@ elif recording_allowed; then
 		drive m.html load select:#topdown\ select.metric:calls attr:#topdown-total:data-value \
 			select:#topdown\ select.metric:allocated attr:#topdown-total:data-value >s.out &&
 		cat s.out &&
-		# All the report counts, less what leaks suppresses (the stdout
-		# buffer loop_leak never frees), as the trees leave it out.
+		# All the report counts, the stdout buffer loop_leak never frees
+		# among them: libc'"'"'s one-time allocations are allocations, only
+		# their blocks held at the end are no leak.
 		"$MEMSIGHT" report --json m.trace 2>/dev/null >m.json &&
-		"$MEMSIGHT" leaks --json m.trace 2>/dev/null >ml.json &&
 		perl -MJSON::PP -e "local \$/; my \$m = decode_json(<STDIN>)->{malloc}; my (\$c, \$b) = (0, 0);
-			open my \$l, q{<}, q{ml.json}; my \$k = decode_json(<\$l>);
 			for (@{\$m->{processes}}) { \$c += \$_->{calls}; \$b += \$_->{allocated_bytes} }
-			print \$c - \$k->{suppressed_allocations}, qq{\n}, \$b - \$k->{suppressed_bytes}, qq{\n}" <m.json >want &&
+			print \$c, qq{\n}, \$b, qq{\n}" <m.json >want &&
 		sed -n "s/^attr #topdown-total data-value: //p" s.out >got &&
 		test_cmp want got &&
 		test "$(fact errors s.out)" = 0
@@ -411,6 +416,151 @@ print(len([json.dumps({\"k%d\" % i: [i] * 20 for i in range(2000)}) for r in ran
 		test "$(fact errors many.out)" = 0 &&
 		"$MEMSIGHT" leaks --json many.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; print decode_json(<STDIN>)->{leaked_bytes}" >want &&
 		test "$(fact "attr #topdown-total data-value:" many.out)" = "$(cat want)"
+	'
+
+	test_expect_success 'the trees read as trees: a child drawn right of its parent, the heaviest path open down to where memory was asked for' '
+		drive m.html load tree:#topdown-tree "box:#topdown-tree tr[data-depth=\"0\"] a.fn" \
+			"box:#topdown-tree tr[data-depth=\"1\"] a.fn" "box:#topdown-tree tr[data-depth=\"4\"] a.fn" >tr.out &&
+		cat tr.out &&
+		test "$(fact errors tr.out)" = 0 &&
+		x0=$(sed -n "s/^box .*depth=.0.*: \([0-9]*\) [0-9]*$/\1/p" tr.out) &&
+		x1=$(sed -n "s/^box .*depth=.1.*: \([0-9]*\) [0-9]*$/\1/p" tr.out) &&
+		x4=$(sed -n "s/^box .*depth=.4.*: \([0-9]*\) [0-9]*$/\1/p" tr.out) &&
+		test "$x1" -gt "$x0" && test "$x4" -gt "$x1" &&
+		# main, someFunc, leak: the path loop_leak prints; leak is its end
+		# (malloc and the allocator below it are the block'"'"'s, left out).
+		sed -n "s/^tree #topdown-tree: //p" tr.out >rows &&
+		grep -n "" rows | grep -A2 " main open$" >path &&
+		cat path &&
+		sed -n 2p path | grep "^[0-9]*:\([0-9]*\) someFunc open$" &&
+		sed -n 3p path | grep "^[0-9]*:\([0-9]*\) leak$" &&
+		! grep " closed$" path
+	'
+
+	test_expect_success 'the keys: left closes, right opens, * opens a whole subtree' '
+		drive m.html load "focus:#topdown-tree tbody tr" key:ArrowLeft tree:#topdown-tree key:ArrowRight tree:#topdown-tree \
+			"focus:#bottomup-tree tbody tr[aria-expanded=\"false\"]" key:* tree:#bottomup-tree >k.out &&
+		cat k.out &&
+		test "$(fact errors k.out)" = 0 &&
+		sed -n "s/^tree #topdown-tree: //p" k.out >td &&
+		test "$(sed -n 1p td)" = "0 _start closed" &&
+		grep "^0 _start open$" td && grep "^5 leak$" td &&
+		# the stdout buffer'"'"'s stack, closed on load: * opens it out to _start
+		sed -n "s/^tree #bottomup-tree: //p" k.out >bu &&
+		sed -n "/^0 _IO_file_doallocate/,\$p" bu >sub &&
+		cat sub && test "$(sed -n 1p sub)" = "0 _IO_file_doallocate open" &&
+		! grep " closed$" sub && grep "_start$" sub && test $(wc -l <sub) -ge 5
+	'
+
+	# Each column'"'"'s total, for the whole recording and a window, is what
+	# the commands count: report --json'"'"'s allocations, bytes, temporary
+	# ones and peak, leaks'"'"' leaked bytes.
+	column_totals() { # TRACE [RANGE]: "peak leaked allocated calls temporary"
+		"$MEMSIGHT" report --json ${2:+--time "$2"} "$1" 2>/dev/null >ct.json &&
+		"$MEMSIGHT" leaks --json ${2:+--time "$2"} "$1" 2>/dev/null >ctl.json &&
+		perl -MJSON::PP -e "local \$/; my \$m = decode_json(<STDIN>)->{malloc}; my (\$c, \$b, \$t) = (0, 0, 0);
+			open my \$l, q{<}, q{ctl.json}; my \$k = decode_json(<\$l>);
+			for (@{\$m->{processes}}) { \$c += \$_->{calls}; \$b += \$_->{allocated_bytes}; \$t += \$_->{temporary} }
+			print qq{peak \$m->{peak}{bytes} leaked \$k->{leaked_bytes} allocated \$b calls \$c temporary \$t\n}" <ct.json
+	}
+	test_expect_success 'each column'"'"'s total is the commands'"'"' figure: peak, leaked, allocated, allocations, temporary' '
+		"$MEMSIGHT" record -q -e malloc -o tz.trace -- "$SAMPLES/alloc_zoo" temporary 300 >tz.truth &&
+		"$MEMSIGHT" report --html tz.html tz.trace 2>/dev/null &&
+		drive tz.html load totals:#topdown-tree totals:#bottomup-tree >tz.out &&
+		cat tz.out &&
+		test "$(fact errors tz.out)" = 0 &&
+		column_totals tz.trace >want && cat want &&
+		fact "totals #topdown-tree:" tz.out >got && test_cmp want got &&
+		fact "totals #bottomup-tree:" tz.out >got && test_cmp want got &&
+		grep "temporary [1-9]" want
+	'
+
+	test_expect_success 'a window'"'"'s columns: allocated, allocations and leaked are report --time'"'"'s and leaks --time'"'"'s' '
+		hash=$(fact hash: w.out) &&
+		range=$(fact "attr #timeline-range data-time:" w.out) &&
+		drive churn.html "load:$hash" totals:#topdown-tree >wt.out &&
+		cat wt.out && test "$(fact errors wt.out)" = 0 &&
+		column_totals churn.trace "$range" | cut -d" " -f3-8 >want && cat want &&
+		fact "totals #topdown-tree:" wt.out | cut -d" " -f3-8 >got &&
+		test_cmp want got
+	'
+
+	test_expect_success 'temporary allocations as heaptrack counts them, in the trees: the sample'"'"'s own' '
+		want=$(sed -n "s/^alloc_zoo: \([0-9]*\) temporary allocations of [0-9]* from temporaries .*/\1/p" tz.truth) &&
+		test "$want" = 600 &&
+		drive tz.html load click:bottomup-tree:temporaries totals:#callers-tree >tt.out &&
+		cat tt.out && test "$(fact errors tt.out)" = 0 &&
+		fact "totals #callers-tree:" tt.out | grep " temporary $want$"
+	'
+
+	test_expect_success 'the chart'"'"'s axes: the top bytes tick at or above the heap'"'"'s most, time ticks in order, a read-out under the pointer' '
+		drive churn.html load "values:#timeline-yaxis text" "values:#timeline-xaxis text" hover:timeline-chart:0.5 \
+			text:#timeline-readout attr:#timeline-readout:data-bucket >ax.out &&
+		cat ax.out && test "$(fact errors ax.out)" = 0 &&
+		"$MEMSIGHT" report --json churn.trace 2>/dev/null >cj.json &&
+		most=$(perl -MJSON::PP -e "local \$/; my \$m = 0; \$m = \$_ > \$m ? \$_ : \$m for @{decode_json(<STDIN>)->{timeline}{heap_bytes}}; print \$m" <cj.json) &&
+		top=$(fact "values #timeline-yaxis text:" ax.out | tr " " "\n" | tail -1) &&
+		echo "most $most, top tick $top" && test "$top" -ge "$most" && test "$most" -gt 0 &&
+		fact "values #timeline-xaxis text:" ax.out | tr " " "\n" >ticks && test $(wc -l <ticks) -ge 3 &&
+		sort -g ticks | test_cmp ticks - &&
+		k=$(fact "attr #timeline-readout data-bucket:" ax.out) &&
+		heap=$(perl -MJSON::PP -e "local \$/; print decode_json(<STDIN>)->{timeline}{heap_bytes}[$k]" <cj.json) &&
+		grep "^text #timeline-readout: +[0-9.]* m\{0,1\}s to +[0-9.]* m\{0,1\}s; .*malloc heap in use " ax.out &&
+		echo "bucket $k: heap $heap"
+	'
+
+	test_expect_success 'the summary'"'"'s peak contributor is the stack report --json names at the peak' '
+		drive many.html load text:#sum-peak-top attr:#sum-peak-top:data-bytes >pk.out &&
+		cat pk.out && test "$(fact errors pk.out)" = 0 &&
+		"$MEMSIGHT" report --json many.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; my \$s = decode_json(<STDIN>)->{malloc}{peak}{stacks}[0];
+			my (\$f) = grep { !/^(malloc|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|operator new.*)\$/ }
+				map { \$_->{function} // qq{[\$_->{object}]} } @{\$s->{frames}};
+			print \$s->{bytes}, qq{ }, \$f, qq{\n}" >want &&
+		cat want && read bytes fn <want &&
+		test "$(fact "attr #sum-peak-top data-bytes:" pk.out)" = "$bytes" &&
+		fact "text #sum-peak-top:" pk.out | grep -F " from $fn"
+	'
+
+	test_expect_success 'the caller tree of a function three levels down: its callers out to main, the heaviest path open' '
+		drive m.html load click:bottomup-tree:leak tree:#callers-tree tree:#callees-tree >ct.out &&
+		cat ct.out && test "$(fact errors ct.out)" = 0 &&
+		sed -n "s/^tree #callers-tree: //p" ct.out >up &&
+		sed -n 1,3p up >got &&
+		printf "0 leak open\n1 someFunc open\n2 main open\n" >want && test_cmp want got &&
+		grep "^5 _start$" up &&
+		test "$(sed -n "s/^tree #callees-tree: //p" ct.out)" = "0 leak"
+	'
+
+	test_expect_success '--focus on the command line and in the page: the same totals; --ignore the rest' '
+		# loop_leak'"'"'s 1,000 blocks of 4 bytes come through someFunc; its
+		# stdout buffer and libc'"'"'s own allocations do not.
+		"$MEMSIGHT" report --html fo.html --focus "^some" m.trace 2>/dev/null &&
+		drive fo.html load totals:#topdown-tree attr:#focus-input:value hash >fo.out &&
+		drive m.html load fill:#focus-input:^some totals:#topdown-tree hash >fp.out &&
+		drive m.html load fill:#ignore-input:^some totals:#topdown-tree >fi.out &&
+		cat fo.out fp.out fi.out &&
+		test "$(fact errors fo.out)" = 0 && test "$(fact errors fp.out)" = 0 &&
+		test "$(fact "attr #focus-input value:" fo.out)" = "^some" &&
+		fact "totals #topdown-tree:" fo.out >cli && fact "totals #topdown-tree:" fp.out >page &&
+		test_cmp cli page &&
+		grep "^hash: metric=leaked&focus=%5Esome$" fp.out &&
+		grep "^peak 4000 leaked 4000 allocated 4000 calls 1000 temporary 0$" cli &&
+		"$MEMSIGHT" report --json --focus "^some" m.trace 2>/dev/null | perl -MJSON::PP -e "local \$/; my \$t = decode_json(<STDIN>)->{stack_timeline};
+			print \$t->{focus}, q{ }, \$t->{filtered_stacks} > 0 ? q{some} : q{none}, qq{\n}" >fj &&
+		test "$(cat fj)" = "^some some" &&
+		column_totals m.trace >all &&
+		perl -e "my %a = split / /, <STDIN>; open my \$f, q{<}, q{cli}; my %c = split / /, <\$f>; open my \$g, q{<}, q{fi.out};
+			my (\$l) = grep { s/^totals #topdown-tree: // } <\$g>; my %i = split / /, \$l;
+			die qq{\$_: \$c{\$_} + \$i{\$_} != \$a{\$_}\n} for grep { \$_ ne q{peak} && \$c{\$_} + \$i{\$_} != \$a{\$_} } qw(allocated calls temporary)" <all &&
+		test_must_fail "$MEMSIGHT" report --html bad.html --focus "(" m.trace 2>err &&
+		test_one_line err && grep "^memsight report: --focus .(. is not an extended regular expression" err && ! test -e bad.html
+	'
+
+	test_expect_success 'the stacked chart'"'"'s key tells its stacks apart' '
+		drive many.html load "texts:#stacked-key li" >key.out &&
+		cat key.out && test "$(fact errors key.out)" = 0 &&
+		fact "texts #stacked-key li:" key.out | tr "|" "\n" | sed "s/, up to .*//" >keys &&
+		test $(wc -l <keys) -ge 3 && test -z "$(sort keys | uniq -d)"
 	'
 
 	test_expect_success 'the flat table'"'"'s top function and bytes are the functions command'"'"'s' '

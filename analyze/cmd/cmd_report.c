@@ -4,6 +4,7 @@
  * single mappings, for faults the mappings that took them.
  */
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,10 @@ struct report {
 	struct memops_state *mo;
 	struct allocs *a;	/* the allocations the replay pairs (cmd_allocs_shared) */
 	struct heapprof heap;
+	/* --focus and --ignore: the stacks of the timeline by stack kept, as
+	 * pprof's options keep samples; NULL where not given. */
+	const char *focus, *ignore;
+	regex_t focus_re, ignore_re;
 };
 
 static struct proc_stats *stats_of(struct report *r, struct session *s, const struct memop *op)
@@ -235,6 +240,12 @@ static int on_alloc(struct session *s, const struct alloc_event *ev, void *arg)
 		if (!ret && ev->kind == ALLOC_NEW)
 			ret = stacktime_block(&r->sizes, (const void *)(uintptr_t)(heapprof_size_class(ev->rec->size) + 1),
 					      ev->rec->time, 0, alloc_rec_bytes(ev->rec), alloc_rec_count(ev->rec), 0);
+		/* Counted where the allocation was made: a window's temporary
+		 * allocations are among those it made. */
+		if (!ret && r->heap.was_temporary)
+			ret = stacktime_temporary(&r->st, ev->rec->stack, ev->rec->time, 1) ||
+			      stacktime_temporary(&r->sizes, (const void *)(uintptr_t)(heapprof_size_class(ev->rec->size) + 1),
+						  ev->rec->time, 1);
 	}
 	return ret;
 }
@@ -355,10 +366,18 @@ static void print_top(const struct report *r, struct stacktab *t, int count_orde
 	}
 	free(v);
 }
+/* Temporary allocations are counted only where every allocation and
+ * free was recorded: which free follows which allocation is not in a
+ * sample. */
+static int temporary_known(const struct report *r)
+{
+	return r->a->sample <= 1 && !r->a->rate;
+}
+
 /* A TEMPORARY cell: exact, or "-" where the recording was sampled. */
 static const char *temporary_text(const struct report *r, uint64_t n, char *b, size_t len)
 {
-	if (r->a->sample > 1 || r->a->rate)
+	if (!temporary_known(r))
 		return "-";
 	snprintf(b, len, "%llu", (unsigned long long)n);
 	return b;
@@ -806,6 +825,7 @@ static void timeline_json(struct json *j, const struct report *r, const struct s
 struct st_rank {
 	const struct stacktime_stack *x;
 	double score;
+	int suppressed;		/* what it holds at the end leaks suppresses */
 };
 
 static const struct stack_entry *stack_of_rank(const struct st_rank *r)
@@ -853,10 +873,11 @@ static size_t st_cells_at(const struct st_rank *v, size_t n, size_t shown, int s
 
 /* One stack's cells (or the sum of v's), in buckets >> shift, by kind:
  * "made": [bucket, bytes, allocations], "live": [made in, freed in or
- * null, bytes, allocations], "faults": [bucket, faults]. */
-static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int shift, uint64_t k)
+ * null, bytes, allocations], "faults": [bucket, faults], "temporary":
+ * [bucket, allocations] (null where they are not known). */
+static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int shift, uint64_t k, int temp)
 {
-	static const char *const keys[] = { "made", "live", "faults" };
+	static const char *const keys[] = { "made", "live", "faults", "temporary" };
 	struct hashmap sum;
 
 	hashmap_init(&sum, 0);
@@ -867,7 +888,7 @@ static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int
 			struct hm_slot *slot;
 			uint32_t from, to;
 
-			if (!stacktime_cell_shifted(c, shift, &from, &to))
+			if (!stacktime_cell_shifted(c, shift, &from, &to) || (c->kind == STACKTIME_LIVE && v[i].suppressed))
 				continue;
 			if (!(slot = hashmap_u64(&sum, (uint64_t)c->kind << 62 | (uint64_t)from << 31 | to, NULL)) || (!slot->ptr && !(slot->ptr = calloc(1, sizeof(*t)))))
 				continue;
@@ -875,7 +896,11 @@ static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int
 			*t = (struct stacktime_cell){ c->kind, from, to, t->bytes + c->bytes, t->count + c->count };
 		}
 	}
-	for (int kind = STACKTIME_MADE; kind <= STACKTIME_FAULTS; kind++) {
+	for (int kind = STACKTIME_MADE; kind <= STACKTIME_TEMP; kind++) {
+		if (kind == STACKTIME_TEMP && !temp) {
+			json_null(j, keys[kind]);
+			continue;
+		}
 		json_begin_array(j, keys[kind]);
 		hashmap_for_each(&sum, cs) {
 			const struct stacktime_cell *c = cs->ptr;
@@ -890,15 +915,41 @@ static void st_cells_json(struct json *j, const struct st_rank *v, size_t n, int
 				else
 					json_u64(j, NULL, c->to);
 			}
-			if (kind != STACKTIME_FAULTS)
+			if (kind != STACKTIME_FAULTS && kind != STACKTIME_TEMP)
 				json_u64(j, NULL, c->bytes * k);
-			json_u64(j, NULL, c->count * (kind == STACKTIME_FAULTS ? 1 : k));
+			json_u64(j, NULL, c->count * (kind == STACKTIME_FAULTS || kind == STACKTIME_TEMP ? 1 : k));
 			json_end(j);
 		}
 		json_end(j);
 	}
 	hashmap_for_each(&sum, cs) free(cs->ptr);
 	hashmap_release(&sum);
+}
+
+/* A frame's name as the page shows it: the function, or [object]. */
+static const char *frame_page_name(const struct frame *f, char *buf, size_t len)
+{
+	if (f->sym)
+		return f->sym;
+	snprintf(buf, len, "[%s]", frame_obj_base(f) ? frame_obj_base(f) : "unknown");
+	return buf;
+}
+
+/* Whether any of the n frames' names matches re. */
+static int frames_match(const regex_t *re, const struct frame *fr, int n)
+{
+	char buf[300];
+
+	for (int i = 0; i < n; i++)
+		if (!regexec(re, frame_page_name(&fr[i], buf, sizeof(buf)), 0, NULL, 0))
+			return 1;
+	return 0;
+}
+
+/* Whether --focus and --ignore keep the n frames. */
+static int frames_kept(const struct report *r, const struct frame *fr, int n)
+{
+	return (!r->focus || frames_match(&r->focus_re, fr, n)) && (!r->ignore || !frames_match(&r->ignore_re, fr, n));
 }
 
 /* A stack for the page: its frames' names (the function, or [object]),
@@ -917,14 +968,10 @@ static void compact_frames_json(struct json *j, struct name_table *t, const stru
 	json_begin_array(j, "f");
 	for (int i = 0; i < n; i++) {
 		char obj[300];
-		const char *name = fr[i].sym;
+		const char *name = frame_page_name(&fr[i], obj, sizeof(obj));
 		struct hm_slot *slot;
 		int created = 0;
 
-		if (!name) {
-			snprintf(obj, sizeof(obj), "[%s]", frame_obj_base(&fr[i]) ? frame_obj_base(&fr[i]) : "unknown");
-			name = obj;
-		}
 		/* Room for a new name first: a name in the index has its place. */
 		if (t->n == t->alloc) {
 			const char **v = realloc(t->v, (t->alloc ? 2 * t->alloc : 256) * sizeof(*v));
@@ -958,7 +1005,7 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	struct frame fr[STACK_MAX_FRAMES];
 	struct suppress sup;
 	char err[256];
-	size_t n = 0, shown, left_out = 0;
+	size_t n = 0, shown, left_out = 0, filtered = 0;
 	int shift = 0;
 
 	hashmap_init(&names.index, 1);
@@ -970,13 +1017,22 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	}
 	hashmap_for_each(&st->stacks, slot) {
 		const struct stacktime_stack *x = slot->ptr;
+		int nf = stack_entry_frames(x->key, fr, STACK_MAX_FRAMES);
+		int sup_hit = x->made_count && suppress_match(&sup, fr, nf);
 
-		if (x->made_count && suppress_match(&sup, fr, stack_entry_frames(x->key, fr, STACK_MAX_FRAMES))) {
-			left_out++;
+		/* The frames as the page names them, the allocation functions
+		 * included: a pattern matches what the stack holds. */
+		if (!frames_kept(r, fr, nf)) {
+			filtered++;
 			continue;
 		}
-		v[n++] = (struct st_rank){ x, 0 };
-		tot[0] += x->spanning_bytes;
+		/* libc's one-time allocations count as allocated, but what
+		 * they hold is no leak, as leaks has it: their blocks held
+		 * across buckets are left out. */
+		left_out += sup_hit;
+		v[n++] = (struct st_rank){ x, 0, sup_hit };
+		if (!sup_hit)
+			tot[0] += x->spanning_bytes;
 		tot[1] += x->made_bytes;
 		tot[2] += x->faults;
 	}
@@ -988,6 +1044,8 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 		double a = tot[0] ? (double)x->spanning_bytes / tot[0] : 0, b = tot[1] ? (double)x->made_bytes / tot[1] : 0,
 		       c = tot[2] ? (double)x->faults / tot[2] : 0;
 
+		if (v[i].suppressed)
+			a = 0;
 		v[i].score = a > b ? (a > c ? a : c) : (b > c ? b : c);
 	}
 	if (n > 1)
@@ -1002,17 +1060,27 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	json_u64(j, "buckets", (r->tl.n + (1ull << shift) - 1) >> shift);
 	json_u64(j, "stacks_total", n);
 	json_u64(j, "suppressed_stacks", left_out);
+	if (r->focus)
+		json_str(j, "focus", r->focus);
+	else
+		json_null(j, "focus");
+	if (r->ignore)
+		json_str(j, "ignore", r->ignore);
+	else
+		json_null(j, "ignore");
+	json_u64(j, "filtered_stacks", filtered);
 	json_begin_array(j, "stacks");
 	for (size_t i = 0; i < shown; i++) {
 		json_begin(j, NULL);
 		json_i64(j, "pid", stack_of_rank(&v[i])->pid);
 		json_str(j, "comm", stack_of_rank(&v[i])->comm);
+		json_bool(j, "suppressed", v[i].suppressed);
 		{
 			struct hm_slot *hs = hashmap_u64_find(&r->heap.sites, (uint64_t)(uintptr_t)v[i].x->key);
 
 			json_u64(j, "peak_bytes", hs ? ((const struct heap_site *)hs->ptr)->at_peak * k : 0);
 		}
-		st_cells_json(j, &v[i], 1, shift, k);
+		st_cells_json(j, &v[i], 1, shift, k, temporary_known(r));
 		if (page)
 			compact_frames_json(j, &names, stack_of_rank(&v[i]));
 		else
@@ -1022,26 +1090,40 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	json_end(j);
 	json_begin(j, "other");
 	json_u64(j, "stacks", n - shown);
-	st_cells_json(j, v + shown, n - shown, shift, k);
+	{
+		uint64_t rest = 0;
+
+		for (size_t i = shown; i < n; i++) {
+			struct hm_slot *hs = hashmap_u64_find(&r->heap.sites, (uint64_t)(uintptr_t)v[i].x->key);
+
+			rest += hs ? ((const struct heap_site *)hs->ptr)->at_peak * k : 0;
+		}
+		json_u64(j, "peak_bytes", rest);
+	}
+	st_cells_json(j, v + shown, n - shown, shift, k, temporary_known(r));
 	json_end(j);
 	/* What the page's size histogram sums for a window: [bucket, the
-	 * class's top size (null: larger), allocations, bytes]. */
+	 * class's top size (null: larger), allocations, bytes, temporary
+	 * allocations (null where not known)]. */
 	json_begin_array(j, "sizes");
 	hashmap_for_each(&r->sizes.stacks, slot) {
 		const struct stacktime_stack *x = slot->ptr;
 		unsigned c = (unsigned)((uintptr_t)x->key - 1);
-		struct st_rank one = { x, 0 };
+		struct st_rank one = { x, 0, 0 };
 		struct hashmap sum;
 
 		hashmap_init(&sum, 0);
 		hashmap_for_each(&one.x->cells, cs) {
 			const struct stacktime_cell *cell = cs->ptr;
 			uint32_t b, to;
-			uint64_t *t = stacktime_cell_shifted(cell, shift, &b, &to) && cell->kind == STACKTIME_MADE
-					      ? hashmap_u64_obj(&sum, b, 2 * sizeof(uint64_t))
+			uint64_t *t = stacktime_cell_shifted(cell, shift, &b, &to) &&
+						      (cell->kind == STACKTIME_MADE || cell->kind == STACKTIME_TEMP)
+					      ? hashmap_u64_obj(&sum, b, 3 * sizeof(uint64_t))
 					      : NULL;
 
-			if (t) {
+			if (t && cell->kind == STACKTIME_TEMP) {
+				t[2] += cell->count;
+			} else if (t) {
 				t[0] += cell->count;
 				t[1] += cell->bytes;
 			}
@@ -1057,6 +1139,10 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 				json_null(j, NULL);
 			json_u64(j, NULL, t[0] * k);
 			json_u64(j, NULL, t[1] * k);
+			if (temporary_known(r))
+				json_u64(j, NULL, t[2]);
+			else
+				json_null(j, NULL);
 			json_end(j);
 			free(cs->ptr);
 		}
@@ -1229,7 +1315,7 @@ static void report_json(struct report *r, struct session *s, int page)
 			json_u64(&j, "calls", p->calls * k);
 			json_u64(&j, "allocated_bytes", p->bytes * k);
 			json_u64(&j, "frees", p->frees * k);
-			if (k > 1 || r->a->rate)
+			if (!temporary_known(r))
 				json_null(&j, "temporary");
 			else
 				json_u64(&j, "temporary", p->temporary);
@@ -1252,6 +1338,10 @@ static void report_json(struct report *r, struct session *s, int page)
 				json_null(&j, "up_to");
 			json_u64(&j, "allocations", h->size_calls[c] * k);
 			json_u64(&j, "bytes", h->size_bytes[c] * k);
+			if (!temporary_known(r))
+				json_null(&j, "temporary");
+			else
+				json_u64(&j, "temporary", h->size_temporary[c]);
 			json_end(&j);
 		}
 		json_end(&j);
@@ -1331,6 +1421,33 @@ static char *report_captured(struct report *r, struct session *s, int page_json,
 	return buf;
 }
 
+/* --focus and --ignore compiled, or the one that is no extended
+ * regular expression reported. */
+static int report_patterns(struct report *r)
+{
+	const char *const names[] = { "focus", "ignore" }, *pats[] = { r->focus, r->ignore };
+	regex_t *res[] = { &r->focus_re, &r->ignore_re };
+
+	for (int i = 0; i < 2; i++) {
+		char why[128];
+		int e;
+
+		if (!pats[i])
+			continue;
+		e = regcomp(res[i], pats[i], REG_EXTENDED | REG_NOSUB);
+		if (!e)
+			continue;
+		regerror(e, res[i], why, sizeof(why));
+		msg_error("--%s '%s' is not an extended regular expression (%s): write it as grep -E takes it", names[i],
+			  pats[i], why);
+		if (i && r->focus)
+			regfree(&r->focus_re);
+		r->focus = r->ignore = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv, struct analyze_opts *a)
 {
 	struct report r = { .pid = -1, .top = 5, .procs_shown = 20, .lines = 1 };
@@ -1344,10 +1461,18 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 			"N heaviest, heaviest first, and a row that sums the rest"),
 		OPT_STRING(0, "html", &html, "FILE",
 			   "write one self-contained HTML page instead: a summary, the\n"
-			   "recording over time (a drag selects a window every view then\n"
-			   "counts), a table by function, top-down and bottom-up trees,\n"
-			   "callers and callees, this report, the leak table, a flame graph\n"
-			   "for every recorded event and weight, the RSS chart"),
+			   "recording over time on axes (a drag selects a window every view\n"
+			   "then counts), a table by function, top-down and bottom-up trees\n"
+			   "with peak, leaked, allocated, allocations, temporary and faults\n"
+			   "side by side, caller and callee trees, this report, the leak\n"
+			   "table, a flame graph for every recorded event and weight, the\n"
+			   "RSS chart"),
+		OPT_STRING(0, "focus", &r.focus, "RE",
+			   "the timeline by stack (the page's trees, flame graph, callers\n"
+			   "and table, --json's stack_timeline) holds only the stacks with a\n"
+			   "frame whose function matches RE, an extended regular expression"),
+		OPT_STRING(0, "ignore", &r.ignore, "RE",
+			   "and none with a frame whose function matches RE"),
 		OPT_JSON(&json),
 		OPT_LINES(&r.lines),
 		OPT_PID(&r.pid),
@@ -1375,6 +1500,8 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 		msg_error("two traces make a page of what changed: give --html PAGE, or compare them with memsight diff");
 		return 2;
 	}
+	if (report_patterns(&r))
+		return 2;
 	/* BASE is a trace too, checked before any page is begun. */
 	if (base) {
 		struct session b;
@@ -1461,6 +1588,10 @@ int cmd_report(int argc, char **argv, struct analyze_opts *a)
 	memops_free(r.mo);
 	stacktime_release(&r.st);
 	stacktime_release(&r.sizes);
+	if (r.focus)
+		regfree(&r.focus_re);
+	if (r.ignore)
+		regfree(&r.ignore_re);
 	rssstat_release(&r.rss);
 	heapprof_release(&r.heap);
 	hashmap_for_each(&r.procs, slot) free(slot->ptr);

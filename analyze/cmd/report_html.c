@@ -539,6 +539,25 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 	      "button { margin: 0.3em 0; }\n"
 	      "table.summary th { text-align: left; padding-right: 1em; vertical-align: top; }\n"
 	      "div.bar { background: #c33; height: 0.8em; }\n"
+	      "td.na { color: #888; }\n"
+	      "table.tree { border-collapse: collapse; font-size: 13px; width: 100%; table-layout: fixed; }\n"
+	      "table.tree th { text-align: right; cursor: pointer; padding: 2px 6px; border-bottom: 1px solid #ccc;"
+	      " white-space: nowrap; width: 9em; }\n"
+	      "table.tree th:first-child { text-align: left; width: auto; cursor: default; }\n"
+	      "table.tree th.sorted { text-decoration: underline; }\n"
+	      "table.tree td { text-align: right; padding: 1px 6px; white-space: nowrap; overflow: hidden;"
+	      " font-variant-numeric: tabular-nums; }\n"
+	      "table.tree td.fncell { text-align: left; text-overflow: ellipsis; }\n"
+	      "table.tree tr.totals td { font-weight: bold; border-bottom: 1px solid #ccc; }\n"
+	      "table.tree span.guide { display: inline-block; height: 1.3em; vertical-align: middle;"
+	      " background: repeating-linear-gradient(to right, transparent 0 7px, #c8c8c8 7px 8px, transparent 8px 16px); }\n"
+	      "table.tree span.tog { display: inline-block; width: 1.2em; cursor: pointer; color: #555; }\n"
+	      "table.tree span.pct { color: #888; font-size: 11px; display: inline-block; width: 3.6em; }\n"
+	      "table.tree tbody tr:hover { background: #f0f4fa; }\n"
+	      "table.tree tbody tr:focus { outline: 2px solid #4a78b0; background: #e6eefa; }\n"
+	      "span.hint { color: #666; font-size: 12px; }\n"
+	      "p.readout { font-size: 12px; min-height: 1.3em; margin: 0.2em 0; }\n"
+	      "span.key { font-weight: bold; }\n"
 	      "</style>\n"
 	      "</head>\n<body>\n<h1>memsight report of ",
 	      out);
@@ -594,7 +613,9 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 		report_html_free(s, pg);
 		return 1;
 	}
-	fputs("<h2 id=\"timeline-head\">Over time</h2>\n<section id=\"timeline\"></section>\n", out);
+	fputs("<h2 id=\"timeline-head\">Over time</h2>\n<section id=\"timeline\"></section>\n"
+	      "<section id=\"filters\"></section>\n",
+	      out);
 	fputs("<h2 id=\"functions-head\">By function</h2>\n<section id=\"functions\"></section>\n", out);
 	fputs("<h2 id=\"topdown-head\">Top-down</h2>\n<section id=\"topdown\"></section>\n"
 	      "<h2 id=\"wflame-head\">Flame graph of the window</h2>\n<section id=\"wflame\"></section>\n"

@@ -66,6 +66,7 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 {
 	const struct alloc_rec *r = ev->rec;
 
+	h->was_temporary = 0;
 	if (ev->kind == ALLOC_EXEC)
 		return proc_retire(h, ev->pid);
 	if (!r)
@@ -126,6 +127,8 @@ int heapprof_event(struct heapprof *h, struct session *s, const struct alloc_eve
 	 * came between. */
 	if (last->set && last->stack == r->stack && last->size == r->size) {
 		p->temporary++;
+		h->size_temporary[heapprof_size_class(r->size)]++;
+		h->was_temporary = 1;
 		if (site)
 			site->temporary++;
 	}

@@ -47,7 +47,7 @@ struct heap_last {
 
 struct heapprof {
 	struct hashmap sites;	/* struct stack_entry * -> struct heap_site * */
-	uint64_t size_calls[HEAP_SIZE_CLASSES], size_bytes[HEAP_SIZE_CLASSES];
+	uint64_t size_calls[HEAP_SIZE_CLASSES], size_bytes[HEAP_SIZE_CLASSES], size_temporary[HEAP_SIZE_CLASSES];
 	/* pid -> struct heap_proc *; a program a process exec'd away from
 	 * keeps its row, under pid | n << 32 for the n-th such. */
 	struct hashmap procs;
@@ -55,6 +55,7 @@ struct heapprof {
 	struct hashmap last;	/* pid -> struct heap_last */
 	uint64_t cur, peak, peak_time;
 	int peak_pending;	/* a new peak whose per-stack bytes are not copied yet */
+	int was_temporary;	/* the latest event was the free of a temporary allocation */
 };
 
 /* The size class of an allocation of size bytes. */

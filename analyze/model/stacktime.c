@@ -161,6 +161,18 @@ int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint6
 	return cell_add(&x->cells, STACKTIME_FAULTS, bucket(st, time), 0, 0, count);
 }
 
+int stacktime_temporary(struct stacktime *st, const void *key, uint64_t time, uint64_t count)
+{
+	struct stacktime_stack *x;
+
+	if (!key)
+		return 0;
+	if (follow(st) || !(x = stack_of(st, key)))
+		return -ENOMEM;
+	x->temporary += count;
+	return cell_add(&x->cells, STACKTIME_TEMP, bucket(st, time), 0, 0, count);
+}
+
 int stacktime_finish(struct stacktime *st)
 {
 	return follow(st);

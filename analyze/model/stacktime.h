@@ -11,7 +11,8 @@
  * in the window and freed after it or never. A block freed in the bucket
  * that made it counts in no such window, so it is counted only as made.
  * Buckets are a struct timeline's and follow it as it widens. Knows
- * nothing of printing.
+ * nothing of printing. Also the temporary allocations (as heaptrack
+ * counts them) each key made in each bucket.
  */
 #ifndef MEMSIGHT_STACKTIME_H
 #define MEMSIGHT_STACKTIME_H
@@ -29,6 +30,7 @@ enum stacktime_kind {
 	STACKTIME_MADE,		/* from: the bucket; allocations made in it */
 	STACKTIME_LIVE,		/* from: made in, to: freed in (later), or STACKTIME_HELD */
 	STACKTIME_FAULTS,	/* from: the bucket; count: faults in it */
+	STACKTIME_TEMP,		/* from: the bucket; count: temporary allocations made in it */
 };
 
 struct stacktime_cell {
@@ -41,7 +43,7 @@ struct stacktime_cell {
 struct stacktime_stack {
 	const void *key;
 	struct hashmap cells;	/* key (kind, from, to) -> struct stacktime_cell * */
-	uint64_t made_bytes, made_count, spanning_bytes, held_bytes, faults;
+	uint64_t made_bytes, made_count, spanning_bytes, held_bytes, faults, temporary;
 };
 
 struct stacktime {
@@ -60,6 +62,8 @@ int stacktime_block(struct stacktime *st, const void *key, uint64_t made, uint64
 		    uint64_t count, int end);
 /* count faults of key at time. */
 int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint64_t count);
+/* count temporary allocations of key made at time. */
+int stacktime_temporary(struct stacktime *st, const void *key, uint64_t time, uint64_t count);
 /* Cell c in buckets 2^shift times as wide: its buckets into *from and
  * *to. Returns 0 when it then counts in no window: a block made and freed
  * in what is now one bucket (it stays counted as made). */

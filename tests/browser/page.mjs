@@ -21,6 +21,17 @@
 //   rows:SEL           "row SEL: V1 V2 ..." for each row of the table SEL but
 //                      its head: the data-value of its cells that have one
 //   hash               "hash: ..." the page's address after #
+//   box:SEL            "box SEL: X Y" where the first element matching SEL is drawn
+//   tree:SEL           "tree SEL: DEPTH NAME [open|closed]" for each row of the tree
+//                      table SEL, in order (DEPTH from 0)
+//   totals:SEL         "totals SEL: METRIC VALUE ..." the tree table SEL's totals row
+//   hover:ID:F         move the mouse over element #ID at F of its width
+//   key:KEY            press KEY (Playwright's names: ArrowRight, *, Enter)
+//   focus:SEL          focus the first element matching SEL
+//   fill:SEL:VALUE     type VALUE into the input SEL and press Enter
+//   texts:SEL          "texts SEL: A|B|..." the text of every element matching SEL
+//   values:SEL         "values SEL: V1 V2 ..." the data-value of every element matching SEL
+//   shot:SEL:FILE      a screenshot of the first element matching SEL into FILE
 //   views              for every view (a section or graph with an id): "view
 //                      ID pixels N right R", N the pixels of its screenshot
 //                      that are not the page's white, R where it ends on the
@@ -118,6 +129,46 @@ try {
       const rows = await page.evaluate((q) => Array.from(document.querySelectorAll(q + ' tr')).slice(1)
         .map((r) => Array.from(r.cells).map((c) => c.getAttribute('data-value')).filter((v) => v !== null).join(' ')), sel);
       for (const r of rows) console.log(`row ${sel}: ${r}`);
+    } else if (what === 'box') {
+      const sel = arg.join(':'), b = await page.locator(sel).first().boundingBox();
+      console.log(`box ${sel}: ${Math.round(b.x)} ${Math.round(b.y)}`);
+    } else if (what === 'tree') {
+      const sel = arg.join(':');
+      const rows = await page.evaluate((q) => Array.from(document.querySelectorAll(q + ' tbody tr')).map((r) =>
+        r.getAttribute('data-depth') + ' ' + r.querySelector('a.fn').textContent +
+        (r.hasAttribute('aria-expanded') ? (r.getAttribute('aria-expanded') === 'true' ? ' open' : ' closed') : '')), sel);
+      for (const r of rows) console.log(`tree ${sel}: ${r}`);
+    } else if (what === 'totals') {
+      const sel = arg.join(':');
+      const v = await page.evaluate((q) => {
+        const t = document.querySelector(q), heads = Array.from(t.tHead.rows[0].cells).slice(1);
+        const cells = Array.from(t.tHead.rows[1].cells).slice(1);
+        return heads.map((h, i) => h.getAttribute('data-metric') + ' ' + cells[i].getAttribute('data-value')).join(' ');
+      }, sel);
+      console.log(`totals ${sel}: ${v}`);
+    } else if (what === 'hover') {
+      await page.locator('#' + arg[0]).scrollIntoViewIfNeeded();
+      const box = await page.locator('#' + arg[0]).boundingBox();
+      await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
+    } else if (what === 'key') {
+      await page.keyboard.press(arg.join(':'));
+    } else if (what === 'focus') {
+      await page.locator(arg.join(':')).first().focus();
+    } else if (what === 'fill') {
+      await page.locator(arg[0]).first().fill(arg.slice(1).join(':'));
+      await page.locator(arg[0]).first().press('Enter');
+    } else if (what === 'texts') {
+      const sel = arg.join(':');
+      const t = await page.evaluate((q) => Array.from(document.querySelectorAll(q)).map((e) => e.textContent.replace(/\s+/g, ' ').trim()), sel);
+      console.log(`texts ${sel}: ${t.join('|')}`);
+    } else if (what === 'values') {
+      const sel = arg.join(':');
+      const v = await page.evaluate((q) => Array.from(document.querySelectorAll(q)).map((e) => e.getAttribute('data-value')), sel);
+      console.log(`values ${sel}: ${v.join(' ')}`);
+    } else if (what === 'shot') {
+      const el = page.locator(arg[0]).first();
+      await el.scrollIntoViewIfNeeded();
+      await el.screenshot({ path: arg.slice(1).join(':') });
     } else if (what === 'hash') {
       console.log(`hash: ${await page.evaluate(() => location.hash.slice(1))}`);
     } else if (what === 'views') {
