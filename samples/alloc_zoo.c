@@ -22,6 +22,8 @@
  *                          the second was made) and one that is not (the second)
  *   alloc_zoo grow N       keeps 1 MiB from init_tables() at start-up, then leaks 64 bytes from
  *                          steady_leak() every 10 ms, N times: a small steady leak after a big one-time block
+ *   alloc_zoo stacks D     leaks 16 bytes from each of 2^D stacks: go_left() and go_right() D deep,
+ *                          by the bits of a counter, then leaf_leak(): a profile of many stacks
  *
  * Every line it prints is "alloc_zoo: ..." ground truth; leaks read
  * "leaked BYTES bytes in COUNT allocations from FUNCTION (pid PID)".
@@ -336,6 +338,49 @@ static void temporaries(long n)
 	printf("alloc_zoo: %ld temporary allocations of %ld from temporaries (pid %d)\n", 2 * n, 3 * n, (int)getpid());
 }
 
+/* D calls deep, left or right by the bits of path: one stack a path.
+ * The calls after each call keep it from being a tail call (a jump that
+ * leaves no frame). */
+static volatile long depth_sink;
+static void go_right(long path, int d);
+
+__attribute__((noinline)) static void leaf_leak(void)
+{
+	sink = malloc(16);
+}
+
+__attribute__((noinline)) static void go_left(long path, int d)
+{
+	if (!d)
+		leaf_leak();
+	else if (path & 1)
+		go_right(path >> 1, d - 1);
+	else
+		go_left(path >> 1, d - 1);
+	depth_sink++;
+}
+
+__attribute__((noinline)) static void go_right(long path, int d)
+{
+	if (!d)
+		leaf_leak();
+	else if (path & 1)
+		go_right(path >> 1, d - 1);
+	else
+		go_left(path >> 1, d - 1);
+	depth_sink++;
+}
+
+static void many_stacks(int d)
+{
+	long n = 1L << d;
+
+	for (long path = 0; path < n; path++)
+		go_left(path, d);
+	printf("alloc_zoo: leaked %ld bytes in %ld allocations from leaf_leak, %ld stacks (pid %d)\n", 16 * n, n, n,
+	       (int)getpid());
+}
+
 static void *volatile tables; /* volatile: or the compiler drops the unused block */
 
 static void init_tables(void)
@@ -384,6 +429,8 @@ int main(int argc, char **argv)
 		forks(n);
 	else if (!strcmp(mode, "temporary"))
 		temporaries(n);
+	else if (!strcmp(mode, "stacks") && n >= 0 && n <= 30)
+		many_stacks((int)n);
 	else if (!strcmp(mode, "grow")) {
 		init_tables();
 		steady_leak(n);
@@ -396,7 +443,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		late_leak(argc > 3 ? atol(argv[3]) : 100);
 	} else {
-		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|peak|reach|threads|fork|wait|grow|temporary N [M]\n");
+		fprintf(stderr, "usage: alloc_zoo churn|realloc|memalign|nested|tz|peak|reach|threads|fork|wait|grow|temporary|stacks N [M]\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -1,4 +1,5 @@
 (function () {
+  if (window.performance && performance.mark) performance.mark('memsight-start');
   var d = JSON.parse(document.getElementById('data').textContent);
   function bytes(v) {
     var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
@@ -948,4 +949,18 @@
     };
   }
   redraw();
+  /* The graphs further down, each a document of its own, loaded as they
+   * come near the window: a page of many large ones answers at once. */
+  function graphsLoad() {
+    var objs = Array.prototype.slice.call(document.querySelectorAll('object[data-src]'));
+    var load = function (o) { if (!o.getAttribute('data')) o.setAttribute('data', o.getAttribute('data-src')); };
+    if (!window.IntersectionObserver) { objs.forEach(load); return; }
+    var io = new IntersectionObserver(function (es) {
+      es.forEach(function (e) { if (e.isIntersecting) { load(e.target); io.unobserve(e.target); } });
+    }, { rootMargin: '800px 0px' });
+    objs.forEach(function (o) { io.observe(o); });
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', graphsLoad); else graphsLoad();
+  /* When the views were drawn, for a browser's timeline (and its tests). */
+  if (window.performance && performance.mark) performance.mark('memsight-drawn');
 })();

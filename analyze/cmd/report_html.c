@@ -122,12 +122,15 @@ static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct grap
 	return 0;
 }
 
+/* A graph, loaded by the page's script when it comes near the window
+ * (data-src): each is a document of its own, and a page of many large ones
+ * would otherwise wait for them all before it answers. */
 static void svg_object(FILE *out, FILE *svg, const char *id, const char *style)
 {
 	size_t n = 0;
 	char *p = cmd_slurp(svg, &n);
 
-	fprintf(out, "<object id=\"%s\" type=\"image/svg+xml\" style=\"%s\" data=\"data:image/svg+xml;base64,", id, style);
+	fprintf(out, "<object id=\"%s\" type=\"image/svg+xml\" style=\"%s\" data-src=\"data:image/svg+xml;base64,", id, style);
 	if (p)
 		base64_out(out, (const unsigned char *)p, n);
 	fputs("\"></object>\n", out);
@@ -536,6 +539,7 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 	      "table.leaks { border-collapse: collapse; font-size: 13px; }\n"
 	      "table.leaks td, table.leaks th { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }\n"
 	      "object { width: 100%; display: block; }\n"
+	      "object[data-src]:not([data]) { height: 400px; }\n"
 	      "button { margin: 0.3em 0; }\n"
 	      "table.summary th { text-align: left; padding-right: 1em; vertical-align: top; }\n"
 	      "div.bar { background: #c33; height: 0.8em; }\n"
@@ -625,6 +629,12 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 	      out);
 	if (allocs_recorded(s))
 		fputs("<h2 id=\"sizes-head\">Allocation sizes</h2>\n<section id=\"sizes\"></section>\n", out);
+	/* The views the script draws come first, and the script right after
+	 * them: they answer while the text and the graphs below are read. */
+	page_data(out, pg, data, data_len, s);
+	fputs("<script>\n", out);
+	fputs(page_script, out);
+	fputs("</script>\n", out);
 	fputs("<h2 id=\"report\">Report</h2>\n<pre>", out);
 	cmd_markup_escape(out, text, text_len);
 	fputs("</pre>\n", out);
@@ -717,11 +727,7 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 		if (f)
 			fclose(f);
 	}
-	page_data(out, pg, data, data_len, s);
 	report_html_free(s, pg);
-	fputs("<script>\n", out);
-	fputs(page_script, out);
-	fputs("</script>\n", out);
 	fputs("</body>\n</html>\n", out);
 	if (fflush(out) || ferror(out))
 		return msg_error("cannot write '%s': %s", path, strerror(errno));

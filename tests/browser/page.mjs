@@ -7,7 +7,9 @@
 //   load               open the page in a 1400x900 window: "errors N" (console
 //                      errors and uncaught exceptions, each also printed as
 //                      "error: ..."), "requests N" (anything but the file
-//                      itself and data: URIs), "load_ms N"
+//                      itself and data: URIs), "load_ms N", and in the page's
+//                      clock "drawn_ms N" (its views drawn), "script_ms N" (what
+//                      its script took to draw them) and "load_event_ms N"
 //   drag:ID:F1:F2      drag the mouse across element #ID from F1 to F2 of its
 //                      width (fractions)
 //   click:SCOPE:TEXT   click the first function link (a.fn) in #SCOPE whose
@@ -76,6 +78,21 @@ function inked(png) {
   return n;
 }
 
+// The document of the graph the page holds in object #id: scrolled to, it
+// is loaded (the page loads its graphs as they come near the window), and
+// it is a frame of the page known by its address.
+async function graphFrame(page, id) {
+  await page.locator('#' + id).scrollIntoViewIfNeeded();
+  await page.waitForFunction((i) => document.getElementById(i).getAttribute('data'), id);
+  const data = await page.locator('#' + id).getAttribute('data');
+  for (let i = 0; i < 200; i++) {
+    const f = page.frames().find((x) => x.url() === data);
+    if (f) { await f.waitForLoadState('load'); return f; }
+    await page.waitForTimeout(50);
+  }
+  throw new Error(`graph #${id} did not load`);
+}
+
 const [file, ...steps] = process.argv.slice(2);
 // The test script's own browser (server.mjs) where it runs one; closing a
 // connected browser closes this run's pages and leaves it running.
@@ -98,6 +115,15 @@ try {
       const t0 = Date.now();
       await page.goto(url + (arg.length ? '#' + arg.join(':') : ''), { waitUntil: 'load' });
       console.log(`load_ms ${Date.now() - t0}`);
+      // In the page's own clock: its script done drawing, and the load event.
+      const t = await page.evaluate(() => {
+        const m = performance.getEntriesByName('memsight-drawn')[0], n = performance.getEntriesByType('navigation')[0];
+        const s = performance.getEntriesByName('memsight-start')[0];
+        return [m ? Math.round(m.startTime) : -1, n ? Math.round(n.loadEventStart) : -1, m && s ? Math.round(m.startTime - s.startTime) : -1];
+      });
+      console.log(`drawn_ms ${t[0]}`);
+      console.log(`script_ms ${t[2]}`);
+      console.log(`load_event_ms ${t[1]}`);
     } else if (what === 'drag') {
       await page.locator('#' + arg[0]).scrollIntoViewIfNeeded();
       const box = await page.locator('#' + arg[0]).boundingBox();
@@ -109,10 +135,7 @@ try {
       await page.locator(`#${arg[0]} a.fn`, { hasText: new RegExp('^' + arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$') }).first().click();
     } else if (what === 'frame') {
       const name = arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      await page.locator('#' + arg[0]).scrollIntoViewIfNeeded();
-      // An object's document is a frame of the page, known by its address.
-      const data = await page.locator('#' + arg[0]).getAttribute('data');
-      const graph = page.frames().find((f) => f.url() === data);
+      const graph = await graphFrame(page, arg[0]);
       await graph.locator('g.f').filter({ has: graph.locator('title', { hasText: new RegExp('^' + name + ' \\(') }) })
         .first().locator('rect').click();
     } else if (what === 'press') {
@@ -177,6 +200,7 @@ try {
       for (const id of ids) {
         const el = page.locator(`[id="${id}"]`);
         await el.scrollIntoViewIfNeeded();
+        if (await el.evaluate((e) => e.tagName === 'OBJECT')) await graphFrame(page, id);
         const box = await el.boundingBox();
         const shot = await page.screenshot({ clip: { x: box.x, y: Math.max(0, box.y), width: Math.min(box.width, 1400 - box.x), height: Math.min(box.height, 900) } });
         console.log(`view ${id} pixels ${inked(shot)} right ${Math.ceil(box.x + box.width)}`);
