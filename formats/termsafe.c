@@ -4,6 +4,7 @@
 #include "termsafe.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,19 @@ static size_t clean(char *s, size_t n, unsigned flags, int more)
 	while (i < n) {
 		int l;
 
+		/* Eight printable ASCII bytes at a time, most of any output:
+		 * none under 0x20, none 0x7f or above. */
+		while (i + 8 <= n) {
+			uint64_t w;
+
+			memcpy(&w, p + i, 8);
+			if ((((w - 0x2020202020202020ull) | (w + 0x0101010101010101ull)) & 0x8080808080808080ull) ||
+			    (w & 0x8080808080808080ull))
+				break;
+			i += 8;
+		}
+		if (i >= n)
+			break;
 		if (p[i] < 0x80) {
 			if ((p[i] < 0x20 && p[i] != '\t' && !(p[i] == '\n' && (flags & TERMSAFE_NEWLINES))) || p[i] == 0x7f)
 				p[i] = '?';
