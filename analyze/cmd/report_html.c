@@ -68,19 +68,23 @@ static void base64_out(FILE *out, const unsigned char *p, size_t n)
 	}
 }
 
-/* memsight-flamegraph on folded (a differential graph from base to it,
- * where base is not NULL) into svg. */
-static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct graph *g)
+/* Where memsight-flamegraph is: beside this program (a build tree, or
+ * where make install put both), else on PATH. */
+static void flamegraph_prog(char *prog, size_t len)
+{
+	if (sibling_path("memsight-flamegraph", X_OK, prog, len))
+		snprintf(prog, len, "memsight-flamegraph");
+}
+
+/* Start memsight-flamegraph on folded (a differential graph from base to
+ * it, where base is not NULL) into svg: its pid into *pid. */
+static int flamegraph_start(FILE *base, FILE *folded, FILE *svg, const struct graph *g, pid_t *pid)
 {
 	char prog[4096], in[64], out[64], count[64], old[64];
 	char *argv[16];
-	int argc = 0, st;
-	pid_t pid;
+	int argc = 0;
 
-	/* Beside this program (a build tree, or where make install put
-	 * both), else on PATH. */
-	if (sibling_path("memsight-flamegraph", X_OK, prog, sizeof(prog)))
-		snprintf(prog, sizeof(prog), "memsight-flamegraph");
+	flamegraph_prog(prog, sizeof(prog));
 	fflush(folded);
 	fflush(svg);
 	snprintf(in, sizeof(in), "/proc/self/fd/%d", fileno(folded));
@@ -103,10 +107,10 @@ static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct grap
 	}
 	argv[argc++] = in;
 	argv[argc] = NULL;
-	pid = fork();
-	if (pid < 0)
+	*pid = fork();
+	if (*pid < 0)
 		return msg_error("cannot start %s: %s", prog, strerror(errno));
-	if (!pid) {
+	if (!*pid) {
 		/* Each file from its start, in the child's own offsets. */
 		lseek(fileno(folded), 0, SEEK_SET);
 		if (base)
@@ -114,12 +118,29 @@ static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct grap
 		execvp(prog, argv);
 		_exit(127);
 	}
+	return 0;
+}
+
+/* The end of the memsight-flamegraph pid that drew g. */
+static int flamegraph_wait(pid_t pid, const struct graph *g)
+{
+	char prog[4096];
+	int st;
+
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return msg_error("%s failed for '%s'%s", prog, g->title,
-				 WIFEXITED(st) && WEXITSTATUS(st) == 127 ? ": is memsight installed completely?" : "");
-	return 0;
+	if (WIFEXITED(st) && !WEXITSTATUS(st))
+		return 0;
+	flamegraph_prog(prog, sizeof(prog));
+	return msg_error("%s failed for '%s'%s", prog, g->title,
+			 WIFEXITED(st) && WEXITSTATUS(st) == 127 ? ": is memsight installed completely?" : "");
+}
+
+static int flamegraph_run(FILE *base, FILE *folded, FILE *svg, const struct graph *g)
+{
+	pid_t pid;
+
+	return flamegraph_start(base, folded, svg, g, &pid) || flamegraph_wait(pid, g) ? -1 : 0;
 }
 
 /* A graph, loaded by the page's script when it comes near the window
@@ -660,54 +681,68 @@ int report_html(FILE *out, const char *path, struct page *pg, const char *text, 
 			pg->ended[PV_MALLOC_GRAPHS] = 1;
 			malloc_ret = cmd_view_end(s, &pg->v[PV_MALLOC_GRAPHS], NULL);
 		}
+		/* Each graph's memsight-flamegraph started first, all of them,
+		 * then the page written in order as each ends: they draw side by
+		 * side on the CPUs there are. */
+		struct {
+			FILE *folded, *svg;
+			pid_t pid;
+			enum { G_SKIP, G_NONE, G_EMPTY, G_DRAWN, G_FAILED } state;
+		} gs[NR_GRAPHS] = { { 0 } };
+
 		for (size_t i = 0; i < NR_GRAPHS; i++) {
 			const struct graph *g = &graphs[i];
-			FILE *folded, *svg = NULL;
-			char id[32];
 
 			if (!session_group_recorded(s, g->group))
 				continue;
 			if (pg->malloc_outs[i]) {
-				folded = pg->malloc_outs[i];
+				gs[i].folded = pg->malloc_outs[i];
 				pg->malloc_outs[i] = NULL;
 				r = malloc_ret;
 			} else {
-				folded = page_output(pg, PV_GRAPH + i, s, &r);
+				gs[i].folded = page_output(pg, PV_GRAPH + i, s, &r);
 			}
-			if (!folded && r) {
-				/* The view could not be set up (said): no stacks. */
-				fprintf(out, "<h2 id=\"g%zu\">", i);
-				cmd_markup_escape(out, g->title, strlen(g->title));
-				fputs("</h2>\n<p>No stacks.</p>\n", out);
+			if (!gs[i].folded) {
+				/* r: the view could not be set up (said): no stacks. */
+				gs[i].state = r ? G_NONE : G_FAILED;
 				continue;
 			}
-			if (!folded) {
-				ret = 1;
-				break;
+			fflush(gs[i].folded);
+			if (r || ftell(gs[i].folded) == 0) {
+				gs[i].state = G_EMPTY;
+				continue;
 			}
+			gs[i].svg = tmpfile();
+			gs[i].state = gs[i].svg && !flamegraph_start(NULL, gs[i].folded, gs[i].svg, g, &gs[i].pid) ? G_DRAWN
+													    : G_FAILED;
+		}
+		for (size_t i = 0; i < NR_GRAPHS; i++) {
+			const struct graph *g = &graphs[i];
+			char id[32];
+
+			if (gs[i].state == G_DRAWN && flamegraph_wait(gs[i].pid, g))
+				gs[i].state = G_FAILED;
+			if (gs[i].state == G_FAILED)
+				ret = 1;
+			if (ret || gs[i].state == G_SKIP)
+				continue;
 			fprintf(out, "<h2 id=\"g%zu\">", i);
 			cmd_markup_escape(out, g->title, strlen(g->title));
 			fputs("</h2>\n", out);
-			fflush(folded);
-			if (r || ftell(folded) == 0) {
+			if (gs[i].state != G_DRAWN) {
 				fputs("<p>No stacks.</p>\n", out);
-				fclose(folded);
 				continue;
 			}
 			/* One graph: its own Icicle button turns it the other way up. */
 			snprintf(id, sizeof(id), "g%zu-flame", i);
-			svg = tmpfile();
-			if (!svg || flamegraph_run(NULL, folded, svg, g)) {
-				if (svg)
-					fclose(svg);
-				fclose(folded);
-				ret = 1;
-				break;
-			}
-			svg_object(out, svg, id, "display:block");
-			fclose(svg);
-			fclose(folded);
+			svg_object(out, gs[i].svg, id, "display:block");
 			shown++;
+		}
+		for (size_t i = 0; i < NR_GRAPHS; i++) {
+			if (gs[i].svg)
+				fclose(gs[i].svg);
+			if (gs[i].folded)
+				fclose(gs[i].folded);
 		}
 	}
 	if (ret) {
