@@ -321,6 +321,10 @@ int cmd_close(struct session *s, int ret)
 		msg_warn("%llu events were lost while recording '%s' (%.1f%% of them): every figure here counts only "
 			 "those kept; see memsight info for why",
 			 (unsigned long long)lost, s->path, 100.0 * lost / (double)(lost + s->nr_samples));
+	if (s->own_faults && !ret)
+		msg_note("%llu page faults of memsight's wrapper writing its own report buffers in '%s' are left out: they "
+			 "are the recording's cost, not the program's memory",
+			 (unsigned long long)s->own_faults, s->path);
 	session_report_unwind(s);
 	symbols_report_unresolved(&s->syms);
 	session_release(s);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../formats/wrapper.h"
+
 struct pending {
 	struct sample smp;
 	uint64_t *ips;
@@ -94,6 +96,13 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 		}
 		op.len = op.grow = s->page_size;
 		op.map = machine_find_map(&s->m, smp->pid, op.addr);
+		if (op.map && !strncmp(op.map->name, WRAPPER_STREAM_MAP, strlen(WRAPPER_STREAM_MAP))) {
+			if (s->own_last_time != smp->time || s->own_last_tid != (int)smp->tid)
+				s->own_faults += op.weight;
+			s->own_last_time = smp->time;
+			s->own_last_tid = (int)smp->tid;
+			return 0;
+		}
 		op.stack = smp;
 		return st->fn(s, &op, st->arg);
 	case EVK_BRK_ENTER:

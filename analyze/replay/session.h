@@ -201,6 +201,11 @@ struct session {
 	uint64_t lost_deep;	/* deep-stacks samples lost, from LOSS chunks (not in lost) */
 	uint64_t lost_deep_records; /* PERF_RECORD_LOST of the deep-stacks rings seen in the replay */
 	int loss_said;		/* the command's own output says what was lost */
+	/* Page faults of the wrapper's writes to its own report rings, left
+	 * out of every view: the recorder's cost, not the program's memory.
+	 * Counted once a sample, whichever view saw it first. */
+	uint64_t own_faults, own_last_time;
+	int own_last_tid;
 	uint64_t last_loss;	/* time of the last PERF_RECORD_LOST in the replay, 0 if none */
 	uint64_t nr_samples, first_time, last_time;
 	int recorder_pid;

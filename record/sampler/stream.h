@@ -49,9 +49,11 @@
 
 #include <stdint.h>
 
+#include "../../formats/wrapper.h"
+
 #define STREAM_ENV "MEMSIGHT_STREAM"
-/* The rings' memfd name: /proc/PID/maps shows "/memfd:memsight-stream". */
-#define STREAM_MEMFD_NAME "memsight-stream"
+/* The rings' memfd name, which the analyzer knows them by. */
+#define STREAM_MEMFD_NAME WRAPPER_STREAM_NAME
 #define STREAM_MAGIC 0x4d535352u /* "RSSM" as bytes */
 #define STREAM_VERSION 3u
 #define STREAM_HDR_SIZE 4096u
