@@ -38,7 +38,8 @@
     }).map(function (x, k, all) {
       /* Stacks no frame's name tells apart (unnamed frames at other
        * addresses): numbered. */
-      return all.indexOf(x) < k || all.lastIndexOf(x) > k ? x + ' (stack ' + (k + 1) + ')' : x;
+      var same = all.filter(function (y, j) { return y === x && list[j][0] === list[k][0]; }).length > 1;
+      return same ? x + ' (stack ' + (k + 1) + ')' : x;
     });
   }
   function asked(frames) {
@@ -500,6 +501,10 @@
    * callers and callees. */
   function treeView(sec, id, top) {
     var m = state.metric, open = opened[id] || (opened[id] = {});
+    /* Sorted, and the heaviest path opened, by the page's metric, or
+     * where the tree holds none of it (a function that leaked nothing),
+     * by the first it has. */
+    m = top.v[m] ? m : metricList.filter(function (x) { return top.v[x]; })[0] || m;
     for (var node = top, kids; (kids = kidsOf(node, m)).length && kids[0].v[m]; node = kids[0]) open[node.id] = true;
     var tb = add(sec, 'table', undefined, 'tree');
     tb.id = id;
