@@ -371,7 +371,7 @@ bench-deps:
 # record the whole system and read what another test would disturb (which
 # allocators are mapped, who crashes, the uprobes defined).
 ALL_TESTS := $(sort $(wildcard tests/t[0-9]*.sh))
-SLOW_TESTS := tests/t0780-html.sh tests/t0920-fuzz.sh tests/t0790-jit.sh \
+SLOW_TESTS := tests/t0911-sanitized-analyzer.sh tests/t0780-html.sh tests/t0920-fuzz.sh tests/t0790-jit.sh \
 	tests/t0621-leaks-trust-uprobes.sh tests/t0640-leak-check-valgrind.sh
 ALONE_TESTS := tests/t0910-sanitized.sh tests/t0420-record-hardening.sh tests/t0440-untrusted-users.sh tests/t0620-leaks-trust.sh \
 	tests/t0630-allocators.sh tests/t0650-errors.sh tests/t0705-joined-stacks.sh tests/t0725-production-box.sh \

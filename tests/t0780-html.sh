@@ -7,7 +7,7 @@
 XOR=$TOP/samples/traces/xor-8m.trace
 DEBUG=$TOP/samples/traces/debug
 CHROMIUM=$(command -v chromium || command -v chromium-browser)
-# MEMSIGHT_TEST_BROWSER=no (the sanitized build's run, t0910): the pages
+# MEMSIGHT_TEST_BROWSER=no (the sanitized build's run, t0911): the pages
 # are written by the build under test and checked as files; no browser
 # loads them. Their script is the same bytes the normal build's run loads.
 NO_BROWSER=

@@ -117,6 +117,32 @@ test_one_line() {
 	fi
 }
 
+# Run test files (their names, without .sh) on the AddressSanitizer and
+# UndefinedBehaviorSanitizer build in build-san/, a test each: any memory
+# error, leak or undefined behaviour ends a program there with status 99
+# and a report on stderr, and its test fails. The HTML pages are written by
+# the sanitized build but not loaded in a browser (MEMSIGHT_TEST_BROWSER=no):
+# what the browser runs is the same bytes either way, and t0780 loads them
+# on the normal build.
+test_sanitized() {
+	san=$TOP/build-san
+	[ -x "$san/memsight-analyze" ] && [ -x "$san/memsight-flamegraph" ] && [ -x "$san/test-tool" ] ||
+		skip_all "no sanitized build (make SANITIZE=1 sanitized)"
+	ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:exitcode=99
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99
+	export ASAN_OPTIONS UBSAN_OPTIONS
+	for t in "$@"; do
+		test_expect_success "$t passes on the sanitized build" "
+			MEMSIGHT_BUILD='$san' MEMSIGHT_TEST_BROWSER=no sh '$TOP/tests/$t.sh' >out 2>err;
+			rc=\$?;
+			cat out err;
+			test \$rc -eq 0 &&
+			! grep -q '^not ok' out &&
+			! grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' err out
+		"
+	done
+}
+
 skip_all() {
 	echo "1..0 # SKIP $1"
 	exit 0
