@@ -564,12 +564,30 @@ print(len([json.dumps({\"k%d\" % i: [i] * 20 for i in range(2000)}) for r in ran
 	'
 
 	test_expect_success 'the flat table'"'"'s top function and bytes are the functions command'"'"'s' '
-		drive m.html load text:#functions-table\ tbody\ tr\ td attr:#functions-table\ tbody\ tr\ td:nth-child\(3\):data-value >t.out &&
+		drive m.html load text:#functions-table\ tbody\ tr\ td "attr:#functions-table tbody tr td[data-col=leaked-self]:data-value" \
+			"attr:#functions-table tbody tr td[data-col=leaked-total]:data-value" >t.out &&
 		cat t.out &&
 		"$MEMSIGHT" functions -e malloc -w leaked m.trace 2>/dev/null | sed -n 3p >top &&
 		read self pct total tpct fn obj <top &&
 		test "$(fact "text #functions-table tbody tr td:" t.out)" = "$fn" &&
-		test "$(fact "attr #functions-table tbody tr td:nth-child(3) data-value:" t.out)" = "$self"
+		test "$(fact "attr #functions-table tbody tr td\[data-col=leaked-self\] data-value:" t.out)" = "$self" &&
+		test "$(fact "attr #functions-table tbody tr td\[data-col=leaked-total\] data-value:" t.out)" = "$total"
+	'
+
+	# Every stack ends in one function: a column'"'"'s selves add up to the
+	# column'"'"'s total, the trees'"'"' row of totals, for every metric.
+	test_expect_success 'the flat table'"'"'s columns side by side: each column'"'"'s self figures add up to the trees'"'"' total' '
+		drive tz.html load totals:#topdown-tree "values:#functions-table tbody td[data-col\$=-self]" >ft.out &&
+		cat ft.out && test "$(fact errors ft.out)" = 0 &&
+		fact "totals #topdown-tree:" ft.out >totals &&
+		fact "values #functions-table tbody td\[data-col\$=-self\]:" ft.out >selves &&
+		perl -e "open my \$t, q{<}, q{totals}; chomp(my \$l = <\$t>); my @p = split / /, \$l;
+			my @k = @p[grep { !(\$_ % 2) } 0 .. \$#p]; my %t = @p;
+			open my \$v, q{<}, q{selves}; chomp(my \$w = <\$v>); my @v = split / /, \$w; my %s;
+			\$s{\$k[\$_ % @k]} += \$v[\$_] for 0 .. \$#v;
+			print join(q{ }, map { qq{\$_ \$t{\$_}} } @k), qq{\n}, join(q{ }, map { qq{\$_ } . (\$s{\$_} // 0) } @k), qq{\n}" >both &&
+		sed -n 1p both >want && sed -n 2p both >got &&
+		cat want got && test_cmp want got
 	'
 fi
 

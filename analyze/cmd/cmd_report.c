@@ -14,6 +14,7 @@
 #include "cmd.h"
 #include "json.h"
 #include "../model/heapprof.h"
+#include "../../formats/allocfns.h"
 #include "../model/memops.h"
 #include "../model/rssstat.h"
 #include "../model/stacktab.h"
@@ -960,6 +961,30 @@ struct name_table {
 	size_t n, alloc;
 };
 
+/* name's index in t, added where it is new; -1 when out of memory. */
+static long name_intern(struct name_table *t, const char *name)
+{
+	struct hm_slot *slot;
+	int created = 0;
+
+	/* Room for a new name first: a name in the index has its place. */
+	if (t->n == t->alloc) {
+		const char **v = realloc(t->v, (t->alloc ? 2 * t->alloc : 256) * sizeof(*v));
+
+		if (!v)
+			return -1;
+		t->v = v;
+		t->alloc = t->alloc ? 2 * t->alloc : 256;
+	}
+	if (!(slot = hashmap_str(&t->index, name, &created)))
+		return -1;
+	if (created) {
+		t->v[t->n++] = slot->skey;
+		slot->val = t->n;
+	}
+	return (long)slot->val - 1;
+}
+
 static void compact_frames_json(struct json *j, struct name_table *t, const struct stack_entry *e)
 {
 	struct frame fr[STACK_MAX_FRAMES];
@@ -968,28 +993,109 @@ static void compact_frames_json(struct json *j, struct name_table *t, const stru
 	json_begin_array(j, "f");
 	for (int i = 0; i < n; i++) {
 		char obj[300];
-		const char *name = frame_page_name(&fr[i], obj, sizeof(obj));
-		struct hm_slot *slot;
-		int created = 0;
+		long at = name_intern(t, frame_page_name(&fr[i], obj, sizeof(obj)));
 
-		/* Room for a new name first: a name in the index has its place. */
-		if (t->n == t->alloc) {
-			const char **v = realloc(t->v, (t->alloc ? 2 * t->alloc : 256) * sizeof(*v));
-
-			if (!v)
-				break;
-			t->v = v;
-			t->alloc = t->alloc ? 2 * t->alloc : 256;
-		}
-		if (!(slot = hashmap_str(&t->index, name, &created)))
+		if (at < 0)
 			break;
-		if (created) {
-			t->v[t->n++] = slot->skey;
-			slot->val = t->n;
-		}
-		json_u64(j, NULL, slot->val - 1);
+		json_u64(j, NULL, (uint64_t)at);
 	}
 	json_end(j);
+}
+
+/* The page's table by function, for the whole recording: what each
+ * function's stacks weigh (all of them, not only those the timeline
+ * shows), in the columns of the trees. */
+enum { FN_PEAK, FN_LEAKED, FN_ALLOCATED, FN_CALLS, FN_TEMPORARY, FN_FAULTS, FN_COLS };
+struct fn_row {
+	long name;		/* in the name table */
+	uint64_t self[FN_COLS], total[FN_COLS];
+	uint64_t seen;		/* the last stack it was counted for, + 1 */
+};
+
+static int fn_row_cmp(const void *a, const void *b, void *arg)
+{
+	const struct fn_row *x = *(struct fn_row *const *)a, *y = *(struct fn_row *const *)b;
+	const double *sum = arg;
+	double sx = 0, sy = 0;
+
+	for (int c = 0; c < FN_COLS; c++) {
+		if (!sum[c])
+			continue;
+		sx = x->total[c] / sum[c] > sx ? x->total[c] / sum[c] : sx;
+		sy = y->total[c] / sum[c] > sy ? y->total[c] / sum[c] : sy;
+	}
+	return sx != sy ? (sx < sy ? 1 : -1) : (x->name > y->name) - (x->name < y->name);
+}
+
+/* "functions": [name, self x6, total x6] for the FN_MAX heaviest (by their
+ * largest share of a column), from the n ranked stacks. */
+#define FN_MAX 300
+static void functions_json(struct json *j, const struct report *r, struct name_table *names, const struct st_rank *v,
+			   size_t n, uint64_t k)
+{
+	struct hashmap by;
+	struct frame fr[STACK_MAX_FRAMES];
+	double sum[FN_COLS] = { 0 };
+	struct fn_row **rows;
+	size_t nr = 0;
+
+	hashmap_init(&by, 0);
+	for (size_t i = 0; i < n; i++) {
+		const struct stacktime_stack *x = v[i].x;
+		struct hm_slot *hs = hashmap_u64_find(&r->heap.sites, (uint64_t)(uintptr_t)x->key);
+		uint64_t w[FN_COLS] = {
+			[FN_PEAK] = hs ? ((const struct heap_site *)hs->ptr)->at_peak * k : 0,
+			[FN_LEAKED] = v[i].suppressed ? 0 : x->held_bytes * k,
+			[FN_ALLOCATED] = x->made_bytes * k,
+			[FN_CALLS] = x->made_count * k,
+			[FN_TEMPORARY] = x->temporary,
+			[FN_FAULTS] = x->faults,
+		};
+		int nf = stack_entry_frames(x->key, fr, STACK_MAX_FRAMES), self = 0;
+
+		/* A block is its asker's, as the trees have it: the allocation
+		 * functions at the top of its stack left out. */
+		while (x->made_count && self + 1 < nf && fr[self].sym && alloc_fn_is_entry(fr[self].sym))
+			self++;
+		for (int f = self; f < nf; f++) {
+			char obj[300];
+			long at = name_intern(names, frame_page_name(&fr[f], obj, sizeof(obj)));
+			struct fn_row *row = at < 0 ? NULL : hashmap_u64_obj(&by, (uint64_t)at, sizeof(*row));
+
+			if (!row)
+				continue;
+			row->name = at;
+			for (int c = 0; c < FN_COLS; c++) {
+				if (f == self)
+					row->self[c] += w[c];
+				if (row->seen != i + 1)
+					row->total[c] += w[c];
+			}
+			row->seen = i + 1;
+		}
+		for (int c = 0; c < FN_COLS; c++)
+			sum[c] += w[c];
+	}
+	rows = malloc((by.nr ? by.nr : 1) * sizeof(*rows));
+	json_begin_array(j, "functions");
+	if (rows) {
+		hashmap_for_each(&by, slot) rows[nr++] = slot->ptr;
+		qsort_r(rows, nr, sizeof(*rows), fn_row_cmp, sum);
+		for (size_t i = 0; i < nr && i < FN_MAX; i++) {
+			json_begin_array(j, NULL);
+			json_u64(j, NULL, (uint64_t)rows[i]->name);
+			for (int c = 0; c < FN_COLS; c++)
+				json_u64(j, NULL, rows[i]->self[c]);
+			for (int c = 0; c < FN_COLS; c++)
+				json_u64(j, NULL, rows[i]->total[c]);
+			json_end(j);
+		}
+	}
+	json_end(j);
+	json_u64(j, "functions_total", nr);
+	free(rows);
+	hashmap_for_each(&by, slot) free(slot->ptr);
+	hashmap_release(&by);
 }
 
 /* By stack over time: what the page's trees sum for any window of
@@ -1150,6 +1256,7 @@ static void stack_timeline_json(struct json *j, const struct report *r, struct s
 	}
 	json_end(j);
 	if (page) {
+		functions_json(j, r, &names, v, n, k);
 		json_begin_array(j, "names");
 		for (size_t i = 0; i < names.n; i++)
 			json_str(j, NULL, names.v[i]);

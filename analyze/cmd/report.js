@@ -884,11 +884,13 @@
           ', ' + f.weight + ')');
     });
   }
-  /* The flat table by function: the functions command's, for the whole
-   * recording; for a window, summed from its stacks. Sorted by a click on
-   * a column's head. */
+  /* The flat table by function, the trees' columns side by side, each
+   * as self (its stacks that end in it) and total (those it is anywhere
+   * in): for the whole recording the analyzer's sums over every stack, for
+   * a window or a filter the heaviest stacks'. Sorted by a click on a
+   * column's head; / searches it. */
   var fsec = document.getElementById('functions');
-  if (fsec && ((f && f.functions.length) || paths.length)) {
+  if (fsec && paths.length && metricList.length) {
     var q = add(fsec, 'input');
     q.id = 'function-search';
     q.placeholder = 'search functions (press /)';
@@ -896,7 +898,18 @@
     note.id = 'functions-note';
     var tb = add(fsec, 'table', undefined, 'leaks');
     tb.id = 'functions-table';
-    var head = add(tb, 'tr'), cols = ['function', 'object', 'self', 'total'], body = add(tb, 'tbody'), rows = [], unitOf = 'bytes';
+    var thead = add(tb, 'thead'), h1 = add(thead, 'tr'), h2 = add(thead, 'tr'), body = add(tb, 'tbody'), rows = [];
+    var sortBy = null;
+    add(h1, 'th', 'function').rowSpan = 2;
+    metricList.forEach(function (m) {
+      add(h1, 'th', metrics[m].label).colSpan = 2;
+      ['self', 'total'].forEach(function (k) {
+        var h = add(h2, 'th', k);
+        h.style.cursor = 'pointer';
+        h.setAttribute('data-col', m + '-' + k);
+        h.onclick = function () { sortBy = [m, k]; show(); };
+      });
+    });
     var filter = function () {
       var s = q.value.toLowerCase();
       Array.prototype.forEach.call(body.rows, function (r) {
@@ -905,52 +918,60 @@
     };
     q.oninput = filter;
     document.addEventListener('keydown', function (ev) {
-      if (ev.key === '/' && document.activeElement !== q) { ev.preventDefault(); q.focus(); }
+      if (ev.key === '/' && document.activeElement !== q && !(ev.target.closest && ev.target.closest('table.tree'))) {
+        ev.preventDefault();
+        q.focus();
+      }
     });
-    var show = function (list) {
+    var show = function () {
+      var by = sortBy || [state.metric, 'self'], other = by[1] === 'self' ? 'total' : 'self';
+      rows.sort(function (a, b) {
+        return b[by[1]][by[0]] - a[by[1]][by[0]] || b[other][by[0]] - a[other][by[0]] || (a.function < b.function ? -1 : 1);
+      });
       body.textContent = '';
-      list.forEach(function (x) {
+      rows.slice(0, 200).forEach(function (x) {
         var r = add(body, 'tr');
-        cols.forEach(function (k) {
-          if (k === 'function') { var a = add(add(r, 'td'), 'a', x[k], 'fn'); a.href = '#callers-head'; return; }
-          var c = add(r, 'td', k === 'object' ? x[k] || '' : unitOf === 'bytes' ? bytes(x[k]) : x[k].toLocaleString('en'));
-          if (k !== 'object') c.setAttribute('data-value', x[k]);
+        var a = add(add(r, 'td'), 'a', x.function, 'fn');
+        a.href = '#callers-head';
+        metricList.forEach(function (m) {
+          ['self', 'total'].forEach(function (k) {
+            var c = add(r, 'td', fmtCell(m, x[k][m]));
+            c.setAttribute('data-value', x[k][m]);
+            c.setAttribute('data-col', m + '-' + k);
+          });
         });
       });
       filter();
     };
-    cols.forEach(function (k) {
-      var h = add(head, 'th', k);
-      h.style.cursor = 'pointer';
-      h.onclick = function () {
-        var num = k === 'self' || k === 'total';
-        show(rows.slice().sort(function (a, b) { return num ? b[k] - a[k] : String(a[k]).localeCompare(String(b[k])); }));
-      };
-    });
     fillTable = function () {
-      var w = win(), m = state.metric;
-      if (!state.window && !state.focus && !state.ignore && f && f.functions.length) {
-        rows = f.functions;
-        unitOf = f.weight === 'count' ? 'count' : 'bytes';
-        note.textContent = 'By ' + f.event + ', weighted by ' + f.weight + (f.estimate ? ' (estimates)' : '') + '; ' +
-          f.functions_shown + ' of ' + f.functions_total + ' functions.';
+      var w = win(), fn = stl && stl.functions;
+      rows = [];
+      if (!state.window && !state.focus && !state.ignore && fn) {
+        fn.forEach(function (r) {
+          var x = { function: stl.names[r[0]], self: {}, total: {} };
+          metricOrder.forEach(function (m, c) { x.self[m] = r[1 + c]; x.total[m] = r[1 + metricOrder.length + c]; });
+          rows.push(x);
+        });
+        note.textContent = 'The whole recording, every stack: the ' + Math.min(fn.length, 200) + ' heaviest of ' +
+          stl.functions_total.toLocaleString('en') + ' functions.';
       } else {
         var by = {};
         current.forEach(function (e) {
-          var p = e.p, v = e.v[m], seen = {};
-          if (!v) return;
-          p.f.forEach(function (name, i) {
-            var e = by[name] || (by[name] = { function: name, object: null, self: 0, total: 0 });
-            if (i === 0) e.self += v;
-            if (!seen[name]) { e.total += v; seen[name] = true; }
+          var seen = {};
+          e.p.f.forEach(function (name, i) {
+            var x = by[name] || (by[name] = { function: name, self: zero(), total: zero() });
+            metricList.forEach(function (m) {
+              if (i === 0) x.self[m] += e.v[m];
+              if (!seen[name]) x.total[m] += e.v[m];
+            });
+            seen[name] = true;
           });
         });
-        rows = Object.keys(by).map(function (k) { return by[k]; }).sort(function (a, b) { return b.self - a.self || b.total - a.total; });
-        unitOf = metrics[m].unit === 'bytes' ? 'bytes' : 'count';
-        note.textContent = 'By ' + metrics[m].label + (state.window ? ' in the window' : '') + ', from the ' + current.length +
-          ' heaviest stacks' + (state.focus || state.ignore ? ' the filters keep' : '') + '; ' + rows.length + ' functions.';
+        rows = Object.keys(by).map(function (k) { return by[k]; });
+        note.textContent = (state.window ? 'The window' : 'The whole recording') + ', from the ' + current.length +
+          ' heaviest stacks' + (state.focus || state.ignore ? ' the filters keep' : '') + ': ' + rows.length + ' functions.';
       }
-      show(rows);
+      show();
     };
   }
   redraw();
