@@ -1099,9 +1099,10 @@ static void functions_json(struct json *j, const struct report *r, struct name_t
 }
 
 /* By stack over time: what the page's trees sum for any window of
- * buckets, as leaks --time and faults --time count it. Allocations from
- * the stacks leaks suppresses by default are left out, as leaks leaves
- * them out. */
+ * buckets, as leaks --time and faults --time count it. What the stacks
+ * leaks suppresses by default hold at the end is left out, as leaks
+ * leaves it out; their allocations count. --focus and --ignore choose the
+ * stacks. */
 static void stack_timeline_json(struct json *j, const struct report *r, struct session *s, int page)
 {
 	struct name_table names = { .n = 0 };
