@@ -149,7 +149,9 @@ int stacktime_block(struct stacktime *st, const void *key, uint64_t made, uint64
 	return cell_add(&x->cells, STACKTIME_LIVE, from, to, bytes, count);
 }
 
-int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint64_t count)
+/* count events of kind (faults or temporary allocations) of key in the
+ * bucket of time, added to the key's total of them. */
+static int count_at(struct stacktime *st, const void *key, enum stacktime_kind kind, uint64_t time, uint64_t count)
 {
 	struct stacktime_stack *x;
 
@@ -157,20 +159,18 @@ int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint6
 		return 0;
 	if (follow(st) || !(x = stack_of(st, key)))
 		return -ENOMEM;
-	x->faults += count;
-	return cell_add(&x->cells, STACKTIME_FAULTS, bucket(st, time), 0, 0, count);
+	*(kind == STACKTIME_FAULTS ? &x->faults : &x->temporary) += count;
+	return cell_add(&x->cells, kind, bucket(st, time), 0, 0, count);
+}
+
+int stacktime_faults(struct stacktime *st, const void *key, uint64_t time, uint64_t count)
+{
+	return count_at(st, key, STACKTIME_FAULTS, time, count);
 }
 
 int stacktime_temporary(struct stacktime *st, const void *key, uint64_t time, uint64_t count)
 {
-	struct stacktime_stack *x;
-
-	if (!key)
-		return 0;
-	if (follow(st) || !(x = stack_of(st, key)))
-		return -ENOMEM;
-	x->temporary += count;
-	return cell_add(&x->cells, STACKTIME_TEMP, bucket(st, time), 0, 0, count);
+	return count_at(st, key, STACKTIME_TEMP, time, count);
 }
 
 int stacktime_finish(struct stacktime *st)
