@@ -14,10 +14,15 @@
  *   group   the -e group that records it (an event in two groups is
  *           recorded once, with the most either asks)
  *   event   "system:name" for a tracepoint, perf's name for a software event
- *   type    TP, a tracepoint (config unused); SW, a software event whose
- *           config is its PERF_COUNT_SW_ id; or SW_ELSE, a software event
- *           recorded only where none of the group's tracepoints of the same
- *           kind exists on the kernel (the recorder says so once)
+ *   type    TP, a tracepoint (config unused); SYSCALL, a syscall's exit
+ *           tracepoint recorded with the user registers that hold the
+ *           call's arguments (CATALOG_SYSCALL_ARGS), so that one sample
+ *           has what was asked and what came back; PAST, a tracepoint
+ *           traces of earlier recorders hold, which the analyzer still
+ *           files and the recorder no longer opens; SW, a software event
+ *           whose config is its PERF_COUNT_SW_ id; or SW_ELSE, a software
+ *           event recorded only where none of the group's tracepoints of
+ *           the same kind exists on the kernel (the recorder says so once)
  *   stack   1: take a stack (the events that start something: an
  *           allocation, a reclaim, a kill); the events that end or free it
  *           are matched by pointer, pfn or thread and need none
@@ -26,7 +31,8 @@
  *           (a kind that does not exist there fails the build); OTHER for an
  *           event only `memsight events` shows
  *   fields  the tracepoint fields the analyzer reads by position, for the
- *           syscalls; NULL for none
+ *           syscalls; for a SYSCALL event "ret", then the names of the
+ *           call's arguments in their order; NULL for none
  */
 #ifndef MEMSIGHT_CATALOG_H
 #define MEMSIGHT_CATALOG_H
@@ -47,15 +53,21 @@
 	X("signals", "fatal signals of memory errors (SEGV, BUS, ABRT,\nILL, TRAP, FPE) with stacks; with malloc, frees take\nstacks too (for memsight errors)")
 
 #define CATALOG_EVENTS(X)                                                                                       \
-	X("brk", "syscalls:sys_enter_brk", TP, 0, 1, 0, BRK_ENTER, "brk")                                        \
-	X("brk", "syscalls:sys_exit_brk", TP, 0, 0, 0, BRK_EXIT, "ret")                                          \
-	X("mmap", "syscalls:sys_enter_mmap", TP, 0, 1, 0, MMAP_ENTER, "addr", "len", "prot", "flags", "fd", "off") \
-	X("mmap", "syscalls:sys_exit_mmap", TP, 0, 0, 0, MMAP_EXIT, "ret")                                       \
-	X("mmap", "syscalls:sys_enter_munmap", TP, 0, 1, 0, MUNMAP_ENTER, "addr", "len")                         \
-	X("mmap", "syscalls:sys_exit_munmap", TP, 0, 0, 0, MUNMAP_EXIT, "ret")                                   \
-	X("mmap", "syscalls:sys_enter_mremap", TP, 0, 1, 0, MREMAP_ENTER, "addr", "old_len", "new_len", "flags",  \
-	  "new_addr")                                                                                             \
-	X("mmap", "syscalls:sys_exit_mremap", TP, 0, 0, 0, MREMAP_EXIT, "ret")                                   \
+	/* Each closing of a tracepoint's last perf event waits out a grace     \
+	 * period of the kernel's, one after another (20-30 ms): a syscall is   \
+	 * recorded at its exit alone, its arguments read from the registers   \
+	 * the exit sample carries. Traces before held entry and exit.         */ \
+	X("brk", "syscalls:sys_exit_brk", SYSCALL, 0, 1, 0, BRK_EXIT, "ret", "brk")                              \
+	X("mmap", "syscalls:sys_exit_mmap", SYSCALL, 0, 1, 0, MMAP_EXIT, "ret", "addr", "len", "prot", "flags",  \
+	  "fd", "off")                                                                                           \
+	X("mmap", "syscalls:sys_exit_munmap", SYSCALL, 0, 1, 0, MUNMAP_EXIT, "ret", "addr", "len")               \
+	X("mmap", "syscalls:sys_exit_mremap", SYSCALL, 0, 1, 0, MREMAP_EXIT, "ret", "addr", "old_len",           \
+	  "new_len", "flags", "new_addr")                                                                        \
+	X("brk", "syscalls:sys_enter_brk", PAST, 0, 1, 0, BRK_ENTER, "brk")                                      \
+	X("mmap", "syscalls:sys_enter_mmap", PAST, 0, 1, 0, MMAP_ENTER, "addr", "len", "prot", "flags", "fd", "off") \
+	X("mmap", "syscalls:sys_enter_munmap", PAST, 0, 1, 0, MUNMAP_ENTER, "addr", "len")                       \
+	X("mmap", "syscalls:sys_enter_mremap", PAST, 0, 1, 0, MREMAP_ENTER, "addr", "old_len", "new_len", "flags", \
+	  "new_addr")                                                                                            \
 	/* The exceptions tracepoints carry the fault's error code, which the   \
 	 * software event lacks; each fault is recorded once, by whichever.    */ \
 	X("faults", "exceptions:page_fault_user", TP, 0, 1, 0, FAULT, NULL)                                       \
@@ -118,6 +130,14 @@
 /* The signals group's kernel filter: the signals that end or stop a task
  * for a memory error (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV),
  * by their x86-64 numbers, which tracefs filters compare. */
+/* A syscall's arguments in a SYSCALL event's sample: the user registers
+ * (perf_regs.h's x86-64 numbers) in the order of the arguments, as the
+ * x86-64 syscall ABI passes them: rdi, rsi, rdx, r10, r8, r9. The kernel
+ * leaves them as user space set them until the call returns. */
+#define CATALOG_SYSCALL_NR_ARGS 6
+#define CATALOG_SYSCALL_ARG_REGS { 5, 4, 3, 18, 16, 17 }
+#define CATALOG_SYSCALL_ARGS ((1ull << 5) | (1ull << 4) | (1ull << 3) | (1ull << 18) | (1ull << 16) | (1ull << 17))
+
 #define CATALOG_SIGNALS_FILTER "sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11"
 
 /* The name of one of them, "signal" for any other. */

@@ -72,9 +72,11 @@ test_expect_success 'folded brk bytes add up to the heap growth' '
 	test "$sum" = "$growth"
 '
 
-test_expect_success 'events decode syscall arguments with the stored formats' '
-	"$MEMSIGHT" events -G -e syscalls:sys_enter_mmap xor.trace >mm &&
-	grep "sys_enter_mmap: addr: 0x00000000, len: 0x04001000" mm
+test_expect_success 'events decode a syscall exit and the arguments its registers carry' '
+	"$MEMSIGHT" events -G -e syscalls:sys_exit_mmap xor.trace >mm &&
+	grep "sys_exit_mmap: 0x[0-9a-f]* (addr: 0x00000000, len: 0x04001000, prot: 0x00000003, flags: 0x00000022, " mm &&
+	"$MEMSIGHT" events --json -G -e syscalls:sys_exit_mmap xor.trace >mm.json &&
+	grep "\"args\":{\"addr\":0,\"len\":67112960,\"prot\":3,\"flags\":34," mm.json
 '
 
 # faults/10: one fault in ten is recorded, and every view counts each for

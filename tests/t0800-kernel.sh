@@ -46,7 +46,7 @@ test_expect_success 'a group this kernel lacks: one line, the rest is recorded' 
 	MEMSIGHT_TRACEFS=$TRASH/fakefs "$MEMSIGHT" record -q -e brk,oom -o lack.trace -- true 2>err &&
 	cat err && test_one_line err &&
 	grep "skipping group .oom.: this kernel has none of oom:mark_victim, oom:wake_reaper" err &&
-	"$MEMSIGHT" info lack.trace | grep "^  syscalls:sys_enter_brk "
+	"$MEMSIGHT" info lack.trace | grep "^  syscalls:sys_exit_brk "
 '
 
 test_expect_success 'a group with some events missing: they are named, the others recorded' '

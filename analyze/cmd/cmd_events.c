@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "json.h"
 #include "../model/memops.h"
+#include "../../formats/catalog.h"
 
 static const char usage_text[] =
 	"usage: memsight events [options] [FILE]\n"
@@ -82,6 +83,9 @@ static void print_json(struct events_opts *o, struct session *s, struct sample *
 {
 	struct frame fr[256];
 	struct json *jd = &o->doc;
+	uint64_t args[CATALOG_SYSCALL_NR_ARGS];
+	const char *const *names;
+	int nargs;
 
 	json_begin(jd, NULL);
 	json_str(jd, "comm", machine_comm(&s->m, smp->pid, smp->tid));
@@ -102,6 +106,12 @@ static void print_json(struct events_opts *o, struct session *s, struct sample *
 	}
 	if (smp->ev->tp && smp->raw)
 		json_fields(jd, s, smp);
+	if ((nargs = sample_syscall_args(smp, args, &names))) {
+		json_begin(jd, "args");
+		for (int i = 0; i < nargs; i++)
+			json_u64(jd, names[i], args[i]);
+		json_end(jd);
+	}
 	else if (smp->ev->attr.sample_type & PERF_SAMPLE_ADDR)
 		json_u64(jd, "addr", smp->addr);
 	json_u64(jd, "ip", smp->ip);
@@ -163,9 +173,17 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 					  .data = (void *)smp->raw };
 
 		trace_seq_reset(&o->seq);
+		uint64_t args[CATALOG_SYSCALL_NR_ARGS];
+		const char *const *names;
+		int nargs = sample_syscall_args(smp, args, &names);
+
 		tep_print_event(s->tep, &o->seq, &rec, "%s", TEP_PRINT_INFO);
 		trace_seq_terminate(&o->seq);
-		printf(" %s\n", o->seq.buffer);
+		printf(" %s", o->seq.buffer);
+		/* The call's arguments, as its entry's tracepoint prints them. */
+		for (int i = 0; i < nargs; i++)
+			printf("%s%s: 0x%08llx", i ? ", " : " (", names[i], (unsigned long long)args[i]);
+		printf("%s\n", nargs ? ")" : "");
 	} else if (smp->ev->attr.sample_type & PERF_SAMPLE_ADDR) {
 		printf(" addr 0x%llx ip 0x%llx\n", (unsigned long long)smp->addr, (unsigned long long)smp->ip);
 	} else {

@@ -1,10 +1,12 @@
 /*
  * analyze/model/memops.c: syscall pairing and per-process heap state.
  *
- * The entry sample is copied (fields and callchain) per thread until its
- * exit arrives: a thread is in at most one syscall at a time, so one slot
- * per thread is enough. An exit without an entry (the call began before the
- * recording) is dropped.
+ * A syscall is one sample at its exit, with its stack and its arguments in
+ * the user registers it carries (catalog.h's SYSCALL events). Traces of
+ * earlier recorders hold an entry and an exit: the entry sample is copied
+ * (fields and callchain) per thread until its exit arrives, a thread being
+ * in at most one syscall at a time, so one slot per thread is enough. An
+ * exit without either (the call began before the recording) is dropped.
  */
 #include "memops.h"
 
@@ -62,6 +64,8 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	struct hm_slot *slot;
 	struct pending *p;
 	enum ev_kind k = smp->ev->kind;
+	uint64_t args[SESS_MAX_FIELDS] = { 0 };
+	const char *const *names;
 
 	op.pid = smp->pid;
 	op.tid = smp->tid;
@@ -140,26 +144,31 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	default:
 		return 0;
 	}
-	slot = hashmap_u64_find(&st->pending, smp->tid);
-	p = slot ? slot->ptr : NULL;
-	if (!p || !p->live || p->smp.ev->kind + 1 != k) {
-		if (p)
-			p->live = 0;
-		return 0;
+	if (sample_syscall_args(smp, args, &names)) {
+		op.stack = smp;
+	} else {
+		slot = hashmap_u64_find(&st->pending, smp->tid);
+		p = slot ? slot->ptr : NULL;
+		if (!p || !p->live || p->smp.ev->kind + 1 != k) {
+			if (p)
+				p->live = 0;
+			return 0;
+		}
+		p->live = 0;
+		memcpy(args, p->args, sizeof(args));
+		op.stack = &p->smp;
+		op.time = p->smp.time;
 	}
-	p->live = 0;
 	op.ret = (int64_t)session_field(s, smp, 0);
 	/* Syscalls return -errno in [-4095, -1]. */
 	op.failed = op.ret < 0 && op.ret >= -4095;
-	op.stack = &p->smp;
-	op.time = p->smp.time;
 	switch (k) {
 	case EVK_BRK_EXIT: {
 		struct hm_slot *b = hashmap_u64(&st->brk, (uint32_t)op.pid, NULL);
 		uint64_t cur = b ? b->val : 0;
 
 		op.kind = MEMOP_BRK;
-		op.addr = p->args[0];
+		op.addr = args[0];
 		if (!cur) {
 			/* Unknown so far: a /proc snapshot's [heap] end is the
 			 * break when the recording began. */
@@ -179,27 +188,27 @@ static int on_sample(struct session *s, struct sample *smp, void *arg)
 	}
 	case EVK_MMAP_EXIT:
 		op.kind = MEMOP_MMAP;
-		op.addr = op.failed ? p->args[0] : (uint64_t)op.ret;
-		op.len = p->args[1];
-		op.prot = p->args[2];
-		op.flags = p->args[3];
-		op.fd = p->args[4];
+		op.addr = op.failed ? args[0] : (uint64_t)op.ret;
+		op.len = args[1];
+		op.prot = args[2];
+		op.flags = args[3];
+		op.fd = args[4];
 		op.grow = op.failed ? 0 : op.len;
 		break;
 	case EVK_MUNMAP_EXIT:
 		op.kind = MEMOP_MUNMAP;
-		op.addr = p->args[0];
-		op.len = p->args[1];
+		op.addr = args[0];
+		op.len = args[1];
 		/* No perf record tells of an unmap: keep the maps true here. */
 		if (!op.failed)
 			machine_unmap(&s->m, op.pid, op.addr, op.addr + op.len);
 		break;
 	case EVK_MREMAP_EXIT:
 		op.kind = MEMOP_MREMAP;
-		op.addr = p->args[0];
-		op.old_len = p->args[1];
-		op.len = p->args[2];
-		op.flags = p->args[3];
+		op.addr = args[0];
+		op.old_len = args[1];
+		op.len = args[2];
+		op.flags = args[3];
 		op.grow = !op.failed && op.len > op.old_len ? op.len - op.old_len : 0;
 		break;
 	default:

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <traceevent/event-parse.h>
 
+#include "../../formats/catalog.h"
 #include "session.h"
 
 static struct tep_format_field *named_field(const struct sample *smp, const char *field)
@@ -89,6 +90,24 @@ uint64_t session_field(struct session *s, const struct sample *smp, int idx)
 		return 0;
 	tep_read_number_field(f, smp->raw, &v);
 	return v;
+}
+
+int sample_syscall_args(const struct sample *smp, uint64_t *args, const char *const **names)
+{
+	static const int regs[CATALOG_SYSCALL_NR_ARGS] = CATALOG_SYSCALL_ARG_REGS;
+	const char *const *fn = smp->ev->field_names;
+	int n = 0;
+
+	if ((smp->regs_mask & CATALOG_SYSCALL_ARGS) != CATALOG_SYSCALL_ARGS || !smp->regs || !fn || !fn[0] ||
+	    strcmp(fn[0], "ret"))
+		return 0;
+	memset(args, 0, CATALOG_SYSCALL_NR_ARGS * sizeof(*args));
+	while (n < CATALOG_SYSCALL_NR_ARGS && n + 1 < SESS_MAX_FIELDS && fn[n + 1]) {
+		sample_reg(smp, regs[n], &args[n]);
+		n++;
+	}
+	*names = fn + 1;
+	return n;
 }
 
 int session_alloc_fn(struct session *s, const struct sample *smp)

@@ -83,6 +83,7 @@ static void classify(struct sess_event *e)
 		if (strcmp(e->d.name, kinds[i].name))
 			continue;
 		e->kind = kinds[i].kind;
+		e->field_names = kinds[i].fields;
 		for (int f = 0; f < SESS_MAX_FIELDS && kinds[i].fields[f]; f++)
 			if (e->tp)
 				e->fields[f] = tep_find_field(e->tp, kinds[i].fields[f]);

@@ -95,6 +95,7 @@ struct sess_event {
 	enum alloc_fn fn;		/* EVK_ALLOC_* */
 	uint64_t nr_samples;		/* seen during the last replay */
 	struct tep_format_field *fields[SESS_MAX_FIELDS]; /* syscall args or "ret" */
+	const char *const *field_names;	/* the catalog's names of fields (NULL for none) */
 	struct { const char *name; struct tep_format_field *f; } named[SESS_NAMED_FIELDS]; /* sample_num's cache */
 	int nr_named;
 };
@@ -289,6 +290,12 @@ long long session_stat(const struct session *s, const char *key, long long def);
 
 /* A tracepoint field of a sample as a number (0 if absent). */
 uint64_t session_field(struct session *s, const struct sample *smp, int idx);
+/* The arguments of the syscall a SYSCALL event's sample (catalog.h) ended,
+ * from its user registers, into args (CATALOG_SYSCALL_NR_ARGS of them)
+ * and their names into *names (NULL-ended): their number, or 0 for a
+ * sample that has none (an exit of an earlier recorder's trace, whose
+ * arguments are its entry's fields). */
+int sample_syscall_args(const struct sample *smp, uint64_t *args, const char *const **names);
 /* The function a sample of an allocation event stands for: its event's,
  * or where one event holds an object's otel_memory probes (AF_OTEL_SITES)
  * the one its kind names, or where one holds several functions' probes

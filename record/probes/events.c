@@ -42,16 +42,22 @@ struct ev_spec {
 	int addr;	  /* PERF_SAMPLE_ADDR */
 	const char *kind; /* the analyzer's kind: SW_ELSE events stand in for tracepoints of theirs */
 	int fallback;	  /* SW_ELSE */
+	int args;	  /* SYSCALL: the registers of the call's arguments too */
+	int past;	  /* PAST: read by analyzers, never opened */
 };
 
-#define TYPE_TP PERF_TYPE_TRACEPOINT
-#define TYPE_SW PERF_TYPE_SOFTWARE
-#define TYPE_SW_ELSE PERF_TYPE_SOFTWARE
-#define ELSE_TP 0
-#define ELSE_SW 0
-#define ELSE_SW_ELSE 1
+/* Each catalog type as the perf type it opens and its fallback, args and
+ * past flags. */
+#define TYPE_TP PERF_TYPE_TRACEPOINT, 0, 0, 0
+#define TYPE_SYSCALL PERF_TYPE_TRACEPOINT, 0, 1, 0
+#define TYPE_PAST PERF_TYPE_TRACEPOINT, 0, 0, 1
+#define TYPE_SW PERF_TYPE_SOFTWARE, 0, 0, 0
+#define TYPE_SW_ELSE PERF_TYPE_SOFTWARE, 1, 0, 0
+#define SPEC_ROW(group, event, config, stack, addr, kind, type, fallback, args, past) \
+	{ group, event, type, config, stack, addr, kind, fallback, args, past },
+#define SPEC_ROW_OF(...) SPEC_ROW(__VA_ARGS__)
 #define SPEC(group, event, type, config, stack, addr, kind, ...) \
-	{ group, event, TYPE_##type, config, stack, addr, #kind, ELSE_##type },
+	SPEC_ROW_OF(group, event, config, stack, addr, #kind, TYPE_##type)
 static const struct ev_spec specs[] = { CATALOG_EVENTS(SPEC) };
 #undef SPEC
 
@@ -301,7 +307,7 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 		struct rec_event e, *dup;
 		int r;
 
-		if (strcmp(s->group, name))
+		if (strcmp(s->group, name) || s->past)
 			continue;
 		found++;
 		if (s->fallback) {
@@ -351,6 +357,13 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 			e.attr.sample_type |= PERF_SAMPLE_ADDR;
 		if (s->stack)
 			events_stack_attr(&e.attr, o);
+		if (s->args) {
+			/* Whatever the call graph: the arguments are these
+			 * registers, kept as they are by the scrub. */
+			e.attr.sample_type |= PERF_SAMPLE_REGS_USER;
+			e.attr.sample_regs_user |= CATALOG_SYSCALL_ARGS;
+			e.keep_regs = CATALOG_SYSCALL_ARGS;
+		}
 		e.callchain_off = events_callchain_offset(e.attr.sample_type);
 		if (!strcmp(s->name, "oom:mark_victim")) {
 			/* The recorder snapshots the system when it sees a

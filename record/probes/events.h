@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 struct rec_event {
-	char name[128];		 /* "syscalls:sys_enter_mmap", "page-faults" */
+	char name[128];		 /* "syscalls:sys_exit_mmap", "page-faults" */
 	const char *group;	 /* "mmap", "faults", "" for the tracking event */
 	char *format;		 /* tracefs format text, NULL for non-tracepoints */
 	struct perf_event_attr attr;
@@ -32,6 +32,8 @@ struct rec_event {
 	int watch;		 /* what a flight recorder trigger reads from it (flight.h), 0 for nothing */
 	int dump_data;		 /* its stack dump holds a result to read, not frames to unwind:
 				  * kept by the pointers rule (write/scrub.h) */
+	uint64_t keep_regs;	 /* user registers the scrub keeps as they are: a syscall's
+				  * arguments, which are no addresses to unwind by */
 };
 
 enum rec_callchain {

@@ -588,6 +588,8 @@ int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, con
 		n = scrub_copy(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, e->dump_data, src, size, dst);
 	else
 		memcpy(dst, src, n = size);
+	if (e && e->keep_regs && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
+		scrub_keep_regs(e->attr.sample_type, e->attr.sample_regs_user, e->keep_regs, src, size, dst);
 	if (!r->nrec)
 		r->first_time = trace_record_time(dst, n);
 	{

@@ -458,6 +458,23 @@ static struct em_gen *sample_proc(struct scrub *s, const unsigned char *src, siz
 	return p;
 }
 
+void scrub_keep_regs(uint64_t st, uint64_t regs_mask, uint64_t keep, const unsigned char *src, size_t size,
+		     unsigned char *dst)
+{
+	struct sample_at a;
+	size_t k = 0;
+
+	if (sample_parse(st, regs_mask, src, size, &a) || a.abi == PERF_SAMPLE_REGS_ABI_NONE)
+		return;
+	for (int r = 0; r < 64; r++) {
+		if (!(regs_mask >> r & 1))
+			continue;
+		if (keep >> r & 1)
+			memcpy(dst + a.regs + 8 * k, src + a.regs + 8 * k, 8);
+		k++;
+	}
+}
+
 size_t scrub_repack(struct scrub *s, uint64_t st, uint64_t regs_mask, const unsigned char *src, size_t size,
 		    unsigned char *dst)
 {

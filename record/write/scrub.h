@@ -85,4 +85,13 @@ size_t scrub_copy(struct scrub *s, uint64_t sample_type, uint64_t regs_mask, int
 size_t scrub_repack(struct scrub *s, uint64_t sample_type, uint64_t regs_mask, const unsigned char *src,
 		    size_t size, unsigned char *dst);
 
+/*
+ * Put back into dst, the copy scrub_copy or scrub_repack made of src, the
+ * user registers of keep as src has them: values that are no addresses
+ * (a syscall's arguments) and that the rules would drop. The registers
+ * lie before the dump, so at the same place in both.
+ */
+void scrub_keep_regs(uint64_t sample_type, uint64_t regs_mask, uint64_t keep, const unsigned char *src,
+		     size_t size, unsigned char *dst);
+
 #endif

@@ -412,6 +412,8 @@ static const char *const catalog_groups[] = {
 #define TP 0
 #define SW 1
 #define SW_ELSE 2
+#define SYSCALL 3
+#define PAST 4
 static const struct {
 	const char *group, *event;
 	int type;
@@ -441,14 +443,21 @@ static int unit_catalog(void)
 
 	for (size_t i = 0; i < ne; i++) {
 		const char *e = catalog_events[i].event;
-		int tp = catalog_events[i].type == TP;
+		int tp = catalog_events[i].type == TP || catalog_events[i].type == SYSCALL ||
+			 catalog_events[i].type == PAST;
 		int stands_in = 0;
 
 		/* A software event that stands in for tracepoints needs some
 		 * of its group and kind. */
 		for (size_t k = 0; catalog_events[i].type == SW_ELSE && k < ne; k++)
-			stands_in |= catalog_events[k].type == TP && !strcmp(catalog_events[k].group, catalog_events[i].group) &&
+			stands_in |= catalog_events[k].type != SW && catalog_events[k].type != SW_ELSE &&
+				     !strcmp(catalog_events[k].group, catalog_events[i].group) &&
 				     !strcmp(catalog_events[k].kind, catalog_events[i].kind);
+		/* Its arguments are read from registers at the call's exit. */
+		if (catalog_events[i].type == SYSCALL && strncmp(e, "syscalls:sys_exit_", 18)) {
+			form = 0;
+			snprintf(why, sizeof(why), "%s is a SYSCALL event but no syscall's exit", e);
+		}
 		if (catalog_events[i].type == SW_ELSE && !stands_in) {
 			form = 0;
 			snprintf(why, sizeof(why), "%s stands in for no tracepoint of its group and kind", e);
