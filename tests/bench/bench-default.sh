@@ -81,22 +81,31 @@ for i in $(seq "$RUNS"); do
 	for t in "$@"; do z_$t && zel >>z.$t; done
 done
 
-# The fixed cost: recording `true`, ten times each, in turns.
-: >f.ms; : >f.msm; : >f.pf
+# The fixed cost: recording `true`, ten times each in turns with a pause
+# between (spaced), then ten times each back to back. Each time, whether a
+# process of the recorder's outlived its return; and the bytes of a trace.
+fixed() { # TOOL MODE: one recording of true, its wall time added to f.TOOL.MODE
+	s=$(date +%s.%N)
+	case $1 in
+	ms) "$b/memsight" record -q -o f.trace -- true ;;
+	msm) "$b/memsight" record -q -e malloc -o f.trace -- true ;;
+	pf) perf record -q -e $pev -c 1 -g -o f.data -- true 2>/dev/null ;;
+	esac
+	e=$(date +%s.%N)
+	awk -v s="$s" -v e="$e" 'BEGIN { print e - s }' >>f.$1.$2
+	pgrep -x memsight-record >/dev/null && echo "$1" >>f.left
+	return 0
+}
+: >f.left
+for t in ms msm pf; do : >f.$t.spaced; : >f.$t.b2b; done
 for i in $(seq 10); do
-	for t in ms msm pf; do
-		s=$(date +%s.%N)
-		case $t in
-		ms) "$b/memsight" record -q -o f.trace -- true ;;
-		msm) "$b/memsight" record -q -e malloc -o f.trace -- true ;;
-		pf) perf record -q -e $pev -c 1 -g -o f.data -- true 2>/dev/null ;;
-		esac
-		e=$(date +%s.%N)
-		awk -v s="$s" -v e="$e" 'BEGIN { print e - s }' >>f.$t
-		# The closes the recorder hands to a child: let them end.
-		sleep 0.5
-	done
+	for t in ms msm pf; do fixed $t spaced; sleep 0.5; done
 done
+for t in ms msm pf; do
+	for i in $(seq 10); do fixed $t b2b; done
+done
+"$b/memsight" record -q -o true.trace -- true
+perf record -q -e $pev -c 1 -g -o true.data -- true 2>/dev/null
 
 ratio() { paste "$1" "$2" | awk '{ print $1 / $2 }' | median; }
 # The share of the XOR encoder's fault stacks that reach main.
@@ -135,7 +144,10 @@ done
 printf '\nratios against perf without stacks: default %.2f, fp %.2f, dwarf,4096 %.2f, perf -g %.2f\n\n' \
 	"$(ratio z.msdef z.pf)" "$(ratio z.msfp z.pf)" "$(ratio z.ms4k z.pf)" "$(ratio z.pfg z.pf)"
 
-printf 'fixed cost: recording `true`, median of 10 (s)\n'
-printf '  memsight record (brk,mmap,faults)   %.3f\n' "$(median <f.ms)"
-printf '  memsight record -e malloc           %.3f\n' "$(median <f.msm)"
-printf '  perf record (same events, -g)       %.3f\n' "$(median <f.pf)"
+printf 'fixed cost: recording `true`, median of 10 (s)     spaced  back to back  trace bytes\n'
+printf '  memsight record (brk,mmap,faults)   %10.3f %13.3f %12d\n' "$(median <f.ms.spaced)" "$(median <f.ms.b2b)" \
+	"$(stat -c %s true.trace)"
+printf '  memsight record -e malloc           %10.3f %13.3f\n' "$(median <f.msm.spaced)" "$(median <f.msm.b2b)"
+printf '  perf record (same events, -g)       %10.3f %13.3f %12d\n' "$(median <f.pf.spaced)" "$(median <f.pf.b2b)" \
+	"$(stat -c %s true.data)"
+printf '  recordings after which a memsight-record process was left: %d of 40\n' "$(wc -l <f.left)"
