@@ -133,10 +133,25 @@
 /* A syscall's arguments in a SYSCALL event's sample: the user registers
  * (perf_regs.h's x86-64 numbers) in the order of the arguments, as the
  * x86-64 syscall ABI passes them: rdi, rsi, rdx, r10, r8, r9. The kernel
- * leaves them as user space set them until the call returns. */
+ * leaves them as user space set them until the call returns. Only a
+ * call's own are recorded: the others hold what the program left there. */
 #define CATALOG_SYSCALL_NR_ARGS 6
 #define CATALOG_SYSCALL_ARG_REGS { 5, 4, 3, 18, 16, 17 }
-#define CATALOG_SYSCALL_ARGS ((1ull << 5) | (1ull << 4) | (1ull << 3) | (1ull << 18) | (1ull << 16) | (1ull << 17))
+
+/* The sample_regs_user bits of a syscall's first n arguments. */
+static inline unsigned long long catalog_syscall_args_mask(int n)
+{
+	static const int regs[CATALOG_SYSCALL_NR_ARGS] = CATALOG_SYSCALL_ARG_REGS;
+	unsigned long long m = 0;
+
+	for (int i = 0; i < n && i < CATALOG_SYSCALL_NR_ARGS; i++)
+		m |= 1ull << regs[i];
+	return m;
+}
+
+/* The number of fields of a CATALOG_EVENTS row; for a SYSCALL row, one
+ * more than its arguments. */
+#define CATALOG_NR_FIELDS(...) ((int)(sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(const char *)))
 
 #define CATALOG_SIGNALS_FILTER "sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11"
 

@@ -96,16 +96,19 @@ int sample_syscall_args(const struct sample *smp, uint64_t *args, const char *co
 {
 	static const int regs[CATALOG_SYSCALL_NR_ARGS] = CATALOG_SYSCALL_ARG_REGS;
 	const char *const *fn = smp->ev->field_names;
+	unsigned long long need;
 	int n = 0;
 
-	if ((smp->regs_mask & CATALOG_SYSCALL_ARGS) != CATALOG_SYSCALL_ARGS || !smp->regs || !fn || !fn[0] ||
-	    strcmp(fn[0], "ret"))
+	if (!smp->regs || !fn || !fn[0] || strcmp(fn[0], "ret"))
+		return 0;
+	while (n < CATALOG_SYSCALL_NR_ARGS && n + 1 < SESS_MAX_FIELDS && fn[n + 1])
+		n++;
+	need = catalog_syscall_args_mask(n);
+	if (!n || (smp->regs_mask & need) != need)
 		return 0;
 	memset(args, 0, CATALOG_SYSCALL_NR_ARGS * sizeof(*args));
-	while (n < CATALOG_SYSCALL_NR_ARGS && n + 1 < SESS_MAX_FIELDS && fn[n + 1]) {
-		sample_reg(smp, regs[n], &args[n]);
-		n++;
-	}
+	for (int i = 0; i < n; i++)
+		sample_reg(smp, regs[i], &args[i]);
 	*names = fn + 1;
 	return n;
 }

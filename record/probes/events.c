@@ -44,6 +44,7 @@ struct ev_spec {
 	int fallback;	  /* SW_ELSE */
 	int args;	  /* SYSCALL: the registers of the call's arguments too */
 	int past;	  /* PAST: read by analyzers, never opened */
+	int nargs;	  /* SYSCALL: how many arguments the call has */
 };
 
 /* Each catalog type as the perf type it opens and its fallback, args and
@@ -53,11 +54,11 @@ struct ev_spec {
 #define TYPE_PAST PERF_TYPE_TRACEPOINT, 0, 0, 1
 #define TYPE_SW PERF_TYPE_SOFTWARE, 0, 0, 0
 #define TYPE_SW_ELSE PERF_TYPE_SOFTWARE, 1, 0, 0
-#define SPEC_ROW(group, event, config, stack, addr, kind, type, fallback, args, past) \
-	{ group, event, type, config, stack, addr, kind, fallback, args, past },
+#define SPEC_ROW(group, event, config, stack, addr, kind, nargs, type, fallback, args, past) \
+	{ group, event, type, config, stack, addr, kind, fallback, args, past, nargs },
 #define SPEC_ROW_OF(...) SPEC_ROW(__VA_ARGS__)
 #define SPEC(group, event, type, config, stack, addr, kind, ...) \
-	SPEC_ROW_OF(group, event, config, stack, addr, #kind, TYPE_##type)
+	SPEC_ROW_OF(group, event, config, stack, addr, #kind, CATALOG_NR_FIELDS(__VA_ARGS__) - 1, TYPE_##type)
 static const struct ev_spec specs[] = { CATALOG_EVENTS(SPEC) };
 #undef SPEC
 
@@ -361,8 +362,8 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 			/* Whatever the call graph: the arguments are these
 			 * registers, kept as they are by the scrub. */
 			e.attr.sample_type |= PERF_SAMPLE_REGS_USER;
-			e.attr.sample_regs_user |= CATALOG_SYSCALL_ARGS;
-			e.keep_regs = CATALOG_SYSCALL_ARGS;
+			e.keep_regs = catalog_syscall_args_mask(s->nargs);
+			e.attr.sample_regs_user |= e.keep_regs;
 		}
 		e.callchain_off = events_callchain_offset(e.attr.sample_type);
 		if (!strcmp(s->name, "oom:mark_victim")) {

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../../formats/catalog.h"
 #include "../../formats/meta.h"
 #include "../../record/leakcheck/reach.h"
 #include "../../record/procs/execmap.h"
@@ -54,6 +55,9 @@ static void tap(int ok, const char *what)
  * pointer into the dump. */
 static const uint64_t secret64 = 0x0000743372633373ull; /* "s3cr3t" */
 static const uint32_t secret32 = 0x32317770u;		/* "pw12" */
+/* A syscall's first argument in rdi (munmap's length, say): no address,
+ * so the unwind rule drops it unless told to keep it. */
+#define SYSCALL_LEN 0x4001000ull
 
 /* A sample of IDENTIFIER, IP, TID, TIME, REGS_USER and STACK_USER, as the
  * kernel writes it; returns its size. */
@@ -81,6 +85,8 @@ static size_t sample_make(unsigned char *rec, uint64_t abi, int wide)
 			  : r == PERF_REG_X86_SP ? SP
 			  : r == PERF_REG_X86_BP ? SP + 64
 			  : r == PERF_REG_X86_AX ? (wide ? secret64 : secret32)
+			  : r == PERF_REG_X86_SI ? (wide ? secret64 : secret32)
+			  : r == PERF_REG_X86_DI ? SYSCALL_LEN
 						 : 0;
 	}
 	memcpy(rec + off, regs, 8 * k), off += 8 * k;
@@ -183,6 +189,36 @@ static void scrub_case(enum scrub_mode mode, enum known known, int wide)
 out:
 	scrub_free(&s);
 	execmap_release(&em);
+}
+
+/* A syscall's exit keeps the registers of its arguments as they are, and
+ * only those: the others hold what the program left there. */
+static void scrub_keep_case(void)
+{
+	static unsigned char rec[4096], out[4096];
+	struct execmap em;
+	struct scrub s;
+	int wide = 1;
+	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	uint64_t len = SYSCALL_LEN;
+	size_t size = sample_make(rec, PERF_SAMPLE_REGS_ABI_64, wide), n;
+
+	execmap_init(&em);
+	if (scrub_init(&s, SCRUB_UNWIND, &em)) {
+		tap(0, "scrub_init");
+		return;
+	}
+	execmap_apply(&em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = PID, .start = CODE,
+						    .end = CODE + 0x1000, .obj = 1 });
+	n = scrub_copy(&s, st, REGS_MASK, 0, rec, size, out);
+	tap(!has(out, n, &len, 8), "unwind rule: a register that holds no address is dropped");
+	scrub_keep_regs(st, REGS_MASK, catalog_syscall_args_mask(1), rec, size, out);
+	tap(has(out, n, &len, 8), "a syscall's exit: the register of its one argument is kept as it was");
+	tap(!has(out, n, &secret64, 8), "a syscall's exit: the registers past its arguments are still scrubbed");
+	scrub_free(&s);
+	execmap_release(&em);
+	(void)wide;
 }
 
 /* A dump that holds a result (posix_memalign's pointer, returned through
@@ -410,6 +446,7 @@ int main(int argc, char **argv)
 		scrub_case(SCRUB_POINTERS, UNKNOWN, wide);
 	}
 	scrub_data_case();
+	scrub_keep_case();
 	printf("1..%d\n", tap_n);
 	return tap_failed != 0;
 }

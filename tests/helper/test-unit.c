@@ -420,8 +420,10 @@ static const struct {
 	unsigned long long config;
 	int stack, addr;
 	const char *kind;
+	const char *fields[12];
 } catalog_events[] = {
-#define EVENT_ROW(group, event, type, config, stack, addr, kind, ...) { group, event, type, config, stack, addr, #kind },
+#define EVENT_ROW(group, event, type, config, stack, addr, kind, ...) \
+	{ group, event, type, config, stack, addr, #kind, { __VA_ARGS__ } },
 	CATALOG_EVENTS(EVENT_ROW)
 #undef EVENT_ROW
 };
@@ -457,6 +459,15 @@ static int unit_catalog(void)
 		if (catalog_events[i].type == SYSCALL && strncmp(e, "syscalls:sys_exit_", 18)) {
 			form = 0;
 			snprintf(why, sizeof(why), "%s is a SYSCALL event but no syscall's exit", e);
+		}
+		/* Its fields: "ret", then at most as many arguments as registers
+		 * pass. */
+		if (catalog_events[i].type == SYSCALL &&
+		    (!catalog_events[i].fields[0] || strcmp(catalog_events[i].fields[0], "ret") ||
+		     !catalog_events[i].fields[1] || catalog_events[i].fields[CATALOG_SYSCALL_NR_ARGS + 1])) {
+			form = 0;
+			snprintf(why, sizeof(why), "%s: a SYSCALL event names ret, then 1 to %d arguments", e,
+				 CATALOG_SYSCALL_NR_ARGS);
 		}
 		if (catalog_events[i].type == SW_ELSE && !stands_in) {
 			form = 0;
