@@ -147,11 +147,30 @@ static int rec_signal_stops(int sig)
 	return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT || sig == SIGXCPU;
 }
 
+/* The next look at rings that flow: soon enough that a ring filling four
+ * times as fast as the fullest did since the last look would be half
+ * full by then, within [POLL_ACTIVE_MS, POLL_FLOW_MS]. A look by timeout
+ * that finds a ring past its wakeup (a quarter) tells of a wakeup the
+ * kernel missed: from then on, every POLL_ACTIVE_MS. */
+static int poll_flow(struct recorder *rc, int ring_woke, uint64_t since_ns)
+{
+	uint64_t ms;
+
+	if (!ring_woke && rc->fill_max >= 256)
+		rc->wakeups_missed++;
+	if (rc->wakeups_missed)
+		return POLL_ACTIVE_MS;
+	if (!rc->fill_max)
+		return POLL_FLOW_MS;
+	ms = since_ns / 1000000 * 128 / rc->fill_max;
+	return ms < POLL_ACTIVE_MS ? POLL_ACTIVE_MS : ms > POLL_FLOW_MS ? POLL_FLOW_MS : (int)ms;
+}
+
 static int run(struct recorder *rc, const sigset_t *mask)
 {
 	struct epoll_event ev, evs[64];
 	int ep, sfd, tfd = -1, stop = 0, ret = -1, timeout = POLL_ACTIVE_MS;
-	uint64_t before, cg_read = rec_now_ns(CLOCK_MONOTONIC);
+	uint64_t before, cg_read = rec_now_ns(CLOCK_MONOTONIC), pass_ns = cg_read, now;
 	int *pidfds = NULL;
 	size_t live = 0;
 	unsigned usr1_said = 0;
@@ -223,15 +242,17 @@ static int run(struct recorder *rc, const sigset_t *mask)
 	if (!rc->quiet && !rc->command)
 		msg_progress_begin(1000);
 	while (!stop) {
-		int n = epoll_wait(ep, evs, 64, flight_timeout(rc, timeout));
+		int n = epoll_wait(ep, evs, 64, flight_timeout(rc, timeout)), ring_woke = 0;
 
 		if (n < 0 && errno != EINTR) {
 			msg_error("epoll_wait: %s", strerror(errno));
 			goto out;
 		}
+		rc->fill_max = 0;
 		for (int i = 0; i < n; i++) {
 			uint32_t kind = evs[i].data.u64 >> 32, idx = (uint32_t)evs[i].data.u64;
 
+			ring_woke |= kind == 0;
 			if (kind == 0 && (evs[i].events & (EPOLLHUP | EPOLLERR))) {
 				/* Every task of this ring exited: drain it below,
 				 * then stop polling it or epoll would spin. */
@@ -298,10 +319,14 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * well, and back off to the wakeups alone once they stop. */
 		if (!rc->quiet && !rc->command)
 			status_show(rc);
+		now = rec_now_ns(CLOCK_MONOTONIC);
 		if (rc->drained != before)
-			timeout = POLL_ACTIVE_MS;
+			timeout = poll_flow(rc, ring_woke, now - pass_ns);
 		else if ((timeout *= 4) > (rc->late.on ? POLL_LATE_MS : POLL_IDLE_MS))
 			timeout = rc->late.on ? POLL_LATE_MS : POLL_IDLE_MS;
+		if (rc->late.on && timeout > POLL_LATE_MS)
+			timeout = POLL_LATE_MS;
+		pass_ns = now;
 	}
 	ret = 0;
 out:

@@ -47,8 +47,14 @@
  * before the drain loop waits for it. */
 #define WRITEQ_MAX (256u << 20)
 /* The drain loop's poll interval while records flow: a 16 MiB ring
- * fills in about 10 ms at the 1.5 GB/s of dwarf stacks on page faults. */
+ * fills in about 10 ms at the 1.5 GB/s of dwarf stacks on page faults.
+ * Where the rings fill slower, by what the last drain found, the loop
+ * looks less often, up to POLL_FLOW_MS: each look is a wakeup, and at
+ * 2 ms those cost a fifth of a system-wide recorder's CPU. The rings'
+ * own wakeups, at a quarter full, take a burst meanwhile; a kernel that
+ * missed one keeps the loop at POLL_ACTIVE_MS. */
 #define POLL_ACTIVE_MS 2
+#define POLL_FLOW_MS 25
 #define POLL_IDLE_MS 500
 /* A mapping wakes no one (only samples count toward a wakeup): while
  * allocators found mapped are probed as they come, the rings are looked
@@ -209,6 +215,8 @@ struct recorder {
 	uint64_t probes_on_ns;	/* CLOCK_MONOTONIC when the recorder had switched every event on */
 	uint64_t records;
 	uint64_t drained; /* bytes taken from the rings, to tell a busy loop from an idle one */
+	unsigned fill_max;	/* the fullest ring the last drain found, in 1024ths of its size */
+	uint64_t wakeups_missed; /* drains that found a ring past its wakeup no wakeup had told of */
 	uint64_t lost_unreported; /* lost per the event counters, beyond the LOST records */
 	uint64_t lost_deep_unreported; /* the same, of the deep-stacks samples */
 	uint64_t oom_kills;	/* OOM contexts written */

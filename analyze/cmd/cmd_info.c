@@ -167,9 +167,15 @@ static void print_writer(struct session *s)
 		snprintf(how, sizeof(how), "%s level %lld, %lld chunks at its fast level, %lld stored uncompressed",
 			 trace_codec_name(codec), session_stat(s, "writer_level", 0),
 			 session_stat(s, "writer_fast_chunks", 0), session_stat(s, "writer_raw_chunks", 0));
-	printf("writer:      queue peak %.1f MiB, %lld waits for room, %s, %lld real-time boosts\n",
+	long long missed = session_stat(s, "drain_wakeups_missed", 0);
+
+	printf("writer:      queue peak %.1f MiB, %lld waits for room, %s, %lld real-time boosts",
 	       session_stat(s, "writer_queue_peak", 0) / 1048576.0, session_stat(s, "writer_queue_waits", 0), how,
 	       session_stat(s, "writer_boosts", 0));
+	/* The drain loop looked at the rings more often from then on. */
+	if (missed)
+		printf(", %lld ring wakeups the kernel missed", missed);
+	printf("\n");
 }
 
 static void print_stats(struct session *s)
@@ -421,6 +427,7 @@ static void info_json(struct session *s, int dump)
 		json_i64(&j, "fast_chunks", session_stat(s, "writer_fast_chunks", 0));
 		json_i64(&j, "raw_chunks", session_stat(s, "writer_raw_chunks", 0));
 		json_i64(&j, "boosts", session_stat(s, "writer_boosts", 0));
+		json_i64(&j, "wakeups_missed", session_stat(s, "drain_wakeups_missed", 0));
 		json_i64(&j, "records_not_written", session_stat(s, "records_not_written", 0));
 		json_end(&j);
 	} else {

@@ -608,8 +608,11 @@ int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, con
 static int ring_drain(struct recorder *rc, struct ring *r, uint64_t head)
 {
 	uint64_t tail = r->pc->data_tail;
+	unsigned fill = r->size ? (unsigned)((head - tail) * 1024 / r->size) : 0;
 
 	rc->drained += head - tail;
+	if (fill > rc->fill_max)
+		rc->fill_max = fill;
 	while (tail < head) {
 		size_t off = tail & r->mask, size;
 		const struct perf_event_header *h = (const void *)(r->data + off);

@@ -326,6 +326,8 @@ void rec_meta_end(struct recorder *rc)
 		ADD("writer_fast_chunks %llu\nwriter_raw_chunks %llu\n", (unsigned long long)rc->q.fast_chunks,
 		    (unsigned long long)rc->q.raw_chunks);
 		ADD("writer_boosts %llu\ndrain_realtime %d\n", (unsigned long long)rc->q.boosts, rc->realtime);
+		if (rc->wakeups_missed)
+			ADD("drain_wakeups_missed %llu\n", (unsigned long long)rc->wakeups_missed);
 		if (rc->jm.files || rc->jm.refused)
 			ADD("jitmaps_copies %llu\njitmaps_bytes %llu\njitmaps_refused %llu\n",
 			    (unsigned long long)rc->jm.files, (unsigned long long)rc->jm.copied,
