@@ -423,6 +423,11 @@ int events_deep_add(const struct rec_opts_events *o, unsigned freq, struct rec_e
 	/* The kernel copies the stack up to its end only, so a shallow
 	 * thread pays for what it has; the ring sets the whole size aside. */
 	e.attr.sample_stack_user = CATALOG_DEEP_DUMP;
+	/* Only its user stack is read (to complete others'): no kernel
+	 * callchain, which would have kallsyms read for a recording that
+	 * names no kernel frame. */
+	e.attr.sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
+	e.attr.exclude_callchain_user = 0;
 	e.callchain_off = events_callchain_offset(e.attr.sample_type);
 	return events_push(evs, nr, &e);
 }
