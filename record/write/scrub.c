@@ -213,10 +213,10 @@ static void unwind_dump32(struct scrub *s, struct em_gen *p, unsigned char *d, u
 }
 
 /* The words of a block of up to 64 that point into the dump (returned)
- * and those that could be addresses elsewhere (*cand), as bit masks,
- * without a branch on the data. */
-static uint64_t block_masks(const unsigned char *restrict w, size_t lim, uint64_t sp, uint64_t dyn, uint64_t span,
-			    uint64_t *cand)
+ * and those that could be addresses elsewhere, in [lo, lo + span)
+ * (*cand), as bit masks, without a branch on the data. */
+static uint64_t block_masks(const unsigned char *restrict w, size_t lim, uint64_t sp, uint64_t dyn, uint64_t lo,
+			    uint64_t span, uint64_t *cand)
 {
 	uint64_t keep = 0, c = 0;
 
@@ -226,7 +226,7 @@ static uint64_t block_masks(const unsigned char *restrict w, size_t lim, uint64_
 		memcpy(&v, w + 8 * j, 8);
 		k = v - sp <= dyn;
 		keep |= k << j;
-		c |= (uint64_t)((v - SCRUB_USER_BOTTOM < span) & !k) << j;
+		c |= (uint64_t)((v - lo < span) & !k) << j;
 	}
 	*cand = c;
 	return keep;
@@ -236,13 +236,13 @@ static uint64_t block_masks(const unsigned char *restrict w, size_t lim, uint64_
 /* The same, four words at a time, for CPUs with AVX2 (chosen at run time):
  * unsigned compares by flipping the sign bits. */
 __attribute__((target("avx2"))) static uint64_t block_masks_avx2(const unsigned char *restrict w, size_t lim,
-								 uint64_t sp, uint64_t dyn, uint64_t span,
-								 uint64_t *cand)
+								 uint64_t sp, uint64_t dyn, uint64_t lo,
+								 uint64_t span, uint64_t *cand)
 {
 	const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
 	const __m256i vsp = _mm256_set1_epi64x((long long)sp);
 	const __m256i vdyn = _mm256_set1_epi64x((long long)((dyn + 1) ^ 0x8000000000000000ull));
-	const __m256i vbottom = _mm256_set1_epi64x((long long)SCRUB_USER_BOTTOM);
+	const __m256i vbottom = _mm256_set1_epi64x((long long)lo);
 	const __m256i vspan = _mm256_set1_epi64x((long long)(span ^ 0x8000000000000000ull));
 	uint64_t keep = 0, c = 0, kt, ct;
 	size_t j;
@@ -256,7 +256,7 @@ __attribute__((target("avx2"))) static uint64_t block_masks_avx2(const unsigned 
 		c |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(k, a))) << j;
 	}
 	if (j < lim) {
-		kt = block_masks(w + 8 * j, lim - j, sp, dyn, span, &ct);
+		kt = block_masks(w + 8 * j, lim - j, sp, dyn, lo, span, &ct);
 		keep |= kt << j;
 		c |= ct << j;
 	}
@@ -277,17 +277,19 @@ __attribute__((target("avx2"))) static uint64_t block_masks_avx2(const unsigned 
 static uint64_t block_unwind(struct scrub *s, struct em_gen *p, const unsigned char *restrict w, size_t lim,
 			     uint64_t sp, uint64_t dyn, unsigned char *restrict out, size_t *n, int64_t *last)
 {
-	const uint64_t span = s->user_top - SCRUB_USER_BOTTOM;
+	/* Code lies between the lowest mapping's start and the highest's
+	 * end: words outside (most numbers) are no return address. */
+	const uint64_t lo = p->nr ? p->r[0].start : 0, span = p->nr ? p->r[p->nr - 1].end - lo : 0;
 	const uint64_t *restrict filter = p->filter;
 	uint64_t keep, cand, maybe = 0, v;
 	size_t k = *n;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 	if (s->avx2)
-		keep = block_masks_avx2(w, lim, sp, dyn, span, &cand);
+		keep = block_masks_avx2(w, lim, sp, dyn, lo, span, &cand);
 	else
 #endif
-		keep = block_masks(w, lim, sp, dyn, span, &cand);
+		keep = block_masks(w, lim, sp, dyn, lo, span, &cand);
 	if (p->all)
 		maybe = cand;
 	else
