@@ -221,6 +221,66 @@ static void scrub_keep_case(void)
 	(void)wide;
 }
 
+/* The scrub's vector path (AVX2) and its plain one keep the same words
+ * of a dump that mixes pointers into it, code addresses, heap
+ * pointers, numbers and noise, 61 words long so that every path's tail
+ * is taken. */
+static void scrub_paths_case(void)
+{
+	static unsigned char rec[4096], out[2][4096];
+	struct execmap em;
+	struct scrub s;
+	int wide = 1, same = 1, paths = 0;
+	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	size_t size = sample_make(rec, PERF_SAMPLE_REGS_ABI_64, wide), n[2] = { 0 };
+	size_t dump_at = 8 + 4 * 8 + 8 + 8 * (size_t)__builtin_popcountll(REGS_MASK) + 8;
+	uint64_t dyn = 61 * 8, x = 0x9e3779b97f4a7c15ull;
+
+	for (size_t i = 0; i < DUMP / 8; i++) {
+		uint64_t v;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		switch (x % 6) {
+		case 0: v = SP + (x >> 8) % DUMP; break;		/* into the dump */
+		case 1: v = CODE + (x >> 8) % 0x1000; break;		/* code */
+		case 2: v = CODE + 0x100000 + (x >> 8) % 0x10000; break; /* the heap */
+		case 3: v = (x >> 8) % 100000; break;			/* a number */
+		case 4: v = CODE - 0x1000 + (x >> 8) % 0x3000; break;	/* about the code's edges */
+		default: v = x; break;					/* noise */
+		}
+		memcpy(rec + dump_at + 8 * i, &v, 8);
+	}
+	/* And the edges: the dump's last word and past it, the code's first
+	 * byte, its end and below it. */
+	{
+		uint64_t edge[] = { SP + dyn, SP + dyn + 1, CODE, CODE + 0x1000, CODE - 1, CODE + 0xfff };
+
+		memcpy(rec + dump_at + 8 * 3, edge, sizeof(edge));
+	}
+	memcpy(rec + dump_at + DUMP, &dyn, 8);
+	execmap_init(&em);
+	if (scrub_init(&s, SCRUB_UNWIND, &em)) {
+		tap(0, "scrub_init");
+		return;
+	}
+	execmap_apply(&em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = PID, .start = CODE,
+						    .end = CODE + 0x1000, .obj = 1 });
+	for (int k = 0, cpu2 = s.avx2; k < 2; k++) {
+		if (k == 0 && !cpu2)
+			continue;
+		s.avx2 = k == 0;
+		n[k] = scrub_copy(&s, st, REGS_MASK, 0, rec, size, out[k]);
+		paths++;
+	}
+	if (n[0])
+		same = n[0] == n[1] && !memcmp(out[0], out[1], n[1]);
+	printf("# %d paths of this CPU compared\n", paths);
+	tap(same && n[1], "the scrub's AVX2 and plain paths keep the same words");
+	scrub_free(&s);
+	execmap_release(&em);
+}
+
 /* A dump that holds a result (posix_memalign's pointer, returned through
  * memory) keeps the pointers rule, whatever the process: the word it
  * reads stays. */
@@ -447,6 +507,7 @@ int main(int argc, char **argv)
 	}
 	scrub_data_case();
 	scrub_keep_case();
+	scrub_paths_case();
 	printf("1..%d\n", tap_n);
 	return tap_failed != 0;
 }
