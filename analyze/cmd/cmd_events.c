@@ -16,8 +16,9 @@
 static const char usage_text[] =
 	"usage: memsight events [options] [FILE]\n"
 	"\n"
-	"Every event of the trace in time order, one per line, with its fields and\n"
-	"its stack, in the manner of perf script.\n";
+	"Every event of the trace in time order, one per line, with its fields (and\n"
+	"for a syscall's exit the call's arguments, from its registers) and its\n"
+	"stack, in the manner of perf script.\n";
 
 struct events_opts {
 	const char *event;
