@@ -137,28 +137,42 @@ static int learn_code(void *arg, int pid)
 
 enum known { KNOWN, LEARNED, UNKNOWN };
 
+/* What sample_make's samples hold. */
+#define DUMP_SAMPLE_TYPE                                                                                  \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER | \
+	 PERF_SAMPLE_STACK_USER)
+
+/* A scrub of mode over an empty map, where process PID's code is mapped
+ * at CODE when known; -1 (said) when it cannot start. */
+static int scrub_start(struct scrub *s, struct execmap *em, enum scrub_mode mode, enum known known, int wide)
+{
+	execmap_init(em);
+	if (scrub_init(s, mode, em)) {
+		tap(0, "scrub_init");
+		execmap_release(em);
+		return -1;
+	}
+	if (known == KNOWN)
+		execmap_apply(em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = PID, .start = CODE,
+							   .end = CODE + 0x1000, .obj = 1 });
+	return 0;
+}
+
 static void scrub_case(enum scrub_mode mode, enum known known, int wide)
 {
 	static unsigned char rec[4096], out[4096];
 	struct execmap em;
 	struct scrub s;
 	uint64_t abi = wide ? PERF_SAMPLE_REGS_ABI_64 : PERF_SAMPLE_REGS_ABI_32;
-	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	uint64_t st = DUMP_SAMPLE_TYPE;
 	uint64_t fp = SP + 128, ret = CODE + 0x20;
 	uint32_t fp32 = (uint32_t)fp, ret32 = (uint32_t)ret;
 	size_t size = sample_make(rec, abi, wide), n = 0;
 	char what[192];
 	const char *kn = known == KNOWN ? "known" : known == LEARNED ? "learned from /proc" : "unknown";
 
-	execmap_init(&em);
-	if (scrub_init(&s, mode, &em)) {
-		tap(0, "scrub_init");
+	if (scrub_start(&s, &em, mode, known, wide))
 		return;
-	}
-	if (known == KNOWN)
-		execmap_apply(&em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = PID, .start = CODE,
-							    .end = CODE + 0x1000, .obj = 1 });
 	s.learn = known == LEARNED ? learn_code : learn_none;
 	s.learn_arg = &em;
 	learned = 0;
@@ -199,18 +213,12 @@ static void scrub_keep_case(void)
 	struct execmap em;
 	struct scrub s;
 	int wide = 1;
-	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	uint64_t st = DUMP_SAMPLE_TYPE;
 	uint64_t len = SYSCALL_LEN;
 	size_t size = sample_make(rec, PERF_SAMPLE_REGS_ABI_64, wide), n;
 
-	execmap_init(&em);
-	if (scrub_init(&s, SCRUB_UNWIND, &em)) {
-		tap(0, "scrub_init");
+	if (scrub_start(&s, &em, SCRUB_UNWIND, KNOWN, wide))
 		return;
-	}
-	execmap_apply(&em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = PID, .start = CODE,
-						    .end = CODE + 0x1000, .obj = 1 });
 	n = scrub_copy(&s, st, REGS_MASK, 0, rec, size, out);
 	tap(!has(out, n, &len, 8), "unwind rule: a register that holds no address is dropped");
 	scrub_keep_regs(st, REGS_MASK, catalog_syscall_args_mask(1), rec, size, out);
@@ -231,8 +239,7 @@ static void scrub_paths_case(void)
 	struct execmap em;
 	struct scrub s;
 	int wide = 1, same = 1, paths = 0;
-	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	uint64_t st = DUMP_SAMPLE_TYPE;
 	size_t size = sample_make(rec, PERF_SAMPLE_REGS_ABI_64, wide), n[2] = { 0 };
 	size_t dump_at = 8 + 4 * 8 + 8 + 8 * (size_t)__builtin_popcountll(REGS_MASK) + 8;
 	uint64_t dyn = 61 * 8, x = 0x9e3779b97f4a7c15ull;
@@ -259,13 +266,8 @@ static void scrub_paths_case(void)
 		memcpy(rec + dump_at + 8 * 3, edge, sizeof(edge));
 	}
 	memcpy(rec + dump_at + DUMP, &dyn, 8);
-	execmap_init(&em);
-	if (scrub_init(&s, SCRUB_UNWIND, &em)) {
-		tap(0, "scrub_init");
+	if (scrub_start(&s, &em, SCRUB_UNWIND, KNOWN, wide))
 		return;
-	}
-	execmap_apply(&em, &(struct execmap_entry){ .op = EXECMAP_MAP, .pid = PID, .start = CODE,
-						    .end = CODE + 0x1000, .obj = 1 });
 	for (int k = 0, cpu2 = s.avx2; k < 2; k++) {
 		if (k == 0 && !cpu2)
 			continue;
@@ -290,15 +292,11 @@ static void scrub_data_case(void)
 	struct execmap em;
 	struct scrub s;
 	int wide = 1;
-	uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-		      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	uint64_t st = DUMP_SAMPLE_TYPE;
 	size_t size = sample_make(rec, PERF_SAMPLE_REGS_ABI_64, wide), n;
 
-	execmap_init(&em);
-	if (scrub_init(&s, SCRUB_UNWIND, &em)) {
-		tap(0, "scrub_init");
+	if (scrub_start(&s, &em, SCRUB_UNWIND, UNKNOWN, wide))
 		return;
-	}
 	s.learn = learn_none;
 	s.learn_arg = &em;
 	n = scrub_copy(&s, st, REGS_MASK, 1, rec, size, out);
