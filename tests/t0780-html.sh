@@ -177,13 +177,15 @@ fi
 # Driven as a person would, in Debian's chromium through playwright-core
 # (make test-deps installs it into tests/browser): tests/browser/page.mjs
 # prints what the page shows, a fact a line.
-DRIVER=$TOP/tests/browser/page.mjs
-drive() { CHROMIUM=$CHROMIUM node "$DRIVER" "$@"; }
+drive() { node "$TOP/tests/browser/drive.mjs" "$@"; }
 fact() { sed -n "s/^$1 //p" "$2"; }
-# One browser for every drive (tests/browser/server.mjs): started once,
-# connected to by each; gone with this script.
+# One browser for every drive, and one node that drives it
+# (tests/browser/server.mjs): started once, asked by each drive through
+# DRIVE_SOCKET; gone with this script.
 browser_start() {
-	CHROMIUM=$CHROMIUM node "$TOP/tests/browser/server.mjs" >ws 2>ws.err &
+	DRIVE_SOCKET=$TRASH/drive.sock
+	export DRIVE_SOCKET
+	CHROMIUM=$CHROMIUM node "$TOP/tests/browser/server.mjs" "$DRIVE_SOCKET" >ws 2>ws.err &
 	browser_pid=$!
 	trap 'kill $browser_pid 2>/dev/null; rm -rf "$TRASH"' EXIT
 	i=0 && while [ $i -lt 300 ] && ! grep -q "^ws " ws && kill -0 $browser_pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done

@@ -3,7 +3,8 @@
 // tests to hold against the analyzer's own figures.
 //
 // usage: node page.mjs PAGE.html STEP...   (in the browser server.mjs runs,
-// where BROWSER_WS names it)
+// where BROWSER_WS names it; drive.mjs asks server.mjs to run the same
+// steps without loading playwright-core again)
 //   load               open the page in a 1400x900 window: "errors N" (console
 //                      errors and uncaught exceptions, each also printed as
 //                      "error: ..."), "requests N" (anything but the file
@@ -93,127 +94,162 @@ async function graphFrame(page, id) {
   throw new Error(`graph #${id} did not load`);
 }
 
-const [file, ...steps] = process.argv.slice(2);
-// The test script's own browser (server.mjs) where it runs one; closing a
-// connected browser closes this run's pages and leaves it running.
-const browser = process.env.BROWSER_WS ? await chromium.connect(process.env.BROWSER_WS) : await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu'],
-});
-try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const errors = [], requests = [], url = pathToFileURL(resolve(file)).href;
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('request', (r) => {
-    const u = r.url();
-    if (!u.startsWith('data:') && u.split('#')[0] !== url) requests.push(u);
-  });
-  for (const step of steps) {
-    const [what, ...arg] = step.split(':');
-    if (what === 'load') {
-      const t0 = Date.now();
-      await page.goto(url + (arg.length ? '#' + arg.join(':') : ''), { waitUntil: 'load' });
-      console.log(`load_ms ${Date.now() - t0}`);
-      // In the page's own clock: its script done drawing, and the load event.
-      const t = await page.evaluate(() => {
-        const m = performance.getEntriesByName('memsight-drawn')[0], n = performance.getEntriesByType('navigation')[0];
-        const s = performance.getEntriesByName('memsight-start')[0];
-        return [m ? Math.round(m.startTime) : -1, n ? Math.round(n.loadEventStart) : -1, m && s ? Math.round(m.startTime - s.startTime) : -1];
-      });
-      console.log(`drawn_ms ${t[0]}`);
-      console.log(`script_ms ${t[2]}`);
-      console.log(`load_event_ms ${t[1]}`);
-    } else if (what === 'drag') {
-      await page.locator('#' + arg[0]).scrollIntoViewIfNeeded();
-      const box = await page.locator('#' + arg[0]).boundingBox();
-      await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
-      await page.mouse.down();
-      await page.mouse.move(box.x + box.width * Number(arg[2]), box.y + box.height / 2, { steps: 8 });
-      await page.mouse.up();
-    } else if (what === 'click') {
-      await page.locator(`#${arg[0]} a.fn`, { hasText: new RegExp('^' + arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$') }).first().click();
-    } else if (what === 'frame') {
-      const name = arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      const graph = await graphFrame(page, arg[0]);
-      await graph.locator('g.f').filter({ has: graph.locator('title', { hasText: new RegExp('^' + name + ' \\(') }) })
-        .first().locator('rect').click();
-    } else if (what === 'press') {
-      await page.locator(arg.join(':')).first().click();
-    } else if (what === 'select') {
-      await page.locator(arg[0]).first().selectOption(arg[1]);
-    } else if (what === 'text') {
-      console.log(`text ${arg.join(':')}: ${(await page.locator(arg.join(':')).first().textContent()).replace(/\s+/g, ' ').trim()}`);
-    } else if (what === 'attr') {
-      const sel = arg.slice(0, -1).join(':'), name = arg[arg.length - 1];
-      console.log(`attr ${sel} ${name}: ${await page.locator(sel).first().getAttribute(name)}`);
-    } else if (what === 'rows') {
-      const sel = arg.join(':');
-      const rows = await page.evaluate((q) => Array.from(document.querySelectorAll(q + ' tr')).slice(1)
-        .map((r) => Array.from(r.cells).map((c) => c.getAttribute('data-value')).filter((v) => v !== null).join(' ')), sel);
-      for (const r of rows) console.log(`row ${sel}: ${r}`);
-    } else if (what === 'box') {
-      const sel = arg.join(':'), b = await page.locator(sel).first().boundingBox();
-      console.log(`box ${sel}: ${Math.round(b.x)} ${Math.round(b.y)}`);
-    } else if (what === 'tree') {
-      const sel = arg.join(':');
-      const rows = await page.evaluate((q) => Array.from(document.querySelectorAll(q + ' tbody tr')).map((r) =>
-        r.getAttribute('data-depth') + ' ' + r.querySelector('a.fn').textContent +
-        (r.hasAttribute('aria-expanded') ? (r.getAttribute('aria-expanded') === 'true' ? ' open' : ' closed') : '')), sel);
-      for (const r of rows) console.log(`tree ${sel}: ${r}`);
-    } else if (what === 'totals') {
-      const sel = arg.join(':');
-      const v = await page.evaluate((q) => {
-        const t = document.querySelector(q), heads = Array.from(t.tHead.rows[0].cells).slice(1);
-        const cells = Array.from(t.tHead.rows[1].cells).slice(1);
-        return heads.map((h, i) => h.getAttribute('data-metric') + ' ' + cells[i].getAttribute('data-value')).join(' ');
-      }, sel);
-      console.log(`totals ${sel}: ${v}`);
-    } else if (what === 'hover') {
-      await page.locator('#' + arg[0]).scrollIntoViewIfNeeded();
-      const box = await page.locator('#' + arg[0]).boundingBox();
-      await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
-    } else if (what === 'key') {
-      await page.keyboard.press(arg.join(':'));
-    } else if (what === 'focus') {
-      await page.locator(arg.join(':')).first().focus();
-    } else if (what === 'fill') {
-      await page.locator(arg[0]).first().fill(arg.slice(1).join(':'));
-      await page.locator(arg[0]).first().press('Enter');
-    } else if (what === 'texts') {
-      const sel = arg.join(':');
-      const t = await page.evaluate((q) => Array.from(document.querySelectorAll(q)).map((e) => e.textContent.replace(/\s+/g, ' ').trim()), sel);
-      console.log(`texts ${sel}: ${t.join('|')}`);
-    } else if (what === 'values') {
-      const sel = arg.join(':');
-      const v = await page.evaluate((q) => Array.from(document.querySelectorAll(q)).map((e) => e.getAttribute('data-value')), sel);
-      console.log(`values ${sel}: ${v.join(' ')}`);
-    } else if (what === 'shot') {
-      const el = page.locator(arg[0]).first();
-      await el.scrollIntoViewIfNeeded();
-      await el.screenshot({ path: arg.slice(1).join(':') });
-    } else if (what === 'hash') {
-      console.log(`hash: ${await page.evaluate(() => location.hash.slice(1))}`);
-    } else if (what === 'views') {
-      const ids = await page.evaluate(() => Array.from(document.querySelectorAll('section[id], pre[id], object[id]'))
-        .filter((e) => e.getBoundingClientRect().height > 0).map((e) => e.id));
-      for (const id of ids) {
-        const el = page.locator(`[id="${id}"]`);
-        await el.scrollIntoViewIfNeeded();
-        if (await el.evaluate((e) => e.tagName === 'OBJECT')) await graphFrame(page, id);
-        const box = await el.boundingBox();
-        const shot = await page.screenshot({ clip: { x: box.x, y: Math.max(0, box.y), width: Math.min(box.width, 1400 - box.x), height: Math.min(box.height, 900) } });
-        console.log(`view ${id} pixels ${inked(shot)} right ${Math.ceil(box.x + box.width)}`);
-      }
-      console.log(`scroll_width ${await page.evaluate(() => document.documentElement.scrollWidth)}`);
-    } else {
-      throw new Error(`unknown step '${step}'`);
-    }
+// Where element sel is drawn once the page has stopped moving it: a graph
+// loading above it, or the page still laying out under load, would move
+// the element between the look and the mouse's press.
+async function steadyBox(page, sel) {
+  const el = page.locator(sel);
+  await el.scrollIntoViewIfNeeded();
+  let box = await el.boundingBox();
+  for (let i = 0; i < 40; i++) {
+    await page.waitForTimeout(50);
+    const now = await el.boundingBox();
+    if (now && box && now.x === box.x && now.y === box.y && now.width === box.width && now.height === box.height)
+      return now;
+    box = now;
   }
-  for (const e of errors) console.log(`error: ${e}`);
-  for (const r of requests) console.log(`request: ${r}`);
-  console.log(`errors ${errors.length}`);
-  console.log(`requests ${requests.length}`);
-} finally {
-  await browser.close();
+  return box;
+}
+
+// A fresh window: a context of its own (no storage from another drive) in
+// browser, and its page.
+export async function pageOpen(browser) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  return { context, page: await context.newPage() };
+}
+
+// Drive the page at path file (from directory cwd) through steps in the
+// window pageOpen made, print(line) each fact; the window is closed at the
+// end.
+export async function drivePage(window, cwd, file, steps, print) {
+  const { context, page } = window;
+  try {
+    const errors = [], requests = [], url = pathToFileURL(resolve(cwd, file)).href;
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('request', (r) => {
+      const u = r.url();
+      if (!u.startsWith('data:') && u.split('#')[0] !== url) requests.push(u);
+    });
+    for (const step of steps) {
+      const [what, ...arg] = step.split(':');
+      if (what === 'load') {
+        const t0 = Date.now();
+        await page.goto(url + (arg.length ? '#' + arg.join(':') : ''), { waitUntil: 'load' });
+        print(`load_ms ${Date.now() - t0}`);
+        // In the page's own clock: its script done drawing, and the load event.
+        const t = await page.evaluate(() => {
+          const m = performance.getEntriesByName('memsight-drawn')[0], n = performance.getEntriesByType('navigation')[0];
+          const s = performance.getEntriesByName('memsight-start')[0];
+          return [m ? Math.round(m.startTime) : -1, n ? Math.round(n.loadEventStart) : -1, m && s ? Math.round(m.startTime - s.startTime) : -1];
+        });
+        print(`drawn_ms ${t[0]}`);
+        print(`script_ms ${t[2]}`);
+        print(`load_event_ms ${t[1]}`);
+      } else if (what === 'drag') {
+        const box = await steadyBox(page, '#' + arg[0]);
+        await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
+        await page.mouse.down();
+        await page.mouse.move(box.x + box.width * Number(arg[2]), box.y + box.height / 2, { steps: 8 });
+        await page.mouse.up();
+      } else if (what === 'click') {
+        await page.locator(`#${arg[0]} a.fn`, { hasText: new RegExp('^' + arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$') }).first().click();
+      } else if (what === 'frame') {
+        const name = arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+        const graph = await graphFrame(page, arg[0]);
+        await graph.locator('g.f').filter({ has: graph.locator('title', { hasText: new RegExp('^' + name + ' \\(') }) })
+          .first().locator('rect').click();
+      } else if (what === 'press') {
+        await page.locator(arg.join(':')).first().click();
+      } else if (what === 'select') {
+        await page.locator(arg[0]).first().selectOption(arg[1]);
+      } else if (what === 'text') {
+        print(`text ${arg.join(':')}: ${(await page.locator(arg.join(':')).first().textContent()).replace(/\s+/g, ' ').trim()}`);
+      } else if (what === 'attr') {
+        const sel = arg.slice(0, -1).join(':'), name = arg[arg.length - 1];
+        print(`attr ${sel} ${name}: ${await page.locator(sel).first().getAttribute(name)}`);
+      } else if (what === 'rows') {
+        const sel = arg.join(':');
+        const rows = await page.evaluate((q) => Array.from(document.querySelectorAll(q + ' tr')).slice(1)
+          .map((r) => Array.from(r.cells).map((c) => c.getAttribute('data-value')).filter((v) => v !== null).join(' ')), sel);
+        for (const r of rows) print(`row ${sel}: ${r}`);
+      } else if (what === 'box') {
+        const sel = arg.join(':'), b = await page.locator(sel).first().boundingBox();
+        print(`box ${sel}: ${Math.round(b.x)} ${Math.round(b.y)}`);
+      } else if (what === 'tree') {
+        const sel = arg.join(':');
+        const rows = await page.evaluate((q) => Array.from(document.querySelectorAll(q + ' tbody tr')).map((r) =>
+          r.getAttribute('data-depth') + ' ' + r.querySelector('a.fn').textContent +
+          (r.hasAttribute('aria-expanded') ? (r.getAttribute('aria-expanded') === 'true' ? ' open' : ' closed') : '')), sel);
+        for (const r of rows) print(`tree ${sel}: ${r}`);
+      } else if (what === 'totals') {
+        const sel = arg.join(':');
+        const v = await page.evaluate((q) => {
+          const t = document.querySelector(q), heads = Array.from(t.tHead.rows[0].cells).slice(1);
+          const cells = Array.from(t.tHead.rows[1].cells).slice(1);
+          return heads.map((h, i) => h.getAttribute('data-metric') + ' ' + cells[i].getAttribute('data-value')).join(' ');
+        }, sel);
+        print(`totals ${sel}: ${v}`);
+      } else if (what === 'hover') {
+        const box = await steadyBox(page, '#' + arg[0]);
+        await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
+      } else if (what === 'key') {
+        await page.keyboard.press(arg.join(':'));
+      } else if (what === 'focus') {
+        await page.locator(arg.join(':')).first().focus();
+      } else if (what === 'fill') {
+        await page.locator(arg[0]).first().fill(arg.slice(1).join(':'));
+        await page.locator(arg[0]).first().press('Enter');
+      } else if (what === 'texts') {
+        const sel = arg.join(':');
+        const t = await page.evaluate((q) => Array.from(document.querySelectorAll(q)).map((e) => e.textContent.replace(/\s+/g, ' ').trim()), sel);
+        print(`texts ${sel}: ${t.join('|')}`);
+      } else if (what === 'values') {
+        const sel = arg.join(':');
+        const v = await page.evaluate((q) => Array.from(document.querySelectorAll(q)).map((e) => e.getAttribute('data-value')), sel);
+        print(`values ${sel}: ${v.join(' ')}`);
+      } else if (what === 'shot') {
+        const el = page.locator(arg[0]).first();
+        await el.scrollIntoViewIfNeeded();
+        await el.screenshot({ path: resolve(cwd, arg.slice(1).join(':')) });
+      } else if (what === 'hash') {
+        print(`hash: ${await page.evaluate(() => location.hash.slice(1))}`);
+      } else if (what === 'views') {
+        const ids = await page.evaluate(() => Array.from(document.querySelectorAll('section[id], pre[id], object[id]'))
+          .filter((e) => e.getBoundingClientRect().height > 0).map((e) => e.id));
+        for (const id of ids) {
+          const el = page.locator(`[id="${id}"]`);
+          await el.scrollIntoViewIfNeeded();
+          if (await el.evaluate((e) => e.tagName === 'OBJECT')) await graphFrame(page, id);
+          const box = await el.boundingBox();
+          const shot = await page.screenshot({ clip: { x: box.x, y: Math.max(0, box.y), width: Math.min(box.width, 1400 - box.x), height: Math.min(box.height, 900) } });
+          print(`view ${id} pixels ${inked(shot)} right ${Math.ceil(box.x + box.width)}`);
+        }
+        print(`scroll_width ${await page.evaluate(() => document.documentElement.scrollWidth)}`);
+      } else {
+        throw new Error(`unknown step '${step}'`);
+      }
+    }
+    for (const e of errors) print(`error: ${e}`);
+    for (const r of requests) print(`request: ${r}`);
+    print(`errors ${errors.length}`);
+    print(`requests ${requests.length}`);
+  } finally {
+    await context.close();
+  }
+}
+
+// Run as a program: drive one page in the browser at BROWSER_WS, or in a
+// chromium of its own.
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [file, ...steps] = process.argv.slice(2);
+  const browser = process.env.BROWSER_WS ? await chromium.connect(process.env.BROWSER_WS) : await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu'],
+  });
+  try {
+    await drivePage(await pageOpen(browser), process.cwd(), file, steps, (l) => console.log(l));
+  } finally {
+    await browser.close();
+  }
 }
