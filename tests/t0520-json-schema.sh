@@ -88,13 +88,13 @@ if recording_allowed; then
 		kill -USR1 $rec && wait $rec && cp k-ring.*.signal.trace k-snap.trace &&
 		{ "$MEMSIGHT" record -q -e malloc,faults,signals -o k-sig.trace -- "$SAMPLES/mem_errors" uaf >/dev/null 2>&1 || :; } &&
 		"$MEMSIGHT" record -q -e kmem -o k-kern.trace -- "$SAMPLES/pipe_hold" 20 100 >/dev/null &&
-		: >validated &&
+		: >validated && : >tovalidate &&
 		for t in k-def k-mal k-samp k-lc k-all k-ring k-snap k-sig k-kern; do
 			for c in $("$MEMSIGHT" --list-commands); do
 				case $c in record|diff|archive|folded|flamegraph|pprof) continue ;; esac
 				k= && if [ $t = k-kern ] && [ $c = leaks ]; then k=--kernel; fi
 				if "$MEMSIGHT" $c --json $k $t.trace >$t.$c.json 2>$t.$c.err; then
-					valid $c $t.$c.json || { echo "$c on $t"; return 1; }
+					echo "$c $t.$c.json" >>tovalidate &&
 					echo $c >>validated
 				else
 					grep -q -e "has no .* events: record them with" -e "recorded no .*: name the events" $t.$c.err ||
@@ -102,6 +102,7 @@ if recording_allowed; then
 				fi
 			done
 		done &&
+		json_valid_all <tovalidate &&
 		for c in info events report functions leaks errors mmaps brk faults; do
 			grep -qx $c validated || { echo "$c validated on none"; return 1; }
 		done &&

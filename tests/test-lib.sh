@@ -175,3 +175,22 @@ s = json.load(open(sys.argv[1]))
 jsonschema.validate(json.load(open(sys.argv[3])), {"$ref": "#/$defs/" + sys.argv[2], "$defs": s["$defs"]})
 ' "$TOP/formats/json.schema.json" "$1" "$2"
 }
+
+# json_valid_all <LIST: each line of LIST, "COMMAND FILE", as json_valid
+# would check it, in one python3 (starting one costs more than checking a
+# file); every file that fails is named.
+json_valid_all() {
+	/usr/bin/python3 -c '
+import json, sys, jsonschema
+s = json.load(open(sys.argv[1]))
+bad = 0
+for line in sys.stdin:
+    c, f = line.split()
+    try:
+        jsonschema.validate(json.load(open(f)), {"$ref": "#/$defs/" + c, "$defs": s["$defs"]})
+    except Exception as e:
+        bad += 1
+        print("%s, as %s: %s" % (f, c, str(e).splitlines()[0]))
+sys.exit(1 if bad else 0)
+' "$TOP/formats/json.schema.json"
+}
