@@ -40,17 +40,29 @@ int replace_refused(const char *path, const char *sig)
 	return got != (ssize_t)n || memcmp(head, sig, n);
 }
 
+int replace_live_fd(int fd)
+{
+	struct stat st;
+
+	/* Only a regular file is asked: a lock on anything else says
+	 * nothing of a recorder. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	if (flock(fd, LOCK_SH | LOCK_NB))
+		return errno == EWOULDBLOCK;
+	/* Taken: given back at once, so that a recorder starting on the
+	 * file meanwhile still gets it. */
+	flock(fd, LOCK_UN);
+	return 0;
+}
+
 int replace_live(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY), busy = 0;
-	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY), busy;
 
 	if (fd < 0)
 		return 0;
-	/* Only a regular file is asked: a lock on anything else says
-	 * nothing of a recorder. */
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
-		busy = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
+	busy = replace_live_fd(fd);
 	close(fd);
 	return busy;
 }

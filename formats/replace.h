@@ -33,6 +33,8 @@ int replace_refused(const char *path, const char *sig);
 /* 1 when path is a trace a running recorder writes (it holds a lock on
  * it for as long as it runs). */
 int replace_live(const char *path);
+/* The same of the file fd has open. */
+int replace_live_fd(int fd);
 /* Both, said: one error line naming what (e.g. "a memsight trace"), and
  * -1, when refused; 0 otherwise. */
 int replace_check(const char *path, const char *sig, const char *what);

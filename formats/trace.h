@@ -286,6 +286,8 @@ struct trace_reader {
 	size_t nr_chunks;
 	uint64_t valid_end;	    /* bytes of the file that were read as good */
 	int complete;		    /* a good TRAILER closed the file */
+	int live;		    /* a running recorder writes the file (it holds its lock): what
+				     * follows its last whole chunk is not written yet, not lost */
 	struct trace_trailer trailer;
 	char stop[256];		    /* why reading stopped early, "" if it did not */
 	void *dctx;		    /* ZSTD_DCtx */

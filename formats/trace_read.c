@@ -20,6 +20,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "replace.h"
 #include "trace_int.h"
 
 static void reader_stop(struct trace_reader *r, const char *fmt, ...)
@@ -141,14 +142,14 @@ static uint64_t reader_walk(struct trace_reader *r, uint64_t off, uint64_t end, 
 		const unsigned char *h = b + off;
 
 		if (off == end) {
-			if (!quiet)
+			if (!quiet && !r->live)
 				reader_stop(r, "ends at byte %llu without a trailer: the recording did not finish "
 					       "(recorder killed or disk full?)",
 					    (unsigned long long)off);
 			break;
 		}
 		if (end - off < TRACE_CHUNK_HEADER_SIZE) {
-			if (!quiet)
+			if (!quiet && !r->live)
 				reader_stop(r, "cut short at byte %llu: %llu bytes of a chunk header",
 					    (unsigned long long)off, (unsigned long long)(end - off));
 			break;
@@ -177,7 +178,7 @@ static uint64_t reader_walk(struct trace_reader *r, uint64_t off, uint64_t end, 
 			break;
 		}
 		if (end - off - TRACE_CHUNK_HEADER_SIZE < c.payload_len) {
-			if (!quiet)
+			if (!quiet && !r->live)
 				reader_stop(r, "cut short at byte %llu: chunk %zu needs %u payload bytes, %llu remain",
 					    (unsigned long long)off, r->nr_chunks, c.payload_len,
 					    (unsigned long long)(end - off - TRACE_CHUNK_HEADER_SIZE));
@@ -342,10 +343,14 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		if (c.segment == cut)
 			continue;
 		if (bad[i] || c.codec > TRACE_CODEC_ZLIB) {
-			if (!c.segment && bad[i])
+			/* A live file's last chunk may be read while it is
+			 * written: it is not there yet. */
+			int quiet = c.segment || (r->live && i + 1 == walked);
+
+			if (!quiet && bad[i])
 				reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", i,
 					    (unsigned long long)c.offset);
-			else if (!c.segment)
+			else if (!quiet)
 				reader_stop(r, "chunk %zu at byte %llu uses unknown codec %u", i,
 					    (unsigned long long)c.offset, c.codec);
 			cut = c.segment;
@@ -384,7 +389,7 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 				    (unsigned long long)(r->size - r->valid_end), (unsigned long long)c.offset);
 	}
 	free(bad);
-	if (ring && !r->complete && !r->stop[0])
+	if (ring && !r->complete && !r->stop[0] && !r->live)
 		reader_stop(r, "has no trailer: a ring still being written, or whose recorder was killed; read up to "
 			       "its last good chunk");
 	return 0;
@@ -421,6 +426,7 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char 
 	r->base = map;
 	r->size = st.st_size;
 	r->mapped = 1;
+	r->live = replace_live_fd(fd);
 	if (reader_scan(r, err, errlen)) {
 		char tmp[256];
 

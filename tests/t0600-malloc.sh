@@ -404,4 +404,31 @@ test_expect_success 'code that appears during the recording: its frames, every t
 	done
 '
 
+# A trace its recorder still writes (it holds the file's lock): read as far
+# as it is written, and called live, not cut short nor lossy; a gate waits
+# for its end. Once the recording ends the same file is complete.
+test_expect_success 'a trace still being recorded: what is written so far, said to be live' '
+	{ "$MEMSIGHT" record -q -e malloc -o live.trace -- "$SAMPLES/loop_leak" 600 10 >live.truth & } &&
+	rec=$! &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" leaks live.trace 2>/dev/null | grep -q "leak+0x"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	"$MEMSIGHT" leaks live.trace >live.leaks 2>live.err &&
+	"$MEMSIGHT" info live.trace >live.info 2>/dev/null &&
+	"$MEMSIGHT" info --json live.trace >live.json 2>/dev/null &&
+	{ "$MEMSIGHT" leaks --fail-over 0 live.trace >/dev/null 2>gate.err; echo $? >gate.rc; } &&
+	kill -0 $rec && wait $rec &&
+	cat live.leaks live.err live.info gate.err &&
+	grep "is still being recorded: results cover what its recorder has written so far" live.err &&
+	! grep -e "without a trailer" -e "cut short" live.err &&
+	grep "^# LIVE: the recording is still going" live.leaks &&
+	! grep -e INCOMPLETE -e UNCERTAIN live.leaks &&
+	grep -A3 "^[0-9]* bytes in [0-9]* allocations from stack" live.leaks | grep -q "leak+0x" &&
+	grep "^status:      being recorded (a running recorder still writes it)" live.info &&
+	json_valid info live.json && grep -q "\"live\":true" live.json &&
+	test "$(cat gate.rc)" = 4 && grep "still being recorded: a leak is what is outstanding when recording ends" gate.err &&
+	"$MEMSIGHT" info live.trace >info 2>err && grep "^status:      complete$" info && ! grep "being recorded" err &&
+	"$MEMSIGHT" leaks live.trace >leaks 2>/dev/null && ! grep LIVE leaks &&
+	grep "^2400 bytes in 600 allocations from stack" leaks
+'
+
 test_done

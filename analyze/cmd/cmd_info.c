@@ -72,7 +72,12 @@ static void print_recording(struct session *s)
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime(&t));
 	printf("file:        %s (%s, format version %u)\n", s->path, fmt_bytes(s->r.size, sz, sizeof(sz)),
 	       s->r.version);
-	printf("status:      %s\n", s->r.complete && !s->r.stop[0] ? "complete" : s->r.stop[0] ? s->r.stop : "complete");
+	if (s->r.stop[0])
+		printf("status:      %s\n", s->r.stop);
+	else if (s->r.live)
+		printf("status:      being recorded (a running recorder still writes it): what it holds so far\n");
+	else
+		printf("status:      complete\n");
 	if (cmd_window(s, buf, sizeof(buf))[0])
 		printf("flight:      %s\n", buf);
 	/* A ring's own summary (a snapshot carries none). */
@@ -350,6 +355,7 @@ static void info_json(struct session *s, int dump)
 	json_u64(&j, "size", s->r.size);
 	json_u64(&j, "format_version", s->r.version);
 	json_bool(&j, "complete", s->r.complete && !s->r.stop[0]);
+	json_bool(&j, "live", s->r.live);
 	if (s->r.stop[0])
 		json_str(&j, "stopped", s->r.stop);
 	else

@@ -295,6 +295,12 @@ static void kleaks_text(const struct kleaks *l, const struct session *s)
  * cannot tell. */
 static int kleaks_gate(const struct kleaks *l, struct session *s)
 {
+	if (l->o->have_fail && s->r.live) {
+		msg_error("'%s' is still being recorded: a leak is what is outstanding when recording ends; give "
+			  "--fail-over the finished trace",
+			  s->path);
+		return 4;
+	}
 	if (l->o->have_fail && session_incomplete(s)) {
 		msg_error("the trace is incomplete (%s): cannot tell whether the kernel's outstanding memory passes "
 			  "--fail-over %llu; record it again",
@@ -516,6 +522,7 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	json_u64(&j, "sample_bytes", a->rate);
 	json_double(&j, "duration_s", "%.6f", l->dur);
 	json_bool(&j, "incomplete", session_incomplete(s) || a->nr_unseen || (a->watch && a->nr_late));
+	json_bool(&j, "live", s->r.live);
 	json_u64(&j, "lost", l->lost);
 	json_u64(&j, "leaked_bytes", l->leak_bytes);
 	json_u64(&j, "leaked_allocations", l->leak_count * a->sample);
@@ -642,6 +649,9 @@ static void leaks_text_header(const struct leaks *l, struct session *s)
 	       cmd_s(l->leak_count * a->sample), rst->processes ? "lost" : "outstanding",
 	       rst->processes ? lost_stacks : l->nv, cmd_s(rst->processes ? lost_stacks : l->nv),
 	       a->sample > 1 || a->rate ? " (ESTIMATE)" : "");
+	if (s->r.live)
+		printf("# LIVE: the recording is still going: these are outstanding so far, leaks only if still "
+		       "outstanding when it ends\n");
 	if (a->sample > 1)
 		printf("# sampled recording (-s %u): bytes and counts are estimates, scaled by %u\n", a->sample, a->sample);
 	if (a->rate)
@@ -777,6 +787,12 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 
 	if (!l->o->have_fail)
 		return 0;
+	if (s->r.live) {
+		msg_error("'%s' is still being recorded: a leak is what is outstanding when recording ends; give "
+			  "--fail-over the finished trace",
+			  s->path);
+		return 4;
+	}
 	if (l->gate_bytes - l->gate_unsure > limit) {
 		msg_error("%llu bytes leaked, over the --fail-over limit of %llu",
 			  (unsigned long long)(l->gate_bytes - l->gate_unsure), (unsigned long long)limit);
@@ -916,7 +932,8 @@ int leaks_view(int argc, char **argv, struct analyze_opts *a, struct session *s,
 		OPT_LEAK_HEURISTICS,
 		OPT_CALLBACK(0, "fail-over", &o, "BYTES",
 			     "exit with status 3 when more than BYTES are reported leaked, 4 when\n"
-			     "events were lost and the leaks they could hide or fake decide it",
+			     "events were lost and the leaks they could hide or fake decide it,\n"
+			     "or the trace is still being recorded",
 			     opt_fail_over),
 		OPT_CALLBACK(0, "errors-for-leak-kinds", &o, "KINDS",
 			     "with a --leak-check scan, what --fail-over counts, as valgrind's\n"

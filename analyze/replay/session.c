@@ -524,6 +524,8 @@ long long session_stat(const struct session *s, const char *key, long long def)
 
 void session_warn_incomplete(struct session *s)
 {
+	if (s->r.live)
+		msg_note("'%s' is still being recorded: results cover what its recorder has written so far", s->path);
 	if (s->r.stop[0])
 		msg_warn("'%s' %s; results cover what comes before", s->path,
 			s->r.stop);
