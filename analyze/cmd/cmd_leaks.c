@@ -521,8 +521,8 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	json_u64(&j, "sample", a->sample);
 	json_u64(&j, "sample_bytes", a->rate);
 	json_double(&j, "duration_s", "%.6f", l->dur);
-	json_bool(&j, "incomplete", session_incomplete(s) || a->nr_unseen || (a->watch && a->nr_late));
 	json_bool(&j, "live", s->r.live);
+	json_bool(&j, "incomplete", session_incomplete(s) || a->nr_unseen || (a->watch && a->nr_late));
 	json_u64(&j, "lost", l->lost);
 	json_u64(&j, "leaked_bytes", l->leak_bytes);
 	json_u64(&j, "leaked_allocations", l->leak_count * a->sample);
