@@ -39,7 +39,9 @@
 #define CHUNK_TARGET (1u << 20)
 /* A chunk's buffer: the target and room for the record that crosses it. */
 #define CHUNK_BUF (CHUNK_TARGET + 65536)
-#define FLUSH_AGE_NS (2ull * 1000000000ull)
+/* How long records may wait in a chunk not yet full: what a crash could
+ * lose, and how far behind a reader of the live trace (memsight top) is. */
+#define FLUSH_AGE_NS (1000000000ull)
 /* A ring's window is the chunks written last: a quiet CPU's chunk must
  * not carry records from long before it into the newest segment. */
 #define FLUSH_AGE_RING_NS (200ull * 1000000ull)
