@@ -53,7 +53,7 @@ BUILD_PKGS := gcc g++ make pkg-config libtraceevent-dev libdw-dev libelf-dev lib
 	libzstd-dev zlib1g-dev systemtap-sdt-dev
 # debuginfod: a local server for the --debuginfod test.
 # clang and its runtimes: libFuzzer and the sanitizers.
-TEST_PKGS := perl python3-jsonschema gcc-multilib libxml2-utils libjemalloc2 libmimalloc2.0 libc6-dev openjdk-17-jdk-headless nodejs debuginfod valgrind clang libclang-rt-dev golang-go chromium sqlite3
+TEST_PKGS := perl python3-jsonschema tmux gcc-multilib libxml2-utils libjemalloc2 libmimalloc2.0 libc6-dev openjdk-17-jdk-headless nodejs debuginfod valgrind clang libclang-rt-dev golang-go chromium sqlite3
 BENCH_PKGS := linux-perf heaptrack bpftrace time nodejs redis-server redis-tools
 
 FORMATS_SRC := \
@@ -122,6 +122,7 @@ ANALYZE_SRC := \
 	analyze/cmd/cmd_report.c \
 	analyze/cmd/cmd_rss.c \
 	analyze/cmd/cmd_shm.c \
+	analyze/cmd/cmd_top.c \
 	analyze/cmd/report_html.c \
 	analyze/cmd/json.c \
 	analyze/hashmap.c \

@@ -95,8 +95,9 @@ int main(int argc, char **argv)
 			msg_init(who);
 			/* Text results carry what processes and traces named:
 			 * cleaned on the way out (formats/termsafe.h). A pprof
-			 * profile on stdout is bytes, and written to fd 1. */
-			if (strcmp(commands[i].name, "pprof") && termsafe_stdout())
+			 * profile on stdout is bytes, and written to fd 1; top
+			 * shows what its leaks child cleaned, and draws. */
+			if (strcmp(commands[i].name, "pprof") && strcmp(commands[i].name, "top") && termsafe_stdout())
 				return msg_error("cannot set up standard output"), 1;
 			env_read(&a);
 			return commands[i].fn(argc - 1, argv + 1, &a);

@@ -91,7 +91,7 @@ if recording_allowed; then
 		: >validated && : >tovalidate &&
 		for t in k-def k-mal k-samp k-lc k-all k-ring k-snap k-sig k-kern; do
 			for c in $("$MEMSIGHT" --list-commands); do
-				case $c in record|diff|archive|folded|flamegraph|pprof) continue ;; esac
+				case $c in record|diff|archive|folded|flamegraph|pprof|top) continue ;; esac
 				k= && if [ $t = k-kern ] && [ $c = leaks ]; then k=--kernel; fi
 				if "$MEMSIGHT" $c --json $k $t.trace >$t.$c.json 2>$t.$c.err; then
 					echo "$c $t.$c.json" >>tovalidate &&

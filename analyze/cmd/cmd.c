@@ -418,7 +418,7 @@ void cmd_json_process(struct json *j, const struct session *s, int pid)
 	}
 }
 
-uint64_t cmd_top(uint64_t given, int json, uint64_t text_default)
+uint64_t cmd_top_count(uint64_t given, int json, uint64_t text_default)
 {
 	return given ? given : json ? UINT64_MAX : text_default;
 }

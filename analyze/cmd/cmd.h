@@ -248,7 +248,7 @@ void cmd_json_stack(struct json *j, const char *key, const struct stack_entry *e
 void cmd_json_process(struct json *j, const struct session *s, int pid);
 /* -T: what a list shows, given (non-zero) or by default: text_default
  * lines of text, or all of it in JSON, which is complete unless asked. */
-uint64_t cmd_top(uint64_t given, int json, uint64_t text_default);
+uint64_t cmd_top_count(uint64_t given, int json, uint64_t text_default);
 /* A JSON list cut by -T says so: "truncated": {"shown": N, "total": M}. */
 void cmd_json_truncated(struct json *j, uint64_t shown, uint64_t total);
 

@@ -116,7 +116,7 @@ int cmd_brk(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	o.top = cmd_top(o.top, o.json, 10);
+	o.top = cmd_top_count(o.top, o.json, 10);
 	if (cmd_open_group(&s, a->trace, a, "brk", "brk", NULL))
 		return 1;
 	stacktab_init_per_command(&o.tab, 0, 1);

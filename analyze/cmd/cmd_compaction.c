@@ -197,7 +197,7 @@ int cmd_compaction(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	top = cmd_top(top, json, 5);
+	top = cmd_top_count(top, json, 5);
 	if (cmd_open_group(&s, a->trace, a, "migration or compaction", "migrate", "compaction"))
 		return 1;
 	memset(&c, 0, sizeof(c));

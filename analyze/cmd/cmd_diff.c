@@ -381,7 +381,7 @@ int cmd_diff(int argc, char **argv, struct analyze_opts *a)
 	}
 	base = argv[optind];
 	new = argv[optind + 1];
-	d.top = cmd_top(d.top, d.json, 20);
+	d.top = cmd_top_count(d.top, d.json, 20);
 	if (diff_defaults(base, new, a, &d.event, &d.weight))
 		return 1;
 	if (d.event && (side_recorded(base, d.event, a) || side_recorded(new, d.event, a)))

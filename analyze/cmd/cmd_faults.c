@@ -325,7 +325,7 @@ int cmd_faults(int argc, char **argv, struct analyze_opts *a)
 
 	if (r >= 0)
 		return r;
-	f.top = cmd_top(f.top, f.json, 10);
+	f.top = cmd_top_count(f.top, f.json, 10);
 	if (cmd_open_group(&s, a->trace, a, "page fault", "faults", "swap"))
 		return 1;
 	hashmap_init(&f.files, 0);

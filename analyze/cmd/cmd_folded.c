@@ -830,7 +830,7 @@ static int folded_view_of(int argc, char **argv, struct analyze_opts *a, struct 
 	}
 	f->header = header;
 	f->path = s->path;
-	f->top = cmd_top(f->top, f->json, 40);
+	f->top = cmd_top_count(f->top, f->json, 40);
 	stacktab_release(&f->tab);
 	stacktab_init_by_comm(&f->tab, kernel, 1);
 	f->ws[0] = f->weight;

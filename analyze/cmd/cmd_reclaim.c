@@ -408,7 +408,7 @@ int cmd_reclaim(int argc, char **argv, struct analyze_opts *a)
 
 	if (c >= 0)
 		return c;
-	r.top = cmd_top(r.top, r.json, 10);
+	r.top = cmd_top_count(r.top, r.json, 10);
 	if (cmd_open_group(&s, a->trace, a, "reclaim", "reclaim", NULL))
 		return 1;
 	stacktab_init(&r.stacks, 1, 1);

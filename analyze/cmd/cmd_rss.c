@@ -301,7 +301,7 @@ int rss_view(int argc, char **argv, struct analyze_opts *a, struct session *s, s
 	r->points = 20;
 	c = cmd_parse(argc, argv, options, usage_text, a);
 	if (c < 0) {
-		r->top = cmd_top(r->top, r->json, 10);
+		r->top = cmd_top_count(r->top, r->json, 10);
 		/* Before the replay: a file it must not replace fails now. */
 		if (r->svg && replace_check(r->svg, REPLACE_SVG, "an SVG file")) {
 			c = 1;

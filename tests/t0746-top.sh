@@ -1,0 +1,98 @@
+#!/bin/sh
+# memsight top: the leak table of a trace while it is recorded, read again
+# every interval. At a terminal (Debian's tmux, driven with send-keys and
+# read with capture-pane): the steady leak first by growth, at the rate
+# the program made it; s sorts by size; q gives the terminal back as it
+# was. Elsewhere: one table per interval, the last one what leaks prints
+# of the finished trace.
+. "$(dirname "$0")/test-lib.sh"
+test_skip_unless_recording
+
+S=$BUILD/samples
+
+test_expect_success 'bad input: a delay out of range, a trace that is not there: one line each' '
+	test_must_fail "$MEMSIGHT" top -d 0 x.trace 2>err &&
+	test_one_line err && grep "invalid delay .0. for -d: give seconds from 0.1 to 3600" err &&
+	test_must_fail "$MEMSIGHT" top nosuch.trace </dev/null >out 2>err &&
+	test_one_line err && grep "^memsight top: cannot open .nosuch.trace.: No such file or directory" err &&
+	test ! -s out
+'
+
+# alloc_zoo grow N: a 1 MiB block once, then 64 bytes leaked every 10 ms.
+test_expect_success 'not at a terminal: a table per interval until the recording ends, the last one leaks of the trace' '
+	{ "$MEMSIGHT" record -q -e malloc -o pipe.trace -- "$S/alloc_zoo" grow 300 >/dev/null 2>&1 & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info pipe.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	"$MEMSIGHT" top -d 0.5 -T 2 pipe.trace >tables 2>err &&
+	wait &&
+	cat tables err &&
+	test "$(grep -c "^memsight top [0-9:]*: .pipe.trace. being recorded; every 0.5 s, by growth$" tables)" -ge 2 &&
+	test "$(grep -c "^memsight top [0-9:]*: .pipe.trace. (recording ended)" tables)" = 1 &&
+	tail -1 tables | grep -q "^$" &&
+	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" >last &&
+	"$MEMSIGHT" leaks --sort growth -T 2 pipe.trace >want 2>/dev/null &&
+	test_cmp want last &&
+	grep -q "^# LIVE: the recording is still going" tables &&
+	! grep -q "$(printf "\033")" tables
+'
+
+test_expect_success 'a ring its recorder still writes: read as it stands, the steady leak growing' '
+	{ "$MEMSIGHT" record -q --ring 8M -e malloc -o ring.trace -- "$S/alloc_zoo" grow 300 >/dev/null 2>&1 & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" top -n 1 -T 1 ring.trace 2>/dev/null | grep -q "steady_leak+0x"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	"$MEMSIGHT" top -n 1 -T 1 ring.trace >ring.out 2>&1 &&
+	wait &&
+	cat ring.out &&
+	test "$(grep -c "^memsight top" ring.out)" = 1 &&
+	grep -A3 "^[0-9]* bytes in [0-9]* allocations from stack" ring.out | grep -q "steady_leak+0x" &&
+	grep -A1 "^[0-9]* bytes in [0-9]* allocations from stack" ring.out | grep -q "growing"
+'
+
+if ! command -v tmux >/dev/null; then
+	test_expect_success 'tmux is installed (make test-deps installs it)' 'false'
+else
+	# A server of this test's own, gone with it.
+	TMUX_TMPDIR=$TRASH
+	export TMUX_TMPDIR
+	trap 'tmux kill-server 2>/dev/null; rm -rf "$TRASH"' EXIT
+	screen() { tmux capture-pane -p -t top; }
+	# The first stack's first line on the screen, once one is there.
+	first_stack() { screen | grep -m1 "^[0-9]* bytes in [0-9]* allocations* from stack"; }
+
+	test_expect_success 'at a terminal: the growing stack first, at its rate; s sorts by size; q leaves the screen as it was' '
+		tmux new-session -d -s top -x 150 -y 45 \
+			"echo before top; \"$MEMSIGHT\" top -d 0.5 -T 2 term.trace; echo top exited \$?; sleep 60" &&
+		{ "$MEMSIGHT" record -q -e malloc -o term.trace -- "$S/alloc_zoo" grow 500 >truth 2>elapsed & } &&
+		i=0 && while [ $i -lt 100 ] && ! screen | grep -m1 -A3 "^[0-9]* bytes in" | grep -q "steady_leak+0x"; do
+			sleep 0.1; i=$((i + 1)); done &&
+		screen >growth.screen &&
+		cat growth.screen &&
+		grep "^memsight top [0-9:]*: .term.trace. being recorded; every 0.5 s, by growth$" growth.screen &&
+		grep -m1 -A3 "^[0-9]* bytes in" growth.screen | grep -q "steady_leak+0x" &&
+		tmux send-keys -t top s &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "by size$"; do sleep 0.1; i=$((i + 1)); done &&
+		sleep 0.3 && screen >size.screen && cat size.screen &&
+		grep -m1 -A3 "^[0-9]* bytes in" size.screen | grep -q "init_tables+0x" &&
+		tmux send-keys -t top s &&
+		wait &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "(recording ended)"; do sleep 0.1; i=$((i + 1)); done &&
+		sleep 0.3 && screen >end.screen && cat end.screen truth elapsed &&
+		# The rate it shows at the end, against what the program did:
+		# its bytes over its time.
+		rate=$(grep -m1 -A1 "^[0-9]* bytes in [0-9]* allocations from stack" end.screen |
+			sed -n "s/.*growing \([0-9.]*\) KiB\/s.*/\1/p") &&
+		bytes=$(sed -n "s/^alloc_zoo: leaked \([0-9]*\) bytes in 500 allocations from steady_leak.*/\1/p" truth) &&
+		ms=$(sed -n "s/^alloc_zoo: elapsed \([0-9.]*\) ms$/\1/p" elapsed) &&
+		echo "shown $rate KiB/s; the program: $bytes bytes in $ms ms" &&
+		perl -e "my (\$r, \$b, \$ms) = @ARGV; my \$t = \$b / \$ms * 1000 / 1024; exit !(abs(\$r - \$t) <= 0.2 * \$t)" \
+			"$rate" "$bytes" "$ms" &&
+		tmux send-keys -t top q &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "^top exited"; do sleep 0.1; i=$((i + 1)); done &&
+		screen >after.screen && cat after.screen &&
+		sed -n 1p after.screen | grep -qx "before top" &&
+		sed -n 2p after.screen | grep -qx "top exited 0" &&
+		! grep -q "memsight top" after.screen
+	'
+fi
+
+test_done
