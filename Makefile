@@ -397,7 +397,7 @@ bench: bench-deps test-deps
 	sh tests/bench/bench-record.sh && sh tests/bench/bench-default.sh
 	sh tests/bench/bench-malloc.sh && sh tests/bench/bench-dwarf.sh && sh tests/bench/bench-kmem.sh
 	sh tests/bench/bench-wholebox.sh && sh tests/bench/bench-faults.sh && sh tests/bench/bench-flight.sh && sh tests/bench/bench-outputs.sh
-	sh tests/bench/bench-page.sh
+	sh tests/bench/bench-page.sh && sh tests/bench/bench-top.sh
 	sh tests/bench/bench-analyze.sh
 
 # The man pages and bash completion, made from what memsight says (-h),

@@ -273,14 +273,18 @@ static int top_loop(struct top *t)
 		top_header(t, live, header, sizeof(header));
 		if (t->tty) {
 			/* A trace not there yet is said, and looked for again. */
-			term_draw(t, header, status ? "" : out, status ? first_line(err) : "");
+			term_draw(t, header, status ? "" : out,
+				  !status ? "" : *first_line(err) ? err : "leaks of the trace ended in error and said nothing");
 			again = term_keys(t, (int)(t->delay * 1000));
 			continue;
 		}
 		if (status) {
 			const char *why = first_line(err);
 
-			msg_error("%s", strncmp(why, "memsight top: ", 14) ? why : why + 14);
+			if (!*why)
+				msg_error("leaks of '%s' ended with status %d and said nothing", t->path, status);
+			else
+				msg_error("%s", strncmp(why, "memsight top: ", 14) ? why : why + 14);
 			ret = status;
 			break;
 		}

@@ -1,0 +1,67 @@
+#!/bin/sh
+# tests/bench/bench-top.sh: what watching a recording with memsight top
+# costs, in one run. Prints figures and ratios; asserts nothing (machines
+# are noisy).
+#
+#   malloc churn (alloc_zoo churn N, every call recorded): the program's own
+#     elapsed time recorded unwatched and recorded with `memsight top -d 1`
+#     reading the same trace (into a pipe, until the recording ends); top's
+#     CPU (its leaks children included) per refresh, and the trace's bytes
+#   a steady leak (alloc_zoo grow 500, 5 s): top's CPU per refresh on a trace
+#     that grows slowly, the case top is for
+#
+# Each round runs the two in turn, in a turning order; figures are medians.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+b=$top/build
+RUNS=${RUNS:-3}
+N=${N:-100000}
+. "$top/tests/bench/bench-lib.sh"
+bench_workdir
+
+zoo=$b/samples/alloc_zoo
+zel() { sed -n 's/^alloc_zoo: elapsed \([0-9.]*\) ms$/\1/p' "$1"; }
+
+# watched TRACE ARGS: record alloc_zoo ARGS into TRACE with top reading it;
+# the program's elapsed ms, top's CPU seconds and its tables, in w.fig.
+watched() {
+	t=$1 && shift
+	rm -f "$t"
+	"$b/memsight" record -q -e malloc -o "$t" -- "$zoo" "$@" >/dev/null 2>e.w &
+	rec=$!
+	i=0 && while [ $i -lt 100 ] && ! "$b/memsight" info "$t" 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.05; i=$((i + 1)); done
+	/usr/bin/time -f "%U %S" -o top.time "$b/memsight" top -d 1 "$t" >tables 2>/dev/null
+	wait $rec
+	echo "$(zel e.w) $(awk '{ print $1 + $2 }' top.time) $(grep -c '^memsight top' tables)" >w.fig
+}
+
+: >u.ms && : >w.ms && : >w.cpu
+for r in $(seq "$RUNS"); do
+	order="u w" && [ $((r % 2)) = 0 ] && order="w u"
+	for who in $order; do
+		if [ "$who" = u ]; then
+			"$b/memsight" record -q -e malloc -o u.trace -- "$zoo" churn "$N" >/dev/null 2>e.u
+			zel e.u >>u.ms
+		else
+			watched w.trace churn "$N"
+			read -r ms cpu n <w.fig
+			echo "$ms" >>w.ms
+			echo "$cpu $n" | awk '{ printf "%.3f\n", $2 ? $1 / $2 : 0 }' >>w.cpu
+			echo "round $r: watched $ms ms, top $cpu s CPU over $n refreshes" >&2
+		fi
+	done
+done
+u=$(median <u.ms) wm=$(median <w.ms) c=$(median <w.cpu)
+echo "malloc churn $N (every call), the program's elapsed ms, medians of $RUNS:"
+echo "  recorded:              $u"
+echo "  recorded, top watching: $wm ($(echo "$wm $u" | awk '{ printf "%.2fx", $1 / $2 }'))"
+echo "  top's CPU per refresh: $c s; trace $(stat -c %s w.trace) bytes"
+
+: >g.cpu
+for r in $(seq "$RUNS"); do
+	watched g.trace grow 500
+	read -r ms cpu n <w.fig
+	echo "$cpu $n" | awk '{ printf "%.3f\n", $2 ? $1 / $2 : 0 }' >>g.cpu
+done
+echo "steady leak (grow 500, 5 s): top's CPU per refresh $(median <g.cpu) s; trace $(stat -c %s g.trace) bytes"
