@@ -4,7 +4,7 @@
 # read with capture-pane): the steady leak first by growth, at the rate
 # the program made it; s sorts by size; q gives the terminal back as it
 # was. Elsewhere: one table per interval, the last one what leaks prints
-# of the finished trace.
+# of the finished trace. A path's control bytes reach no terminal.
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
@@ -33,7 +33,11 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 	"$MEMSIGHT" leaks --sort growth -T 2 pipe.trace >want 2>/dev/null &&
 	test_cmp want last &&
 	grep -q "^# LIVE: the recording is still going" tables &&
-	! grep -q "$(printf "\033")" tables
+	! grep -q "$(printf "\033")" tables &&
+	cp pipe.trace "odd$(printf "\033[31m")name.trace" &&
+	"$MEMSIGHT" top -n 1 "odd$(printf "\033[31m")name.trace" >odd 2>&1 &&
+	grep -q "^memsight top [0-9:]*: .odd?\[31mname.trace. (recording ended)" odd &&
+	! grep -q "$(printf "\033")" odd
 '
 
 test_expect_success 'a ring its recorder still writes: read as it stands, the steady leak growing' '

@@ -29,6 +29,7 @@
 #include "cmd.h"
 #include "../../formats/msg.h"
 #include "../../formats/replace.h"
+#include "../../formats/termsafe.h"
 
 static const char usage_text[] =
 	"usage: memsight top [options] [FILE]\n"
@@ -163,6 +164,9 @@ static void top_header(const struct top *t, int live, char *buf, size_t len)
 	snprintf(buf, len, "memsight top %s: '%s' %s; every %.1f s, by %s%s", when, t->path,
 		 live ? "being recorded" : "(recording ended)", t->delay, t->by_size ? "size" : "growth",
 		 t->paused ? "; PAUSED" : "");
+	/* The path is the one thing top prints that its leaks child did not
+	 * clean; it goes to a terminal as the rest does. */
+	termsafe_clean(buf, strlen(buf), 0);
 }
 
 /* Row *row of the screen: at most cols columns of s, tabs to the next
