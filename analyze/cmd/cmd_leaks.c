@@ -291,16 +291,24 @@ static void kleaks_text(const struct kleaks *l, const struct session *s)
 	}
 }
 
+/* A gate on a trace still being recorded cannot tell: what is
+ * outstanding now may be freed before the end. Says so, and 1. */
+static int gate_live(const struct session *s)
+{
+	if (!s->r.live)
+		return 0;
+	msg_error("'%s' is still being recorded: a leak is what is outstanding when recording ends; give --fail-over "
+		  "the finished trace",
+		  s->path);
+	return 1;
+}
+
 /* --fail-over for kernel memory: 3 over the limit, 4 when the trace
  * cannot tell. */
 static int kleaks_gate(const struct kleaks *l, struct session *s)
 {
-	if (l->o->have_fail && s->r.live) {
-		msg_error("'%s' is still being recorded: a leak is what is outstanding when recording ends; give "
-			  "--fail-over the finished trace",
-			  s->path);
+	if (l->o->have_fail && gate_live(s))
 		return 4;
-	}
 	if (l->o->have_fail && session_incomplete(s)) {
 		msg_error("the trace is incomplete (%s): cannot tell whether the kernel's outstanding memory passes "
 			  "--fail-over %llu; record it again",
@@ -787,12 +795,8 @@ static int leaks_gate(const struct leaks *l, struct session *s)
 
 	if (!l->o->have_fail)
 		return 0;
-	if (s->r.live) {
-		msg_error("'%s' is still being recorded: a leak is what is outstanding when recording ends; give "
-			  "--fail-over the finished trace",
-			  s->path);
+	if (gate_live(s))
 		return 4;
-	}
 	if (l->gate_bytes - l->gate_unsure > limit) {
 		msg_error("%llu bytes leaked, over the --fail-over limit of %llu",
 			  (unsigned long long)(l->gate_bytes - l->gate_unsure), (unsigned long long)limit);

@@ -56,33 +56,31 @@ static void top_signal(int sig)
 	top_stopped = 1;
 }
 
-/* What a memory file holds, NUL-terminated; NULL when out of memory. */
-static char *memfd_text(int fd)
+/* A memory file to hold what the child writes; NULL when none could be
+ * made. */
+static FILE *memfile(const char *name)
 {
-	off_t len = lseek(fd, 0, SEEK_END);
-	char *s = malloc(len > 0 ? len + 1 : 1);
-	ssize_t got = 0;
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w+");
 
-	if (!s)
-		return NULL;
-	if (len > 0 && (got = pread(fd, s, len, 0)) < 0)
-		got = 0;
-	s[got] = 0;
-	return s;
+	if (fd >= 0 && !f)
+		close(fd);
+	return f;
 }
 
 /* leaks of the trace in a child, its output in *out and its messages in
  * *err; the child's exit status, or -1 when it could not run. */
 static int top_run(const struct top *t, char **out, char **err)
 {
-	int fo = memfd_create("memsight-top-out", MFD_CLOEXEC), fe = memfd_create("memsight-top-err", MFD_CLOEXEC);
+	FILE *fo = memfile("memsight-top-out"), *fe = memfile("memsight-top-err");
 	const char *argv[16];
+	size_t len;
 	char n[32];
 	int ac = 0, status = -1;
 	pid_t pid;
 
 	*out = *err = NULL;
-	if (fo < 0 || fe < 0)
+	if (!fo || !fe)
 		goto done;
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)t->top);
 	argv[ac++] = "memsight-analyze";
@@ -106,7 +104,7 @@ static int top_run(const struct top *t, char **out, char **err)
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-		if (null < 0 || dup2(null, 0) < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+		if (null < 0 || dup2(null, 0) < 0 || dup2(fileno(fo), 1) < 0 || dup2(fileno(fe), 2) < 0)
 			_exit(127);
 		setenv("MEMSIGHT_SPEAKER", "memsight top", 1);
 		execv("/proc/self/exe", (char **)argv);
@@ -117,13 +115,13 @@ static int top_run(const struct top *t, char **out, char **err)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	*out = memfd_text(fo);
-	*err = memfd_text(fe);
+	*out = cmd_slurp(fo, &len);
+	*err = cmd_slurp(fe, &len);
 done:
-	if (fo >= 0)
-		close(fo);
-	if (fe >= 0)
-		close(fe);
+	if (fo)
+		fclose(fo);
+	if (fe)
+		fclose(fe);
 	return *out && *err ? status : -1;
 }
 

@@ -242,7 +242,7 @@ __attribute__((target("avx2"))) static uint64_t block_masks_avx2(const unsigned 
 	const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
 	const __m256i vsp = _mm256_set1_epi64x((long long)sp);
 	const __m256i vdyn = _mm256_set1_epi64x((long long)((dyn + 1) ^ 0x8000000000000000ull));
-	const __m256i vbottom = _mm256_set1_epi64x((long long)lo);
+	const __m256i vlo = _mm256_set1_epi64x((long long)lo);
 	const __m256i vspan = _mm256_set1_epi64x((long long)(span ^ 0x8000000000000000ull));
 	uint64_t keep = 0, c = 0, kt, ct;
 	size_t j;
@@ -250,7 +250,7 @@ __attribute__((target("avx2"))) static uint64_t block_masks_avx2(const unsigned 
 	for (j = 0; j + 4 <= lim; j += 4) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(w + 8 * j));
 		__m256i k = _mm256_cmpgt_epi64(vdyn, _mm256_xor_si256(_mm256_sub_epi64(v, vsp), sign));
-		__m256i a = _mm256_cmpgt_epi64(vspan, _mm256_xor_si256(_mm256_sub_epi64(v, vbottom), sign));
+		__m256i a = _mm256_cmpgt_epi64(vspan, _mm256_xor_si256(_mm256_sub_epi64(v, vlo), sign));
 
 		keep |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(k)) << j;
 		c |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(k, a))) << j;
