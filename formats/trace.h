@@ -279,7 +279,8 @@ struct trace_chunk {
 struct trace_reader {
 	const unsigned char *base; /* whole file, mapped or in memory */
 	size_t size;
-	int mapped;
+	int mapped;		    /* base maps the file: pages read are dropped as the reader goes */
+	int copied;		    /* base is a private copy (a live ring's), kept whole */
 	uint32_t version, file_flags;
 	uint64_t created_ns;
 	struct trace_chunk *chunks; /* every valid chunk, in file order */

@@ -408,6 +408,46 @@ int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, 
 	return 0;
 }
 
+static int reader_is_ring(const struct trace_reader *r)
+{
+	return r->size >= TRACE_FILE_HEADER_SIZE && !memcmp(r->base, TRACE_MAGIC, 8) && get32(r->base + 8) >= 3 &&
+	       (get32(r->base + 20) & TRACE_FILE_RING);
+}
+
+/* A ring its recorder still writes is read from a copy taken now: the
+ * recorder overwrites its oldest segment while the reader works, and a
+ * chunk must decode as the bytes its CRC was checked on. A chunk torn by
+ * the copy fails its CRC and ends its segment, as the end of a pass
+ * does. The file's mapping gives way to the copy. Returns 0, or -1 with
+ * errno set. */
+static int reader_copy(struct trace_reader *r, int fd)
+{
+	unsigned char *copy = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t done = 0;
+
+	if (copy == MAP_FAILED)
+		return -1;
+	while (done < r->size) {
+		ssize_t n = pread(fd, copy + done, r->size - done < (16u << 20) ? r->size - done : 16u << 20, done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = n ? errno : EIO;
+
+			munmap(copy, r->size);
+			errno = e;
+			return -1;
+		}
+		done += n;
+	}
+	munmap((void *)r->base, r->size);
+	r->base = copy;
+	r->mapped = 0;
+	r->copied = 1;
+	return 0;
+}
+
 int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
@@ -427,6 +467,12 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char 
 	r->size = st.st_size;
 	r->mapped = 1;
 	r->live = replace_live_fd(fd);
+	if (r->live && reader_is_ring(r) && reader_copy(r, fd)) {
+		munmap(map, st.st_size);
+		memset(r, 0, sizeof(*r));
+		return trace_error_set(err, errlen, "cannot copy '%s', a ring still being recorded: %s", path,
+				       strerror(errno));
+	}
 	if (reader_scan(r, err, errlen)) {
 		char tmp[256];
 
@@ -454,7 +500,7 @@ int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_
 
 void trace_reader_release(struct trace_reader *r)
 {
-	if (r->mapped && r->base)
+	if ((r->mapped || r->copied) && r->base)
 		munmap((void *)r->base, r->size);
 	free(r->chunks);
 	ZSTD_freeDCtx(r->dctx);

@@ -431,4 +431,19 @@ test_expect_success 'a trace still being recorded: what is written so far, said 
 	grep "^2400 bytes in 600 allocations from stack" leaks
 '
 
+# A ring overwritten while it is read: each read is of the ring as it
+# stood, every chunk as its CRC was checked, never one half rewritten.
+test_expect_success 'a ring its recorder overwrites while it is read: each read whole' '
+	{ "$MEMSIGHT" record -q --ring 8M -e malloc -o live-ring.trace -- "$SAMPLES/alloc_zoo" churn 150000 >/dev/null 2>&1 & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info live-ring.trace 2>/dev/null | grep -q "[1-9][0-9.]* [KM]iB (.*overwritten"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	reads=0 && while "$MEMSIGHT" info live-ring.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		"$MEMSIGHT" leaks -T 1 live-ring.trace >ring.leaks 2>ring.err || { cat ring.err; false; } || break
+		reads=$((reads + 1))
+	done &&
+	wait &&
+	echo "$reads reads while it was overwritten" &&
+	test $reads -ge 1 && ! grep -v -e "is still being recorded" -e "is a ring of" ring.err
+'
+
 test_done
