@@ -1,10 +1,14 @@
 #!/bin/sh
-# memsight top: the leak table of a trace while it is recorded, read again
-# every interval. At a terminal (Debian's tmux, driven with send-keys and
-# read with capture-pane): the steady leak first by growth, at the rate
-# the program made it; s sorts by size; q gives the terminal back as it
-# was. Elsewhere: one table per interval, the last one what leaks prints
-# of the finished trace. A path's control bytes reach no terminal.
+# memsight top: a view of a trace while it is recorded, read again every
+# interval. At a terminal (Debian's tmux, driven with send-keys and read
+# with capture-pane): the steady leak first by growth, at the rate the
+# program made it; s sorts by size; v shows the next view; q gives the
+# terminal back as it was; a recorder restarted on the path is followed.
+# Elsewhere: one table per interval, the last one what the view's command
+# prints of the finished trace. Above the view: the recorder (pid as
+# started) and each process's RSS as the program itself reads it. A ring
+# overwritten while watched reads whole at every refresh. A path's
+# control bytes reach no terminal.
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
@@ -15,18 +19,22 @@ test_expect_success 'bad input: a delay out of range, a trace that is not there:
 	test_one_line err && grep "invalid delay .0. for -d: give seconds from 0.1 to 3600" err &&
 	test_must_fail "$MEMSIGHT" top nosuch.trace </dev/null >out 2>err &&
 	test_one_line err && grep "^memsight top: cannot open .nosuch.trace.: No such file or directory" err &&
-	test ! -s out
+	test ! -s out &&
+	test_must_fail "$MEMSIGHT" top --view heap x.trace 2>err &&
+	test_one_line err && grep "unknown view .heap. for --view: give leaks, faults, brk, reclaim or report" err
 '
 
 # alloc_zoo grow N: a 1 MiB block once, then 64 bytes leaked every 10 ms.
 test_expect_success 'not at a terminal: a table per interval until the recording ends, the last one leaks of the trace' '
 	{ "$MEMSIGHT" record -q -e malloc -o pipe.trace -- "$S/alloc_zoo" grow 300 >/dev/null 2>&1 & } &&
+	rec=$! &&
 	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info pipe.trace 2>/dev/null | grep -q "^status: *being recorded"; do
 		sleep 0.1; i=$((i + 1)); done &&
 	"$MEMSIGHT" top -d 0.5 -T 2 pipe.trace >tables 2>err &&
 	wait &&
 	cat tables err &&
-	test "$(grep -c "^memsight top [0-9:]*: .pipe.trace. being recorded; every 0.5 s, by growth$" tables)" -ge 2 &&
+	test "$(grep -c "^memsight top [0-9:]*: .pipe.trace. being recorded; every 0.5 s, leaks by growth$" tables)" -ge 2 &&
+	grep -q "^recorder: pid $rec, [0-9.]*% of a CPU, [0-9.]* [KM]iB resident; trace [0-9.]* [KM]*i*B$" tables &&
 	test "$(grep -c "^memsight top [0-9:]*: .pipe.trace. (recording ended)" tables)" = 1 &&
 	tail -1 tables | grep -q "^$" &&
 	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" >last &&
@@ -34,6 +42,8 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 	test_cmp want last &&
 	grep -q "^# LIVE: the recording is still going" tables &&
 	! grep -q "$(printf "\033")" tables &&
+	test_must_fail "$MEMSIGHT" top --view brk pipe.trace >out 2>err &&
+	test_one_line err && grep "^memsight top: .pipe.trace. has no brk events: record them with .memsight record -e brk." err &&
 	cp pipe.trace "odd$(printf "\033[31m")name.trace" &&
 	"$MEMSIGHT" top -n 1 "odd$(printf "\033[31m")name.trace" >odd 2>&1 &&
 	grep -q "^memsight top [0-9:]*: .odd?\[31mname.trace. (recording ended)" odd &&
@@ -50,6 +60,50 @@ test_expect_success 'a ring its recorder still writes: read as it stands, the st
 	test "$(grep -c "^memsight top" ring.out)" = 1 &&
 	grep -A3 "^[0-9]* bytes in [0-9]* allocations from stack" ring.out | grep -q "steady_leak+0x" &&
 	grep -A1 "^[0-9]* bytes in [0-9]* allocations from stack" ring.out | grep -q "growing"
+'
+
+# rss_grow 16 3000 3000: waits 3 s, writes 16 MiB page by page, prints
+# its RSS as /proc/self/status counts it, holds it 3 s. Recorded with the
+# default events, top shows the faults view, and above it the process:
+# its RSS as the program read it, grown by the 16 MiB since top first saw
+# it, no faults while it holds.
+test_expect_success 'the default events: the faults view, the recorder, the process'"'"'s RSS, its change, its faults' '
+	{ "$MEMSIGHT" record -q -o faults.trace -- "$S/rss_grow" 16 3000 3000 >rss.truth 2>/dev/null & } &&
+	rec=$! &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info faults.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	"$MEMSIGHT" top -d 0.5 -T 2 faults.trace >ftables 2>ferr &&
+	wait &&
+	cat ftables ferr rss.truth &&
+	test "$(grep -c "^memsight top [0-9:]*: .faults.trace. being recorded; every 0.5 s, faults$" ftables)" -ge 2 &&
+	grep -q "^recorder: pid $rec, [0-9.]*% of a CPU, [0-9.]* [KM]iB resident; trace " ftables &&
+	pid=$(sed -n "\$s/^rss_grow: pid \([0-9]*\) .*/\1/p" rss.truth) &&
+	want=$(sed -n "\$s/^rss_grow: pid [0-9]* anon \([0-9]*\) file \([0-9]*\) shmem \([0-9]*\)$/\1 \2 \3/p" rss.truth |
+		perl -ane "printf \"%.1f MiB\", (\$F[0] + \$F[1] + \$F[2]) / 1048576") &&
+	echo "rss_grow $pid holds $want" &&
+	grep "^ *$pid rss_grow  *$want  *+\(1[6-9]\|[2-9][0-9]\)\.[0-9] MiB  *0$" ftables &&
+	sed -n "/(recording ended)/,\$p" ftables | sed "1d;\$d" >flast &&
+	"$MEMSIGHT" faults -T 2 faults.trace >fwant 2>/dev/null &&
+	test_cmp fwant flast
+'
+
+# A ring of 8 MiB that alloc_zoo churn overwrites several times a second:
+# every refresh reads the window as it stood, never a chunk half
+# rewritten, and the last table is leaks of the ring the recorder left.
+test_expect_success 'a ring overwritten while watched: every refresh whole, the last one leaks of the final window' '
+	{ "$MEMSIGHT" record -q --ring 8M -e malloc -o wrap.trace -- "$S/alloc_zoo" churn 150000 >/dev/null 2>&1 & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info wrap.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	"$MEMSIGHT" top -d 0.2 -T 2 wrap.trace >wtables 2>werr &&
+	wait &&
+	grep "^memsight top\|^recorder" wtables && cat werr &&
+	test ! -s werr &&
+	test "$(grep -c "^memsight top [0-9:]*: .wrap.trace. being recorded" wtables)" -ge 2 &&
+	"$MEMSIGHT" info wrap.trace >winfo 2>/dev/null &&
+	grep "^flight: .* [1-9][0-9.]* MiB (.*) overwritten before its window" winfo &&
+	sed -n "/(recording ended)/,\$p" wtables | sed "1d;\$d" >wlast &&
+	"$MEMSIGHT" leaks --sort growth -T 2 wrap.trace >wwant 2>/dev/null &&
+	test_cmp wwant wlast
 '
 
 if ! command -v tmux >/dev/null; then
@@ -71,13 +125,24 @@ else
 			sleep 0.1; i=$((i + 1)); done &&
 		screen >growth.screen &&
 		cat growth.screen &&
-		grep "^memsight top [0-9:]*: .term.trace. being recorded; every 0.5 s, by growth$" growth.screen &&
+		grep "^memsight top [0-9:]*: .term.trace. being recorded; every 0.5 s, leaks by growth$" growth.screen &&
 		grep -m1 -A3 "^[0-9]* bytes in" growth.screen | grep -q "steady_leak+0x" &&
 		tmux send-keys -t top s &&
 		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "by size$"; do sleep 0.1; i=$((i + 1)); done &&
 		sleep 0.3 && screen >size.screen && cat size.screen &&
 		grep -m1 -A3 "^[0-9]* bytes in" size.screen | grep -q "init_tables+0x" &&
 		tmux send-keys -t top s &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "by growth$"; do sleep 0.1; i=$((i + 1)); done &&
+		# v: the next view this trace has events for (malloc: report),
+		# and back.
+		tmux send-keys -t top v &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "^# memsight report of .term.trace."; do
+			sleep 0.1; i=$((i + 1)); done &&
+		screen >report.screen && cat report.screen &&
+		grep -q "^memsight top [0-9:]*: .term.trace. being recorded; every 0.5 s, report$" report.screen &&
+		grep -q "^q quits, p pauses, v shows leaks$" report.screen &&
+		tmux send-keys -t top v &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "leaks by growth$"; do sleep 0.1; i=$((i + 1)); done &&
 		wait &&
 		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "(recording ended)"; do sleep 0.1; i=$((i + 1)); done &&
 		sleep 0.3 && screen >end.screen && cat end.screen truth elapsed &&
@@ -96,6 +161,30 @@ else
 		sed -n 1p after.screen | grep -qx "before top" &&
 		sed -n 2p after.screen | grep -qx "top exited 0" &&
 		! grep -q "memsight top" after.screen
+	'
+
+	# One recording ends, another starts on the same path (a ring, as a
+	# service restarted would): top goes on, with the new process.
+	test_expect_success 'at a terminal: a recorder restarted on the same path is followed' '
+		tmux kill-session -t top &&
+		"$MEMSIGHT" record -q --ring 8M -e malloc -o again.trace -- "$S/alloc_zoo" grow 50 >first.truth 2>/dev/null &&
+		tmux new-session -d -s top -x 150 -y 45 "\"$MEMSIGHT\" top -d 0.3 -T 2 again.trace; sleep 60" &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "(recording ended)"; do sleep 0.1; i=$((i + 1)); done &&
+		screen >first.screen && cat first.screen &&
+		{ "$MEMSIGHT" record -q --ring 8M -e malloc -o again.trace -- "$S/alloc_zoo" grow 300 >second.truth 2>/dev/null & } &&
+		rec=$! &&
+		i=0 && while [ $i -lt 100 ] && ! screen | grep -q "^recorder: pid $rec,"; do sleep 0.1; i=$((i + 1)); done &&
+		pid=$(sed -n "s/^alloc_zoo: leaked .* from steady_leak (pid \([0-9]*\))$/\1/p" first.truth) &&
+		i=0 && while [ $i -lt 100 ] && { ! screen | grep -q "(pid [0-9]* alloc_zoo)" ||
+			screen | grep -q "(pid $pid alloc_zoo)"; }; do sleep 0.1; i=$((i + 1)); done &&
+		screen >second.screen && cat second.screen &&
+		wait &&
+		grep -q "^memsight top [0-9:]*: .again.trace. being recorded; every 0.3 s, leaks by growth$" second.screen &&
+		grep -q "^recorder: pid $rec," second.screen &&
+		new=$(sed -n "s/^alloc_zoo: leaked .* from steady_leak (pid \([0-9]*\))$/\1/p" second.truth) &&
+		test "$new" != "$pid" &&
+		grep -q "(pid $new alloc_zoo)" second.screen && ! grep -q "(pid $pid alloc_zoo)" second.screen &&
+		grep -q "^ *$new alloc_zoo " second.screen
 	'
 fi
 

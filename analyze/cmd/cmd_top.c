@@ -1,32 +1,42 @@
 /*
- * analyze/cmd/cmd_top.c: memsight top, the leak table of a trace while it
- * is recorded, read again every interval.
+ * analyze/cmd/cmd_top.c: memsight top, a view of a trace while it is
+ * recorded, read again every interval: the leak table, or the faults,
+ * brk, reclaim or report view where the recording has no allocations.
  *
- * A refresh runs this program's own leaks command in a child, on the
- * trace as far as its recorder has written it (a live trace reads so:
+ * A refresh runs this program's own command for the view in a child, on
+ * the trace as far as its recorder has written it (a live trace reads so:
  * formats/trace.h), with the child's output and messages in memory files,
  * and shows them: at a terminal redrawn in place on the alternate screen,
  * with keys; elsewhere one table a refresh, as vmstat prints, until the
- * recording has ended. So what top shows is what leaks prints of the same
- * bytes. The child reads the whole trace each time: a refresh costs what
- * leaks costs on the trace so far, and grows with it.
+ * recording has ended. So what top shows is what that command prints of
+ * the same bytes. The child reads the whole trace each time: a refresh
+ * costs what the command costs on the trace so far, and grows with it.
+ *
+ * Above the view, while the recording goes on, top adds what only the
+ * machine knows now, from /proc: the recorder (the process holding the
+ * trace's lock) with its CPU and memory, and the processes the view
+ * names with their resident memory and fault rate.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "../model/allocs.h"
 #include "../../formats/msg.h"
 #include "../../formats/replace.h"
 #include "../../formats/termsafe.h"
@@ -34,17 +44,45 @@
 static const char usage_text[] =
 	"usage: memsight top [options] [FILE]\n"
 	"\n"
-	"The leak table of a trace while it is recorded (record -e malloc), read\n"
-	"again every interval as far as the recorder has written it, the stacks\n"
-	"whose outstanding bytes grow fastest first. At a terminal it redraws in\n"
-	"place: q quits, s sorts by growth or by size, p pauses. Elsewhere it\n"
-	"prints one table per interval until the recording ends.\n";
+	"A trace while it is recorded, read again every interval as far as the\n"
+	"recorder has written it: the leak table (record -e malloc), the stacks\n"
+	"whose outstanding bytes grow fastest first, or the faults, brk, reclaim\n"
+	"or report view; above it the recorder's CPU and memory and the named\n"
+	"processes' resident memory and faults per second. At a terminal it\n"
+	"redraws in place: q quits, v shows the next view, s sorts the leak table\n"
+	"by growth or by size, p pauses. Elsewhere it prints one table per\n"
+	"interval until the recording ends.\n";
+
+/* The views, each a command of this program run on the trace; the first
+ * the trace has events for is the default. */
+enum { VIEW_LEAKS, VIEW_FAULTS, VIEW_BRK, VIEW_RECLAIM, VIEW_REPORT, NR_VIEWS };
+static const char *const view_names[NR_VIEWS] = { "leaks", "faults", "brk", "reclaim", "report" };
+
+/* A process the view names, as /proc saw it at the last refresh. */
+struct top_proc {
+	int pid;
+	char comm[64];
+	uint64_t rss0, rss, faults;
+	double faults_rate; /* per second over the last interval, -1 before two looks */
+	struct timespec seen;
+};
+
+#define TOP_PROCS 5
 
 struct top {
-	const char *path, *pid, *comm, *delay_arg;
+	const char *path, *pid, *comm, *delay_arg, *view_arg;
 	double delay;
 	uint64_t top, iterations;
 	int by_size, paused, tty, raw;
+	int view, views;      /* the view shown; the mask of those the trace has events for */
+	dev_t dev;            /* the trace file the views were picked for */
+	ino_t ino;
+	int recorder;         /* the pid holding the trace's lock, 0 when none is seen */
+	uint64_t rec_ticks;   /* its CPU time at the last look */
+	struct timespec rec_seen;
+	double rec_cpu;       /* its share of one CPU since the last look, -1 before two */
+	struct top_proc procs[TOP_PROCS];
+	int nr_procs;
 	struct termios saved;
 };
 
@@ -68,8 +106,8 @@ static FILE *memfile(const char *name)
 	return f;
 }
 
-/* leaks of the trace in a child, its output in *out and its messages in
- * *err; the child's exit status, or -1 when it could not run. */
+/* The view's command on the trace in a child, its output in *out and its
+ * messages in *err; the child's exit status, or -1 when it could not run. */
 static int top_run(const struct top *t, char **out, char **err)
 {
 	FILE *fo = memfile("memsight-top-out"), *fe = memfile("memsight-top-err");
@@ -84,9 +122,11 @@ static int top_run(const struct top *t, char **out, char **err)
 		goto done;
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)t->top);
 	argv[ac++] = "memsight-analyze";
-	argv[ac++] = "leaks";
-	argv[ac++] = "--sort";
-	argv[ac++] = t->by_size ? "size" : "growth";
+	argv[ac++] = view_names[t->view];
+	if (t->view == VIEW_LEAKS) {
+		argv[ac++] = "--sort";
+		argv[ac++] = t->by_size ? "size" : "growth";
+	}
 	argv[ac++] = "-T";
 	argv[ac++] = n;
 	if (t->pid) {
@@ -153,17 +193,276 @@ static int term_raw(struct top *t)
 	return 0;
 }
 
+/* The views the trace has events for, looked at again only when the path
+ * names another file (a recorder restarted on it); the first of them is
+ * shown unless -v chose. A trace not readable yet is looked at again at
+ * the next refresh. */
+static void top_views_pick(struct top *t)
+{
+	struct session s;
+	struct stat st;
+	char err[512];
+	int views = 1 << VIEW_REPORT;
+
+	if (stat(t->path, &st) || (t->views && st.st_dev == t->dev && st.st_ino == t->ino))
+		return;
+	if (session_open(&s, t->path, NULL, err, sizeof(err))) {
+		session_release(&s);
+		return;
+	}
+	if (allocs_recorded(&s))
+		views |= 1 << VIEW_LEAKS;
+	if (session_group_recorded(&s, "faults") || session_group_recorded(&s, "swap"))
+		views |= 1 << VIEW_FAULTS;
+	if (session_group_recorded(&s, "brk"))
+		views |= 1 << VIEW_BRK;
+	if (session_group_recorded(&s, "reclaim"))
+		views |= 1 << VIEW_RECLAIM;
+	session_release(&s);
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	t->views = views;
+	if (!t->view_arg)
+		t->view = __builtin_ctz(views);
+}
+
+/* What /proc/PID/stat says of a process: its name, its faults, its CPU
+ * time in clock ticks, when it started (ticks after boot); and its
+ * resident bytes. Returns 0, or -1 when it is gone, exiting or
+ * unreadable. */
+struct pstat {
+	char comm[64];
+	unsigned long long faults, ticks, start, rss;
+};
+
+/* VmRSS of /proc/PID/status in bytes, or fallback: the kernel sums its
+ * per-CPU counters there, where stat's resident pages may be a batch of
+ * pages behind. */
+static unsigned long long status_rss(int pid, unsigned long long fallback)
+{
+	char path[64], line[128];
+	unsigned long long kib, rss = fallback;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %llu kB", &kib) == 1) {
+			rss = kib * 1024;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return rss;
+}
+
+static int pstat_read(int pid, struct pstat *ps)
+{
+	unsigned long long minflt, majflt, utime, stime;
+	char path[64], buf[1024], *l, *r, state;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	l = strchr(buf, '(');
+	r = strrchr(buf, ')');
+	if (!l || !r || r < l || (size_t)(r - l - 1) >= sizeof(ps->comm))
+		return -1;
+	memcpy(ps->comm, l + 1, r - l - 1);
+	ps->comm[r - l - 1] = 0;
+	/* From the state, field 3, to the resident pages, field 24. */
+	if (sscanf(r + 1, " %c %*d %*d %*d %*d %*d %*u %llu %*u %llu %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %*u %llu",
+		   &state, &minflt, &majflt, &utime, &stime, &ps->start, &ps->rss) != 7)
+		return -1;
+	/* A zombie's memory is gone, and so is the process. */
+	if (state == 'Z' || state == 'X')
+		return -1;
+	ps->faults = minflt + majflt;
+	ps->ticks = utime + stime;
+	ps->rss = status_rss(pid, ps->rss * sysconf(_SC_PAGESIZE));
+	return 0;
+}
+
+static double ts_since(const struct timespec *then, const struct timespec *now)
+{
+	return (now->tv_sec - then->tv_sec) + (now->tv_nsec - then->tv_nsec) / 1e9;
+}
+
+/* The pid holding the write lock on the file st describes: its recorder
+ * (record/write/output.c takes the lock), 0 when none is seen from here. */
+static int top_lock_holder(const struct stat *st)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256];
+	int pid = 0;
+
+	while (f && !pid && fgets(line, sizeof(line), f)) {
+		const char *w = strstr(line, " WRITE ");
+		unsigned maj, min;
+		unsigned long long ino;
+		int p;
+
+		if (w && strstr(line, "FLOCK") && sscanf(w + 7, "%d %x:%x:%llu", &p, &maj, &min, &ino) == 4 && p > 0 &&
+		    maj == major(st->st_dev) && min == minor(st->st_dev) && ino == st->st_ino)
+			pid = p;
+	}
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+/* The recorder's CPU share since the last look (since it started, at the
+ * first), from its clock ticks. */
+static void top_recorder_update(struct top *t, const struct stat *st)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	int pid = top_lock_holder(st);
+	struct timespec now;
+	struct pstat ps;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!pid || pstat_read(pid, &ps)) {
+		t->recorder = 0;
+		return;
+	}
+	if (pid == t->recorder && ts_since(&t->rec_seen, &now) > 0) {
+		t->rec_cpu = (ps.ticks - t->rec_ticks) / (double)hz / ts_since(&t->rec_seen, &now);
+	} else {
+		/* CLOCK_MONOTONIC counts from boot, as the start time does. */
+		double up = now.tv_sec + now.tv_nsec / 1e9 - (double)ps.start / hz;
+
+		t->rec_cpu = up > 0 ? ps.ticks / (double)hz / up : -1;
+	}
+	t->recorder = pid;
+	t->rec_ticks = ps.ticks;
+	t->rec_seen = now;
+}
+
+/* The processes the view names, "(pid N COMM)" in its stacks' lines, in
+ * the view's order: those still running under that name are looked at
+ * in /proc (a pid reused by another program is not theirs). */
+static void top_procs_update(struct top *t, const char *out)
+{
+	struct top_proc next[TOP_PROCS];
+	struct timespec now;
+	int n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (const char *p = out; p && n < TOP_PROCS && (p = strstr(p, "(pid ")); p += 5) {
+		const char *nl, *close;
+		struct top_proc *tp = &next[n];
+		struct pstat ps;
+		char *end;
+		long pid = strtol(p + 5, &end, 10);
+		int known = 0;
+
+		if (pid <= 0 || pid > INT_MAX || *end != ' ')
+			continue;
+		nl = strchrnul(end, '\n');
+		close = memrchr(end, ')', nl - end);
+		if (!close || (size_t)(close - end - 1) >= sizeof(tp->comm))
+			continue;
+		for (int k = 0; k < n; k++)
+			known |= next[k].pid == pid;
+		if (known || pstat_read(pid, &ps) || strlen(ps.comm) != (size_t)(close - end - 1) ||
+		    memcmp(ps.comm, end + 1, close - end - 1))
+			continue;
+		*tp = (struct top_proc){ .pid = pid, .faults_rate = -1, .rss0 = ps.rss };
+		snprintf(tp->comm, sizeof(tp->comm), "%s", ps.comm);
+		for (int k = 0; k < t->nr_procs; k++) {
+			const struct top_proc *old = &t->procs[k];
+
+			if (old->pid != pid || strcmp(old->comm, tp->comm))
+				continue;
+			tp->rss0 = old->rss0;
+			if (ts_since(&old->seen, &now) > 0)
+				tp->faults_rate = (ps.faults - old->faults) / ts_since(&old->seen, &now);
+		}
+		tp->rss = ps.rss;
+		tp->faults = ps.faults;
+		tp->seen = now;
+		n++;
+	}
+	memcpy(t->procs, next, n * sizeof(*next));
+	t->nr_procs = n;
+}
+
+/* Append to buf as printf would, never past len. */
+static void __attribute__((format(printf, 4, 5))) buf_add(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (*n >= len)
+		return;
+	va_start(ap, fmt);
+	r = vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+	*n = r < 0 ? *n : *n + r < len ? *n + r : len - 1;
+}
+
+/* What top adds above the view while the recording goes on: the
+ * recorder's line, then the processes' table. */
+static void top_panel(const struct top *t, char *buf, size_t len)
+{
+	char a[32], b[32];
+	struct pstat ps;
+	struct stat st;
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (stat(t->path, &st))
+		st.st_size = 0;
+	fmt_bytes(st.st_size, b, sizeof(b));
+	if (!t->recorder || pstat_read(t->recorder, &ps)) {
+		/* The lock held by no process seen here: one of another pid
+		 * namespace, or none since the view was read. */
+		buf_add(buf, len, &n, "recorder: %s; trace %s\n",
+			replace_live(t->path) ? "its process is not visible from here" : "it has just ended", b);
+	} else {
+		buf_add(buf, len, &n, "recorder: pid %d", t->recorder);
+		if (t->rec_cpu >= 0)
+			buf_add(buf, len, &n, ", %.1f%% of a CPU", 100 * t->rec_cpu);
+		buf_add(buf, len, &n, ", %s resident; trace %s\n", fmt_bytes(ps.rss, a, sizeof(a)), b);
+	}
+	if (t->nr_procs)
+		buf_add(buf, len, &n, "%8s %-16s %10s %11s %9s\n", "PID", "COMM", "RSS", "CHANGE", "FAULTS/s");
+	for (int i = 0; i < t->nr_procs; i++) {
+		const struct top_proc *p = &t->procs[i];
+		char d[40], r[24];
+
+		fmt_bytes(p->rss > p->rss0 ? p->rss - p->rss0 : p->rss0 - p->rss, a, sizeof(a));
+		snprintf(d, sizeof(d), "%s%s", p->rss == p->rss0 ? "" : p->rss > p->rss0 ? "+" : "-", a);
+		if (p->faults_rate < 0)
+			snprintf(r, sizeof(r), "-");
+		else
+			snprintf(r, sizeof(r), "%.0f", p->faults_rate);
+		buf_add(buf, len, &n, "%8d %-16s %10s %11s %9s\n", p->pid, p->comm, fmt_bytes(p->rss, b, sizeof(b)), d, r);
+	}
+	/* Process names come from the programs watched: cleaned as every
+	 * other text bound for a terminal. */
+	termsafe_clean(buf, n, TERMSAFE_NEWLINES);
+}
+
 static void top_header(const struct top *t, int live, char *buf, size_t len)
 {
 	char when[16];
 	time_t now = time(NULL);
 
 	strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
-	snprintf(buf, len, "memsight top %s: '%s' %s; every %.1f s, by %s%s", when, t->path,
-		 live ? "being recorded" : "(recording ended)", t->delay, t->by_size ? "size" : "growth",
-		 t->paused ? "; PAUSED" : "");
-	/* The path is the one thing top prints that its leaks child did not
-	 * clean; it goes to a terminal as the rest does. */
+	snprintf(buf, len, "memsight top %s: '%s' %s; every %.1f s, %s%s%s", when, t->path,
+		 live ? "being recorded" : "(recording ended)", t->delay, view_names[t->view],
+		 t->view != VIEW_LEAKS ? "" : t->by_size ? " by size" : " by growth", t->paused ? "; PAUSED" : "");
+	/* The path is the one thing top prints that its child did not clean;
+	 * it goes to a terminal as the rest does. */
 	termsafe_clean(buf, strlen(buf), 0);
 }
 
@@ -201,18 +500,30 @@ static void term_rows(int *row, int rows, const char *s, int cols)
 	}
 }
 
-static void term_draw(const struct top *t, const char *header, const char *out, const char *msg)
+/* The view v shows next: the next the trace has events for. */
+static int view_next(const struct top *t)
+{
+	for (int k = 1; k <= NR_VIEWS; k++)
+		if ((t->views ? t->views : ~0) & 1 << (t->view + k) % NR_VIEWS)
+			return (t->view + k) % NR_VIEWS;
+	return t->view;
+}
+
+static void term_draw(const struct top *t, const char *header, const char *panel, const char *out, const char *msg)
 {
 	struct winsize ws = { 0 };
+	char keys[160];
 	int row = 0;
 
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_row || !ws.ws_col)
 		ws.ws_row = 24, ws.ws_col = 80;
+	snprintf(keys, sizeof(keys), "q quits, %s, v shows %s%s", t->paused ? "p resumes" : "p pauses",
+		 view_names[view_next(t)],
+		 t->view != VIEW_LEAKS ? "" : t->by_size ? ", s sorts by growth" : ", s sorts by size");
 	fputs("\033[H", stdout);
 	term_rows(&row, ws.ws_row, header, ws.ws_col);
-	term_rows(&row, ws.ws_row,
-		  t->paused ? "p resumes, s sorts by growth or size, q quits" : "p pauses, s sorts by growth or size, q quits",
-		  ws.ws_col);
+	term_rows(&row, ws.ws_row, keys, ws.ws_col);
+	term_rows(&row, ws.ws_row, panel, ws.ws_col);
 	term_rows(&row, ws.ws_row, msg, ws.ws_col);
 	term_rows(&row, ws.ws_row, out, ws.ws_col);
 	fputs("\033[J", stdout);
@@ -229,8 +540,8 @@ static const char *first_line(char *s)
 	return s ? s : "";
 }
 
-/* Waits up to ms for keys; 1 when one asks for a table read again (the
- * sort changed). */
+/* Waits up to ms for keys; 1 when one asks for the view read again (the
+ * sort or the view changed). */
 static int term_keys(struct top *t, int ms)
 {
 	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
@@ -242,17 +553,33 @@ static int term_keys(struct top *t, int ms)
 	while (read(STDIN_FILENO, &c, 1) == 1) {
 		if (c == 'q' || c == 'Q' || c == 3)
 			top_stopped = 1;
-		else if (c == 's' || c == 'S')
+		else if ((c == 's' || c == 'S') && t->view == VIEW_LEAKS)
 			t->by_size = !t->by_size, again = 1;
+		else if (c == 'v' || c == 'V')
+			t->view = view_next(t), again = 1;
 		else if (c == 'p' || c == 'P' || c == ' ')
 			t->paused = !t->paused;
 	}
 	return again;
 }
 
+/* What /proc says now, for the panel above the view: only while the
+ * recording goes on, when its processes and its recorder are there. */
+static void top_look(struct top *t, int live, const char *out, char *panel, size_t len)
+{
+	struct stat st;
+
+	panel[0] = 0;
+	if (!live || stat(t->path, &st))
+		return;
+	top_recorder_update(t, &st);
+	top_procs_update(t, out);
+	top_panel(t, panel, len);
+}
+
 static int top_loop(struct top *t)
 {
-	char header[PATH_MAX + 128], *out = NULL, *err = NULL;
+	char header[PATH_MAX + 128], panel[2048] = "", *out = NULL, *err = NULL;
 	int status = 0, again = 1, ret = 0;
 	uint64_t runs = 0;
 
@@ -264,19 +591,23 @@ static int top_loop(struct top *t)
 				break;
 			free(out);
 			free(err);
+			top_views_pick(t);
 			status = top_run(t, &out, &err);
 			if (status < 0) {
-				msg_error("cannot run leaks on '%s': %s", t->path, strerror(errno));
+				msg_error("cannot run %s on '%s': %s", view_names[t->view], t->path, strerror(errno));
 				ret = 1;
 				break;
 			}
+			top_look(t, live, status ? "" : out, panel, sizeof(panel));
 			runs++;
 		}
 		top_header(t, live, header, sizeof(header));
 		if (t->tty) {
+			char said[128];
+
 			/* A trace not there yet is said, and looked for again. */
-			term_draw(t, header, status ? "" : out,
-				  !status ? "" : *first_line(err) ? err : "leaks of the trace ended in error and said nothing");
+			snprintf(said, sizeof(said), "%s of the trace ended in error and said nothing", view_names[t->view]);
+			term_draw(t, header, panel, status ? "" : out, !status ? "" : *first_line(err) ? err : said);
 			again = term_keys(t, (int)(t->delay * 1000));
 			continue;
 		}
@@ -284,13 +615,14 @@ static int top_loop(struct top *t)
 			const char *why = first_line(err);
 
 			if (!*why)
-				msg_error("leaks of '%s' ended with status %d and said nothing", t->path, status);
+				msg_error("%s of '%s' ended with status %d and said nothing", view_names[t->view], t->path,
+					  status);
 			else
 				msg_error("%s", strncmp(why, "memsight top: ", 14) ? why : why + 14);
 			ret = status;
 			break;
 		}
-		printf("%s\n%s\n", header, out);
+		printf("%s\n%s%s%s\n", header, panel, *panel ? "\n" : "", out);
 		fflush(stdout);
 		if (!live)
 			break;
@@ -311,6 +643,8 @@ int cmd_top(int argc, char **argv, struct analyze_opts *a)
 		OPT_U64('n', "iterations", &t.iterations, "N", "refreshes before leaving (default: until q, or the end of "
 								"the\nrecording when not at a terminal)"),
 		OPT_U64('T', "top", &t.top, "N", "stacks shown (default 10)"),
+		OPT_STRING(0, "view", &t.view_arg, "VIEW",
+			   "leaks, faults, brk, reclaim or report (default: the first of\nthose the trace has events for)"),
 		OPT_STRING(0, "pid", &t.pid, "PID", "only these processes (comma-separated)"),
 		OPT_STRING(0, "comm", &t.comm, "NAME", "only the processes of these names (comma-separated)"),
 		OPT_STRING('i', "input", &t.path, "FILE",
@@ -341,6 +675,14 @@ int cmd_top(int argc, char **argv, struct analyze_opts *a)
 	}
 	if (!t.top)
 		t.top = 10;
+	if (t.view_arg) {
+		for (t.view = 0; t.view < NR_VIEWS && strcmp(view_names[t.view], t.view_arg); t.view++)
+			;
+		if (t.view == NR_VIEWS) {
+			msg_error("unknown view '%s' for --view: give leaks, faults, brk, reclaim or report", t.view_arg);
+			return 2;
+		}
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
