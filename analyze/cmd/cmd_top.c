@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -50,8 +51,9 @@ static const char usage_text[] =
 	"or report view; above it the recorder's CPU and memory and the named\n"
 	"processes' resident memory and faults per second. At a terminal it\n"
 	"redraws in place: q quits, v shows the next view, s sorts the leak table\n"
-	"by growth or by size, p pauses. Elsewhere it prints one table per\n"
-	"interval until the recording ends.\n";
+	"by growth or by size, p pauses, f keeps some pids or names, + and - show\n"
+	"more or fewer stacks. Elsewhere it prints one table per interval until\n"
+	"the recording ends.\n";
 
 /* The views, each a command of this program run on the trace; the first
  * the trace has events for is the default. */
@@ -72,7 +74,9 @@ struct top_proc {
 struct top {
 	const char *path, *pid, *comm, *delay_arg, *view_arg;
 	double delay;
-	uint64_t top, iterations;
+	uint64_t top, iterations, max_cpu;
+	double cost;          /* CPU seconds the last read of the trace took */
+	char filter[256];     /* what f was given: the pids or names kept */
 	int by_size, paused, tty, raw;
 	int view, views;      /* the view shown; the mask of those the trace has events for */
 	dev_t dev;            /* the trace file the views were picked for */
@@ -107,9 +111,11 @@ static FILE *memfile(const char *name)
 }
 
 /* The view's command on the trace in a child, its output in *out and its
- * messages in *err; the child's exit status, or -1 when it could not run. */
-static int top_run(const struct top *t, char **out, char **err)
+ * messages in *err; the child's exit status, or -1 when it could not run.
+ * What CPU it used goes in t->cost. */
+static int top_run(struct top *t, char **out, char **err)
 {
+	struct rusage ru = { 0 };
 	FILE *fo = memfile("memsight-top-out"), *fe = memfile("memsight-top-err");
 	const char *argv[16];
 	size_t len;
@@ -152,8 +158,9 @@ static int top_run(const struct top *t, char **out, char **err)
 	}
 	if (pid < 0)
 		goto done;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
+	t->cost = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	*out = cmd_slurp(fo, &len);
 	*err = cmd_slurp(fe, &len);
@@ -452,15 +459,33 @@ static void top_panel(const struct top *t, char *buf, size_t len)
 	termsafe_clean(buf, n, TERMSAFE_NEWLINES);
 }
 
+/* Seconds to the next refresh: the interval asked, stretched so that
+ * reading the trace takes at most --max-cpu percent of one CPU (a read
+ * of C seconds, then a wait of W: C / (C + W)). */
+static double top_interval(const struct top *t)
+{
+	double least = t->cost * 100 / t->max_cpu - t->cost;
+
+	return least > t->delay ? least : t->delay;
+}
+
 static void top_header(const struct top *t, int live, char *buf, size_t len)
 {
-	char when[16];
+	char when[16], stretch[160] = "", only[300] = "";
 	time_t now = time(NULL);
+	double every = top_interval(t);
 
 	strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
-	snprintf(buf, len, "memsight top %s: '%s' %s; every %.1f s, %s%s%s", when, t->path,
-		 live ? "being recorded" : "(recording ended)", t->delay, view_names[t->view],
-		 t->view != VIEW_LEAKS ? "" : t->by_size ? " by size" : " by growth", t->paused ? "; PAUSED" : "");
+	if (every > t->delay)
+		snprintf(stretch, sizeof(stretch), "; stretched from %.1f s to keep under %llu%% of a CPU (a read takes %.2f s)",
+			 t->delay, (unsigned long long)t->max_cpu, t->cost);
+	if (t->pid || t->comm)
+		snprintf(only, sizeof(only), "; only %s%s%s%s", t->pid ? "pid " : "", t->pid ? t->pid : "",
+			 t->pid && t->comm ? ", " : "", t->comm ? t->comm : "");
+	snprintf(buf, len, "memsight top %s: '%s' %s; every %.1f s, %s%s%s%s%s", when, t->path,
+		 live ? "being recorded" : "(recording ended)", every, view_names[t->view],
+		 t->view != VIEW_LEAKS ? "" : t->by_size ? " by size" : " by growth", only, stretch,
+		 t->paused ? "; PAUSED" : "");
 	/* The path is the one thing top prints that its child did not clean;
 	 * it goes to a terminal as the rest does. */
 	termsafe_clean(buf, strlen(buf), 0);
@@ -512,13 +537,13 @@ static int view_next(const struct top *t)
 static void term_draw(const struct top *t, const char *header, const char *panel, const char *out, const char *msg)
 {
 	struct winsize ws = { 0 };
-	char keys[160];
+	char keys[200];
 	int row = 0;
 
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_row || !ws.ws_col)
 		ws.ws_row = 24, ws.ws_col = 80;
-	snprintf(keys, sizeof(keys), "q quits, %s, v shows %s%s", t->paused ? "p resumes" : "p pauses",
-		 view_names[view_next(t)],
+	snprintf(keys, sizeof(keys), "q quits, %s, v shows %s%s, f filters, + - more or fewer stacks",
+		 t->paused ? "p resumes" : "p pauses", view_names[view_next(t)],
 		 t->view != VIEW_LEAKS ? "" : t->by_size ? ", s sorts by growth" : ", s sorts by size");
 	fputs("\033[H", stdout);
 	term_rows(&row, ws.ws_row, header, ws.ws_col);
@@ -540,8 +565,46 @@ static const char *first_line(char *s)
 	return s ? s : "";
 }
 
+/* f: the pids or names to keep, typed on the keys' row (Enter keeps
+ * them, an empty line keeps all, Esc leaves the filter as it was): pids
+ * when all of it is digits and commas, names otherwise. 1 when the
+ * filter changed. */
+static int term_filter(struct top *t)
+{
+	char buf[sizeof(t->filter)] = "";
+	size_t n = 0;
+	char c;
+
+	for (;;) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+
+		printf("\033[2;1H\033[Kkeep pids or names, comma-separated (Enter: empty for all; Esc: as it was): %s\033[?25h",
+		       buf);
+		fflush(stdout);
+		if (top_stopped)
+			break;
+		if (poll(&p, 1, -1) <= 0 || read(STDIN_FILENO, &c, 1) != 1)
+			continue;
+		if (c == '\r' || c == '\n') {
+			fputs("\033[?25l", stdout);
+			memcpy(t->filter, buf, n + 1);
+			t->pid = n && strspn(buf, "0123456789,") == n ? t->filter : NULL;
+			t->comm = n && !t->pid ? t->filter : NULL;
+			return 1;
+		}
+		if (c == 27)
+			break;
+		if ((c == 127 || c == 8) && n)
+			buf[--n] = 0;
+		else if ((unsigned char)c >= 32 && c != 127 && n + 1 < sizeof(buf))
+			buf[n++] = c, buf[n] = 0;
+	}
+	fputs("\033[?25l", stdout);
+	return 0;
+}
+
 /* Waits up to ms for keys; 1 when one asks for the view read again (the
- * sort or the view changed). */
+ * sort, the view, the filter or the stacks shown changed). */
 static int term_keys(struct top *t, int ms)
 {
 	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
@@ -559,6 +622,12 @@ static int term_keys(struct top *t, int ms)
 			t->view = view_next(t), again = 1;
 		else if (c == 'p' || c == 'P' || c == ' ')
 			t->paused = !t->paused;
+		else if (c == 'f' || c == 'F')
+			again |= term_filter(t);
+		else if (c == '+' && t->top < 1000)
+			t->top++, again = 1;
+		else if (c == '-' && t->top > 1)
+			t->top--, again = 1;
 	}
 	return again;
 }
@@ -608,7 +677,7 @@ static int top_loop(struct top *t)
 			/* A trace not there yet is said, and looked for again. */
 			snprintf(said, sizeof(said), "%s of the trace ended in error and said nothing", view_names[t->view]);
 			term_draw(t, header, panel, status ? "" : out, !status ? "" : *first_line(err) ? err : said);
-			again = term_keys(t, (int)(t->delay * 1000));
+			again = term_keys(t, (int)(top_interval(t) * 1000));
 			continue;
 		}
 		if (status) {
@@ -626,7 +695,7 @@ static int top_loop(struct top *t)
 		fflush(stdout);
 		if (!live)
 			break;
-		for (double left = t->delay; left > 0 && !top_stopped; left -= 0.1)
+		for (double left = top_interval(t); left > 0 && !top_stopped; left -= 0.1)
 			nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
 		again = 0;
 	}
@@ -637,12 +706,14 @@ static int top_loop(struct top *t)
 
 int cmd_top(int argc, char **argv, struct analyze_opts *a)
 {
-	struct top t = { .delay = 1, .top = 10 };
+	struct top t = { .delay = 1, .top = 10, .max_cpu = 10 };
 	const struct opt options[] = {
 		OPT_STRING('d', "delay", &t.delay_arg, "SECS", "seconds between refreshes (default 1; at least 0.1)"),
 		OPT_U64('n', "iterations", &t.iterations, "N", "refreshes before leaving (default: until q, or the end of "
 								"the\nrecording when not at a terminal)"),
 		OPT_U64('T', "top", &t.top, "N", "stacks shown (default 10)"),
+		OPT_U64(0, "max-cpu", &t.max_cpu, "PCT",
+			"reading the trace takes at most PCT% of one CPU: a refresh\nthat costs more waits longer (default 10; 100: never)"),
 		OPT_STRING(0, "view", &t.view_arg, "VIEW",
 			   "leaks, faults, brk, reclaim or report (default: the first of\nthose the trace has events for)"),
 		OPT_STRING(0, "pid", &t.pid, "PID", "only these processes (comma-separated)"),
@@ -675,6 +746,11 @@ int cmd_top(int argc, char **argv, struct analyze_opts *a)
 	}
 	if (!t.top)
 		t.top = 10;
+	if (!t.max_cpu || t.max_cpu > 100) {
+		msg_error("invalid --max-cpu %llu: give a percentage of one CPU from 1 to 100, e.g. --max-cpu 20",
+			  (unsigned long long)t.max_cpu);
+		return 2;
+	}
 	if (t.view_arg) {
 		for (t.view = 0; t.view < NR_VIEWS && strcmp(view_names[t.view], t.view_arg); t.view++)
 			;
