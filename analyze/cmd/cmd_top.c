@@ -632,11 +632,44 @@ static int term_keys(struct top *t, int ms)
 	return again;
 }
 
-/* What /proc says now, for the panel above the view: only while the
- * recording goes on, when its processes and its recorder are there. */
-static void top_look(struct top *t, int live, const char *out, char *panel, size_t len)
+/* The wait for the next refresh, a fifth of a second at a time, cut
+ * short by a key that asks for the view again (at a terminal), or by the
+ * recording's end or a new recording on the path, which the next refresh
+ * shows at once rather than an interval later (a stretched interval can
+ * be long). 1 when the view is to be read again even if paused. */
+static int top_wait(struct top *t, int live)
 {
+	double every = top_interval(t);
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		double left;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = every - ts_since(&start, &now);
+		if (left <= 0 || top_stopped)
+			return 0;
+		if (left > 0.2)
+			left = 0.2;
+		if (t->tty && term_keys(t, (int)(left * 1000) + 1))
+			return 1;
+		if (!t->tty)
+			nanosleep(&(struct timespec){ 0, (long)(left * 1e9) }, NULL);
+		if (replace_live(t->path) != live)
+			return !t->paused;
+	}
+}
+
+/* What /proc says now, for the panel above the view, and under it what
+ * the view's command warned of (events lost, a ring's window moved on),
+ * but that the trace is live, which the header says: only while the
+ * recording goes on, when its processes and its recorder are there. */
+static void top_look(struct top *t, int live, const char *out, const char *err, char *panel, size_t len)
+{
+	static const char speaker[] = "memsight top: ";
 	struct stat st;
+	size_t n;
 
 	panel[0] = 0;
 	if (!live || stat(t->path, &st))
@@ -644,6 +677,16 @@ static void top_look(struct top *t, int live, const char *out, char *panel, size
 	top_recorder_update(t, &st);
 	top_procs_update(t, out);
 	top_panel(t, panel, len);
+	n = strlen(panel);
+	for (const char *l = err; l && *l;) {
+		const char *nl = strchrnul(l, '\n');
+
+		if (!strncmp(l, speaker, sizeof(speaker) - 1))
+			l += sizeof(speaker) - 1;
+		if (!memmem(l, nl - l, "is still being recorded", 23))
+			buf_add(panel, len, &n, "%.*s\n", (int)(nl - l), l);
+		l = *nl ? nl + 1 : nl;
+	}
 }
 
 static int top_loop(struct top *t)
@@ -667,7 +710,7 @@ static int top_loop(struct top *t)
 				ret = 1;
 				break;
 			}
-			top_look(t, live, status ? "" : out, panel, sizeof(panel));
+			top_look(t, live, status ? "" : out, err, panel, sizeof(panel));
 			runs++;
 		}
 		top_header(t, live, header, sizeof(header));
@@ -677,7 +720,7 @@ static int top_loop(struct top *t)
 			/* A trace not there yet is said, and looked for again. */
 			snprintf(said, sizeof(said), "%s of the trace ended in error and said nothing", view_names[t->view]);
 			term_draw(t, header, panel, status ? "" : out, !status ? "" : *first_line(err) ? err : said);
-			again = term_keys(t, (int)(top_interval(t) * 1000));
+			again = top_wait(t, live);
 			continue;
 		}
 		if (status) {
@@ -695,9 +738,7 @@ static int top_loop(struct top *t)
 		fflush(stdout);
 		if (!live)
 			break;
-		for (double left = top_interval(t); left > 0 && !top_stopped; left -= 0.1)
-			nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
-		again = 0;
+		again = top_wait(t, live);
 	}
 	free(out);
 	free(err);

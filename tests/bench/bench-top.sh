@@ -9,6 +9,10 @@
 #     CPU (its leaks children included) per refresh, and the trace's bytes
 #   a steady leak (alloc_zoo grow 500, 5 s): top's CPU per refresh on a trace
 #     that grows slowly, the case top is for
+#   a parallel build (make -j2 of memsight's recorder and analyzer, from a
+#     copy of this tree) recorded system-wide with the default events: the
+#     build's time alone, recorded, and recorded with top (its faults view)
+#     watching; top's CPU per refresh and as a share of one CPU
 #
 # Each round runs the two in turn, in a turning order; figures are medians.
 set -u
@@ -65,3 +69,49 @@ for r in $(seq "$RUNS"); do
 	echo "$cpu $n" | awk '{ printf "%.3f\n", $2 ? $1 / $2 : 0 }' >>g.cpu
 done
 echo "steady leak (grow 500, 5 s): top's CPU per refresh $(median <g.cpu) s; trace $(stat -c %s g.trace) bytes"
+
+mkdir src && (cd "$top" && git archive HEAD) | tar -x -C src || exit 1
+cat >build.sh <<BUILD
+#!/bin/sh
+rm -rf "$w/src/b"
+make -j2 -s -C "$w/src" B="$w/src/b" "$w/src/b/memsight-analyze" "$w/src/b/memsight-record" >/dev/null 2>&1
+BUILD
+chmod +x build.sh
+./build.sh || { echo "the workload does not build"; exit 1; }
+# box u|w: the build recorded with -a, watched by top or not; appends the
+# build's seconds to box.WHO and, watched, top's CPU seconds, its tables
+# and its wall seconds to box.top.
+box() {
+	rm -f box.trace
+	"$b/memsight-record" -q -a -o box.trace &
+	rec=$!
+	i=0 && while [ $i -lt 100 ] && ! "$b/memsight" info box.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.05; i=$((i + 1)); done
+	if [ "$1" = w ]; then
+		/usr/bin/time -f "%U %S %e" -o top.time "$b/memsight" top -d 1 box.trace >tables 2>/dev/null &
+		tp=$!
+	fi
+	s=$(date +%s.%N); ./build.sh; e=$(date +%s.%N)
+	kill -INT $rec
+	wait $rec
+	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>box.$1
+	if [ "$1" = w ]; then
+		wait $tp
+		echo "$(awk '{ print $1 + $2, $3 }' top.time) $(grep -c '^memsight top' tables)" >>box.top
+	fi
+}
+: >box.a && : >box.u && : >box.w && : >box.top
+for r in $(seq "$RUNS"); do
+	s=$(date +%s.%N); ./build.sh; e=$(date +%s.%N)
+	echo "$s $e" | awk '{ printf "%.3f\n", $2 - $1 }' >>box.a
+	order="u w" && [ $((r % 2)) = 0 ] && order="w u"
+	for who in $order; do box $who; done
+	echo "round $r: alone $(tail -1 box.a) s, recorded $(tail -1 box.u) s, watched $(tail -1 box.w) s; top $(tail -1 box.top)" >&2
+done
+a=$(median <box.a) u=$(median <box.u) wb=$(median <box.w)
+echo "make -j2 recorded with -a (default events), seconds, medians of $RUNS:"
+echo "  alone:                  $a"
+echo "  recorded:               $u ($(echo "$u $a" | awk '{ printf "%.2fx", $1 / $2 }'))"
+echo "  recorded, top watching: $wb ($(echo "$wb $a" | awk '{ printf "%.2fx", $1 / $2 }'); $(echo "$wb $u" | awk '{ printf "%.2fx", $1 / $2 }') of unwatched)"
+echo "  top's CPU per refresh: $(awk '{ printf "%.3f\n", $3 ? $1 / $3 : 0 }' box.top | median) s, \
+$(awk '{ printf "%.1f\n", $2 ? 100 * $1 / $2 : 0 }' box.top | median)% of one CPU; trace $(stat -c %s box.trace) bytes"
