@@ -76,6 +76,7 @@ struct top {
 	double delay;
 	uint64_t top, iterations, max_cpu;
 	double cost;          /* CPU seconds the last read of the trace took */
+	struct timespec start; /* when top started, for its share of a CPU */
 	char filter[256];     /* what f was given: the pids or names kept */
 	int by_size, paused, tty, raw;
 	int view, views;      /* the view shown; the mask of those the trace has events for */
@@ -459,13 +460,25 @@ static void top_panel(const struct top *t, char *buf, size_t len)
 	termsafe_clean(buf, n, TERMSAFE_NEWLINES);
 }
 
-/* Seconds to the next refresh: the interval asked, stretched so that
- * reading the trace takes at most --max-cpu percent of one CPU (a read
- * of C seconds, then a wait of W: C / (C + W)). */
+static double ts_since(const struct timespec *then, const struct timespec *now);
+
+/* Seconds to the next refresh: the interval asked, stretched so that top
+ * and the reads it ran, all the CPU time they took since top started,
+ * stay at most --max-cpu percent of the time gone by then. Counted from
+ * the start, not read by read: a trace that grows makes each read dearer
+ * than the one before. */
 static double top_interval(const struct top *t)
 {
-	double least = t->cost * 100 / t->max_cpu - t->cost;
+	struct rusage self, children;
+	struct timespec now;
+	double cpu, least;
 
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &children);
+	cpu = self.ru_utime.tv_sec + self.ru_stime.tv_sec + children.ru_utime.tv_sec + children.ru_stime.tv_sec +
+	      (self.ru_utime.tv_usec + self.ru_stime.tv_usec + children.ru_utime.tv_usec + children.ru_stime.tv_usec) / 1e6;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	least = cpu * 100 / t->max_cpu - ts_since(&t->start, &now);
 	return least > t->delay ? least : t->delay;
 }
 
@@ -695,6 +708,7 @@ static int top_loop(struct top *t)
 	int status = 0, again = 1, ret = 0;
 	uint64_t runs = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	while (!top_stopped) {
 		int live = replace_live(t->path);
 
@@ -754,7 +768,7 @@ int cmd_top(int argc, char **argv, struct analyze_opts *a)
 								"the\nrecording when not at a terminal)"),
 		OPT_U64('T', "top", &t.top, "N", "stacks shown (default 10)"),
 		OPT_U64(0, "max-cpu", &t.max_cpu, "PCT",
-			"reading the trace takes at most PCT% of one CPU: a refresh\nthat costs more waits longer (default 10; 100: never)"),
+			"top, its reads of the trace included, takes at most PCT% of\none CPU: past that it waits longer (default 10; 100: never)"),
 		OPT_STRING(0, "view", &t.view_arg, "VIEW",
 			   "leaks, faults, brk, reclaim or report (default: the first of\nthose the trace has events for)"),
 		OPT_STRING(0, "pid", &t.pid, "PID", "only these processes (comma-separated)"),
