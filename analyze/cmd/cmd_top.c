@@ -64,12 +64,16 @@ static const char *const view_names[NR_VIEWS] = { "leaks", "faults", "brk", "rec
 struct top_proc {
 	int pid;
 	char comm[64];
+	unsigned long long start; /* with the pid, the process: a pid is reused */
 	uint64_t rss0, rss, faults;
 	double faults_rate; /* per second over the last interval, -1 before two looks */
 	struct timespec seen;
 };
 
 #define TOP_PROCS 5
+/* The processes seen, with their RSS when first seen: one that drops out
+ * of the view and comes back keeps its change. */
+#define TOP_SEEN 64
 
 struct top {
 	const char *path, *pid, *comm, *delay_arg, *view_arg;
@@ -86,8 +90,8 @@ struct top {
 	uint64_t rec_ticks;   /* its CPU time at the last look */
 	struct timespec rec_seen;
 	double rec_cpu;       /* its share of one CPU since the last look, -1 before two */
-	struct top_proc procs[TOP_PROCS];
-	int nr_procs;
+	struct top_proc procs[TOP_PROCS], seen[TOP_SEEN];
+	int nr_procs, nr_seen;
 	struct termios saved;
 };
 
@@ -383,15 +387,15 @@ static void top_procs_update(struct top *t, const char *out)
 		if (known || pstat_read(pid, &ps) || strlen(ps.comm) != (size_t)(close - end - 1) ||
 		    memcmp(ps.comm, end + 1, close - end - 1))
 			continue;
-		*tp = (struct top_proc){ .pid = pid, .faults_rate = -1, .rss0 = ps.rss };
+		*tp = (struct top_proc){ .pid = pid, .start = ps.start, .faults_rate = -1, .rss0 = ps.rss };
 		snprintf(tp->comm, sizeof(tp->comm), "%s", ps.comm);
-		for (int k = 0; k < t->nr_procs; k++) {
-			const struct top_proc *old = &t->procs[k];
+		for (int k = 0; k < t->nr_seen; k++) {
+			const struct top_proc *old = &t->seen[k];
 
-			if (old->pid != pid || strcmp(old->comm, tp->comm))
+			if (old->pid != pid || old->start != ps.start)
 				continue;
 			tp->rss0 = old->rss0;
-			if (ts_since(&old->seen, &now) > 0)
+			if (ts_since(&old->seen, &now) > 0 && ps.faults >= old->faults)
 				tp->faults_rate = (ps.faults - old->faults) / ts_since(&old->seen, &now);
 		}
 		tp->rss = ps.rss;
@@ -401,6 +405,21 @@ static void top_procs_update(struct top *t, const char *out)
 	}
 	memcpy(t->procs, next, n * sizeof(*next));
 	t->nr_procs = n;
+	/* Into the seen, replacing the same process or else the one seen
+	 * longest ago. */
+	for (int i = 0; i < n; i++) {
+		int k = 0, oldest = 0;
+
+		while (k < t->nr_seen && (t->seen[k].pid != next[i].pid || t->seen[k].start != next[i].start))
+			k++;
+		if (k == t->nr_seen && t->nr_seen < TOP_SEEN)
+			t->nr_seen++;
+		else if (k == t->nr_seen)
+			for (k = oldest = 0; k < TOP_SEEN; k++)
+				if (ts_since(&t->seen[k].seen, &t->seen[oldest].seen) > 0)
+					oldest = k;
+		t->seen[k < t->nr_seen ? k : oldest] = next[i];
+	}
 }
 
 /* Append to buf as printf would, never past len. */
