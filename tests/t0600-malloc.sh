@@ -422,7 +422,7 @@ test_expect_success 'a trace still being recorded: what is written so far, said 
 	! grep -e "without a trailer" -e "cut short" live.err &&
 	grep "^# LIVE: the recording is still going" live.leaks &&
 	! grep -e INCOMPLETE -e UNCERTAIN live.leaks &&
-	grep -A3 "^[0-9]* bytes in [0-9]* allocations from stack" live.leaks | grep -q "leak+0x" &&
+	grep -A3 "^[0-9]* bytes in [0-9]* allocations* from stack" live.leaks | grep -q "leak+0x" &&
 	grep "^status:      being recorded (a running recorder still writes it)" live.info &&
 	json_valid info live.json && grep -q "\"live\":true" live.json &&
 	test "$(cat gate.rc)" = 4 && grep "still being recorded: a leak is what is outstanding when recording ends" gate.err &&
@@ -433,7 +433,9 @@ test_expect_success 'a trace still being recorded: what is written so far, said 
 
 # A ring overwritten while it is read: each read is of the ring as it
 # stood, every chunk as its CRC was checked, never one half rewritten.
-test_expect_success 'a ring its recorder overwrites while it is read: each read whole' '
+# The reader's matter, whatever traced the calls: once, through the
+# wrapper (through uprobes the churn is many times slower).
+[ "$WRAPPED" = 1 ] && test_expect_success 'a ring its recorder overwrites while it is read: each read whole' '
 	{ "$MEMSIGHT" record -q --ring 8M -e malloc -o live-ring.trace -- "$SAMPLES/alloc_zoo" churn 150000 >/dev/null 2>&1 & } &&
 	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info live-ring.trace 2>/dev/null | grep -q "[1-9][0-9.]* [KM]iB (.*overwritten"; do
 		sleep 0.1; i=$((i + 1)); done &&
