@@ -280,7 +280,6 @@ struct trace_reader {
 	const unsigned char *base; /* whole file, mapped or in memory */
 	size_t size;
 	int mapped;		    /* base maps the file: pages read are dropped as the reader goes */
-	int copied;		    /* base is a private copy (a live ring's), kept whole */
 	uint32_t version, file_flags;
 	uint64_t created_ns;
 	struct trace_chunk *chunks; /* every valid chunk, in file order */
@@ -307,8 +306,14 @@ int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, 
 int trace_reader_open_fd(struct trace_reader *r, int fd, const char *name, char *err, size_t errlen);
 void trace_reader_release(struct trace_reader *r);
 
+/* What reading a chunk of a live ring returns when its recorder has
+ * overwritten it since the reader checked it: it holds nothing of the
+ * window read, and is skipped as the ring's overwritten part is. */
+#define TRACE_CHUNK_GONE (-2)
+
 /* Decompress chunk i into *buf (grown as needed; *alloc is its size).
- * Returns the payload length, or -1 with a reason in err. */
+ * Returns the payload length, or -1 with a reason in err, or
+ * TRACE_CHUNK_GONE (with a reason) for a live ring's chunk overwritten. */
 long trace_chunk_payload(struct trace_reader *r, size_t i, unsigned char **buf, size_t *alloc,
 			 char *err, size_t errlen);
 /* Decompress len bytes of chunk i's payload, from byte skip on, into dst:

@@ -155,6 +155,11 @@ static long ahead_decode(struct ahead *a, struct ahead_slot *sl, size_t ci)
 {
 	long n = trace_chunk_decode(a->r, &a->dctx, ci, &a->scratch, &a->scratch_alloc, sl->err, sizeof(sl->err));
 
+	/* A live ring's chunk overwritten since the scan: no records. */
+	if (n == TRACE_CHUNK_GONE) {
+		sl->recs.nr = 0;
+		return 0;
+	}
 	/* Indexed here while the bytes are in this CPU's cache: read first
 	 * by the merge, each record's header would be a miss. */
 	if (n < 0 || chunk_index(a->r, ci, a->scratch, n, &sl->recs, sl->err, sizeof(sl->err)))
@@ -323,6 +328,10 @@ static long ahead_get(struct ahead *a, size_t ci, unsigned char **buf, size_t *a
 	ahead_drop(a, ci);
 	if (a->running)
 		pthread_mutex_unlock(&a->mu);
+	if (n == TRACE_CHUNK_GONE) {
+		recs->nr = 0;
+		return 0;
+	}
 	if (n >= 0 && chunk_index(r, ci, *buf, n, recs, err, errlen))
 		n = -1;
 	return n;
@@ -401,7 +410,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 			ret = h->meta_ref(c->stream, i, arg);
 		} else if (c->type == TRACE_CHUNK_META && h->meta) {
 			n = trace_chunk_payload(r, i, &buf, &alloc, err, errlen);
-			ret = n < 0 ? -1 : h->meta(c->stream, buf, n, arg);
+			ret = n == TRACE_CHUNK_GONE ? 0 : n < 0 ? -1 : h->meta(c->stream, buf, n, arg);
 		} else if (c->type == TRACE_CHUNK_LOSS && h->loss) {
 			n = trace_chunk_payload(r, i, &buf, &alloc, err, errlen);
 			for (long o = 0; n >= 0 && o + LOSS_ENTRY_SIZE <= n && !ret; o += LOSS_ENTRY_SIZE) {
@@ -409,7 +418,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 
 				ret = h->loss(&l, arg);
 			}
-			if (n < 0)
+			if (n < 0 && n != TRACE_CHUNK_GONE)
 				ret = -1;
 		}
 	}

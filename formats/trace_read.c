@@ -408,46 +408,6 @@ int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, 
 	return 0;
 }
 
-static int reader_is_ring(const struct trace_reader *r)
-{
-	return r->size >= TRACE_FILE_HEADER_SIZE && !memcmp(r->base, TRACE_MAGIC, 8) && get32(r->base + 8) >= 3 &&
-	       (get32(r->base + 20) & TRACE_FILE_RING);
-}
-
-/* A ring its recorder still writes is read from a copy taken now: the
- * recorder overwrites its oldest segment while the reader works, and a
- * chunk must decode as the bytes its CRC was checked on. A chunk torn by
- * the copy fails its CRC and ends its segment, as the end of a pass
- * does. The file's mapping gives way to the copy. Returns 0, or -1 with
- * errno set. */
-static int reader_copy(struct trace_reader *r, int fd)
-{
-	unsigned char *copy = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	size_t done = 0;
-
-	if (copy == MAP_FAILED)
-		return -1;
-	while (done < r->size) {
-		ssize_t n = pread(fd, copy + done, r->size - done < (16u << 20) ? r->size - done : 16u << 20, done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int e = n ? errno : EIO;
-
-			munmap(copy, r->size);
-			errno = e;
-			return -1;
-		}
-		done += n;
-	}
-	munmap((void *)r->base, r->size);
-	r->base = copy;
-	r->mapped = 0;
-	r->copied = 1;
-	return 0;
-}
-
 int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
@@ -467,12 +427,6 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char 
 	r->size = st.st_size;
 	r->mapped = 1;
 	r->live = replace_live_fd(fd);
-	if (r->live && reader_is_ring(r) && reader_copy(r, fd)) {
-		munmap(map, st.st_size);
-		memset(r, 0, sizeof(*r));
-		return trace_error_set(err, errlen, "cannot copy '%s', a ring still being recorded: %s", path,
-				       strerror(errno));
-	}
 	if (reader_scan(r, err, errlen)) {
 		char tmp[256];
 
@@ -500,7 +454,7 @@ int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_
 
 void trace_reader_release(struct trace_reader *r)
 {
-	if ((r->mapped || r->copied) && r->base)
+	if (r->mapped && r->base)
 		munmap((void *)r->base, r->size);
 	free(r->chunks);
 	ZSTD_freeDCtx(r->dctx);
@@ -509,12 +463,43 @@ void trace_reader_release(struct trace_reader *r)
 
 /* Decompress chunk i with the zstd context *dctx (made on first use): the
  * reader's own for the caller's thread, another for the read-ahead thread. */
+static long chunk_decode(const struct trace_chunk *c, const unsigned char *src, void **dctx, size_t i,
+			 unsigned char **buf, size_t *alloc, char *err, size_t errlen);
+
 long trace_chunk_decode(const struct trace_reader *r, void **dctx, size_t i, unsigned char **buf,
 			 size_t *alloc, char *err, size_t errlen)
 {
 	const struct trace_chunk *c = &r->chunks[i];
 	const unsigned char *src = r->base + c->offset + TRACE_CHUNK_HEADER_SIZE;
+	unsigned char *copy = NULL;
+	long n;
 
+	/* A ring its recorder still writes: the chunk may have been
+	 * overwritten since the scan checked it. Its bytes are copied and
+	 * checked again, and decoded from the copy, which nothing rewrites. */
+	if (r->live && c->segment) {
+		copy = malloc(TRACE_CHUNK_HEADER_SIZE + (size_t)c->payload_len);
+		if (!copy)
+			return trace_error_set(err, errlen, "out of memory");
+		memcpy(copy, r->base + c->offset, TRACE_CHUNK_HEADER_SIZE + (size_t)c->payload_len);
+		if (get32(copy) != TRACE_CHUNK_MAGIC || get32(copy + 12) != c->payload_len ||
+		    trace_chunk_crc(c->crc_seed, copy, copy + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc) {
+			free(copy);
+			trace_error_set(err, errlen, "chunk %zu at byte %llu was overwritten by its recorder while it was read",
+					i, (unsigned long long)c->offset);
+			return TRACE_CHUNK_GONE;
+		}
+		src = copy + TRACE_CHUNK_HEADER_SIZE;
+	}
+	n = chunk_decode(c, src, dctx, i, buf, alloc, err, errlen);
+	free(copy);
+	return n;
+}
+
+/* Chunk c (number i), its payload at src, into *buf. */
+static long chunk_decode(const struct trace_chunk *c, const unsigned char *src, void **dctx, size_t i,
+			 unsigned char **buf, size_t *alloc, char *err, size_t errlen)
+{
 	if (c->raw_len > *alloc || !*buf) {
 		/* Nothing in it is kept: a fresh buffer, not a copy, and a
 		 * power of two, so that the buffers the readers pass around
