@@ -170,6 +170,22 @@ else
 		i=0 && while [ $i -lt 50 ] && [ "$(screen | grep -c "^[0-9]* bytes in [0-9]* allocations* from stack")" != 2 ]; do
 			sleep 0.1; i=$((i + 1)); done &&
 		screen | grep -q "leaks by growth$" &&
+		# p: the table stays as it was (the header alone says when the
+		# recording ends); a narrower window is drawn again at its width
+		# at once, still paused; p again goes on.
+		tmux send-keys -t top p &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "leaks by growth; PAUSED$"; do sleep 0.1; i=$((i + 1)); done &&
+		screen | sed 1d >paused1 && sleep 1.2 && screen | sed 1d >paused2 && test_cmp paused1 paused2 &&
+		tmux resize-window -t top -x 60 &&
+		i=0 && while [ $i -lt 50 ] && [ "$(screen | awk "length > 60" | wc -l)" != 0 -o "$(screen | grep -c "^		malloc+0x")" = 0 ] ||
+			! screen | head -1 | grep -q "^memsight top"; do sleep 0.1; i=$((i + 1)); done &&
+		screen >narrow.screen && cat narrow.screen &&
+		test "$(awk "length > 60" narrow.screen | wc -l)" = 0 &&
+		grep -q "^q quits, p resumes, v shows report, s sorts by size, f f" narrow.screen &&
+		grep -q "^memsight top [0-9:]*: .term.trace. " narrow.screen &&
+		tmux resize-window -t top -x 150 &&
+		tmux send-keys -t top p &&
+		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "leaks by growth$"; do sleep 0.1; i=$((i + 1)); done &&
 		wait &&
 		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "(recording ended)"; do sleep 0.1; i=$((i + 1)); done &&
 		sleep 0.3 && screen >end.screen && cat end.screen truth elapsed &&

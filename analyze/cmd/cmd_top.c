@@ -80,6 +80,7 @@ struct top {
 	double delay;
 	uint64_t top, iterations, max_cpu;
 	double cost;          /* CPU seconds the last read of the trace took */
+	double every;         /* seconds from the last read to the next */
 	struct timespec start; /* when top started, for its share of a CPU */
 	char filter[256];     /* what f was given: the pids or names kept */
 	int by_size, paused, tty, raw;
@@ -505,7 +506,7 @@ static void top_header(const struct top *t, int live, char *buf, size_t len)
 {
 	char when[16], stretch[160] = "", only[300] = "";
 	time_t now = time(NULL);
-	double every = top_interval(t);
+	double every = t->every;
 
 	strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
 	if (every > t->delay)
@@ -664,33 +665,43 @@ static int term_keys(struct top *t, int ms)
 	return again;
 }
 
-/* The wait for the next refresh, a fifth of a second at a time, cut
- * short by a key that asks for the view again (at a terminal), or by the
- * recording's end or a new recording on the path, which the next refresh
- * shows at once rather than an interval later (a stretched interval can
- * be long). 1 when the view is to be read again even if paused. */
-static int top_wait(struct top *t, int live)
+/* The wait for the next refresh (at next), a fifth of a second at a
+ * time. 1 when the view is to be read: its time has come (unless
+ * paused), a key asked for it (at a terminal), or the recording ended or
+ * a new one began on the path, which the next refresh shows at once
+ * rather than an interval later (a stretched interval can be long). 0
+ * when the screen is only to be drawn again: pause pressed, the window
+ * resized, the recording's state changed while paused. */
+static int top_wait(struct top *t, int live, const struct timespec *next)
 {
-	double every = top_interval(t);
-	struct timespec start, now;
+	struct winsize ws0 = { 0 }, ws = { 0 };
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
+	if (t->tty)
+		ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws0);
+	while (!top_stopped) {
+		int paused = t->paused;
+		struct timespec now;
 		double left;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		left = every - ts_since(&start, &now);
-		if (left <= 0 || top_stopped)
-			return 0;
-		if (left > 0.2)
-			left = 0.2;
-		if (t->tty && term_keys(t, (int)(left * 1000) + 1))
+		left = ts_since(&now, next);
+		if (left <= 0 && !paused)
 			return 1;
-		if (!t->tty)
+		if (left <= 0 || left > 0.2)
+			left = 0.2;
+		if (t->tty) {
+			if (term_keys(t, (int)(left * 1000) + 1))
+				return 1;
+			ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
+			if (t->paused != paused || ws.ws_row != ws0.ws_row || ws.ws_col != ws0.ws_col)
+				return 0;
+		} else {
 			nanosleep(&(struct timespec){ 0, (long)(left * 1e9) }, NULL);
+		}
 		if (replace_live(t->path) != live)
 			return !t->paused;
 	}
+	return 0;
 }
 
 /* What /proc says now, for the panel above the view, and under it what
@@ -725,13 +736,14 @@ static int top_loop(struct top *t)
 {
 	char header[PATH_MAX + 128], panel[2048] = "", *out = NULL, *err = NULL;
 	int status = 0, again = 1, ret = 0;
+	struct timespec next;
 	uint64_t runs = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	while (!top_stopped) {
 		int live = replace_live(t->path);
 
-		if (again || !t->paused) {
+		if (again) {
 			if (t->iterations && runs == t->iterations)
 				break;
 			free(out);
@@ -745,6 +757,12 @@ static int top_loop(struct top *t)
 			}
 			top_look(t, live, status ? "" : out, err, panel, sizeof(panel));
 			runs++;
+			t->every = top_interval(t);
+			clock_gettime(CLOCK_MONOTONIC, &next);
+			next.tv_sec += (time_t)t->every;
+			next.tv_nsec += (long)((t->every - (time_t)t->every) * 1e9);
+			if (next.tv_nsec >= 1000000000)
+				next.tv_sec++, next.tv_nsec -= 1000000000;
 		}
 		top_header(t, live, header, sizeof(header));
 		if (t->tty) {
@@ -753,7 +771,7 @@ static int top_loop(struct top *t)
 			/* A trace not there yet is said, and looked for again. */
 			snprintf(said, sizeof(said), "%s of the trace ended in error and said nothing", view_names[t->view]);
 			term_draw(t, header, panel, status ? "" : out, !status ? "" : *first_line(err) ? err : said);
-			again = top_wait(t, live);
+			again = top_wait(t, live, &next);
 			continue;
 		}
 		if (status) {
@@ -771,7 +789,7 @@ static int top_loop(struct top *t)
 		fflush(stdout);
 		if (!live)
 			break;
-		again = top_wait(t, live);
+		again = top_wait(t, live, &next);
 	}
 	free(out);
 	free(err);
