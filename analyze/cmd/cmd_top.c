@@ -208,7 +208,7 @@ static int term_raw(struct top *t)
 
 /* The views the trace has events for, looked at again only when the path
  * names another file (a recorder restarted on it); the first of them is
- * shown unless -v chose. A trace not readable yet is looked at again at
+ * shown unless --view chose. A trace not readable yet is looked at again at
  * the next refresh. */
 static void top_views_pick(struct top *t)
 {
@@ -349,9 +349,12 @@ static void top_recorder_update(struct top *t, const struct stat *st)
 	if (pid == t->recorder && ts_since(&t->rec_seen, &now) > 0) {
 		t->rec_cpu = (ps.ticks - t->rec_ticks) / (double)hz / ts_since(&t->rec_seen, &now);
 	} else {
-		/* CLOCK_MONOTONIC counts from boot, as the start time does. */
-		double up = now.tv_sec + now.tv_nsec / 1e9 - (double)ps.start / hz;
+		/* The start time counts from boot, as CLOCK_BOOTTIME does. */
+		struct timespec boot;
+		double up;
 
+		clock_gettime(CLOCK_BOOTTIME, &boot);
+		up = boot.tv_sec + boot.tv_nsec / 1e9 - (double)ps.start / hz;
 		t->rec_cpu = up > 0 ? ps.ticks / (double)hz / up : -1;
 	}
 	t->recorder = pid;
