@@ -9,6 +9,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <zlib.h>
 
 #include "stackdump.h"
@@ -136,4 +137,29 @@ uint64_t trace_record_time(const void *rec, size_t len)
 	/* Other kernel records end with the sample_id trailer
 	 * TID, TIME, CPU, IDENTIFIER: TIME sits 24 bytes before the end. */
 	return len >= 8 + 32 ? get64(p + len - 24) : 0;
+}
+
+int trace_chunk_last_sample(struct trace_reader *r, size_t i, uint64_t *time, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t alloc = 0, off = 0;
+	long n = trace_chunk_payload(r, i, &buf, &alloc, err, errlen);
+
+	*time = 0;
+	/* Records come nearly in time order within a chunk: the latest, not
+	 * the last. A malformed one ends the walk; the replay says so. */
+	while (n > 0 && (size_t)n - off >= 8) {
+		uint32_t type = get32(buf + off), size = get16(buf + off + 6);
+		uint64_t t;
+
+		if (size < 8 || size % 8 || size > (size_t)n - off)
+			break;
+		t = type == PERF_RECORD_SAMPLE_TYPE || type == STACKDUMP_PACKED_SAMPLE ? trace_record_time(buf + off, size)
+										 : 0;
+		if (t > *time)
+			*time = t;
+		off += size;
+	}
+	free(buf);
+	return n < 0 && n != TRACE_CHUNK_GONE ? -1 : 0;
 }

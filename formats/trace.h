@@ -369,4 +369,9 @@ uint64_t trace_records_count(const void *data, size_t len);
 /* The time of a perf record, by the rule FORMAT.md gives; 0 if it has none. */
 uint64_t trace_record_time(const void *rec, size_t len);
 
+/* The latest time of a sample in DATA chunk i into *time (0: none; a
+ * live ring's chunk overwritten meanwhile holds none). Returns 0, or -1
+ * with the reason in err. */
+int trace_chunk_last_sample(struct trace_reader *r, size_t i, uint64_t *time, char *err, size_t errlen);
+
 #endif

@@ -128,6 +128,29 @@ test_expect_success '--time, --comm, --pid and --tid choose the events every vie
 	test_must_fail "$MEMSIGHT" faults --pid x "$T" 2>err && test_one_line err
 '
 
+# --last: the window ends at the trace's last event. The truth from the
+# events' own times: a cut in the widest gap between two events of the
+# trace's second half (far wider than the microseconds events prints),
+# and what each view counts after it.
+test_expect_success '--last SECS: the events of the last SECS seconds up to the trace'"'"'s last, as their own times say' '
+	"$MEMSIGHT" events -G "$T" 2>/dev/null | sed -n "s/.*\] \([0-9]*\.[0-9]*\): \([a-z_:-]*\):.*/\1 \2/p" >times &&
+	test $(wc -l <times) = 4319 &&
+	perl -ane "push @t, [\$F[0], \$F[1]]; END { @t = sort { \$a->[0] <=> \$b->[0] } @t; my (\$f, \$l) = (\$t[0][0], \$t[-1][0]);
+		my (\$gi, \$g) = (0, 0); for my \$i (1 .. \$#t) { next if \$t[\$i][0] < \$f + (\$l - \$f) / 2;
+		my \$d = \$t[\$i][0] - \$t[\$i - 1][0]; (\$gi, \$g) = (\$i, \$d) if \$d > \$g }
+		printf qq(%.6f %d %d %.6f\n), \$l - (\$t[\$gi - 1][0] + \$g / 2), scalar(grep { \$_->[1] eq q(page-faults) } @t[\$gi .. \$#t]),
+			@t - \$gi, \$g }" times >cut &&
+	read x faults all gap <cut &&
+	echo "--last $x: $faults faults, $all events after a gap of $gap s" &&
+	perl -e "exit !(\$ARGV[0] >= 0.00005 && \$ARGV[1] > 0 && \$ARGV[1] < 4169)" "$gap" "$faults" &&
+	"$MEMSIGHT" faults --last "$x" "$T" 2>/dev/null | grep "^# memsight faults of .*: $faults page faults" &&
+	test "$("$MEMSIGHT" events -G --last "$x" "$T" 2>/dev/null | wc -l)" = "$all" &&
+	"$MEMSIGHT" folded --last "$x" "$T" 2>/dev/null | awk "{ s += \$NF } END { exit s != $faults }" &&
+	"$MEMSIGHT" faults --last 1h "$T" 2>/dev/null | grep "^# memsight faults of .*: 4169 page faults" &&
+	test_must_fail "$MEMSIGHT" faults --last 0 "$T" 2>err && test_one_line err &&
+	grep "^memsight faults: --last .0.: give the seconds to keep before the trace.s last event, more than 0" err
+'
+
 test_expect_success 'events: one header line per sample, stacks follow' '
 	"$MEMSIGHT" events $D "$T" >events &&
 	test $(grep -c "^ *[^ 	].* [0-9]*/[0-9]* *\[[0-9]*\] [0-9]*\.[0-9]*: " events) = 4319 &&

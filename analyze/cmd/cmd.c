@@ -119,6 +119,18 @@ int cmd_opt_time(const struct opt *o, const char *arg, void *ctx)
 	return 0;
 }
 
+int cmd_opt_last(const struct opt *o, const char *arg, void *ctx)
+{
+	struct analyze_opts *a = ctx;
+
+	(void)o;
+	if (time_parse(arg, strlen(arg), &a->time_last) || !a->time_last)
+		return msg_error("--last '%s': give the seconds to keep before the trace's last event, more than 0 "
+				 "(--last 10, --last 500ms)",
+				 arg);
+	return 0;
+}
+
 int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx)
 {
 	(void)o;

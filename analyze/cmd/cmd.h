@@ -38,6 +38,7 @@ int cmd_opt_stack(const struct opt *o, const char *arg, void *ctx);
 int cmd_opt_tid(const struct opt *o, const char *arg, void *ctx);
 int cmd_opt_comm(const struct opt *o, const char *arg, void *ctx);
 int cmd_opt_time(const struct opt *o, const char *arg, void *ctx);
+int cmd_opt_last(const struct opt *o, const char *arg, void *ctx);
 /* --fault-type KIND, repeatable, into an unsigned of enum fault_kind bits. */
 #define OPT_FAULT_TYPE(v)                                                                               \
 	OPT_CALLBACK(0, "fault-type", v, "KIND",                                                        \
@@ -112,7 +113,11 @@ int cmd_opt_cgroup(const struct opt *o, const char *arg, void *ctx);
 		     "only the events of this window, in seconds from the trace's\n"                    \
 		     "first (1.5,3; 2s, or 2s: from 2 s on; ,500ms): what a\n"                         \
 		     "command counts, pairs or holds is what happened in it",                            \
-		     cmd_opt_time)
+		     cmd_opt_time),                                                                      \
+	OPT_CALLBACK(0, "last", NULL, "SECS",                                                            \
+		     "only the events of the last SECS seconds up to the trace's\n"                    \
+		     "last (as far as it is written, while it is recorded), as --time",                 \
+		     cmd_opt_last)
 /* In a command's table: the options of stacks and symbols, under their
  * heading, into the struct analyze_opts given to cmd_parse. */
 #define OPT_STACKS OPT_GROUP(OPTS_STACK_TITLE) OPTS_STACK_LIST(CMD_STACK_OPT)

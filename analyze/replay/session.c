@@ -390,6 +390,35 @@ static void alloc_fns_read(struct session *s)
 	}
 }
 
+/* --last: the window ends at the trace's last sample, found in each
+ * stream's last chunk that holds one (a stream's chunks come in time
+ * order: one found, its earlier chunks are passed over). */
+static int session_since_set(struct session *s, char *err, size_t errlen)
+{
+	uint32_t done[256];
+	size_t nr_done = 0;
+	uint64_t end = 0;
+
+	for (size_t i = s->r.nr_chunks; i-- > 0;) {
+		const struct trace_chunk *c = &s->r.chunks[i];
+		uint64_t t;
+		size_t k = 0;
+
+		while (k < nr_done && done[k] != c->stream)
+			k++;
+		if (c->type != TRACE_CHUNK_DATA || k < nr_done)
+			continue;
+		if (trace_chunk_last_sample(&s->r, i, &t, err, errlen))
+			return -1;
+		if (t > end)
+			end = t;
+		if (t && nr_done < sizeof(done) / sizeof(*done))
+			done[nr_done++] = c->stream;
+	}
+	s->since = end > s->o.time_last ? end - s->o.time_last : 0;
+	return 0;
+}
+
 int session_open(struct session *s, const char *path, const struct analyze_opts *opts, char *err, size_t errlen)
 {
 	static const struct analyze_opts defaults = { .unwinder = UNWIND_LIBDW };
@@ -457,6 +486,8 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 			s->ids[s->nr_ids++] = (struct sess_id){ s->evs[i].d.ids[k], &s->evs[i] };
 	if (s->nr_ids > 1)
 		qsort(s->ids, s->nr_ids, sizeof(*s->ids), id_cmp);
+	if (s->o.time_last && session_since_set(s, err, errlen))
+		return -1;
 	return s->o.cgroup ? cgroup_want_set(s, err, errlen) : 0;
 }
 
@@ -693,6 +724,8 @@ static int sample_selected(struct session *s, const struct sample *smp)
 	if (o->time_from && smp->time - s->first_time < o->time_from)
 		return 0;
 	if (o->time_to && smp->time - s->first_time > o->time_to)
+		return 0;
+	if (smp->time < s->since)
 		return 0;
 	return 1;
 }

@@ -149,13 +149,14 @@ struct analyze_opts {
 	unsigned progress_delay_ms; /* progress on a terminal after this long (msg_progress_begin) */
 	const char *cgroup;	/* --cgroup: only the samples of this cgroup and those below it */
 	/* --pid, --tid, --comm: only the samples of these (none given: all);
-	 * --time: of this window, in ns from the first sample (end 0: on). */
+	 * --time: of this window, in ns from the first sample (end 0: on);
+	 * --last: of this many ns before the last sample (0: all). */
 #define ANALYZE_MAX_SELECT 64
 	int pids[ANALYZE_MAX_SELECT], nr_pids;
 	int tids[ANALYZE_MAX_SELECT], nr_tids;
 	char comms[ANALYZE_MAX_SELECT][16];
 	int nr_comms;
-	uint64_t time_from, time_to;
+	uint64_t time_from, time_to, time_last;
 	const char *trace;	/* the trace a command reads: FILE, -i FILE, or ./memsight.trace */
 #define ANALYZE_MAX_DEBUG_DIRS 16
 	const char *debug_dirs[ANALYZE_MAX_DEBUG_DIRS]; /* sym.debug_dirs points here */
@@ -209,6 +210,7 @@ struct session {
 	int own_last_tid;
 	uint64_t last_loss;	/* time of the last PERF_RECORD_LOST in the replay, 0 if none */
 	uint64_t nr_samples, first_time, last_time;
+	uint64_t since;		/* --last: the first time kept, 0 for all */
 	int recorder_pid;
 	unsigned page_size;
 	int nr_snapshots;
