@@ -22,6 +22,8 @@ test_expect_success 'bad input: a delay out of range, a trace that is not there:
 	test ! -s out &&
 	test_must_fail "$MEMSIGHT" top --view heap x.trace 2>err &&
 	test_one_line err && grep "unknown view .heap. for --view: give leaks, faults, brk, reclaim or report" err &&
+	test_must_fail "$MEMSIGHT" top --last 10q x.trace 2>err &&
+	test_one_line err && grep "invalid --last .10q.: give seconds, 0 for all of the recording" err &&
 	test_must_fail "$MEMSIGHT" top --max-cpu 101 x.trace 2>err &&
 	test_one_line err && grep "invalid --max-cpu 101: give a percentage of one CPU from 1 to 100" err
 '
@@ -77,7 +79,7 @@ test_expect_success 'the default events: the faults view, the recorder, the proc
 	"$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 faults.trace >ftables 2>ferr &&
 	wait &&
 	cat ftables ferr rss.truth &&
-	test "$(grep -c "^memsight top [0-9:]*: .faults.trace. being recorded; every 0.5 s, faults$" ftables)" -ge 2 &&
+	test "$(grep -c "^memsight top [0-9:]*: .faults.trace. being recorded; every 0.5 s, faults of the last 10 s$" ftables)" -ge 2 &&
 	grep -q "^recorder: pid $rec, [0-9.]*% of a CPU, [0-9.]* [KM]iB resident; trace " ftables &&
 	pid=$(sed -n "\$s/^rss_grow: pid \([0-9]*\) .*/\1/p" rss.truth) &&
 	want=$(sed -n "\$s/^rss_grow: pid [0-9]* anon \([0-9]*\) file \([0-9]*\) shmem \([0-9]*\)$/\1 \2 \3/p" rss.truth |
@@ -85,7 +87,7 @@ test_expect_success 'the default events: the faults view, the recorder, the proc
 	echo "rss_grow $pid holds $want" &&
 	grep "^ *$pid rss_grow  *$want  *+\(1[6-9]\|[2-9][0-9]\)\.[0-9] MiB  *0$" ftables &&
 	sed -n "/(recording ended)/,\$p" ftables | sed "1d;\$d" >flast &&
-	"$MEMSIGHT" faults -T 2 faults.trace >fwant 2>/dev/null &&
+	"$MEMSIGHT" faults --last 10 -T 2 faults.trace >fwant 2>/dev/null &&
 	test_cmp fwant flast
 '
 
@@ -149,7 +151,7 @@ else
 		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "^# memsight report of .term.trace."; do
 			sleep 0.1; i=$((i + 1)); done &&
 		screen >report.screen && cat report.screen &&
-		grep -q "^memsight top [0-9:]*: .term.trace. being recorded; every 0.5 s, report$" report.screen &&
+		grep -q "^memsight top [0-9:]*: .term.trace. being recorded; every 0.5 s, report of the last 10 s$" report.screen &&
 		grep -q "^q quits, p pauses, v shows leaks, f filters, + - more or fewer stacks$" report.screen &&
 		tmux send-keys -t top v &&
 		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "leaks by growth$"; do sleep 0.1; i=$((i + 1)); done &&

@@ -76,11 +76,12 @@ struct top_proc {
 #define TOP_SEEN 64
 
 struct top {
-	const char *path, *pid, *comm, *delay_arg, *view_arg;
+	const char *path, *pid, *comm, *delay_arg, *view_arg, *last;
 	double delay;
 	uint64_t top, iterations, max_cpu;
 	double cost;          /* CPU seconds the last read of the trace took */
 	double every;         /* seconds from the last read to the next */
+	double last_secs;     /* --last: the window of the views but leaks' */
 	struct timespec start; /* when top started, for its share of a CPU */
 	char filter[256];     /* what f was given: the pids or names kept */
 	int by_size, paused, tty, raw;
@@ -138,6 +139,10 @@ static int top_run(struct top *t, char **out, char **err)
 	if (t->view == VIEW_LEAKS) {
 		argv[ac++] = "--sort";
 		argv[ac++] = t->by_size ? "size" : "growth";
+	}
+	if (t->view != VIEW_LEAKS && t->last) {
+		argv[ac++] = "--last";
+		argv[ac++] = t->last;
 	}
 	argv[ac++] = "-T";
 	argv[ac++] = n;
@@ -507,20 +512,22 @@ static double top_interval(const struct top *t)
 
 static void top_header(const struct top *t, int live, char *buf, size_t len)
 {
-	char when[16], stretch[160] = "", only[300] = "";
+	char when[16], stretch[160] = "", only[300] = "", window[64] = "";
 	time_t now = time(NULL);
 	double every = t->every;
 
 	strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
-	if (every > t->delay)
+	if (t->view != VIEW_LEAKS && t->last)
+		snprintf(window, sizeof(window), " of the last %.3g s", t->last_secs);
+	if (every >= t->delay + 0.05)
 		snprintf(stretch, sizeof(stretch), "; stretched from %.1f s to keep under %llu%% of a CPU (a read takes %.2f s)",
 			 t->delay, (unsigned long long)t->max_cpu, t->cost);
 	if (t->pid || t->comm)
 		snprintf(only, sizeof(only), "; only %s%s%s%s", t->pid ? "pid " : "", t->pid ? t->pid : "",
 			 t->pid && t->comm ? ", " : "", t->comm ? t->comm : "");
-	snprintf(buf, len, "memsight top %s: '%s' %s; every %.1f s, %s%s%s%s%s", when, t->path,
+	snprintf(buf, len, "memsight top %s: '%s' %s; every %.1f s, %s%s%s%s%s%s", when, t->path,
 		 live ? "being recorded" : "(recording ended)", every, view_names[t->view],
-		 t->view != VIEW_LEAKS ? "" : t->by_size ? " by size" : " by growth", only, stretch,
+		 t->view != VIEW_LEAKS ? "" : t->by_size ? " by size" : " by growth", window, only, stretch,
 		 t->paused ? "; PAUSED" : "");
 	/* The path is the one thing top prints that its child did not clean;
 	 * it goes to a terminal as the rest does. */
@@ -801,7 +808,7 @@ static int top_loop(struct top *t)
 
 int cmd_top(int argc, char **argv, struct analyze_opts *a)
 {
-	struct top t = { .delay = 1, .top = 10, .max_cpu = 10 };
+	struct top t = { .delay = 1, .top = 10, .max_cpu = 10, .last = "10s" };
 	const struct opt options[] = {
 		OPT_STRING('d', "delay", &t.delay_arg, "SECS", "seconds between refreshes (default 1; at least 0.1)"),
 		OPT_U64('n', "iterations", &t.iterations, "N", "refreshes before leaving (default: until q, or the end of "
@@ -809,6 +816,8 @@ int cmd_top(int argc, char **argv, struct analyze_opts *a)
 		OPT_U64('T', "top", &t.top, "N", "stacks shown (default 10)"),
 		OPT_U64(0, "max-cpu", &t.max_cpu, "PCT",
 			"top, its reads of the trace included, takes at most PCT% of\none CPU: past that it waits longer (default 10; 100: never)"),
+		OPT_STRING(0, "last", &t.last, "SECS",
+			   "the faults, brk, reclaim and report views count the last SECS\nseconds (default 10s; 0: all of the recording)"),
 		OPT_STRING(0, "view", &t.view_arg, "VIEW",
 			   "leaks, faults, brk, reclaim or report (default: the first of\nthose the trace has events for)"),
 		OPT_STRING(0, "pid", &t.pid, "PID", "only these processes (comma-separated)"),
@@ -845,6 +854,13 @@ int cmd_top(int argc, char **argv, struct analyze_opts *a)
 		msg_error("invalid --max-cpu %llu: give a percentage of one CPU from 1 to 100, e.g. --max-cpu 20",
 			  (unsigned long long)t.max_cpu);
 		return 2;
+	}
+	if (t.last) {
+		if (opts_seconds(t.last, strlen(t.last), &t.last_secs) || !(t.last_secs >= 0))
+			return msg_error("invalid --last '%s': give seconds, 0 for all of the recording, e.g. --last 30",
+					 t.last), 2;
+		if (t.last_secs == 0)
+			t.last = NULL;
 	}
 	if (t.view_arg) {
 		for (t.view = 0; t.view < NR_VIEWS && strcmp(view_names[t.view], t.view_arg); t.view++)
