@@ -21,14 +21,7 @@ command -v perf >/dev/null || { echo "perf is not installed: make bench-deps"; e
 . "$top/tests/bench/bench-lib.sh"
 bench_workdir
 
-mkdir src && (cd "$top" && git archive HEAD) | tar -x -C src || exit 1
-cat >build.sh <<BUILD
-#!/bin/sh
-rm -rf "$w/src/b"
-make -j2 -s -C "$w/src" B="$w/src/b" "$w/src/b/memsight-analyze" "$w/src/b/memsight-record" >/dev/null 2>&1
-BUILD
-chmod +x build.sh
-./build.sh || { echo "the workload does not build"; exit 1; }
+bench_build_workload
 perf_events=exceptions:page_fault_user,exceptions:page_fault_kernel,syscalls:sys_enter_brk,syscalls:sys_exit_brk
 perf_events=$perf_events,syscalls:sys_enter_mmap,syscalls:sys_exit_mmap,syscalls:sys_enter_munmap,syscalls:sys_exit_munmap
 

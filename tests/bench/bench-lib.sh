@@ -11,6 +11,21 @@ bench_workdir() {
 	export MEMSIGHT_CACHE_DIR
 }
 
+# The parallel build the box benchmarks time: ./build.sh runs make -j2 of
+# memsight's recorder and analyzer from a copy of this tree ($top) in the
+# work directory, built once here so that each timed run finds its
+# sources cached. Exits when it does not build.
+bench_build_workload() {
+	mkdir src && (cd "$top" && git archive HEAD) | tar -x -C src || exit 1
+	cat >build.sh <<BUILD
+#!/bin/sh
+rm -rf "$w/src/b"
+make -j2 -s -C "$w/src" B="$w/src/b" "$w/src/b/memsight-analyze" "$w/src/b/memsight-record" >/dev/null 2>&1
+BUILD
+	chmod +x build.sh
+	./build.sh || { echo "the workload does not build"; exit 1; }
+}
+
 # "wall_s max_rss_kb" of a command, its output dropped.
 measure() { /usr/bin/time -f "%e %M" -o m.time "$@" >/dev/null 2>m.err; cat m.time; }
 

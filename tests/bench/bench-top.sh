@@ -70,14 +70,7 @@ for r in $(seq "$RUNS"); do
 done
 echo "steady leak (grow 500, 5 s): top's CPU per refresh $(median <g.cpu) s; trace $(stat -c %s g.trace) bytes"
 
-mkdir src && (cd "$top" && git archive HEAD) | tar -x -C src || exit 1
-cat >build.sh <<BUILD
-#!/bin/sh
-rm -rf "$w/src/b"
-make -j2 -s -C "$w/src" B="$w/src/b" "$w/src/b/memsight-analyze" "$w/src/b/memsight-record" >/dev/null 2>&1
-BUILD
-chmod +x build.sh
-./build.sh || { echo "the workload does not build"; exit 1; }
+bench_build_workload
 # box u|w: the build recorded with -a, watched by top or not; appends the
 # build's seconds to box.WHO and, watched, top's CPU seconds, its tables
 # and its wall seconds to box.top.
