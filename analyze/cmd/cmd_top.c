@@ -92,6 +92,7 @@ struct top {
 	uint64_t rec_ticks;   /* its CPU time at the last look */
 	struct timespec rec_seen;
 	double rec_cpu;       /* its share of one CPU since the last look, -1 before two */
+	unsigned long long rec_rss; /* its resident bytes at the last look */
 	struct top_proc procs[TOP_PROCS], seen[TOP_SEEN];
 	int nr_procs, nr_seen;
 	struct termios saved;
@@ -115,6 +116,12 @@ static FILE *memfile(const char *name)
 	if (fd >= 0 && !f)
 		close(fd);
 	return f;
+}
+
+/* The CPU seconds, user and system, an rusage counts. */
+static double rusage_secs(const struct rusage *ru)
+{
+	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec + (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
 }
 
 /* The view's command on the trace in a child, its output in *out and its
@@ -171,7 +178,7 @@ static int top_run(struct top *t, char **out, char **err)
 		goto done;
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
-	t->cost = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	t->cost = rusage_secs(&ru);
 	status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	*out = cmd_slurp(fo, &len);
 	*err = cmd_slurp(fe, &len);
@@ -363,6 +370,7 @@ static void top_recorder_update(struct top *t, const struct stat *st)
 		t->rec_cpu = up > 0 ? ps.ticks / (double)hz / up : -1;
 	}
 	t->recorder = pid;
+	t->rec_rss = ps.rss;
 	t->rec_ticks = ps.ticks;
 	t->rec_seen = now;
 }
@@ -447,18 +455,14 @@ static void __attribute__((format(printf, 4, 5))) buf_add(char *buf, size_t len,
 
 /* What top adds above the view while the recording goes on: the
  * recorder's line, then the processes' table. */
-static void top_panel(const struct top *t, char *buf, size_t len)
+static void top_panel(const struct top *t, const struct stat *st, char *buf, size_t len)
 {
 	char a[32], b[32];
-	struct pstat ps;
-	struct stat st;
 	size_t n = 0;
 
 	buf[0] = 0;
-	if (stat(t->path, &st))
-		st.st_size = 0;
-	fmt_bytes(st.st_size, b, sizeof(b));
-	if (!t->recorder || pstat_read(t->recorder, &ps)) {
+	fmt_bytes(st->st_size, b, sizeof(b));
+	if (!t->recorder) {
 		/* The lock held by no process seen here: one of another pid
 		 * namespace, or none since the view was read. */
 		buf_add(buf, len, &n, "recorder: %s; trace %s\n",
@@ -467,7 +471,7 @@ static void top_panel(const struct top *t, char *buf, size_t len)
 		buf_add(buf, len, &n, "recorder: pid %d", t->recorder);
 		if (t->rec_cpu >= 0)
 			buf_add(buf, len, &n, ", %.1f%% of a CPU", 100 * t->rec_cpu);
-		buf_add(buf, len, &n, ", %s resident; trace %s\n", fmt_bytes(ps.rss, a, sizeof(a)), b);
+		buf_add(buf, len, &n, ", %s resident; trace %s\n", fmt_bytes(t->rec_rss, a, sizeof(a)), b);
 	}
 	if (t->nr_procs)
 		buf_add(buf, len, &n, "%8s %-16s %10s %11s %9s\n", "PID", "COMM", "RSS", "CHANGE", "FAULTS/s");
@@ -499,14 +503,12 @@ static double top_interval(const struct top *t)
 {
 	struct rusage self, children;
 	struct timespec now;
-	double cpu, least;
+	double least;
 
 	getrusage(RUSAGE_SELF, &self);
 	getrusage(RUSAGE_CHILDREN, &children);
-	cpu = self.ru_utime.tv_sec + self.ru_stime.tv_sec + children.ru_utime.tv_sec + children.ru_stime.tv_sec +
-	      (self.ru_utime.tv_usec + self.ru_stime.tv_usec + children.ru_utime.tv_usec + children.ru_stime.tv_usec) / 1e6;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	least = cpu * 100 / t->max_cpu - ts_since(&t->start, &now);
+	least = (rusage_secs(&self) + rusage_secs(&children)) * 100 / t->max_cpu - ts_since(&t->start, &now);
 	return least > t->delay ? least : t->delay;
 }
 
@@ -729,7 +731,7 @@ static void top_look(struct top *t, int live, const char *out, const char *err, 
 		return;
 	top_recorder_update(t, &st);
 	top_procs_update(t, out);
-	top_panel(t, panel, len);
+	top_panel(t, &st, panel, len);
 	n = strlen(panel);
 	for (const char *l = err; l && *l;) {
 		const char *nl = strchrnul(l, '\n');
