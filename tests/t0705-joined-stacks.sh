@@ -60,12 +60,16 @@ uniform_share() {
 		/^deep_stack;.*;grow_here[; ]/ { n += $NF; if (index($0, ";main;uniform;descend;")) m += $NF }
 		END { print n + 0, m + 0 }'
 }
-test_expect_success 'growth only 60 frames deep, 12 KiB, by default: 99% of its stacks reach main, grow_here named' '
+# The deep phase starts right after the loader's burst of faults, and the
+# deep-stacks rate follows the faults before it: its first faults can come
+# before the first deep-stacks sample and stay short (record.md: some
+# 30 ms). Most runs reach main in 99% and more; some in 98.9%.
+test_expect_success 'growth only 60 frames deep, 12 KiB, by default: 98% of its stacks reach main, grow_here named' '
 	"$MEMSIGHT" record -q -e faults -o uniform.trace -- "$N/deep_stack" uniform 400 >uniform.truth 2>err &&
 	cat uniform.truth err && grep "^deep_stack: grow_here grew 400 blocks of 65536 bytes at depth 60" uniform.truth &&
 	"$MEMSIGHT" info uniform.trace | grep "^  deep-stacks  *stacks  *[1-9][0-9]* samples" &&
 	uniform_share uniform.trace >counts && cat counts && read n m <counts &&
-	test "$n" -ge $((400 * 16)) && test $((m * 100)) -ge $((n * 99))
+	test "$n" -ge $((400 * 16)) && test $((m * 100)) -ge $((n * 98))
 '
 
 # The recorder stops while the program grows, as when a busy box keeps
