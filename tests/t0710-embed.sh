@@ -92,7 +92,7 @@ dbgd_start() {
 }
 
 if command -v debuginfod >/dev/null && dbgd_start; then
-	trap 'kill "$(cat dbgd.pid)" 2>/dev/null' EXIT
+	trap 'kill "$(cat dbgd.pid)" 2>/dev/null; rm -rf "$TRASH"' EXIT
 	urls=http://127.0.0.1:$port
 	bid=$("$MEMSIGHT" info none.trace >/dev/null; readelf -n orig/app | sed -n "s/.*Build ID: //p")
 	# Until the scan has indexed it (the client caches a miss, so each try
