@@ -54,6 +54,40 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 	! grep -q "$(printf "\033")" odd
 '
 
+# Two alloc_zoo grow, each keeping 1 MiB and 64 bytes a call: the leak
+# table sums each process's stacks, and the HEAP column is that sum; the
+# last table's sums are what each program says it leaked.
+test_expect_success 'leaks of several processes: each one'"'"'s outstanding bytes, in the table and in the HEAP column' '
+	{ "$MEMSIGHT" record -q -e malloc -o heap.trace -- sh -c "\"$S/alloc_zoo\" grow 250 & \"$S/alloc_zoo\" grow 150 & wait" \
+		>heap.truth 2>/dev/null & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info heap.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	"$MEMSIGHT" top --max-cpu 100 -d 0.3 -T 3 heap.trace >htables 2>herr &&
+	wait &&
+	cat htables herr heap.truth &&
+	grep -q "^ *PID COMM  *RSS  *CHANGE  *FAULTS/s  *HEAP$" htables &&
+	perl -e "
+		sub fmt { my (\$v, \$u) = (shift, 0); return \"\$v B\" if \$v < 1024;
+			while (\$v >= 1024 && \$u < 4) { \$v /= 1024; \$u++ } sprintf(\"%.1f %s\", \$v, (qw(B KiB MiB GiB TiB))[\$u]) }
+		local \$/ = undef; my @t = split /^(?=memsight top )/m, <STDIN>; my \$rows = 0;
+		for my \$t (@t) {
+			my %sum = \$t =~ /^#\t(\d+) bytes in \d+ allocations? \(pid (\d+) alloc_zoo\)\$/mg;
+			%sum = reverse %sum;
+			while (\$t =~ /^ *(\d+) alloc_zoo .* (\S+ \S+)\$/mg) {
+				die qq{pid \$1: HEAP \$2, the table says } . fmt(\$sum{\$1} // 0) . qq{\n} if !\$sum{\$1} || \$2 ne fmt(\$sum{\$1});
+				\$rows++;
+			}
+		}
+		die qq{no row with a HEAP\n} unless \$rows;
+		print qq{\$rows rows agree\n}" <htables &&
+	sed -n "/(recording ended)/,\$p" htables >hlast &&
+	perl -ne "if (/^alloc_zoo: leaked (\d+) bytes in (\d+) allocations from \w+ \(pid (\d+)\)\$/) { \$b{\$3} += \$1; \$n{\$3} += \$2 }
+		END { printf qq{#\t%d bytes in %d allocations (pid %d alloc_zoo)\n}, \$b{\$_}, \$n{\$_}, \$_
+			for sort { \$b{\$b} <=> \$b{\$a} } keys %b }" heap.truth >hwant &&
+	grep "(pid [0-9]* alloc_zoo)\$" hlast | grep "^#" >hgot &&
+	test_cmp hwant hgot
+'
+
 test_expect_success 'a ring its recorder still writes: read as it stands, the steady leak growing' '
 	{ "$MEMSIGHT" record -q --ring 8M -e malloc -o ring.trace -- "$S/alloc_zoo" grow 300 >/dev/null 2>&1 & } &&
 	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" top -n 1 -T 1 ring.trace 2>/dev/null | grep -q "steady_leak+0x"; do

@@ -76,8 +76,10 @@ test_failed=0
 
 test_expect_success() {
 	test_count=$((test_count + 1))
+	[ -z "${MEMSIGHT_TEST_TIMES:-}" ] || test_t0=$(date +%s.%N)
 	if (eval "$2") >"$TRASH/.log" 2>&1; then
 		echo "ok $test_count - $1"
+		[ -z "${MEMSIGHT_TEST_TIMES:-}" ] || awk -v a="$test_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "# took %.1f s\n", b - a }'
 	else
 		echo "not ok $test_count - $1"
 		# On stderr, which prove shows without -v: a CI log then says why.

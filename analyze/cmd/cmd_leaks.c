@@ -43,6 +43,14 @@ struct group {
 	const char *suppressed_by;
 };
 
+/* The outstanding bytes of one process: the sum of its stacks reported. */
+struct proc_sum {
+	int pid;
+	const char *comm;
+	uint64_t bytes, count;
+	double growth;
+};
+
 /* The options. */
 struct leaks_opts {
 	long pid;
@@ -77,6 +85,8 @@ struct leaks {
 	uint64_t unsure_bytes, unsure_count;
 	uint64_t kind_bytes[REACH_NR], kind_count[REACH_NR];
 	uint64_t gate_bytes, gate_unsure; /* what --fail-over weighs: the kinds it counts */
+	struct proc_sum *procs;	   /* by process, most bytes first */
+	size_t nr_procs;
 };
 
 static struct group *group_of(struct leaks *l, struct session *s, const struct alloc_rec *r)
@@ -420,6 +430,50 @@ static int held_cmp(const void *a, const void *b)
 	return stack_order(x->g->stack, y->g->stack);
 }
 
+static int proc_sum_cmp(const void *a, const void *b)
+{
+	const struct proc_sum *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->pid - y->pid;
+}
+
+/* The groups reported, summed by process: every stack names one. */
+static int leaks_by_process(struct leaks *l)
+{
+	struct hashmap at;
+	int ret = 0;
+
+	hashmap_init(&at, 0);
+	l->procs = calloc(l->nv ? l->nv : 1, sizeof(*l->procs));
+	if (!l->procs)
+		return -1;
+	for (size_t i = 0; i < l->nv; i++) {
+		const struct group *g = l->v[i];
+		struct hm_slot *slot = hashmap_u64(&at, (uint32_t)g->pid, NULL);
+		struct proc_sum *p;
+
+		if (!slot) {
+			ret = -1;
+			break;
+		}
+		if (!slot->ptr) {
+			slot->ptr = &l->procs[l->nr_procs++];
+			((struct proc_sum *)slot->ptr)->pid = g->pid;
+			((struct proc_sum *)slot->ptr)->comm = g->comm;
+		}
+		p = slot->ptr;
+		p->bytes += g->bytes;
+		p->count += g->count;
+		p->growth += g->growth;
+	}
+	hashmap_release(&at);
+	if (l->nr_procs > 1)
+		qsort(l->procs, l->nr_procs, sizeof(*l->procs), proc_sum_cmp);
+	return ret;
+}
+
 /* The groups to report, without the suppressed ones, and the sums. */
 static int leaks_select(struct leaks *l, const struct suppress *sup)
 {
@@ -467,6 +521,8 @@ static int leaks_select(struct leaks *l, const struct suppress *sup)
 	}
 	if (l->nv > 1)
 		qsort(l->v, l->nv, sizeof(*l->v), l->o->sort && !strcmp(l->o->sort, "growth") ? by_growth : by_size);
+	if (leaks_by_process(l))
+		return -1;
 	/* With a scan, a block still reachable is no leak: the figure and
 	 * the gate count what is lost (definitely and indirectly, as
 	 * valgrind's do); what the scan did not cover counts as before. */
@@ -582,6 +638,19 @@ static void leaks_json(const struct leaks *l, struct session *s)
 	} else {
 		json_null(&j, "leak_check");
 	}
+	json_begin_array(&j, "processes");
+	for (size_t i = 0; i < l->nr_procs; i++) {
+		const struct proc_sum *p = &l->procs[i];
+
+		json_begin(&j, NULL);
+		json_i64(&j, "pid", p->pid);
+		json_str(&j, "comm", p->comm);
+		json_u64(&j, "bytes", p->bytes);
+		json_u64(&j, "allocations", p->count * a->sample);
+		json_double(&j, "growth_bytes_per_s", "%.1f", p->growth);
+		json_end(&j);
+	}
+	json_end(&j);
 	json_u64(&j, "stacks_total", l->nv);
 	json_u64(&j, "stacks_shown", leaks_shown(l->o, 1, l->nv));
 	json_begin_array(&j, "stacks");
@@ -777,9 +846,38 @@ static void leaks_text_group(const struct leaks *l, const struct group *g)
 	}
 }
 
+/* With more than one process, what each holds: as many as stacks are
+ * shown, the rest summed. */
+static void leaks_text_procs(const struct leaks *l)
+{
+	size_t shown = leaks_shown(l->o, 0, l->nr_procs);
+	unsigned sample = l->a->sample;
+	uint64_t rest_bytes = 0, rest_count = 0;
+	const char *est = sample > 1 || l->a->rate ? "~" : "";
+
+	if (l->nr_procs < 2)
+		return;
+	printf("# outstanding by process:\n");
+	for (size_t i = 0; i < shown; i++) {
+		const struct proc_sum *p = &l->procs[i];
+
+		printf("#\t%s%llu bytes in %llu allocation%s (pid %d %s)\n", est, (unsigned long long)p->bytes,
+		       (unsigned long long)p->count * sample, cmd_s(p->count * sample), p->pid, p->comm);
+	}
+	for (size_t i = shown; i < l->nr_procs; i++) {
+		rest_bytes += l->procs[i].bytes;
+		rest_count += l->procs[i].count;
+	}
+	if (shown < l->nr_procs)
+		printf("#\t%s%llu bytes in %llu allocation%s in %zu more process%s\n", est, (unsigned long long)rest_bytes,
+		       (unsigned long long)rest_count * sample, cmd_s(rest_count * sample), l->nr_procs - shown,
+		       l->nr_procs - shown == 1 ? "" : "es");
+}
+
 static void leaks_text(const struct leaks *l, struct session *s)
 {
 	leaks_text_header(l, s);
+	leaks_text_procs(l);
 	leaks_text_notes(l, s);
 	for (size_t i = 0; i < leaks_shown(l->o, 0, l->nv); i++)
 		leaks_text_group(l, l->v[i]);
@@ -868,6 +966,7 @@ static int leaks_end(struct session *s, void *arg, int print)
 		ret = leaks_gate(l, s);
 	}
 	free(l->v);
+	free(l->procs);
 	hashmap_for_each(&l->groups, gs) {
 		free(((struct group *)gs->ptr)->held);
 		free(gs->ptr);

@@ -49,11 +49,11 @@ static const char usage_text[] =
 	"recorder has written it: the leak table (record -e malloc), the stacks\n"
 	"whose outstanding bytes grow fastest first, or the faults, brk, reclaim\n"
 	"or report view; above it the recorder's CPU and memory and the named\n"
-	"processes' resident memory and faults per second. At a terminal it\n"
-	"redraws in place: q quits, v shows the next view, s sorts the leak table\n"
-	"by growth or by size, p pauses, f keeps some pids or names, + and - show\n"
-	"more or fewer stacks. Elsewhere it prints one table per interval until\n"
-	"the recording ends.\n";
+	"processes' resident memory, faults per second and (leaks) heap in use.\n"
+	"At a terminal it redraws in place: q quits, v shows the next view, s\n"
+	"sorts the leak table by growth or by size, p pauses, f keeps some pids\n"
+	"or names, + and - show more or fewer stacks. Elsewhere it prints one\n"
+	"table per interval until the recording ends.\n";
 
 /* The views, each a command of this program run on the trace; the first
  * the trace has events for is the default. */
@@ -66,6 +66,7 @@ struct top_proc {
 	char comm[64];
 	unsigned long long start; /* with the pid, the process: a pid is reused */
 	uint64_t rss0, rss, faults;
+	long long heap;     /* bytes outstanding, as the leak table sums them; -1 unknown */
 	double faults_rate; /* per second over the last interval, -1 before two looks */
 	struct timespec seen;
 };
@@ -375,6 +376,36 @@ static void top_recorder_update(struct top *t, const struct stat *st)
 	t->rec_seen = now;
 }
 
+/* The bytes a process holds outstanding, from the leak table's text:
+ * its line under "outstanding by process" when the table has more than
+ * one process; else the table's total, all of one process's then, when
+ * the header counts what is outstanding (not what a scan found lost).
+ * -1 when the table does not say. */
+static long long top_heap_of(const char *out, int pid)
+{
+	static const char by_proc[] = "\n# outstanding by process:\n";
+	const char *nl = strchrnul(out, '\n'), *p;
+	unsigned long long bytes;
+	char tag[32];
+
+	snprintf(tag, sizeof(tag), "(pid %d ", pid);
+	if ((p = strstr(out, by_proc))) {
+		for (p += sizeof(by_proc) - 1; !strncmp(p, "#\t", 2); p = *nl ? nl + 1 : nl) {
+			nl = strchrnul(p, '\n');
+			if (sscanf(p + 2 + (p[2] == '~'), "%llu bytes in ", &bytes) == 1 && memmem(p, nl - p, tag, strlen(tag)))
+				return bytes;
+		}
+		return -1;
+	}
+	if (strncmp(out, "# memsight leaks of '", 21) || !memmem(out, nl - out, " outstanding from ", 18))
+		return -1;
+	/* The path in quotes may hold anything: the count follows its end. */
+	for (p = nl; p > out; p--)
+		if (!strncmp(p, "': ", 3) && sscanf(p + 3, "%llu bytes in ", &bytes) == 1)
+			return bytes;
+	return -1;
+}
+
 /* The processes the view names, "(pid N COMM)" in its stacks' lines, in
  * the view's order: those still running under that name are looked at
  * in /proc (a pid reused by another program is not theirs). */
@@ -404,7 +435,8 @@ static void top_procs_update(struct top *t, const char *out)
 		if (known || pstat_read(pid, &ps) || strlen(ps.comm) != (size_t)(close - end - 1) ||
 		    memcmp(ps.comm, end + 1, close - end - 1))
 			continue;
-		*tp = (struct top_proc){ .pid = pid, .start = ps.start, .faults_rate = -1, .rss0 = ps.rss };
+		*tp = (struct top_proc){ .pid = pid, .start = ps.start, .faults_rate = -1, .rss0 = ps.rss,
+					 .heap = t->view == VIEW_LEAKS ? top_heap_of(out, pid) : -1 };
 		snprintf(tp->comm, sizeof(tp->comm), "%s", ps.comm);
 		for (int k = 0; k < t->nr_seen; k++) {
 			const struct top_proc *old = &t->seen[k];
@@ -474,10 +506,11 @@ static void top_panel(const struct top *t, const struct stat *st, char *buf, siz
 		buf_add(buf, len, &n, ", %s resident; trace %s\n", fmt_bytes(t->rec_rss, a, sizeof(a)), b);
 	}
 	if (t->nr_procs)
-		buf_add(buf, len, &n, "%8s %-16s %10s %11s %9s\n", "PID", "COMM", "RSS", "CHANGE", "FAULTS/s");
+		buf_add(buf, len, &n, "%8s %-16s %10s %11s %9s%s\n", "PID", "COMM", "RSS", "CHANGE", "FAULTS/s",
+			t->view == VIEW_LEAKS ? "       HEAP" : "");
 	for (int i = 0; i < t->nr_procs; i++) {
 		const struct top_proc *p = &t->procs[i];
-		char d[40], r[24];
+		char d[40], r[24], h[32] = "-";
 
 		fmt_bytes(p->rss > p->rss0 ? p->rss - p->rss0 : p->rss0 - p->rss, a, sizeof(a));
 		snprintf(d, sizeof(d), "%s%s", p->rss == p->rss0 ? "" : p->rss > p->rss0 ? "+" : "-", a);
@@ -485,7 +518,12 @@ static void top_panel(const struct top *t, const struct stat *st, char *buf, siz
 			snprintf(r, sizeof(r), "-");
 		else
 			snprintf(r, sizeof(r), "%.0f", p->faults_rate);
-		buf_add(buf, len, &n, "%8d %-16s %10s %11s %9s\n", p->pid, p->comm, fmt_bytes(p->rss, b, sizeof(b)), d, r);
+		if (p->heap >= 0)
+			fmt_bytes(p->heap, h, sizeof(h));
+		buf_add(buf, len, &n, "%8d %-16s %10s %11s %9s", p->pid, p->comm, fmt_bytes(p->rss, b, sizeof(b)), d, r);
+		if (t->view == VIEW_LEAKS)
+			buf_add(buf, len, &n, " %10s", h);
+		buf_add(buf, len, &n, "\n");
 	}
 	/* Process names come from the programs watched: cleaned as every
 	 * other text bound for a terminal. */
