@@ -71,8 +71,7 @@ test_expect_success 'leaks of several processes: each one'"'"'s outstanding byte
 			while (\$v >= 1024 && \$u < 4) { \$v /= 1024; \$u++ } sprintf(\"%.1f %s\", \$v, (qw(B KiB MiB GiB TiB))[\$u]) }
 		local \$/ = undef; my @t = split /^(?=memsight top )/m, <STDIN>; my \$rows = 0;
 		for my \$t (@t) {
-			my %sum = \$t =~ /^#\t(\d+) bytes in \d+ allocations? \(pid (\d+) alloc_zoo\)\$/mg;
-			%sum = reverse %sum;
+			my %sum; \$sum{\$2} = \$1 while \$t =~ /^#\t(\d+) bytes in \d+ allocations? \(pid (\d+) alloc_zoo\)\$/mg;
 			while (\$t =~ /^ *(\d+) alloc_zoo .* (\S+ \S+)\$/mg) {
 				die qq{pid \$1: HEAP \$2, the table says } . fmt(\$sum{\$1} // 0) . qq{\n} if !\$sum{\$1} || \$2 ne fmt(\$sum{\$1});
 				\$rows++;
@@ -158,7 +157,8 @@ else
 	# A server of this test's own, gone with it.
 	TMUX_TMPDIR=$TRASH
 	export TMUX_TMPDIR
-	trap 'tmux kill-server 2>/dev/null; rm -rf "$TRASH"' EXIT
+	# A view read when the server goes may still be writing its cache.
+	trap 'tmux kill-server 2>/dev/null; rm -rf "$TRASH" 2>/dev/null || { sleep 0.5; rm -rf "$TRASH"; }' EXIT
 	screen() { tmux capture-pane -p -t top; }
 	# The first stack's first line on the screen, once one is there.
 	first_stack() { screen | grep -m1 "^[0-9]* bytes in [0-9]* allocations* from stack"; }
@@ -186,7 +186,7 @@ else
 			sleep 0.1; i=$((i + 1)); done &&
 		screen >report.screen && cat report.screen &&
 		grep -q "^memsight top [0-9:]*: .term.trace. being recorded; every 0.5 s, report of the last 10 s$" report.screen &&
-		grep -q "^q quits, p pauses, v shows leaks, f filters, + - more or fewer stacks$" report.screen &&
+		grep -q "^q quits, p pauses, v shows leaks, f filters, + - more or fewer stacks, up down Enter fold one, e folds all$" report.screen &&
 		tmux send-keys -t top v &&
 		i=0 && while [ $i -lt 50 ] && ! screen | grep -q "leaks by growth$"; do sleep 0.1; i=$((i + 1)); done &&
 		# -: one stack fewer; f and a name no process has: no stack;
@@ -206,6 +206,27 @@ else
 		i=0 && while [ $i -lt 50 ] && [ "$(screen | grep -c "^[0-9]* bytes in [0-9]* allocations* from stack")" != 2 ]; do
 			sleep 0.1; i=$((i + 1)); done &&
 		screen | grep -q "leaks by growth$" &&
+		# e: every stack folded to its first lines and how many more;
+		# down and Enter: the second whole again, and it is the one
+		# drawn selected (reverse video); e: all whole.
+		tmux send-keys -t top e &&
+		i=0 && while [ $i -lt 50 ] && [ "$(screen | grep -c "^[[:space:]]*\.\.\. [0-9]* more$")" != 2 ]; do
+			sleep 0.1; i=$((i + 1)); done &&
+		screen >folded.screen && cat folded.screen &&
+		grep -q "e unfolds all$" folded.screen &&
+		grep -A4 "^[0-9]* bytes in [0-9]* allocations from stack" folded.screen | grep -q "^[[:space:]]*steady_leak+0x" &&
+		grep -A4 "^[0-9]* bytes in [0-9]* allocations from stack" folded.screen | grep -q "^[[:space:]]*\.\.\. 4 more$" &&
+		! grep -q "__libc_start_main" folded.screen &&
+		tmux send-keys -t top Down Enter &&
+		i=0 && while [ $i -lt 50 ] && [ "$(screen | grep -c "^[[:space:]]*\.\.\. [0-9]* more$")" != 1 ]; do
+			sleep 0.1; i=$((i + 1)); done &&
+		screen >one.screen && cat one.screen &&
+		sed -n "/^1048576 bytes in 1 allocation from stack/,\$p" one.screen | grep -q "__libc_start_main" &&
+		! sed -n "/^1048576 bytes in 1 allocation from stack/,\$p" one.screen | grep -q "more$" &&
+		tmux capture-pane -p -e -t top | grep "$(printf "\033")\[7m" | grep -q "^.*1048576 bytes in 1 allocation from stack" &&
+		tmux send-keys -t top e &&
+		i=0 && while [ $i -lt 50 ] && screen | grep -q "more$"; do sleep 0.1; i=$((i + 1)); done &&
+		test "$(screen | grep -c "__libc_start_main")" = 2 &&
 		# p: the table stays as it was (the header alone says when the
 		# recording ends); a narrower window is drawn again at its width
 		# at once, still paused; p again goes on.

@@ -52,8 +52,9 @@ static const char usage_text[] =
 	"processes' resident memory, faults per second and (leaks) heap in use.\n"
 	"At a terminal it redraws in place: q quits, v shows the next view, s\n"
 	"sorts the leak table by growth or by size, p pauses, f keeps some pids\n"
-	"or names, + and - show more or fewer stacks. Elsewhere it prints one\n"
-	"table per interval until the recording ends.\n";
+	"or names, + and - show more or fewer stacks, e folds every stack to its\n"
+	"first lines, up and down select one and Enter folds or unfolds it.\n"
+	"Elsewhere it prints one table per interval until the recording ends.\n";
 
 /* The views, each a command of this program run on the trace; the first
  * the trace has events for is the default. */
@@ -72,6 +73,11 @@ struct top_proc {
 };
 
 #define TOP_PROCS 5
+/* Stacks the terminal shows the other way from the rest (folded when all
+ * are whole, whole when all are folded), by their frames. */
+#define TOP_TOGGLED 64
+/* A folded stack keeps this many lines under its first. */
+#define TOP_FOLD_LINES 3
 /* The processes seen, with their RSS when first seen: one that drops out
  * of the view and comes back keeps its change. */
 #define TOP_SEEN 64
@@ -96,6 +102,12 @@ struct top {
 	unsigned long long rec_rss; /* its resident bytes at the last look */
 	struct top_proc procs[TOP_PROCS], seen[TOP_SEEN];
 	int nr_procs, nr_seen;
+	int fold_all;         /* e: every stack folded */
+	uint64_t toggled[TOP_TOGGLED];
+	int nr_toggled;
+	int sel, nr_stacks;   /* the stack selected (up and down), from the first; how many are shown */
+	uint64_t sel_key;     /* the selected stack's, as drawn last */
+	int redraw;           /* a key changed only what is drawn */
 	struct termios saved;
 };
 
@@ -577,12 +589,14 @@ static void top_header(const struct top *t, int live, char *buf, size_t len)
 /* Row *row of the screen: at most cols columns of s, tabs to the next
  * multiple of 8, cleared to the line's end. No newline after the last
  * row, or the screen would scroll. */
-static void term_row(int *row, const char *s, size_t len, int cols)
+static void term_row(int *row, const char *s, size_t len, int cols, int selected)
 {
 	int col = 0;
 
 	if ((*row)++)
 		fputs("\r\n", stdout);
+	if (selected)
+		fputs("\033[7m", stdout);
 	for (size_t i = 0; i < len && col < cols; i++) {
 		if (s[i] == '\t') {
 			do
@@ -594,16 +608,20 @@ static void term_row(int *row, const char *s, size_t len, int cols)
 			col += ((unsigned char)s[i] & 0xc0) != 0x80;
 		}
 	}
+	if (selected)
+		fputs("\033[27m", stdout);
 	fputs("\033[K", stdout);
 }
 
-/* Rows of text from s, while the screen has room. */
-static void term_rows(int *row, int rows, const char *s, int cols)
+/* Rows of text from s, from its line skip on, while the screen has room;
+ * its line sel (-1: none) in reverse video. */
+static void term_rows(int *row, int rows, const char *s, int cols, int skip, int sel)
 {
-	while (s && *s && *row < rows) {
+	for (int line = 0; s && *s && *row < rows; line++) {
 		const char *nl = strchrnul(s, '\n');
 
-		term_row(row, s, nl - s, cols);
+		if (line >= skip)
+			term_row(row, s, nl - s, cols, line == sel);
 		s = *nl ? nl + 1 : nl;
 	}
 }
@@ -617,23 +635,151 @@ static int view_next(const struct top *t)
 	return t->view;
 }
 
-static void term_draw(const struct top *t, const char *header, const char *panel, const char *out, const char *msg)
+/* Columns of indentation at the start of a line, a tab to the next 8. */
+static int line_indent(const char *l, const char *end)
+{
+	int col = 0;
+
+	for (; l < end && (*l == ' ' || *l == '\t'); l++)
+		col = *l == '\t' ? (col + 8) & ~7 : col + 1;
+	return l < end ? col : INT_MAX;
+}
+
+/* What identifies a stack from one read to the next: the process its
+ * first line names and its frames (the lines with an object in
+ * brackets), not its figures, which change. */
+static uint64_t stack_key(const char *head, const char *head_end, const char *body, const char *end)
+{
+	uint64_t h = 14695981039346656037ull;
+	const char *pid = memmem(head, head_end - head, "(pid ", 5);
+
+	for (const char *c = pid; c && c < head_end; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (const char *l = body; l < end;) {
+		const char *nl = memchr(l, '\n', end - l);
+
+		nl = nl ? nl : end;
+		if (memmem(l, nl - l, " [", 2))
+			for (const char *c = l; c < nl; c++)
+				h = (h ^ (unsigned char)*c) * 1099511628211ull;
+		l = nl + 1;
+	}
+	return h;
+}
+
+static int stack_toggled(const struct top *t, uint64_t key)
+{
+	for (int i = 0; i < t->nr_toggled; i++)
+		if (t->toggled[i] == key)
+			return i;
+	return -1;
+}
+
+/* The view's text as the terminal shows it: each stack (a line naming a
+ * process, "(pid N COMM)", over lines indented deeper: its frames, and
+ * for leaks when it was made) whole or folded to its first lines. The
+ * line of the selected stack goes in *sel_line (-1: none); its key in
+ * *sel_key. NULL when out of memory. */
+static char *top_fold(struct top *t, const char *out, int *sel_line, uint64_t *sel_key)
+{
+	/* A folded stack's "more" line, as far in as the line above it, in
+	 * place of at least two lines: the text at most doubles, plus some
+	 * bytes a stack (and each stack takes more than 16). */
+	size_t len = 4 * strlen(out) + 64, n = 0;
+	char *v = malloc(len);
+	int line = 0, stack = 0;
+
+	*sel_line = -1;
+	if (!v)
+		return NULL;
+	for (const char *l = out; *l;) {
+		const char *nl = strchrnul(l, '\n'), *body = *nl ? nl + 1 : nl, *b = body;
+		int ind = line_indent(l, nl), lines = 0;
+
+		/* Its body: the lines after it indented deeper. */
+		while (*b && line_indent(b, strchrnul(b, '\n')) > ind && line_indent(b, strchrnul(b, '\n')) != INT_MAX) {
+			b = strchrnul(b, '\n');
+			b += *b != 0;
+			lines++;
+		}
+		if (!lines || !memmem(l, nl - l, "(pid ", 5)) {
+			memcpy(v + n, l, body - l);
+			n += body - l;
+			line++;
+			l = body;
+			continue;
+		}
+		uint64_t key = stack_key(l, nl, body, b);
+		int folded = t->fold_all ^ (stack_toggled(t, key) >= 0), keep = lines;
+		const char *last = body;
+
+		if (stack == t->sel) {
+			*sel_line = line;
+			*sel_key = key;
+		}
+		stack++;
+		memcpy(v + n, l, body - l);
+		n += body - l;
+		line++;
+		/* Folded: its first lines, then how many more it has. */
+		if (folded && lines > TOP_FOLD_LINES + 1)
+			keep = TOP_FOLD_LINES;
+		for (const char *c = body; keep--; line++) {
+			const char *e = strchrnul(c, '\n');
+
+			e += *e != 0;
+			memcpy(v + n, c, e - c);
+			n += e - c;
+			last = c;
+			c = e;
+		}
+		/* Under the last line kept, as far in. */
+		if (folded && lines > TOP_FOLD_LINES + 1) {
+			int w = snprintf(v + n, len - n, "%.*s... %d more\n", (int)strspn(last, " \t"), last,
+					 lines - TOP_FOLD_LINES);
+
+			n += w > 0 && (size_t)w < len - n ? (size_t)w : 0;
+			line++;
+		}
+		l = b;
+	}
+	v[n] = 0;
+	t->nr_stacks = stack;
+	return v;
+}
+
+static void term_draw(struct top *t, const char *header, const char *panel, const char *out, const char *msg)
 {
 	struct winsize ws = { 0 };
-	char keys[200];
-	int row = 0;
+	char keys[256], *shown;
+	int row = 0, sel = -1, skip = 0;
+	uint64_t key = 0;
 
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_row || !ws.ws_col)
 		ws.ws_row = 24, ws.ws_col = 80;
-	snprintf(keys, sizeof(keys), "q quits, %s, v shows %s%s, f filters, + - more or fewer stacks",
+	snprintf(keys, sizeof(keys),
+		 "q quits, %s, v shows %s%s, f filters, + - more or fewer stacks, up down Enter fold one, e %s all",
 		 t->paused ? "p resumes" : "p pauses", view_names[view_next(t)],
-		 t->view != VIEW_LEAKS ? "" : t->by_size ? ", s sorts by growth" : ", s sorts by size");
+		 t->view != VIEW_LEAKS ? "" : t->by_size ? ", s sorts by growth" : ", s sorts by size",
+		 t->fold_all ? "unfolds" : "folds");
+	shown = top_fold(t, out, &sel, &key);
+	if (t->sel >= t->nr_stacks && t->nr_stacks) {
+		t->sel = t->nr_stacks - 1;
+		free(shown);
+		shown = top_fold(t, out, &sel, &key);
+	}
+	t->sel_key = key;
 	fputs("\033[H", stdout);
-	term_rows(&row, ws.ws_row, header, ws.ws_col);
-	term_rows(&row, ws.ws_row, keys, ws.ws_col);
-	term_rows(&row, ws.ws_row, panel, ws.ws_col);
-	term_rows(&row, ws.ws_row, msg, ws.ws_col);
-	term_rows(&row, ws.ws_row, out, ws.ws_col);
+	term_rows(&row, ws.ws_row, header, ws.ws_col, 0, -1);
+	term_rows(&row, ws.ws_row, keys, ws.ws_col, 0, -1);
+	term_rows(&row, ws.ws_row, panel, ws.ws_col, 0, -1);
+	term_rows(&row, ws.ws_row, msg, ws.ws_col, 0, -1);
+	/* The selected stack's first line stays on the screen, with a line
+	 * under it. */
+	if (sel >= 0 && row + sel + 2 > ws.ws_row)
+		skip = row + sel + 2 - ws.ws_row;
+	term_rows(&row, ws.ws_row, shown ? shown : out, ws.ws_col, skip, sel);
+	free(shown);
 	fputs("\033[J", stdout);
 	fflush(stdout);
 }
@@ -711,6 +857,33 @@ static int term_keys(struct top *t, int ms)
 			t->top++, again = 1;
 		else if (c == '-' && t->top > 1)
 			t->top--, again = 1;
+		else if (c == 'j' || c == 'k' || c == 27) {
+			char seq[2];
+
+			/* The arrows: ESC [ A and ESC [ B. */
+			if (c == 27 && (read(STDIN_FILENO, seq, 2) != 2 || seq[0] != '[' || (seq[1] != 'A' && seq[1] != 'B')))
+				continue;
+			if (c == 'j' || (c == 27 && seq[1] == 'B'))
+				t->sel += t->sel + 1 < t->nr_stacks;
+			else
+				t->sel -= t->sel > 0;
+			/* Drawn before the next key: Enter folds the stack
+			 * the drawing names. */
+			t->redraw = 1;
+			break;
+		} else if ((c == '\r' || c == '\n') && t->nr_stacks) {
+			int i = stack_toggled(t, t->sel_key);
+
+			if (i >= 0)
+				t->toggled[i] = t->toggled[--t->nr_toggled];
+			else if (t->nr_toggled < TOP_TOGGLED)
+				t->toggled[t->nr_toggled++] = t->sel_key;
+			t->redraw = 1;
+		} else if (c == 'e' || c == 'E') {
+			t->fold_all = !t->fold_all;
+			t->nr_toggled = 0;
+			t->redraw = 1;
+		}
 	}
 	return again;
 }
@@ -743,8 +916,10 @@ static int top_wait(struct top *t, int live, const struct timespec *next)
 			if (term_keys(t, (int)(left * 1000) + 1))
 				return 1;
 			ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
-			if (t->paused != paused || ws.ws_row != ws0.ws_row || ws.ws_col != ws0.ws_col)
+			if (t->paused != paused || t->redraw || ws.ws_row != ws0.ws_row || ws.ws_col != ws0.ws_col) {
+				t->redraw = 0;
 				return 0;
+			}
 		} else {
 			nanosleep(&(struct timespec){ 0, (long)(left * 1e9) }, NULL);
 		}
