@@ -1,13 +1,14 @@
 #!/bin/sh
 # The libFuzzer targets (tests/fuzz, built by make check): each one's seed
 # corpus runs as a regression test, then each fuzzes for FUZZ_SHORT seconds
-# (default 15) from that corpus. A crash, a sanitizer report, a leak, a
+# (default 8: a check that new code did not open an easy crash, where make
+# fuzz searches for an hour) from that corpus. A crash, a sanitizer report, a leak, a
 # timeout or running out of memory fails the test and leaves the input in
 # build-fuzz/ to reproduce it with: build-fuzz/fuzz-TARGET FILE.
 . "$(dirname "$0")/test-lib.sh"
 
 F=$TOP/build-fuzz
-secs=${FUZZ_SHORT:-15}
+secs=${FUZZ_SHORT:-8}
 for t in trace chunk folded embedded; do
 	[ -x "$F/fuzz-$t" ] || skip_all "no fuzz targets (make fuzz-targets; needs clang and libclang-rt-dev)"
 done

@@ -111,26 +111,32 @@ async function steadyBox(page, sel) {
   return box;
 }
 
-// A fresh window: a context of its own (no storage from another drive) in
-// browser, and its page.
-export async function pageOpen(browser) {
+// A fresh window: a context of its own in browser, and its page. With
+// keep, drivePage leaves it open on a blank page for the next drive: a new
+// window costs the browser more than a page's load (a renderer started,
+// about 1.4 s of CPU), and the report keeps nothing in storage that one
+// drive could leave to the next.
+export async function pageOpen(browser, keep = false) {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  return { context, page: await context.newPage() };
+  return { context, page: await context.newPage(), keep };
 }
 
 // Drive the page at path file (from directory cwd) through steps in the
 // window pageOpen made, print(line) each fact; the window is closed at the
-// end.
+// end, or left blank when it is kept.
 export async function drivePage(window, cwd, file, steps, print) {
   const { context, page } = window;
-  try {
-    const errors = [], requests = [], url = pathToFileURL(resolve(cwd, file)).href;
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('request', (r) => {
+  const errors = [], requests = [], url = pathToFileURL(resolve(cwd, file)).href;
+  const on = {
+    console: (m) => { if (m.type() === 'error') errors.push(m.text()); },
+    pageerror: (e) => errors.push(String(e)),
+    request: (r) => {
       const u = r.url();
       if (!u.startsWith('data:') && u.split('#')[0] !== url) requests.push(u);
-    });
+    },
+  };
+  for (const [event, f] of Object.entries(on)) page.on(event, f);
+  try {
     for (const step of steps) {
       const [what, ...arg] = step.split(':');
       if (what === 'load') {
@@ -235,7 +241,16 @@ export async function drivePage(window, cwd, file, steps, print) {
     print(`errors ${errors.length}`);
     print(`requests ${requests.length}`);
   } finally {
-    await context.close();
+    for (const [event, f] of Object.entries(on)) page.off(event, f);
+    // The next page finds the pointer in a corner, over nothing; and a
+    // load of its address with another #hash would otherwise only move
+    // within this one.
+    if (window.keep) {
+      await page.mouse.move(0, 0);
+      await page.goto('about:blank');
+    } else {
+      await context.close();
+    }
   }
 }
 

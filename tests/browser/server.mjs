@@ -36,17 +36,23 @@ setInterval(() => {
 
 // A request is one line of JSON, {cwd, argv}: page.mjs's arguments. The
 // answer is lines "o FACT", then "x STATUS" (0, or 1 after "e MESSAGE").
-// Each is driven as page.mjs would, on a connection of its own (closing
-// it closes the request's window), one at a time.
-let queue = Promise.resolve();
+// Each is driven as page.mjs would, one at a time, in one window kept
+// from one request to the next; a request that fails closes it (a drag
+// may have left a button down), and the next opens another.
+let queue = Promise.resolve(), browser = null, window = null;
 async function answer(conn, line) {
   try {
     const { cwd, argv } = JSON.parse(line);
-    const browser = await chromium.connect(server.wsEndpoint());
+    if (!window) {
+      browser = await chromium.connect(server.wsEndpoint());
+      window = await pageOpen(browser, true);
+    }
     try {
-      await drivePage(await pageOpen(browser), cwd, argv[0], argv.slice(1), (l) => conn.write(`o ${l}\n`));
-    } finally {
+      await drivePage(window, cwd, argv[0], argv.slice(1), (l) => conn.write(`o ${l}\n`));
+    } catch (e) {
+      window = null;
       await browser.close();
+      throw e;
     }
     conn.end('x 0\n');
   } catch (e) {
