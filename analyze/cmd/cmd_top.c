@@ -396,15 +396,15 @@ static void top_recorder_update(struct top *t, const struct stat *st)
 static long long top_heap_of(const char *out, int pid)
 {
 	static const char by_proc[] = "\n# outstanding by process:\n";
-	const char *nl = strchrnul(out, '\n'), *p;
+	const char *nl = strchrnul(out, '\n'), *p, *tag;
 	unsigned long long bytes;
-	char tag[32];
 
-	snprintf(tag, sizeof(tag), "(pid %d ", pid);
 	if ((p = strstr(out, by_proc))) {
+		/* The line's first "(pid ": the name after it may hold another. */
 		for (p += sizeof(by_proc) - 1; !strncmp(p, "#\t", 2); p = *nl ? nl + 1 : nl) {
 			nl = strchrnul(p, '\n');
-			if (sscanf(p + 2 + (p[2] == '~'), "%llu bytes in ", &bytes) == 1 && memmem(p, nl - p, tag, strlen(tag)))
+			tag = memmem(p, nl - p, "(pid ", 5);
+			if (sscanf(p + 2 + (p[2] == '~'), "%llu bytes in ", &bytes) == 1 && tag && atoi(tag + 5) == pid)
 				return bytes;
 		}
 		return -1;
@@ -694,10 +694,11 @@ static char *top_fold(struct top *t, const char *out, int *sel_line, uint64_t *s
 		return NULL;
 	for (const char *l = out; *l;) {
 		const char *nl = strchrnul(l, '\n'), *body = *nl ? nl + 1 : nl, *b = body;
-		int ind = line_indent(l, nl), lines = 0;
+		int ind = line_indent(l, nl), lines = 0, bi;
 
-		/* Its body: the lines after it indented deeper. */
-		while (*b && line_indent(b, strchrnul(b, '\n')) > ind && line_indent(b, strchrnul(b, '\n')) != INT_MAX) {
+		/* Its body: the lines after it indented deeper (a blank line,
+		 * INT_MAX, ends it). */
+		while (*b && (bi = line_indent(b, strchrnul(b, '\n'))) > ind && bi != INT_MAX) {
 			b = strchrnul(b, '\n');
 			b += *b != 0;
 			lines++;
