@@ -27,7 +27,7 @@
 	X(leaks, ANALYZE,                                                                                          \
 	  "allocations still outstanding when recording ended, by stack;\n--kernel for kernel memory (kmalloc, "   \
 	  "slab, pages, percpu)")                                                                                  \
-	X(top, ANALYZE, "a trace while it is recorded, refreshed, as top: leaks, faults, brk or\nreclaim by stack; the recorder's CPU, each process's RSS")                     \
+	X(top, ANALYZE, "a trace while it is recorded, refreshed, as top: leaks, faults, brk or\nreclaim by stack; the recorder's CPU, the events lost, each process's RSS")                     \
 	X(errors, ANALYZE, "memory errors: use after free, overflows, stack overflow, wild\npointers, double and invalid frees, with their stacks")     \
 	X(mmaps, ANALYZE, "every mapping made: size, protection, flags, file, stack (mmapsnoop)")                \
 	X(brk, ANALYZE, "heap growth by stack (brkstack)")                                                        \

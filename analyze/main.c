@@ -3,6 +3,8 @@
  * COMMAND [options] FILE` runs the command of ../commands.h with that name
  * (each in cmd/cmd_NAME.c). The environment is read here and nowhere else.
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,15 @@ static void env_read(struct analyze_opts *a)
 		const char *d = getenv("MEMSIGHT_PROGRESS_DELAY_MS");
 
 		a->progress_delay_ms = d && *d ? (unsigned)strtoul(d, NULL, 10) : 1000;
+	}
+	/* A descriptor past the standard three, open: never the results'. */
+	{
+		const char *d = getenv("MEMSIGHT_STATUS_FD");
+		char *end;
+		long fd = d ? strtol(d, &end, 10) : 0;
+
+		if (d && !*end && fd > 2 && fd < INT_MAX && fcntl((int)fd, F_GETFD) >= 0)
+			a->status_fd = (int)fd;
 	}
 	a->unwinder = UNWIND_LIBDW;
 }

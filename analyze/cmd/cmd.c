@@ -321,12 +321,16 @@ int cmd_open_group(struct session *s, const char *path, const struct analyze_opt
 int cmd_close(struct session *s, int ret)
 {
 	uint64_t lost = s->lost > s->lost_records ? s->lost : s->lost_records;
-	char window[512];
+	char window[512] = "";
 
 	/* Results of a ring or a snapshot cover its window alone: said with
 	 * them (a failed command says only why). */
 	if (!ret && cmd_window(s, window, sizeof(window))[0])
 		msg_note("'%s' is %s", s->path, window);
+	/* The program that ran the view (top) reads the count here rather
+	 * than from the words below, which only come when it is not 0. */
+	if (!ret && s->o.status_fd)
+		dprintf(s->o.status_fd, "lost %llu\nwindow %d\n", (unsigned long long)cmd_lost(s), !!window[0]);
 	/* Every figure counts what was kept: said once, whatever the view
 	 * (no figures, no word: a failed command said why). */
 	if (lost && !s->loss_said && !ret)

@@ -15,7 +15,9 @@
  * Above the view, while the recording goes on, top adds what only the
  * machine knows now, from /proc: the recorder (the process holding the
  * trace's lock) with its CPU and memory, and the processes the view
- * names with their resident memory and fault rate.
+ * names with their resident memory and fault rate; and the events the
+ * child counted lost, which it writes for top alone on a descriptor of
+ * its own (MEMSIGHT_STATUS_FD) whether or not there were any.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,8 +50,9 @@ static const char usage_text[] =
 	"A trace while it is recorded, read again every interval as far as the\n"
 	"recorder has written it: the leak table (record -e malloc), the stacks\n"
 	"whose outstanding bytes grow fastest first, or the faults, brk, reclaim\n"
-	"or report view; above it the recorder's CPU and memory and the named\n"
-	"processes' resident memory, faults per second and (leaks) heap in use.\n"
+	"or report view; above it the recorder's CPU and memory, the events lost\n"
+	"so far and the named processes' resident memory, faults per second and\n"
+	"(leaks) heap in use.\n"
 	"At a terminal it redraws in place: q quits, v shows the next view, s\n"
 	"sorts the leak table by growth or by size, p pauses, f keeps some pids\n"
 	"or names, + and - show more or fewer stacks, e folds every stack to its\n"
@@ -95,6 +98,8 @@ struct top {
 	int view, views;      /* the view shown; the mask of those the trace has events for */
 	dev_t dev;            /* the trace file the views were picked for */
 	ino_t ino;
+	long long lost;       /* events lost, as the last read counted them; -1 when it did not say */
+	int lost_window;      /* that count is of a ring's window, not of the whole recording */
 	int recorder;         /* the pid holding the trace's lock, 0 when none is seen */
 	uint64_t rec_ticks;   /* its CPU time at the last look */
 	struct timespec rec_seen;
@@ -137,21 +142,30 @@ static double rusage_secs(const struct rusage *ru)
 	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec + (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
 }
 
+/* The child's descriptor for what its view counted (analyze/main.c reads
+ * MEMSIGHT_STATUS_FD): the first past the standard three. */
+#define TOP_STATUS_FD 3
+#define TOP_STR_(x) #x
+#define TOP_STR(x) TOP_STR_(x)
+
 /* The view's command on the trace in a child, its output in *out and its
  * messages in *err; the child's exit status, or -1 when it could not run.
- * What CPU it used goes in t->cost. */
+ * What CPU it used goes in t->cost, what it counted lost in t->lost. */
 static int top_run(struct top *t, char **out, char **err)
 {
 	struct rusage ru = { 0 };
 	FILE *fo = memfile("memsight-top-out"), *fe = memfile("memsight-top-err");
+	FILE *fs = memfile("memsight-top-status");
 	const char *argv[16];
+	unsigned long long lost;
+	char n[32], *said;
 	size_t len;
-	char n[32];
-	int ac = 0, status = -1;
+	int ac = 0, status = -1, window;
 	pid_t pid;
 
 	*out = *err = NULL;
-	if (!fo || !fe)
+	t->lost = -1;
+	if (!fo || !fe || !fs)
 		goto done;
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)t->top);
 	argv[ac++] = "memsight-analyze";
@@ -181,9 +195,11 @@ static int top_run(struct top *t, char **out, char **err)
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-		if (null < 0 || dup2(null, 0) < 0 || dup2(fileno(fo), 1) < 0 || dup2(fileno(fe), 2) < 0)
+		if (null < 0 || dup2(null, 0) < 0 || dup2(fileno(fo), 1) < 0 || dup2(fileno(fe), 2) < 0 ||
+		    (fileno(fs) == TOP_STATUS_FD ? fcntl(TOP_STATUS_FD, F_SETFD, 0) : dup2(fileno(fs), TOP_STATUS_FD)) < 0)
 			_exit(127);
 		setenv("MEMSIGHT_SPEAKER", "memsight top", 1);
+		setenv("MEMSIGHT_STATUS_FD", TOP_STR(TOP_STATUS_FD), 1);
 		execv("/proc/self/exe", (char **)argv);
 		_exit(127);
 	}
@@ -195,11 +211,19 @@ static int top_run(struct top *t, char **out, char **err)
 	status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	*out = cmd_slurp(fo, &len);
 	*err = cmd_slurp(fe, &len);
+	said = cmd_slurp(fs, &len);
+	if (said && sscanf(said, "lost %llu\nwindow %d", &lost, &window) == 2 && lost <= LLONG_MAX) {
+		t->lost = (long long)lost;
+		t->lost_window = window;
+	}
+	free(said);
 done:
 	if (fo)
 		fclose(fo);
 	if (fe)
 		fclose(fe);
+	if (fs)
+		fclose(fs);
 	return *out && *err ? status : -1;
 }
 
@@ -509,14 +533,19 @@ static void top_panel(const struct top *t, const struct stat *st, char *buf, siz
 	if (!t->recorder) {
 		/* The lock held by no process seen here: one of another pid
 		 * namespace, or none since the view was read. */
-		buf_add(buf, len, &n, "recorder: %s; trace %s\n",
+		buf_add(buf, len, &n, "recorder: %s; trace %s",
 			replace_live(t->path) ? "its process is not visible from here" : "it has just ended", b);
 	} else {
 		buf_add(buf, len, &n, "recorder: pid %d", t->recorder);
 		if (t->rec_cpu >= 0)
 			buf_add(buf, len, &n, ", %.1f%% of a CPU", 100 * t->rec_cpu);
-		buf_add(buf, len, &n, ", %s resident; trace %s\n", fmt_bytes(t->rec_rss, a, sizeof(a)), b);
+		buf_add(buf, len, &n, ", %s resident; trace %s", fmt_bytes(t->rec_rss, a, sizeof(a)), b);
 	}
+	/* What the trace read holds: the kernel says what it lost once it
+	 * has room again, and the recorder writes that within a second. */
+	if (t->lost >= 0)
+		buf_add(buf, len, &n, ", %lld events lost %s", t->lost, t->lost_window ? "in its window" : "so far");
+	buf_add(buf, len, &n, "\n");
 	if (t->nr_procs)
 		buf_add(buf, len, &n, "%8s %-16s %10s %11s %9s%s\n", "PID", "COMM", "RSS", "CHANGE", "FAULTS/s",
 			t->view == VIEW_LEAKS ? "       HEAP" : "");
@@ -930,23 +959,23 @@ static int top_wait(struct top *t, int live, const struct timespec *next)
 	return 0;
 }
 
-/* What /proc says now, for the panel above the view, and under it what
- * the view's command warned of (events lost, a ring's window moved on),
- * but that the trace is live, which the header says: only while the
- * recording goes on, when its processes and its recorder are there. */
+/* The panel above the view: while the recording goes on, what /proc says
+ * now; under it, live or not, what the view's command warned of (events
+ * lost, a ring's window moved on), but that the trace is live, which the
+ * header says. */
 static void top_look(struct top *t, int live, const char *out, const char *err, char *panel, size_t len)
 {
 	static const char speaker[] = "memsight top: ";
 	struct stat st;
-	size_t n;
+	size_t n = 0;
 
 	panel[0] = 0;
-	if (!live || stat(t->path, &st))
-		return;
-	top_recorder_update(t, &st);
-	top_procs_update(t, out);
-	top_panel(t, &st, panel, len);
-	n = strlen(panel);
+	if (live && !stat(t->path, &st)) {
+		top_recorder_update(t, &st);
+		top_procs_update(t, out);
+		top_panel(t, &st, panel, len);
+		n = strlen(panel);
+	}
 	for (const char *l = err; l && *l;) {
 		const char *nl = strchrnul(l, '\n');
 
@@ -1011,10 +1040,16 @@ static int top_loop(struct top *t)
 			ret = status;
 			break;
 		}
+		/* The last table is what the view's command prints of the
+		 * finished trace, and what it says of it goes where it would. */
+		if (!live) {
+			printf("%s\n%s\n", header, out);
+			fflush(stdout);
+			fputs(err, stderr);
+			break;
+		}
 		printf("%s\n%s%s%s\n", header, panel, *panel ? "\n" : "", out);
 		fflush(stdout);
-		if (!live)
-			break;
 		again = top_wait(t, live, &next);
 	}
 	free(out);

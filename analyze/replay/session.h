@@ -161,6 +161,7 @@ struct analyze_opts {
 #define ANALYZE_MAX_DEBUG_DIRS 16
 	const char *debug_dirs[ANALYZE_MAX_DEBUG_DIRS]; /* sym.debug_dirs points here */
 	const char *env_debuginfod_urls; /* $DEBUGINFOD_URLS, for a bare --debuginfod */
+	int status_fd;		/* MEMSIGHT_STATUS_FD: what a view counted, for the program that ran it; 0 none */
 };
 
 struct session {
