@@ -38,7 +38,10 @@ setInterval(() => {
 // answer is lines "o FACT", then "x STATUS" (0, or 1 after "e MESSAGE").
 // Each is driven as page.mjs would, one at a time, in one window kept
 // from one request to the next; a request that fails closes it (a drag
-// may have left a button down), and the next opens another.
+// may have left a button down), and the next opens another. A request
+// that moves the mouse itself (drag, hover) gets a window of its own,
+// closed after it: under load, raw mouse events once stopped reaching
+// the page in a kept window, for every such request after.
 let queue = Promise.resolve(), browser = null, window = null;
 async function answer(conn, line) {
   try {
@@ -47,8 +50,9 @@ async function answer(conn, line) {
       browser = await chromium.connect(server.wsEndpoint());
       window = await pageOpen(browser, true);
     }
+    const pointer = argv.slice(1).some((s) => /^(drag|hover):/.test(s));
     try {
-      await drivePage(window, cwd, argv[0], argv.slice(1), (l) => conn.write(`o ${l}\n`));
+      await drivePage(pointer ? await pageOpen(browser) : window, cwd, argv[0], argv.slice(1), (l) => conn.write(`o ${l}\n`));
     } catch (e) {
       window = null;
       await browser.close();
