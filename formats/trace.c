@@ -89,6 +89,7 @@ const char *trace_meta_kind_name(unsigned kind)
 	case TRACE_META_NSPIDS: return "nspids";
 	case TRACE_META_JITMAP: return "jitmap";
 	case TRACE_META_PROBES: return "probes";
+	case TRACE_META_LOST: return "lost";
 	}
 	return "unknown";
 }

@@ -73,6 +73,7 @@ enum trace_meta_kind {
 	TRACE_META_NSPIDS = 14,	    /* "pid\tnspid\n": processes in pid namespaces, and their pid there */
 	TRACE_META_JITMAP = 15,	    /* a runtime's perf map or jitdump: a header line, then the file's bytes */
 	TRACE_META_PROBES = 16,	    /* "pid\tlate_ns\tpath\n": allocators probed while recording, per process */
+	TRACE_META_LOST = 17,	    /* "lost N\n": the events lost so far, written while recording */
 };
 
 /* Where memsight record writes without -o, and what an analyzer reads

@@ -40,16 +40,19 @@
  * count (PERF_FORMAT_LOST, Linux 6.0) is exact. Older kernels: an event
  * with period 1 fired `count` times and each firing is a sample, so count
  * minus the samples received is what was lost (exact for a target's
- * events; system-wide, some kernels count firings they never sample). */
-static void count_lost(struct recorder *rc)
+ * events; system-wide, some kernels count firings they never sample).
+ * While recording (exact set), only the exact count: the samples not
+ * drained yet would count as lost by the other. */
+static void lost_counted(struct recorder *rc, int exact, uint64_t *counted, uint64_t *counted_deep)
 {
-	uint64_t counted = 0, reported = 0, counted_deep = 0, reported_deep = 0;
-
+	*counted = *counted_deep = 0;
 	for (size_t i = 0; i < rc->nr_evs; i++) {
 		struct rec_event *e = &rc->evs[i];
 		uint64_t total = 0, lost = 0;
-		uint64_t *sum = events_is_deep(e) ? &counted_deep : &counted;
+		uint64_t *sum = events_is_deep(e) ? counted_deep : counted;
 
+		if (exact && !(e->attr.read_format & PERF_FORMAT_LOST))
+			continue;
 		for (size_t j = 0; j < e->nr_ids; j++) {
 			uint64_t v[2];
 
@@ -65,6 +68,13 @@ static void count_lost(struct recorder *rc)
 		else if (e->group[0] && !e->attr.freq && total > e->samples)
 			*sum += total - e->samples;
 	}
+}
+
+static void count_lost(struct recorder *rc)
+{
+	uint64_t counted, reported = 0, counted_deep, reported_deep = 0;
+
+	lost_counted(rc, 0, &counted, &counted_deep);
 	for (int c = 0; c < rc->nr_rings; c++)
 		*(rc->rings[c].deep ? &reported_deep : &reported) += rc->rings[c].lost;
 	rc->lost_unreported = counted > reported ? counted - reported : 0;
@@ -83,6 +93,31 @@ static void count_lost(struct recorder *rc)
 			 (unsigned long long)rc->as.dropped);
 		rc->lost_unreported += rc->as.dropped;
 	}
+}
+
+/* The events lost so far, as often as the loop wakes when idle, into the
+ * trace (a META lost chunk) when more than it said last: the kernel writes a LOST
+ * record only with the next event its ring takes, which for a program
+ * gone quiet after a burst may be when it exits, and a reader of the
+ * trace as it is written would count nothing lost meanwhile. */
+static void lost_publish(struct recorder *rc)
+{
+	uint64_t now = rec_now_ns(CLOCK_MONOTONIC), counted, counted_deep, reported = 0, lost;
+	char text[64];
+
+	/* A little less than the idle wait: each idle wake looks. */
+	if (now - rc->lost_seen_ns < POLL_IDLE_MS * 900000ull)
+		return;
+	rc->lost_seen_ns = now;
+	lost_counted(rc, 1, &counted, &counted_deep);
+	for (int c = 0; c < rc->nr_rings; c++)
+		if (!rc->rings[c].deep)
+			reported += rc->rings[c].lost;
+	lost = (counted > reported ? counted : reported) + rc->as.broken + rc->as.dropped;
+	if (lost <= rc->lost_live)
+		return;
+	rc->lost_live = lost;
+	writeq_push_meta(&rc->q, TRACE_META_LOST, text, snprintf(text, sizeof(text), "lost %llu\n", (unsigned long long)lost));
 }
 
 /*
@@ -121,7 +156,7 @@ static void status_show(struct recorder *rc)
 
 	msg_progress("recording %.0f s: %llu records, %.1f MiB written, %llu lost",
 		     (rec_now_ns(CLOCK_MONOTONIC) - rc->start_ns) / 1e9, (unsigned long long)rc->records,
-		     bytes / 1048576.0, (unsigned long long)rec_lost(rc, 0));
+		     bytes / 1048576.0, (unsigned long long)(rec_lost(rc, 0) > rc->lost_live ? rec_lost(rc, 0) : rc->lost_live));
 }
 
 /* The events go as soon as their rings are drained: a child closes them
@@ -317,6 +352,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * then fills the ring and drops everything after it. So while
 		 * records flow, look at the rings every few milliseconds as
 		 * well, and back off to the wakeups alone once they stop. */
+		lost_publish(rc);
 		if (!rc->quiet && !rc->command)
 			status_show(rc);
 		now = rec_now_ns(CLOCK_MONOTONIC);

@@ -221,6 +221,8 @@ struct recorder {
 	uint64_t wakeups_missed; /* drains that found a ring past its wakeup no wakeup had told of */
 	uint64_t lost_unreported; /* lost per the event counters, beyond the LOST records */
 	uint64_t lost_deep_unreported; /* the same, of the deep-stacks samples */
+	uint64_t lost_live;	/* events lost, as the trace's last META lost said while recording */
+	uint64_t lost_seen_ns;	/* when the lost counts were last read for it */
 	uint64_t oom_kills;	/* OOM contexts written */
 	int build_id;
 	int format_lost;	/* the kernel counts each event's lost samples */

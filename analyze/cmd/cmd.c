@@ -320,7 +320,7 @@ int cmd_open_group(struct session *s, const char *path, const struct analyze_opt
 
 int cmd_close(struct session *s, int ret)
 {
-	uint64_t lost = s->lost > s->lost_records ? s->lost : s->lost_records;
+	uint64_t lost = session_lost(s);
 	char window[512] = "";
 
 	/* Results of a ring or a snapshot cover its window alone: said with
@@ -328,9 +328,12 @@ int cmd_close(struct session *s, int ret)
 	if (!ret && cmd_window(s, window, sizeof(window))[0])
 		msg_note("'%s' is %s", s->path, window);
 	/* The program that ran the view (top) reads the count here rather
-	 * than from the words below, which only come when it is not 0. */
+	 * than from the words below, which only come when it is not 0. Of
+	 * a ring's window, unless a LOSS chunk or the recorder's count while
+	 * recording (both from the start) says more. */
 	if (!ret && s->o.status_fd)
-		dprintf(s->o.status_fd, "lost %llu\nwindow %d\n", (unsigned long long)cmd_lost(s), !!window[0]);
+		dprintf(s->o.status_fd, "lost %llu\nwindow %d\n", (unsigned long long)cmd_lost(s),
+			window[0] && !s->lost && !s->lost_live);
 	/* Every figure counts what was kept: said once, whatever the view
 	 * (no figures, no word: a failed command said why). */
 	if (lost && !s->loss_said && !ret)
@@ -456,7 +459,7 @@ uint64_t cmd_lost(const struct session *s)
 	 * the records a full disk kept from the file. */
 	long long unwritten = session_stat(s, "records_not_written", 0);
 
-	return (s->lost > s->lost_records ? s->lost : s->lost_records) + (unwritten > 0 ? (uint64_t)unwritten : 0);
+	return session_lost(s) + (unwritten > 0 ? (uint64_t)unwritten : 0);
 }
 
 void cmd_json_lost(struct json *j, const struct session *s)

@@ -117,7 +117,7 @@ static void print_recording(struct session *s)
 		printf("duration:    %.3f s of samples%s\n", (s->last_time - s->first_time) / 1e9,
 		       s->r.file_flags & (TRACE_FILE_RING | TRACE_FILE_WINDOW) ? ", the window" : "");
 	printf("samples:     %llu\n", (unsigned long long)s->nr_samples);
-	printf("lost:        %llu%s", (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records),
+	printf("lost:        %llu%s", (unsigned long long)session_lost(s),
 	       s->r.complete ? "" : " (as far as the trace goes)");
 	if (session_stat(s, "records_not_written", 0))
 		printf(", and %lld records not written (below)", session_stat(s, "records_not_written", 0));
@@ -379,7 +379,7 @@ static void info_json(struct session *s, int dump)
 	json_str(&j, "stack_dump", session_host(s, "stack_dump", buf, sizeof(buf), "raw"));
 	json_double(&j, "duration_s", "%.6f", s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0);
 	json_u64(&j, "samples", s->nr_samples);
-	json_u64(&j, "lost", s->lost > s->lost_records ? s->lost : s->lost_records);
+	json_u64(&j, "lost", session_lost(s));
 	json_u64(&j, "lost_deep_stacks", session_lost_deep(s));
 	json_begin_array(&j, "events");
 	for (size_t i = 0; i < s->nr_evs; i++) {

@@ -666,7 +666,7 @@ static void print_report(struct report *r, struct session *s)
 		printf("# %llu sample%s in %.3f s%s, %llu lost\n", (unsigned long long)s->nr_samples,
 		       s->nr_samples == 1 ? "" : "s", rec >= 0 ? rec / 1e9 : span,
 		       rec >= 0 ? " of recording" : " of samples",
-		       (unsigned long long)(s->lost > s->lost_records ? s->lost : s->lost_records));
+		       (unsigned long long)session_lost(s));
 	}
 
 	if (r->have_brk) {
@@ -1281,7 +1281,7 @@ static void report_json(struct report *r, struct session *s, int page)
 	json_str(&j, "recorded_by", session_host(s, "command", hb, sizeof(hb), "?"));
 	json_u64(&j, "samples", s->nr_samples);
 	json_double(&j, "duration_s", "%.6f", s->last_time > s->first_time ? (s->last_time - s->first_time) / 1e9 : 0.0);
-	json_u64(&j, "lost", s->lost > s->lost_records ? s->lost : s->lost_records);
+	json_u64(&j, "lost", session_lost(s));
 	s->loss_said = 1;
 	timeline_json(&j, r, s);
 	stack_timeline_json(&j, r, s, page);

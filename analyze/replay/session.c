@@ -292,6 +292,13 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 		s->nr_ooms++;
 		break;
 	}
+	case TRACE_META_LOST: {
+		char val[32];
+
+		if (!trace_kv_get(data, len, "lost", val, sizeof(val)) && strtoull(val, NULL, 10) > s->lost_live)
+			s->lost_live = strtoull(val, NULL, 10);
+		break;
+	}
 	case TRACE_META_BUILDIDS:
 	case TRACE_META_SNAPSHOT:
 	case TRACE_META_OBJECTS:
@@ -565,7 +572,14 @@ void session_warn_incomplete(struct session *s)
 int session_incomplete(const struct session *s)
 {
 	/* Records a full disk kept from the file are lost as surely. */
-	return s->lost || s->lost_records || s->r.stop[0] || session_stat(s, "records_not_written", 0) > 0;
+	return session_lost(s) || s->r.stop[0] || session_stat(s, "records_not_written", 0) > 0;
+}
+
+uint64_t session_lost(const struct session *s)
+{
+	uint64_t lost = s->lost > s->lost_records ? s->lost : s->lost_records;
+
+	return lost > s->lost_live ? lost : s->lost_live;
 }
 
 uint64_t session_lost_deep(const struct session *s)
@@ -575,7 +589,9 @@ uint64_t session_lost_deep(const struct session *s)
 
 uint64_t session_loss_horizon(const struct session *s)
 {
-	if (s->lost_unreported || s->r.stop[0] || (s->lost_records && !s->last_loss))
+	/* What the recorder counted beyond the records has no time. */
+	if (s->lost_unreported || s->r.stop[0] || (s->lost_records && !s->last_loss) ||
+	    s->lost_live > (s->lost > s->lost_records ? s->lost : s->lost_records))
 		return UINT64_MAX;
 	return s->last_loss;
 }

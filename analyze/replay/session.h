@@ -201,6 +201,7 @@ struct session {
 	uint64_t lost;		/* from LOSS chunks */
 	uint64_t lost_unreported; /* of those, what no PERF_RECORD_LOST placed in time */
 	uint64_t lost_records;	/* PERF_RECORD_LOST seen in the replay */
+	uint64_t lost_live;	/* the recorder's count while recording, from the last META lost */
 	uint64_t lost_deep;	/* deep-stacks samples lost, from LOSS chunks (not in lost) */
 	uint64_t lost_deep_records; /* PERF_RECORD_LOST of the deep-stacks rings seen in the replay */
 	int loss_said;		/* the command's own output says what was lost */
@@ -330,6 +331,11 @@ int session_incomplete(const struct session *s);
  * loss the replay placed; the trace's end when some loss has no time, or
  * it is cut short), 0 when none is. */
 uint64_t session_loss_horizon(const struct session *s);
+/* After a replay: the events lost, the most that the LOSS chunks, the
+ * PERF_RECORD_LOST records met and the recorder's counts while recording
+ * say (each counts from the start; a trace still being written has no
+ * LOSS chunk, and its records lag the kernel's count). */
+uint64_t session_lost(const struct session *s);
 /* After a replay: the deep-stacks samples lost in their own rings. They
  * cost no finding, only stacks left as the dump ended them. */
 uint64_t session_lost_deep(const struct session *s);
