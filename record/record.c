@@ -96,10 +96,10 @@ static void count_lost(struct recorder *rc)
 }
 
 /* The events lost so far, as often as the loop wakes when idle, into the
- * trace (a META lost chunk) when more than it said last: the kernel writes a LOST
- * record only with the next event its ring takes, which for a program
- * gone quiet after a burst may be when it exits, and a reader of the
- * trace as it is written would count nothing lost meanwhile. */
+ * trace (a META lost chunk) when more than it said last. The kernel
+ * writes a LOST record only with the next event its ring takes, which for
+ * a program gone quiet after a burst may be when it exits: a reader of
+ * the trace as it is written would count nothing lost meanwhile. */
 static void lost_publish(struct recorder *rc)
 {
 	uint64_t now = rec_now_ns(CLOCK_MONOTONIC), counted, counted_deep, reported = 0, lost;
@@ -117,7 +117,8 @@ static void lost_publish(struct recorder *rc)
 	if (lost <= rc->lost_live)
 		return;
 	rc->lost_live = lost;
-	writeq_push_meta(&rc->q, TRACE_META_LOST, text, snprintf(text, sizeof(text), "lost %llu\n", (unsigned long long)lost));
+	snprintf(text, sizeof(text), "lost %llu\n", (unsigned long long)lost);
+	writeq_push_meta(&rc->q, TRACE_META_LOST, text, strlen(text));
 }
 
 /*
@@ -153,10 +154,11 @@ static const int handled[] = { SIGINT,	SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGCHL
 static void status_show(struct recorder *rc)
 {
 	uint64_t bytes = rc->w.ring_start ? rc->w.ring_start + rc->w.ring_bytes : rc->w.offset;
+	uint64_t lost = rec_lost(rc, 0) > rc->lost_live ? rec_lost(rc, 0) : rc->lost_live;
 
 	msg_progress("recording %.0f s: %llu records, %.1f MiB written, %llu lost",
 		     (rec_now_ns(CLOCK_MONOTONIC) - rc->start_ns) / 1e9, (unsigned long long)rc->records,
-		     bytes / 1048576.0, (unsigned long long)(rec_lost(rc, 0) > rc->lost_live ? rec_lost(rc, 0) : rc->lost_live));
+		     bytes / 1048576.0, (unsigned long long)lost);
 }
 
 /* The events go as soon as their rings are drained: a child closes them
@@ -337,6 +339,9 @@ static int run(struct recorder *rc, const sigset_t *mask)
 			cg_read = rec_now_ns(CLOCK_MONOTONIC);
 		}
 		flight_poll(rc, 0);
+		lost_publish(rc);
+		if (!rc->quiet && !rc->command)
+			status_show(rc);
 		/* A full disk (or a failed write) ends the recording at once:
 		 * nothing more could be kept, and a -p recording would go on
 		 * for ever. */
@@ -352,9 +357,6 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		 * then fills the ring and drops everything after it. So while
 		 * records flow, look at the rings every few milliseconds as
 		 * well, and back off to the wakeups alone once they stop. */
-		lost_publish(rc);
-		if (!rc->quiet && !rc->command)
-			status_show(rc);
 		now = rec_now_ns(CLOCK_MONOTONIC);
 		if (rc->drained != before)
 			timeout = poll_flow(rc, ring_woke, now - pass_ns);
