@@ -54,29 +54,34 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 	! grep -q "$(printf "\033")" odd
 '
 
-# rss_grow 16 1000 2500 recorded into rings of one page, where no sample
+# rss_grow 16 1000 6000 recorded into rings of one page, where no sample
 # with its stack dump fits: its faults are lost as it writes, then it holds
-# still for 2.5 s, when the kernel has no next event to report them with.
-# Every table says how many are lost so far, never fewer than the one
-# before nor more than the finished trace counts, and the last one before
-# the end all of them (the recorder writes what the kernel counts); the
-# last table and what top says of it on stderr are the faults view's own.
+# still for 6 s, when the kernel has no next event to report them with.
+# Ten tables 0.3 s apart all come while it holds or before: each says how
+# many are lost so far, never fewer than the one before nor more than the
+# finished trace counts, and the last one, read while the program still
+# holds, all of them (the recorder writes what the kernel counts). Of the
+# finished trace, top's table and what it says on stderr are the faults
+# view's own.
 test_expect_success 'lost events: counted on the recorder'"'"'s line at every refresh, said after the last table' '
-	{ "$MEMSIGHT" record -q -m 1 -o lossy.trace -- "$S/rss_grow" 16 1000 2500 >/dev/null 2>&1 & } &&
+	{ "$MEMSIGHT" record -q -m 1 -o lossy.trace -- "$S/rss_grow" 16 1000 6000 >/dev/null 2>&1 & } &&
 	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info lossy.trace 2>/dev/null | grep -q "^status: *being recorded"; do
 		sleep 0.1; i=$((i + 1)); done &&
-	"$MEMSIGHT" top --max-cpu 100 -d 0.3 -T 1 lossy.trace >ltables 2>lerr &&
+	"$MEMSIGHT" top --max-cpu 100 -d 0.3 -n 10 -T 1 lossy.trace >ltables 2>lerr &&
 	wait &&
 	grep "^memsight top\|^recorder" ltables && cat lerr &&
+	test "$(grep -c "^memsight top [0-9:]*: .lossy.trace. being recorded" ltables)" = 10 &&
 	all=$("$MEMSIGHT" info lossy.trace | sed -n "s/^lost: *\([0-9]*\).*/\1/p") &&
 	test "$all" -gt 0 &&
 	sed -n "s/^recorder: .*, \([0-9]*\) events lost so far$/\1/p" ltables >counts &&
-	test "$(wc -l <counts)" = "$(grep -c "being recorded" ltables)" &&
+	test "$(wc -l <counts)" = 10 &&
 	perl -e "my \$prev = 0;
 		while (<STDIN>) { chomp; die qq{\$_ after \$prev\n} if \$_ < \$prev; die qq{\$_ of \$ARGV[0]\n} if \$_ > \$ARGV[0];
 			\$prev = \$_ }
-		die qq{the last live table counts \$prev of \$ARGV[0]\n} unless \$prev == \$ARGV[0]" "$all" <counts &&
-	sed -n "/(recording ended)/,\$p" ltables | sed "1d;\$d" >llast &&
+		die qq{the last table, read while the program held still, counts \$prev of \$ARGV[0]\n} unless \$prev == \$ARGV[0]" \
+		"$all" <counts &&
+	"$MEMSIGHT" top -n 1 -T 1 lossy.trace >lended 2>lerr &&
+	sed "1d;\$d" lended >llast &&
 	"$MEMSIGHT" faults --last 10 -T 1 lossy.trace >lwant 2>lwerr &&
 	test_cmp lwant llast &&
 	sed "s/^memsight faults: /memsight top: /" lwerr >lwerr.top &&
