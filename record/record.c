@@ -102,7 +102,7 @@ static void count_lost(struct recorder *rc)
  * the trace as it is written would count nothing lost meanwhile. */
 static void lost_publish(struct recorder *rc)
 {
-	uint64_t now = rec_now_ns(CLOCK_MONOTONIC), counted, counted_deep, reported = 0, lost;
+	uint64_t now = rec_now_ns(CLOCK_MONOTONIC), counted, counted_deep, reported, lost;
 	char text[64];
 
 	/* A little less than the idle wait: each idle wake looks. */
@@ -110,9 +110,7 @@ static void lost_publish(struct recorder *rc)
 		return;
 	rc->lost_seen_ns = now;
 	lost_counted(rc, 1, &counted, &counted_deep);
-	for (int c = 0; c < rc->nr_rings; c++)
-		if (!rc->rings[c].deep)
-			reported += rc->rings[c].lost;
+	reported = rec_lost(rc, 0);
 	lost = (counted > reported ? counted : reported) + rc->as.broken + rc->as.dropped;
 	if (lost <= rc->lost_live)
 		return;

@@ -294,9 +294,10 @@ static int on_meta(uint32_t kind, const void *data, size_t len, void *arg)
 	}
 	case TRACE_META_LOST: {
 		char val[32];
+		uint64_t n;
 
-		if (!trace_kv_get(data, len, "lost", val, sizeof(val)) && strtoull(val, NULL, 10) > s->lost_live)
-			s->lost_live = strtoull(val, NULL, 10);
+		if (!trace_kv_get(data, len, "lost", val, sizeof(val)) && (n = strtoull(val, NULL, 10)) > s->lost_live)
+			s->lost_live = n;
 		break;
 	}
 	case TRACE_META_BUILDIDS:
@@ -591,7 +592,7 @@ uint64_t session_loss_horizon(const struct session *s)
 {
 	/* What the recorder counted beyond the records has no time. */
 	if (s->lost_unreported || s->r.stop[0] || (s->lost_records && !s->last_loss) ||
-	    s->lost_live > (s->lost > s->lost_records ? s->lost : s->lost_records))
+	    (s->lost_live > s->lost && s->lost_live > s->lost_records))
 		return UINT64_MAX;
 	return s->last_loss;
 }
