@@ -278,7 +278,7 @@ $(B)/test-tool: $(call obj,$(TOOL_SRC) $(filter-out analyze/main.c,$(ANALYZE_SRC
 
 # The recorder's unit tests: the parts they test, and formats/.
 $(B)/test-record: $(call obj,tests/helper/test-record.c record/write/scrub.c record/procs/execmap.c \
-		record/probes/events.c record/leakcheck/reach.c $(FORMATS_SRC))
+		record/procs/proctrack.c record/probes/events.c record/leakcheck/reach.c $(FORMATS_SRC))
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ -lelf -lzstd -lz
 

@@ -3,18 +3,21 @@
  * then maps code there: its exec is written to one CPU's ring and its
  * later mappings to another's, for the recorder's ordering of them.
  *
- * usage: cpu_hop [PAGES]   (default 64)
+ * usage: cpu_hop [PAGES [back]]   (default 64)
  * Started pinned to one CPU (taskset -c 1), it moves itself to another
  * (CPU 0, or the lowest other it may use), dlopens libz, and has
  * inflateInit2_ call its zalloc, which writes PAGES fresh anonymous pages
  * from touch_pages(): PAGES faults under main, inflateInit2_, hop_zalloc
- * and touch_pages. Prints the CPUs and the count.
+ * and touch_pages. With "back", it returns to the first CPU once libz is
+ * mapped, and faults there: the CPU that holds its exec then holds most
+ * of its records. Prints the CPUs and the count.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -56,7 +59,7 @@ int main(int argc, char **argv)
 	int (*init)(z_streamp, int, const char *, int);
 	int (*end)(z_streamp);
 	z_stream zs = { .zalloc = hop_zalloc, .zfree = hop_zfree };
-	int from = sched_getcpu(), to = -1;
+	int from = sched_getcpu(), to = -1, back = argc > 2 && !strcmp(argv[2], "back");
 	cpu_set_t set;
 	void *z;
 
@@ -79,12 +82,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cpu_hop: cannot move to another CPU or load libz\n");
 		return 1;
 	}
+	if (back) {
+		CPU_ZERO(&set);
+		CPU_SET(from, &set);
+		if (sched_setaffinity(0, sizeof(set), &set)) {
+			fprintf(stderr, "cpu_hop: cannot move back to cpu %d\n", from);
+			return 1;
+		}
+	}
 	if (init(&zs, 15, ZLIB_VERSION, (int)sizeof(zs)) != Z_OK) {
 		fprintf(stderr, "cpu_hop: inflateInit2_ failed\n");
 		return 1;
 	}
 	end(&zs);
-	printf("cpu_hop: from cpu %d to cpu %d (now %d), %ld pages touched from touch_pages in zlib's zalloc\n", from, to,
-	       sched_getcpu(), pages);
+	printf("cpu_hop: from cpu %d to cpu %d%s (now %d), %ld pages touched from touch_pages in zlib's zalloc\n", from,
+	       to, back ? " and back" : "", sched_getcpu(), pages);
 	return 0;
 }

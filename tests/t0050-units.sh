@@ -3,8 +3,8 @@
 # hashmaps, suppression matching, the JSON writer, interval naming, the
 # event catalogue, chunk CRCs made from their payloads' CRCs (test-tool's
 # unit tests, tests/helper/test-unit.c); and the recorder's stack-dump
-# scrub, the wrapper's packing of dumps and the leak-check scan
-# (test-record, tests/helper/test-record.c).
+# scrub, the wrapper's packing of dumps, the leak-check scan and what a
+# ring restates of processes (test-record, tests/helper/test-record.c).
 . "$(dirname "$0")/test-lib.sh"
 
 # unit NAME [ARGS]: every TAP line of the unit passes, and there are COUNT.
@@ -89,6 +89,13 @@ test_expect_success 'the wrapper packs a stack dump by its rule, and its AVX2 an
 	status=$?
 	cat out &&
 	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = 3
+'
+
+test_expect_success 'what a ring restates of processes, from records read a CPU'"'"'s ring at a time: an exec, a fork, an exit or a library read after what came later on another CPU' '
+	"$BUILD/test-record" procs >out
+	status=$?
+	cat out &&
+	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = 4
 '
 
 test_expect_success 'the leak check'"'"'s scan: a finished thread'"'"'s stack holds no root, on a 64 MiB boundary too; a glibc arena heap there is scanned' '

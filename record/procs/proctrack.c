@@ -3,6 +3,8 @@
  */
 #include "proctrack.h"
 
+#include "../../formats/trace.h"
+
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,8 @@
 
 struct pt_map {
 	uint64_t start, end, pgoff;
-	char *rest; /* "perms\tpgoff-less fields": perms, dev, inode, build-id, path */
+	uint64_t time; /* of the record (or /proc read) that told it */
+	char *rest;    /* "perms\tpgoff-less fields": perms, dev, inode, build-id, path */
 };
 
 struct pt_proc {
@@ -21,7 +24,11 @@ struct pt_proc {
 	size_t nr_tids;
 	struct pt_map *maps;
 	size_t nr_maps, alloc_maps;
-	uint64_t exited; /* the generation it exited in, plus one; 0 while it runs */
+	uint64_t since;	    /* when its address space began: its exec, fork or /proc read */
+	uint64_t forked;    /* when it was forked; since equals it until an exec */
+	uint64_t last_fork; /* when it last forked a child */
+	uint64_t exited;    /* the generation it exited in, plus one; 0 while it runs */
+	uint64_t exit_time; /* when it exited */
 };
 
 static size_t slot_of(const struct proctrack *t, pid_t pid)
@@ -99,7 +106,7 @@ static void maps_cut(struct pt_proc *p, uint64_t start, uint64_t end)
 			continue;
 		if (m->start < start && m->end > end) {
 			/* Split: the tail stays as a mapping of its own. */
-			struct pt_map tail = { end, m->end, m->pgoff + (end - m->start), strdup(m->rest) };
+			struct pt_map tail = { end, m->end, m->pgoff + (end - m->start), m->time, strdup(m->rest) };
 
 			m->end = start;
 			if (tail.rest && p->nr_maps < p->alloc_maps)
@@ -123,8 +130,11 @@ static void maps_cut(struct pt_proc *p, uint64_t start, uint64_t end)
 	p->nr_maps = n;
 }
 
-static int maps_add(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, const char *rest)
+/* [start, end) as one mapping, over whatever it covers. */
+static int maps_put(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time, const char *rest)
 {
+	char *copy;
+
 	/* Room for the mapping and the split maps_cut may make. */
 	if (p->nr_maps + 2 > p->alloc_maps) {
 		size_t n = p->alloc_maps ? p->alloc_maps * 2 : 32;
@@ -135,14 +145,57 @@ static int maps_add(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pg
 		p->maps = m;
 		p->alloc_maps = n;
 	}
-	maps_cut(p, start, end);
-	if (!(p->maps[p->nr_maps].rest = strdup(rest)))
+	if (!(copy = strdup(rest)))
 		return -1;
-	p->maps[p->nr_maps].start = start;
-	p->maps[p->nr_maps].end = end;
-	p->maps[p->nr_maps].pgoff = pgoff;
-	p->nr_maps++;
+	maps_cut(p, start, end);
+	p->maps[p->nr_maps++] = (struct pt_map){ start, end, pgoff, time, copy };
 	return 0;
+}
+
+/*
+ * A mapping told at time: over the older ones it covers, and under the
+ * newer ones. The records of one process come from every CPU's ring it
+ * ran on, one ring after another, so a mapping can arrive after one made
+ * later over part of it (a loader maps a library whole, then its segments
+ * over it). Only the gaps the newer ones leave are its own.
+ */
+static int maps_add(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time, const char *rest)
+{
+	for (uint64_t at = start; at < end;) {
+		/* The first newer mapping over what is left: [from, to). */
+		uint64_t from = end, to = end;
+
+		for (size_t i = 0; i < p->nr_maps; i++) {
+			const struct pt_map *m = &p->maps[i];
+
+			if (m->time > time && m->start < end && m->end > at && m->start < from) {
+				from = m->start;
+				to = m->end;
+			}
+		}
+		if (from > at && maps_put(p, at, from, pgoff + (at - start), time, rest))
+			return -1;
+		at = to;
+	}
+	return 0;
+}
+
+/* The address space begins anew at time (an exec, a fork): what was told
+ * before it goes, what was told after it (from another CPU's ring, read
+ * first) stays. */
+static void proc_begin(struct pt_proc *p, uint64_t time)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nr_maps; i++) {
+		if (p->maps[i].time >= time)
+			p->maps[n++] = p->maps[i];
+		else
+			free(p->maps[i].rest);
+	}
+	p->nr_maps = n;
+	if (time > p->since)
+		p->since = time;
 }
 
 static void tid_add(struct pt_proc *p, pid_t tid)
@@ -159,7 +212,7 @@ static void tid_add(struct pt_proc *p, pid_t tid)
 	p->tids[p->nr_tids++] = tid;
 }
 
-int proctrack_load(struct proctrack *t, const char *text, size_t len)
+int proctrack_load(struct proctrack *t, const char *text, size_t len, uint64_t time)
 {
 	const char *s = text, *end = text + len;
 	struct pt_proc *p = NULL;
@@ -176,7 +229,7 @@ int proctrack_load(struct proctrack *t, const char *text, size_t len)
 			p = get(t, atoi(line + 4));
 			if (!p)
 				return -1;
-			proc_clear_maps(p);
+			proc_begin(p, time);
 			p->exited = 0;
 		} else if (p && !strncmp(line, "ppid ", 5)) {
 			p->ppid = atoi(line + 5);
@@ -206,14 +259,30 @@ int proctrack_load(struct proctrack *t, const char *text, size_t len)
 				continue;
 			/* Kept as "perms\tdev\tinode\tbuild-id\tpath". */
 			memmove(e1 + 1, e2 + 1, strlen(e2 + 1) + 1);
-			if (maps_add(p, start, mend, pgoff, perms))
+			if (maps_add(p, start, mend, pgoff, time, perms))
 				return -1;
 		}
 	}
 	return 0;
 }
 
-static void on_mmap2(struct proctrack *t, const unsigned char *r, size_t len, uint16_t misc)
+/* A mapping p made at time, and so the children it had forked since,
+ * unless they have exec'd: their FORK records can have been read first. */
+static void proc_map(struct proctrack *t, struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
+		     uint64_t time, const char *rest, int depth)
+{
+	maps_add(p, start, end, pgoff, time, rest);
+	if (p->last_fork <= time || depth >= 8)
+		return;
+	for (size_t i = 0; i < t->alloc; i++) {
+		struct pt_proc *c = t->slots[i];
+
+		if (c && c->ppid == p->pid && c->forked > time && c->since == c->forked)
+			proc_map(t, c, start, end, pgoff, time, rest, depth + 1);
+	}
+}
+
+static void on_mmap2(struct proctrack *t, const unsigned char *r, size_t len, uint16_t misc, uint64_t time)
 {
 	uint32_t pid, prot, flags;
 	uint64_t addr, size, pgoff;
@@ -235,7 +304,8 @@ static void on_mmap2(struct proctrack *t, const unsigned char *r, size_t len, ui
 	memcpy(&prot, r + 64, 4);
 	memcpy(&flags, r + 68, 4);
 	p = get(t, (pid_t)pid);
-	if (!p)
+	/* Made before the exec or fork that began what it has now. */
+	if (!p || time < p->since)
 		return;
 	if (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
 		unsigned n = r[40] > 20 ? 20 : r[40];
@@ -256,7 +326,7 @@ static void on_mmap2(struct proctrack *t, const unsigned char *r, size_t len, ui
 	}
 	snprintf(rest, sizeof(rest), "%c%c%c%c\t%s\t%s\t%s", prot & PROT_READ ? 'r' : '-', prot & PROT_WRITE ? 'w' : '-',
 		 prot & PROT_EXEC ? 'x' : '-', flags & MAP_SHARED ? 's' : 'p', dev, bid, name);
-	maps_add(p, addr, addr + size, pgoff, rest);
+	proc_map(t, p, addr, addr + size, pgoff, time, rest, 0);
 }
 
 void proctrack_record(struct proctrack *t, const void *rec, size_t len)
@@ -265,13 +335,17 @@ void proctrack_record(struct proctrack *t, const void *rec, size_t len)
 	struct perf_event_header h;
 	uint32_t a, b, c;
 	struct pt_proc *p, *parent;
+	uint64_t time;
 
 	if (len < sizeof(h))
 		return;
 	memcpy(&h, r, sizeof(h));
+	/* Records come a ring at a time, not in time order: each change is
+	 * placed by its time among those already told (maps_add). */
+	time = trace_record_time(r, len);
 	switch (h.type) {
 	case PERF_RECORD_MMAP2:
-		on_mmap2(t, r, len, h.misc);
+		on_mmap2(t, r, len, h.misc, time);
 		break;
 	case PERF_RECORD_COMM:
 		if (len < 16 + 16)
@@ -283,7 +357,7 @@ void proctrack_record(struct proctrack *t, const void *rec, size_t len)
 		snprintf(p->comm, sizeof(p->comm), "%.16s", (const char *)r + 16);
 		/* An exec: a new address space, told by the MMAP2s after it. */
 		if (h.misc & PERF_RECORD_MISC_COMM_EXEC)
-			proc_clear_maps(p);
+			proc_begin(p, time);
 		break;
 	case PERF_RECORD_FORK:
 		if (len < 24)
@@ -300,23 +374,36 @@ void proctrack_record(struct proctrack *t, const void *rec, size_t len)
 		p = get(t, (pid_t)a);
 		if (!p)
 			return;
-		proc_clear_maps(p);
-		p->exited = 0;
+		proc_begin(p, time);
+		p->forked = time;
+		/* An exit read before its fork stands. */
+		if (p->exit_time < time)
+			p->exited = 0;
 		p->ppid = (pid_t)b;
 		parent = find(t, (pid_t)b); /* get() may have moved the slots, not the processes */
 		if (!parent)
 			return;
+		if (time > parent->last_fork)
+			parent->last_fork = time;
+		/* An exec told first began the address space it has now. */
+		if (p->since != time)
+			return;
 		memcpy(p->comm, parent->comm, sizeof(p->comm));
+		/* What the parent had then; what it mapped since is its own. */
 		for (size_t i = 0; i < parent->nr_maps; i++)
-			maps_add(p, parent->maps[i].start, parent->maps[i].end, parent->maps[i].pgoff, parent->maps[i].rest);
+			if (parent->maps[i].time <= time)
+				maps_add(p, parent->maps[i].start, parent->maps[i].end, parent->maps[i].pgoff,
+					 parent->maps[i].time, parent->maps[i].rest);
 		break;
 	case PERF_RECORD_EXIT:
 		if (len < 24)
 			return;
 		memcpy(&a, r + 8, 4);
 		memcpy(&c, r + 16, 4);
-		if (a == c && (p = find(t, (pid_t)a)) && !p->exited)
+		if (a == c && (p = get(t, (pid_t)a)) && !p->exited) {
 			p->exited = t->generation + 1;
+			p->exit_time = time;
+		}
 		break;
 	}
 }

@@ -11,6 +11,11 @@
  * the start are not kept: they can be had in their thousands, and name
  * nothing. A process that exited is kept until two segments later, since
  * records of other CPUs that were written later may still be its own.
+ *
+ * Records reach this module a CPU's ring at a time, so a process's exec
+ * can arrive after the mappings its new program made on another CPU. Each
+ * change is placed by its time: a mapping goes under those told with a
+ * later time, and an exec or fork drops only what was told before it.
  */
 #ifndef MEMSIGHT_RECORD_PROCTRACK_H
 #define MEMSIGHT_RECORD_PROCTRACK_H
@@ -27,8 +32,9 @@ struct proctrack {
 	uint64_t generation;	/* segments begun */
 };
 
-/* Take a TRACE_META_PROCESS text (from /proc at the start). */
-int proctrack_load(struct proctrack *t, const char *text, size_t len);
+/* Take a TRACE_META_PROCESS text, read from /proc at time (the records'
+ * clock; 0 for the start, which every record follows). */
+int proctrack_load(struct proctrack *t, const char *text, size_t len, uint64_t time);
 /* Look at one perf record: MMAP2, COMM, FORK and EXIT change the picture,
  * anything else is ignored. */
 void proctrack_record(struct proctrack *t, const void *rec, size_t len);

@@ -120,6 +120,7 @@ void rec_procs_snapshot(struct recorder *rc, const char *text, size_t len)
 /* Compression thread: a process learned mid-recording joins the picture a
  * ring restates. */
 struct learned {
+	uint64_t time; /* before /proc was read */
 	size_t len;
 	char text[];
 };
@@ -129,7 +130,7 @@ static void learned_keep(void *arg, void *data)
 	struct recorder *rc = arg;
 	struct learned *l = data;
 
-	proctrack_load(&rc->fl.pt, l->text, l->len);
+	proctrack_load(&rc->fl.pt, l->text, l->len, l->time);
 }
 
 /* Drain loop, from the scrub: a process sampled whose start no record
@@ -141,6 +142,7 @@ static int learn_process(void *arg, int pid)
 	struct learned *l;
 	char *text;
 	size_t len;
+	uint64_t now = rec_now_ns(CLOCK_MONOTONIC);
 
 	if (procsnap_process(pid, &text, &len))
 		return -1;
@@ -148,6 +150,7 @@ static int learn_process(void *arg, int pid)
 	if (!rc->fl.ring_size) {
 		writeq_push_meta(&rc->q, TRACE_META_PROCESS, text, len);
 	} else if ((l = malloc(sizeof(*l) + len))) {
+		l->time = now;
 		l->len = len;
 		memcpy(l->text, text, len);
 		writeq_push_call(&rc->q, learned_keep, rc, l);

@@ -218,9 +218,10 @@ int rec_meta_start(struct recorder *rc)
 			/* A process may exit while we look: skip it. */
 			if (procsnap_process(pids[i], &text, &len))
 				continue;
-			/* A ring restates them as each segment begins. */
+			/* A ring restates them as each segment begins; the
+			 * kernel's records of them, all later, go over them. */
 			if (rc->fl.ring_size)
-				proctrack_load(&rc->fl.pt, text, len);
+				proctrack_load(&rc->fl.pt, text, len, 0);
 			else
 				meta_add(rc, TRACE_META_PROCESS, text, len);
 			rec_procs_snapshot(rc, text, len);

@@ -18,6 +18,10 @@
  *                       over a guard page) holds no root, on a 64 MiB
  *                       boundary too; one that starts with a glibc arena
  *                       heap's heap_info is scanned.
+ *   test-record procs   what a ring restates of processes, from records
+ *                       handed over a CPU's ring at a time: an exec, a
+ *                       fork or a loader's mapping read after what came
+ *                       later on another CPU.
  */
 #include <asm/perf_regs.h>
 #include <linux/perf_event.h>
@@ -32,6 +36,7 @@
 #include "../../formats/meta.h"
 #include "../../record/leakcheck/reach.h"
 #include "../../record/procs/execmap.h"
+#include "../../record/procs/proctrack.h"
 #include "../../record/sampler/pack.h"
 #include "../../record/write/scrub.h"
 
@@ -481,8 +486,184 @@ static void pack_case(void)
 	}
 }
 
+/* A kernel record as the recorder's rings hold it: the body, then the
+ * sample_id trailer TID, TIME, CPU, IDENTIFIER. */
+static size_t pt_record(unsigned char *buf, uint32_t type, uint16_t misc, const void *body, size_t len, uint64_t time)
+{
+	size_t n = 8 + ((len + 7) & ~(size_t)7) + 32;
+	struct perf_event_header h = { type, misc, (uint16_t)n };
+
+	memset(buf, 0, n);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + 8, body, len);
+	memcpy(buf + n - 24, &time, 8);
+	return n;
+}
+
+static void pt_mmap2(struct proctrack *t, uint32_t pid, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t prot,
+		     const char *path, uint64_t time)
+{
+	unsigned char body[64 + 256] = { 0 }, buf[512];
+	uint32_t flags = MAP_PRIVATE;
+	uint64_t len = end - start;
+
+	memcpy(body, &pid, 4);
+	memcpy(body + 4, &pid, 4);
+	memcpy(body + 8, &start, 8);
+	memcpy(body + 16, &len, 8);
+	memcpy(body + 24, &pgoff, 8);
+	memcpy(body + 56, &prot, 4);
+	memcpy(body + 60, &flags, 4);
+	strcpy((char *)body + 64, path);
+	proctrack_record(t, buf, pt_record(buf, PERF_RECORD_MMAP2, 0, body, 64 + strlen(path) + 1, time));
+}
+
+static void pt_exec(struct proctrack *t, uint32_t pid, const char *comm, uint64_t time)
+{
+	unsigned char body[32] = { 0 }, buf[128];
+
+	memcpy(body, &pid, 4);
+	memcpy(body + 4, &pid, 4);
+	strcpy((char *)body + 8, comm);
+	proctrack_record(t, buf, pt_record(buf, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, body, 24, time));
+}
+
+/* A FORK or EXIT of process pid. */
+static void pt_task(struct proctrack *t, uint32_t type, uint32_t pid, uint32_t ppid, uint64_t time)
+{
+	uint32_t body[6] = { pid, ppid, pid, ppid };
+	unsigned char buf[128];
+
+	memcpy(body + 4, &time, 8);
+	proctrack_record(t, buf, pt_record(buf, type, 0, body, sizeof(body), time));
+}
+
+struct pt_text {
+	char text[8192];
+	size_t len;
+};
+
+static int pt_keep(void *arg, const char *text, size_t len)
+{
+	struct pt_text *o = arg;
+
+	if (o->len + len < sizeof(o->text)) {
+		memcpy(o->text + o->len, text, len);
+		o->len += len;
+		o->text[o->len] = 0;
+	}
+	return 0;
+}
+
+static int pt_by_start(const void *a, const void *b)
+{
+	unsigned long long x = strtoull(*(char *const *)a, NULL, 16), y = strtoull(*(char *const *)b, NULL, 16);
+
+	return x < y ? -1 : x > y;
+}
+
+/* The map lines of pid in a restatement, "start-end perms pgoff path"
+ * each, by start, joined by "; ". */
+static void pt_maps_of(const char *text, int pid, char *out, size_t size)
+{
+	char head[32], item[16][320], *items[16];
+	const char *s = text;
+	size_t n = 0, nr = 0;
+
+	out[0] = 0;
+	snprintf(head, sizeof(head), "pid %d\n", pid);
+	while ((s = strstr(s, head)) && s != text && s[-1] != '\n')
+		s++;
+	if (!s)
+		return;
+	for (s = strchr(s, '\n') + 1; *s && strncmp(s, "pid ", 4); s = strchr(s, '\n') + 1) {
+		unsigned long long a, b, off;
+		char perms[8], dev[16], ino[24], bid[48], path[256];
+
+		if (nr < 16 &&
+		    sscanf(s, "map\t%llx\t%llx\t%7s\t%llx\t%15s\t%23s\t%47s\t%255s", &a, &b, perms, &off, dev, ino, bid,
+			   path) == 8) {
+			snprintf(item[nr], sizeof(item[nr]), "%llx-%llx %s %llx %s", a, b, perms, off, path);
+			items[nr] = item[nr];
+			nr++;
+		}
+		if (!strchr(s, '\n'))
+			break;
+	}
+	qsort(items, nr, sizeof(*items), pt_by_start);
+	for (size_t i = 0; i < nr; i++)
+		n += snprintf(out + n, size - n, "%s%s", i ? "; " : "", items[i]);
+}
+
+static void proctrack_case(void)
+{
+	struct proctrack t = { 0 };
+	struct pt_text o = { .len = 0 };
+	char got[2048];
+	const char *want;
+
+	/* pid 10 runs "phases" (exec at 100). The loader's mappings, made
+	 * on another CPU, come first: libc whole at 150, its text over it
+	 * at 160, read the other way round; then the exec and the
+	 * executable's mapping. A mapping made before the exec, read last,
+	 * is of the old program. */
+	pt_mmap2(&t, 10, 0x7000, 0x8000, 0x1000, PROT_READ | PROT_EXEC, "/lib/libc.so.6", 160);
+	pt_mmap2(&t, 10, 0x6000, 0x9000, 0, PROT_READ, "/lib/libc.so.6", 150);
+	pt_exec(&t, 10, "phases", 100);
+	pt_mmap2(&t, 10, 0x1000, 0x2000, 0, PROT_READ | PROT_EXEC, "/bin/phases", 110);
+	pt_mmap2(&t, 10, 0x3000, 0x4000, 0, PROT_READ | PROT_EXEC, "/bin/old", 90);
+	/* pid 11 forked from 10 at 300: its own mapping at 310 read first;
+	 * the parent's at 290 read after the fork, and one at 320 (the
+	 * parent's alone). pid 12 forked at 400 and exec'd "other" at 410,
+	 * the exec read before the fork. pid 13 forked at 500 and exited
+	 * at 510, the exit read first. */
+	pt_mmap2(&t, 11, 0xa000, 0xb000, 0, PROT_READ | PROT_EXEC, "/lib/child.so", 310);
+	pt_task(&t, PERF_RECORD_FORK, 11, 10, 300);
+	pt_mmap2(&t, 10, 0xc000, 0xd000, 0, PROT_READ | PROT_EXEC, "/lib/late.so", 290);
+	pt_mmap2(&t, 10, 0xe000, 0xf000, 0, PROT_READ | PROT_EXEC, "/lib/after.so", 320);
+	pt_exec(&t, 12, "other", 410);
+	pt_mmap2(&t, 12, 0x1000, 0x2000, 0, PROT_READ | PROT_EXEC, "/bin/other", 420);
+	pt_task(&t, PERF_RECORD_FORK, 12, 10, 400);
+	pt_task(&t, PERF_RECORD_EXIT, 13, 10, 510);
+	pt_task(&t, PERF_RECORD_FORK, 13, 10, 500);
+	proctrack_emit(&t, pt_keep, &o);
+
+	pt_maps_of(o.text, 10, got, sizeof(got));
+	want = "1000-2000 r-xp 0 /bin/phases; 6000-7000 r--p 0 /lib/libc.so.6; 7000-8000 r-xp 1000 /lib/libc.so.6; "
+	       "8000-9000 r--p 2000 /lib/libc.so.6; c000-d000 r-xp 0 /lib/late.so; e000-f000 r-xp 0 /lib/after.so";
+	if (strcmp(got, want))
+		printf("# pid 10: %s\n# wanted: %s\n", got, want);
+	tap(!strcmp(got, want),
+	    "an exec read after the loader's mappings on another CPU keeps them; one made before it does not count; a library's text read before the library keeps its place");
+	pt_maps_of(o.text, 11, got, sizeof(got));
+	want = "1000-2000 r-xp 0 /bin/phases; 6000-7000 r--p 0 /lib/libc.so.6; 7000-8000 r-xp 1000 /lib/libc.so.6; "
+	       "8000-9000 r--p 2000 /lib/libc.so.6; a000-b000 r-xp 0 /lib/child.so; c000-d000 r-xp 0 /lib/late.so";
+	if (strcmp(got, want))
+		printf("# pid 11: %s\n# wanted: %s\n", got, want);
+	tap(!strcmp(got, want),
+	    "a fork read after the child's own mapping keeps it, takes what the parent had then, and what the parent mapped before it, read late");
+	pt_maps_of(o.text, 12, got, sizeof(got));
+	want = "1000-2000 r-xp 0 /bin/other";
+	if (strcmp(got, want) || !strstr(o.text, "pid 12\nppid 10\ncomm other\n"))
+		printf("# pid 12: %s\n# wanted: %s\n%s", got, want, o.text);
+	tap(!strcmp(got, want) && strstr(o.text, "pid 12\nppid 10\ncomm other\n"),
+	    "a fork read after the child's exec leaves the exec'd program alone");
+	/* A process that exited is restated until two segments later. */
+	proctrack_emit(&t, pt_keep, &(struct pt_text){ .len = 0 });
+	o.len = 0;
+	o.text[0] = 0;
+	proctrack_emit(&t, pt_keep, &o);
+	tap(strstr(o.text, "pid 12\n") && !strstr(o.text, "pid 13\n"), "an exit read before its fork still ends the process");
+	proctrack_release(&t);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "procs")) {
+		proctrack_case();
+		printf("1..%d\n", tap_n);
+		return tap_failed != 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "pack")) {
 		pack_case();
 		printf("1..%d\n", tap_n);
@@ -494,7 +675,7 @@ int main(int argc, char **argv)
 		return tap_failed != 0;
 	}
 	if (argc != 2 || strcmp(argv[1], "scrub")) {
-		fprintf(stderr, "usage: test-record scrub|pack|reach\n");
+		fprintf(stderr, "usage: test-record scrub|pack|reach|procs\n");
 		return 2;
 	}
 	for (int wide = 1; wide >= 0; wide--) {
