@@ -195,9 +195,10 @@ test_expect_success 'stacks filtered in the process: exact, with every frame' '
 # A thread that finds its ring full makes one twice the size, up to 8 MiB,
 # and waits for the recorder only then. With the recorder stopped while
 # loop_leak allocates (after a pause of its own at start), its one thread
-# fills 1, 2 and 4 MiB rings and grows three times, then waits at 8: the
-# table is still exact, every report read from the rings it left.
-test_expect_success 'a thread whose ring fills gets one twice the size: three grown, nothing lost' '
+# fills rings of 256 and 512 KiB, 1, 2 and 4 MiB and grows five times, then
+# waits at 8: the table is still exact, every report read from the rings it
+# left.
+test_expect_success 'a thread whose ring fills gets one twice the size: five grown, nothing lost' '
 	rm -f grow.trace &&
 	{ "$MEMSIGHT" record -q -e malloc -o grow.trace -- "$S/loop_leak" 200000 0 1000 >truth & } &&
 	rec=$! &&
@@ -206,7 +207,7 @@ test_expect_success 'a thread whose ring fills gets one twice the size: three gr
 	wait $rec &&
 	"$MEMSIGHT" info grow.trace >info &&
 	grep "^malloc wrapper: " info &&
-	grep "^malloc wrapper: .* (1 threads, 3 rings grown for threads that filled theirs), .* 0 rings refused" info &&
+	grep "^malloc wrapper: .* (1 threads, 5 rings grown for threads that filled theirs), .* 0 rings refused" info &&
 	grep "^lost: *0$" info &&
 	"$MEMSIGHT" leaks grow.trace >leaks &&
 	grep "^# memsight leaks of .grow.trace.: 800000 bytes in 200000 allocations outstanding from 1 stack$" leaks

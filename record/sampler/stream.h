@@ -59,8 +59,11 @@
 #define STREAM_HDR_SIZE 4096u
 /* A thread's first ring holds STREAM_DATA_SIZE bytes of records; a thread
  * that finds its ring full makes one twice the size to take over from it,
- * up to STREAM_DATA_MAX. The size is the memfd's, less the header page. */
-#define STREAM_DATA_SIZE (1u << 20)
+ * up to STREAM_DATA_MAX. The size is the memfd's, less the header page.
+ * Small to start with: each page of a ring is first touched in the
+ * program's own time, and a sampled recording's few reports never fill
+ * one; a thread that reports every call grows its ring in a few steps. */
+#define STREAM_DATA_SIZE (1u << 18)
 #define STREAM_DATA_MAX (8u << 20)
 /* The registers an alloc record carries: perf's x86-64 user registers AX
  * BX CX DX SI DI BP SP IP R8..R15 (sample_regs_user 0xff01ff), in that
