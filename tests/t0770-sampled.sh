@@ -86,6 +86,17 @@ test_expect_success 'at one byte, threads and churn: each kept block is freed wh
 	grep "\"leaked_bytes\":0," leaks.json
 '
 
+# The sampler keeps blocks in a small table, and in a big one those that
+# find no room there: 10000 held at once at one byte overflow the small
+# one, and every free finds its block in whichever holds it.
+test_expect_success 'at one byte, 10000 blocks held at once: every one freed is found' '
+	record --sample-bytes 1 --block -o peak.trace -- "$S/alloc_zoo" peak 10000 >truth &&
+	grep "^alloc_zoo: peak 10000000 bytes in 10000 allocations held by first_hump" truth &&
+	"$MEMSIGHT" leaks --json peak.trace >leaks.json &&
+	grep "\"leaked_bytes\":0," leaks.json &&
+	"$MEMSIGHT" info peak.trace | grep "^malloc wrapper: 30001 reports "
+'
+
 test_expect_success 'a forked child keeps sampling, under its own pid' '
 	record --sample-bytes 1 -o fork.trace -- "$S/alloc_zoo" fork 30 >truth &&
 	child=$(sed -n "s/.*from child_leak (pid \([0-9]*\))$/\1/p" truth) &&

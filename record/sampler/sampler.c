@@ -62,9 +62,15 @@ __attribute__((used, visibility("hidden"), section(".probes"))) unsigned short o
 
 #define SAMPLE_BYTES_DEFAULT (512u << 10)
 /* Live kept blocks it can remember: at the default rate, a heap of tens
- * of GiB. A block that finds no room is not kept (counted in missed). */
+ * of GiB. A block that finds no room is not kept (counted in missed).
+ * They go to a small table first, and to the big one only when the small
+ * one has no room near their slot: the blocks kept at random land on
+ * random slots, and the big table's pages would each be first touched,
+ * one a block, in the program's own time. */
 #define TABLE_SLOTS (1u << 18)
 #define TABLE_PROBES 128
+#define SMALL_SLOTS (1u << 12)
+#define SMALL_PROBES 16
 #define SLOT_EMPTY 0
 #define SLOT_GONE 1
 
@@ -75,6 +81,7 @@ static int sampler_rate_read;	/* MEMSIGHT_SAMPLE_BYTES was looked at */
 SAMPLER_API long sampler_watch;	/* kept blocks not freed yet, and 1 while every allocation is kept */
 static int every_watched;	/* that 1 was added */
 static uintptr_t *table;
+static uintptr_t small_table[SMALL_SLOTS];
 static long missed;		/* kept allocations the table had no room for */
 /* Started by a recording (MEMSIGHT_SAMPLE_INHERIT=1): reports are made
  * whatever the semaphores say. A program that dash executes after running
@@ -174,9 +181,9 @@ int sampler_take_due(size_t size)
 	return 1;
 }
 
-static size_t slot_of(uintptr_t p)
+static size_t slot_of(uintptr_t p, unsigned slots)
 {
-	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 46) & (TABLE_SLOTS - 1);
+	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 40) & (slots - 1);
 }
 
 static uintptr_t *table_get(void)
@@ -198,48 +205,62 @@ static uintptr_t *table_get(void)
 	return m;
 }
 
-static int table_put(uintptr_t p)
+/* Put p in a free slot of t's within probes of its own. */
+static int slots_put(uintptr_t *t, unsigned slots, int probes, uintptr_t p)
 {
-	uintptr_t *t = table_get();
-	size_t i;
+	size_t i = slot_of(p, slots);
 
-	if (!t)
-		return 0;
-	i = slot_of(p);
-	for (int n = 0; n < TABLE_PROBES; n++, i = (i + 1) & (TABLE_SLOTS - 1)) {
+	for (int n = 0; n < probes; n++, i = (i + 1) & (slots - 1)) {
 		uintptr_t cur = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
 
 		if ((cur == SLOT_EMPTY || cur == SLOT_GONE) &&
-		    __atomic_compare_exchange_n(&t[i], &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-			__atomic_add_fetch(&sampler_filter[sampler_cell_of(p)], 1, __ATOMIC_RELEASE);
-			__atomic_add_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
+		    __atomic_compare_exchange_n(&t[i], &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			return 1;
-		}
 	}
 	return 0;
+}
+
+/* Whether p was in t; its slot is freed. */
+static int slots_take(uintptr_t *t, unsigned slots, int probes, uintptr_t p)
+{
+	size_t i = slot_of(p, slots);
+
+	for (int n = 0; n < probes; n++, i = (i + 1) & (slots - 1)) {
+		uintptr_t cur = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
+
+		if (cur == SLOT_EMPTY)
+			return 0;
+		if (cur == p && __atomic_compare_exchange_n(&t[i], &cur, SLOT_GONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return 1;
+	}
+	return 0;
+}
+
+static int table_put(uintptr_t p)
+{
+	uintptr_t *t;
+
+	if (!slots_put(small_table, SMALL_SLOTS, SMALL_PROBES, p) &&
+	    (!(t = table_get()) || !slots_put(t, TABLE_SLOTS, TABLE_PROBES, p)))
+		return 0;
+	__atomic_add_fetch(&sampler_filter[sampler_cell_of(p)], 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
+	return 1;
 }
 
 /* Whether p was kept; forgets it. */
 static int table_take(uintptr_t p)
 {
-	uintptr_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-	size_t i;
+	uintptr_t *t;
 
-	if (!t || !__atomic_load_n(&sampler_filter[sampler_cell_of(p)], __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&sampler_filter[sampler_cell_of(p)], __ATOMIC_ACQUIRE))
 		return 0;
-	i = slot_of(p);
-	for (int n = 0; n < TABLE_PROBES; n++, i = (i + 1) & (TABLE_SLOTS - 1)) {
-		uintptr_t cur = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
-
-		if (cur == SLOT_EMPTY)
-			return 0;
-		if (cur == p && __atomic_compare_exchange_n(&t[i], &cur, SLOT_GONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-			__atomic_sub_fetch(&sampler_filter[sampler_cell_of(p)], 1, __ATOMIC_RELEASE);
-			__atomic_sub_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
-			return 1;
-		}
-	}
-	return 0;
+	if (!slots_take(small_table, SMALL_SLOTS, SMALL_PROBES, p) &&
+	    (!(t = __atomic_load_n(&table, __ATOMIC_ACQUIRE)) || !slots_take(t, TABLE_SLOTS, TABLE_PROBES, p)))
+		return 0;
+	__atomic_sub_fetch(&sampler_filter[sampler_cell_of(p)], 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&sampler_watch, 1, __ATOMIC_RELEASE);
+	return 1;
 }
 
 /* The probes' sites, each in a function of its own: each site is a
