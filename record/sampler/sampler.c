@@ -205,7 +205,7 @@ static uintptr_t *table_get(void)
 	return m;
 }
 
-/* Put p in a free slot of t's within probes of its own. */
+/* Put p in the first free slot of t from its own, at most probes on. */
 static int slots_put(uintptr_t *t, unsigned slots, int probes, uintptr_t p)
 {
 	size_t i = slot_of(p, slots);
@@ -220,7 +220,7 @@ static int slots_put(uintptr_t *t, unsigned slots, int probes, uintptr_t p)
 	return 0;
 }
 
-/* Whether p was in t; its slot is freed. */
+/* Whether p was in t, at most probes on from its slot; the slot is freed. */
 static int slots_take(uintptr_t *t, unsigned slots, int probes, uintptr_t p)
 {
 	size_t i = slot_of(p, slots);
