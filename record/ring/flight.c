@@ -161,7 +161,10 @@ int flight_options_check(struct recorder *rc, int (*has_group)(const char *group
 	if (dot && !strcmp(dot, ".trace") && dot != f->base)
 		*dot = 0;
 	snprintf(f->previous, sizeof(f->previous), "%s/%s.previous.trace", f->dir, f->base);
-	snapshots_found(f);
+	/* Only a ring saves snapshots; a linear trace's directory, which
+	 * can hold thousands of files, is not read. */
+	if (f->ring_size)
+		snapshots_found(f);
 	return 0;
 }
 
@@ -661,13 +664,15 @@ static void snapshots_found(struct flight *f)
 		const char *d = list[i]->d_name;
 		char path[PATH_MAX + 256];
 		struct stat st;
+		int temp = d[0] == '.' && !strncmp(d + 1, f->base, bl) && !strncmp(d + 1 + bl, ".snapshot.", 10);
 
+		/* The names first: the directory may hold thousands of others. */
 		snprintf(path, sizeof(path), "%s/%s", f->dir, d);
-		if (lstat(path, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		if ((!temp && !snapshot_name(f, d)) || lstat(path, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
 			free(list[i]);
 			continue;
 		}
-		if (d[0] == '.' && !strncmp(d + 1, f->base, bl) && !strncmp(d + 1 + bl, ".snapshot.", 10)) {
+		if (temp) {
 			unlink(path);
 		} else if (snapshot_name(f, d)) {
 			struct found_snap *v = realloc(found, (nf + 1) * sizeof(*v));
