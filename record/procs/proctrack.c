@@ -443,7 +443,9 @@ int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text,
 		struct pt_proc *p = t->slots[i];
 		size_t n, need;
 
-		if (!p)
+		/* One known by its exit alone (its fork not read yet, or never)
+		 * has nothing to restate. */
+		if (!p || (p->exited && !p->comm[0] && !p->nr_maps))
 			continue;
 		need = 128 + 24 * p->nr_tids;
 		for (size_t k = 0; k < p->nr_maps; k++)

@@ -599,7 +599,7 @@ static void proctrack_case(void)
 {
 	struct proctrack t = { 0 };
 	struct pt_text o = { .len = 0 };
-	char got[2048];
+	char got[2048], first[sizeof(o.text)];
 	const char *want;
 
 	/* pid 10 runs "phases" (exec at 100). The loader's mappings, made
@@ -626,6 +626,7 @@ static void proctrack_case(void)
 	pt_task(&t, PERF_RECORD_FORK, 12, 10, 400);
 	pt_task(&t, PERF_RECORD_EXIT, 13, 10, 510);
 	pt_task(&t, PERF_RECORD_FORK, 13, 10, 500);
+	pt_task(&t, PERF_RECORD_EXIT, 14, 10, 520);
 	proctrack_emit(&t, pt_keep, &o);
 
 	pt_maps_of(o.text, 10, got, sizeof(got));
@@ -649,11 +650,13 @@ static void proctrack_case(void)
 	tap(!strcmp(got, want) && strstr(o.text, "pid 12\nppid 10\ncomm other\n"),
 	    "a fork read after the child's exec leaves the exec'd program alone");
 	/* A process that exited is restated until two segments later. */
+	snprintf(first, sizeof(first), "%s", o.text);
 	proctrack_emit(&t, pt_keep, &(struct pt_text){ .len = 0 });
 	o.len = 0;
 	o.text[0] = 0;
 	proctrack_emit(&t, pt_keep, &o);
 	tap(strstr(o.text, "pid 12\n") && !strstr(o.text, "pid 13\n"), "an exit read before its fork still ends the process");
+	tap(!strstr(first, "pid 14\n"), "a process known by its exit alone is not restated");
 	proctrack_release(&t);
 }
 
