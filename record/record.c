@@ -152,8 +152,10 @@ static const int handled[] = { SIGINT,	SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGCHL
 static void status_show(struct recorder *rc)
 {
 	uint64_t bytes = rc->w.ring_start ? rc->w.ring_start + rc->w.ring_bytes : rc->w.offset;
-	uint64_t lost = rec_lost(rc, 0) > rc->lost_live ? rec_lost(rc, 0) : rc->lost_live;
+	uint64_t lost = rec_lost(rc, 0);
 
+	if (rc->lost_live > lost)
+		lost = rc->lost_live;
 	msg_progress("recording %.0f s: %llu records, %.1f MiB written, %llu lost",
 		     (rec_now_ns(CLOCK_MONOTONIC) - rc->start_ns) / 1e9, (unsigned long long)rc->records,
 		     bytes / 1048576.0, (unsigned long long)lost);

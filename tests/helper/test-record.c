@@ -595,12 +595,22 @@ static void pt_maps_of(const char *text, int pid, char *out, size_t size)
 		n += snprintf(out + n, size - n, "%s%s", i ? "; " : "", items[i]);
 }
 
+/* One TAP line: pid's maps in text are want, and also holds. */
+static void pt_expect(const char *text, int pid, const char *want, int also, const char *what)
+{
+	char got[2048];
+
+	pt_maps_of(text, pid, got, sizeof(got));
+	if (strcmp(got, want) || !also)
+		printf("# pid %d: %s\n# wanted: %s\n%s", pid, got, want, text);
+	tap(!strcmp(got, want) && also, what);
+}
+
 static void proctrack_case(void)
 {
 	struct proctrack t = { 0 };
 	struct pt_text o = { .len = 0 };
-	char got[2048], first[sizeof(o.text)];
-	const char *want;
+	char first[sizeof(o.text)];
 
 	/* pid 10 runs "phases" (exec at 100). The loader's mappings, made
 	 * on another CPU, come first: libc whole at 150, its text over it
@@ -629,26 +639,16 @@ static void proctrack_case(void)
 	pt_task(&t, PERF_RECORD_EXIT, 14, 10, 520);
 	proctrack_emit(&t, pt_keep, &o);
 
-	pt_maps_of(o.text, 10, got, sizeof(got));
-	want = "1000-2000 r-xp 0 /bin/phases; 6000-7000 r--p 0 /lib/libc.so.6; 7000-8000 r-xp 1000 /lib/libc.so.6; "
-	       "8000-9000 r--p 2000 /lib/libc.so.6; c000-d000 r-xp 0 /lib/late.so; e000-f000 r-xp 0 /lib/after.so";
-	if (strcmp(got, want))
-		printf("# pid 10: %s\n# wanted: %s\n", got, want);
-	tap(!strcmp(got, want),
-	    "an exec read after the loader's mappings on another CPU keeps them; one made before it does not count; a library's text read before the library keeps its place");
-	pt_maps_of(o.text, 11, got, sizeof(got));
-	want = "1000-2000 r-xp 0 /bin/phases; 6000-7000 r--p 0 /lib/libc.so.6; 7000-8000 r-xp 1000 /lib/libc.so.6; "
-	       "8000-9000 r--p 2000 /lib/libc.so.6; a000-b000 r-xp 0 /lib/child.so; c000-d000 r-xp 0 /lib/late.so";
-	if (strcmp(got, want))
-		printf("# pid 11: %s\n# wanted: %s\n", got, want);
-	tap(!strcmp(got, want),
-	    "a fork read after the child's own mapping keeps it, takes what the parent had then, and what the parent mapped before it, read late");
-	pt_maps_of(o.text, 12, got, sizeof(got));
-	want = "1000-2000 r-xp 0 /bin/other";
-	if (strcmp(got, want) || !strstr(o.text, "pid 12\nppid 10\ncomm other\n"))
-		printf("# pid 12: %s\n# wanted: %s\n%s", got, want, o.text);
-	tap(!strcmp(got, want) && strstr(o.text, "pid 12\nppid 10\ncomm other\n"),
-	    "a fork read after the child's exec leaves the exec'd program alone");
+	pt_expect(o.text, 10,
+		  "1000-2000 r-xp 0 /bin/phases; 6000-7000 r--p 0 /lib/libc.so.6; 7000-8000 r-xp 1000 /lib/libc.so.6; "
+		  "8000-9000 r--p 2000 /lib/libc.so.6; c000-d000 r-xp 0 /lib/late.so; e000-f000 r-xp 0 /lib/after.so", 1,
+		  "an exec read after the loader's mappings on another CPU keeps them; one made before it does not count; a library's text read before the library keeps its place");
+	pt_expect(o.text, 11,
+		  "1000-2000 r-xp 0 /bin/phases; 6000-7000 r--p 0 /lib/libc.so.6; 7000-8000 r-xp 1000 /lib/libc.so.6; "
+		  "8000-9000 r--p 2000 /lib/libc.so.6; a000-b000 r-xp 0 /lib/child.so; c000-d000 r-xp 0 /lib/late.so", 1,
+		  "a fork read after the child's own mapping keeps it, takes what the parent had then, and what the parent mapped before it, read late");
+	pt_expect(o.text, 12, "1000-2000 r-xp 0 /bin/other", strstr(o.text, "pid 12\nppid 10\ncomm other\n") != NULL,
+		  "a fork read after the child's exec leaves the exec'd program alone");
 	/* A process that exited is restated until two segments later. */
 	snprintf(first, sizeof(first), "%s", o.text);
 	proctrack_emit(&t, pt_keep, &(struct pt_text){ .len = 0 });
