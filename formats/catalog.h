@@ -15,9 +15,14 @@
  *           recorded once, with the most either asks)
  *   event   "system:name" for a tracepoint, perf's name for a software event
  *   type    TP, a tracepoint (config unused); SYSCALL, a syscall's exit
- *           tracepoint recorded with the user registers that hold the
- *           call's arguments (CATALOG_SYSCALL_ARGS), so that one sample
- *           has what was asked and what came back; PAST, a tracepoint
+ *           recorded with the user registers that hold the call's
+ *           arguments (CATALOG_SYSCALL_ARG_REGS), so that one sample has
+ *           what was asked and what came back: every SYSCALL row the
+ *           groups ask for is one event, CATALOG_SYSCALL_CARRIER, whose
+ *           kernel filter keeps the calls by number (config, x86-64's),
+ *           and the analyzer files each of its samples under the row its
+ *           id names (traces of earlier recorders hold the row's own
+ *           tracepoint, filed the same); PAST, a tracepoint
  *           traces of earlier recorders hold, which the analyzer still
  *           files and the recorder no longer opens; SW, a software event
  *           whose config is its PERF_COUNT_SW_ id; or SW_ELSE, a software
@@ -56,12 +61,13 @@
 	/* Each closing of a tracepoint's last perf event waits out a grace     \
 	 * period of the kernel's, one after another (20-30 ms): a syscall is   \
 	 * recorded at its exit alone, its arguments read from the registers   \
-	 * the exit sample carries. Traces before held entry and exit.         */ \
-	X("brk", "syscalls:sys_exit_brk", SYSCALL, 0, 1, 0, BRK_EXIT, "ret", "brk")                              \
-	X("mmap", "syscalls:sys_exit_mmap", SYSCALL, 0, 1, 0, MMAP_EXIT, "ret", "addr", "len", "prot", "flags",  \
+	 * the exit sample carries, and all of them through one tracepoint.    \
+	 * Traces before held entry and exit.                                  */ \
+	X("brk", "syscalls:sys_exit_brk", SYSCALL, 12, 1, 0, BRK_EXIT, "ret", "brk")                             \
+	X("mmap", "syscalls:sys_exit_mmap", SYSCALL, 9, 1, 0, MMAP_EXIT, "ret", "addr", "len", "prot", "flags",  \
 	  "fd", "off")                                                                                           \
-	X("mmap", "syscalls:sys_exit_munmap", SYSCALL, 0, 1, 0, MUNMAP_EXIT, "ret", "addr", "len")               \
-	X("mmap", "syscalls:sys_exit_mremap", SYSCALL, 0, 1, 0, MREMAP_EXIT, "ret", "addr", "old_len",           \
+	X("mmap", "syscalls:sys_exit_munmap", SYSCALL, 11, 1, 0, MUNMAP_EXIT, "ret", "addr", "len")              \
+	X("mmap", "syscalls:sys_exit_mremap", SYSCALL, 25, 1, 0, MREMAP_EXIT, "ret", "addr", "old_len",          \
 	  "new_len", "flags", "new_addr")                                                                        \
 	X("brk", "syscalls:sys_enter_brk", PAST, 0, 1, 0, BRK_ENTER, "brk")                                      \
 	X("mmap", "syscalls:sys_enter_mmap", PAST, 0, 1, 0, MMAP_ENTER, "addr", "len", "prot", "flags", "fd", "off") \
@@ -136,6 +142,10 @@
  * leaves them as user space set them until the call returns. Only a
  * call's own are recorded: the others hold what the program left there. */
 #define CATALOG_SYSCALL_NR_ARGS 6
+/* The one tracepoint every SYSCALL row is recorded through: its "id" is
+ * the call's number, its "ret" the result. */
+#define CATALOG_SYSCALL_CARRIER "raw_syscalls:sys_exit"
+#define CATALOG_SYSCALL_CARRIER_ID "id"
 #define CATALOG_SYSCALL_ARG_REGS { 5, 4, 3, 18, 16, 17 }
 
 /* The sample_regs_user bits of a syscall's first n arguments. */

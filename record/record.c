@@ -53,8 +53,8 @@ static void lost_counted(struct recorder *rc, int exact, uint64_t *counted, uint
 
 		if (exact && !(e->attr.read_format & PERF_FORMAT_LOST))
 			continue;
-		for (size_t j = 0; j < e->nr_ids; j++) {
-			uint64_t v[2];
+		for (size_t j = 0; j < e->nr_ids && !rc->counts_read; j++) {
+			uint64_t v[2] = { 0, 0 };
 
 			if (read(e->fds[j], v, sizeof(v)) < 8)
 				continue;
@@ -63,11 +63,35 @@ static void lost_counted(struct recorder *rc, int exact, uint64_t *counted, uint
 			total += v[0] / e->attr.sample_period;
 			lost += v[1];
 		}
+		if (rc->counts_read) {
+			total = e->count_total;
+			lost = e->count_lost;
+		}
 		if (e->attr.read_format & PERF_FORMAT_LOST)
 			*sum += lost;
 		else if (e->group[0] && !e->attr.freq && total > e->samples)
 			*sum += total - e->samples;
 	}
+}
+
+/* Each event's counts as it stopped, for count_lost once its descriptors
+ * are gone: an event switched off counts no more. */
+static void counts_keep(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->nr_evs; i++) {
+		struct rec_event *e = &rc->evs[i];
+
+		e->count_total = e->count_lost = 0;
+		for (size_t j = 0; j < e->nr_ids; j++) {
+			uint64_t v[2] = { 0, 0 };
+
+			if (read(e->fds[j], v, sizeof(v)) < 8)
+				continue;
+			e->count_total += v[0] / e->attr.sample_period;
+			e->count_lost += v[1];
+		}
+	}
+	rc->counts_read = 1;
 }
 
 static void count_lost(struct recorder *rc)
@@ -372,6 +396,12 @@ out:
 	rc->stop_ns = rec_now_ns(CLOCK_MONOTONIC);
 	events_switch(rc, 0);
 	allocstream_shut(rc);
+	/* The events are off: what is in their rings is all there will be.
+	 * They go now, their grace periods waited out by a child while the
+	 * rings are drained and the trace finished; the rings' mappings
+	 * hold the events that carry them, which are software events. */
+	counts_keep(rc);
+	rec_events_release(rc);
 	/* Nothing more can be kept: the command goes on unrecorded, with
 	 * no probe left to trap it. */
 	if (rc->disk_full)

@@ -206,6 +206,7 @@ struct recorder {
 	size_t nr_nobid, nobid_alloc;
 	pid_t child;
 	pid_t closer;		/* the child closing the events (rec_events_release), 0 when none */
+	int counts_read;	/* the events' counts were read as they stopped (count_total, count_lost) */
 	int go_fd, err_fd;
 	int child_status;
 	struct rusage child_ru;

@@ -38,7 +38,7 @@ test_expect_success 'every group records on this kernel, each event once' '
 # A copy of tracefs holding only some events: a kernel that lacks the rest.
 mkdir -p fakefs/events/syscalls fakefs/events/kmem
 cp $TRACEFS/events/header_page fakefs/events/ 2>/dev/null
-for e in syscalls/sys_enter_brk syscalls/sys_exit_brk kmem/kmalloc; do
+for e in raw_syscalls/sys_exit kmem/kmalloc; do
 	mkdir -p fakefs/events/$e && cp $TRACEFS/events/$e/id $TRACEFS/events/$e/format fakefs/events/$e/
 done
 
@@ -76,6 +76,24 @@ test_expect_success 'an invalid filter: one line, that event left out, the rest 
 	grep "the kernel refused the filter .no_such_field > 1. on .kmem:kmalloc." err &&
 	"$MEMSIGHT" info badf.trace >info &&
 	! grep "^  kmem:kmalloc " info && grep "^  kmem:kfree " info
+'
+
+test_expect_success 'a filter on one syscall narrows it alone: the others of its event are all kept' '
+	"$MEMSIGHT" record -q -e brk,mmap -o sys.trace -- true &&
+	"$MEMSIGHT" record -q -e brk,mmap --filter "syscalls:sys_exit_munmap:ret != 0" -o sysf.trace -- true &&
+	"$MEMSIGHT" info sys.trace >info && "$MEMSIGHT" info sysf.trace >infof &&
+	grep "^  syscalls:sys_exit_munmap  *mmap  *[1-9][0-9]* samples" info &&
+	grep "^  syscalls:sys_exit_munmap  *mmap  *0 samples" infof &&
+	for ev in syscalls:sys_exit_brk syscalls:sys_exit_mmap; do
+		test "$(grep "^  $ev " info)" = "$(grep "^  $ev " infof)" || exit 1
+	done &&
+	grep "^  syscalls:sys_exit_mmap  *mmap  *[1-9][0-9]* samples" infof &&
+	grep "^  syscalls:sys_exit_brk  *brk  *[1-9][0-9]* samples" infof
+'
+
+test_expect_success 'brk and mmap share one event: sampling them apart is refused in one line' '
+	test_must_fail "$MEMSIGHT" record -e brk/2,mmap -o x.trace -- true 2>err &&
+	test_one_line err && grep "give them the same" err && test ! -e x.trace
 '
 
 test_expect_success 'a filter naming no recorded event: one line, nothing recorded' '

@@ -288,7 +288,7 @@ const char *cmd_groups_held(const struct session *s, char *has, size_t size)
 
 		for (const char *p = has; g[0] && (p = strstr(p, g)); p += l)
 			dup |= (p == has || p[-1] == ' ') && (p[l] == ',' || !p[l]);
-		if (!g[0] || dup)
+		if (!g[0] || dup || s->evs[i].kind == EVK_SYSCALLS)
 			continue;
 		n += snprintf(has + n, n < size ? size - n : 0, "%s%s", n ? ", " : "", g);
 	}

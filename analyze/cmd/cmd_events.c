@@ -178,9 +178,15 @@ static int print_sample(struct session *s, struct sample *smp, void *arg)
 		const char *const *names;
 		int nargs = sample_syscall_args(smp, args, &names);
 
-		tep_print_event(s->tep, &o->seq, &rec, "%s", TEP_PRINT_INFO);
-		trace_seq_terminate(&o->seq);
-		printf(" %s", o->seq.buffer);
+		/* A syscall's result as syscalls:sys_exit_* print it, whichever
+		 * tracepoint recorded it. */
+		if (nargs) {
+			printf(" 0x%llx", (unsigned long long)sample_num(smp, "ret"));
+		} else {
+			tep_print_event(s->tep, &o->seq, &rec, "%s", TEP_PRINT_INFO);
+			trace_seq_terminate(&o->seq);
+			printf(" %s", o->seq.buffer);
+		}
 		/* The call's arguments, as its entry's tracepoint prints them. */
 		for (int i = 0; i < nargs; i++)
 			printf("%s%s: 0x%08llx", i ? ", " : " (", names[i], (unsigned long long)args[i]);

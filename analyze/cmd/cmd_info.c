@@ -132,7 +132,8 @@ static void print_recording(struct session *s)
 		size_t sites = 1, len = strlen(e->d.name);
 		char name[64];
 
-		if (e->kind == EVK_TRACKING || event_site_of(s, i) != i)
+		/* The syscall carrier's samples are its calls' events'. */
+		if (e->kind == EVK_TRACKING || event_site_of(s, i) != i || (e->kind == EVK_SYSCALLS && !n))
 			continue;
 		for (size_t j = i + 1; j < s->nr_evs; j++)
 			if (event_site_of(s, j) == i) {
@@ -387,7 +388,8 @@ static void info_json(struct session *s, int dump)
 		unsigned long long n = e->nr_samples;
 		size_t sites = 1;
 
-		if (e->kind == EVK_TRACKING || event_site_of(s, i) != i)
+		/* The syscall carrier's samples are its calls' events'. */
+		if (e->kind == EVK_TRACKING || event_site_of(s, i) != i || (e->kind == EVK_SYSCALLS && !n))
 			continue;
 		for (size_t k = i + 1; k < s->nr_evs; k++)
 			if (event_site_of(s, k) == i) {

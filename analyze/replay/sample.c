@@ -127,6 +127,8 @@ int session_sample_parse(struct session *s, const unsigned char *rec, size_t len
 		p += 8;
 	}
 #undef NEED
+	if (smp->ev->kind == EVK_SYSCALLS)
+		session_syscall_file(s, smp);
 	return 0;
 }
 

@@ -92,6 +92,106 @@ static void classify(struct sess_event *e)
 	e->kind = EVK_OTHER;
 }
 
+/* Whether list ("brk,mmap") holds name. */
+static int list_has(const char *list, const char *name)
+{
+	size_t l = strlen(name);
+
+	for (const char *p = list; (p = strstr(p, name)); p += l)
+		if ((p == list || p[-1] == ',') && (!p[l] || p[l] == ','))
+			return 1;
+	return 0;
+}
+
+/* Each syscall carrier's calls as events of their own, right after it,
+ * named and filed as catalog.h's rows (earlier recorders recorded each as
+ * a tracepoint of its own): the views know one event per call, and the
+ * carrier's group ("brk,mmap") is theirs. */
+static int syscalls_expand(struct session *s)
+{
+#define SYSCALL_ROW_TP 0
+#define SYSCALL_ROW_SYSCALL 1
+#define SYSCALL_ROW_PAST 0
+#define SYSCALL_ROW_SW 0
+#define SYSCALL_ROW_SW_ELSE 0
+#define ROW(group, event, type, config, ...) { group, event, SYSCALL_ROW_##type, config },
+	static const struct {
+		const char *group, *name;
+		int syscall;
+		int64_t nr;
+	} rows[] = { CATALOG_EVENTS(ROW) };
+#undef ROW
+	const size_t nr_rows = sizeof(rows) / sizeof(rows[0]);
+	size_t carriers = 0, n = 0;
+	struct sess_event *evs;
+
+	for (size_t i = 0; i < s->nr_evs; i++)
+		carriers += !strcmp(s->evs[i].d.name, CATALOG_SYSCALL_CARRIER);
+	if (!carriers)
+		return 0;
+	if (!(evs = calloc(s->nr_evs + carriers * nr_rows, sizeof(*evs))))
+		return -1;
+	for (size_t i = 0; i < s->nr_evs; i++) {
+		struct sess_event *c = &evs[n++];
+
+		*c = s->evs[i];
+		if (strcmp(c->d.name, CATALOG_SYSCALL_CARRIER))
+			continue;
+		c->kind = EVK_SYSCALLS;
+		c->call_nr = c->tp ? tep_find_field(c->tp, CATALOG_SYSCALL_CARRIER_ID) : NULL;
+		for (size_t r = 0; r < nr_rows; r++) {
+			struct sess_event *v = &evs[n];
+
+			if (!rows[r].syscall || !list_has(c->d.group, rows[r].group) ||
+			    c->nr_calls == sizeof(c->calls) / sizeof(c->calls[0]))
+				continue;
+			v->d.attr_size = c->d.attr_size;
+			v->d.name = strdup(rows[r].name);
+			v->d.group = strdup(rows[r].group);
+			v->d.format = strdup(c->d.format);
+			v->d.attr = malloc(c->d.attr_size ? c->d.attr_size : 1);
+			if (!v->d.name || !v->d.group || !v->d.format || !v->d.attr)
+				goto fail;
+			memcpy(v->d.attr, c->d.attr, c->d.attr_size);
+			v->attr = c->attr;
+			v->tp = c->tp;
+			classify(v);
+			c->calls[c->nr_calls].nr = rows[r].nr;
+			c->calls[c->nr_calls++].ev = n++;
+		}
+	}
+	free(s->evs);
+	s->evs = evs;
+	s->nr_evs = n;
+	return 0;
+fail:
+	/* The events copied are still the session's: release only those made here. */
+	for (size_t i = 0, k = 0; i < n; i++) {
+		if (k < s->nr_evs && evs[i].d.name == s->evs[k].d.name) {
+			k++;
+			continue;
+		}
+		trace_event_desc_release(&evs[i].d);
+	}
+	free(evs);
+	return -1;
+}
+
+void session_syscall_file(struct session *s, struct sample *smp)
+{
+	const struct sess_event *c = smp->ev;
+	unsigned long long nr;
+
+	if (!c->call_nr || !smp->raw || c->call_nr->offset + c->call_nr->size > (int)smp->raw_size)
+		return;
+	tep_read_number_field(c->call_nr, smp->raw, &nr);
+	for (size_t k = 0; k < c->nr_calls; k++)
+		if (c->calls[k].nr == (int64_t)nr) {
+			smp->ev = &s->evs[c->calls[k].ev];
+			return;
+		}
+}
+
 static struct dso *vdso_dso(struct session *s, uint64_t len);
 
 struct open_state {
@@ -481,6 +581,8 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 		s->max_stack = atoi(session_host(s, "perf_event_max_stack", v, sizeof(v), "0"));
 	}
 	alloc_fns_read(s);
+	if (syscalls_expand(s))
+		return session_fail(err, errlen, "out of memory");
 	if (!s->nr_evs)
 		return session_fail(err, errlen, "'%s' holds no event descriptions%s", path,
 			    s->r.stop[0] ? " (the trace is cut short before them)" : "");

@@ -76,6 +76,8 @@ enum ev_kind {
 	EVK_KCOMPACTD_SLEEP,
 	EVK_SIGNAL,		/* signal:signal_deliver of a memory error's signal */
 	EVK_DEEP_STACK,		/* deep-stacks: unwound for others to join from, never shown */
+	EVK_SYSCALLS,		/* the syscall carrier (catalog.h): each sample is filed as
+				 * the event of its call, one of its calls[] */
 };
 
 /* Field slots of allocation events in sess_event.fields. */
@@ -98,6 +100,12 @@ struct sess_event {
 	const char *const *field_names;	/* the catalog's names of fields (NULL for none) */
 	struct { const char *name; struct tep_format_field *f; } named[SESS_NAMED_FIELDS]; /* sample_num's cache */
 	int nr_named;
+	/* EVK_SYSCALLS: the calls its filter kept, by number, each with the
+	 * index in the session's events of the one its samples are filed as
+	 * (which has no ids of its own), and where a sample holds the number */
+	struct { int64_t nr; size_t ev; } calls[8];
+	size_t nr_calls;
+	struct tep_format_field *call_nr;
 };
 
 struct sample {

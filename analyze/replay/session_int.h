@@ -18,6 +18,9 @@ int session_cgroup_under(const char *c, const char *want);
 /* sample.c: a PERF_RECORD_SAMPLE into smp; 0, or -1 when it does not
  * decode. */
 int session_sample_parse(struct session *s, const unsigned char *rec, size_t len, struct sample *smp);
+/* session.c: a sample of the syscall carrier filed as the event of its call (smp->ev
+ * left as it is for a call the carrier was not asked for). */
+void session_syscall_file(struct session *s, struct sample *smp);
 
 /* chains.c: smp->ips made the sample's whole chain. */
 void session_sample_unwind(struct session *s, struct sample *smp);

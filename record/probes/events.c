@@ -3,9 +3,11 @@
  *
  * Every event shares one sample layout prefix, IDENTIFIER|IP|TID|TIME, and
  * CPU, with sample_id_all, because formats/FORMAT.md finds record times at
- * fixed positions from it. Syscall entry events carry the callchain and the
- * arguments; the matching exit events carry only the return value, so a
- * stack is stored once per call.
+ * fixed positions from it. A syscall is one sample at its exit, with the
+ * callchain, the result and the registers holding its arguments; every
+ * syscall asked for is one event (the carrier), whose filter keeps the
+ * calls asked for, as each event costs the kernel a grace period when it
+ * is closed.
  */
 #include "events.h"
 
@@ -267,6 +269,110 @@ static struct rec_event *event_find(struct rec_event *evs, size_t nr, const char
 	return NULL;
 }
 
+/* Add the syscall of row s to the carrier, opening it with the first. */
+static int syscall_add(const struct ev_spec *s, uint64_t period, const struct rec_opts_events *o,
+		       struct rec_event **evs, size_t *nr)
+{
+	struct rec_event *c = event_find(*evs, *nr, CATALOG_SYSCALL_CARRIER);
+	struct rec_syscall *call;
+	size_t glen;
+	char *g;
+
+	if (!c) {
+		struct rec_event e;
+		uint64_t id = 0;
+		int r;
+
+		memset(&e, 0, sizeof(e));
+		snprintf(e.name, sizeof(e.name), "%s", CATALOG_SYSCALL_CARRIER);
+		r = tracepoint_load(CATALOG_SYSCALL_CARRIER, &id, &e.format);
+		if (r)
+			return r;
+		e.id_off = events_field_offset(e.format, CATALOG_SYSCALL_CARRIER_ID);
+		if (e.id_off < 0 || !(e.groups = strdup(""))) {
+			free(e.format);
+			return e.id_off < 0 ? -ENODEV : -ENOMEM;
+		}
+		e.group = e.groups;
+		events_attr_common(&e.attr, o);
+		e.attr.type = PERF_TYPE_TRACEPOINT;
+		e.attr.config = id;
+		e.attr.sample_period = period ? period : 1;
+		e.attr.sample_type = SAMPLE_BASE | PERF_SAMPLE_RAW;
+		events_stack_attr(&e.attr, o);
+		/* Whatever the call graph: the arguments are these registers,
+		 * kept as they are by the scrub for the call a sample is of. */
+		e.attr.sample_type |= PERF_SAMPLE_REGS_USER;
+		e.keep_regs = catalog_syscall_args_mask(CATALOG_SYSCALL_NR_ARGS);
+		e.attr.sample_regs_user |= e.keep_regs;
+		e.callchain_off = events_callchain_offset(e.attr.sample_type);
+		if (events_push(evs, nr, &e)) {
+			free(e.format);
+			free(e.groups);
+			return -ENOMEM;
+		}
+		c = &(*evs)[*nr - 1];
+	} else if (c->attr.sample_period != (period ? period : 1)) {
+		return -EXDEV;
+	}
+	for (size_t i = 0; i < c->nr_calls; i++)
+		if (c->calls[i].nr == s->config)
+			return 0;
+	if (c->nr_calls == sizeof(c->calls) / sizeof(c->calls[0]))
+		return -ENOSPC;
+	call = &c->calls[c->nr_calls++];
+	*call = (struct rec_syscall){ s->config, s->name, s->group, catalog_syscall_args_mask(s->nargs), "" };
+	/* The groups it records, each once. */
+	glen = strlen(c->groups);
+	for (size_t i = 0; i + 1 < c->nr_calls; i++)
+		if (!strcmp(c->calls[i].group, s->group))
+			return 0;
+	if (!(g = realloc(c->groups, glen + strlen(s->group) + 2)))
+		return -ENOMEM;
+	sprintf(g + glen, "%s%s", glen ? "," : "", s->group);
+	c->groups = g;
+	c->group = g;
+	return 0;
+}
+
+int events_syscalls_filter(struct rec_event *e)
+{
+	size_t n = 0;
+
+	e->filter[0] = 0;
+	for (size_t i = 0; i < e->nr_calls; i++) {
+		const struct rec_syscall *c = &e->calls[i];
+
+		n += c->filter[0] ? (size_t)snprintf(e->filter + n, n < sizeof(e->filter) ? sizeof(e->filter) - n : 0,
+						     "%s(%s == %llu && (%s))", i ? " || " : "",
+						     CATALOG_SYSCALL_CARRIER_ID, (unsigned long long)c->nr, c->filter)
+				  : (size_t)snprintf(e->filter + n, n < sizeof(e->filter) ? sizeof(e->filter) - n : 0,
+						     "%s%s == %llu", i ? " || " : "", CATALOG_SYSCALL_CARRIER_ID,
+						     (unsigned long long)c->nr);
+		if (n >= sizeof(e->filter))
+			return -ENOSPC;
+	}
+	return 0;
+}
+
+uint64_t events_sample_keep_regs(const struct rec_event *e, const unsigned char *rec, size_t size)
+{
+	const unsigned char *raw;
+	uint32_t len;
+	int64_t nr;
+
+	if (!e->nr_calls)
+		return e->keep_regs;
+	raw = events_sample_raw(e, rec, size, &len);
+	if (!raw || (size_t)e->id_off + 8 > len)
+		return 0;
+	memcpy(&nr, raw + e->id_off, 8);
+	for (size_t i = 0; i < e->nr_calls; i++)
+		if ((int64_t)e->calls[i].nr == nr)
+			return e->calls[i].regs;
+	return 0;
+}
+
 static void missing_add(char *missing, size_t len, const char *name)
 {
 	size_t n = strlen(missing);
@@ -311,6 +417,19 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 		if (strcmp(s->group, name) || s->past)
 			continue;
 		found++;
+		if (s->args) {
+			r = syscall_add(s, period, o, evs, nr);
+			if (r == -ENODEV || r == -EACCES) {
+				denied |= r == -EACCES;
+				if (!strstr(missing, CATALOG_SYSCALL_CARRIER))
+					missing_add(missing, missing_len, CATALOG_SYSCALL_CARRIER);
+				continue;
+			}
+			if (r)
+				return r;
+			added++;
+			continue;
+		}
 		if (s->fallback) {
 			if (kind_added(s, *evs, *nr))
 				continue;
@@ -358,13 +477,6 @@ int events_group_add(const char *name, uint64_t period, const struct rec_opts_ev
 			e.attr.sample_type |= PERF_SAMPLE_ADDR;
 		if (s->stack)
 			events_stack_attr(&e.attr, o);
-		if (s->args) {
-			/* Whatever the call graph: the arguments are these
-			 * registers, kept as they are by the scrub. */
-			e.attr.sample_type |= PERF_SAMPLE_REGS_USER;
-			e.keep_regs = catalog_syscall_args_mask(s->nargs);
-			e.attr.sample_regs_user |= e.keep_regs;
-		}
 		e.callchain_off = events_callchain_offset(e.attr.sample_type);
 		if (!strcmp(s->name, "oom:mark_victim")) {
 			/* The recorder snapshots the system when it sees a
@@ -486,6 +598,7 @@ void events_free(struct rec_event *evs, size_t nr)
 {
 	for (size_t i = 0; i < nr; i++) {
 		free(evs[i].format);
+		free(evs[i].groups);
 		free(evs[i].ids);
 		free(evs[i].fds);
 	}

@@ -34,6 +34,20 @@ struct rec_event {
 				  * kept by the pointers rule (write/scrub.h) */
 	uint64_t keep_regs;	 /* user registers the scrub keeps as they are: a syscall's
 				  * arguments, which are no addresses to unwind by */
+	/* The syscall carrier (catalog.h's SYSCALL rows): the calls its
+	 * filter keeps, each with its arguments' registers and what
+	 * --filter narrows it to; its group lists theirs ("brk,mmap"). */
+	struct rec_syscall {
+		uint64_t nr;
+		const char *name, *group;
+		uint64_t regs;
+		char filter[256];
+	} calls[8];
+	size_t nr_calls;
+	char *groups;		 /* the carrier's group, owned */
+	int id_off;		 /* the carrier: offset of the call's number in its raw data */
+	uint64_t count_total;	 /* firings (over the period) and lost samples as it stopped */
+	uint64_t count_lost;
 };
 
 enum rec_callchain {
@@ -115,6 +129,12 @@ const unsigned char *events_sample_raw(const struct rec_event *e, const unsigned
 /* The offset of a tracepoint field in its raw data, from the format text;
  * -1 when it has none. */
 int events_field_offset(const char *format, const char *field);
+/* The syscall carrier's kernel filter, from its calls and what --filter
+ * gave each, into e->filter. Returns 0, or -ENOSPC when it is too long. */
+int events_syscalls_filter(struct rec_event *e);
+/* The registers a sample of e keeps as they are: for the carrier, those
+ * of the call the sample is of (none for a call it does not keep). */
+uint64_t events_sample_keep_regs(const struct rec_event *e, const unsigned char *rec, size_t size);
 void events_free(struct rec_event *evs, size_t nr);
 
 #endif

@@ -327,8 +327,31 @@ static int group_parse(char *tok, uint64_t *period)
 	return 0;
 }
 
+/* Does --filter's arg name the event called name in group (on pass 0 as
+ * "sys:name:", on pass 1 as "name:" or "group:")? The length of the name
+ * it gives, 0 when it names another. */
+static size_t filter_names(const char *arg, size_t pass, const char *name, const char *group)
+{
+	const char *shortname = strchr(name, ':'), *colon = strchr(arg, ':');
+	size_t l;
+
+	if (pass == 0) {
+		l = strlen(name);
+		return !strncmp(arg, name, l) && arg[l] == ':' ? l : 0;
+	}
+	if (!colon)
+		return 0;
+	l = colon - arg;
+	return (shortname && strlen(shortname + 1) == l && !strncmp(shortname + 1, arg, l)) ||
+			       (strlen(group) == l && !strncmp(group, arg, l))
+		       ? l
+		       : 0;
+}
+
 /* --filter EVENT:EXPR: EVENT is a tracepoint (sys:name or name) or a
- * group, whose tracepoints all get EXPR. */
+ * group, whose tracepoints all get EXPR. A syscall's EXPR narrows its
+ * part of the carrier's filter (events_syscalls_filter), which every
+ * carrier then gets. */
 static int filters_apply(struct recorder *rc)
 {
 	for (size_t i = 0; i < rc->nr_filters; i++) {
@@ -338,27 +361,26 @@ static int filters_apply(struct recorder *rc)
 		for (size_t pass = 0; pass < 2 && !matched; pass++) {
 			for (size_t j = 0; j < rc->nr_evs; j++) {
 				struct rec_event *e = &rc->evs[j];
-				const char *shortname = strchr(e->name, ':');
 				size_t l;
 
 				if (!e->format || !e->group[0])
 					continue;
-				if (pass == 0) {
-					/* "sys:name:EXPR" */
-					l = strlen(e->name);
-					if (strncmp(arg, e->name, l) || arg[l] != ':')
-						continue;
-				} else {
-					/* "name:EXPR" or "group:EXPR" */
-					const char *colon = strchr(arg, ':');
+				for (size_t k = 0; k < e->nr_calls; k++) {
+					struct rec_syscall *c = &e->calls[k];
 
-					if (!colon)
-						break;
-					l = colon - arg;
-					if (!((shortname && strlen(shortname + 1) == l && !strncmp(shortname + 1, arg, l)) ||
-					      (strlen(e->group) == l && !strncmp(e->group, arg, l))))
+					if (!(l = filter_names(arg, pass, c->name, c->group)))
 						continue;
+					if (c->filter[0])
+						return msg_error("two filters for '%s': join them with && in one --filter",
+								 c->name);
+					if ((size_t)snprintf(c->filter, sizeof(c->filter), "%s", arg + l + 1) >=
+					    sizeof(c->filter))
+						return msg_error("the filter for '%s' is too long: at most %zu bytes",
+								 c->name, sizeof(c->filter) - 1);
+					matched++;
 				}
+				if (e->nr_calls || !(l = filter_names(arg, pass, e->name, e->group)))
+					continue;
 				expr = arg + l + 1;
 				if (e->filter[0] && strcmp(e->filter, CATALOG_SIGNALS_FILTER))
 					return msg_error("two filters for '%s': join them with && in one --filter", e->name);
@@ -377,6 +399,10 @@ static int filters_apply(struct recorder *rc)
 				     "of the groups recorded (e.g. kmem:kmalloc:bytes_req > 4096) or a group",
 				     arg);
 	}
+	for (size_t j = 0; j < rc->nr_evs; j++)
+		if (rc->evs[j].nr_calls && events_syscalls_filter(&rc->evs[j]))
+			return msg_error("the filters given for '%s' are too long together: at most %zu bytes",
+					 rc->evs[j].name, sizeof(rc->evs[j].filter) - 1);
 	return 0;
 }
 
@@ -477,6 +503,11 @@ int rec_events_setup(struct recorder *rc)
 			msg_note("skipping group '%s': this kernel has none of %s%s", tok,
 				missing, events_tracefs() ? "" : " (tracefs is not mounted and cannot be)");
 			continue;
+		}
+		if (r == -EXDEV) {
+			msg_error("group '%s' shares its syscalls' event (%s) with another group asked for with "
+				  "another /N: give them the same", tok, CATALOG_SYSCALL_CARRIER);
+			goto out;
 		}
 		if (r) {
 			msg_error("cannot set up group '%s': %s", tok, strerror(-r));
@@ -583,10 +614,15 @@ static int open_one(struct recorder *rc, struct rec_event *e, pid_t pid, int cpu
 	else if (e->filter[0])
 		snprintf(filter, sizeof(filter), "%s", e->filter);
 	if (filter[0] && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter)) {
-		int err = errno;
+		int err = errno, given = e->filter[0] && strncmp(e->name, "memsight_", 9);
 
 		close(fd);
-		if (!e->filter[0] || !strncmp(e->name, "memsight_", 9))
+		/* The carrier's filter is a user's only where --filter added to it. */
+		if (e->nr_calls)
+			given = 0;
+		for (size_t i = 0; i < e->nr_calls; i++)
+			given |= e->calls[i].filter[0] != 0;
+		if (!given)
 			return msg_error("the kernel refused the filter '%s' on '%s': %s", filter, e->name,
 				     strerror(err));
 		fprintf(stderr,

@@ -591,8 +591,17 @@ int rec_record_put(struct recorder *rc, struct ring *r, struct rec_event *e, con
 		n = scrub_copy(&rc->scrub, e->attr.sample_type, e->attr.sample_regs_user, e->dump_data, src, size, dst);
 	else
 		memcpy(dst, src, n = size);
-	if (e && e->keep_regs && (e->attr.sample_type & PERF_SAMPLE_STACK_USER))
-		scrub_keep_regs(e->attr.sample_type, e->attr.sample_regs_user, e->keep_regs, src, size, dst);
+	if (e && e->keep_regs) {
+		/* A syscall's arguments as they are; the carrier's other
+		 * argument registers, which hold what the program left
+		 * there, as no call's. */
+		uint64_t keep = events_sample_keep_regs(e, src, size);
+
+		if (e->attr.sample_type & PERF_SAMPLE_STACK_USER)
+			scrub_keep_regs(e->attr.sample_type, e->attr.sample_regs_user, keep, src, size, dst);
+		else if (keep != e->keep_regs)
+			scrub_clear_regs(e->attr.sample_type, e->attr.sample_regs_user, e->keep_regs & ~keep, dst, n);
+	}
 	if (!r->nrec)
 		r->first_time = trace_record_time(dst, n);
 	{

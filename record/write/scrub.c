@@ -388,8 +388,10 @@ struct sample_at {
 };
 
 /* Find them in a sample of this sample_type and sample_regs_user, of size
- * bytes; -1 for a layout this does not scrub. */
-static int sample_parse(uint64_t st, uint64_t regs_mask, const unsigned char *src, size_t size, struct sample_at *a)
+ * bytes; -1 for a layout this does not scrub. The registers alone where
+ * the sample has no stack dump. */
+static int sample_parse(uint64_t st, uint64_t regs_mask, const unsigned char *src, size_t size, struct sample_at *a,
+			int regs_only)
 {
 	size_t off = events_fixed_end(st);
 	uint64_t v;
@@ -397,7 +399,7 @@ static int sample_parse(uint64_t st, uint64_t regs_mask, const unsigned char *sr
 	memset(a, 0, sizeof(*a));
 	/* memsight never asks for READ or BRANCH_STACK, whose layouts depend
 	 * on more than the sample type. */
-	if (!(st & PERF_SAMPLE_STACK_USER) || (st & (PERF_SAMPLE_READ | PERF_SAMPLE_BRANCH_STACK)))
+	if (st & (PERF_SAMPLE_READ | PERF_SAMPLE_BRANCH_STACK))
 		return -1;
 	if (st & PERF_SAMPLE_CALLCHAIN) {
 		if (off + 8 > size)
@@ -431,6 +433,8 @@ static int sample_parse(uint64_t st, uint64_t regs_mask, const unsigned char *sr
 			off += 8 * a->nregs;
 		}
 	}
+	if (!(st & PERF_SAMPLE_STACK_USER))
+		return regs_only ? 0 : -1;
 	if (off + 8 > size)
 		return -1;
 	a->field = off;
@@ -466,13 +470,29 @@ void scrub_keep_regs(uint64_t st, uint64_t regs_mask, uint64_t keep, const unsig
 	struct sample_at a;
 	size_t k = 0;
 
-	if (sample_parse(st, regs_mask, src, size, &a) || a.abi == PERF_SAMPLE_REGS_ABI_NONE)
+	if (sample_parse(st, regs_mask, src, size, &a, 0) || a.abi == PERF_SAMPLE_REGS_ABI_NONE)
 		return;
 	for (int r = 0; r < 64; r++) {
 		if (!(regs_mask >> r & 1))
 			continue;
 		if (keep >> r & 1)
 			memcpy(dst + a.regs + 8 * k, src + a.regs + 8 * k, 8);
+		k++;
+	}
+}
+
+void scrub_clear_regs(uint64_t st, uint64_t regs_mask, uint64_t clear, unsigned char *rec, size_t size)
+{
+	struct sample_at a;
+	size_t k = 0;
+
+	if (sample_parse(st, regs_mask, rec, size, &a, 1) || a.abi == PERF_SAMPLE_REGS_ABI_NONE)
+		return;
+	for (int r = 0; r < 64; r++) {
+		if (!(regs_mask >> r & 1))
+			continue;
+		if (clear >> r & 1)
+			memset(rec + a.regs + 8 * k, 0, 8);
 		k++;
 	}
 }
@@ -490,7 +510,7 @@ size_t scrub_repack(struct scrub *s, uint64_t st, uint64_t regs_mask, const unsi
 	uint64_t dump;
 	int64_t last = -1;
 
-	if (sample_parse(st, regs_mask, src, size, &a) || a.abi != PERF_SAMPLE_REGS_ABI_64 || s->mode == SCRUB_RAW ||
+	if (sample_parse(st, regs_mask, src, size, &a, 0) || a.abi != PERF_SAMPLE_REGS_ABI_64 || s->mode == SCRUB_RAW ||
 	    !(taken = stackdump_parse_packed(src + a.field, size - a.field, &d)))
 		goto verbatim;
 	memcpy(&dump, src + a.field, 8);
@@ -544,7 +564,7 @@ size_t scrub_copy(struct scrub *s, uint64_t st, uint64_t regs_mask, int data, co
 	struct sample_at at;
 	int64_t last = -1;
 
-	if (sample_parse(st, regs_mask, src, size, &at))
+	if (sample_parse(st, regs_mask, src, size, &at, 0))
 		goto verbatim;
 	field = at.field;
 	abi = at.abi;

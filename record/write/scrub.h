@@ -93,5 +93,9 @@ size_t scrub_repack(struct scrub *s, uint64_t sample_type, uint64_t regs_mask, c
  */
 void scrub_keep_regs(uint64_t sample_type, uint64_t regs_mask, uint64_t keep, const unsigned char *src,
 		     size_t size, unsigned char *dst);
+/* Zero the user registers of clear in a sample copied as it was (no stack
+ * dump, so no scrub): registers recorded for some samples of an event
+ * that this one has no use for. */
+void scrub_clear_regs(uint64_t sample_type, uint64_t regs_mask, uint64_t clear, unsigned char *rec, size_t size);
 
 #endif
