@@ -297,6 +297,35 @@ test_expect_success 'rss: the last value of the chart is what the sample read fr
 	grep -q "data-last-bytes=\"$(json rss.json "print \$d->{processes}[0]{last}{resident}")\"" rss.svg
 '
 
+# kernel_frames_true TRACE: every kernel frame events names is a text
+# symbol of kallsyms whose address plus the offset is the frame's.
+kernel_frames_true() {
+	"$MEMSIGHT" events "$1" | awk "/kernel\.kallsyms/ { print \$1, \$2 }" >frames &&
+	test -s frames &&
+	perl -e 'my %a; open my $k, "<", "/proc/kallsyms" or die;
+		while (<$k>) { my ($x, $t, $n) = split; push @{$a{$n}}, hex $x if $t =~ /^[tTwW]$/ }
+		open my $f, "<", "frames" or die; my $n = 0;
+		while (<$f>) { my ($ip, $s) = split; $n++;
+			my ($name, $off) = $s =~ /^(.*)\+0x([0-9a-f]+)$/ or die "unnamed: $_";
+			grep { $_ + hex($off) == hex($ip) } @{$a{$name} // []} or die "wrong: $_" }
+		print "$n frames\n"'
+}
+
+test_expect_success 'kernel symbols: the boot'"'"'s cached core symbols name frames as kallsyms does' '
+	entry="$MEMSIGHT_CACHE_DIR/memsight-kallsyms-$(cat /proc/sys/kernel/random/boot_id).ksyms" &&
+	rm -f "$entry" &&
+	"$MEMSIGHT" record -q -o ks1.trace -- cat /etc/hostname >/dev/null &&
+	test -s "$entry" && kernel_frames_true ks1.trace &&
+	# The next recording reads the entry (and so touches it).
+	touch -d "1 hour ago" "$entry" && touch -d "30 minutes ago" older &&
+	"$MEMSIGHT" record -q -o ks2.trace -- cat /etc/hostname >/dev/null &&
+	test "$entry" -nt older && kernel_frames_true ks2.trace &&
+	# A damaged entry is read as none, and made again.
+	head -c 100 "$entry" >cut && cat cut >"$entry" &&
+	"$MEMSIGHT" record -q -o ks3.trace -- cat /etc/hostname >/dev/null &&
+	kernel_frames_true ks3.trace && test "$(wc -c <"$entry")" -gt 100
+'
+
 test_expect_success 'analyzer views on a trace without their events: one line each' '
 	for v in mmaps brk reclaim compaction oom rss faults shm; do
 		t=shm.trace && [ $v = shm ] && t=ft.trace

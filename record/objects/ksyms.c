@@ -5,11 +5,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "../../formats/cache.h"
 
 static size_t slot_of(uint64_t ip, size_t alloc)
 {
@@ -171,6 +176,185 @@ static void table_load(struct ksyms_table *t)
 		qsort(t->lines, t->nr, sizeof(*t->lines), line_cmp);
 }
 
+/*
+ * The cache entry of a boot's core kernel text symbols,
+ * "memsight-kallsyms-BOOTID.ksyms": "MSKSYMS1", then u64 count, u64
+ * length of the names, u64 _etext's address; the addresses (u64, sorted),
+ * count + 1 u32 offsets into the names, and the names, each "TYPE NAME\n"
+ * as kallsyms has it after the address.
+ */
+#define KSYMS_CACHE_MAGIC "MSKSYMS1"
+#define KSYMS_CACHE_HEADER 32
+
+static int core_cache_name(char *out, size_t len)
+{
+	char dir[PATH_MAX], id[64];
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC), n;
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	r = read(fd, id, sizeof(id) - 1);
+	close(fd);
+	if (r < 32)
+		return -1;
+	id[r] = 0;
+	id[strspn(id, "0123456789abcdef-")] = 0;
+	if (strlen(id) < 32 || cache_dir(dir, sizeof(dir)))
+		return -1;
+	n = snprintf(out, len, "%s/" CACHE_ENTRY_PREFIX "kallsyms-%s.ksyms", dir, id);
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* The boot's entry, mapped; 0 when it is there and whole. */
+static int core_load(struct ksyms_table *t)
+{
+	char name[PATH_MAX];
+	uint64_t h[3];
+	struct stat st;
+	void *m;
+	int fd;
+
+	if (core_cache_name(name, sizeof(name)))
+		return -1;
+	/* Only a regular file is an entry: never blocked on a FIFO. */
+	fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < KSYMS_CACHE_HEADER ||
+	    (m = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	cache_touch(fd);
+	close(fd);
+	memcpy(h, (char *)m + 8, sizeof(h));
+	if (memcmp(m, KSYMS_CACHE_MAGIC, 8) || !h[0] || h[0] > (uint64_t)st.st_size / 12 ||
+	    (uint64_t)st.st_size != KSYMS_CACHE_HEADER + 12 * h[0] + 4 + h[1] || h[1] > UINT32_MAX) {
+		munmap(m, st.st_size);
+		return -1;
+	}
+	t->core = m;
+	t->core_size = st.st_size;
+	t->core_nr = h[0];
+	t->core_names_len = h[1];
+	t->core_end = h[2];
+	t->core_addr = (const uint64_t *)((char *)m + KSYMS_CACHE_HEADER);
+	t->core_off = (const uint32_t *)(t->core_addr + t->core_nr);
+	t->core_names = (const char *)(t->core_off + t->core_nr + 1);
+	return 0;
+}
+
+/* The core kernel's part of a table read whole, into the cache for the
+ * next recordings of this boot. Its lines have no "\t[module]". */
+static void core_store(const struct ksyms_table *t)
+{
+	char name[PATH_MAX];
+	unsigned char *head = NULL;
+	char *names = NULL;
+	uint64_t *addr, n = 0, end = 0;
+	uint32_t *off;
+	size_t nlen = 0;
+
+	if (!t->nr || core_cache_name(name, sizeof(name)))
+		return;
+	if (!(head = malloc(KSYMS_CACHE_HEADER + 12 * t->nr + 4)) || !(names = malloc(t->len)))
+		goto out;
+	addr = (uint64_t *)(head + KSYMS_CACHE_HEADER);
+	off = (uint32_t *)(addr + t->nr);
+	for (size_t i = 0; i < t->nr; i++) {
+		const char *line = t->text + t->lines[i].off, *sp = memchr(line, ' ', t->lines[i].len);
+		size_t l;
+
+		if (!sp || memchr(line, '\t', t->lines[i].len))
+			continue;
+		l = t->lines[i].len - (size_t)(sp + 1 - line);
+		if (l >= 8 && !memcmp(sp + 1 + 2, "_etext\n", 7))
+			end = t->lines[i].addr;
+		addr[n] = t->lines[i].addr;
+		off[n++] = (uint32_t)nlen;
+		memcpy(names + nlen, sp + 1, l);
+		nlen += l;
+	}
+	/* Without _etext the core's end is not known: no entry. */
+	if (!n || !end || nlen > UINT32_MAX)
+		goto out;
+	off[n] = (uint32_t)nlen;
+	/* The offsets follow the addresses kept, not those of every line. */
+	memmove(addr + n, off, 4 * (n + 1));
+	memcpy(head, KSYMS_CACHE_MAGIC, 8);
+	memcpy(head + 8, &n, 8);
+	memcpy(head + 16, &(uint64_t){ nlen }, 8);
+	memcpy(head + 24, &end, 8);
+	cache_store(name, head, KSYMS_CACHE_HEADER + 12 * n + 4, names, nlen);
+out:
+	free(head);
+	free(names);
+}
+
+static void core_clear(struct ksyms_table *t)
+{
+	if (t->core)
+		munmap(t->core, t->core_size);
+	t->core = NULL;
+	t->core_size = t->core_nr = t->core_names_len = 0;
+}
+
+/* The cache's lines for the sorted addresses ips, all of the core
+ * kernel's text: 0, or -1 when the entry does not hold them (the caller
+ * reads kallsyms instead). */
+static int core_extract(const struct ksyms_table *t, const uint64_t *ips, size_t ni, char **text, size_t *len)
+{
+	size_t *keep = malloc(2 * ni * sizeof(*keep)), nk = 0, out_len = 0;
+	char *out;
+
+	if (!keep)
+		return -1;
+	for (size_t i = 0; i < ni; i++) {
+		size_t lo = 0, hi = t->core_nr;
+
+		if (ips[i] < t->core_addr[0] || ips[i] >= t->core_end) {
+			free(keep);
+			return -1;
+		}
+		/* The last symbol at or below the address, and the next. */
+		while (hi - lo > 1) {
+			size_t mid = (lo + hi) / 2;
+
+			if (t->core_addr[mid] <= ips[i])
+				lo = mid;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo; k <= lo + 1 && k < t->core_nr; k++) {
+			if (nk && keep[nk - 1] >= k)
+				continue;
+			if (t->core_off[k] >= t->core_off[k + 1] || t->core_off[k + 1] > t->core_names_len) {
+				free(keep);
+				return -1;
+			}
+			keep[nk++] = k;
+			out_len += 17 + t->core_off[k + 1] - t->core_off[k];
+		}
+	}
+	if (!(out = malloc(out_len + 1))) {
+		free(keep);
+		return -1;
+	}
+	*len = 0;
+	for (size_t i = 0; i < nk; i++) {
+		uint32_t a = t->core_off[keep[i]], b = t->core_off[keep[i] + 1];
+
+		*len += (size_t)sprintf(out + *len, "%016llx ", (unsigned long long)t->core_addr[keep[i]]);
+		memcpy(out + *len, t->core_names + a, b - a);
+		*len += b - a;
+	}
+	out[*len] = 0;
+	*text = out;
+	free(keep);
+	return 0;
+}
+
 static void table_clear(struct ksyms_table *t)
 {
 	free(t->text);
@@ -184,12 +368,16 @@ static void table_clear(struct ksyms_table *t)
 static void *table_run(void *arg)
 {
 	table_load(arg);
+	core_store(arg);
 	return NULL;
 }
 
 void ksyms_table_start(struct ksyms_table *t)
 {
 	sigset_t all, old;
+
+	if (!core_load(t))
+		return;
 
 	/* The recorder takes its signals (SIGCHLD above all) through a
 	 * signalfd: a thread that did not block them could take one and
@@ -211,6 +399,7 @@ void ksyms_table_release(struct ksyms_table *t)
 {
 	table_join(t);
 	table_clear(t);
+	core_clear(t);
 }
 
 int ksyms_extract(const struct ksyms_set *s, struct ksyms_table *t, char **text, size_t *len)
@@ -225,6 +414,23 @@ int ksyms_extract(const struct ksyms_set *s, struct ksyms_table *t, char **text,
 	table_join(t);
 	if (!s->nr)
 		return 0;
+	if (t->core && !t->text) {
+		int r;
+
+		if (!(ips = malloc(s->nr * sizeof(*ips))))
+			return -ENOMEM;
+		for (size_t i = 0; i < s->alloc; i++)
+			if (s->slots[i])
+				ips[ni++] = s->slots[i];
+		if (ni > 1)
+			qsort(ips, ni, sizeof(*ips), u64_cmp);
+		r = core_extract(t, ips, ni, text, len);
+		free(ips);
+		ips = NULL;
+		ni = 0;
+		if (!r)
+			return 0;
+	}
 	/* A module loaded or unloaded since the read moved symbols (a
 	 * kernel without modules has no /proc/modules at all). */
 	mods = read_whole("/proc/modules", &mlen, &merr);

@@ -7,6 +7,10 @@
  * small: all of /proc/kallsyms is megabytes. Reading it costs the kernel
  * about 30 ms and parsing it as much again, so a thread does both while
  * the recording runs; a module loaded meanwhile makes the end read it again.
+ * The core kernel's text symbols stay where they are until the next boot:
+ * the first recording of a boot keeps them in the cache (formats/cache.h),
+ * by the boot's id, and the next ones read kallsyms only for an address
+ * outside the core kernel's text (a module's, a BPF program's).
  */
 #ifndef MEMSIGHT_RECORD_KSYMS_H
 #define MEMSIGHT_RECORD_KSYMS_H
@@ -31,6 +35,16 @@ struct ksyms_table {
 	int err;		/* -errno of the read, 0 when it worked */
 	pthread_t thread;
 	int loading;		/* the thread is reading */
+	/* The core kernel's text symbols from the cache (mapped), when the
+	 * boot's entry was there: addresses sorted, and for each the offset
+	 * of its "TYPE NAME\n" in names (one more offset ends the last). */
+	void *core;
+	size_t core_size;
+	const uint64_t *core_addr;
+	const uint32_t *core_off;
+	const char *core_names;
+	size_t core_nr, core_names_len;
+	uint64_t core_end;	/* _etext: past the core kernel's text */
 };
 
 int ksyms_set_add(struct ksyms_set *s, uint64_t ip);
