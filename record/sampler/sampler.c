@@ -236,10 +236,25 @@ static int slots_take(uintptr_t *t, unsigned slots, int probes, uintptr_t p)
 	return 0;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int sampler_pages_make(void *p, size_t n)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)p & ~(page - 1);
+
+	return madvise((void *)start, (uintptr_t)p + n - start, MADV_POPULATE_WRITE) ? -1 : 0;
+}
+
 static int table_put(uintptr_t p)
 {
+	static int small_made;
 	uintptr_t *t;
 
+	/* Its blocks land on random slots: its pages are made at once. */
+	if (!__atomic_exchange_n(&small_made, 1, __ATOMIC_RELAXED))
+		sampler_pages_make(small_table, sizeof(small_table));
 	if (!slots_put(small_table, SMALL_SLOTS, SMALL_PROBES, p) &&
 	    (!(t = table_get()) || !slots_put(t, TABLE_SLOTS, TABLE_PROBES, p)))
 		return 0;

@@ -64,7 +64,14 @@ struct stream_thread {
 	int nudged;		/* told the recorder its ring is filling */
 	int busy;		/* a record is being written: a signal handler's
 				 * allocation meanwhile takes the probe site */
+	uint64_t made;		/* bytes of data whose pages are made (STREAM_MAKE) */
 };
+
+/* A ring's pages are made ahead of the writes, this many bytes at a
+ * time (sampler_pages_make): its first pass would otherwise take a fault
+ * a page in the program's own time. Not all at once: a thread that
+ * reports a few times keeps a few pages. */
+#define STREAM_MAKE (64u << 10)
 
 static __thread struct stream_thread stream_ts __attribute__((tls_model("initial-exec")));
 
@@ -222,6 +229,7 @@ static void ring_use(struct stream_thread *t, struct stream_ring_hdr *h)
 	t->size = h->data_size;
 	t->head = 0;
 	t->nudged = 0;
+	t->made = 0;
 	t->state = 1;
 	/* Its end is told at the thread's exit. */
 	if (end_key_ok)
@@ -314,6 +322,20 @@ static int room_wait(struct stream_thread *t)
 	return 0;
 }
 
+/* The pages of the ring's data up to end made, where they are not yet. */
+static void ring_pages(struct stream_thread *t, uint64_t end)
+{
+	while (t->made < end && t->made < t->size) {
+		uint64_t n = t->size - t->made < STREAM_MAKE ? t->size - t->made : STREAM_MAKE;
+
+		if (sampler_pages_make(t->data + t->made, n)) {
+			t->made = t->size;
+			return;
+		}
+		t->made += n;
+	}
+}
+
 /* What reserve gives when the report was dropped and counted. */
 #define DROPPED ((unsigned char *)1)
 
@@ -355,6 +377,8 @@ static unsigned char *reserve(struct stream_thread *t, uint32_t need)
 				return NULL;
 		}
 	}
+	if (__builtin_expect(t->made < t->size, 0))
+		ring_pages(t, off + (pad ? 8 : need));
 	if (pad) {
 		struct stream_rec *r = (struct stream_rec *)(t->data + off);
 
