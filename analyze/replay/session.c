@@ -165,8 +165,9 @@ static int syscalls_expand(struct session *s)
 	s->nr_evs = n;
 	return 0;
 fail:
-	/* The events copied are still the session's: release only those made here. */
-	for (size_t i = 0, k = 0; i < n; i++) {
+	/* The events copied are still the session's: release only those made
+	 * here, the one left half made at n among them. */
+	for (size_t i = 0, k = 0; i <= n; i++) {
 		if (k < s->nr_evs && evs[i].d.name == s->evs[k].d.name) {
 			k++;
 			continue;
