@@ -117,6 +117,7 @@ struct trace_ring_info {
 	uint64_t overwritten_bytes;   /* chunk bytes written before the window */
 	uint64_t overwritten_records; /* perf records in them */
 	uint64_t first_time;	      /* when the window's oldest segment began */
+	uint32_t passed;	      /* window's segments not read (trace_reader_open_recent) */
 };
 
 /* A LOSS entry for events the kernel's counters show were lost but no
@@ -293,6 +294,7 @@ struct trace_reader {
 	char stop[256];		    /* why reading stopped early, "" if it did not */
 	void *dctx;		    /* ZSTD_DCtx */
 	struct trace_ring_info ring; /* a ring's (TRACE_FILE_RING); zero otherwise */
+	uint64_t recent;	    /* trace_reader_open_recent's window, 0 for all */
 	unsigned replays;	    /* trace_read calls that read records */
 	uint64_t data_read;	    /* DATA chunks they were handed, all together */
 };
@@ -305,6 +307,13 @@ int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, 
 			  size_t errlen);
 /* The same on an open file (kept open by the caller). */
 int trace_reader_open_fd(struct trace_reader *r, int fd, const char *name, char *err, size_t errlen);
+/* The same for a reader that wants only what was recorded in the last
+ * window_ns before the trace's end: of a ring, the segments that began
+ * before that (with a margin for records written late) are passed over,
+ * the first one read taking the window's place (its restated processes).
+ * A linear file is read whole. */
+int trace_reader_open_recent(struct trace_reader *r, const char *path, uint64_t window_ns, char *err,
+			     size_t errlen);
 void trace_reader_release(struct trace_reader *r);
 
 /* What reading a chunk of a live ring returns when its recorder has

@@ -201,6 +201,10 @@ static uint64_t reader_walk(struct trace_reader *r, uint64_t off, uint64_t end, 
 	return off;
 }
 
+/* How much later than its segment's start a record can be written into
+ * the segment before (a CPU's chunk flushed late). */
+#define RECENT_MARGIN_NS 2000000000ull
+
 struct seg_found {
 	uint64_t offset, seq, time, bytes_before, records_before;
 };
@@ -259,11 +263,19 @@ static int reader_walk_ring(struct trace_reader *r, uint64_t hsize, size_t *allo
 		 * twice cannot be part of the window. */
 		if (found[i].seq + nr <= found[nf - 1].seq || (i && found[i].seq == found[i - 1].seq))
 			continue;
-		if (!ri->segments) {
+		if (!ri->segments && !ri->passed) {
 			ri->first_seq = found[i].seq;
 			ri->first_time = found[i].time;
 			ri->overwritten_bytes = found[i].bytes_before;
 			ri->overwritten_records = found[i].records_before;
+		}
+		/* Passed over: a segment whose next began, a margin before,
+		 * earlier than the window the reader wants. The newest
+		 * segment's start bounds the trace's end from below. */
+		if (r->recent && i + 1 < nf && found[i + 1].time + RECENT_MARGIN_NS <= found[nf - 1].time &&
+		    found[nf - 1].time - found[i + 1].time - RECENT_MARGIN_NS >= r->recent) {
+			ri->passed++;
+			continue;
 		}
 		ri->last_seq = found[i].seq;
 		ri->segments++;
@@ -408,12 +420,14 @@ int trace_reader_open_mem(struct trace_reader *r, const void *data, size_t len, 
 	return 0;
 }
 
-int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char *err, size_t errlen)
+static int reader_open_fd(struct trace_reader *r, int fd, const char *path, uint64_t recent, char *err,
+			  size_t errlen)
 {
 	struct stat st;
 	void *map;
 
 	memset(r, 0, sizeof(*r));
+	r->recent = recent;
 	if (fstat(fd, &st))
 		return trace_error_set(err, errlen, "cannot stat '%s': %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
@@ -438,7 +452,13 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char 
 	return 0;
 }
 
-int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen)
+int trace_reader_open_fd(struct trace_reader *r, int fd, const char *path, char *err, size_t errlen)
+{
+	return reader_open_fd(r, fd, path, 0, err, errlen);
+}
+
+int trace_reader_open_recent(struct trace_reader *r, const char *path, uint64_t window_ns, char *err,
+			     size_t errlen)
 {
 	/* Not blocking: a FIFO would wait for a writer before the check
 	 * below could refuse it. A regular file reads the same either way. */
@@ -447,9 +467,14 @@ int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_
 	memset(r, 0, sizeof(*r));
 	if (fd < 0)
 		return trace_error_set(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-	ret = trace_reader_open_fd(r, fd, path, err, errlen);
+	ret = reader_open_fd(r, fd, path, window_ns, err, errlen);
 	close(fd);
 	return ret;
+}
+
+int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen)
+{
+	return trace_reader_open_recent(r, path, 0, err, errlen);
 }
 
 void trace_reader_release(struct trace_reader *r)

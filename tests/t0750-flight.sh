@@ -70,6 +70,27 @@ test_expect_success 'a window named though the program'"'"'s exec and its librar
 	done
 '
 
+# Two bursts of faults 3.5 s apart, each several segments of trace, both in
+# the ring: --last 1 reads only the segments that can hold the last second
+# (the older ones are passed over), and says so, with what the whole
+# window gives for it.
+test_expect_success '--last on a ring reads only its recent segments, and gives what the whole window does' '
+	"$MEMSIGHT" record -q --ring 32M --compression none -e faults -o recent.trace -- \
+		sh -c "\"$SAMPLES/phases\" 4 40 4; sleep 3.5; \"$SAMPLES/phases\" 4 40 4" >truth &&
+	test "$(grep -c "^phase_middle pages 10240$" truth)" = 2 &&
+	cp recent.trace whole.trace && "$MEMSIGHT" archive whole.trace 2>/dev/null &&
+	for v in faults folded; do
+		"$MEMSIGHT" $v --last 1 recent.trace >r.$v 2>r.err &&
+		"$MEMSIGHT" $v --last 1 whole.trace >w.$v 2>w.err &&
+		cat r.err && grep "its segments older than --last were not read$" r.err &&
+		! grep "not read" w.err &&
+		sed "s/recent\.trace/T/" r.$v >r && sed "s/whole\.trace/T/" w.$v >w &&
+		test -s r && cmp r w || return 1
+	done &&
+	grep -q ";main;phase_middle" r.folded &&
+	"$MEMSIGHT" faults recent.trace >/dev/null 2>all.err && ! grep "not read" all.err
+'
+
 test_expect_success 'info says what the window is and what was overwritten before it' '
 	"$MEMSIGHT" info ring.trace >info &&
 	cat info &&

@@ -572,9 +572,10 @@ const char *cmd_window(struct session *s, char *buf, size_t len)
 		if (!s->r.ring.segments)
 			snprintf(buf, len, "a ring whose segments have not begun");
 		else
-			snprintf(buf, len, "a ring of %u segments of %s; %s (%llu records) overwritten before its window",
+			snprintf(buf, len, "a ring of %u segments of %s; %s (%llu records) overwritten before its window%s",
 				 s->r.ring.nr_segments, fmt_bytes(s->r.ring.segment_size, when, sizeof(when)), sz,
-				 (unsigned long long)records);
+				 (unsigned long long)records,
+				 s->r.ring.passed ? "; its segments older than --last were not read" : "");
 	} else if (s->r.file_flags & TRACE_FILE_WINDOW) {
 		snprintf(buf, len, "the window of a ring; %s (%llu records) had been overwritten before it", sz,
 			 (unsigned long long)records);

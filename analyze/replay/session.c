@@ -562,7 +562,8 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 		return session_fail(err, errlen, "out of memory");
 	tep_set_file_bigendian(s->tep, TEP_LITTLE_ENDIAN);
 	tep_set_local_bigendian(s->tep, tep_is_local_bigendian(s->tep) ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-	if (trace_reader_open(&s->r, path, err, errlen))
+	/* --last: of a ring, only the segments that can hold the window. */
+	if (trace_reader_open_recent(&s->r, path, s->o.time_last, err, errlen))
 		return -1;
 	if (trace_read(&s->r, &h, &o, err, errlen))
 		return -1;
