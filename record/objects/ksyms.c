@@ -206,6 +206,24 @@ static int core_cache_name(char *out, size_t len)
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+/* Whether kallsyms shows this reader the symbols' addresses now: with
+ * kernel.kptr_restrict set against it, every address reads 0, and what the
+ * cache kept from before is not to be shown either. Its first line alone
+ * is made, not the whole file. */
+static int addresses_shown(void)
+{
+	char line[64];
+	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd < 0 ? -1 : read(fd, line, sizeof(line) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return 0;
+	line[r] = 0;
+	return strtoull(line, NULL, 16) != 0;
+}
+
 /* The boot's entry, mapped; 0 when it is there and whole. */
 static int core_load(struct ksyms_table *t)
 {
@@ -215,7 +233,7 @@ static int core_load(struct ksyms_table *t)
 	void *m;
 	int fd;
 
-	if (core_cache_name(name, sizeof(name)))
+	if (core_cache_name(name, sizeof(name)) || !addresses_shown())
 		return -1;
 	/* Only a regular file is an entry: never blocked on a FIFO. */
 	fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
