@@ -432,22 +432,16 @@ int ksyms_extract(const struct ksyms_set *s, struct ksyms_table *t, char **text,
 	table_join(t);
 	if (!s->nr)
 		return 0;
-	if (t->core && !t->text) {
-		int r;
-
-		if (!(ips = malloc(s->nr * sizeof(*ips))))
-			return -ENOMEM;
-		for (size_t i = 0; i < s->alloc; i++)
-			if (s->slots[i])
-				ips[ni++] = s->slots[i];
-		if (ni > 1)
-			qsort(ips, ni, sizeof(*ips), u64_cmp);
-		r = core_extract(t, ips, ni, text, len);
+	if (!(ips = malloc(s->nr * sizeof(*ips))))
+		return -ENOMEM;
+	for (size_t i = 0; i < s->alloc; i++)
+		if (s->slots[i])
+			ips[ni++] = s->slots[i];
+	if (ni > 1)
+		qsort(ips, ni, sizeof(*ips), u64_cmp);
+	if (t->core && !t->text && !core_extract(t, ips, ni, text, len)) {
 		free(ips);
-		ips = NULL;
-		ni = 0;
-		if (!r)
-			return 0;
+		return 0;
 	}
 	/* A module loaded or unloaded since the read moved symbols (a
 	 * kernel without modules has no /proc/modules at all). */
@@ -457,16 +451,10 @@ int ksyms_extract(const struct ksyms_set *s, struct ksyms_table *t, char **text,
 		table_load(t);
 	}
 	free(mods);
-	if (t->err || !t->text)
+	if (t->err || !t->text) {
+		free(ips);
 		return t->err ? t->err : -ENOENT;
-	ips = malloc(s->nr * sizeof(*ips));
-	if (!ips)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->alloc; i++)
-		if (s->slots[i])
-			ips[ni++] = s->slots[i];
-	if (ni > 1)
-		qsort(ips, ni, sizeof(*ips), u64_cmp);
+	}
 	/* Both lists are sorted: walk them together. */
 	for (size_t i = 0, k = 0; i < ni; i++) {
 		while (k + 1 < t->nr && t->lines[k + 1].addr <= ips[i])

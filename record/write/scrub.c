@@ -464,37 +464,37 @@ static struct em_gen *sample_proc(struct scrub *s, const unsigned char *src, siz
 	return p;
 }
 
-void scrub_keep_regs(uint64_t st, uint64_t regs_mask, uint64_t keep, const unsigned char *src, size_t size,
-		     unsigned char *dst)
+/* The user registers of which in the sample at to set from the same
+ * places in from (a sample of size bytes, the one to was copied from),
+ * or zeroed where from is NULL (to is then the sample, of size bytes). */
+static void regs_set(uint64_t st, uint64_t regs_mask, uint64_t which, const unsigned char *from, unsigned char *to,
+		     size_t size)
 {
 	struct sample_at a;
 	size_t k = 0;
 
-	if (sample_parse(st, regs_mask, src, size, &a, 0) || a.abi == PERF_SAMPLE_REGS_ABI_NONE)
+	if (sample_parse(st, regs_mask, from ? from : to, size, &a, 1) || a.abi == PERF_SAMPLE_REGS_ABI_NONE)
 		return;
 	for (int r = 0; r < 64; r++) {
 		if (!(regs_mask >> r & 1))
 			continue;
-		if (keep >> r & 1)
-			memcpy(dst + a.regs + 8 * k, src + a.regs + 8 * k, 8);
+		if ((which >> r & 1) && from)
+			memcpy(to + a.regs + 8 * k, from + a.regs + 8 * k, 8);
+		else if (which >> r & 1)
+			memset(to + a.regs + 8 * k, 0, 8);
 		k++;
 	}
 }
 
+void scrub_keep_regs(uint64_t st, uint64_t regs_mask, uint64_t keep, const unsigned char *src, size_t size,
+		     unsigned char *dst)
+{
+	regs_set(st, regs_mask, keep, src, dst, size);
+}
+
 void scrub_clear_regs(uint64_t st, uint64_t regs_mask, uint64_t clear, unsigned char *rec, size_t size)
 {
-	struct sample_at a;
-	size_t k = 0;
-
-	if (sample_parse(st, regs_mask, rec, size, &a, 1) || a.abi == PERF_SAMPLE_REGS_ABI_NONE)
-		return;
-	for (int r = 0; r < 64; r++) {
-		if (!(regs_mask >> r & 1))
-			continue;
-		if (clear >> r & 1)
-			memset(rec + a.regs + 8 * k, 0, 8);
-		k++;
-	}
+	regs_set(st, regs_mask, clear, NULL, rec, size);
 }
 
 size_t scrub_repack(struct scrub *s, uint64_t st, uint64_t regs_mask, const unsigned char *src, size_t size,
