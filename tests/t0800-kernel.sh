@@ -337,6 +337,18 @@ test_expect_success 'kernel symbols: none from the cache while kallsyms hides th
 	! "$MEMSIGHT" events ks4.trace | grep "+0x[0-9a-f]* (\[kernel.kallsyms\])"
 '
 
+# A FIFO is replaced by the entry made from kallsyms; a directory is left
+# as it is, and the recording reads kallsyms.
+test_expect_success 'kernel symbols: a FIFO or a directory where the boot'"'"'s entry goes is no entry, and waits for nothing' '
+	rm -f "$entry" && mkfifo "$entry" &&
+	timeout 30 "$MEMSIGHT" record -q -o ks5.trace -- cat /etc/hostname >/dev/null &&
+	test -f "$entry" && kernel_frames_true ks5.trace &&
+	rm -f "$entry" && mkdir "$entry" &&
+	timeout 30 "$MEMSIGHT" record -q -o ks6.trace -- cat /etc/hostname >/dev/null &&
+	test -d "$entry" && kernel_frames_true ks6.trace &&
+	rmdir "$entry"
+'
+
 test_expect_success 'analyzer views on a trace without their events: one line each' '
 	for v in mmaps brk reclaim compaction oom rss faults shm; do
 		t=shm.trace && [ $v = shm ] && t=ft.trace
