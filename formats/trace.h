@@ -276,6 +276,8 @@ struct trace_chunk {
 	uint64_t time;
 	uint32_t crc_seed;	/* 0, or the ring segment's (FORMAT.md) */
 	uint32_t segment;	/* 0 in a linear file and a ring's head, else 1.. in window order */
+	const unsigned char *held; /* a live ring's restating chunk: its header and payload, copied
+				    * and checked at the scan (the reader's), NULL when read in place */
 };
 
 struct trace_reader {
@@ -297,6 +299,8 @@ struct trace_reader {
 	uint64_t recent;	    /* trace_reader_open_recent's window, 0 for all */
 	unsigned replays;	    /* trace_read calls that read records */
 	uint64_t data_read;	    /* DATA chunks they were handed, all together */
+	unsigned char **held;	    /* the copies chunks' held points at */
+	size_t nr_held;
 };
 
 /* Open and validate a trace. Returns 0 when the header is good (a bad tail

@@ -67,6 +67,11 @@ uint32_t trace_chunk_crc_known(uint32_t seed, const unsigned char *hdr, uint32_t
 uint32_t trace_segment_seed(uint64_t seq);
 /* Formats into err (when given) and returns -1. */
 int trace_error_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Chunk i's payload as stored, at *src: in place, or for a live ring's
+ * chunk a copy checked again, in *copy (the caller frees it). Returns 0,
+ * -1 with a reason, or TRACE_CHUNK_GONE when its recorder overwrote it. */
+int trace_chunk_stored(const struct trace_reader *r, size_t i, const unsigned char **src, unsigned char **copy,
+		       char *err, size_t errlen);
 /* Decompresses chunk i with the zstd context *dctx, made on first use. */
 long trace_chunk_decode(const struct trace_reader *r, void **dctx, size_t i, unsigned char **buf,
 			size_t *alloc, char *err, size_t errlen);

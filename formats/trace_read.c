@@ -80,7 +80,7 @@ static void *crc_run(void *arg)
 		const struct trace_chunk *c = &j->r->chunks[i];
 		const unsigned char *h = j->r->base + c->offset;
 
-		j->bad[i] = trace_chunk_crc(c->crc_seed, h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
+		j->bad[i] = !c->held && trace_chunk_crc(c->crc_seed, h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
 		/* A ring's segments come in window order, not file order. */
 		if (c->offset < dropped) {
 			dropped = c->offset;
@@ -138,7 +138,7 @@ static uint64_t reader_walk(struct trace_reader *r, uint64_t off, uint64_t end, 
 	uint64_t dropped = off;
 
 	for (;;) {
-		struct trace_chunk c;
+		struct trace_chunk c = { .held = NULL };
 		const unsigned char *h = b + off;
 
 		if (off == end) {
@@ -216,6 +216,58 @@ static int seg_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Chunk c's header and payload copied out of the file, or NULL: *gone
+ * says whether because the copy fails its checks (a ring's recorder
+ * overwrote the chunk since the walk read its header) or for memory. */
+static unsigned char *chunk_copy(const struct trace_reader *r, const struct trace_chunk *c, int *gone)
+{
+	size_t len = TRACE_CHUNK_HEADER_SIZE + (size_t)c->payload_len;
+	unsigned char *copy = malloc(len);
+
+	*gone = 0;
+	if (!copy)
+		return NULL;
+	memcpy(copy, r->base + c->offset, len);
+	if (get32(copy) != TRACE_CHUNK_MAGIC || get32(copy + 12) != c->payload_len ||
+	    trace_chunk_crc(c->crc_seed, copy, copy + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc) {
+		free(copy);
+		*gone = 1;
+		return NULL;
+	}
+	return copy;
+}
+
+/* The window's oldest segment, its chunks from index from on: the chunks
+ * that restate the processes at its start (those before its first DATA)
+ * are copied and checked now. In a ring still being written they are the
+ * next the recorder overwrites, and a view read without them names no
+ * stack; read in place later, they could be gone. Returns 1 when they are
+ * held, 0 when one is bad or the segment has no chunk (it is being
+ * overwritten), -1 when out of memory. */
+static int reader_hold(struct trace_reader *r, size_t from)
+{
+	size_t n = r->nr_held, i;
+	int gone = 0;
+
+	for (i = from; i < r->nr_chunks && r->chunks[i].type != TRACE_CHUNK_DATA; i++) {
+		unsigned char *copy, **p = realloc(r->held, (r->nr_held + 1) * sizeof(*p));
+
+		if (!p)
+			return -1;
+		r->held = p;
+		if (!(copy = chunk_copy(r, &r->chunks[i], &gone)))
+			break;
+		r->held[r->nr_held++] = copy;
+		r->chunks[i].held = copy;
+	}
+	if (gone || i == from) {
+		while (r->nr_held > n)
+			free(r->held[--r->nr_held]);
+		return 0;
+	}
+	return i < r->nr_chunks && r->chunks[i].type != TRACE_CHUNK_DATA ? -1 : 1;
+}
+
 /* A ring: the head, then each segment that starts with a good SEGMENT
  * chunk, oldest first, as long as its sequence number says it belongs
  * to the last pass over the ring. */
@@ -256,14 +308,15 @@ static int reader_walk_ring(struct trace_reader *r, uint64_t hsize, size_t *allo
 		found[nf++] = (struct seg_found){ off, get64(h), get64(h + 8), get64(h + 16), get64(h + 24) };
 	}
 	qsort(found, nf, sizeof(*found), seg_cmp);
-	for (size_t i = 0; i < nf; i++) {
+	for (size_t i = 0, firsts = 0; i < nf; i++) {
 		uint64_t off = found[i].offset, end = off + seg > r->size ? r->size : off + seg;
+		size_t before = r->nr_chunks;
 
 		/* Only the last pass: a segment the writer has since gone past
 		 * twice cannot be part of the window. */
 		if (found[i].seq + nr <= found[nf - 1].seq || (i && found[i].seq == found[i - 1].seq))
 			continue;
-		if (!ri->segments && !ri->passed) {
+		if (!firsts++) {
 			ri->first_seq = found[i].seq;
 			ri->first_time = found[i].time;
 			ri->overwritten_bytes = found[i].bytes_before;
@@ -283,6 +336,21 @@ static int reader_walk_ring(struct trace_reader *r, uint64_t hsize, size_t *allo
 				 trace_segment_seed(found[i].seq), ri->segments, 1, alloc)) {
 			free(found);
 			return trace_error_set(err, errlen, "out of memory");
+		}
+		if (ri->segments != 1)
+			continue;
+		int held = reader_hold(r, before);
+
+		if (held < 0) {
+			free(found);
+			return trace_error_set(err, errlen, "out of memory");
+		}
+		/* Its recorder has begun to overwrite it: the next segment
+		 * restates the processes instead, and the window starts there. */
+		if (!held && i + 1 < nf) {
+			r->nr_chunks = before;
+			ri->segments--;
+			firsts = 0;
 		}
 	}
 	free(found);
@@ -481,6 +549,9 @@ void trace_reader_release(struct trace_reader *r)
 {
 	if (r->mapped && r->base)
 		munmap((void *)r->base, r->size);
+	for (size_t i = 0; i < r->nr_held; i++)
+		free(r->held[i]);
+	free(r->held);
 	free(r->chunks);
 	ZSTD_freeDCtx(r->dctx);
 	memset(r, 0, sizeof(*r));
@@ -491,32 +562,40 @@ void trace_reader_release(struct trace_reader *r)
 static long chunk_decode(const struct trace_chunk *c, const unsigned char *src, void **dctx, size_t i,
 			 unsigned char **buf, size_t *alloc, char *err, size_t errlen);
 
+int trace_chunk_stored(const struct trace_reader *r, size_t i, const unsigned char **src, unsigned char **copy,
+		       char *err, size_t errlen)
+{
+	const struct trace_chunk *c = &r->chunks[i];
+	int gone;
+
+	*copy = NULL;
+	*src = (c->held ? c->held : r->base + c->offset) + TRACE_CHUNK_HEADER_SIZE;
+	if (c->held || !r->live || !c->segment)
+		return 0;
+	/* A ring its recorder still writes: the chunk may have been
+	 * overwritten since the scan checked it. Its bytes are copied and
+	 * checked again, and used from the copy, which nothing rewrites. */
+	if (!(*copy = chunk_copy(r, c, &gone))) {
+		if (!gone)
+			return trace_error_set(err, errlen, "out of memory");
+		trace_error_set(err, errlen, "chunk %zu at byte %llu was overwritten by its recorder while it was read", i,
+				(unsigned long long)c->offset);
+		return TRACE_CHUNK_GONE;
+	}
+	*src = *copy + TRACE_CHUNK_HEADER_SIZE;
+	return 0;
+}
+
 long trace_chunk_decode(const struct trace_reader *r, void **dctx, size_t i, unsigned char **buf,
 			 size_t *alloc, char *err, size_t errlen)
 {
-	const struct trace_chunk *c = &r->chunks[i];
-	const unsigned char *src = r->base + c->offset + TRACE_CHUNK_HEADER_SIZE;
-	unsigned char *copy = NULL;
-	long n;
+	const unsigned char *src;
+	unsigned char *copy;
+	long n = trace_chunk_stored(r, i, &src, &copy, err, errlen);
 
-	/* A ring its recorder still writes: the chunk may have been
-	 * overwritten since the scan checked it. Its bytes are copied and
-	 * checked again, and decoded from the copy, which nothing rewrites. */
-	if (r->live && c->segment) {
-		copy = malloc(TRACE_CHUNK_HEADER_SIZE + (size_t)c->payload_len);
-		if (!copy)
-			return trace_error_set(err, errlen, "out of memory");
-		memcpy(copy, r->base + c->offset, TRACE_CHUNK_HEADER_SIZE + (size_t)c->payload_len);
-		if (get32(copy) != TRACE_CHUNK_MAGIC || get32(copy + 12) != c->payload_len ||
-		    trace_chunk_crc(c->crc_seed, copy, copy + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc) {
-			free(copy);
-			trace_error_set(err, errlen, "chunk %zu at byte %llu was overwritten by its recorder while it was read",
-					i, (unsigned long long)c->offset);
-			return TRACE_CHUNK_GONE;
-		}
-		src = copy + TRACE_CHUNK_HEADER_SIZE;
-	}
-	n = chunk_decode(c, src, dctx, i, buf, alloc, err, errlen);
+	if (n)
+		return n;
+	n = chunk_decode(&r->chunks[i], src, dctx, i, buf, alloc, err, errlen);
 	free(copy);
 	return n;
 }
@@ -647,7 +726,7 @@ static int dec_open(const struct trace_reader *r, size_t i, uint64_t skip, size_
 
 	memset(d, 0, sizeof(*d));
 	d->c = c;
-	d->in = (ZSTD_inBuffer){ r->base + c->offset + TRACE_CHUNK_HEADER_SIZE, c->payload_len, 0 };
+	d->in = (ZSTD_inBuffer){ (c->held ? c->held : r->base + c->offset) + TRACE_CHUNK_HEADER_SIZE, c->payload_len, 0 };
 	if (skip > c->raw_len || len > c->raw_len - skip)
 		return trace_error_set(err, errlen, "chunk %zu: %zu bytes at %llu are past its %u", i, len,
 				    (unsigned long long)skip, c->raw_len);

@@ -47,6 +47,27 @@ test_expect_success 'stacks are named though the process mapped its objects befo
 	! grep -q "phase_first" f
 '
 
+# The window's oldest segment restates the processes at its start, and
+# is the next its recorder overwrites: a reader that finds that STATE
+# chunk bad (here one byte changed; live, overwritten while it reads)
+# starts the window at the next segment, whose STATE names the stacks,
+# where a reader that kept the segment named none. Read as it is and while
+# a recorder holds the file (a live ring, its restating chunks copied).
+test_expect_success 'the oldest segment'"'"'s restated processes overwritten: the window starts at the next segment, named' '
+	"$MEMSIGHT" info --dump ring.trace >dump &&
+	off=$(awk "\$3 == \"DATA\" { exit } \$3 == \"META\" && \$5 == \"process\" { o = \$2 } END { print o }" dump) &&
+	test -n "$off" && echo "oldest segment'"'"'s STATE at $off" &&
+	cp ring.trace state.trace &&
+	printf X | dd of=state.trace bs=1 seek=$((off + 40)) conv=notrunc 2>/dev/null &&
+	! cmp -s ring.trace state.trace &&
+	"$MEMSIGHT" folded -e faults state.trace >f 2>err &&
+	flock -x state.trace "$MEMSIGHT" folded -e faults state.trace >live.f 2>live.err &&
+	cat err live.err && grep "is still being recorded" live.err &&
+	! grep "outside every mapping" err live.err &&
+	test "$(under phase_last state.trace)" = 64 &&
+	grep -q "^phases;_start;.*;main;phase_last[; ]" f && cmp f live.f
+'
+
 # cpu_hop execs pinned to CPU 1, maps libz on another CPU, comes back to
 # CPU 1 and faults there under libz: CPU 1's buffer fills first, and the
 # other's, which holds libz's mapping, goes before it into the file. Taken
