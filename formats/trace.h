@@ -220,6 +220,11 @@ int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, si
  * systems with fallocate). Once the reserve cannot be kept the writer is
  * full: the caller stops adding DATA and closes the trace. */
 void trace_writer_reserve(struct trace_writer *w, size_t bytes);
+/* Whether bytes more of chunks can be written before the reserve: 0 once
+ * they and the reserve after them are allocated (or nothing is kept in
+ * reserve), -ENOSPC when the disk cannot hold them (the writer is not
+ * full for it: smaller chunks may still fit), or the writer's error. */
+int trace_writer_room(struct trace_writer *w, uint64_t bytes);
 /* Whether the writer is full or failed; safe from any thread. */
 int trace_writer_full(const struct trace_writer *w);
 /* A META payload as the writer would store it: *out is the stored bytes

@@ -409,6 +409,18 @@ int trace_writer_add(struct trace_writer *w, enum trace_chunk_type type, uint32_
 	return writer_added(w, type, time, nr);
 }
 
+int trace_writer_room(struct trace_writer *w, uint64_t bytes)
+{
+	if (w->err)
+		return w->err;
+	if (w->fd < 0 || !w->reserve || w->full || w->ring_start)
+		return 0;
+	if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(bytes + w->reserve)) &&
+	    (errno == ENOSPC || errno == EDQUOT))
+		return -ENOSPC;
+	return 0;
+}
+
 void trace_writer_reserve(struct trace_writer *w, size_t bytes)
 {
 	w->reserve = bytes;

@@ -356,6 +356,7 @@ static int run(struct recorder *rc, const sigset_t *mask)
 		if (rc->late.nr_pend || rc->late.lines_len)
 			rec_late_probes(rc);
 		flight_objects(rc);
+		rec_objects_early(rc);
 		/* --cgroup, by the recorder: processes moved into the cgroup
 		 * since are kept from now on. */
 		if (rc->cg.by_recorder && rec_now_ns(CLOCK_MONOTONIC) - cg_read > 1000000000ull) {
@@ -455,6 +456,7 @@ static void cleanup(struct recorder *rc)
 	lateprobe_release(&rc->late);
 	jitmaps_release(&rc->jm);
 	objset_release(&rc->objs);
+	embed_list_release(&rc->objects_later);
 	for (size_t i = 0; i < rc->nr_nobid; i++)
 		free(rc->nobid[i].name);
 	free(rc->nobid);

@@ -187,6 +187,8 @@ struct recorder {
 	struct ksyms_set ksyms;
 	struct ksyms_table kallsyms;
 	struct embed_set embed;
+	struct embed_list objects_later; /* a linear trace's objects packed at the end (compression thread) */
+	uint32_t objects_listed; /* em.nr_touched when objects were last carried while recording */
 	struct objset objs;	/* the files processes run code from (drain loop) */
 	struct execmap em;	/* where each process's code lies (drain loop) */
 	struct jitmaps jm;	/* the runtimes' perf maps and jitdumps (drain loop) */
@@ -293,6 +295,9 @@ void allocstream_close(struct recorder *rc);
 /* write/tracemeta.c */
 int rec_meta_start(struct recorder *rc);
 void rec_meta_end(struct recorder *rc);
+/* A linear trace's objects that stacks have touched since the last call,
+ * carried while the recording runs (drain loop). */
+void rec_objects_early(struct recorder *rc);
 /* A META chunk learned while recording that every reader needs, whatever
  * part of a ring it reads; an event's description (lasting: learned while
  * recording). */

@@ -184,6 +184,25 @@ test_expect_success 'a running process (-p): the objects its stacks run in are e
 	grep ";start_thread;child;fibonacci;calloc [1-9][0-9]*$" live.folded
 '
 
+# Objects whose packed entries the cache holds are carried as stacks
+# first reach them, while the recording runs: a recorder killed with -9
+# leaves a trace that still carries them (the first run fills the cache).
+test_expect_success 'a recording killed with -9 still carries the objects its stacks had reached' '
+	"$MEMSIGHT" record -q -e malloc --sample-bytes 64K -o warm.trace -- "$SAMPLES/alloc_zoo" churn 10 >/dev/null &&
+	{ "$MEMSIGHT" record -q -e malloc --sample-bytes 64K -o killed.trace -- \
+		"$SAMPLES/alloc_zoo" churn 100000000 >/dev/null 2>&1 & } &&
+	rec=$! && end=$(($(date +%s) + 10)) &&
+	while [ "$(date +%s)" -lt $end ] && ! "$MEMSIGHT" info killed.trace 2>/dev/null |
+		grep -q "^  debug .* /usr/lib/debug/.build-id/.*\.debug$"; do sleep 0.1; done
+	zoo=$(pgrep -P $rec -x alloc_zoo); kill -9 $rec; kill $zoo; wait $rec
+	"$MEMSIGHT" info killed.trace >info.killed 2>/dev/null &&
+	cat info.killed &&
+	grep "^status: .*without a trailer" info.killed &&
+	grep "^  minimal .* $SAMPLES/alloc_zoo$" info.killed &&
+	grep "^  minimal .* /usr/lib/x86_64-linux-gnu/libc.so.6$" info.killed &&
+	"$MEMSIGHT" folded -e malloc killed.trace 2>/dev/null | grep -q "^alloc_zoo;_start;.*;main;churn;"
+'
+
 test_expect_success 'bad archive input: one line each' '
 	test_must_fail "$MEMSIGHT" archive --embed sometimes min.trace 2>err &&
 	test_one_line err && grep "unknown --embed mode .sometimes." err &&

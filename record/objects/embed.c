@@ -451,6 +451,81 @@ void embed_list_release(struct embed_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* The size of the cache's entry for what packing would make of path; 0
+ * when it has none. */
+static uint64_t embed_cached(const char *path, enum embed_mode mode, const unsigned char *bid, int bl,
+			     enum trace_codec codec)
+{
+	char name[PATH_MAX];
+	struct stat st;
+
+	return !embed_cache_name(path, mode, bid, bl, codec, name, sizeof(name)) && !stat(name, &st) &&
+		       S_ISREG(st.st_mode) && st.st_size > 0
+		       ? (uint64_t)st.st_size
+		       : 0;
+}
+
+/* Whether carrying it means packing nothing: its entries, the object's
+ * and its debug information's, are in the cache (or it has none). Adds
+ * their sizes to *bytes. */
+static int item_ready(const struct embed_set *e, const struct embed_item *it, enum trace_codec codec, uint64_t *bytes)
+{
+	char dpath[PATH_MAX];
+	int dfd = -1, src;
+	uint64_t obj, dbg = 1;
+
+	if (e->mode == EMBED_NONE || it->why != OBJSET_OK || it->vdso)
+		return 1;
+	if (!(obj = embed_cached(it->path, e->mode, it->bid, it->bid_len, codec)))
+		return 0;
+	src = debug_source(it->fd, it->bid, it->bid_len, &dfd, dpath, sizeof(dpath));
+	if (src == 2)
+		dbg = embed_cached(dpath, EMBED_DEBUG, it->bid, it->bid_len, codec);
+	else if (src == 1 && e->mode == EMBED_MINIMAL)
+		dbg = embed_cached(it->path, EMBED_DEBUG, it->bid, it->bid_len, codec);
+	if (dfd >= 0)
+		close(dfd);
+	if (dbg)
+		*bytes += obj + dbg;
+	return dbg > 0;
+}
+
+/* Move l's item i to the end of rest; 0, or -1 (it stays) when out of memory. */
+static int item_move(struct embed_list *l, size_t i, struct embed_list *rest)
+{
+	struct embed_item *it = &l->items[i];
+
+	if (item_add(rest, it->fd, it->bid, it->bid_len, it->path, it->vdso, it->why))
+		return -1;
+	/* rest has the fd now, and a copy of the path. */
+	free(it->path);
+	return 0;
+}
+
+uint64_t embed_list_split_ready(const struct embed_set *e, struct embed_list *l, enum trace_codec codec,
+				struct embed_list *rest)
+{
+	size_t kept = 0;
+	uint64_t bytes = 0;
+
+	elf_version(EV_CURRENT);
+	for (size_t i = 0; i < l->nr; i++)
+		if (item_ready(e, &l->items[i], codec, &bytes) || item_move(l, i, rest))
+			l->items[kept++] = l->items[i];
+	l->nr = kept;
+	return bytes;
+}
+
+void embed_list_move(struct embed_list *l, struct embed_list *rest)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < l->nr; i++)
+		if (item_move(l, i, rest))
+			l->items[kept++] = l->items[i];
+	l->nr = kept;
+}
+
 /* The word for an object's state in the `objects` entry (FORMAT.md). */
 static const char *why_word(enum objset_why why)
 {

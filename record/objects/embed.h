@@ -81,6 +81,14 @@ void embed_list_release(struct embed_list *l);
  * its bound, then the `objects` entry that says what was carried. Counts
  * into e. */
 void embed_list_write(struct embed_set *e, const struct embed_list *l, struct trace_writer *w);
+/* Move to rest the items of l whose carrying needs packing (an entry of
+ * theirs is not in the cache yet, for codec): what is left is carried in
+ * a few milliseconds, as copies. Returns the bytes of their cached
+ * entries. */
+uint64_t embed_list_split_ready(const struct embed_set *e, struct embed_list *l, enum trace_codec codec,
+				struct embed_list *rest);
+/* Move every item of l to rest. */
+void embed_list_move(struct embed_list *l, struct embed_list *rest);
 
 /* What embed_archive put into the trace. */
 struct embed_archived {

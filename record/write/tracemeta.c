@@ -241,6 +241,52 @@ static int jit_meta_add(void *arg, const void *payload, size_t len)
 	return 0;
 }
 
+/* Compression thread: objects stacks have touched since the last batch.
+ * Those whose packed entries the cache holds are carried now, a copy
+ * each, so that the recording's end need not wait for them; those that
+ * need packing, which can take a tenth of a second, wait for the end,
+ * where nothing else waits for this thread. */
+static void objects_early_write(void *arg, void *data)
+{
+	struct recorder *rc = arg;
+	struct embed_list *l = data;
+
+	if (!trace_writer_full(&rc->w)) {
+		uint64_t bytes = embed_list_split_ready(&rc->embed, l, rc->w.codec, &rc->objects_later);
+
+		/* Their room is taken first, with the reserve that closes the
+		 * trace after it, as for records: on a disk too full for them
+		 * they wait for the end, which carries objects only if there
+		 * is room. The slack is for the entries not from the cache
+		 * (the vDSO, the list). */
+		if (trace_writer_room(&rc->w, bytes + (64u << 10)))
+			embed_list_move(l, &rc->objects_later);
+		else
+			embed_list_write(&rc->embed, l, &rc->w);
+	}
+	embed_list_release(l);
+}
+
+void rec_objects_early(struct recorder *rc)
+{
+	struct embed_list *l;
+
+	if (rc->fl.ring_size || rc->em.nr_touched == rc->objects_listed)
+		return;
+	rc->objects_listed = rc->em.nr_touched;
+	l = calloc(1, sizeof(*l));
+	if (!l || embed_list_touched(l, &rc->objs, &rc->em, 1)) {
+		if (l)
+			embed_list_release(l);
+		free(l);
+		return;
+	}
+	if (l->nr)
+		writeq_push_call(&rc->q, objects_early_write, rc, l);
+	else
+		free(l);
+}
+
 void rec_meta_end(struct recorder *rc)
 {
 	char *text = NULL, line[PATH_MAX + 64];
@@ -251,9 +297,10 @@ void rec_meta_end(struct recorder *rc)
 	 * where they would push out the window: its snapshots and memsight
 	 * archive carry them. */
 	if (!trace_writer_full(&rc->w) && !rc->fl.ring_size) {
-		struct embed_list l = { 0 };
+		struct embed_list l = rc->objects_later;
 
-		if (!embed_list_touched(&l, &rc->objs, &rc->em, 0))
+		memset(&rc->objects_later, 0, sizeof(rc->objects_later));
+		if (!embed_list_touched(&l, &rc->objs, &rc->em, 1))
 			embed_list_write(&rc->embed, &l, &rc->w);
 		embed_list_release(&l);
 	}
