@@ -367,24 +367,20 @@ bench-deps:
 # The sanitized build and the fuzz targets are built here too: the tests
 # run the analyzer's and the flame graph's tests on the one and each
 # target's corpus, and a short run, on the others.
-# The tests that record only their own programs run two at a time, the
-# slowest first so that none starts last; then, one at a time, those that
-# record the whole system and read what another test would disturb (which
-# allocators are mapped, who crashes, the uprobes defined).
+# The tests run two at a time, the slowest first so that none starts
+# last. A case that records the whole system, or reads or changes what
+# every recording sees, runs with no other case beside it
+# (test_expect_alone: tests/test-lib.sh).
 ALL_TESTS := $(sort $(wildcard tests/t[0-9]*.sh))
-SLOW_TESTS := tests/t0911-sanitized-analyzer.sh tests/t0780-html.sh tests/t0920-fuzz.sh tests/t0790-jit.sh \
-	tests/t0621-leaks-trust-uprobes.sh tests/t0640-leak-check-valgrind.sh
-ALONE_TESTS := tests/t0910-sanitized.sh tests/t0420-record-hardening.sh tests/t0440-untrusted-users.sh tests/t0620-leaks-trust.sh \
-	tests/t0630-allocators.sh tests/t0650-errors.sh tests/t0705-joined-stacks.sh tests/t0725-production-box.sh \
-	tests/t0745-views.sh tests/t0750-flight.sh tests/t0770-sampled.sh tests/t0800-kernel.sh
+SLOW_TESTS := tests/t0910-sanitized.sh tests/t0621-leaks-trust-uprobes.sh tests/t0911-sanitized-analyzer.sh \
+	tests/t0640-leak-check-valgrind.sh tests/t0780-html.sh tests/t0920-fuzz.sh tests/t0790-jit.sh
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 
 check: test-deps
 	$(MAKE) -j$(JOBS) all
 	$(MAKE) -j$(JOBS) SANITIZE=1 sanitized
 	$(MAKE) -j$(JOBS) fuzz-targets
-	prove -j2 -f $(SLOW_TESTS) $(filter-out $(SLOW_TESTS) $(ALONE_TESTS),$(ALL_TESTS))
-	prove -f $(ALONE_TESTS)
+	prove -j2 -f $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(ALL_TESTS))
 
 sanitized: $(PROGRAMS) $(SAMPLER) $(B)/test-tool $(B)/test-record
 

@@ -45,7 +45,7 @@ test_expect_success 'a temporary file a killed recorder left is removed by the n
 # written, leave the command alone.
 if mkdir small && mount -t tmpfs -o size=3m tmpfs small 2>/dev/null; then
 	head -c $((32 << 20)) /dev/urandom >in.bin
-	test_expect_success 'a full disk stops the recording at once; the trace is complete and counts what was not written' '
+	test_expect_alone 'a full disk stops the recording at once; the trace is complete and counts what was not written' '
 		{ "$MEMSIGHT" record -a -g dwarf -e faults --compression none -d 30 -o small/full.trace -- \
 			sh -c "for i in 1 2 3 4 5 6 7 8; do $S/xor_encoder in.bin >/dev/null; done; echo finished" \
 			>out 2>err; rc=$?; } &&
@@ -187,7 +187,7 @@ test_expect_success 'a program that swaps a FIFO or a link in at a mapped file'"
 # period, one at a time: a recorder that returned before that would leave
 # a process and uprobe definitions behind, and the next recording started
 # at once would wait on them.
-test_expect_success 'when record returns, its events are closed and its uprobes gone' '
+test_expect_alone 'when record returns, its events are closed and its uprobes gone' '
 	uprobes=/sys/kernel/tracing/uprobe_events &&
 	[ -r $uprobes ] || uprobes=/sys/kernel/debug/tracing/uprobe_events &&
 	for via in wrapper uprobes; do
@@ -199,7 +199,7 @@ test_expect_success 'when record returns, its events are closed and its uprobes 
 	done
 '
 
-test_expect_success 'a recorder killed with SIGKILL leaves no uprobe definitions behind' '
+test_expect_alone 'a recorder killed with SIGKILL leaves no uprobe definitions behind' '
 	uprobes=/sys/kernel/tracing/uprobe_events &&
 	[ -r $uprobes ] || uprobes=/sys/kernel/debug/tracing/uprobe_events &&
 	for via in wrapper uprobes; do

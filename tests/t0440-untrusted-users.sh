@@ -136,7 +136,7 @@ if recording_allowed; then
 	cp "$SAMPLES/mem_errors" pub/crasher && chmod 755 pub/crasher
 	CRASHES="for i in \$(seq 30); do $TRASH/pub/crasher null; sleep 0.05; done"
 
-	test_expect_success 'a crash loop of another user saves one snapshot; the rest are counted, not written' '
+	test_expect_alone 'a crash loop of another user saves one snapshot; the rest are counted, not written' '
 		mkdir fl && { "$MEMSIGHT" record -q -a --ring 16M -e faults,signals --trigger crash --trigger signal \
 			--after 0.2 --pidfile fl.pid -o fl/ring.trace & } &&
 		wait_for "test -s fl.pid" && kill -USR1 $(cat fl.pid) &&
@@ -148,7 +148,7 @@ if recording_allowed; then
 		grep "^snapshots:   2 saved, 0 failed, [1-9][0-9]* triggers held back" info
 	'
 
-	test_expect_success 'with no limits, pruning keeps the first snapshot of each cause' '
+	test_expect_alone 'with no limits, pruning keeps the first snapshot of each cause' '
 		mkdir fl2 && { "$MEMSIGHT" record -a --ring 16M -e faults,signals --trigger crash --trigger signal \
 			--after 0 --trigger-holdoff 0 --max-snapshots 2 --pidfile fl2.pid -o fl2/ring.trace 2>notes & } &&
 		wait_for "test -s fl2.pid" && kill -USR1 $(cat fl2.pid) &&
@@ -166,7 +166,7 @@ fi
 # reaches a terminal without a control byte: every text result and every
 # message, the recorder's note of a crash included.
 if recording_allowed; then
-	test_expect_success 'escapes in a symbol, a JIT name, a cgroup and a crashing process'"'"'s name never reach the terminal' '
+	test_expect_alone 'escapes in a symbol, a JIT name, a cgroup and a crashing process'"'"'s name never reach the terminal' '
 		ESC=$(printf "\033") &&
 		cat >esc.c <<-\EOF &&
 		#include <stdlib.h>
@@ -272,7 +272,7 @@ fi
 # memory cgroup) the recorder filters by pid itself.
 memcg_32mib memsight-reuse
 if recording_allowed && [ -n "$CG" ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
-	test_expect_success '--cgroup: a pid of the cgroup given to a process outside it after an exit is not recorded' '
+	test_expect_alone '--cgroup: a pid of the cgroup given to a process outside it after an exit is not recorded' '
 		cp "$SAMPLES/box_grow" outsider &&
 		{ "$MEMSIGHT" record -q -a --cgroup "$CG" -e faults -d 6 --pidfile cg.pid -o reuse.trace & } &&
 		i=0 && while [ ! -s cg.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done &&
@@ -295,7 +295,7 @@ fi
 # still carried. Root's process lingers: whose a process's files must be
 # is read while it lives, and a recorder busy copying may see it late.
 if recording_allowed; then
-	test_expect_success 'JIT maps are budgeted per user: one user'"'"'s big maps leave room for another'"'"'s' '
+	test_expect_alone 'JIT maps are budgeted per user: one user'"'"'s big maps leave room for another'"'"'s' '
 		cat >pub/bigmap.sh <<-\EOF &&
 		for i in 1 2 3; do
 			sh -c '"'"'yes "7f0000001000 10 nobodys_function" | head -c 31457280 >/tmp/perf-$$.map; echo $$ >>"$1"'"'"' big "$1"

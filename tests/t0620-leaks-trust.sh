@@ -119,7 +119,7 @@ test_expect_success 'report has a malloc section, with the exact peak of a heap 
 
 json() { perl -MJSON::PP -e 'local $/; open my $f, "<", $ARGV[0] or die; my $d = decode_json(<$f>); '"$2" "$1"; }
 
-test_expect_success '--leak-check: reachable, definitely and indirectly lost blocks, exactly' '
+test_expect_alone '--leak-check: reachable, definitely and indirectly lost blocks, exactly' '
 	"$MEMSIGHT" record -e malloc --leak-check -o reach.trace -- "$S/alloc_zoo" reach 30 >truth 2>err &&
 	cat truth err &&
 	grep "^memsight record: --leak-check scanned 1 process, pausing it [0-9.]* ms$" err &&
@@ -199,7 +199,7 @@ if [ -n "$JEMALLOC" ]; then
 	# The recordings before hand the closing of their uprobe events to a
 	# child, which the kernel lets finish before new uprobes open (tens of
 	# milliseconds an event): let it, or the 6 s may pass first.
-	test_expect_success '-O takes the soname of an allocator a running process maps' '
+	test_expect_alone '-O takes the soname of an allocator a running process maps' '
 		while pgrep -x memsight-record >/dev/null; do sleep 0.1; done
 		LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" wait 6 30 >truth &
 		pid=$! &&

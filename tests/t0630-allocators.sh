@@ -275,7 +275,7 @@ test_expect_success 'with -p, an allocator a child execs into is probed when map
 	test $(grep -c "^# NOTE: 1 allocator was probed only after a program mapped it, .*: $JE of loop_leak (pid [0-9]*), [0-9.]* ms after$" leaks) = 1
 '
 
-test_expect_success 'with -a, an allocator a program maps is probed on every CPU when it appears: exact from then on' '
+test_expect_alone 'with -a, an allocator a program maps is probed on every CPU when it appears: exact from then on' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
 	"$MEMSIGHT" record -a -e malloc -o all.trace -- \
 		sh -c "env LD_PRELOAD=$JE $S/loop_leak 100 0 300; env LD_PRELOAD=$JE $S/loop_leak 50" >truth 2>err &&

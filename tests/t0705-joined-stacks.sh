@@ -122,7 +122,7 @@ busy() {
 		(while [ -e busy.on ]; do cc -O2 -c -o busy$i.o "$TOP/samples/alloc_zoo.c" 2>/dev/null; done) &
 	done
 }
-test_expect_success 'system-wide beside a build: the same growth reaches main in 90% of its stacks' '
+test_expect_alone 'system-wide beside a build: the same growth reaches main in 90% of its stacks' '
 	touch busy.on && busy &&
 	"$MEMSIGHT" record -q -a -e faults -o box.trace -- "$N/deep_stack" uniform 400 >/dev/null 2>err;
 	rc=$?; rm -f busy.on; wait; cat err; test $rc = 0 &&
@@ -144,7 +144,7 @@ if command -v sqlite3 >/dev/null; then
 		"$MEMSIGHT" record -q -e faults -o sq.trace -- sqlite3 :memory: <q.sql >/dev/null &&
 		s=$(share sq.trace sqlite3 __libc_start_call_main) && echo "sqlite3: $s%" && test "$s" -ge 95
 	'
-	test_expect_success 'Debian'"'"'s sqlite3 system-wide beside a build: at least 95% reach __libc_start_call_main' '
+	test_expect_alone 'Debian'"'"'s sqlite3 system-wide beside a build: at least 95% reach __libc_start_call_main' '
 		touch busy.on && busy &&
 		"$MEMSIGHT" record -q -a -e faults -o sqbox.trace -- sqlite3 :memory: <q.sql >/dev/null 2>err;
 		rc=$?; rm -f busy.on; wait; cat err; test $rc = 0 &&

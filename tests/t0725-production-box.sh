@@ -6,6 +6,8 @@
 # private root holding its program at a path the host lacks), --cgroup,
 # and code that lies in no file (a memfd). Stacks must name the growth
 # function and main wherever the trace is analyzed.
+# Every case runs alone (tests/test-lib.sh): it records the whole system.
+TEST_ALONE=1
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 

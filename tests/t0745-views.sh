@@ -3,6 +3,8 @@
 # command, -e malloc, --sample-bytes, --leak-check, -a and a ring's
 # snapshot. Each prints a result, or says on its last line of stderr, about
 # that trace, why it has none; none crashes.
+# Every case runs alone (tests/test-lib.sh): it records the whole system.
+TEST_ALONE=1
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 

@@ -240,7 +240,7 @@ test_expect_success 'the RSS trigger fires once, when the process passes the siz
 
 memcg_32mib memsight-flight
 if [ -n "$CG" ]; then
-	test_expect_success 'an OOM kill in a 32 MiB cgroup, a system-wide ring: the snapshot holds the kill and the growth' '
+	test_expect_alone 'an OOM kill in a 32 MiB cgroup, a system-wide ring: the snapshot holds the kill and the growth' '
 		rm -f sys.*.trace &&
 		{ "$MEMSIGHT" record -a --ring 16M --trigger oom --after 0.5 -e oom,faults -o sys.trace 2>rec & } &&
 		rec=$! && sleep 1 &&

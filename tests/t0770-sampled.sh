@@ -144,7 +144,7 @@ test_expect_success '-p --sample-bytes on a process without the sampler: every c
 	grep "^2560 bytes in 40 allocations from stack" leaks
 '
 
-test_expect_success 'bad input: --sample-bytes without malloc, with -a, with -s; one clear line each' '
+test_expect_alone 'bad input: --sample-bytes without malloc, with -a, with -s; one clear line each' '
 	test_must_fail "$MEMSIGHT" record --sample-bytes 64K -e faults -o t.trace -- true 2>err &&
 	test_one_line err && grep "sample-bytes samples allocations: record them, with -e malloc" err &&
 	test_must_fail "$MEMSIGHT" record --sample-bytes 64K -e malloc -a -o t.trace 2>err &&

@@ -101,7 +101,7 @@ test_expect_success 'a filter naming no recorded event: one line, nothing record
 	test_one_line err && grep "names no recorded tracepoint" err
 '
 
-test_expect_success 'a sampled group (kmem/10): the period is kept and results say they are estimates' '
+test_expect_alone 'a sampled group (kmem/10): the period is kept and results say they are estimates' '
 	"$MEMSIGHT" record -q -e kmem/10 -o samp.trace -- "$S/pipe_hold" 50 >/dev/null &&
 	"$MEMSIGHT" leaks --kernel samp.trace >leaks &&
 	grep "(ESTIMATE)" leaks && grep "sampled recording (kmem/10)" leaks &&
@@ -113,7 +113,7 @@ test_expect_success 'a sampled group (kmem/10): the period is kept and results s
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null &&
 	[ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 ] && as_nobody "$MEMSIGHT" record -h >/dev/null 2>&1; then
-	test_expect_success 'system-wide without privilege: one line saying what is needed' '
+	test_expect_alone 'system-wide without privilege: one line saying what is needed' '
 		out=/tmp/memsight-nobody.$$ &&
 		test_must_fail as_nobody "$MEMSIGHT" record -a -e faults -d 0.1 -o $out.trace 2>err ;
 		rm -f $out.trace &&
@@ -122,7 +122,7 @@ if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null &&
 	'
 	# Per process, the kernel samples need 1: the advice says so, not -1.
 	[ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 1 ] &&
-	test_expect_success 'a process without privilege: the least perf_event_paranoid that works, or CAP_PERFMON' '
+	test_expect_alone 'a process without privilege: the least perf_event_paranoid that works, or CAP_PERFMON' '
 		out=/tmp/memsight-nobody.$$ &&
 		test_must_fail as_nobody "$MEMSIGHT" record -e faults -o $out.trace -- true 2>err ;
 		rm -f $out.trace &&
@@ -188,7 +188,7 @@ test_expect_success 'shm: every call with its arguments and result, as the sampl
 		die unless \$d->{trace} eq q{shm.trace} && @{\$d->{events}} == \$ENV{N} && \$ENV{N} > 0" <shm.json
 '
 
-test_expect_success 'pipes held open: kernel memory outstanding, by syscall path, N objects a site' '
+test_expect_alone 'pipes held open: kernel memory outstanding, by syscall path, N objects a site' '
 	"$MEMSIGHT" record -q -a -e kmem -d 1 -o held.trace -- "$S/pipe_hold" 50 3000 >/dev/null &&
 	pid=$("$MEMSIGHT" info held.trace | sed -n "s/^target: *system command //p") &&
 	"$MEMSIGHT" leaks --kernel --pid $pid --json -T 100000 held.trace >held.json &&
@@ -210,7 +210,7 @@ test_expect_success 'kmem flame graphs: the leaked weight is what leaks --kernel
 	test_must_fail "$MEMSIGHT" folded -e reclaim -w leaked held.trace 2>err && test_one_line err
 '
 
-test_expect_success 'pipes closed: what the pipes allocated is freed, and the pairing balances' '
+test_expect_alone 'pipes closed: what the pipes allocated is freed, and the pairing balances' '
 	"$MEMSIGHT" record -q -a -e kmem -o closed.trace -- "$S/pipe_hold" 50 0 300 >/dev/null &&
 	pid=$("$MEMSIGHT" info closed.trace | sed -n "s/^target: *system command //p") &&
 	"$MEMSIGHT" leaks --kernel --pid $pid --json --no-lines -T 100000 closed.trace >closed.json &&
@@ -312,7 +312,7 @@ kernel_frames_true() {
 }
 
 entry="$MEMSIGHT_CACHE_DIR/memsight-kallsyms-$(cat /proc/sys/kernel/random/boot_id).ksyms"
-test_expect_success 'kernel symbols: the boot'"'"'s cached core symbols name frames as kallsyms does' '
+test_expect_alone 'kernel symbols: the boot'"'"'s cached core symbols name frames as kallsyms does' '
 	rm -f "$entry" &&
 	"$MEMSIGHT" record -q -o ks1.trace -- cat /etc/hostname >/dev/null &&
 	test -s "$entry" && kernel_frames_true ks1.trace &&
@@ -328,7 +328,7 @@ test_expect_success 'kernel symbols: the boot'"'"'s cached core symbols name fra
 
 # kernel.kptr_restrict=2 hides the addresses from root too: what the cache
 # kept before is not shown either. One recording, the setting put back.
-test_expect_success 'kernel symbols: none from the cache while kallsyms hides the addresses' '
+test_expect_alone 'kernel symbols: none from the cache while kallsyms hides the addresses' '
 	test -s "$entry" && old=$(cat /proc/sys/kernel/kptr_restrict) &&
 	{ echo 2 >/proc/sys/kernel/kptr_restrict || { echo "# cannot set kptr_restrict: skipped"; return 0; }; } &&
 	"$MEMSIGHT" record -q -o ks4.trace -- cat /etc/hostname >/dev/null; rc=$? &&

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The recorder's hardening tests and the tests that record the whole
 # system, again on the AddressSanitizer and UndefinedBehaviorSanitizer build
-# (make SANITIZE=1, which make check builds), one at a time as their own
-# files run; t0911 runs the analyzer's, the trace format's and the flame
+# (make SANITIZE=1, which make check builds), their cases alone where
+# their own runs have them alone; t0911 runs the analyzer's, the trace format's and the flame
 # graph's beside the other tests. See test_sanitized in test-lib.sh.
 . "$(dirname "$0")/test-lib.sh"
 

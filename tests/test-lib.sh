@@ -3,6 +3,9 @@
 #   test_expect_success 'description' 'shell code'   one TAP test; the code runs in
 #                                                   a subshell, its output kept for
 #                                                   the failure report only
+#   test_expect_alone 'description' 'shell code'     the same, with no other test's
+#                             case running meanwhile (below); TEST_ALONE=1 makes
+#                             every case of the script so
 #   test_must_fail CMD...     CMD must exit non-zero, and not by a signal (a crash)
 #   test_cmp EXPECTED ACTUAL  files must be equal (a diff is shown when not)
 #   test_skip_unless_recording   skip the whole script when perf_event_open is refused
@@ -74,10 +77,32 @@ memcg_32mib() {
 test_count=0
 test_failed=0
 
-test_expect_success() {
+# make check runs the scripts two at a time. A case that records the whole
+# system (-a), or reads or changes what every recording sees (the uprobes
+# defined, kernel.kptr_restrict, kernel.perf_event_paranoid, the recorders
+# running), runs alone: it holds the tests' lock exclusively, every other
+# case holds it shared. The lock is one file for every script of a run
+# (MEMSIGHT_TEST_LOCK); fd 8 is a turnstile, so that a case waiting to run
+# alone keeps new cases from starting before it. The case's own commands
+# do not inherit either descriptor.
+MEMSIGHT_TEST_LOCK=${MEMSIGHT_TEST_LOCK:-${TMPDIR:-/tmp}/memsight-tests.lock}
+export MEMSIGHT_TEST_LOCK
+TEST_ALONE=${TEST_ALONE:-}
+exec 8>>"$MEMSIGHT_TEST_LOCK.turnstile" 9>>"$MEMSIGHT_TEST_LOCK" || exit 1
+
+# test_case LOCK 'description' 'shell code': LOCK is -s (shared), -x
+# (alone) or none (a case that runs whole scripts, whose cases lock).
+test_case() {
 	test_count=$((test_count + 1))
 	[ -z "${MEMSIGHT_TEST_TIMES:-}" ] || test_t0=$(date +%s.%N)
-	if (eval "$2") >"$TRASH/.log" 2>&1; then
+	if [ "$1" != none ]; then
+		flock -x 8 && flock "$1" 9 && flock -u 8
+	fi
+	(exec 8>&- 9>&-; eval "$3") >"$TRASH/.log" 2>&1
+	test_rc=$?
+	[ "$1" = none ] || flock -u 9
+	shift
+	if [ $test_rc = 0 ]; then
 		echo "ok $test_count - $1"
 		[ -z "${MEMSIGHT_TEST_TIMES:-}" ] || awk -v a="$test_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "# took %.1f s\n", b - a }'
 	else
@@ -89,6 +114,14 @@ test_expect_success() {
 		} >&2
 		test_failed=$((test_failed + 1))
 	fi
+}
+
+test_expect_success() {
+	if [ -n "$TEST_ALONE" ]; then test_case -x "$@"; else test_case -s "$@"; fi
+}
+
+test_expect_alone() {
+	test_case -x "$@"
 }
 
 test_must_fail() {
@@ -134,7 +167,7 @@ test_sanitized() {
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99
 	export ASAN_OPTIONS UBSAN_OPTIONS
 	for t in "$@"; do
-		test_expect_success "$t passes on the sanitized build" "
+		test_case none "$t passes on the sanitized build" "
 			MEMSIGHT_BUILD='$san' MEMSIGHT_TEST_BROWSER=no sh '$TOP/tests/$t.sh' >out 2>err;
 			rc=\$?;
 			cat out err;
@@ -153,8 +186,12 @@ skip_all() {
 # Can this machine record (perf_event_open allowed)? The reason it cannot
 # is left in $TRASH/.probe.err.
 recording_allowed() {
-	"$BUILD/memsight-record" -q -e faults -o "$TRASH/.probe.trace" -- true 2>"$TRASH/.probe.err" &&
+	flock -s 9
+	"$BUILD/memsight-record" -q -e faults -o "$TRASH/.probe.trace" -- true 2>"$TRASH/.probe.err" 9>&- &&
 		rm -f "$TRASH/.probe.trace"
+	set -- $?
+	flock -u 9
+	return $1
 }
 
 test_skip_unless_recording() {
