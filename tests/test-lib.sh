@@ -81,11 +81,13 @@ test_failed=0
 # system (-a), or reads or changes what every recording sees (the uprobes
 # defined, kernel.kptr_restrict, kernel.perf_event_paranoid, the recorders
 # running), runs alone: it holds the tests' lock exclusively, every other
-# case holds it shared. The lock is one file for every script of a run
-# (MEMSIGHT_TEST_LOCK); fd 8 is a turnstile, so that a case waiting to run
-# alone keeps new cases from starting before it. The case's own commands
-# do not inherit either descriptor.
-MEMSIGHT_TEST_LOCK=${MEMSIGHT_TEST_LOCK:-${TMPDIR:-/tmp}/memsight-tests.lock}
+# case holds it shared. The lock is one file in the build directory for
+# every script of a run (MEMSIGHT_TEST_LOCK; not in a directory others can
+# write); fd 8 is a turnstile, so that a case waiting to run alone keeps
+# new cases from starting before it. The case's own commands do not
+# inherit either descriptor.
+MEMSIGHT_TEST_LOCK=${MEMSIGHT_TEST_LOCK:-$TOP/build/tests.lock}
+[ -w "$(dirname "$MEMSIGHT_TEST_LOCK")" ] || MEMSIGHT_TEST_LOCK=$TRASH/.tests.lock
 export MEMSIGHT_TEST_LOCK
 TEST_ALONE=${TEST_ALONE:-}
 exec 8>>"$MEMSIGHT_TEST_LOCK.turnstile" 9>>"$MEMSIGHT_TEST_LOCK" || exit 1
