@@ -189,6 +189,7 @@ struct recorder {
 	struct embed_set embed;
 	struct embed_list objects_later; /* a linear trace's objects packed at the end (compression thread) */
 	uint32_t objects_listed; /* em.nr_touched when objects were last carried while recording */
+	uint64_t objects_early_ns; /* CLOCK_MONOTONIC of that batch */
 	struct objset objs;	/* the files processes run code from (drain loop) */
 	struct execmap em;	/* where each process's code lies (drain loop) */
 	struct jitmaps jm;	/* the runtimes' perf maps and jitdumps (drain loop) */
