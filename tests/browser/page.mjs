@@ -12,7 +12,8 @@
 //                      clock "drawn_ms N" (its views drawn), "script_ms N" (what
 //                      its script took to draw them) and "load_event_ms N"
 //   drag:ID:F1:F2      drag the mouse across element #ID from F1 to F2 of its
-//                      width (fractions)
+//                      width (fractions), again until the page's address
+//                      fragment changes (three times at most)
 //   click:SCOPE:TEXT   click the first function link (a.fn) in #SCOPE whose
 //                      text is TEXT
 //   frame:ID:NAME      click the frame NAME (its own name, not a part of it) in
@@ -153,11 +154,23 @@ export async function drivePage(window, cwd, file, steps, print) {
         print(`script_ms ${t[2]}`);
         print(`load_event_ms ${t[1]}`);
       } else if (what === 'drag') {
-        const box = await steadyBox(page, '#' + arg[0]);
-        await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
-        await page.mouse.down();
-        await page.mouse.move(box.x + box.width * Number(arg[2]), box.y + box.height / 2, { steps: 8 });
-        await page.mouse.up();
+        // Under load a gesture's mouse events have been lost on their way
+        // to the page: it is made again, three times at most, until the
+        // page takes it (a drag changes the address's fragment).
+        const before = await page.evaluate(() => location.hash);
+        for (let tries = 0; tries < 3; tries++) {
+          const box = await steadyBox(page, '#' + arg[0]);
+          await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
+          await page.mouse.down();
+          await page.mouse.move(box.x + box.width * Number(arg[2]), box.y + box.height / 2, { steps: 8 });
+          await page.mouse.up();
+          try {
+            await page.waitForFunction((h) => location.hash !== h, before, { timeout: 2000 });
+            break;
+          } catch (e) {
+            print(`drag not taken, made again`);
+          }
+        }
       } else if (what === 'click') {
         await page.locator(`#${arg[0]} a.fn`, { hasText: new RegExp('^' + arg.slice(1).join(':').replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$') }).first().click();
       } else if (what === 'frame') {
