@@ -296,6 +296,9 @@ void allocstream_close(struct recorder *rc);
 /* write/tracemeta.c */
 int rec_meta_start(struct recorder *rc);
 void rec_meta_end(struct recorder *rc);
+/* The objects stacks have touched since the last list, in a list the
+ * caller queues for the compression thread; NULL when out of memory. */
+struct embed_list *rec_objects_touched(struct recorder *rc);
 /* A linear trace's objects that stacks have touched since the last call,
  * carried while the recording runs (drain loop). */
 void rec_objects_early(struct recorder *rc);

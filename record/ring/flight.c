@@ -829,13 +829,8 @@ void flight_objects(struct recorder *rc)
 	if (!rc->fl.ring_size || rc->embed.mode == EMBED_NONE || rc->em.nr_touched == rc->fl.touched_listed)
 		return;
 	rc->fl.touched_listed = rc->em.nr_touched;
-	l = calloc(1, sizeof(*l));
-	if (!l || embed_list_touched(l, &rc->objs, &rc->em, 1)) {
-		if (l)
-			embed_list_release(l);
-		free(l);
+	if (!(l = rec_objects_touched(rc)))
 		return;
-	}
 	writeq_push_call(&rc->q, objects_write, rc, l);
 }
 

@@ -267,6 +267,18 @@ static void objects_early_write(void *arg, void *data)
 	embed_list_release(l);
 }
 
+struct embed_list *rec_objects_touched(struct recorder *rc)
+{
+	struct embed_list *l = calloc(1, sizeof(*l));
+
+	if (l && embed_list_touched(l, &rc->objs, &rc->em, 1)) {
+		embed_list_release(l);
+		free(l);
+		l = NULL;
+	}
+	return l;
+}
+
 /* Not in a recording's first second, and at most once a second: reading
  * and writing libc's 3 MiB of cached entries beside a program that runs
  * for milliseconds took 13% of its time (the caches it shares); a short
@@ -285,13 +297,8 @@ void rec_objects_early(struct recorder *rc)
 		return;
 	rc->objects_early_ns = now;
 	rc->objects_listed = rc->em.nr_touched;
-	l = calloc(1, sizeof(*l));
-	if (!l || embed_list_touched(l, &rc->objs, &rc->em, 1)) {
-		if (l)
-			embed_list_release(l);
-		free(l);
+	if (!(l = rec_objects_touched(rc)))
 		return;
-	}
 	if (l->nr)
 		writeq_push_call(&rc->q, objects_early_write, rc, l);
 	else
