@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define TRACE_MAGIC "MEMSIGHT"
 /* 3: the ring layout (flight recorder, FORMAT.md); only ring files carry
@@ -304,8 +305,14 @@ struct trace_reader {
 	uint64_t recent;	    /* trace_reader_open_recent's window, 0 for all */
 	unsigned replays;	    /* trace_read calls that read records */
 	uint64_t data_read;	    /* DATA chunks they were handed, all together */
+	unsigned looks;		    /* trace_reader_more calls that looked at a live file */
 	unsigned char **held;	    /* the copies chunks' held points at */
 	size_t nr_held;
+	dev_t dev;		    /* the file mapped, which trace_reader_more looks at again */
+	ino_t ino;
+	size_t map_len;		    /* bytes mapped at base: a live file's has room to grow */
+	struct old_map { const unsigned char *base; size_t len; } *old_maps; /* outgrown, kept */
+	size_t nr_old_maps;
 };
 
 /* Open and validate a trace. Returns 0 when the header is good (a bad tail
@@ -324,6 +331,13 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *name, char 
 int trace_reader_open_recent(struct trace_reader *r, const char *path, uint64_t window_ns, char *err,
 			     size_t errlen);
 void trace_reader_release(struct trace_reader *r);
+/* A live linear trace as it has grown since it was opened (or since the
+ * last call): the chunks its recorder has written since are added to
+ * r->chunks, after those it had, and r->live, r->complete and r->stop
+ * say what the file is now. A ring, a finished file, or one the reader
+ * found a fault in is left as it is. Returns 0, or -1 with the reason in
+ * err (the path names another file now: a new recording replaced it). */
+int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_t errlen);
 
 /* What reading a chunk of a live ring returns when its recorder has
  * overwritten it since the reader checked it: it holds nothing of the
@@ -369,7 +383,17 @@ struct trace_handler {
 	int (*meta_ref)(uint32_t kind, size_t chunk, void *arg);
 	/* As the records go: done of the total data chunks taken. */
 	void (*progress)(size_t done, size_t total, void *arg);
+	/* A live linear trace read as it grows: called when the merge has
+	 * handed on every record it can (those a margin older than the
+	 * file's newest chunk: a CPU's chunk can reach the file late). It
+	 * returns 0 once trace_reader_more has looked at the file again
+	 * (new META and LOSS chunks then go to their callbacks first, then
+	 * the records merge on), TRACE_FOLLOW_END to end the visit there,
+	 * or another value to stop with it. NULL: what the file holds is
+	 * read, and the visit ends. */
+	int (*follow)(void *arg);
 };
+#define TRACE_FOLLOW_END 1
 
 /* Returns 0 when all was visited, -1 on a decoding error (reason in err),
  * or the value a callback stopped with. */

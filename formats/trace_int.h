@@ -12,6 +12,10 @@
 #include "trace.h"
 
 #define INDEX_EVERY 1024
+/* How much later than the records around it a record can reach the file
+ * (a CPU's chunk flushed late): what a reader of a ring's recent
+ * segments, or of a live trace as it grows, allows for. */
+#define RECENT_MARGIN_NS 2000000000ull
 /* How much of the file the scan reads before dropping it from memory. */
 #define DROP_STEP (2u << 20)
 /* Below this many payload bytes one thread checks the CRCs alone. */

@@ -346,6 +346,7 @@ struct stream {
 	size_t buf_alloc;
 	struct chunk_recs recs;
 	size_t cur;
+	size_t timed;	/* its chunks follow_horizon has looked at */
 };
 
 /* Load the stream's next chunk; returns 1 when one is loaded, 0 at the end,
@@ -389,20 +390,15 @@ static void heap_down(struct stream **h, size_t n, size_t i)
 	}
 }
 
-/* Streaming decoders, so a caller can skip the start of a payload and have
- * the rest land where it wants it, with no whole-payload buffer. */
-int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,
-	       size_t errlen)
+/* Meta and loss chunks [from, to) to their callbacks, in file order. */
+static int visit_meta(struct trace_reader *r, const struct trace_handler *h, void *arg, size_t from, size_t to,
+		      char *err, size_t errlen)
 {
-	struct stream *streams = NULL, **heap = NULL;
-	struct ahead ahead = { .r = r };
-	size_t nr_streams = 0, nr_heap = 0, nr_data = 0;
 	unsigned char *buf = NULL;
 	size_t alloc = 0;
 	int ret = 0;
 
-	/* Meta and loss first, in file order. */
-	for (size_t i = 0; i < r->nr_chunks && !ret; i++) {
+	for (size_t i = from; i < to && !ret; i++) {
 		const struct trace_chunk *c = &r->chunks[i];
 		long n;
 
@@ -423,28 +419,33 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		}
 	}
 	free(buf);
-	if (ret || !h->record)
-		return ret;
-	r->replays++;
+	return ret;
+}
 
-	for (size_t i = 0; i < r->nr_chunks; i++) {
+/* The DATA chunks of [from, to) onto the ends of their streams, a stream
+ * made for each new one; *newest: the latest chunk time seen. Returns 0,
+ * or -1 with err set. */
+static int streams_add(struct trace_reader *r, struct stream **streams, size_t *nr_streams, size_t from, size_t to,
+		       uint64_t *newest, char *err, size_t errlen)
+{
+	for (size_t i = from; i < to; i++) {
 		const struct trace_chunk *c = &r->chunks[i];
 		struct stream *s = NULL;
 
 		if (c->type != TRACE_CHUNK_DATA)
 			continue;
-		for (size_t k = 0; k < nr_streams; k++)
-			if (streams[k].id == c->stream)
-				s = &streams[k];
+		if (c->time > *newest)
+			*newest = c->time;
+		for (size_t k = 0; k < *nr_streams; k++)
+			if ((*streams)[k].id == c->stream)
+				s = &(*streams)[k];
 		if (!s) {
-			struct stream *p = realloc(streams, (nr_streams + 1) * sizeof(*p));
+			struct stream *p = realloc(*streams, (*nr_streams + 1) * sizeof(*p));
 
-			if (!p) {
-				ret = trace_error_set(err, errlen, "out of memory");
-				goto out;
-			}
-			streams = p;
-			s = &streams[nr_streams++];
+			if (!p)
+				return trace_error_set(err, errlen, "out of memory");
+			*streams = p;
+			s = &p[(*nr_streams)++];
 			memset(s, 0, sizeof(*s));
 			s->id = c->stream;
 		}
@@ -452,14 +453,82 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 			size_t a = s->alloc ? s->alloc * 2 : 64;
 			size_t *p = realloc(s->chunks, a * sizeof(*p));
 
-			if (!p) {
-				ret = trace_error_set(err, errlen, "out of memory");
-				goto out;
-			}
+			if (!p)
+				return trace_error_set(err, errlen, "out of memory");
 			s->chunks = p;
 			s->alloc = a;
 		}
 		s->chunks[s->nr++] = i;
+	}
+	return 0;
+}
+
+/* The latest record time the merge hands on before the next look at the
+ * file: all of them, but in a live linear trace read as it grows (the
+ * handler follows it), those older than its newest record by a margin,
+ * which a CPU's chunk written late still finds in their place. The newest
+ * record is looked for in each stream's last chunk, once; *newest keeps
+ * it. The time goes in *horizon; returns 0, or -1 with err set. */
+static int follow_horizon(struct trace_reader *r, const struct trace_handler *h, struct stream *streams,
+			  size_t nr_streams, uint64_t *newest, uint64_t *horizon, char *err, size_t errlen)
+{
+	*horizon = UINT64_MAX;
+	if (!h->follow || !r->live || r->complete || r->stop[0] || (r->file_flags & TRACE_FILE_RING))
+		return 0;
+	for (size_t k = 0; k < nr_streams; k++) {
+		struct stream *s = &streams[k];
+		uint64_t t;
+
+		if (s->timed == s->nr)
+			continue;
+		s->timed = s->nr;
+		if (trace_chunk_last_sample(r, s->chunks[s->nr - 1], &t, err, errlen))
+			return -1;
+		if (t > *newest)
+			*newest = t;
+	}
+	*horizon = *newest > RECENT_MARGIN_NS ? *newest - RECENT_MARGIN_NS : 0;
+	return 0;
+}
+
+/* Every stream with a record to hand on into the heap, in heap order:
+ * nr_heap of them. Returns 0, or -1 with err set. */
+static int heap_build(struct ahead *a, struct stream *streams, size_t nr_streams, struct stream **heap,
+		      size_t *nr_heap, char *err, size_t errlen)
+{
+	*nr_heap = 0;
+	for (size_t k = 0; k < nr_streams; k++) {
+		struct stream *s = &streams[k];
+		int l = s->cur < s->recs.nr ? 1 : stream_load(a, s, err, errlen);
+
+		if (l < 0)
+			return -1;
+		if (l)
+			heap[(*nr_heap)++] = s;
+	}
+	for (size_t k = *nr_heap; k-- > 0;)
+		heap_down(heap, *nr_heap, k);
+	return 0;
+}
+
+int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,
+	       size_t errlen)
+{
+	struct stream *streams = NULL, **heap = NULL;
+	struct ahead ahead = { .r = r };
+	size_t nr_streams = 0, nr_heap = 0, nr_data = 0, seen = r->nr_chunks;
+	uint64_t newest = 0, horizon;
+	int ret;
+
+	/* Meta and loss first, in file order. */
+	ret = visit_meta(r, h, arg, 0, r->nr_chunks, err, errlen);
+	if (ret || !h->record)
+		return ret;
+	r->replays++;
+
+	if (streams_add(r, &streams, &nr_streams, 0, r->nr_chunks, &newest, err, errlen)) {
+		ret = -1;
+		goto out;
 	}
 	for (size_t k = 0; k < nr_streams; k++)
 		nr_data += streams[k].nr;
@@ -469,38 +538,78 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		goto out;
 	}
 	ahead_start(&ahead, r);
-	for (size_t k = 0; k < nr_streams; k++) {
-		int l = stream_load(&ahead, &streams[k], err, errlen);
+	if (heap_build(&ahead, streams, nr_streams, heap, &nr_heap, err, errlen)) {
+		ret = -1;
+		goto out;
+	}
+	if (follow_horizon(r, h, streams, nr_streams, &newest, &horizon, err, errlen)) {
+		ret = -1;
+		goto out;
+	}
+	for (;;) {
+		while (nr_heap && heap[0]->recs.pos[heap[0]->cur].time <= horizon) {
+			struct stream *s = heap[0];
+			struct rec_pos *p = &s->recs.pos[s->cur++];
 
-		if (l < 0) {
+			ret = h->record(s->buf + p->off, p->len, s->id, p->time, arg);
+			if (ret)
+				goto out;
+			if (s->cur == s->recs.nr) {
+				int l = stream_load(&ahead, s, err, errlen);
+
+				if (l < 0) {
+					ret = -1;
+					goto out;
+				}
+				if (h->progress)
+					h->progress(ahead.taken, nr_data, arg);
+				if (!l)
+					heap[0] = heap[--nr_heap];
+			}
+			heap_down(heap, nr_heap, 0);
+		}
+		if (horizon == UINT64_MAX)
+			break;
+		/* What is left waits for the chunks the file does not hold yet.
+		 * The read-ahead's order was of the chunks there were: from
+		 * here the merge decodes its chunks itself. */
+		if (ahead.running) {
+			size_t taken = ahead.taken;
+
+			ahead_stop(&ahead);
+			memset(&ahead, 0, sizeof(ahead));
+			ahead.r = r;
+			ahead.taken = taken;
+		}
+		ret = h->follow(arg);
+		if (ret == TRACE_FOLLOW_END) {
+			ret = 0;
+			break;
+		}
+		if (ret || (ret = visit_meta(r, h, arg, seen, r->nr_chunks, err, errlen)))
+			goto out;
+		if (streams_add(r, &streams, &nr_streams, seen, r->nr_chunks, &newest, err, errlen)) {
 			ret = -1;
 			goto out;
 		}
-		if (l)
-			heap[nr_heap++] = &streams[k];
-	}
-	for (size_t k = nr_heap; k-- > 0;)
-		heap_down(heap, nr_heap, k);
-	while (nr_heap) {
-		struct stream *s = heap[0];
-		struct rec_pos *p = &s->recs.pos[s->cur++];
-
-		ret = h->record(s->buf + p->off, p->len, s->id, p->time, arg);
-		if (ret)
+		nr_data = 0;
+		for (size_t k = 0; k < nr_streams; k++)
+			nr_data += streams[k].nr;
+		seen = r->nr_chunks;
+		free(heap);
+		heap = calloc(nr_streams ? nr_streams : 1, sizeof(*heap));
+		if (!heap) {
+			ret = trace_error_set(err, errlen, "out of memory");
 			goto out;
-		if (s->cur == s->recs.nr) {
-			int l = stream_load(&ahead, s, err, errlen);
-
-			if (l < 0) {
-				ret = -1;
-				goto out;
-			}
-			if (h->progress)
-				h->progress(ahead.taken, nr_data, arg);
-			if (!l)
-				heap[0] = heap[--nr_heap];
 		}
-		heap_down(heap, nr_heap, 0);
+		if (heap_build(&ahead, streams, nr_streams, heap, &nr_heap, err, errlen)) {
+			ret = -1;
+			goto out;
+		}
+		if (follow_horizon(r, h, streams, nr_streams, &newest, &horizon, err, errlen)) {
+			ret = -1;
+			goto out;
+		}
 	}
 out:
 	ahead_stop(&ahead);
@@ -513,4 +622,3 @@ out:
 	free(heap);
 	return ret;
 }
-

@@ -23,6 +23,10 @@
 #include "replace.h"
 #include "trace_int.h"
 
+/* The address space a live file's mapping keeps past its end to grow
+ * into: no memory, and more than any recording writes between two looks. */
+#define READER_GROW_ROOM (64ull << 30)
+
 static void reader_stop(struct trace_reader *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -201,10 +205,6 @@ static uint64_t reader_walk(struct trace_reader *r, uint64_t off, uint64_t end, 
 	return off;
 }
 
-/* How much later than its segment's start a record can be written into
- * the segment before (a CPU's chunk flushed late). */
-#define RECENT_MARGIN_NS 2000000000ull
-
 struct seg_found {
 	uint64_t offset, seq, time, bytes_before, records_before;
 };
@@ -357,6 +357,72 @@ static int reader_walk_ring(struct trace_reader *r, uint64_t hsize, size_t *allo
 	return 0;
 }
 
+/* Keep the good chunks of r->chunks[from, walked), which the walk put
+ * there (bad[i - from]: chunk i failed its CRC), in the order a single
+ * pass would have met them: the first chunk that fails its CRC, has an
+ * unknown codec or is a short trailer ends the good part of its segment
+ * (of the file, when it is linear), and its reason replaces the walk's,
+ * which lies further on. In a ring's segment that is where the last
+ * pass's writing stopped, and no news. Only the oldest segment's STATE is
+ * the window's: it becomes META; the other segments' is dropped. */
+static void reader_accept(struct trace_reader *r, const unsigned char *bad, size_t from, size_t walked, int ring)
+{
+	uint32_t cut = UINT32_MAX; /* the segment a bad chunk ended */
+
+	for (size_t i = from; i < walked; i++) {
+		struct trace_chunk c = r->chunks[i];
+		const unsigned char *t = r->base + c.offset + TRACE_CHUNK_HEADER_SIZE;
+
+		if (c.segment == cut)
+			continue;
+		if (bad[i - from] || c.codec > TRACE_CODEC_ZLIB) {
+			/* A live file's last chunk may be read while it is
+			 * written: it is not there yet. */
+			int quiet = c.segment || (r->live && i + 1 == walked);
+
+			if (!quiet && bad[i - from])
+				reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", i,
+					    (unsigned long long)c.offset);
+			else if (!quiet)
+				reader_stop(r, "chunk %zu at byte %llu uses unknown codec %u", i,
+					    (unsigned long long)c.offset, c.codec);
+			cut = c.segment;
+			if (!ring)
+				break;
+			continue;
+		}
+		if (c.type == TRACE_CHUNK_SEGMENT)
+			continue;
+		if (c.type == TRACE_CHUNK_STATE) {
+			if (c.segment != 1)
+				continue;
+			c.type = TRACE_CHUNK_META;
+		}
+		r->chunks[r->nr_chunks++] = c;
+		if (c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len > r->valid_end)
+			r->valid_end = c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len;
+		if (c.type != TRACE_CHUNK_TRAILER)
+			continue;
+		if (c.payload_len < TRAILER_SIZE) {
+			reader_stop(r, "trailer at byte %llu is too short", (unsigned long long)c.offset);
+			return;
+		}
+		/* A ring's trailer counts only in its newest segment. */
+		if (ring && c.segment != r->ring.segments)
+			continue;
+		r->trailer.index_offset = get64(t);
+		r->trailer.nr_chunks = get64(t + 8);
+		r->trailer.nr_records = get64(t + 16);
+		r->trailer.lost = get64(t + 24);
+		r->trailer.first_time = get64(t + 32);
+		r->trailer.last_time = get64(t + 40);
+		r->complete = 1;
+		if (!ring && r->valid_end != r->size)
+			reader_stop(r, "%llu bytes after the trailer at byte %llu were ignored",
+				    (unsigned long long)(r->size - r->valid_end), (unsigned long long)c.offset);
+	}
+}
+
 static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 {
 	const unsigned char *b = r->base;
@@ -364,7 +430,6 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 	size_t alloc = 0, walked;
 	unsigned char *bad;
 	int ring;
-	uint32_t cut = UINT32_MAX; /* the segment a bad chunk ended */
 
 	/* perf's own file is the one most often given by mistake. */
 	if (r->size >= 8 && !memcmp(b, "PERFILE2", 8))
@@ -402,13 +467,7 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 		return trace_error_set(err, errlen, "out of memory");
 	}
 
-	/* Then the payloads, in the order a single pass would have met them:
-	 * the first chunk that fails its CRC, has an unknown codec or is a
-	 * short trailer ends the good part of its segment (of the file, when
-	 * it is linear), and its reason replaces the walk's, which lies
-	 * further on. In a ring's segment that is where the last pass's
-	 * writing stopped, and no news. Only the oldest segment's STATE is
-	 * the window's: it becomes META; the other segments' is dropped. */
+	/* Then the payloads. */
 	walked = r->nr_chunks;
 	bad = calloc(walked ? walked : 1, 1);
 	if (!bad)
@@ -416,58 +475,7 @@ static int reader_scan(struct trace_reader *r, char *err, size_t errlen)
 	reader_check_crcs(r, bad);
 	r->nr_chunks = 0;
 	r->valid_end = hsize;
-	for (size_t i = 0; i < walked; i++) {
-		struct trace_chunk c = r->chunks[i];
-		const unsigned char *t = b + c.offset + TRACE_CHUNK_HEADER_SIZE;
-
-		if (c.segment == cut)
-			continue;
-		if (bad[i] || c.codec > TRACE_CODEC_ZLIB) {
-			/* A live file's last chunk may be read while it is
-			 * written: it is not there yet. */
-			int quiet = c.segment || (r->live && i + 1 == walked);
-
-			if (!quiet && bad[i])
-				reader_stop(r, "chunk %zu at byte %llu is corrupt (crc mismatch)", i,
-					    (unsigned long long)c.offset);
-			else if (!quiet)
-				reader_stop(r, "chunk %zu at byte %llu uses unknown codec %u", i,
-					    (unsigned long long)c.offset, c.codec);
-			cut = c.segment;
-			if (!ring)
-				break;
-			continue;
-		}
-		if (c.type == TRACE_CHUNK_SEGMENT)
-			continue;
-		if (c.type == TRACE_CHUNK_STATE) {
-			if (c.segment != 1)
-				continue;
-			c.type = TRACE_CHUNK_META;
-		}
-		r->chunks[r->nr_chunks++] = c;
-		if (c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len > r->valid_end)
-			r->valid_end = c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len;
-		if (c.type != TRACE_CHUNK_TRAILER)
-			continue;
-		if (c.payload_len < TRAILER_SIZE) {
-			reader_stop(r, "trailer at byte %llu is too short", (unsigned long long)c.offset);
-			break;
-		}
-		/* A ring's trailer counts only in its newest segment. */
-		if (ring && c.segment != r->ring.segments)
-			continue;
-		r->trailer.index_offset = get64(t);
-		r->trailer.nr_chunks = get64(t + 8);
-		r->trailer.nr_records = get64(t + 16);
-		r->trailer.lost = get64(t + 24);
-		r->trailer.first_time = get64(t + 32);
-		r->trailer.last_time = get64(t + 40);
-		r->complete = 1;
-		if (!ring && r->valid_end != r->size)
-			reader_stop(r, "%llu bytes after the trailer at byte %llu were ignored",
-				    (unsigned long long)(r->size - r->valid_end), (unsigned long long)c.offset);
-	}
+	reader_accept(r, bad, 0, walked, ring);
 	free(bad);
 	if (ring && !r->complete && !r->stop[0] && !r->live)
 		reader_stop(r, "has no trailer: a ring still being written, or whose recorder was killed; read up to "
@@ -502,13 +510,21 @@ static int reader_open_fd(struct trace_reader *r, int fd, const char *path, uint
 		return trace_error_set(err, errlen, "'%s' is not a regular file: give a trace file (a FIFO, device or directory cannot be one)", path);
 	if (st.st_size == 0)
 		return trace_error_set(err, errlen, "'%s' is empty, not a memsight trace", path);
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	r->live = replace_live_fd(fd);
+	/* A live file is mapped with room to grow into (trace_reader_more):
+	 * its pages become readable as the recorder writes them, and the
+	 * addresses other threads hold into it stay good. */
+	r->map_len = st.st_size + (r->live ? READER_GROW_ROOM : 0);
+	map = mmap(NULL, r->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED && r->live)
+		map = mmap(NULL, r->map_len = st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
 		return trace_error_set(err, errlen, "cannot map '%s': %s", path, strerror(errno));
 	r->base = map;
 	r->size = st.st_size;
 	r->mapped = 1;
-	r->live = replace_live_fd(fd);
+	r->dev = st.st_dev;
+	r->ino = st.st_ino;
 	if (reader_scan(r, err, errlen)) {
 		char tmp[256];
 
@@ -540,6 +556,70 @@ int trace_reader_open_recent(struct trace_reader *r, const char *path, uint64_t 
 	return ret;
 }
 
+int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), live;
+	size_t alloc = r->nr_chunks, from = r->nr_chunks, walked;
+	struct stat st;
+	unsigned char *bad;
+	void *map;
+
+	if (fd < 0)
+		return trace_error_set(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) || st.st_dev != r->dev || st.st_ino != r->ino) {
+		close(fd);
+		return trace_error_set(err, errlen, "'%s' is another file now: a new recording replaced it", path);
+	}
+	/* Whether the recorder still holds it, asked before its size: what
+	 * a recorder that has let go wrote is all there is. */
+	live = replace_live_fd(fd);
+	if (!r->mapped || !r->live || r->complete || (r->file_flags & TRACE_FILE_RING) || r->stop[0] ||
+	    (uint64_t)st.st_size < r->size) {
+		close(fd);
+		return 0;
+	}
+	if ((uint64_t)st.st_size > r->map_len) {
+		struct old_map *v = realloc(r->old_maps, (r->nr_old_maps + 1) * sizeof(*v));
+		size_t len = st.st_size + READER_GROW_ROOM;
+
+		map = v ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+		if (v)
+			r->old_maps = v;
+		if (map == MAP_FAILED) {
+			close(fd);
+			return trace_error_set(err, errlen, "cannot map '%s': %s", path, strerror(errno));
+		}
+		/* The old mapping stays until the reader goes: another thread
+		 * may be reading an object out of it. */
+		v[r->nr_old_maps].base = r->base;
+		v[r->nr_old_maps++].len = r->map_len;
+		r->base = map;
+		r->map_len = len;
+	}
+	r->size = st.st_size;
+	close(fd);
+	r->live = live;
+	r->looks++;
+	/* From the end of the last good chunk: a chunk the last look found
+	 * half written is walked again. */
+	if (!reader_walk(r, r->valid_end, r->size, 0, 0, 0, &alloc))
+		return trace_error_set(err, errlen, "out of memory");
+	walked = r->nr_chunks;
+	bad = calloc(walked - from + 1, 1);
+	if (!bad)
+		return trace_error_set(err, errlen, "out of memory");
+	for (size_t i = from; i < walked; i++) {
+		const struct trace_chunk *c = &r->chunks[i];
+		const unsigned char *h = r->base + c->offset;
+
+		bad[i - from] = trace_chunk_crc(0, h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
+	}
+	r->nr_chunks = from;
+	reader_accept(r, bad, from, walked, 0);
+	free(bad);
+	return 0;
+}
+
 int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_t errlen)
 {
 	return trace_reader_open_recent(r, path, 0, err, errlen);
@@ -548,7 +628,10 @@ int trace_reader_open(struct trace_reader *r, const char *path, char *err, size_
 void trace_reader_release(struct trace_reader *r)
 {
 	if (r->mapped && r->base)
-		munmap((void *)r->base, r->size);
+		munmap((void *)r->base, r->map_len);
+	for (size_t i = 0; i < r->nr_old_maps; i++)
+		munmap((void *)r->old_maps[i].base, r->old_maps[i].len);
+	free(r->old_maps);
 	for (size_t i = 0; i < r->nr_held; i++)
 		free(r->held[i]);
 	free(r->held);
