@@ -72,6 +72,17 @@ static void env_read(struct analyze_opts *a)
 		if (d && !*end && fd > 2 && fd < INT_MAX && fcntl((int)fd, F_GETFD) >= 0)
 			a->status_fd = (int)fd;
 	}
+	/* Two such, for memsight top's follower: "REQUESTS,REPLIES". */
+	{
+		const char *d = getenv("MEMSIGHT_FOLLOW_FDS");
+		int in, out, len = 0;
+
+		if (d && sscanf(d, "%d,%d%n", &in, &out, &len) == 2 && !d[len] && in > 2 && out > 2 &&
+		    fcntl(in, F_GETFD) >= 0 && fcntl(out, F_GETFD) >= 0) {
+			a->follow_fds[0] = in;
+			a->follow_fds[1] = out;
+		}
+	}
 	a->unwinder = UNWIND_LIBDW;
 }
 

@@ -12,7 +12,7 @@
 . "$(dirname "$0")/test-lib.sh"
 test_skip_unless_recording
 
-S=$BUILD/samples
+S=$SAMPLES
 
 test_expect_success 'bad input: a delay out of range, a trace that is not there: one line each' '
 	test_must_fail "$MEMSIGHT" top -d 0 x.trace 2>err &&
@@ -52,6 +52,49 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 	"$MEMSIGHT" top -n 1 "odd$(printf "\033[31m")name.trace" >odd 2>&1 &&
 	grep -q "^memsight top [0-9:]*: .odd?\[31mname.trace. (recording ended)" odd &&
 	! grep -q "$(printf "\033")" odd
+'
+
+# A linear trace is followed: top's view command reads it once and then,
+# each refresh, only what was written since (MEMSIGHT_READ_STATS counts
+# the replays, the chunks read and the looks at the file). Its recorder
+# killed with -9, what it wrote is read to its end and shown as the last
+# table, as leaks reads it.
+test_expect_success 'a linear trace is read once as it grows: one replay, one more look a refresh' '
+	{ "$MEMSIGHT" record -q -e malloc -o follow.trace -- "$S/alloc_zoo" grow 400 >/dev/null 2>&1 & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info follow.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 follow.trace >tables 2>err &&
+	wait &&
+	sed -n "/(recording ended)/q;p" tables | sed -n "s/^read .follow.trace.: //p" >stats &&
+	cat stats &&
+	test "$(wc -l <stats)" -ge 3 &&
+	head -1 stats | grep -q "^1 replay, [0-9]* data chunks read of the [0-9]* it holds$" &&
+	sed 1d stats >grown &&
+	! grep -v "^1 replay, [0-9]* data chunks read of the [0-9]* it holds, as it grew, in [0-9]* looks$" grown &&
+	awk "{ k = \$(NF - 1); if (k != NR + 1 || \$3 > \$9) bad = 1 } END { exit bad }" grown &&
+	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
+	"$MEMSIGHT" leaks --sort growth -T 2 follow.trace >want 2>/dev/null &&
+	test_cmp want last
+'
+
+test_expect_success 'a linear trace whose recorder is killed with -9 while followed: read to its end' '
+	{ "$MEMSIGHT" record -q -e malloc -o killed.trace -- "$S/alloc_zoo" grow 3000 >/dev/null 2>&1 & } &&
+	rec=$! &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info killed.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	{ "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 killed.trace >tables 2>err & } &&
+	top=$! &&
+	i=0 && while [ $i -lt 100 ] && [ "$(grep -c "being recorded; every" tables)" -lt 3 ]; do
+		sleep 0.1; i=$((i + 1)); done &&
+	zoo=$(pgrep -P $rec) &&
+	kill -9 $rec && kill $zoo &&
+	wait $top &&
+	cat tables err &&
+	test "$(grep -c "being recorded; every" tables)" -ge 3 &&
+	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" >last &&
+	"$MEMSIGHT" leaks --sort growth -T 2 killed.trace >want 2>/dev/null &&
+	test_cmp want last &&
+	grep -q "steady_leak" last
 '
 
 # rss_grow 16 1000 6000 recorded into rings of one page, where no sample

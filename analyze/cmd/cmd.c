@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -263,6 +265,77 @@ int cmd_parse_base(int argc, char **argv, const struct opt *opts, const char *us
 	return 2;
 }
 
+/*
+ * memsight top's follower (MEMSIGHT_FOLLOW_FDS): the command reads a live
+ * trace, then reads on as the trace grows, each look only what is new.
+ * Between looks a child forked here ends the replay and prints the view
+ * of what was read, while this process keeps the replay's state; each
+ * look's output and messages replace the last one's (the descriptors
+ * start again empty). Then it tells top on the reply descriptor, "STATUS
+ * CPU\n" (the child's exit status, the CPU seconds this process and its
+ * children have used), and waits for a byte on the request descriptor
+ * before it looks at the file again; none (top is gone, or wants another
+ * view) ends it. A trace that changed in a way only a new replay reads
+ * gets "again\n" and ends it too: top starts another.
+ */
+static void fd_empty(int fd)
+{
+	if (ftruncate(fd, 0) == 0)
+		lseek(fd, 0, SEEK_SET);
+}
+
+static int cmd_follow(struct session *s, void *arg, int again)
+{
+	struct rusage self, kids;
+	unsigned char c;
+	int status;
+	ssize_t n;
+	pid_t pid;
+
+	(void)arg;
+	if (again) {
+		dprintf(s->o.follow_fds[1], "again\n");
+		_exit(0);
+	}
+	fflush(stdout);
+	fflush(stderr);
+	symbols_fork_prepare(&s->syms);
+	pid = fork();
+	if (pid == 0) {
+		s->follow = NULL;
+		s->follow_shown = 1;
+		if (symbols_fork_child(&s->syms)) {
+			msg_error("cannot start a thread to read symbols: %s", strerror(errno));
+			_exit(1);
+		}
+		return TRACE_FOLLOW_END;
+	}
+	if (pid < 0) {
+		msg_error("cannot fork to show '%s' as it grows: %s", s->path, strerror(errno));
+		return -1;
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	dprintf(s->o.follow_fds[1], "%d %.6f\n", status,
+		self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec + kids.ru_stime.tv_sec +
+			(self.ru_utime.tv_usec + self.ru_stime.tv_usec + kids.ru_utime.tv_usec + kids.ru_stime.tv_usec) / 1e6);
+	while ((n = read(s->o.follow_fds[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(0);
+	/* What the next look shows replaces this one's: its messages, then
+	 * the next child's view, or this process's own when the look finds
+	 * the recording over. */
+	fd_empty(STDOUT_FILENO);
+	fd_empty(STDERR_FILENO);
+	if (s->o.status_fd)
+		fd_empty(s->o.status_fd);
+	return 0;
+}
+
 int cmd_open(struct session *s, const char *path, const struct analyze_opts *a)
 {
 	char err[512];
@@ -273,6 +346,8 @@ int cmd_open(struct session *s, const char *path, const struct analyze_opts *a)
 		return -1;
 	}
 	session_warn_incomplete(s);
+	if (a->follow_fds[0] > 2 && a->follow_fds[1] > 2)
+		s->follow = cmd_follow;
 	return 0;
 }
 
@@ -346,6 +421,14 @@ int cmd_close(struct session *s, int ret)
 			 (unsigned long long)s->own_faults, s->path);
 	session_report_unwind(s);
 	symbols_report_unresolved(&s->syms);
+	/* A follower's child: what it holds is the follower's too, whose
+	 * copy goes on; freeing it all would cost more than the look. */
+	if (s->follow_shown) {
+		session_say_reads(s);
+		fflush(stdout);
+		fflush(stderr);
+		_exit(ret);
+	}
 	session_release(s);
 	return ret;
 }

@@ -3,14 +3,15 @@
  * recorded, read again every interval: the leak table, or the faults,
  * brk, reclaim or report view where the recording has no allocations.
  *
- * A refresh runs this program's own command for the view in a child, on
+ * A refresh has this program's own command for the view, in a child, show
  * the trace as far as its recorder has written it (a live trace reads so:
  * formats/trace.h), with the child's output and messages in memory files,
  * and shows them: at a terminal redrawn in place on the alternate screen,
  * with keys; elsewhere one table a refresh, as vmstat prints, until the
  * recording has ended. So what top shows is what that command prints of
- * the same bytes. The child reads the whole trace each time: a refresh
- * costs what the command costs on the trace so far, and grows with it.
+ * the same bytes. The child follows a linear trace (cmd.c: the follower):
+ * it keeps running, and each refresh reads only what was written since
+ * the last. A ring it reads whole, once a refresh.
  *
  * Above the view, while the recording goes on, top adds what only the
  * machine knows now, from /proc: the recorder (the process holding the
@@ -31,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -114,6 +116,16 @@ struct top {
 	uint64_t sel_key;     /* the selected stack's, as drawn last */
 	int redraw;           /* a key changed only what is drawn */
 	struct termios saved;
+	/* The view's command, kept running between refreshes while it
+	 * follows a live linear trace (cmd.c: the follower): each refresh
+	 * it reads only what was written since the last. */
+	struct {
+		pid_t pid;	/* 0: none runs */
+		int sock;	/* requests out, replies in */
+		FILE *fo, *fe, *fs; /* its output, messages and counts */
+		char args[1024]; /* the arguments it runs with */
+		double cpu;	/* the CPU seconds it said it had used */
+	} fw;
 };
 
 static volatile sig_atomic_t top_stopped;
@@ -148,25 +160,134 @@ static double rusage_secs(const struct rusage *ru)
 #define TOP_STR_(x) #x
 #define TOP_STR(x) TOP_STR_(x)
 
-/* The view's command on the trace in a child, its output in *out and its
- * messages in *err; the child's exit status, or -1 when it could not run.
- * What CPU it used goes in t->cost, what it counted lost in t->lost. */
+/* The follower's descriptor for requests and replies: the next one. */
+#define TOP_FOLLOW_FD 4
+
+/* Its descriptor in a child as fd, open across exec. */
+static int fd_give(int have, int fd)
+{
+	return have == fd ? fcntl(fd, F_SETFD, 0) : dup2(have, fd);
+}
+
+/* Stop the follower, which ends when its socket closes, and wait for
+ * it: its exit status, its rusage in *ru. Its files stay. */
+static int follower_wait(struct top *t, struct rusage *ru)
+{
+	int status = 0;
+
+	close(t->fw.sock);
+	while (wait4(t->fw.pid, &status, 0, ru) < 0 && errno == EINTR)
+		;
+	t->fw.pid = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void follower_files_close(struct top *t)
+{
+	if (t->fw.fo)
+		fclose(t->fw.fo);
+	if (t->fw.fe)
+		fclose(t->fw.fe);
+	if (t->fw.fs)
+		fclose(t->fw.fs);
+	t->fw.fo = t->fw.fe = t->fw.fs = NULL;
+}
+
+static void follower_end(struct top *t)
+{
+	struct rusage ru;
+
+	if (t->fw.pid)
+		follower_wait(t, &ru);
+	follower_files_close(t);
+}
+
+/* Start the view's command as a follower of the trace; 0, or -1. */
+static int follower_start(struct top *t, const char **argv, const char *args)
+{
+	int sv[2];
+	pid_t pid;
+
+	t->fw.fo = memfile("memsight-top-out");
+	t->fw.fe = memfile("memsight-top-err");
+	t->fw.fs = memfile("memsight-top-status");
+	if (!t->fw.fo || !t->fw.fe || !t->fw.fs || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		follower_files_close(t);
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* Above those it is given as, so that none lands on it. */
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC), sock = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+
+		if (null < 0 || sock < 0 || dup2(null, 0) < 0 || dup2(fileno(t->fw.fo), 1) < 0 ||
+		    dup2(fileno(t->fw.fe), 2) < 0 || fd_give(fileno(t->fw.fs), TOP_STATUS_FD) < 0 ||
+		    fd_give(sock, TOP_FOLLOW_FD) < 0)
+			_exit(127);
+		setenv("MEMSIGHT_SPEAKER", "memsight top", 1);
+		setenv("MEMSIGHT_STATUS_FD", TOP_STR(TOP_STATUS_FD), 1);
+		setenv("MEMSIGHT_FOLLOW_FDS", TOP_STR(TOP_FOLLOW_FD) "," TOP_STR(TOP_FOLLOW_FD), 1);
+		execv("/proc/self/exe", (char **)argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		follower_files_close(t);
+		return -1;
+	}
+	t->fw.pid = pid;
+	t->fw.sock = sv[0];
+	t->fw.cpu = 0;
+	snprintf(t->fw.args, sizeof(t->fw.args), "%s", args);
+	return 0;
+}
+
+/* The follower's reply to the last request: 1 with its status and CPU, 2
+ * for "again", 0 when it closed its end. */
+static int follower_reply(struct top *t, int *status, double *cpu)
+{
+	char line[64];
+	size_t n = 0;
+
+	while (n + 1 < sizeof(line)) {
+		ssize_t k = read(t->fw.sock, line + n, 1);
+
+		if (k < 0 && errno == EINTR && !top_stopped)
+			continue;
+		if (k <= 0)
+			break;
+		if (line[n++] == '\n')
+			break;
+	}
+	line[n] = 0;
+	if (!strcmp(line, "again\n"))
+		return 2;
+	return sscanf(line, "%d %lf", status, cpu) == 2 ? 1 : 0;
+}
+
+/*
+ * The view's command on the trace, its output in *out and its messages in
+ * *err; its exit status, or -1 when it could not run. What CPU it used
+ * goes in t->cost, what it counted lost in t->lost. The command is a
+ * follower (cmd.c): started once, it reads the trace and shows it, then
+ * at each refresh reads on from where it was. One that ends by itself
+ * (the trace is a ring, or finished) showed the trace whole, and the next
+ * refresh starts another; one that says "again" (the trace changed as
+ * only a new reading reads) is started again at once.
+ */
 static int top_run(struct top *t, char **out, char **err)
 {
 	struct rusage ru = { 0 };
-	FILE *fo = memfile("memsight-top-out"), *fe = memfile("memsight-top-err");
-	FILE *fs = memfile("memsight-top-status");
 	const char *argv[16];
+	char n[32], args[1024], *said;
 	unsigned long long lost;
-	char n[32], *said;
-	size_t len;
-	int ac = 0, status = -1, window;
-	pid_t pid;
+	size_t len, used = 0;
+	int ac = 0, status = -1, window, ended = 0;
+	double cpu = 0;
 
 	*out = *err = NULL;
 	t->lost = -1;
-	if (!fo || !fe || !fs)
-		goto done;
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)t->top);
 	argv[ac++] = "memsight-analyze";
 	argv[ac++] = view_names[t->view];
@@ -191,39 +312,50 @@ static int top_run(struct top *t, char **out, char **err)
 	argv[ac++] = "-i";
 	argv[ac++] = t->path;
 	argv[ac] = NULL;
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	for (int i = 1; i < ac && used < sizeof(args); i++)
+		used += snprintf(args + used, sizeof(args) - used, "%s\n", argv[i]);
+	/* Another view, sort or filter: another command. */
+	if (t->fw.pid && strcmp(args, t->fw.args))
+		follower_end(t);
+	for (int tries = 0; tries < 2; tries++) {
+		int r;
 
-		if (null < 0 || dup2(null, 0) < 0 || dup2(fileno(fo), 1) < 0 || dup2(fileno(fe), 2) < 0 ||
-		    (fileno(fs) == TOP_STATUS_FD ? fcntl(TOP_STATUS_FD, F_SETFD, 0) : dup2(fileno(fs), TOP_STATUS_FD)) < 0)
-			_exit(127);
-		setenv("MEMSIGHT_SPEAKER", "memsight top", 1);
-		setenv("MEMSIGHT_STATUS_FD", TOP_STR(TOP_STATUS_FD), 1);
-		execv("/proc/self/exe", (char **)argv);
-		_exit(127);
+		/* A new one reads and shows the trace unasked. */
+		if (!t->fw.pid) {
+			if (follower_start(t, argv, args))
+				return -1;
+		} else {
+			send(t->fw.sock, "x", 1, MSG_NOSIGNAL);
+		}
+		r = follower_reply(t, &status, &cpu);
+		if (r == 1) {
+			t->cost = cpu - t->fw.cpu;
+			t->fw.cpu = cpu;
+			break;
+		}
+		cpu = t->fw.cpu;
+		status = follower_wait(t, &ru);
+		t->cost = rusage_secs(&ru) - cpu;
+		ended = 1;
+		if (r != 2)
+			break;
+		follower_files_close(t);
 	}
-	if (pid < 0)
-		goto done;
-	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
-		;
-	t->cost = rusage_secs(&ru);
-	status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	*out = cmd_slurp(fo, &len);
-	*err = cmd_slurp(fe, &len);
-	said = cmd_slurp(fs, &len);
+	/* Said "again" twice: the trace is being replaced as it is read. */
+	if (!t->fw.fo) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*out = cmd_slurp(t->fw.fo, &len);
+	*err = cmd_slurp(t->fw.fe, &len);
+	said = cmd_slurp(t->fw.fs, &len);
 	if (said && sscanf(said, "lost %llu\nwindow %d", &lost, &window) == 2 && lost <= LLONG_MAX) {
 		t->lost = (long long)lost;
 		t->lost_window = window;
 	}
 	free(said);
-done:
-	if (fo)
-		fclose(fo);
-	if (fe)
-		fclose(fe);
-	if (fs)
-		fclose(fs);
+	if (ended)
+		follower_files_close(t);
 	return *out && *err ? status : -1;
 }
 
@@ -1126,6 +1258,7 @@ int cmd_top(int argc, char **argv, struct analyze_opts *a)
 	sigaction(SIGHUP, &sa, NULL);
 	t.tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && !term_raw(&t);
 	ret = top_loop(&t);
+	follower_end(&t);
 	term_restore(&t);
 	return ret;
 }

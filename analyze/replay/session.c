@@ -603,20 +603,30 @@ int session_open(struct session *s, const char *path, const struct analyze_opts 
 	return s->o.cgroup ? cgroup_want_set(s, err, errlen) : 0;
 }
 
+void session_say_reads(const struct session *s)
+{
+	if (s->o.read_stats && s->path) {
+		size_t data = 0;
+
+		for (size_t i = 0; i < s->r.nr_chunks; i++)
+			data += s->r.chunks[i].type == TRACE_CHUNK_DATA;
+		char grew[64] = "";
+
+		/* A live trace followed: the first look, then one a refresh. */
+		if (s->r.looks)
+			snprintf(grew, sizeof(grew), ", as it grew, in %u looks", s->r.looks + 1);
+		msg_note("read '%s': %u replay%s, %llu data chunks read of the %zu it holds%s", s->path, s->r.replays,
+			 s->r.replays == 1 ? "" : "s", (unsigned long long)s->r.data_read, data, grew);
+	}
+}
+
 void session_release(struct session *s)
 {
 	if (s->shared_release)
 		s->shared_release(s->shared);
 	s->shared = NULL;
 	s->shared_release = NULL;
-	if (s->o.read_stats && s->path) {
-		size_t data = 0;
-
-		for (size_t i = 0; i < s->r.nr_chunks; i++)
-			data += s->r.chunks[i].type == TRACE_CHUNK_DATA;
-		msg_note("read '%s': %u replay%s, %llu data chunks read of the %zu it holds", s->path, s->r.replays,
-			 s->r.replays == 1 ? "" : "s", (unsigned long long)s->r.data_read, data);
-	}
+	session_say_reads(s);
 	for (size_t i = 0; i < s->nr_evs; i++)
 		trace_event_desc_release(&s->evs[i].d);
 	free(s->evs);
@@ -731,6 +741,9 @@ struct replay_state {
 	void *arg;
 	uint64_t bad;
 	uint64_t unselected;	/* samples --pid, --tid, --comm or --time left out */
+	int following;		/* the file has been looked at again (session_follow) */
+	char *err;
+	size_t errlen;
 };
 
 /* The kernel's vDSO, when the recorder embedded the image (it has no
@@ -983,11 +996,80 @@ static void replay_progress(size_t done, size_t total, void *arg)
 		     total ? done * 100 / total : 100, done, total, (unsigned long long)st->s->nr_samples);
 }
 
+/* The replay cannot follow the trace on: the command's hook is told. */
+static int follow_again(struct replay_state *st)
+{
+	st->s->follow(st->s, st->s->follow_arg, 1);
+	return SESSION_REPLAY_AGAIN;
+}
+
+/* A live trace followed as it grows: between looks, the command's hook;
+ * then the chunks written since. */
+static int replay_follow(void *arg)
+{
+	struct replay_state *st = arg;
+	struct session *s = st->s;
+	int r = s->follow(s, s->follow_arg, 0);
+
+	if (r)
+		return r;
+	st->following = 1;
+	if (trace_reader_more(&s->r, s->path, st->err, st->errlen))
+		return follow_again(st);
+	return 0;
+}
+
+/* The META written while recording that a replay under way takes in:
+ * the objects carried (named when a stack first needs them), the counts
+ * of events lost and the pids of processes in containers. Any other (a process, an event, the statistics
+ * and symbols of a recording's end) changes what the samples read
+ * before it mean: the replay must start again. The first trace_read
+ * visit hands every META again, which session_open took already. */
+static int follow_meta(uint32_t kind, const void *data, size_t len, void *arg)
+{
+	struct replay_state *st = arg;
+	struct open_state o = { st->s, st->err, st->errlen, sizeof(long) };
+
+	if (!st->following)
+		return 0;
+	if (kind != TRACE_META_LOST && kind != TRACE_META_OBJECTS && kind != TRACE_META_NSPIDS)
+		return follow_again(st);
+	return on_meta(kind, data, len, &o);
+}
+
+static int follow_meta_ref(uint32_t kind, size_t chunk, void *arg)
+{
+	struct replay_state *st = arg;
+	struct open_state o = { st->s, st->err, st->errlen, sizeof(long) };
+
+	if (!st->following)
+		return 0;
+	return kind == TRACE_META_OBJECT ? on_meta_ref(kind, chunk, &o) : follow_again(st);
+}
+
+static int follow_loss(const struct trace_loss *l, void *arg)
+{
+	struct replay_state *st = arg;
+	struct open_state o = { st->s, st->err, st->errlen, sizeof(long) };
+
+	return st->following ? on_loss(l, &o) : 0;
+}
+
 int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err, size_t errlen)
 {
-	struct replay_state st = { s, fn, arg, 0, 0 };
+	struct replay_state st = { s, fn, arg, 0, 0, 0, err, errlen };
 	struct trace_handler h = { .record = on_record, .progress = replay_progress };
 	int r;
+
+	/* --last measures its window from the end, which a growing trace
+	 * moves. */
+	if (s->follow && !s->o.time_last) {
+		h.follow = replay_follow;
+		h.meta = follow_meta;
+		h.meta_by_ref = 1u << TRACE_META_OBJECT | 1u << TRACE_META_REACH;
+		h.meta_ref = follow_meta_ref;
+		h.loss = follow_loss;
+	}
 
 	for (size_t i = 0; i < s->nr_evs; i++)
 		s->evs[i].nr_samples = 0;

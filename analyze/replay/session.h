@@ -170,6 +170,7 @@ struct analyze_opts {
 	const char *debug_dirs[ANALYZE_MAX_DEBUG_DIRS]; /* sym.debug_dirs points here */
 	const char *env_debuginfod_urls; /* $DEBUGINFOD_URLS, for a bare --debuginfod */
 	int status_fd;		/* MEMSIGHT_STATUS_FD: what a view counted, for the program that ran it; 0 none */
+	int follow_fds[2];	/* MEMSIGHT_FOLLOW_FDS: requests in, replies out, for top (cmd.c); 0 none */
 };
 
 struct session {
@@ -256,13 +257,32 @@ struct session {
 		void *arg;
 	} *on_code_map;		/* see session_on_code_map */
 	size_t nr_on_code_map;
+	/* A command that shows a live trace as it grows (session_replay):
+	 * called (again 0) when the replay has handed on every sample it can,
+	 * before the file is looked at again: returns 0 to go on,
+	 * TRACE_FOLLOW_END to end the replay there, or another value to stop
+	 * with it. Called (again 1) when the trace changed in a way only a
+	 * replay from the start reads; the replay then returns
+	 * SESSION_REPLAY_AGAIN. */
+	int (*follow)(struct session *s, void *arg, int again);
+	void *follow_arg;
+	int follow_shown;	/* a child that shows a followed replay: it ends once it has */
 };
+
+/* What session_replay returns when a trace it follows as it grows
+ * changed in a way only a replay from the start reads: META that is not
+ * only more of the same (a process, an event, the recording's end), or
+ * the file replaced. */
+#define SESSION_REPLAY_AGAIN 2
 
 /* Open a trace and read its META, analyzing it as opts say (NULL: the
  * defaults; copied). Returns 0, or -1 with a one-line reason in err. A
  * cut-short trace opens; s->r.stop says where it ends. */
 int session_open(struct session *s, const char *path, const struct analyze_opts *opts, char *err, size_t errlen);
 void session_release(struct session *s);
+/* MEMSIGHT_READ_STATS: how the trace was read, on stderr (session_release
+ * says it). */
+void session_say_reads(const struct session *s);
 
 /* Callback for every sample in time order. Return 0 to go on. */
 typedef int (*session_sample_fn)(struct session *s, struct sample *smp, void *arg);

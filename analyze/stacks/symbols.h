@@ -212,6 +212,11 @@ static inline void symbols_dso_mapped_by(struct dso *d, int pid)
  * thread of its own, so that it overlaps reading the trace; the lookups
  * below wait for it. For callers that name frames only after the replay. */
 void symbols_prefetch(struct symbols *s, struct dso *d, int dwarf);
+/* Before fork: wait until the loader thread has done every job given it,
+ * so that it holds no lock and no object is half loaded. In the child,
+ * which has no loader thread: start one (0), or -1 when none could be. */
+void symbols_fork_prepare(struct symbols *s);
+int symbols_fork_child(struct symbols *s);
 /* Have the loader thread name file offset off of a prefetched d (and find
  * its inlined functions) while this thread goes on; the lookups below then
  * find it done. Nothing for objects not prefetched. */

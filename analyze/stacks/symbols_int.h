@@ -21,6 +21,7 @@ struct dso_loader {
 	pthread_cond_t cv;
 	pthread_t thread;
 	int quit;
+	int busy;		/* a job is under way (outside the lock) */
 	/* In order: an object to load, or an address of one to name. */
 	struct load_job { struct dso *d; uint64_t off; unsigned char name, ret; } *queue;
 	size_t head, nr, alloc;

@@ -25,6 +25,7 @@ static void *loader_run(void *arg)
 		if (j.d->load != (j.name ? LOAD_READY : LOAD_QUEUED))
 			continue;
 		j.d->load = LOAD_BUSY;
+		l->busy = 1;
 		pthread_mutex_unlock(&l->mu);
 		if (j.name) {
 			dso_name_ahead(j.d, j.off, j.ret);
@@ -42,6 +43,7 @@ static void *loader_run(void *arg)
 			}
 		}
 		pthread_mutex_lock(&l->mu);
+		l->busy = 0;
 		j.d->loaded = 1;
 		j.d->load = LOAD_READY;
 		pthread_cond_broadcast(&l->cv);
@@ -160,3 +162,28 @@ void loader_stop(struct dso_loader *l)
 	free(l);
 }
 
+
+void symbols_fork_prepare(struct symbols *s)
+{
+	struct dso_loader *l = s->loader;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	while (l->head < l->nr || l->busy)
+		pthread_cond_wait(&l->cv, &l->mu);
+	pthread_mutex_unlock(&l->mu);
+}
+
+int symbols_fork_child(struct symbols *s)
+{
+	struct dso_loader *l = s->loader;
+
+	if (!l)
+		return 0;
+	/* The thread did not come across: a new one serves the same queue,
+	 * whose lock and condition no other thread holds now. */
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	return pthread_create(&l->thread, NULL, loader_run, l) ? -1 : 0;
+}
