@@ -1,6 +1,6 @@
 /*
  * analyze/cmd/cmd_top.c: memsight top, a view of a trace while it is
- * recorded, read again every interval: the leak table, or the faults,
+ * recorded, read every interval: the leak table, or the faults,
  * brk, reclaim or report view where the recording has no allocations.
  *
  * A refresh has this program's own command for the view, in a child, show
@@ -49,12 +49,13 @@
 static const char usage_text[] =
 	"usage: memsight top [options] [FILE]\n"
 	"\n"
-	"A trace while it is recorded, read again every interval as far as the\n"
-	"recorder has written it: the leak table (record -e malloc), the stacks\n"
-	"whose outstanding bytes grow fastest first, or the faults, brk, reclaim\n"
-	"or report view; above it the recorder's CPU and memory, the events lost\n"
-	"so far and the named processes' resident memory, faults per second and\n"
-	"(leaks) heap in use.\n"
+	"A trace while it is recorded, read every interval as far as the recorder\n"
+	"has written it: the leak table (record -e malloc), the stacks whose\n"
+	"outstanding bytes grow fastest first, or the faults, brk, reclaim or\n"
+	"report view; above it the recorder's CPU and memory, the events lost so\n"
+	"far and the named processes' resident memory, faults per second and\n"
+	"(leaks) heap in use. Of a linear trace's leaks, each interval reads only\n"
+	"what the recorder wrote since the last.\n"
 	"At a terminal it redraws in place: q quits, v shows the next view, s\n"
 	"sorts the leak table by growth or by size, p pauses, f keeps some pids\n"
 	"or names, + and - show more or fewer stacks, e folds every stack to its\n"
