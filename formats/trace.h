@@ -392,6 +392,15 @@ struct trace_handler {
 	 * or another value to stop with it. NULL: what the file holds is
 	 * read, and the visit ends. */
 	int (*follow)(void *arg);
+	/* With follow: where, given the look's horizon, the merge stops for
+	 * follow (at most the horizon: a caller that shows a window of the
+	 * latest records stops where the window begins). NULL: the horizon. */
+	uint64_t (*stop_at)(void *arg, uint64_t horizon);
+	/* With follow: the records' clock now, or 0 when the reader cannot
+	 * read it (a trace from another boot). The margin is then reckoned
+	 * from now as well, so that a program gone quiet has its last records
+	 * shown; with 0, from the newest record alone. */
+	uint64_t (*now)(void *arg);
 };
 #define TRACE_FOLLOW_END 1
 

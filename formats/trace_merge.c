@@ -465,13 +465,16 @@ static int streams_add(struct trace_reader *r, struct stream **streams, size_t *
 
 /* The latest record time the merge hands on before the next look at the
  * file: all of them, but in a live linear trace read as it grows (the
- * handler follows it), those older than its newest record by a margin,
- * which a CPU's chunk written late still finds in their place. The newest
- * record is looked for in each stream's last chunk, once; *newest keeps
- * it. The time goes in *horizon; returns 0, or -1 with err set. */
-static int follow_horizon(struct trace_reader *r, const struct trace_handler *h, struct stream *streams,
+ * handler follows it), those older than its newest record, or than the
+ * records' clock now, by a margin, which a CPU's chunk written late still
+ * finds in their place. The newest record is looked for in each stream's
+ * last chunk, once; *newest keeps it. The time, or the handler's stop_at short of it, goes in *horizon;
+ * returns 0, or -1 with err set. */
+static int follow_horizon(struct trace_reader *r, const struct trace_handler *h, void *arg, struct stream *streams,
 			  size_t nr_streams, uint64_t *newest, uint64_t *horizon, char *err, size_t errlen)
 {
+	uint64_t now;
+
 	*horizon = UINT64_MAX;
 	if (!h->follow || !r->live || r->complete || r->stop[0] || (r->file_flags & TRACE_FILE_RING))
 		return 0;
@@ -487,7 +490,15 @@ static int follow_horizon(struct trace_reader *r, const struct trace_handler *h,
 		if (t > *newest)
 			*newest = t;
 	}
-	*horizon = *newest > RECENT_MARGIN_NS ? *newest - RECENT_MARGIN_NS : 0;
+	now = h->now ? h->now(arg) : 0;
+	if (now < *newest)
+		now = *newest;
+	*horizon = now > RECENT_MARGIN_NS ? now - RECENT_MARGIN_NS : 0;
+	if (h->stop_at) {
+		uint64_t at = h->stop_at(arg, *horizon);
+
+		*horizon = at < *horizon ? at : *horizon;
+	}
 	return 0;
 }
 
@@ -542,7 +553,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		ret = -1;
 		goto out;
 	}
-	if (follow_horizon(r, h, streams, nr_streams, &newest, &horizon, err, errlen)) {
+	if (follow_horizon(r, h, arg, streams, nr_streams, &newest, &horizon, err, errlen)) {
 		ret = -1;
 		goto out;
 	}
@@ -606,7 +617,7 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 			ret = -1;
 			goto out;
 		}
-		if (follow_horizon(r, h, streams, nr_streams, &newest, &horizon, err, errlen)) {
+		if (follow_horizon(r, h, arg, streams, nr_streams, &newest, &horizon, err, errlen)) {
 			ret = -1;
 			goto out;
 		}
