@@ -268,8 +268,10 @@ int cmd_parse_base(int argc, char **argv, const struct opt *opts, const char *us
 /*
  * memsight top's follower (MEMSIGHT_FOLLOW_FDS): the command reads a live
  * trace, then reads on as the trace grows, each look only what is new.
- * Between looks a child forked here ends the replay and prints the view
- * of what was read, while this process keeps the replay's state; each
+ * Between looks a child forked here reads on to the look's horizon, ends
+ * the replay there and prints the view of what was read, while this
+ * process keeps the replay's state (with --last it stops where the
+ * window begins, its samples left out, and the child reads the window); each
  * look's output and messages replace the last one's (the descriptors
  * start again empty). Then it tells top on the reply descriptor, "STATUS
  * CPU\n" (the child's exit status, the CPU seconds this process and its
@@ -293,6 +295,9 @@ static int cmd_follow(struct session *s, void *arg, int again)
 	pid_t pid;
 
 	(void)arg;
+	/* The child, at the horizon: the window is read. */
+	if (s->follow_shown)
+		return TRACE_FOLLOW_END;
 	if (again) {
 		dprintf(s->o.follow_fds[1], "again\n");
 		_exit(0);
@@ -302,13 +307,12 @@ static int cmd_follow(struct session *s, void *arg, int again)
 	symbols_fork_prepare(&s->syms);
 	pid = fork();
 	if (pid == 0) {
-		s->follow = NULL;
 		s->follow_shown = 1;
 		if (symbols_fork_child(&s->syms)) {
 			msg_error("cannot start a thread to read symbols: %s", strerror(errno));
 			_exit(1);
 		}
-		return TRACE_FOLLOW_END;
+		return SESSION_FOLLOW_SHOW;
 	}
 	if (pid < 0) {
 		msg_error("cannot fork to show '%s' as it grows: %s", s->path, strerror(errno));

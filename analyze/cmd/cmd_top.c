@@ -11,7 +11,8 @@
  * recording has ended. So what top shows is what that command prints of
  * the same bytes. The child follows a linear trace (cmd.c: the follower):
  * it keeps running, and each refresh reads only what was written since
- * the last. A ring it reads whole, once a refresh.
+ * the last (a view of the last seconds, that window again). A ring it
+ * reads again at each refresh.
  *
  * Above the view, while the recording goes on, top adds what only the
  * machine knows now, from /proc: the recorder (the process holding the
@@ -54,8 +55,8 @@ static const char usage_text[] =
 	"outstanding bytes grow fastest first, or the faults, brk, reclaim or\n"
 	"report view; above it the recorder's CPU and memory, the events lost so\n"
 	"far and the named processes' resident memory, faults per second and\n"
-	"(leaks) heap in use. Of a linear trace's leaks, each interval reads only\n"
-	"what the recorder wrote since the last.\n"
+	"(leaks) heap in use. Of a linear trace, each interval reads only what the\n"
+	"recorder wrote since the last.\n"
 	"At a terminal it redraws in place: q quits, v shows the next view, s\n"
 	"sorts the leak table by growth or by size, p pauses, f keeps some pids\n"
 	"or names, + and - show more or fewer stacks, e folds every stack to its\n"

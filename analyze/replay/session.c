@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <traceevent/event-parse.h>
 
 #include "../../formats/catalog.h"
@@ -1011,12 +1012,48 @@ static int replay_follow(void *arg)
 	struct session *s = st->s;
 	int r = s->follow(s, s->follow_arg, 0);
 
+	if (r == SESSION_FOLLOW_SHOW)
+		return 0;
 	if (r)
 		return r;
 	st->following = 1;
 	if (trace_reader_more(&s->r, s->path, st->err, st->errlen))
 		return follow_again(st);
+	/* Its recorder gone, the trace ends where it is: --last's window
+	 * ends there. */
+	if (!s->r.live && s->o.time_last && session_since_set(s, st->err, st->errlen))
+		return -1;
 	return 0;
+}
+
+/* The records' clock, CLOCK_MONOTONIC, now: a live trace of this boot's
+ * (one from another machine says 0). */
+static uint64_t replay_now(void *arg)
+{
+	struct replay_state *st = arg;
+	struct timespec ts;
+	char v[16];
+
+	if (!st->s->syms.o.same_boot || strcmp(session_host(st->s, "clock_id", v, sizeof(v), ""), "1") ||
+	    clock_gettime(CLOCK_MONOTONIC, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* --last, followed: the replay takes every record, but hands on only the
+ * samples of the window before the look's horizon (s->since); the
+ * follower stops where the window begins, and its child shows the window
+ * from there. */
+static uint64_t replay_stop_at(void *arg, uint64_t horizon)
+{
+	struct replay_state *st = arg;
+	struct session *s = st->s;
+	uint64_t start = horizon > s->o.time_last ? horizon - s->o.time_last : 0;
+
+	if (!s->o.time_last || s->follow_shown)
+		return horizon;
+	s->since = start;
+	return start;
 }
 
 /* The META written while recording that a replay under way takes in:
@@ -1061,10 +1098,10 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 	struct trace_handler h = { .record = on_record, .progress = replay_progress };
 	int r;
 
-	/* --last measures its window from the end, which a growing trace
-	 * moves. */
-	if (s->follow && !s->o.time_last) {
+	if (s->follow) {
 		h.follow = replay_follow;
+		h.stop_at = replay_stop_at;
+		h.now = replay_now;
 		h.meta = follow_meta;
 		h.meta_by_ref = 1u << TRACE_META_OBJECT | 1u << TRACE_META_REACH;
 		h.meta_ref = follow_meta_ref;

@@ -258,15 +258,18 @@ struct session {
 	} *on_code_map;		/* see session_on_code_map */
 	size_t nr_on_code_map;
 	/* A command that shows a live trace as it grows (session_replay):
-	 * called (again 0) when the replay has handed on every sample it can,
-	 * before the file is looked at again: returns 0 to go on,
+	 * called (again 0) when the replay has handed on every sample it can
+	 * (with --last, every one before the window: none of them goes to
+	 * the views, s->since says), before the file is looked at again:
+	 * returns 0 to go on, SESSION_FOLLOW_SHOW to go on to the look's
+	 * horizon without looking (a process that shows the window),
 	 * TRACE_FOLLOW_END to end the replay there, or another value to stop
 	 * with it. Called (again 1) when the trace changed in a way only a
 	 * replay from the start reads; the replay then returns
 	 * SESSION_REPLAY_AGAIN. */
 	int (*follow)(struct session *s, void *arg, int again);
 	void *follow_arg;
-	int follow_shown;	/* a child that shows a followed replay: it ends once it has */
+	int follow_shown;	/* a process that shows a followed replay: it ends once it has */
 };
 
 /* What session_replay returns when a trace it follows as it grows
@@ -274,6 +277,7 @@ struct session {
  * only more of the same (a process, an event, the recording's end), or
  * the file replaced. */
 #define SESSION_REPLAY_AGAIN 2
+#define SESSION_FOLLOW_SHOW 3
 
 /* Open a trace and read its META, analyzing it as opts say (NULL: the
  * defaults; copied). Returns 0, or -1 with a one-line reason in err. A
