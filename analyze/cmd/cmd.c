@@ -271,9 +271,9 @@ int cmd_parse_base(int argc, char **argv, const struct opt *opts, const char *us
  * Between looks a child forked here reads on to the look's horizon, ends
  * the replay there and prints the view of what was read, while this
  * process keeps the replay's state (with --last it stops where the
- * window begins, its samples left out, and the child reads the window); each
- * look's output and messages replace the last one's (the descriptors
- * start again empty). Then it tells top on the reply descriptor, "STATUS
+ * window begins, its samples left out, and the child reads the window);
+ * each look's output and messages replace the last one's (the
+ * descriptors start again empty). Then it tells top on the reply descriptor, "STATUS
  * CPU\n" (the child's exit status, the CPU seconds this process and its
  * children have used), and waits for a byte on the request descriptor
  * before it looks at the file again; none (top is gone, or wants another

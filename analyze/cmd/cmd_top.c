@@ -721,7 +721,9 @@ static double top_interval(const struct top *t)
 	getrusage(RUSAGE_SELF, &self);
 	getrusage(RUSAGE_CHILDREN, &children);
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	least = (rusage_secs(&self) + rusage_secs(&children)) * 100 / t->max_cpu - ts_since(&t->start, &now);
+	/* A follower still running is in no rusage yet: what it said. */
+	least = (rusage_secs(&self) + rusage_secs(&children) + (t->fw.pid ? t->fw.cpu : 0)) * 100 / t->max_cpu -
+		ts_since(&t->start, &now);
 	return least > t->delay ? least : t->delay;
 }
 

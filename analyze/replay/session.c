@@ -608,11 +608,10 @@ void session_say_reads(const struct session *s)
 {
 	if (s->o.read_stats && s->path) {
 		size_t data = 0;
+		char grew[64] = "";
 
 		for (size_t i = 0; i < s->r.nr_chunks; i++)
 			data += s->r.chunks[i].type == TRACE_CHUNK_DATA;
-		char grew[64] = "";
-
 		/* A live trace followed: the first look, then one a refresh. */
 		if (s->r.looks)
 			snprintf(grew, sizeof(grew), ", as it grew, in %u looks", s->r.looks + 1);
@@ -742,7 +741,7 @@ struct replay_state {
 	void *arg;
 	uint64_t bad;
 	uint64_t unselected;	/* samples --pid, --tid, --comm or --time left out */
-	int following;		/* the file has been looked at again (session_follow) */
+	int following;		/* the file has been looked at again (replay_follow) */
 	char *err;
 	size_t errlen;
 };
@@ -1058,10 +1057,11 @@ static uint64_t replay_stop_at(void *arg, uint64_t horizon)
 
 /* The META written while recording that a replay under way takes in:
  * the objects carried (named when a stack first needs them), the counts
- * of events lost and the pids of processes in containers. Any other (a process, an event, the statistics
- * and symbols of a recording's end) changes what the samples read
- * before it mean: the replay must start again. The first trace_read
- * visit hands every META again, which session_open took already. */
+ * of events lost and the pids of processes in containers. Any other (a
+ * process, an event, the statistics and symbols of a recording's end)
+ * changes what the samples read before it mean: the replay must start
+ * again. The first trace_read visit hands every META again, which
+ * session_open took already. */
 static int follow_meta(uint32_t kind, const void *data, size_t len, void *arg)
 {
 	struct replay_state *st = arg;
