@@ -522,13 +522,45 @@ static int heap_build(struct ahead *a, struct stream *streams, size_t nr_streams
 	return 0;
 }
 
+/* A merge under way: the streams, the heap of those with a record to
+ * hand on, and how far it may go before the next look at the file. */
+struct merge {
+	struct trace_reader *r;
+	const struct trace_handler *h;
+	void *arg;
+	struct ahead ahead;
+	struct stream *streams, **heap;
+	size_t nr_streams, nr_heap, nr_data;
+	uint64_t newest, horizon;
+	char *err;
+	size_t errlen;
+};
+
+/* The DATA chunks of the reader's from on into the merge: onto their
+ * streams, the heap made again, the horizon reckoned. Returns 0, or -1
+ * with err set. */
+static int merge_take(struct merge *m, size_t from)
+{
+	if (streams_add(m->r, &m->streams, &m->nr_streams, from, m->r->nr_chunks, &m->newest, m->err, m->errlen))
+		return -1;
+	m->nr_data = 0;
+	for (size_t k = 0; k < m->nr_streams; k++)
+		m->nr_data += m->streams[k].nr;
+	free(m->heap);
+	m->heap = calloc(m->nr_streams ? m->nr_streams : 1, sizeof(*m->heap));
+	if (!m->heap)
+		return trace_error_set(m->err, m->errlen, "out of memory");
+	if (heap_build(&m->ahead, m->streams, m->nr_streams, m->heap, &m->nr_heap, m->err, m->errlen))
+		return -1;
+	return follow_horizon(m->r, m->h, m->arg, m->streams, m->nr_streams, &m->newest, &m->horizon, m->err,
+			      m->errlen);
+}
+
 int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg, char *err,
 	       size_t errlen)
 {
-	struct stream *streams = NULL, **heap = NULL;
-	struct ahead ahead = { .r = r };
-	size_t nr_streams = 0, nr_heap = 0, nr_data = 0, seen = r->nr_chunks;
-	uint64_t newest = 0, horizon;
+	struct merge m = { .r = r, .h = h, .arg = arg, .ahead = { .r = r }, .err = err, .errlen = errlen };
+	size_t seen = r->nr_chunks;
 	int ret;
 
 	/* Meta and loss first, in file order. */
@@ -537,60 +569,45 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		return ret;
 	r->replays++;
 
-	if (streams_add(r, &streams, &nr_streams, 0, r->nr_chunks, &newest, err, errlen)) {
-		ret = -1;
-		goto out;
-	}
-	for (size_t k = 0; k < nr_streams; k++)
-		nr_data += streams[k].nr;
-	heap = calloc(nr_streams ? nr_streams : 1, sizeof(*heap));
-	if (!heap) {
-		ret = trace_error_set(err, errlen, "out of memory");
-		goto out;
-	}
-	ahead_start(&ahead, r);
-	if (heap_build(&ahead, streams, nr_streams, heap, &nr_heap, err, errlen)) {
-		ret = -1;
-		goto out;
-	}
-	if (follow_horizon(r, h, arg, streams, nr_streams, &newest, &horizon, err, errlen)) {
+	ahead_start(&m.ahead, r);
+	if (merge_take(&m, 0)) {
 		ret = -1;
 		goto out;
 	}
 	for (;;) {
-		while (nr_heap && heap[0]->recs.pos[heap[0]->cur].time <= horizon) {
-			struct stream *s = heap[0];
+		while (m.nr_heap && m.heap[0]->recs.pos[m.heap[0]->cur].time <= m.horizon) {
+			struct stream *s = m.heap[0];
 			struct rec_pos *p = &s->recs.pos[s->cur++];
 
 			ret = h->record(s->buf + p->off, p->len, s->id, p->time, arg);
 			if (ret)
 				goto out;
 			if (s->cur == s->recs.nr) {
-				int l = stream_load(&ahead, s, err, errlen);
+				int l = stream_load(&m.ahead, s, err, errlen);
 
 				if (l < 0) {
 					ret = -1;
 					goto out;
 				}
 				if (h->progress)
-					h->progress(ahead.taken, nr_data, arg);
+					h->progress(m.ahead.taken, m.nr_data, arg);
 				if (!l)
-					heap[0] = heap[--nr_heap];
+					m.heap[0] = m.heap[--m.nr_heap];
 			}
-			heap_down(heap, nr_heap, 0);
+			heap_down(m.heap, m.nr_heap, 0);
 		}
-		if (horizon == UINT64_MAX)
+		if (m.horizon == UINT64_MAX)
 			break;
 		/* What is left waits for the chunks the file does not hold yet.
 		 * The read-ahead's order was of the chunks there were: from
 		 * here the merge decodes its chunks itself. */
-		if (ahead.running) {
-			size_t taken = ahead.taken;
+		if (m.ahead.running) {
+			size_t taken = m.ahead.taken;
 
-			ahead_stop(&ahead);
-			memset(&ahead, 0, sizeof(ahead));
-			ahead.r = r;
-			ahead.taken = taken;
+			ahead_stop(&m.ahead);
+			memset(&m.ahead, 0, sizeof(m.ahead));
+			m.ahead.r = r;
+			m.ahead.taken = taken;
 		}
 		ret = h->follow(arg);
 		if (ret == TRACE_FOLLOW_END) {
@@ -599,37 +616,20 @@ int trace_read(struct trace_reader *r, const struct trace_handler *h, void *arg,
 		}
 		if (ret || (ret = visit_meta(r, h, arg, seen, r->nr_chunks, err, errlen)))
 			goto out;
-		if (streams_add(r, &streams, &nr_streams, seen, r->nr_chunks, &newest, err, errlen)) {
+		if (merge_take(&m, seen)) {
 			ret = -1;
 			goto out;
 		}
-		nr_data = 0;
-		for (size_t k = 0; k < nr_streams; k++)
-			nr_data += streams[k].nr;
 		seen = r->nr_chunks;
-		free(heap);
-		heap = calloc(nr_streams ? nr_streams : 1, sizeof(*heap));
-		if (!heap) {
-			ret = trace_error_set(err, errlen, "out of memory");
-			goto out;
-		}
-		if (heap_build(&ahead, streams, nr_streams, heap, &nr_heap, err, errlen)) {
-			ret = -1;
-			goto out;
-		}
-		if (follow_horizon(r, h, arg, streams, nr_streams, &newest, &horizon, err, errlen)) {
-			ret = -1;
-			goto out;
-		}
 	}
 out:
-	ahead_stop(&ahead);
-	for (size_t k = 0; k < nr_streams; k++) {
-		free(streams[k].chunks);
-		free(streams[k].buf);
-		free(streams[k].recs.pos);
+	ahead_stop(&m.ahead);
+	for (size_t k = 0; k < m.nr_streams; k++) {
+		free(m.streams[k].chunks);
+		free(m.streams[k].buf);
+		free(m.streams[k].recs.pos);
 	}
-	free(streams);
-	free(heap);
+	free(m.streams);
+	free(m.heap);
 	return ret;
 }

@@ -61,18 +61,27 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 # the trace whole. Its recorder
 # killed with -9, what it wrote is read to its end and shown as the last
 # table, as leaks reads it.
+# followed_looks TRACE: of top's live tables (in tables), what
+# MEMSIGHT_READ_STATS said of TRACE: at least three, each one replay,
+# each look the first (the command started again) or one more than the
+# refresh before, at least two of them later looks, never more chunks
+# read than the file holds.
+followed_looks() {
+	sed -n "/(recording ended)/q;p" tables | sed -n "s/^read .$1.: //p" >stats &&
+	cat stats &&
+	test "$(wc -l <stats)" -ge 3 &&
+	! grep -v "^1 replay, [0-9]* data chunks read of the [0-9]* it holds\(, as it grew, in [0-9]* looks\)\{0,1\}$" stats &&
+	awk '{ k = /looks$/ ? $(NF - 1) : 1; if ((k != 1 && k != prev + 1) || $3 > $9) bad = 1; grown += k > 1; prev = k }
+		END { exit bad || grown < 2 }' stats
+}
+
 test_expect_success 'a linear trace is read once as it grows: one replay, one more look a refresh' '
 	{ "$MEMSIGHT" record -q -e malloc -o follow.trace -- "$S/alloc_zoo" grow 600 >/dev/null 2>&1 & } &&
 	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info follow.trace 2>/dev/null | grep -q "^status: *being recorded"; do
 		sleep 0.1; i=$((i + 1)); done &&
 	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 follow.trace >tables 2>err &&
 	wait &&
-	sed -n "/(recording ended)/q;p" tables | sed -n "s/^read .follow.trace.: //p" >stats &&
-	cat stats &&
-	test "$(wc -l <stats)" -ge 3 &&
-	! grep -v "^1 replay, [0-9]* data chunks read of the [0-9]* it holds\(, as it grew, in [0-9]* looks\)\{0,1\}$" stats &&
-	awk "{ k = /looks\$/ ? \$(NF - 1) : 1; if ((k != 1 && k != prev + 1) || \$3 > \$9) bad = 1; grown += k > 1; prev = k }
-		END { exit bad || grown < 2 }" stats &&
+	followed_looks follow.trace &&
 	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
 	"$MEMSIGHT" leaks --sort growth -T 2 follow.trace >want 2>/dev/null &&
 	test_cmp want last
@@ -87,12 +96,7 @@ test_expect_success 'a linear trace'"'"'s faults of the last seconds: followed, 
 		sleep 0.1; i=$((i + 1)); done &&
 	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --view faults --last 2 --max-cpu 100 -d 0.5 -T 2 ffollow.trace >tables 2>err &&
 	wait &&
-	sed -n "/(recording ended)/q;p" tables | sed -n "s/^read .ffollow.trace.: //p" >stats &&
-	cat stats &&
-	test "$(wc -l <stats)" -ge 3 &&
-	! grep -v "^1 replay, [0-9]* data chunks read of the [0-9]* it holds\(, as it grew, in [0-9]* looks\)\{0,1\}$" stats &&
-	awk "{ k = /looks\$/ ? \$(NF - 1) : 1; if ((k != 1 && k != prev + 1) || \$3 > \$9) bad = 1; grown += k > 1; prev = k }
-		END { exit bad || grown < 2 }" stats &&
+	followed_looks ffollow.trace &&
 	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
 	"$MEMSIGHT" faults --last 2 -T 2 ffollow.trace >want 2>/dev/null &&
 	test_cmp want last
