@@ -71,13 +71,15 @@ test_expect_success 'SIGKILL of the recorder: the trace reads to its last chunk,
 	"$MEMSIGHT" record -e malloc -o killed.trace -- "$S/alloc_zoo" grow 3000 >/dev/null 2>&1 &
 	rec=$! &&
 	# Killed once the trace holds some of the leak, however slow the
-	# machine; the command then goes on alone and is ended too.
+	# machine; the command then goes on alone and is ended too, by its
+	# pid: other tests run the same command beside this one.
 	i=0 && while [ $i -lt 300 ] && ! "$MEMSIGHT" leaks killed.trace 2>/dev/null | grep -q "steady_leak+0x"; do
 		sleep 0.1; i=$((i + 1))
 	done &&
 	test "$(probes $rec)" -gt 0 &&
+	zoo=$(pgrep -P $rec -x alloc_zoo) &&
 	kill -9 $rec && wait $rec;
-	pkill -f "^$S/alloc_zoo grow 3000$";
+	kill $zoo;
 	"$MEMSIGHT" info killed.trace >info 2>err &&
 	grep "^status:      ends at byte [0-9]* without a trailer" info &&
 	grep "without a trailer" err &&

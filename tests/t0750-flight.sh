@@ -144,8 +144,9 @@ test_expect_success 'archive of a ring a recorder still writes: refused in place
 	grep "^memsight archive: .live.trace. is being recorded (a recorder holds it): archive a copy of it, or write the archive elsewhere with -o FILE$" err &&
 	"$MEMSIGHT" archive -o window.trace live.trace &&
 	test "$(stat -c %i live.trace)" = "$ino" &&
+	ph=$(pgrep -P $rec -x phases) &&
 	kill -INT $rec && wait $rec;
-	pkill -9 -x phases;
+	kill -9 $ph;
 	"$MEMSIGHT" info live.trace | grep "^status:      complete$" &&
 	"$MEMSIGHT" info window.trace >info &&
 	grep "^flight:      the window of a ring" info &&
@@ -161,7 +162,8 @@ test_expect_success 'kill -9 while the ring wraps leaves a file that reads up to
 	rec=$! &&
 	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info killed.trace 2>/dev/null | grep -q "MiB ([1-9][0-9]* records) overwritten"; do
 		sleep 0.1; i=$((i + 1)); done &&
-	kill -9 $rec && wait $rec ; pkill -9 -x phases ;
+	ph=$(pgrep -P $rec -x phases) &&
+	kill -9 $rec && wait $rec ; kill -9 $ph ;
 	size=$(stat -c %s killed.trace) && test "$size" -le $RING_BYTES &&
 	"$MEMSIGHT" info killed.trace >info &&
 	cat info &&
