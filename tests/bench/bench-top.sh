@@ -13,6 +13,8 @@
 #     copy of this tree) recorded system-wide with the default events: the
 #     build's time alone, recorded, and recorded with top (its faults view)
 #     watching; top's CPU per refresh and as a share of one CPU
+#   a 1 GiB ring filled by malloc churn: top's CPU for one refresh, which
+#     reads the ring's whole window (RING, RING_N: its size, the calls)
 #
 # Each round runs the two in turn, in a turning order; figures are medians.
 set -u
@@ -108,3 +110,19 @@ echo "  recorded:               $u ($(echo "$u $a" | awk '{ printf "%.2fx", $1 /
 echo "  recorded, top watching: $wb ($(echo "$wb $a" | awk '{ printf "%.2fx", $1 / $2 }'); $(echo "$wb $u" | awk '{ printf "%.2fx", $1 / $2 }') of unwatched)"
 echo "  top's CPU per refresh: $(awk '{ printf "%.3f\n", $3 ? $1 / $3 : 0 }' box.top | median) s, \
 $(awk '{ printf "%.1f\n", $2 ? 100 * $1 / $2 : 0 }' box.top | median)% of one CPU; trace $(stat -c %s box.trace) bytes"
+
+# A ring of RING (default 1G) that malloc churn (every call, RING_N calls)
+# filled: top refreshes a ring by running the view's command on its whole
+# window, so one refresh costs a read of the window; at --max-cpu 10 the
+# interval is stretched to ten times that. One run: the read is of a
+# finished ring, as long as one of a ring its recorder still writes.
+RING=${RING:-1G}
+RING_N=${RING_N:-2000000}
+rm -f ring.trace
+"$b/memsight" record -q --ring "$RING" -e malloc -o ring.trace -- "$zoo" churn "$RING_N" >/dev/null 2>&1
+/usr/bin/time -f "%U %S %e" -o ring.time "$b/memsight" top -n 1 ring.trace >ring.tables 2>/dev/null
+read -r ru rs re <ring.time
+echo "a ring of $RING filled by malloc churn $RING_N ($(stat -c %s ring.trace) bytes, \
+$("$b/memsight" info ring.trace 2>/dev/null | sed -n 's/^samples: *//p') samples in its window):"
+echo "  top's CPU per refresh: $(echo "$ru $rs" | awk '{ printf "%.1f", $1 + $2 }') s ($re s of wall time); \
+at --max-cpu 10, a refresh every $(echo "$ru $rs" | awk '{ printf "%.0f", 10 * ($1 + $2) }') s"
