@@ -322,10 +322,12 @@ static int top_run(struct top *t, char **out, char **err)
 	for (int tries = 0; tries < 2; tries++) {
 		int r;
 
-		/* A new one reads and shows the trace unasked. */
+		/* A new one reads and shows the trace unasked; one started
+		 * after another said "again" is running, its files open. */
 		if (!t->fw.pid) {
 			if (follower_start(t, argv, args))
 				return -1;
+			ended = 0;
 		} else {
 			send(t->fw.sock, "x", 1, MSG_NOSIGNAL);
 		}
