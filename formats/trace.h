@@ -119,6 +119,8 @@ struct trace_ring_info {
 	uint64_t overwritten_records; /* perf records in them */
 	uint64_t first_time;	      /* when the window's oldest segment began */
 	uint32_t passed;	      /* window's segments not read (trace_reader_open_recent) */
+	uint64_t last_offset;	      /* the newest segment's place in the file */
+	uint64_t last_end;	      /* where its good chunks end: a live ring is read on from there */
 };
 
 /* A LOSS entry for events the kernel's counters show were lost but no
@@ -331,12 +333,14 @@ int trace_reader_open_fd(struct trace_reader *r, int fd, const char *name, char 
 int trace_reader_open_recent(struct trace_reader *r, const char *path, uint64_t window_ns, char *err,
 			     size_t errlen);
 void trace_reader_release(struct trace_reader *r);
-/* A live linear trace as it has grown since it was opened (or since the
- * last call): the chunks its recorder has written since are added to
+/* A live trace as it has grown since it was opened (or since the last
+ * call): the chunks its recorder has written since are added to
  * r->chunks, after those it had, and r->live, r->complete and r->stop
- * say what the file is now. A ring, a finished file, or one the reader
- * found a fault in is left as it is. Returns 0, or -1 with the reason in
- * err (the path names another file now: a new recording replaced it). */
+ * say what the file is now. Of a ring, those of the window's newest
+ * segment. A finished file, or one the reader found a fault in, is left
+ * as it is. Returns 0, or -1 with the reason in err (the path names
+ * another file now: a new recording replaced it; a ring's recorder began
+ * another segment, so its window moved on). */
 int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_t errlen);
 
 /* What reading a chunk of a live ring returns when its recorder has

@@ -464,7 +464,7 @@ static int streams_add(struct trace_reader *r, struct stream **streams, size_t *
 }
 
 /* The latest record time the merge hands on before the next look at the
- * file: all of them, but in a live linear trace read as it grows (the
+ * file: all of them, but in a live trace read as it grows (the
  * handler follows it), those older than its newest record, or than the
  * records' clock now, by a margin, which a CPU's chunk written late still
  * finds in their place. The newest record is looked for in each stream's
@@ -476,7 +476,7 @@ static int follow_horizon(struct trace_reader *r, const struct trace_handler *h,
 	uint64_t now;
 
 	*horizon = UINT64_MAX;
-	if (!h->follow || !r->live || r->complete || r->stop[0] || (r->file_flags & TRACE_FILE_RING))
+	if (!h->follow || !r->live || r->complete || r->stop[0])
 		return 0;
 	for (size_t k = 0; k < nr_streams; k++) {
 		struct stream *s = &streams[k];

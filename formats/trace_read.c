@@ -331,6 +331,8 @@ static int reader_walk_ring(struct trace_reader *r, uint64_t hsize, size_t *allo
 			continue;
 		}
 		ri->last_seq = found[i].seq;
+		ri->last_offset = off;
+		ri->last_end = off + TRACE_CHUNK_HEADER_SIZE + TRACE_SEGMENT_SIZE;
 		ri->segments++;
 		if (!reader_walk(r, off + TRACE_CHUNK_HEADER_SIZE + TRACE_SEGMENT_SIZE, end,
 				 trace_segment_seed(found[i].seq), ri->segments, 1, alloc)) {
@@ -391,6 +393,9 @@ static void reader_accept(struct trace_reader *r, const unsigned char *bad, size
 				break;
 			continue;
 		}
+		if (ring && c.segment && c.segment == r->ring.segments &&
+		    c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len > r->ring.last_end)
+			r->ring.last_end = c.offset + TRACE_CHUNK_HEADER_SIZE + c.payload_len;
 		if (c.type == TRACE_CHUNK_SEGMENT)
 			continue;
 		if (c.type == TRACE_CHUNK_STATE) {
@@ -556,10 +561,57 @@ int trace_reader_open_recent(struct trace_reader *r, const char *path, uint64_t 
 	return ret;
 }
 
+/* The sequence number of the ring segment at off, as its SEGMENT chunk
+ * says; 0 where that chunk is not whole (being written, or never). */
+static uint64_t segment_seq_at(const struct trace_reader *r, uint64_t off)
+{
+	const unsigned char *h = r->base + off;
+
+	if (off > r->size || r->size - off < TRACE_CHUNK_HEADER_SIZE + TRACE_SEGMENT_SIZE ||
+	    get32(h) != TRACE_CHUNK_MAGIC || get16(h + 4) != TRACE_CHUNK_SEGMENT ||
+	    get32(h + 12) != TRACE_SEGMENT_SIZE ||
+	    trace_chunk_crc(0, h, h + TRACE_CHUNK_HEADER_SIZE, TRACE_SEGMENT_SIZE) != get32(h + 20))
+		return 0;
+	return get64(h + TRACE_CHUNK_HEADER_SIZE);
+}
+
+/* Where a live file is walked again, in which segment and with what
+ * seed: from the end of its last good chunk (a chunk the last look found
+ * half written is walked again), to the end of the file or, in a ring,
+ * of the window's newest segment. A ring whose recorder has begun
+ * another segment since has a window that moved on, its oldest segment
+ * being overwritten: only a new reading reads it (-1). */
+static int reader_more_from(struct trace_reader *r, uint64_t *from, uint64_t *to, uint32_t *seed, uint32_t *segment,
+			    char *err, size_t errlen)
+{
+	struct trace_ring_info *ri = &r->ring;
+	uint64_t next;
+
+	*from = r->valid_end;
+	*to = r->size;
+	*seed = *segment = 0;
+	if (!(r->file_flags & TRACE_FILE_RING))
+		return 0;
+	if (!ri->segments)
+		return get64(r->base + 32) ? trace_error_set(err, errlen, "the ring's segments have begun") : 0;
+	next = ri->last_offset + ri->segment_size;
+	if (next + ri->segment_size > ri->start + (uint64_t)ri->nr_segments * ri->segment_size)
+		next = ri->start;
+	if (segment_seq_at(r, ri->last_offset) != ri->last_seq || segment_seq_at(r, next) > ri->last_seq)
+		return trace_error_set(err, errlen, "the ring's window moved on: its recorder began a segment");
+	*from = ri->last_end;
+	*to = ri->last_offset + ri->segment_size < r->size ? ri->last_offset + ri->segment_size : r->size;
+	*seed = trace_segment_seed(ri->last_seq);
+	*segment = ri->segments;
+	return 0;
+}
+
 int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), live;
 	size_t alloc = r->nr_chunks, from = r->nr_chunks, walked;
+	uint64_t at, to;
+	uint32_t seed, segment;
 	struct stat st;
 	unsigned char *bad;
 	void *map;
@@ -573,8 +625,7 @@ int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_
 	/* Whether the recorder still holds it, asked before its size: what
 	 * a recorder that has let go wrote is all there is. */
 	live = replace_live_fd(fd);
-	if (!r->mapped || !r->live || r->complete || (r->file_flags & TRACE_FILE_RING) || r->stop[0] ||
-	    (uint64_t)st.st_size < r->size) {
+	if (!r->mapped || !r->live || r->complete || r->stop[0] || (uint64_t)st.st_size < r->size) {
 		close(fd);
 		return 0;
 	}
@@ -600,9 +651,9 @@ int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_
 	close(fd);
 	r->live = live;
 	r->looks++;
-	/* From the end of the last good chunk: a chunk the last look found
-	 * half written is walked again. */
-	if (!reader_walk(r, r->valid_end, r->size, 0, 0, 0, &alloc))
+	if (reader_more_from(r, &at, &to, &seed, &segment, err, errlen))
+		return -1;
+	if (!reader_walk(r, at, to, seed, segment, segment != 0, &alloc))
 		return trace_error_set(err, errlen, "out of memory");
 	walked = r->nr_chunks;
 	bad = calloc(walked - from + 1, 1);
@@ -612,10 +663,10 @@ int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_
 		const struct trace_chunk *c = &r->chunks[i];
 		const unsigned char *h = r->base + c->offset;
 
-		bad[i - from] = trace_chunk_crc(0, h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
+		bad[i - from] = trace_chunk_crc(c->crc_seed, h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
 	}
 	r->nr_chunks = from;
-	reader_accept(r, bad, from, walked, 0);
+	reader_accept(r, bad, from, walked, segment != 0);
 	free(bad);
 	return 0;
 }

@@ -102,6 +102,43 @@ test_expect_success 'a linear trace'"'"'s faults of the last seconds: followed, 
 	test_cmp want last
 '
 
+# A ring is followed too, in its newest segment: a steady leak in a
+# 64 MiB ring stays in its first segment, and each refresh reads only what
+# was written since the last.
+test_expect_success 'a ring its recorder writes slowly: followed in its newest segment, one more look a refresh' '
+	{ "$MEMSIGHT" record -q --ring 64M -e malloc -o rfollow.trace -- "$S/alloc_zoo" grow 600 >/dev/null 2>&1 & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info rfollow.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 rfollow.trace >tables 2>err &&
+	wait &&
+	followed_looks rfollow.trace &&
+	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
+	"$MEMSIGHT" leaks --sort growth -T 2 rfollow.trace >want 2>/dev/null &&
+	test_cmp want last
+'
+
+# Once the recorder begins another segment, the ring's window moves on
+# (its oldest segment is overwritten next) and the view's command starts
+# again on the window as it now stands, then follows that. rss_grow writes
+# 64 MiB after 3 s, every fault recorded, stored uncompressed: an 8 MiB
+# ring, three segments of 2.3 MiB, passes into other segments while top
+# watches, and top goes on.
+test_expect_success 'a ring whose recorder begins a segment while followed: the command starts again and follows on' '
+	{ "$MEMSIGHT" record -q --ring 8M --compression none -e faults/1 -o rnext.trace -- \
+		"$S/rss_grow" 64 2000 2500 >/dev/null 2>&1 & } &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info rnext.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 rnext.trace >tables 2>err &&
+	wait &&
+	cat err &&
+	followed_looks rnext.trace &&
+	awk "/as it grew/ { grown = 1; next } grown { again = 1 } END { exit !again }" stats &&
+	"$MEMSIGHT" info rnext.trace | grep "^flight: .* [1-9][0-9.]* MiB (.*) overwritten before its window" &&
+	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
+	"$MEMSIGHT" faults --last 10 -T 2 rnext.trace >want 2>/dev/null &&
+	test_cmp want last
+'
+
 test_expect_success 'a linear trace whose recorder is killed with -9 while followed: read to its end' '
 	{ "$MEMSIGHT" record -q -e malloc -o killed.trace -- "$S/alloc_zoo" grow 3000 >/dev/null 2>&1 & } &&
 	rec=$! &&

@@ -9,10 +9,11 @@
  * and shows them: at a terminal redrawn in place on the alternate screen,
  * with keys; elsewhere one table a refresh, as vmstat prints, until the
  * recording has ended. So what top shows is what that command prints of
- * the same bytes. The child follows a linear trace (cmd.c: the follower):
- * it keeps running, and each refresh reads only what was written since
- * the last (a view of the last seconds, that window again). A ring it
- * reads again at each refresh.
+ * the same bytes. The child follows the trace (cmd.c: the follower): it
+ * keeps running, and each refresh reads only what was written since the
+ * last (a view of the last seconds, that window again); of a ring, until
+ * its recorder begins another segment and the window moves on, when the
+ * command starts again.
  *
  * Above the view, while the recording goes on, top adds what only the
  * machine knows now, from /proc: the recorder (the process holding the
@@ -55,8 +56,8 @@ static const char usage_text[] =
 	"outstanding bytes grow fastest first, or the faults, brk, reclaim or\n"
 	"report view; above it the recorder's CPU and memory, the events lost so\n"
 	"far and the named processes' resident memory, faults per second and\n"
-	"(leaks) heap in use. Of a linear trace, each interval reads only what the\n"
-	"recorder wrote since the last.\n"
+	"(leaks) heap in use. Each interval reads only what the recorder wrote\n"
+	"since the last (of a ring, until it begins another segment).\n"
 	"At a terminal it redraws in place: q quits, v shows the next view, s\n"
 	"sorts the leak table by growth or by size, p pauses, f keeps some pids\n"
 	"or names, + and - show more or fewer stacks, e folds every stack to its\n"
@@ -274,9 +275,9 @@ static int follower_reply(struct top *t, int *status, double *cpu)
  * goes in t->cost, what it counted lost in t->lost. The command is a
  * follower (cmd.c): started once, it reads the trace and shows it, then
  * at each refresh reads on from where it was. One that ends by itself
- * (the trace is a ring, or finished) showed the trace whole, and the next
- * refresh starts another; one that says "again" (the trace changed as
- * only a new reading reads) is started again at once.
+ * (the trace is finished) showed the trace whole, and the next refresh
+ * starts another; one that says "again" (the trace changed as only a new
+ * reading reads: a ring's window moved on) is started again at once.
  */
 static int top_run(struct top *t, char **out, char **err)
 {
