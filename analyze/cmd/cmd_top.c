@@ -1189,6 +1189,9 @@ static int top_loop(struct top *t)
 		}
 		printf("%s\n%s%s%s\n", header, panel, *panel ? "\n" : "", out);
 		fflush(stdout);
+		/* The last table asked for: nothing is left to wait for. */
+		if (t->iterations && runs == t->iterations)
+			break;
 		again = top_wait(t, live, &next);
 	}
 	free(out);
