@@ -14,7 +14,8 @@
 #     build's time alone, recorded, and recorded with top (its faults view)
 #     watching; top's CPU per refresh and as a share of one CPU
 #   a 1 GiB ring filled by malloc churn: top's CPU for one refresh, which
-#     reads the ring's whole window (RING, RING_N: its size, the calls)
+#     reads the ring's whole window (RING, RING_N: its size, the calls); and
+#     the ring full, then written slowly: each refresh reads what is new
 #
 # Each round runs the two in turn, in a turning order; figures are medians.
 set -u
@@ -112,10 +113,14 @@ echo "  top's CPU per refresh: $(awk '{ printf "%.3f\n", $3 ? $1 / $3 : 0 }' box
 $(awk '{ printf "%.1f\n", $2 ? 100 * $1 / $2 : 0 }' box.top | median)% of one CPU; trace $(stat -c %s box.trace) bytes"
 
 # A ring of RING (default 1G) that malloc churn (every call, RING_N calls)
-# filled: top refreshes a ring by running the view's command on its whole
-# window, so one refresh costs a read of the window; at --max-cpu 10 the
-# interval is stretched to ten times that. One run: the read is of a
-# finished ring, as long as one of a ring its recorder still writes.
+# filled, and the same ring written slowly after: top refreshes a ring by
+# reading what its recorder wrote since the last refresh while it writes
+# the same segment, and its whole window again once it begins another.
+# Churn begins one about every second (a 56 MiB segment of 1 GiB), so each
+# refresh of it reads the window: one read's CPU, of the finished ring. A
+# steady leak after the churn (alloc_zoo grow, 64 bytes every 10 ms) stays
+# in its segment: top's CPU for its first refresh (a whole read) and for
+# each of ten more, 1 s apart. One run each.
 RING=${RING:-1G}
 RING_N=${RING_N:-2000000}
 rm -f ring.trace
@@ -126,3 +131,18 @@ echo "a ring of $RING filled by malloc churn $RING_N ($(stat -c %s ring.trace) b
 $("$b/memsight" info ring.trace 2>/dev/null | sed -n 's/^samples: *//p') samples in its window):"
 echo "  top's CPU per refresh: $(echo "$ru $rs" | awk '{ printf "%.1f", $1 + $2 }') s ($re s of wall time); \
 at --max-cpu 10, a refresh every $(echo "$ru $rs" | awk '{ printf "%.0f", 10 * ($1 + $2) }') s"
+
+rm -f ring.trace
+"$b/memsight" record -q --ring "$RING" -e malloc -o ring.trace -- \
+	sh -c "'$zoo' churn $((RING_N / 5)) >/dev/null 2>&1; '$zoo' grow 3000 >/dev/null 2>&1" &
+rec=$!
+# Until the churn has ended and the steady leak runs.
+i=0 && while [ $i -lt 600 ] && ! pgrep -f "^$zoo grow 3000\$" >/dev/null; do sleep 0.1; i=$((i + 1)); done
+/usr/bin/time -f "%U %S" -o ring1.time "$b/memsight" top -n 1 ring.trace >/dev/null 2>&1
+/usr/bin/time -f "%U %S" -o ring11.time "$b/memsight" top -n 11 --max-cpu 100 -d 1 ring.trace >ring.tables 2>/dev/null
+kill -INT $rec 2>/dev/null
+wait $rec
+first=$(awk '{ print $1 + $2 }' ring1.time) all=$(awk '{ print $1 + $2 }' ring11.time)
+echo "the same ring, full, then a steady leak written into it ($(grep -c "being recorded" ring.tables) live tables):"
+echo "  top's first refresh: $first s of CPU; each of the next ten: \
+$(echo "$all $first" | awk '{ printf "%.3f", ($1 - $2) / 10 }') s"
