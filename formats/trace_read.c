@@ -592,8 +592,11 @@ static int reader_more_from(struct trace_reader *r, uint64_t *from, uint64_t *to
 	*seed = *segment = 0;
 	if (!(r->file_flags & TRACE_FILE_RING))
 		return 0;
+	/* Its segments had not begun when it was opened (the head alone was
+	 * read): once they have, only a new reading reads them. */
 	if (!ri->segments)
-		return get64(r->base + 32) ? trace_error_set(err, errlen, "the ring's segments have begun") : 0;
+		return !ri->start && get64(r->base + 32) ? trace_error_set(err, errlen, "the ring's segments have begun")
+							 : 0;
 	next = ri->last_offset + ri->segment_size;
 	if (next + ri->segment_size > ri->start + (uint64_t)ri->nr_segments * ri->segment_size)
 		next = ri->start;
