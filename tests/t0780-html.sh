@@ -188,7 +188,7 @@ browser_start() {
 	CHROMIUM=$CHROMIUM node "$TOP/tests/browser/server.mjs" "$DRIVE_SOCKET" >ws 2>ws.err &
 	browser_pid=$!
 	trap 'kill $browser_pid 2>/dev/null; rm -rf "$TRASH"' EXIT
-	i=0 && while [ $i -lt 300 ] && ! grep -q "^ws " ws && kill -0 $browser_pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+	i=0 && while [ $i -lt 300 ] && ! grep -q "^ws " ws 2>/dev/null && kill -0 $browser_pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 	BROWSER_WS=$(sed -n "s/^ws //p" ws)
 	export BROWSER_WS
 }
