@@ -10,6 +10,18 @@
 # overwritten while watched reads whole at every refresh. A path's
 # control bytes reach no terminal.
 . "$(dirname "$0")/test-lib.sh"
+
+# recording_wait TRACE: until a recorder holds TRACE, at most 10 s.
+recording_wait() {
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info "$1" 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done
+}
+
+# last_table TABLES: top's last table in TABLES, the one it prints once
+# the recording has ended, without its header and the blank line after.
+last_table() {
+	sed -n "/(recording ended)/,\$p" "$1" | sed "1d;\$d"
+}
 test_skip_unless_recording
 
 S=$SAMPLES
@@ -32,8 +44,7 @@ test_expect_success 'bad input: a delay out of range, a trace that is not there:
 test_expect_success 'not at a terminal: a table per interval until the recording ends, the last one leaks of the trace' '
 	{ "$MEMSIGHT" record -q -e malloc -o pipe.trace -- "$S/alloc_zoo" grow 300 >/dev/null 2>&1 & } &&
 	rec=$! &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info pipe.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait pipe.trace &&
 	"$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 pipe.trace >tables 2>err &&
 	wait &&
 	cat tables err &&
@@ -41,7 +52,7 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 	grep -q "^recorder: pid $rec, [0-9.]*% of a CPU, [0-9.]* [KM]iB resident; trace [0-9.]* [KM]*i*B, 0 events lost so far$" tables &&
 	test "$(grep -c "^memsight top [0-9:]*: .pipe.trace. (recording ended)" tables)" = 1 &&
 	tail -1 tables | grep -q "^$" &&
-	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" >last &&
+	last_table tables >last &&
 	"$MEMSIGHT" leaks --sort growth -T 2 pipe.trace >want 2>/dev/null &&
 	test_cmp want last &&
 	grep -q "^# LIVE: the recording is still going" tables &&
@@ -79,12 +90,11 @@ followed_looks() {
 
 test_expect_success 'a linear trace is read once as it grows: one replay, one more look a refresh' '
 	{ "$MEMSIGHT" record -q -e malloc -o follow.trace -- "$S/alloc_zoo" grow 600 >/dev/null 2>&1 & } &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info follow.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait follow.trace &&
 	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 follow.trace >tables 2>err &&
 	wait &&
 	followed_looks follow.trace &&
-	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
+	last_table tables | grep -v "^read " >last &&
 	"$MEMSIGHT" leaks --sort growth -T 2 follow.trace >want 2>/dev/null &&
 	test_cmp want last
 '
@@ -94,12 +104,11 @@ test_expect_success 'a linear trace is read once as it grows: one replay, one mo
 # window's samples again at each refresh, never the whole trace.
 test_expect_success 'a linear trace'"'"'s faults of the last seconds: followed, one replay, one more look a refresh' '
 	{ "$MEMSIGHT" record -q -e faults -o ffollow.trace -- "$S/rss_grow" 16 300 5000 >/dev/null 2>&1 & } &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info ffollow.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait ffollow.trace &&
 	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --view faults --last 2 --max-cpu 100 -d 0.5 -T 2 ffollow.trace >tables 2>err &&
 	wait &&
 	followed_looks ffollow.trace &&
-	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
+	last_table tables | grep -v "^read " >last &&
 	"$MEMSIGHT" faults --last 2 -T 2 ffollow.trace >want 2>/dev/null &&
 	test_cmp want last
 '
@@ -109,12 +118,11 @@ test_expect_success 'a linear trace'"'"'s faults of the last seconds: followed, 
 # was written since the last.
 test_expect_success 'a ring its recorder writes slowly: followed in its newest segment, one more look a refresh' '
 	{ "$MEMSIGHT" record -q --ring 64M -e malloc -o rfollow.trace -- "$S/alloc_zoo" grow 600 >/dev/null 2>&1 & } &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info rfollow.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait rfollow.trace &&
 	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 rfollow.trace >tables 2>err &&
 	wait &&
 	followed_looks rfollow.trace &&
-	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
+	last_table tables | grep -v "^read " >last &&
 	"$MEMSIGHT" leaks --sort growth -T 2 rfollow.trace >want 2>/dev/null &&
 	test_cmp want last
 '
@@ -128,15 +136,14 @@ test_expect_success 'a ring its recorder writes slowly: followed in its newest s
 test_expect_success 'a ring whose recorder begins a segment while followed: the command starts again and follows on' '
 	{ "$MEMSIGHT" record -q --ring 8M --compression none -e faults/1 -o rnext.trace -- \
 		"$S/rss_grow" 64 2000 2500 >/dev/null 2>&1 & } &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info rnext.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait rnext.trace &&
 	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 rnext.trace >tables 2>err &&
 	wait &&
 	cat err &&
 	followed_looks rnext.trace &&
 	awk "/as it grew/ { grown = 1; next } grown { again = 1 } END { exit !again }" stats &&
 	"$MEMSIGHT" info rnext.trace | grep "^flight: .* [1-9][0-9.]* MiB (.*) overwritten before its window" &&
-	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" | grep -v "^read " >last &&
+	last_table tables | grep -v "^read " >last &&
 	"$MEMSIGHT" faults --last 10 -T 2 rnext.trace >want 2>/dev/null &&
 	test_cmp want last
 '
@@ -144,8 +151,7 @@ test_expect_success 'a ring whose recorder begins a segment while followed: the 
 test_expect_success 'a linear trace whose recorder is killed with -9 while followed: read to its end' '
 	{ "$MEMSIGHT" record -q -e malloc -o killed.trace -- "$S/alloc_zoo" grow 3000 >/dev/null 2>&1 & } &&
 	rec=$! &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info killed.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait killed.trace &&
 	{ "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 killed.trace >tables 2>err & } &&
 	top=$! &&
 	i=0 && while [ $i -lt 600 ] && [ "$(grep -c "being recorded; every" tables)" -lt 3 ]; do
@@ -156,7 +162,7 @@ test_expect_success 'a linear trace whose recorder is killed with -9 while follo
 	cat tables err &&
 	echo "$(grep -c "being recorded; every" tables) live tables after $i waits" &&
 	test "$(grep -c "being recorded; every" tables)" -ge 3 &&
-	sed -n "/(recording ended)/,\$p" tables | sed "1d;\$d" >last &&
+	last_table tables >last &&
 	"$MEMSIGHT" leaks --sort growth -T 2 killed.trace >want 2>/dev/null &&
 	test_cmp want last &&
 	grep -q "steady_leak" last
@@ -173,8 +179,7 @@ test_expect_success 'a linear trace whose recorder is killed with -9 while follo
 # view's own.
 test_expect_success 'lost events: counted on the recorder'"'"'s line at every refresh, said after the last table' '
 	{ "$MEMSIGHT" record -q -m 1 -o lossy.trace -- "$S/rss_grow" 16 1000 6000 >/dev/null 2>&1 & } &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info lossy.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait lossy.trace &&
 	"$MEMSIGHT" top --max-cpu 100 -d 0.3 -n 10 -T 1 lossy.trace >ltables 2>lerr &&
 	wait &&
 	grep "^memsight top\|^recorder" ltables && cat lerr &&
@@ -203,8 +208,7 @@ test_expect_success 'lost events: counted on the recorder'"'"'s line at every re
 test_expect_success 'leaks of several processes: each one'"'"'s outstanding bytes, in the table and in the HEAP column' '
 	{ "$MEMSIGHT" record -q -e malloc -o heap.trace -- sh -c "\"$S/alloc_zoo\" grow 250 & \"$S/alloc_zoo\" grow 150 & wait" \
 		>heap.truth 2>/dev/null & } &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info heap.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait heap.trace &&
 	"$MEMSIGHT" top --max-cpu 100 -d 0.3 -T 3 heap.trace >htables 2>herr &&
 	wait &&
 	cat htables herr heap.truth &&
@@ -257,8 +261,7 @@ test_expect_success 'a ring its recorder still writes: read as it stands, the st
 test_expect_success 'the default events: the faults view, the recorder, the process'"'"'s RSS, its change, its faults' '
 	{ "$MEMSIGHT" record -q -o faults.trace -- "$S/rss_grow" 16 3000 3000 >rss.truth 2>/dev/null & } &&
 	rec=$! &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info faults.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait faults.trace &&
 	"$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 faults.trace >ftables 2>ferr &&
 	wait &&
 	cat ftables ferr rss.truth &&
@@ -269,7 +272,7 @@ test_expect_success 'the default events: the faults view, the recorder, the proc
 		perl -ane "printf \"%.1f MiB\", (\$F[0] + \$F[1] + \$F[2]) / 1048576") &&
 	echo "rss_grow $pid holds $want" &&
 	grep "^ *$pid rss_grow  *$want  *+\(1[6-9]\|[2-9][0-9]\)\.[0-9] MiB  *0$" ftables &&
-	sed -n "/(recording ended)/,\$p" ftables | sed "1d;\$d" >flast &&
+	last_table ftables >flast &&
 	"$MEMSIGHT" faults --last 10 -T 2 faults.trace >fwant 2>/dev/null &&
 	test_cmp fwant flast
 '
@@ -279,8 +282,7 @@ test_expect_success 'the default events: the faults view, the recorder, the proc
 # rewritten, and the last table is leaks of the ring the recorder left.
 test_expect_success 'a ring overwritten while watched: every refresh whole, the last one leaks of the final window' '
 	{ "$MEMSIGHT" record -q --ring 8M -e malloc -o wrap.trace -- "$S/alloc_zoo" churn 150000 >/dev/null 2>&1 & } &&
-	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info wrap.trace 2>/dev/null | grep -q "^status: *being recorded"; do
-		sleep 0.1; i=$((i + 1)); done &&
+	recording_wait wrap.trace &&
 	"$MEMSIGHT" top --max-cpu 100 -d 0.2 -T 2 wrap.trace >wtables 2>werr &&
 	wait &&
 	grep "^memsight top\|^recorder" wtables && cat werr &&
@@ -288,7 +290,7 @@ test_expect_success 'a ring overwritten while watched: every refresh whole, the 
 	test "$(grep -c "^recorder: .*, [0-9]* events lost in its window$" wtables)" = "$(grep -c "being recorded" wtables)" &&
 	"$MEMSIGHT" info wrap.trace >winfo 2>/dev/null &&
 	grep "^flight: .* [1-9][0-9.]* MiB (.*) overwritten before its window" winfo &&
-	sed -n "/(recording ended)/,\$p" wtables | sed "1d;\$d" >wlast &&
+	last_table wtables >wlast &&
 	"$MEMSIGHT" leaks --sort growth -T 2 wrap.trace >wwant 2>wwerr &&
 	test_cmp wwant wlast &&
 	grep -q "^memsight leaks: .wrap.trace. is a ring of" wwerr &&
