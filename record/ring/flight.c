@@ -457,7 +457,7 @@ void flight_task_comm(struct flight *f, pid_t tid, pid_t parent, const char *com
 void flight_task_sweep(struct flight *f)
 {
 	for (size_t i = f->nr_comms; i-- > 0;)
-		if (f->comms[i].gone)
+		if (f->comms[i].gone && ++f->comms[i].gone > 2)
 			f->comms[i] = f->comms[--f->nr_comms];
 }
 

@@ -117,7 +117,7 @@ struct flight {
 	int sig_off, handler_off; /* signal_deliver: sig, sa_handler */
 	struct flight_comm {
 		pid_t pid;
-		int gone;	/* it ended; kept until the drain pass that read its end is over */
+		int gone;	/* 1: it ended; 2: and a drain pass began since */
 		char comm[16];
 	} *comms;		/* crash: the names tasks took while recording */
 	size_t nr_comms, alloc_comms;
@@ -163,9 +163,10 @@ void flight_inspect(struct recorder *rc, const struct rec_event *e, const unsign
  * its name), or ended (parent -1): for crash:COMM, which reads a name so
  * when the task is gone before the signal's sample is read. */
 void flight_task_comm(struct flight *f, pid_t tid, pid_t parent, const char *comm);
-/* Drain loop, as a pass begins: forget the tasks that ended before it
- * (a pass reads the tasks' records before its samples, so a task's end
- * comes before the signal that ended it). */
+/* Drain loop, as a pass begins: forget the tasks that ended two passes
+ * ago. A pass reads the tasks' records to heads read after its samples'
+ * heads: a task's end can be read in the pass before the one that copies
+ * the signal that ended it, never earlier. */
 void flight_task_sweep(struct flight *f);
 /* Something happened that a trigger asked for. Triggers that fire while a
  * snapshot waits for its --after join it. */
