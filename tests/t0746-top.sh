@@ -69,11 +69,12 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 # each refresh, only what was written since (MEMSIGHT_READ_STATS counts
 # the replays, the chunks read and the looks at the file). What the
 # recorder writes as it ends starts a new command, whose first look reads
-# the trace whole. Its recorder
-# killed with -9, what it wrote is read to its end and shown as the last
-# table, as leaks reads it: once top has shown three tables, however
-# slow the machine (the sanitized recorder and top, beside valgrind's
-# tests, took more than 10 s).
+# the trace whole. Its recorder killed with -9, what it wrote is read to
+# its end and shown as the last table, as leaks reads it: once top has
+# shown three tables, however slow the machine (the sanitized recorder
+# and top, beside valgrind's tests, took more than 10 s). The tables'
+# file is made before top starts: a count of a file not yet made is
+# empty, and the wait would end at once.
 # followed_looks TRACE: of top's live tables (in tables), what
 # MEMSIGHT_READ_STATS said of TRACE: at least three, each one replay,
 # each look the first (the command started again) or one more than the
@@ -152,6 +153,7 @@ test_expect_success 'a linear trace whose recorder is killed with -9 while follo
 	{ "$MEMSIGHT" record -q -e malloc -o killed.trace -- "$S/alloc_zoo" grow 3000 >/dev/null 2>&1 & } &&
 	rec=$! &&
 	recording_wait killed.trace &&
+	: >tables &&
 	{ "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 killed.trace >tables 2>err & } &&
 	top=$! &&
 	i=0 && while [ $i -lt 600 ] && [ "$(grep -c "being recorded; every" tables)" -lt 3 ]; do
