@@ -318,8 +318,8 @@ elif recording_allowed; then
 	'
 
 	test_expect_success 'the window is in the address: opened again there, the page counts the same window' '
-		hash=$(fact hash: w.out) &&
-		range=$(fact "attr #timeline-range data-time:" w.out) &&
+		hash=$(fact hash: w.out) && test -n "$hash" &&
+		range=$(fact "attr #timeline-range data-time:" w.out) && test -n "$range" &&
 		windowed=$(sed -n "/timeline-range/,\$s/^attr #topdown-total data-value: //p" w.out) &&
 		drive churn.html "load:$hash" attr:#timeline-range:data-time attr:#topdown-total:data-value >w2.out &&
 		test "$(fact "attr #timeline-range data-time:" w2.out)" = "$range" &&
