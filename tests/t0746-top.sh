@@ -206,11 +206,17 @@ test_expect_success 'lost events: counted on the recorder'"'"'s line at every re
 
 # Two alloc_zoo grow, each keeping 1 MiB and 64 bytes a call: the leak
 # table sums each process's stacks, and the HEAP column is that sum; the
-# last table's sums are what each program says it leaked.
+# last table's sums are what each program says it leaked. A process has a
+# row while it runs: top starts once the trace holds the programs'
+# stacks, and one program runs 4 s (a sanitized recorder on a busy
+# machine wrote its first ones after 1.5 s, a second before its chunk's
+# age sends it, and a program of 2.5 s had no row in any table).
 test_expect_success 'leaks of several processes: each one'"'"'s outstanding bytes, in the table and in the HEAP column' '
-	{ "$MEMSIGHT" record -q -e malloc -o heap.trace -- sh -c "\"$S/alloc_zoo\" grow 250 & \"$S/alloc_zoo\" grow 150 & wait" \
+	{ "$MEMSIGHT" record -q -e malloc -o heap.trace -- sh -c "\"$S/alloc_zoo\" grow 400 & \"$S/alloc_zoo\" grow 150 & wait" \
 		>heap.truth 2>/dev/null & } &&
 	recording_wait heap.trace &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" leaks heap.trace 2>/dev/null | grep -q "(pid [0-9]* alloc_zoo)\$"; do
+		sleep 0.1; i=$((i + 1)); done &&
 	"$MEMSIGHT" top --max-cpu 100 -d 0.3 -T 3 heap.trace >htables 2>herr &&
 	wait &&
 	cat htables herr heap.truth &&
