@@ -9,6 +9,6 @@
 . "$(dirname "$0")/test-lib.sh"
 
 test_sanitized t0001-format t0300-flamegraph t0400-bad-input t0500-checked-in-traces t0610-malloc-bad-input \
-	t0746-top t0760-pprof t0780-html
+	't0746-top&' t0760-pprof t0780-html
 
 test_done
