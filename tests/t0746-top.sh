@@ -71,10 +71,9 @@ test_expect_success 'not at a terminal: a table per interval until the recording
 # recorder writes as it ends starts a new command, whose first look reads
 # the trace whole. Its recorder killed with -9, what it wrote is read to
 # its end and shown as the last table, as leaks reads it: once top has
-# shown three tables, however slow the machine (the sanitized recorder
-# and top, beside valgrind's tests, took more than 10 s). The tables'
-# file is made before top starts: a count of a file not yet made is
-# empty, and the wait would end at once.
+# shown three tables, however slow the machine. The tables' file is made
+# before top starts: a count of a file not yet made is empty, and the
+# wait would end at once.
 # followed_looks TRACE: of top's live tables (in tables), what
 # MEMSIGHT_READ_STATS said of TRACE: at least three, each one replay,
 # each look the first (the command started again) or one more than the
