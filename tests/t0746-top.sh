@@ -87,14 +87,22 @@ followed_looks() {
 	awk '{ k = /looks$/ ? $(NF - 1) : 1; if ((k != 1 && k != prev + 1) || $3 > $9) bad = 1; grown += k > 1; prev = k }
 		END { exit bad || grown < 2 }' stats
 }
+# top_followed TRACE TOP-OPTIONS...: top on TRACE until its recording (a
+# job of this shell) ends, its refreshes followed as followed_looks says;
+# its last table, without the read statistics, in last.
+top_followed() {
+	t=$1 && shift &&
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top "$@" --max-cpu 100 -d 0.5 -T 2 "$t" >tables 2>err &&
+	wait &&
+	cat err &&
+	followed_looks "$t" &&
+	last_table tables | grep -v "^read " >last
+}
 
 test_expect_success 'a linear trace is read once as it grows: one replay, one more look a refresh' '
 	{ "$MEMSIGHT" record -q -e malloc -o follow.trace -- "$S/alloc_zoo" grow 600 >/dev/null 2>&1 & } &&
 	recording_wait follow.trace &&
-	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 follow.trace >tables 2>err &&
-	wait &&
-	followed_looks follow.trace &&
-	last_table tables | grep -v "^read " >last &&
+	top_followed follow.trace &&
 	"$MEMSIGHT" leaks --sort growth -T 2 follow.trace >want 2>/dev/null &&
 	test_cmp want last
 '
@@ -105,10 +113,7 @@ test_expect_success 'a linear trace is read once as it grows: one replay, one mo
 test_expect_success 'a linear trace'"'"'s faults of the last seconds: followed, one replay, one more look a refresh' '
 	{ "$MEMSIGHT" record -q -e faults -o ffollow.trace -- "$S/rss_grow" 16 300 5000 >/dev/null 2>&1 & } &&
 	recording_wait ffollow.trace &&
-	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --view faults --last 2 --max-cpu 100 -d 0.5 -T 2 ffollow.trace >tables 2>err &&
-	wait &&
-	followed_looks ffollow.trace &&
-	last_table tables | grep -v "^read " >last &&
+	top_followed ffollow.trace --view faults --last 2 &&
 	"$MEMSIGHT" faults --last 2 -T 2 ffollow.trace >want 2>/dev/null &&
 	test_cmp want last
 '
@@ -119,10 +124,7 @@ test_expect_success 'a linear trace'"'"'s faults of the last seconds: followed, 
 test_expect_success 'a ring its recorder writes slowly: followed in its newest segment, one more look a refresh' '
 	{ "$MEMSIGHT" record -q --ring 64M -e malloc -o rfollow.trace -- "$S/alloc_zoo" grow 600 >/dev/null 2>&1 & } &&
 	recording_wait rfollow.trace &&
-	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 rfollow.trace >tables 2>err &&
-	wait &&
-	followed_looks rfollow.trace &&
-	last_table tables | grep -v "^read " >last &&
+	top_followed rfollow.trace &&
 	"$MEMSIGHT" leaks --sort growth -T 2 rfollow.trace >want 2>/dev/null &&
 	test_cmp want last
 '
@@ -137,13 +139,9 @@ test_expect_success 'a ring whose recorder begins a segment while followed: the 
 	{ "$MEMSIGHT" record -q --ring 8M --compression none -e faults/1 -o rnext.trace -- \
 		"$S/rss_grow" 64 2000 2500 >/dev/null 2>&1 & } &&
 	recording_wait rnext.trace &&
-	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 rnext.trace >tables 2>err &&
-	wait &&
-	cat err &&
-	followed_looks rnext.trace &&
+	top_followed rnext.trace &&
 	awk "/as it grew/ { grown = 1; next } grown { again = 1 } END { exit !again }" stats &&
 	"$MEMSIGHT" info rnext.trace | grep "^flight: .* [1-9][0-9.]* MiB (.*) overwritten before its window" &&
-	last_table tables | grep -v "^read " >last &&
 	"$MEMSIGHT" faults --last 10 -T 2 rnext.trace >want 2>/dev/null &&
 	test_cmp want last
 '
