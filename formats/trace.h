@@ -121,6 +121,7 @@ struct trace_ring_info {
 	uint32_t passed;	      /* window's segments not read (trace_reader_open_recent) */
 	uint64_t last_offset;	      /* the newest segment's place in the file */
 	uint64_t last_end;	      /* where its good chunks end: a live ring is read on from there */
+	unsigned moved;		      /* times trace_reader_more moved the window's oldest segment on */
 };
 
 /* A LOSS entry for events the kernel's counters show were lost but no
@@ -308,6 +309,7 @@ struct trace_reader {
 	unsigned replays;	    /* trace_read calls that read records */
 	uint64_t data_read;	    /* DATA chunks they were handed, all together */
 	unsigned looks;		    /* trace_reader_more calls that looked at a live file */
+	int ring_onward;	    /* trace_reader_more reads a ring on into the segments begun since */
 	unsigned char **held;	    /* the copies chunks' held points at */
 	size_t nr_held;
 	dev_t dev;		    /* the file mapped, which trace_reader_more looks at again */
@@ -337,10 +339,14 @@ void trace_reader_release(struct trace_reader *r);
  * call): the chunks its recorder has written since are added to
  * r->chunks, after those it had, and r->live, r->complete and r->stop
  * say what the file is now. Of a ring, those of the window's newest
- * segment. A finished file, or one the reader found a fault in, is left
- * as it is. Returns 0, or -1 with the reason in err (the path names
- * another file now: a new recording replaced it; a ring's recorder began
- * another segment, so its window moved on). */
+ * segment and, with r->ring_onward, of each segment its recorder began
+ * since, r->ring then saying where the window starts now (the chunks
+ * before it stay in r->chunks, to be read as overwritten). A finished
+ * file, or one the reader found a fault in, is left as it is. Returns 0,
+ * or -1 with the reason in err (the path names another file now: a new
+ * recording replaced it; a ring's recorder began another segment without
+ * ring_onward, or went past a segment the reader never read, so what it
+ * holds is no longer a run of the window). */
 int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_t errlen);
 
 /* What reading a chunk of a live ring returns when its recorder has

@@ -561,9 +561,9 @@ int trace_reader_open_recent(struct trace_reader *r, const char *path, uint64_t 
 	return ret;
 }
 
-/* The sequence number of the ring segment at off, as its SEGMENT chunk
- * says; 0 where that chunk is not whole (being written, or never). */
-static uint64_t segment_seq_at(const struct trace_reader *r, uint64_t off)
+/* The ring segment at off as its SEGMENT chunk says, in *f: 0 where that
+ * chunk is not whole (being written, or never). */
+static int segment_at(const struct trace_reader *r, uint64_t off, struct seg_found *f)
 {
 	const unsigned char *h = r->base + off;
 
@@ -572,40 +572,75 @@ static uint64_t segment_seq_at(const struct trace_reader *r, uint64_t off)
 	    get32(h + 12) != TRACE_SEGMENT_SIZE ||
 	    trace_chunk_crc(0, h, h + TRACE_CHUNK_HEADER_SIZE, TRACE_SEGMENT_SIZE) != get32(h + 20))
 		return 0;
-	return get64(h + TRACE_CHUNK_HEADER_SIZE);
+	h += TRACE_CHUNK_HEADER_SIZE;
+	*f = (struct seg_found){ off, get64(h), get64(h + 8), get64(h + 16), get64(h + 24) };
+	return 1;
 }
 
-/* Where a live file is walked again, in which segment and with what
- * seed: from the end of its last good chunk (a chunk the last look found
- * half written is walked again), to the end of the file or, in a ring,
- * of the window's newest segment. A ring whose recorder has begun
- * another segment since has a window that moved on, its oldest segment
- * being overwritten: only a new reading reads it (-1). */
-static int reader_more_from(struct trace_reader *r, uint64_t *from, uint64_t *to, uint32_t *seed, uint32_t *segment,
-			    char *err, size_t errlen)
+/* The segment the writer fills after the one at off. */
+static uint64_t segment_after(const struct trace_ring_info *ri, uint64_t off)
+{
+	uint64_t next = off + ri->segment_size;
+
+	return next + ri->segment_size > ri->start + (uint64_t)ri->nr_segments * ri->segment_size ? ri->start : next;
+}
+
+/* A live ring walked on from where the last look left it: the rest of
+ * the window's newest segment, then, with r->ring_onward, each segment
+ * its recorder has begun since, in turn, the window's oldest moving on
+ * with them. A recorder that has begun a segment without ring_onward, or
+ * gone past one the reader never walked (it overwrote the newest, or the
+ * sequence skips), leaves what the reader holds no longer a run of the
+ * window: -1, only a new reading reads it. */
+static int reader_more_ring(struct trace_reader *r, size_t *alloc, char *err, size_t errlen)
 {
 	struct trace_ring_info *ri = &r->ring;
-	uint64_t next;
+	struct seg_found f;
+	uint64_t off, seq = ri->last_seq;
+	uint32_t begun = 0;
 
-	*from = r->valid_end;
-	*to = r->size;
-	*seed = *segment = 0;
-	if (!(r->file_flags & TRACE_FILE_RING))
-		return 0;
 	/* Its segments had not begun when it was opened (the head alone was
 	 * read): once they have, only a new reading reads them. */
-	if (!ri->segments)
-		return !ri->start && get64(r->base + 32) ? trace_error_set(err, errlen, "the ring's segments have begun")
-							 : 0;
-	next = ri->last_offset + ri->segment_size;
-	if (next + ri->segment_size > ri->start + (uint64_t)ri->nr_segments * ri->segment_size)
-		next = ri->start;
-	if (segment_seq_at(r, ri->last_offset) != ri->last_seq || segment_seq_at(r, next) > ri->last_seq)
-		return trace_error_set(err, errlen, "the ring's window moved on: its recorder began a segment");
-	*from = ri->last_end;
-	*to = ri->last_offset + ri->segment_size < r->size ? ri->last_offset + ri->segment_size : r->size;
-	*seed = trace_segment_seed(ri->last_seq);
-	*segment = ri->segments;
+	if (!ri->segments) {
+		if (!ri->start && get64(r->base + 32))
+			return trace_error_set(err, errlen, "the ring's segments have begun");
+		return reader_walk(r, r->valid_end, r->size, 0, 0, 0, alloc) ? 0 : trace_error_set(err, errlen, "out of memory");
+	}
+	if (!segment_at(r, ri->last_offset, &f) || f.seq != ri->last_seq)
+		return trace_error_set(err, errlen, "the ring's window moved on past the segment read last");
+	for (off = segment_after(ri, ri->last_offset); segment_at(r, off, &f) && f.seq > seq && begun < ri->nr_segments;
+	     off = segment_after(ri, off), begun++) {
+		if (!r->ring_onward)
+			return trace_error_set(err, errlen, "the ring's window moved on: its recorder began a segment");
+		if (f.seq != ++seq)
+			return trace_error_set(err, errlen, "the ring's window moved on past a segment never read");
+	}
+	off = ri->last_offset;
+	if (!reader_walk(r, ri->last_end, off + ri->segment_size < r->size ? off + ri->segment_size : r->size,
+			 trace_segment_seed(ri->last_seq), ri->segments, 1, alloc))
+		return trace_error_set(err, errlen, "out of memory");
+	while (begun--) {
+		off = segment_after(ri, off);
+		if (!segment_at(r, off, &f))
+			break;
+		ri->last_seq = f.seq;
+		ri->last_offset = off;
+		ri->last_end = off + TRACE_CHUNK_HEADER_SIZE + TRACE_SEGMENT_SIZE;
+		ri->segments++;
+		if (!reader_walk(r, ri->last_end, off + ri->segment_size < r->size ? off + ri->segment_size : r->size,
+				 trace_segment_seed(f.seq), ri->segments, 1, alloc))
+			return trace_error_set(err, errlen, "out of memory");
+	}
+	/* The window's oldest segment now: the one the writer fills next,
+	 * until it does. */
+	if (segment_at(r, segment_after(ri, ri->last_offset), &f) && f.seq > ri->first_seq &&
+	    f.seq + ri->nr_segments > ri->last_seq) {
+		ri->first_seq = f.seq;
+		ri->first_time = f.time;
+		ri->overwritten_bytes = f.bytes_before;
+		ri->overwritten_records = f.records_before;
+		ri->moved++;
+	}
 	return 0;
 }
 
@@ -613,8 +648,6 @@ int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), live;
 	size_t alloc = r->nr_chunks, from = r->nr_chunks, walked;
-	uint64_t at, to;
-	uint32_t seed, segment;
 	struct stat st;
 	unsigned char *bad;
 	void *map;
@@ -654,9 +687,12 @@ int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_
 	close(fd);
 	r->live = live;
 	r->looks++;
-	if (reader_more_from(r, &at, &to, &seed, &segment, err, errlen))
-		return -1;
-	if (!reader_walk(r, at, to, seed, segment, segment != 0, &alloc))
+	if (r->file_flags & TRACE_FILE_RING) {
+		if (reader_more_ring(r, &alloc, err, errlen)) {
+			r->nr_chunks = from;
+			return -1;
+		}
+	} else if (!reader_walk(r, r->valid_end, r->size, 0, 0, 0, &alloc))
 		return trace_error_set(err, errlen, "out of memory");
 	walked = r->nr_chunks;
 	bad = calloc(walked - from + 1, 1);
@@ -669,7 +705,7 @@ int trace_reader_more(struct trace_reader *r, const char *path, char *err, size_
 		bad[i - from] = trace_chunk_crc(c->crc_seed, h, h + TRACE_CHUNK_HEADER_SIZE, c->payload_len) != c->crc;
 	}
 	r->nr_chunks = from;
-	reader_accept(r, bad, from, walked, segment != 0);
+	reader_accept(r, bad, from, walked, r->ring.segments != 0);
 	free(bad);
 	return 0;
 }

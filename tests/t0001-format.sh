@@ -142,6 +142,34 @@ test_expect_success 'a ring: damage ends its segment only, and a ring without tr
 	grep "^stop has no trailer: a ring still being written, or whose recorder was killed" out
 '
 
+# A ring read as it is written, as memsight top's commands read one: the
+# writer adds 3,000 records (a segment and a half) between two looks, ten
+# times, so 30,000 records go through a ring that holds 12,000 and its
+# window moves on 6 times. Read on into each new segment, every record
+# comes once, in order.
+test_expect_success 'a ring read as it is written: read on into each segment begun, every record once' '
+	"$BUILD/test-tool" follow r.trace 6 131072 --onward 3000 3000 3000 3000 3000 3000 3000 3000 3000 3000 >out &&
+	cat out &&
+	grep "^records 30000 of 30000$" out && grep "^first 0$" out && grep "^last 29999$" out &&
+	grep "^ordered yes$" out && grep "^sequence whole$" out && grep "^complete yes$" out &&
+	grep "^look 5: seq 2\.\.7, moved 1$" out && grep "^look 11: seq 9\.\.14, moved 6$" out
+'
+
+# The reader can go on only from the segment it read last: a writer that
+# has gone round the ring past it (7.5 segments of 6 in one step), or a
+# reader not asked to read on past the newest segment, stops with why.
+test_expect_success 'a ring read as it is written: overtaken, or not to read on, it stops with why' '
+	test_must_fail "$BUILD/test-tool" follow r.trace 6 131072 --onward 3000 15000 3000 >out &&
+	cat out &&
+	grep "^look 2: the ring.s window moved on past the segment read last$" out &&
+	grep "^records 1000 of 18000$" out && grep "^sequence whole$" out &&
+	test_must_fail "$BUILD/test-tool" follow r.trace 6 131072 1000 3000 >out &&
+	cat out &&
+	grep "^look 2: the ring.s window moved on: its recorder began a segment$" out &&
+	"$BUILD/test-tool" follow r.trace 6 131072 1000 500 500 >out &&
+	grep "^records 2000 of 2000$" out && grep "^look 4: seq 1\.\.1, moved 0$" out
+'
+
 test_expect_success 'an empty file and a directory are refused in one line' '
 	: >empty &&
 	test_must_fail "$MEMSIGHT" report empty 2>err &&

@@ -15,6 +15,14 @@
  *       and every record came right after the one before it (sequence),
  *       completeness and where reading stopped, and for a ring its window;
  *       exit 1 when unreadable
+ *   test-tool follow FILE SEGMENTS BYTES [--onward] STEP...
+ *       a ring of SEGMENTS segments of BYTES written STEP records at a time
+ *       (1 ms apart, uncompressed) under the lock a recorder holds, and read
+ *       as it is written, as memsight top's commands read: after the first
+ *       step it is opened, and at each look the next step is written and
+ *       the reader reads on (--onward: into the segments begun since). Each
+ *       look's window or why it cannot read on, then what was read, as read
+ *       prints it
  *   test-tool roundtrip
  *       in-memory write/read of every codec, payloads compared byte for byte (TAP)
  *   test-tool flip FILE OFFSET
@@ -54,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -218,6 +227,114 @@ static int cmd_read(const char *path)
 		       (unsigned long long)r.ring.last_seq, (unsigned long long)r.ring.overwritten_records);
 	trace_reader_release(&r);
 	return 0;
+}
+
+/* follow's writer and reader, in one process: the writer's lock is on
+ * its own open file, so the reader sees the ring live. What was read
+ * comes first: the read callbacks take the whole as their counts. */
+struct follow {
+	struct counts c;
+	struct trace_writer w;
+	int fd, onward;
+	const char *path;
+	char **steps;
+	int nr_steps, step;
+	unsigned long written;
+	unsigned char *buf[2];
+	size_t len[2];
+	uint64_t nr[2], first[2];
+	struct trace_reader r;
+	char err[512];
+};
+
+static void follow_flush(struct follow *f, int c)
+{
+	if (f->nr[c])
+		trace_writer_add(&f->w, TRACE_CHUNK_DATA, c, f->first[c], f->buf[c], f->len[c], f->nr[c]);
+	f->len[c] = f->nr[c] = 0;
+}
+
+/* The next step's records, even ones on cpu 0 and odd on cpu 1, 1 ms
+ * apart (a reader following keeps the last 2 s for its next look). */
+static void follow_write(struct follow *f, unsigned long n)
+{
+	for (unsigned long k = 0; k < n; k++, f->written++) {
+		int c = f->written & 1;
+
+		if (!f->nr[c])
+			f->first[c] = 1000000ull * (f->written + 1);
+		f->len[c] += make_sample(f->buf[c] + f->len[c], 1000000ull * (f->written + 1), c, f->written);
+		if (++f->nr[c] == 1000)
+			follow_flush(f, c);
+	}
+	follow_flush(f, 0);
+	follow_flush(f, 1);
+}
+
+static int follow_look(void *arg)
+{
+	struct follow *f = arg;
+
+	/* After the last step, the recording ends and lets go of the file. */
+	if (f->step < f->nr_steps)
+		follow_write(f, strtoul(f->steps[f->step], NULL, 10));
+	else if (f->step == f->nr_steps && (trace_writer_finish(&f->w) || flock(f->fd, LOCK_UN)))
+		return -1;
+	f->step++;
+	f->r.ring_onward = f->onward;
+	if (trace_reader_more(&f->r, f->path, f->err, sizeof(f->err))) {
+		printf("look %d: %s\n", f->step, f->err);
+		return -1;
+	}
+	printf("look %d: seq %llu..%llu, moved %u\n", f->step, (unsigned long long)f->r.ring.first_seq,
+	       (unsigned long long)f->r.ring.last_seq, f->r.ring.moved);
+	return 0;
+}
+
+static int cmd_follow(int argc, char **argv)
+{
+	struct trace_writer_opts o = { .codec = TRACE_CODEC_NONE, .ring_size = 1 };
+	struct follow f = { .path = argv[2] };
+	struct trace_handler h = { .meta = on_meta, .loss = on_loss, .record = on_record, .follow = follow_look };
+	struct counts *c = &f.c;
+	int i = 5, ret;
+
+	o.ring_segment = strtoul(argv[4], NULL, 10);
+	if (i < argc && !strcmp(argv[i], "--onward"))
+		f.onward = i++;
+	f.steps = argv + i;
+	f.nr_steps = argc - i;
+	f.fd = open(f.path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	f.buf[0] = malloc(48 * 1000);
+	f.buf[1] = malloc(48 * 1000);
+	if (f.fd < 0 || flock(f.fd, LOCK_EX) || !f.buf[0] || !f.buf[1] || !f.nr_steps) {
+		fprintf(stderr, "test-tool: cannot begin the ring '%s'\n", f.path);
+		return 1;
+	}
+	trace_writer_init_fd(&f.w, f.fd, &o);
+	trace_writer_add(&f.w, TRACE_CHUNK_META, TRACE_META_HOST, 0, host, strlen(host), 0);
+	if (ring_begin(&f.w, strtoul(argv[3], NULL, 10), o.ring_segment)) {
+		fprintf(stderr, "test-tool: %s\n", trace_writer_strerror(&f.w));
+		return 1;
+	}
+	follow_write(&f, strtoul(f.steps[f.step++], NULL, 10));
+	if (trace_reader_open(&f.r, f.path, f.err, sizeof(f.err))) {
+		fprintf(stderr, "test-tool: %s\n", f.err);
+		return 1;
+	}
+	f.err[0] = 0;
+	ret = trace_read(&f.r, &h, &f, f.err, sizeof(f.err));
+	printf("records %lu of %lu\nordered %s\nsequence %s\ncomplete %s\n", c->records, f.written,
+	       c->disorder ? "no" : "yes", c->skips ? "broken" : "whole", f.r.complete ? "yes" : "no");
+	if (c->records)
+		printf("first %llu\nlast %llu\n", (unsigned long long)(c->first_ip - 0x400000),
+		       (unsigned long long)(c->last_ip - 0x400000));
+	trace_reader_release(&f.r);
+	trace_writer_release(&f.w);
+	close(f.fd);
+	free(f.buf[0]);
+	free(f.buf[1]);
+	return ret ? 1 : 0;
 }
 
 static int cmd_roundtrip(void)
@@ -1022,6 +1139,8 @@ int main(int argc, char **argv)
 
 	if (argc >= 3 && !strcmp(argv[1], "write"))
 		return cmd_write(argc, argv);
+	if (argc >= 6 && !strcmp(argv[1], "follow"))
+		return cmd_follow(argc, argv);
 	if (argc == 7 && !strcmp(argv[1], "reembed"))
 		return cmd_reembed(argv[2], argv[3], atoi(argv[4]), argv[5], argv[6]);
 	if (argc == 4 && !strcmp(argv[1], "zbomb"))
