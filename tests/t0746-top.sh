@@ -129,20 +129,61 @@ test_expect_success 'a ring its recorder writes slowly: followed in its newest s
 	test_cmp want last
 '
 
-# Once the recorder begins another segment, the ring's window moves on
-# (its oldest segment is overwritten next) and the view's command starts
-# again on the window as it now stands, then follows that. rss_grow writes
-# 64 MiB after 3 s, every fault recorded, stored uncompressed: an 8 MiB
-# ring, three segments of 2.3 MiB, passes into other segments while top
-# watches, and top goes on.
-test_expect_success 'a ring whose recorder begins a segment while followed: the command starts again and follows on' '
+# A recorder that overwrites the segment top read last (it went round the
+# ring between two looks) leaves nothing to read on from: the view's
+# command starts again on the window as it now stands, then follows that.
+# rss_grow writes 128 MiB after 2 s, every fault recorded, stored
+# uncompressed: about 16 MiB through an 8 MiB ring of three 2.3 MiB
+# segments. top, stopped after its first table (before the faults, in the
+# first segment), looks again only once the window has moved on, so the
+# recorder has gone round the ring past what top read.
+test_expect_success 'a ring whose recorder overtakes top: the command starts again and follows on' '
 	{ "$MEMSIGHT" record -q --ring 8M --compression none -e faults/1 -o rnext.trace -- \
-		"$S/rss_grow" 64 2000 2500 >/dev/null 2>&1 & } &&
+		"$S/rss_grow" 128 2000 2500 >/dev/null 2>&1 & } &&
 	recording_wait rnext.trace &&
-	top_followed rnext.trace &&
-	awk "/as it grew/ { grown = 1; next } grown { again = 1 } END { exit !again }" stats &&
+	: >tables &&
+	{ MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 rnext.trace >tables 2>err & } &&
+	top=$! &&
+	i=0 && while [ $i -lt 100 ] && ! grep -q "being recorded" tables; do sleep 0.1; i=$((i + 1)); done &&
+	kill -STOP $top &&
+	i=0 && n=0 && while [ $i -lt 300 ] && [ "$n" = 0 ]; do
+		sleep 0.1; i=$((i + 1))
+		n=$("$MEMSIGHT" info rnext.trace 2>/dev/null | sed -n "s/^flight: .* (\([0-9]*\) records) overwritten.*/\1/p")
+		n=${n:-0}; done &&
+	kill -CONT $top &&
+	wait &&
+	cat err &&
+	echo "$n records overwritten after $i waits" &&
+	followed_looks rnext.trace &&
+	last_table tables | grep -v "^read " >last &&
+	awk "NR > 1 && !/as it grew/ { again = 1 } END { exit !again }" stats &&
 	"$MEMSIGHT" info rnext.trace | grep "^flight: .* [1-9][0-9.]* MiB (.*) overwritten before its window" &&
 	"$MEMSIGHT" faults --last 10 -T 2 rnext.trace >want 2>/dev/null &&
+	test_cmp want last
+'
+
+# A ring whose recorder begins segments no faster than top looks is read
+# on into each: the view's command goes on, and once the window has moved
+# on, the blocks allocated before it leave the table, as a reading of the
+# window alone never saw them. Three loop_leaks, a malloc each every
+# millisecond, fill a 5 MiB ring of two 2.2 MiB segments, stored
+# uncompressed, in about 1.5 s a segment.
+test_expect_success 'a ring whose window moves on while followed: read on, the blocks from before it dropped' '
+	{ "$MEMSIGHT" record -q --ring 5M --compression none -e malloc -o ronward.trace -- sh -c \
+		"\"$S/loop_leak\" 4000 1 & \"$S/loop_leak\" 4000 1 & \"$S/loop_leak\" 4000 1; wait" >/dev/null 2>&1 & } &&
+	recording_wait ronward.trace &&
+	MEMSIGHT_READ_STATS=1 "$MEMSIGHT" top --max-cpu 100 -d 0.5 -T 2 ronward.trace >tables 2>err &&
+	wait &&
+	cat err &&
+	sed -n "/(recording ended)/q;/^read .ronward.trace.: \|^# memsight leaks of /p" tables >seen &&
+	cat seen &&
+	# A look that read on past the window'"'"'s move, in the replay that
+	# began before it, shows fewer blocks than the look before.
+	awk "/^read / { moved = /moved on/ ? \$(NF - 1) : 0; again = \$3 != 1; next }
+		{ n = \$(NF - 5) } moved > was && !again && n < prev { dropped = 1 }
+		{ was = moved; prev = n } END { exit !dropped }" seen &&
+	last_table tables | grep -v "^read " >last &&
+	"$MEMSIGHT" leaks --sort growth -T 2 ronward.trace >want 2>/dev/null &&
 	test_cmp want last
 '
 

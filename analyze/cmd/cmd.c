@@ -794,15 +794,30 @@ static int views_sample(struct session *s, struct sample *smp, void *arg)
 	return 0;
 }
 
+/* A followed ring's window moved on: every view drops what came before. */
+static int views_window(void *arg, struct session *s, uint64_t from)
+{
+	struct views *vs = arg;
+
+	for (size_t i = 0; i < vs->n; i++)
+		if (vs->v[i].window(s, vs->v[i].arg, from))
+			return -1;
+	return 0;
+}
+
 int cmd_views_replay(struct session *s, struct cmd_view *v, size_t n)
 {
 	struct views vs = { v, n };
 	char err[512] = "";
-	int stackless = 1;
+	int stackless = 1, window = 1;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		stackless &= v[i].stackless;
+		window &= v[i].window != NULL;
+	}
 	s->no_unwind |= stackless;
+	if (window)
+		session_on_window(s, views_window, &vs);
 	if (session_replay(s, views_sample, &vs, err, sizeof(err)))
 		return msg_error("%s", err[0] ? err : "out of memory");
 	if (s->shared)

@@ -181,6 +181,11 @@ struct cmd_view {
 	 * failed, print nothing), release what it holds; the exit status.
 	 * Never NULL once set up. */
 	int (*end)(struct session *s, void *arg, int print);
+	/* A ring followed as it is written moved its window on to from
+	 * (session_on_window): the view drops what it holds of before then;
+	 * 0, or -1 when it cannot. NULL: a view that cannot, whose replay
+	 * starts again on the window instead. */
+	int (*window)(struct session *s, void *arg, uint64_t from);
 	int stackless;			/* shows no stacks: a replay for it alone unwinds none */
 	int says_all;			/* says what was lost and the window itself: no closing notes */
 };

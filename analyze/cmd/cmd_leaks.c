@@ -955,6 +955,16 @@ struct leaks_view {
 	struct leaks l;
 };
 
+/* A followed ring's window moved on: the blocks from before it go, as a
+ * reading of the window alone would not hold them. */
+static int leaks_window(struct session *s, void *arg, uint64_t from)
+{
+	struct leaks_view *lv = arg;
+
+	(void)s;
+	return allocs_forget_before(lv->l.a, from) ? -1 : 0;
+}
+
 static int leaks_end(struct session *s, void *arg, int print)
 {
 	struct leaks_view *lv = arg;
@@ -1091,6 +1101,7 @@ int leaks_view(int argc, char **argv, struct analyze_opts *a, struct session *s,
 	}
 	hashmap_init(&lv->l.groups, 0);
 	v->end = leaks_end;
+	v->window = leaks_window;
 	v->arg = lv;
 	return -1;
 }

@@ -11,9 +11,10 @@
  * recording has ended. So what top shows is what that command prints of
  * the same bytes. The child follows the trace (cmd.c: the follower): it
  * keeps running, and each refresh reads only what was written since the
- * last (a view of the last seconds, that window again); of a ring, until
- * its recorder begins another segment and the window moves on, when the
- * command starts again.
+ * last (a view of the last seconds, that window again); of a ring, on
+ * into each segment its recorder begins, the view dropping what the
+ * window no longer holds, until the recorder overwrites what the last
+ * refresh read, when the command starts again.
  *
  * Above the view, while the recording goes on, top adds what only the
  * machine knows now, from /proc: the recorder (the process holding the
@@ -57,7 +58,7 @@ static const char usage_text[] =
 	"report view; above it the recorder's CPU and memory, the events lost so\n"
 	"far and the named processes' resident memory, faults per second and\n"
 	"(leaks) heap in use. Each interval reads only what the recorder wrote\n"
-	"since the last (of a ring, until it begins another segment).\n"
+	"since the last (of a ring, while it keeps up with the recorder).\n"
 	"At a terminal it redraws in place: q quits, v shows the next view, s\n"
 	"sorts the leak table by growth or by size, p pauses, f keeps some pids\n"
 	"or names, + and - show more or fewer stacks, e folds every stack to its\n"

@@ -894,6 +894,36 @@ void allocs_end(struct allocs *a)
 	hashmap_for_each(&a->threads, t) a->entry_lost += ((struct pending_stack *)t->ptr)->nr;
 }
 
+int allocs_forget_before(struct allocs *a, uint64_t from)
+{
+	size_t n = 0, k = 0, i = 0;
+	uint64_t *keys;
+
+	hashmap_for_each(&a->procs, p) {
+		hashmap_for_each((struct hashmap *)p->ptr, rs) n += ((struct alloc_rec *)rs->ptr)->time < from;
+	}
+	if (!n)
+		return 0;
+	/* Taken out after the walk: a removal moves the slots after it. */
+	if (!(keys = malloc(n * sizeof(*keys))))
+		return -ENOMEM;
+	hashmap_for_each(&a->procs, p) {
+		struct hashmap *m = p->ptr;
+
+		k = i;
+		hashmap_for_each(m, rs) if (((struct alloc_rec *)rs->ptr)->time < from) keys[i++] = rs->key;
+		for (; k < i; k++) {
+			struct hm_slot *rs = hashmap_u64_find(m, keys[k]);
+
+			free(rs->ptr);
+			hashmap_u64_remove(m, keys[k]);
+		}
+	}
+	a->forgotten += n;
+	free(keys);
+	return 0;
+}
+
 int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, char *err, size_t errlen)
 {
 	struct replay rp = { a, cb, arg };

@@ -126,6 +126,7 @@ struct allocs {
 	alloc_cb cb;		  /* the replay's callback, for the blocks an exec releases */
 	void *cb_arg;
 	uint64_t exec_released;	  /* blocks an exec released with the address space */
+	uint64_t forgotten;	  /* blocks allocs_forget_before dropped */
 	uint64_t min_size, max_size;
 	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;
 	uint64_t unmatched_frees;  /* frees of memory allocated before the recording */
@@ -162,6 +163,12 @@ int allocs_replay(struct allocs *a, struct session *s, alloc_cb cb, void *arg, c
  * several consumers; allocs_end once the replay is over. */
 int allocs_sample(struct allocs *a, struct session *s, struct sample *smp, alloc_cb cb, void *arg);
 void allocs_end(struct allocs *a);
+/* A followed ring's window moved on to from (session_on_window): the
+ * blocks still outstanding that were allocated before then are dropped,
+ * no free of the program's, as a reading of the window alone never saw
+ * them (a free of one is then a free of memory from before, as there).
+ * Returns 0, or -ENOMEM with nothing dropped. */
+int allocs_forget_before(struct allocs *a, uint64_t from);
 /* Whether pid's heap is glibc's malloc (no other allocator mapped). */
 int allocs_glibc_heap(struct allocs *a, struct session *s, int pid);
 /* Whether the trace holds malloc-family events at all. */

@@ -615,6 +615,9 @@ void session_say_reads(const struct session *s)
 		/* A live trace followed: the first look, then one a refresh. */
 		if (s->r.looks)
 			snprintf(grew, sizeof(grew), ", as it grew, in %u looks", s->r.looks + 1);
+		if (s->r.looks && s->r.ring.moved)
+			snprintf(grew + strlen(grew), sizeof(grew) - strlen(grew), ", the window moved on %u time%s",
+				 s->r.ring.moved, s->r.ring.moved == 1 ? "" : "s");
 		msg_note("read '%s': %u replay%s, %llu data chunks read of the %zu it holds%s", s->path, s->r.replays,
 			 s->r.replays == 1 ? "" : "s", (unsigned long long)s->r.data_read, data, grew);
 	}
@@ -1010,14 +1013,25 @@ static int replay_follow(void *arg)
 	struct replay_state *st = arg;
 	struct session *s = st->s;
 	int r = s->follow(s, s->follow_arg, 0);
+	unsigned moved = s->r.ring.moved;
 
 	if (r == SESSION_FOLLOW_SHOW)
 		return 0;
 	if (r)
 		return r;
 	st->following = 1;
+	/* A ring read on past its window's start: what a --last window
+	 * counts is newer, and a hook drops the rest. */
+	s->r.ring_onward = s->o.time_last || s->on_window.fn;
 	if (trace_reader_more(&s->r, s->path, st->err, st->errlen))
 		return follow_again(st);
+	if (s->r.ring.moved != moved) {
+		/* As a reading of the window alone would begin. */
+		if (s->first_time < s->r.ring.first_time)
+			s->first_time = s->r.ring.first_time;
+		if (s->on_window.fn && s->on_window.fn(s->on_window.arg, s, s->r.ring.first_time))
+			return follow_again(st);
+	}
 	/* Its recorder gone, the trace ends where it is: --last's window
 	 * ends there. */
 	if (!s->r.live && s->o.time_last && session_since_set(s, st->err, st->errlen))
@@ -1057,11 +1071,11 @@ static uint64_t replay_stop_at(void *arg, uint64_t horizon)
 
 /* The META written while recording that a replay under way takes in:
  * the objects carried (named when a stack first needs them), the counts
- * of events lost and the pids of processes in containers. Any other (a
- * process, an event, the statistics and symbols of a recording's end)
- * changes what the samples read before it mean: the replay must start
- * again. The first trace_read visit hands every META again, which
- * session_open took already. */
+ * of events lost, the pids of processes in containers and the kernel
+ * symbols each segment of a ring restates. Any other (a process, an
+ * event, the statistics of a recording's end) changes what the samples
+ * read before it mean: the replay must start again. The first trace_read
+ * visit hands every META again, which session_open took already. */
 static int follow_meta(uint32_t kind, const void *data, size_t len, void *arg)
 {
 	struct replay_state *st = arg;
@@ -1069,7 +1083,8 @@ static int follow_meta(uint32_t kind, const void *data, size_t len, void *arg)
 
 	if (!st->following)
 		return 0;
-	if (kind != TRACE_META_LOST && kind != TRACE_META_OBJECTS && kind != TRACE_META_NSPIDS)
+	if (kind != TRACE_META_LOST && kind != TRACE_META_OBJECTS && kind != TRACE_META_NSPIDS &&
+	    kind != TRACE_META_KSYMS)
 		return follow_again(st);
 	return on_meta(kind, data, len, &o);
 }
@@ -1121,6 +1136,7 @@ int session_replay(struct session *s, session_sample_fn fn, void *arg, char *err
 		s->at_end[i].fn(s->at_end[i].arg);
 	s->nr_at_end = 0;
 	s->nr_on_exec = 0;
+	s->on_window.fn = NULL;
 	if (st.bad)
 		msg_warn("%llu samples in '%s' could not be decoded and were skipped",
 			(unsigned long long)st.bad, s->path);
@@ -1143,6 +1159,12 @@ int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, 
 	s->on_exec = v;
 	v[s->nr_on_exec++] = (struct exec_hook){ fn, arg };
 	return 0;
+}
+
+void session_on_window(struct session *s, int (*fn)(void *arg, struct session *s, uint64_t from), void *arg)
+{
+	s->on_window.fn = fn;
+	s->on_window.arg = arg;
 }
 
 int session_on_code_map(struct session *s, void (*fn)(void *arg, struct session *s, int pid, const struct map *map),

@@ -269,6 +269,10 @@ struct session {
 	 * SESSION_REPLAY_AGAIN. */
 	int (*follow)(struct session *s, void *arg, int again);
 	void *follow_arg;
+	struct window_hook {
+		int (*fn)(void *arg, struct session *s, uint64_t from);
+		void *arg;
+	} on_window;		/* see session_on_window */
 	int follow_shown;	/* a process that shows a followed replay: it ends once it has */
 };
 
@@ -310,6 +314,15 @@ int session_on_exec(struct session *s, void (*fn)(void *arg, struct session *s, 
  * or -ENOMEM. */
 int session_on_code_map(struct session *s, void (*fn)(void *arg, struct session *s, int pid, const struct map *map),
 			void *arg);
+
+/* A ring followed as it is written (s->follow) whose recorder begins
+ * another segment moves its window on: fn(arg, s, from) is then called,
+ * from being when the window's oldest segment began, for the command to
+ * drop what it holds of before then (0, or -1 when it cannot: the replay
+ * starts again). A command that sets none, and counts no --last window,
+ * has its replay start again on the window instead. One hook, for the
+ * replay under way or the next one. */
+void session_on_window(struct session *s, int (*fn)(void *arg, struct session *s, uint64_t from), void *arg);
 
 /* Whether any event of a group ("kmem") was recorded. */
 int session_group_recorded(struct session *s, const char *group);

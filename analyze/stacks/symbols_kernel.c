@@ -42,10 +42,32 @@ int symbols_ksyms_load(struct symbols *s, const char *text, size_t len)
 		s->ksyms[s->nr_ksyms].addr = addr;
 		s->ksyms[s->nr_ksyms].name = strdup(name);
 		s->ksyms[s->nr_ksyms].module = mod[0] ? strdup(mod) : NULL;
+		if (!s->ksyms[s->nr_ksyms].name || (mod[0] && !s->ksyms[s->nr_ksyms].module)) {
+			free(s->ksyms[s->nr_ksyms].name);
+			free(s->ksyms[s->nr_ksyms].module);
+			return -ENOMEM;
+		}
 		s->nr_ksyms++;
 	}
 	if (s->nr_ksyms > 1)
 		qsort(s->ksyms, s->nr_ksyms, sizeof(*s->ksyms), ksym_cmp);
+	/* A ring restates every symbol so far at each segment, which a
+	 * reader following it takes in again: one copy of each is kept. */
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nr_ksyms; i++) {
+		size_t j = n;
+
+		while (j > 0 && s->ksyms[j - 1].addr == s->ksyms[i].addr && strcmp(s->ksyms[j - 1].name, s->ksyms[i].name))
+			j--;
+		if (j > 0 && s->ksyms[j - 1].addr == s->ksyms[i].addr) {
+			free(s->ksyms[i].name);
+			free(s->ksyms[i].module);
+			continue;
+		}
+		s->ksyms[n++] = s->ksyms[i];
+	}
+	s->nr_ksyms = n;
 	return 0;
 }
 
