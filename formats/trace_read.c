@@ -241,7 +241,9 @@ static unsigned char *chunk_copy(const struct trace_reader *r, const struct trac
  * that restate the processes at its start (those before its first DATA)
  * are copied and checked now. In a ring still being written they are the
  * next the recorder overwrites, and a view read without them names no
- * stack; read in place later, they could be gone. Returns 1 when they are
+ * stack; read in place later, they could be gone. A segment that begins
+ * with DATA had nothing to restate (the first of a recording that started
+ * its command: the head holds what there was). Returns 1 when they are
  * held, 0 when one is bad or the segment has no chunk (it is being
  * overwritten), -1 when out of memory. */
 static int reader_hold(struct trace_reader *r, size_t from)
@@ -260,7 +262,7 @@ static int reader_hold(struct trace_reader *r, size_t from)
 		r->held[r->nr_held++] = copy;
 		r->chunks[i].held = copy;
 	}
-	if (gone || i == from) {
+	if (gone || from == r->nr_chunks) {
 		while (r->nr_held > n)
 			free(r->held[--r->nr_held]);
 		return 0;

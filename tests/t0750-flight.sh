@@ -120,6 +120,23 @@ test_expect_success 'info says what the window is and what was overwritten befor
 	grep "^file:        ring.trace (.*, format version 3)$" info
 '
 
+# A ring that never went round holds the whole recording. Its first
+# segment, begun before the command ran, has no processes to restate and
+# starts with DATA: it is the window's oldest, not one being overwritten.
+# The 32 MiB of the middle phase write several of the 16 MiB ring's
+# 2.3 MiB segments (fewer faults, where the kernel maps huge pages).
+test_expect_success 'a ring that has not gone round: every fault from the start, none said overwritten' '
+	"$MEMSIGHT" record --ring 16M --compression none -e faults -o whole.trace -- \
+		"$SAMPLES/phases" 64 32 64 >truth 2>rec &&
+	cat truth rec &&
+	grep "^memsight record: ring of 16.0 MiB in [0-9]* segments: \([3-9]\|1[0-5]\)[0-9.]* MiB went through it, none of it overwritten$" rec &&
+	"$MEMSIGHT" info whole.trace >info &&
+	grep "^flight: .*; 0 B (0 records) overwritten before its window$" info &&
+	test "$(under phase_first whole.trace)" -ge 64 &&
+	test "$(under phase_middle whole.trace)" -gt 0 &&
+	test "$(under phase_last whole.trace)" = 64
+'
+
 test_expect_success 'archive of a copy: a linear trace of the window, with its objects' '
 	cp ring.trace copy.trace &&
 	"$MEMSIGHT" archive copy.trace &&
