@@ -16,6 +16,8 @@
 #   a 1 GiB ring filled by malloc churn: top's CPU for one refresh, which
 #     reads the ring's whole window (RING, RING_N: its size, the calls); and
 #     the ring full, then written slowly: each refresh reads what is new
+#   a ring whose recorder begins segments while top watches (MOVING_RING):
+#     each refresh reads on into the new segments, against one whole read
 #
 # Each round runs the two in turn, in a turning order; figures are medians.
 set -u
@@ -114,10 +116,10 @@ $(awk '{ printf "%.1f\n", $2 ? 100 * $1 / $2 : 0 }' box.top | median)% of one CP
 
 # A ring of RING (default 1G) that malloc churn (every call, RING_N calls)
 # filled, and the same ring written slowly after: top refreshes a ring by
-# reading what its recorder wrote since the last refresh while it writes
-# the same segment, and its whole window again once it begins another.
-# Churn begins one about every second (a 56 MiB segment of 1 GiB), so each
-# refresh of it reads the window: one read's CPU, of the finished ring. A
+# reading what its recorder wrote since the last refresh, and its whole
+# window again when the recorder has overwritten what it read last. Of
+# churn, which begins a segment about every second (56 MiB of 1 GiB), one
+# whole read of the finished ring is measured. A
 # steady leak after the churn (alloc_zoo grow, 64 bytes every 10 ms) stays
 # in its segment: top's CPU for its first refresh (a whole read), and the
 # view's command's for each of ten refreshes 1 s apart after its first
@@ -168,3 +170,37 @@ echo "the same ring, full, then a steady leak written into it (of $(grep -c "bei
 $(grep "^read " ring.tables | grep -vc "as it grew") read the window whole):"
 echo "  top's first refresh: $(awk '{ print $1 + $2 }' ring1.time) s of CPU (a whole read); each after it: \
 $(echo "$c12 $c2" | awk '{ printf "%.3f", ($1 - $2) / 10 }') s"
+
+# A ring whose recorder begins segments while top watches, as a busy
+# service's flight recorder does: a ring of MOVING_RING (default 32M)
+# stored uncompressed, six loop_leak processes each leaking a block every
+# millisecond for 30 s. Once the ring is full, top reads on into each
+# segment the recorder begins, the leak table dropping the blocks from
+# before the window: the view's command's CPU for each of ten refreshes
+# 1 s apart, against one whole read of the same window (what each refresh
+# cost when the command started again on every segment). One run.
+MOVING_RING=${MOVING_RING:-32M}
+leak=$b/samples/loop_leak
+rm -f moving.trace
+"$b/memsight" record -q --ring "$MOVING_RING" --compression none -e malloc -o moving.trace -- \
+	sh -c "for i in 1 2 3 4 5 6; do '$leak' 30000 1 & done; wait" >/dev/null 2>&1 &
+rec=$!
+# Until the window has moved on once.
+i=0 && while [ $i -lt 600 ] && ! "$b/memsight" info moving.trace 2>/dev/null | grep -q " [1-9][0-9.]* [KM]iB (.*) overwritten"; do
+	sleep 0.1; i=$((i + 1)); done
+: >ring.tables
+MEMSIGHT_READ_STATS=1 "$b/memsight" top -n 13 --max-cpu 100 -d 1 moving.trace >ring.tables 2>/dev/null &
+tp=$!
+tables_wait 2
+fp=$(pgrep -P "$tp" -f "^memsight-analyze leaks") && c2=$(cpu_of "$fp")
+tables_wait 12
+c12=$(cpu_of "$fp")
+wait $tp
+/usr/bin/time -f "%U %S" -o moving.time "$b/memsight" top -n 1 moving.trace >/dev/null 2>&1
+kill -INT $rec 2>/dev/null
+wait $rec
+echo "a ring of $MOVING_RING whose recorder begins segments while top watches (its window moved on \
+$(sed -n "s/^read .*moved on \([0-9]*\) time.*/\1/p" ring.tables | tail -1) times in \
+$(grep -c "being recorded" ring.tables) live tables; $(grep "^read " ring.tables | grep -vc "as it grew") read it whole):"
+echo "  each refresh, read on: $(echo "$c12 $c2" | awk '{ printf "%.3f", ($1 - $2) / 10 }') s of CPU; \
+one whole read of the window: $(awk '{ print $1 + $2 }' moving.time) s"
