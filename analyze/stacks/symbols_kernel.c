@@ -15,10 +15,29 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* Whether the first n symbols, in address order, hold name at addr. */
+static int ksym_held(const struct symbols *s, size_t n, uint64_t addr, const char *name)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->ksyms[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && s->ksyms[lo].addr == addr; lo++)
+		if (!strcmp(s->ksyms[lo].name, name))
+			return 1;
+	return 0;
+}
+
 int symbols_ksyms_load(struct symbols *s, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
-	size_t alloc = s->nr_ksyms;
+	size_t alloc = s->nr_ksyms, old = s->nr_ksyms;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p);
@@ -31,6 +50,11 @@ int symbols_ksyms_load(struct symbols *s, const char *text, size_t len)
 		line[n] = 0;
 		p = le + 1;
 		if (sscanf(line, "%llx %c %255s [%127[^]]]", &addr, &type, name, mod) < 3)
+			continue;
+		/* A ring restates every symbol so far at each segment, which a
+		 * reader following it takes in again: those it has are kept as
+		 * they are, since the frames named already point at them. */
+		if (ksym_held(s, old, addr, name))
 			continue;
 		if (s->nr_ksyms == alloc) {
 			struct ksym *k = realloc(s->ksyms, (alloc = alloc ? alloc * 2 : 256) * sizeof(*k));
@@ -51,23 +75,6 @@ int symbols_ksyms_load(struct symbols *s, const char *text, size_t len)
 	}
 	if (s->nr_ksyms > 1)
 		qsort(s->ksyms, s->nr_ksyms, sizeof(*s->ksyms), ksym_cmp);
-	/* A ring restates every symbol so far at each segment, which a
-	 * reader following it takes in again: one copy of each is kept. */
-	size_t n = 0;
-
-	for (size_t i = 0; i < s->nr_ksyms; i++) {
-		size_t j = n;
-
-		while (j > 0 && s->ksyms[j - 1].addr == s->ksyms[i].addr && strcmp(s->ksyms[j - 1].name, s->ksyms[i].name))
-			j--;
-		if (j > 0 && s->ksyms[j - 1].addr == s->ksyms[i].addr) {
-			free(s->ksyms[i].name);
-			free(s->ksyms[i].module);
-			continue;
-		}
-		s->ksyms[n++] = s->ksyms[i];
-	}
-	s->nr_ksyms = n;
 	return 0;
 }
 
