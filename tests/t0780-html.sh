@@ -508,7 +508,15 @@ print(len([json.dumps({\"k%d\" % i: [i] * 20 for i in range(2000)}) for r in ran
 		k=$(fact "attr #timeline-readout data-bucket:" ax.out) &&
 		heap=$(perl -MJSON::PP -e "local \$/; print decode_json(<STDIN>)->{timeline}{heap_bytes}[$k]" <cj.json) &&
 		grep "^text #timeline-readout: +[0-9.]* m\{0,1\}s to +[0-9.]* m\{0,1\}s; .*malloc heap in use " ax.out &&
-		echo "bucket $k: heap $heap"
+		echo "bucket $k: heap $heap" &&
+		# On a grid line, which the axes draw across the chart: the
+		# pointer still reaches the chart (the line under the second tick,
+		# at 1 - its value / the top value of the chart'"'"'s height).
+		second=$(fact "values #timeline-yaxis text:" ax.out | cut -d" " -f2) &&
+		at=$(awk -v v="$second" -v t="$top" "BEGIN { printf \"%.6f\", 1 - v / t }") &&
+		drive churn.html load "hover:timeline-chart:0.3:$at" text:#timeline-readout >grid.out &&
+		cat grid.out &&
+		grep "^text #timeline-readout: +[0-9.]* m\{0,1\}s to +[0-9.]* m\{0,1\}s; .*malloc heap in use " grid.out
 	'
 
 	test_expect_success 'the summary'"'"'s peak contributor is the stack report --json names at the peak' '

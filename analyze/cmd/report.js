@@ -304,7 +304,10 @@
     var ym = 1;
     lines.forEach(function (l) { ym = Math.max(ym, maxOf(l.v)); });
     var ystep = axisStep(ym, 4, true), ytop = Math.ceil(ym / ystep) * ystep;
-    var yaxis = mk('g', { id: 'timeline-yaxis', 'font-size': 11, 'text-anchor': 'end' }, outer);
+    /* The axes' lines cross the chart, drawn over it: the pointer goes
+     * through them to the chart, whose read-out and drag they would
+     * otherwise take wherever a grid line lies. */
+    var yaxis = mk('g', { id: 'timeline-yaxis', 'font-size': 11, 'text-anchor': 'end', 'pointer-events': 'none' }, outer);
     if (lines.length)
       for (var yv = 0; yv <= ytop + ystep / 2; yv += ystep) {
         var yy = 6 + H - H * yv / ytop;
@@ -312,7 +315,7 @@
         mk('text', { x: L - 6, y: yy + 4, 'data-value': yv }, yaxis).textContent = tickBytes(yv);
       }
     if (hasFaults) {
-      var faxis = mk('g', { id: 'timeline-faxis', 'font-size': 11 }, outer);
+      var faxis = mk('g', { id: 'timeline-faxis', 'font-size': 11, 'pointer-events': 'none' }, outer);
       for (var fv = 0; fv <= ftop + fstep / 2; fv += fstep)
         mk('text', { x: L + W + 6, y: 6 + H - H * fv / ftop + 4, 'data-value': fv, fill: '#4a78b0' }, faxis).textContent = fv.toLocaleString('en');
     }
@@ -322,7 +325,7 @@
                        'vector-effect': 'non-scaling-stroke' }, svg);
     });
     /* Time ticks at round numbers, in the recording's seconds. */
-    var xaxis = mk('g', { id: 'timeline-xaxis', 'font-size': 11, 'text-anchor': 'middle' }, outer);
+    var xaxis = mk('g', { id: 'timeline-xaxis', 'font-size': 11, 'text-anchor': 'middle', 'pointer-events': 'none' }, outer);
     var tstep = axisStep(end - tl.start_s, 8, false);
     for (var tv = Math.ceil(tl.start_s / tstep) * tstep; tv <= end + 1e-12; tv += tstep) {
       var tx = L + W * (tv - tl.start_s) / (end - tl.start_s || 1);
@@ -375,7 +378,7 @@
       var tm = maxOf(total), SH = 140, colors = ['#d62728', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#bbbbbb'];
       var sstep = axisStep(tm, 3, byHeld), stop = Math.ceil(tm / sstep) * sstep;
       var souter = mk('svg', { id: 'stacked-axes', viewBox: '0 0 ' + (L + W + R) + ' ' + (SH + 12), width: '100%' }, tsec);
-      var saxis = mk('g', { 'font-size': 11, 'text-anchor': 'end' }, souter);
+      var saxis = mk('g', { 'font-size': 11, 'text-anchor': 'end', 'pointer-events': 'none' }, souter);
       for (var sv = 0; sv <= stop + sstep / 2; sv += sstep) {
         var sy = 6 + SH - SH * sv / stop;
         mk('line', { x1: L - 4, x2: L + W, y1: sy, y2: sy, stroke: '#e4e4e4' }, saxis);

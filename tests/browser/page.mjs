@@ -29,7 +29,9 @@
 //   tree:SEL           "tree SEL: DEPTH NAME [open|closed]" for each row of the tree
 //                      table SEL, in order (DEPTH from 0)
 //   totals:SEL         "totals SEL: METRIC VALUE ..." the tree table SEL's totals row
-//   hover:ID:F         move the mouse over element #ID at F of its width
+//   hover:ID:F[:G]     move the mouse over element #ID at F of its width and G of
+//                      its height (default 0.5), again until the page has it
+//                      under the pointer (three times at most)
 //   key:KEY            press KEY (Playwright's names: ArrowRight, *, Enter)
 //   focus:SEL          focus the first element matching SEL
 //   fill:SEL:VALUE     type VALUE into the input SEL and press Enter
@@ -210,8 +212,19 @@ export async function drivePage(window, cwd, file, steps, print) {
         }, sel);
         print(`totals ${sel}: ${v}`);
       } else if (what === 'hover') {
-        const box = await steadyBox(page, '#' + arg[0]);
-        await page.mouse.move(box.x + box.width * Number(arg[1]), box.y + box.height / 2);
+        // As a drag's, a move's event can be lost under load: made again,
+        // a pixel aside, until the element is under the pointer as the
+        // page sees it (:hover), three times at most.
+        for (let tries = 0; tries < 3; tries++) {
+          const box = await steadyBox(page, '#' + arg[0]);
+          await page.mouse.move(box.x + box.width * Number(arg[1]) + tries, box.y + box.height * Number(arg[2] || 0.5));
+          try {
+            await page.waitForFunction((id) => document.getElementById(id).matches(':hover'), arg[0], { timeout: 2000 });
+            break;
+          } catch (e) {
+            print(`hover not taken, made again`);
+          }
+        }
       } else if (what === 'key') {
         await page.keyboard.press(arg.join(':'));
       } else if (what === 'focus') {
