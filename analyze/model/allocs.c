@@ -919,7 +919,6 @@ int allocs_forget_before(struct allocs *a, uint64_t from)
 			hashmap_u64_remove(m, keys[k]);
 		}
 	}
-	a->forgotten += n;
 	free(keys);
 	return 0;
 }

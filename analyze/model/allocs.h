@@ -126,7 +126,6 @@ struct allocs {
 	alloc_cb cb;		  /* the replay's callback, for the blocks an exec releases */
 	void *cb_arg;
 	uint64_t exec_released;	  /* blocks an exec released with the address space */
-	uint64_t forgotten;	  /* blocks allocs_forget_before dropped */
 	uint64_t min_size, max_size;
 	uint64_t nr_allocs, alloc_bytes, nr_frees, free_bytes;
 	uint64_t unmatched_frees;  /* frees of memory allocated before the recording */
