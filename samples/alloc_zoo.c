@@ -25,6 +25,11 @@
  *   alloc_zoo stacks D     leaks 16 bytes from each of 2^D stacks: go_left() and go_right() D deep,
  *                          by the bits of a counter, then leaf_leak(): a profile of many stacks
  *
+ * With ALLOC_ZOO_GATE=PATH in its environment, it says "alloc_zoo: at the
+ * gate" and waits until PATH exists before the mode begins, allocating
+ * nothing meanwhile: a test can stop the recorder first, whatever the
+ * machine's speed.
+ *
  * Every line it prints is "alloc_zoo: ..." ground truth; leaks read
  * "leaked BYTES bytes in COUNT allocations from FUNCTION (pid PID)".
  */
@@ -407,6 +412,14 @@ int main(int argc, char **argv)
 	long n = argc > 2 ? atol(argv[2]) : 100;
 	struct timespec t0, t1;
 
+	if (getenv("ALLOC_ZOO_GATE")) {
+		struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+		printf("alloc_zoo: at the gate\n");
+		fflush(stdout);
+		while (access(getenv("ALLOC_ZOO_GATE"), F_OK))
+			nanosleep(&tick, NULL);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	if (!strcmp(mode, "churn"))

@@ -212,14 +212,16 @@ fi
 # A recorder stopped (or starved) while its command allocates: with
 # --no-block, the default of --sample-bytes, the program goes on and what
 # it could not report is counted lost; with --block, the default for every
-# call, it waits, as documented, and nothing is lost.
+# call, it waits, as documented, and nothing is lost. The program waits at
+# a gate, its wrapper already connected, until the recorder is stopped: a
+# fast machine would otherwise finish churn first.
 if recording_allowed; then
 	test_expect_success 'a stopped recorder: --no-block never holds the program, and counts what it dropped' '
 		for mode in --no-block --block; do
-			rm -f st.pid st.out &&
-			{ "$MEMSIGHT" record -q $mode -e malloc --pidfile st.pid -o st$mode.trace -- \
+			rm -f st.pid st.out st.go &&
+			{ ALLOC_ZOO_GATE=st.go "$MEMSIGHT" record -q $mode -e malloc --pidfile st.pid -o st$mode.trace -- \
 				"$SAMPLES/alloc_zoo" churn 20000 >st.out 2>/dev/null & } &&
-			wait_for "test -s st.pid" && kill -STOP $(cat st.pid) && sleep 0.3 &&
+			wait_for "test -s st.pid && grep -q \"at the gate\" st.out" && kill -STOP $(cat st.pid) && : >st.go && sleep 0.3 &&
 			if [ $mode = --no-block ]; then
 				wait_for "grep -q leaked st.out"
 			else
