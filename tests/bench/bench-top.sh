@@ -155,21 +155,28 @@ cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15 + $16 +
 tables_wait() {
 	while [ "$(grep -c "^memsight top" ring.tables)" -lt "$1" ] && kill -0 "$tp" 2>/dev/null; do sleep 0.05; done
 }
-: >ring.tables
-MEMSIGHT_READ_STATS=1 "$b/memsight" top -n 13 --max-cpu 100 -d 1 ring.trace >ring.tables 2>/dev/null &
-tp=$!
-tables_wait 2
-fp=$(pgrep -P "$tp" -f "^memsight-analyze leaks") && c2=$(cpu_of "$fp")
-tables_wait 12
-c12=$(cpu_of "$fp")
-wait $tp
+# refreshes_cpu TRACE: top on TRACE for 13 tables 1 s apart, into
+# ring.tables; in per, the view's command's CPU for each of the ten
+# refreshes between its second table and its twelfth.
+refreshes_cpu() {
+	: >ring.tables
+	MEMSIGHT_READ_STATS=1 "$b/memsight" top -n 13 --max-cpu 100 -d 1 "$1" >ring.tables 2>/dev/null &
+	tp=$!
+	tables_wait 2
+	fp=$(pgrep -P "$tp" -f "^memsight-analyze leaks") && c2=$(cpu_of "$fp")
+	tables_wait 12
+	c12=$(cpu_of "$fp")
+	wait $tp
+	per=$(echo "$c12 $c2" | awk '{ printf "%.3f", ($1 - $2) / 10 }')
+}
+refreshes_cpu ring.trace
 kill -INT $rec 2>/dev/null
 kill $leak 2>/dev/null
 wait $rec
 echo "the same ring, full, then a steady leak written into it (of $(grep -c "being recorded" ring.tables) live tables, \
 $(grep "^read " ring.tables | grep -vc "as it grew") read the window whole):"
 echo "  top's first refresh: $(awk '{ print $1 + $2 }' ring1.time) s of CPU (a whole read); each after it: \
-$(echo "$c12 $c2" | awk '{ printf "%.3f", ($1 - $2) / 10 }') s"
+$per s"
 
 # A ring whose recorder begins segments while top watches, as a busy
 # service's flight recorder does: a ring of MOVING_RING (default 32M)
@@ -188,19 +195,12 @@ rec=$!
 # Until the window has moved on once.
 i=0 && while [ $i -lt 600 ] && ! "$b/memsight" info moving.trace 2>/dev/null | grep -q " [1-9][0-9.]* [KM]iB (.*) overwritten"; do
 	sleep 0.1; i=$((i + 1)); done
-: >ring.tables
-MEMSIGHT_READ_STATS=1 "$b/memsight" top -n 13 --max-cpu 100 -d 1 moving.trace >ring.tables 2>/dev/null &
-tp=$!
-tables_wait 2
-fp=$(pgrep -P "$tp" -f "^memsight-analyze leaks") && c2=$(cpu_of "$fp")
-tables_wait 12
-c12=$(cpu_of "$fp")
-wait $tp
+refreshes_cpu moving.trace
 /usr/bin/time -f "%U %S" -o moving.time "$b/memsight" top -n 1 moving.trace >/dev/null 2>&1
 kill -INT $rec 2>/dev/null
 wait $rec
 echo "a ring of $MOVING_RING whose recorder begins segments while top watches (its window moved on \
 $(sed -n "s/^read .*moved on \([0-9]*\) time.*/\1/p" ring.tables | tail -1) times in \
 $(grep -c "being recorded" ring.tables) live tables; $(grep "^read " ring.tables | grep -vc "as it grew") read it whole):"
-echo "  each refresh, read on: $(echo "$c12 $c2" | awk '{ printf "%.3f", ($1 - $2) / 10 }') s of CPU; \
+echo "  each refresh, read on: $per s of CPU; \
 one whole read of the window: $(awk '{ print $1 + $2 }' moving.time) s"
