@@ -617,21 +617,19 @@ static int reader_more_ring(struct trace_reader *r, size_t *alloc, char *err, si
 		if (f.seq != ++seq)
 			return trace_error_set(err, errlen, "the ring's window moved on past a segment never read");
 	}
-	off = ri->last_offset;
-	if (!reader_walk(r, ri->last_end, off + ri->segment_size < r->size ? off + ri->segment_size : r->size,
-			 trace_segment_seed(ri->last_seq), ri->segments, 1, alloc))
-		return trace_error_set(err, errlen, "out of memory");
-	while (begun--) {
-		off = segment_after(ri, off);
-		if (!segment_at(r, off, &f))
+	/* The newest segment from where the last look left it, then each
+	 * one begun since, which becomes the newest, from its start. */
+	for (;;) {
+		off = ri->last_offset;
+		if (!reader_walk(r, ri->last_end, off + ri->segment_size < r->size ? off + ri->segment_size : r->size,
+				 trace_segment_seed(ri->last_seq), ri->segments, 1, alloc))
+			return trace_error_set(err, errlen, "out of memory");
+		if (!begun-- || !segment_at(r, off = segment_after(ri, off), &f))
 			break;
 		ri->last_seq = f.seq;
 		ri->last_offset = off;
 		ri->last_end = off + TRACE_CHUNK_HEADER_SIZE + TRACE_SEGMENT_SIZE;
 		ri->segments++;
-		if (!reader_walk(r, ri->last_end, off + ri->segment_size < r->size ? off + ri->segment_size : r->size,
-				 trace_segment_seed(f.seq), ri->segments, 1, alloc))
-			return trace_error_set(err, errlen, "out of memory");
 	}
 	/* The window's oldest segment now: the one the writer fills next,
 	 * until it does. */
