@@ -2,9 +2,11 @@
  * samples/rss_grow.c: grows its resident set, then reports it from /proc
  * and holds it, for the RSS-over-time chart.
  *
- * usage: rss_grow [ANON_MIB [WAIT_MS [HOLD_MS]]]   (default 16, 300, 3000)
+ * usage: rss_grow [ANON_MIB [WAIT_MS [HOLD_MS [early]]]]   (default 16, 300, 3000)
  * Waits WAIT_MS (so a recorder can attach with -p), writes ANON_MIB MiB of
- * fresh anonymous memory page by page, then prints its pid and RssAnon,
+ * fresh anonymous memory page by page (mapped before the wait with
+ * "early", so that its mapping and its faults are far apart in a
+ * trace), then prints its pid and RssAnon,
  * RssFile and RssShmem in bytes as /proc/self/status gives them, and
  * sleeps HOLD_MS with all of it still mapped. The line is printed twice:
  * printing the first faults in libc's stdio pages, so the second (the
@@ -43,10 +45,14 @@ int main(int argc, char **argv)
 	long mib = argc > 1 ? atol(argv[1]) : 16;
 	long wait_ms = argc > 2 ? atol(argv[2]) : 300, hold_ms = argc > 3 ? atol(argv[3]) : 3000;
 	size_t len = (size_t)mib << 20;
-	char *p;
+	int early = argc > 4 && !strcmp(argv[4], "early");
+	char *p = MAP_FAILED;
 
+	if (early)
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	sleep_ms(wait_ms);
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!early)
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return 1;
 	for (size_t i = 0; i < len; i += 4096)

@@ -94,11 +94,13 @@ test_expect_success 'a window named though the program'"'"'s exec and its librar
 # Two bursts of faults 3.5 s apart, each several segments of trace, both in
 # the ring: --last 1 reads only the segments that can hold the last second
 # (the older ones are passed over), and says so, with what the whole
-# window gives for it.
+# window gives for it. rss_grow maps 8 MiB before the first burst and
+# writes it with the second: what the ring restates tells its faults for
+# anonymous memory, as the whole window does.
 test_expect_success '--last on a ring reads only its recent segments, and gives what the whole window does' '
 	"$MEMSIGHT" record -q --ring 32M --compression none -e faults -o recent.trace -- \
-		sh -c "\"$SAMPLES/phases\" 4 40 4; sleep 3.5; \"$SAMPLES/phases\" 4 40 4" >truth &&
-	test "$(grep -c "^phase_middle pages 10240$" truth)" = 2 &&
+		sh -c "\"$SAMPLES/rss_grow\" 8 3500 0 early & \"$SAMPLES/phases\" 4 40 4; sleep 3.5; \"$SAMPLES/phases\" 4 40 4; wait" >truth &&
+	test "$(grep -c "^phase_middle pages 10240$" truth)" = 2 && grep "^rss_grow: pid" truth &&
 	cp recent.trace whole.trace && "$MEMSIGHT" archive whole.trace 2>/dev/null &&
 	for v in faults folded; do
 		"$MEMSIGHT" $v --last 1 recent.trace >r.$v 2>r.err &&
@@ -109,6 +111,9 @@ test_expect_success '--last on a ring reads only its recent segments, and gives 
 		test -s r && cmp r w || return 1
 	done &&
 	grep -q ";main;phase_middle" r.folded &&
+	pid=$(sed -n "s/^rss_grow: pid \([0-9]*\) .*/\1/p" truth | head -1) &&
+	grep "^# memsight faults of" r.faults && ! grep "^# memsight faults of.*outside any known mapping" r.faults &&
+	grep "^ *[0-9].* $pid rss_grow$" r.faults | awk "{ exit \$1 < 2048 }" &&
 	"$MEMSIGHT" faults recent.trace >/dev/null 2>all.err && ! grep "not read" all.err
 '
 

@@ -15,6 +15,7 @@ struct pt_map {
 	uint64_t start, end, pgoff;
 	uint64_t time; /* of the record (or /proc read) that told it */
 	char *rest;    /* "perms\tpgoff-less fields": perms, dev, inode, build-id, path */
+	int anon;      /* no file, no name: counted against PROCTRACK_ANON_MAX */
 };
 
 struct pt_proc {
@@ -106,7 +107,8 @@ static void maps_cut(struct pt_proc *p, uint64_t start, uint64_t end)
 			continue;
 		if (m->start < start && m->end > end) {
 			/* Split: the tail stays as a mapping of its own. */
-			struct pt_map tail = { end, m->end, m->pgoff + (end - m->start), m->time, strdup(m->rest) };
+			struct pt_map tail = { end, m->end, m->pgoff + (end - m->start), m->time, strdup(m->rest),
+					       m->anon };
 
 			m->end = start;
 			if (tail.rest && p->nr_maps < p->alloc_maps)
@@ -131,7 +133,8 @@ static void maps_cut(struct pt_proc *p, uint64_t start, uint64_t end)
 }
 
 /* [start, end) as one mapping, over whatever it covers. */
-static int maps_put(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time, const char *rest)
+static int maps_put(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time,
+		    const char *rest, int anon)
 {
 	char *copy;
 
@@ -148,8 +151,27 @@ static int maps_put(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pg
 	if (!(copy = strdup(rest)))
 		return -1;
 	maps_cut(p, start, end);
-	p->maps[p->nr_maps++] = (struct pt_map){ start, end, pgoff, time, copy };
+	p->maps[p->nr_maps++] = (struct pt_map){start, end, pgoff, time, copy, anon};
 	return 0;
+}
+
+/* Only the newest PROCTRACK_ANON_MAX anonymous mappings stay. */
+static void maps_trim_anon(struct pt_proc *p)
+{
+	for (;;) {
+		size_t nr = 0, oldest = 0;
+
+		for (size_t i = 0; i < p->nr_maps; i++) {
+			if (!p->maps[i].anon)
+				continue;
+			if (!nr++ || p->maps[i].time < p->maps[oldest].time)
+				oldest = i;
+		}
+		if (nr <= PROCTRACK_ANON_MAX)
+			return;
+		free(p->maps[oldest].rest);
+		p->maps[oldest] = p->maps[--p->nr_maps];
+	}
 }
 
 /*
@@ -159,7 +181,8 @@ static int maps_put(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pg
  * later over part of it (a loader maps a library whole, then its segments
  * over it). Only the gaps the newer ones leave are its own.
  */
-static int maps_add(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time, const char *rest)
+static int maps_add(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t time,
+		    const char *rest, int anon)
 {
 	for (uint64_t at = start; at < end;) {
 		/* The first newer mapping over what is left: [from, to). */
@@ -173,10 +196,13 @@ static int maps_add(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pg
 				to = m->end;
 			}
 		}
-		if (from > at && maps_put(p, at, from, pgoff + (at - start), time, rest))
+		if (from > at && maps_put(p, at, from, pgoff + (at - start), time, rest, anon))
 			return -1;
 		at = to;
 	}
+	/* Fewer mappings than the bound hold fewer anonymous ones. */
+	if (anon && p->nr_maps > PROCTRACK_ANON_MAX)
+		maps_trim_anon(p);
 	return 0;
 }
 
@@ -259,7 +285,7 @@ int proctrack_load(struct proctrack *t, const char *text, size_t len, uint64_t t
 				continue;
 			/* Kept as "perms\tdev\tinode\tbuild-id\tpath". */
 			memmove(e1 + 1, e2 + 1, strlen(e2 + 1) + 1);
-			if (maps_add(p, start, mend, pgoff, time, perms))
+			if (maps_add(p, start, mend, pgoff, time, perms, perms[strlen(perms) - 1] == '\t'))
 				return -1;
 		}
 	}
@@ -269,16 +295,16 @@ int proctrack_load(struct proctrack *t, const char *text, size_t len, uint64_t t
 /* A mapping p made at time, and so the children it had forked since,
  * unless they have exec'd: their FORK records can have been read first. */
 static void proc_map(struct proctrack *t, struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
-		     uint64_t time, const char *rest, int depth)
+		     uint64_t time, const char *rest, int anon, int depth)
 {
-	maps_add(p, start, end, pgoff, time, rest);
+	maps_add(p, start, end, pgoff, time, rest, anon);
 	if (p->last_fork <= time || depth >= 8)
 		return;
 	for (size_t i = 0; i < t->alloc; i++) {
 		struct pt_proc *c = t->slots[i];
 
 		if (c && c->ppid == p->pid && c->forked > time && c->since == c->forked)
-			proc_map(t, c, start, end, pgoff, time, rest, depth + 1);
+			proc_map(t, c, start, end, pgoff, time, rest, anon, depth + 1);
 	}
 }
 
@@ -289,14 +315,13 @@ static void on_mmap2(struct proctrack *t, const unsigned char *r, size_t len, ui
 	const char *name = (const char *)r + 72;
 	char rest[4352], dev[32], bid[48] = "-";
 	struct pt_proc *p;
+	int anon;
 
 	if (len <= 72 || !memchr(name, 0, len - 72))
 		return;
-	/* Anonymous memory names nothing and comes in thousands. */
-	if (name[0] != '/' && name[0] != '[')
-		return;
-	if (name[0] == '/' && name[1] == '/')
-		return;
+	/* "//anon", and what else the kernel names with no path: "[heap]"
+	 * and "[stack]" are few, and not counted. */
+	anon = name[0] != '[' && (name[0] != '/' || name[1] == '/');
 	memcpy(&pid, r + 8, 4);
 	memcpy(&addr, r + 16, 8);
 	memcpy(&size, r + 24, 8);
@@ -324,9 +349,10 @@ static void on_mmap2(struct proctrack *t, const unsigned char *r, size_t len, ui
 		memcpy(&ino, r + 48, 8);
 		snprintf(dev, sizeof(dev), "%02x:%02x\t%llu", maj, min, (unsigned long long)ino);
 	}
-	snprintf(rest, sizeof(rest), "%c%c%c%c\t%s\t%s\t%s", prot & PROT_READ ? 'r' : '-', prot & PROT_WRITE ? 'w' : '-',
-		 prot & PROT_EXEC ? 'x' : '-', flags & MAP_SHARED ? 's' : 'p', dev, bid, name);
-	proc_map(t, p, addr, addr + size, pgoff, time, rest, 0);
+	snprintf(rest, sizeof(rest), "%c%c%c%c\t%s\t%s\t%s", prot & PROT_READ ? 'r' : '-',
+		 prot & PROT_WRITE ? 'w' : '-', prot & PROT_EXEC ? 'x' : '-', flags & MAP_SHARED ? 's' : 'p',
+		 dev, bid, name[0] == '/' && name[1] == '/' ? "" : name);
+	proc_map(t, p, addr, addr + size, pgoff, time, rest, anon, 0);
 }
 
 void proctrack_record(struct proctrack *t, const void *rec, size_t len)
@@ -393,7 +419,7 @@ void proctrack_record(struct proctrack *t, const void *rec, size_t len)
 		for (size_t i = 0; i < parent->nr_maps; i++)
 			if (parent->maps[i].time <= time)
 				maps_add(p, parent->maps[i].start, parent->maps[i].end, parent->maps[i].pgoff,
-					 parent->maps[i].time, parent->maps[i].rest);
+					 parent->maps[i].time, parent->maps[i].rest, parent->maps[i].anon);
 		break;
 	case PERF_RECORD_EXIT:
 		if (len < 24)
@@ -460,7 +486,8 @@ int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text,
 			buf = b;
 			alloc = need;
 		}
-		n = snprintf(buf, alloc, "pid %d\nppid %d\ncomm %s\nthreads %d", p->pid, p->ppid, p->comm, p->pid);
+		n = snprintf(buf, alloc, "pid %d\nppid %d\ncomm %s\nthreads %d", p->pid, p->ppid, p->comm,
+			     p->pid);
 		for (size_t k = 0; k < p->nr_tids; k++)
 			n += snprintf(buf + n, alloc - n, " %d", p->tids[k]);
 		n += snprintf(buf + n, alloc - n, "\n");
@@ -469,9 +496,9 @@ int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text,
 			const char *tab = strchr(m->rest, '\t');
 			int pl = tab ? (int)(tab - m->rest) : (int)strlen(m->rest);
 
-			n += snprintf(buf + n, alloc - n, "map\t%llx\t%llx\t%.*s\t%llx%s\n", (unsigned long long)m->start,
-				      (unsigned long long)m->end, pl, m->rest, (unsigned long long)m->pgoff,
-				      tab ? tab : "\t\t\t-\t");
+			n += snprintf(buf + n, alloc - n, "map\t%llx\t%llx\t%.*s\t%llx%s\n",
+				      (unsigned long long)m->start, (unsigned long long)m->end, pl, m->rest,
+				      (unsigned long long)m->pgoff, tab ? tab : "\t\t\t-\t");
 		}
 		ret = emit(arg, buf, n);
 	}

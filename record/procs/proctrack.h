@@ -7,9 +7,12 @@
  * overwrites the records that told a process's story; what this module
  * holds, written out as TRACE_META_PROCESS text (procsnap.h's format), is
  * that story's end state, so a window that starts after a process mapped
- * its objects can still name its stacks. Anonymous mappings made after
- * the start are not kept: they can be had in their thousands, and name
- * nothing. A process that exited is kept until two segments later, since
+ * its objects can still name its stacks, and tell a fault on anonymous
+ * memory from one on a file (a loader zero-fills a library's .bss over
+ * the tail of the file it mapped whole). No record tells of an munmap,
+ * so anonymous mappings, which a process can make in their thousands, are
+ * kept up to PROCTRACK_ANON_MAX a process, the newest. A process that
+ * exited is kept until two segments later, since
  * records of other CPUs that were written later may still be its own.
  *
  * Records reach this module a CPU's ring at a time, so a process's exec
@@ -25,6 +28,8 @@
 #include <sys/types.h>
 
 struct pt_proc;
+
+#define PROCTRACK_ANON_MAX 512
 
 struct proctrack {
 	struct pt_proc **slots; /* open addressing by pid */

@@ -578,11 +578,17 @@ static void pt_maps_of(const char *text, int pid, char *out, size_t size)
 		return;
 	for (s = strchr(s, '\n') + 1; *s && strncmp(s, "pid ", 4); s = strchr(s, '\n') + 1) {
 		unsigned long long a, b, off;
-		char perms[8], dev[16], ino[24], bid[48], path[256];
+		char perms[8], dev[16], ino[24], bid[48], path[256] = "//anon";
+		int at = 0;
 
+		/* An anonymous mapping's path is empty: the analyzer's "//anon". */
 		if (nr < 16 &&
-		    sscanf(s, "map\t%llx\t%llx\t%7s\t%llx\t%15s\t%23s\t%47s\t%255s", &a, &b, perms, &off, dev, ino, bid,
-			   path) == 8) {
+		    sscanf(s, "map\t%llx\t%llx\t%7s\t%llx\t%15s\t%23s\t%47s%n", &a, &b, perms, &off, dev, ino, bid, &at) == 7 &&
+		    at) {
+			size_t pl = s[at] == '\t' ? strcspn(s + at + 1, "\n") : 0;
+
+			if (pl && pl < sizeof(path))
+				snprintf(path, sizeof(path), "%.*s", (int)pl, s + at + 1);
 			snprintf(item[nr], sizeof(item[nr]), "%llx-%llx %s %llx %s", a, b, perms, off, path);
 			items[nr] = item[nr];
 			nr++;
@@ -604,6 +610,55 @@ static void pt_expect(const char *text, int pid, const char *want, int also, con
 	if (strcmp(got, want) || !also)
 		printf("# pid %d: %s\n# wanted: %s\n%s", pid, got, want, text);
 	tap(!strcmp(got, want) && also, what);
+}
+
+struct pt_count {
+	size_t maps;
+	unsigned long long lowest;
+	int stack;
+};
+
+/* Counts the map lines of a restatement, and of those not the stack's
+ * the lowest start. */
+static int pt_count_maps(void *arg, const char *text, size_t len)
+{
+	struct pt_count *c = arg;
+	const char *s = text, *end = text + len;
+
+	while (s < end) {
+		const char *nl = memchr(s, '\n', end - s);
+		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		unsigned long long a;
+
+		if (sscanf(s, "map\t%llx\t", &a) == 1) {
+			c->maps++;
+			if (n >= 8 && !memcmp(s + n - 8, "\t[stack]", 8))
+				c->stack = 1;
+			else if (!c->lowest || a < c->lowest)
+				c->lowest = a;
+		}
+		s += n + 1;
+	}
+	return 0;
+}
+
+/* A process that maps anonymous memory without end: only the newest
+ * PROCTRACK_ANON_MAX are restated, and its stack stays. */
+static void proctrack_anon_case(void)
+{
+	struct proctrack t = { 0 };
+	struct pt_count c = { 0 };
+
+	pt_exec(&t, 30, "many", 10);
+	pt_mmap2(&t, 30, 0x7ff000, 0x800000, 0, PROT_READ | PROT_WRITE, "[stack]", 20);
+	for (uint64_t i = 0; i < PROCTRACK_ANON_MAX + 3; i++)
+		pt_mmap2(&t, 30, 0x1000000 + i * 0x2000, 0x1001000 + i * 0x2000, 0, PROT_READ | PROT_WRITE, "//anon", 100 + i);
+	proctrack_emit(&t, pt_count_maps, &c);
+	if (c.maps != PROCTRACK_ANON_MAX + 1 || c.lowest != 0x1006000 || !c.stack)
+		printf("# %zu maps, the lowest at %llx, the stack %s\n", c.maps, c.lowest, c.stack ? "kept" : "gone");
+	tap(c.maps == PROCTRACK_ANON_MAX + 1 && c.lowest == 0x1006000 && c.stack,
+	    "of anonymous memory without end, the newest mappings are restated, and the stack");
+	proctrack_release(&t);
 }
 
 static void proctrack_case(void)
@@ -637,6 +692,16 @@ static void proctrack_case(void)
 	pt_task(&t, PERF_RECORD_EXIT, 13, 10, 510);
 	pt_task(&t, PERF_RECORD_FORK, 13, 10, 500);
 	pt_task(&t, PERF_RECORD_EXIT, 14, 10, 520);
+	/* pid 20 loads libbig.so whole at 600, zero-fills its .bss over the
+	 * tail at 610 and takes anonymous memory over nothing at 620; pid 21
+	 * the same, the .bss read before the library. */
+	pt_exec(&t, 20, "big", 590);
+	pt_mmap2(&t, 20, 0x10000, 0x14000, 0, PROT_READ, "/lib/libbig.so", 600);
+	pt_mmap2(&t, 20, 0x12000, 0x14000, 0, PROT_READ | PROT_WRITE, "//anon", 610);
+	pt_mmap2(&t, 20, 0x100000, 0x101000, 0, PROT_READ | PROT_WRITE, "//anon", 620);
+	pt_exec(&t, 21, "big", 590);
+	pt_mmap2(&t, 21, 0x12000, 0x14000, 0, PROT_READ | PROT_WRITE, "//anon", 610);
+	pt_mmap2(&t, 21, 0x10000, 0x14000, 0, PROT_READ, "/lib/libbig.so", 600);
 	proctrack_emit(&t, pt_keep, &o);
 
 	pt_expect(o.text, 10,
@@ -649,6 +714,11 @@ static void proctrack_case(void)
 		  "a fork read after the child's own mapping keeps it, takes what the parent had then, and what the parent mapped before it, read late");
 	pt_expect(o.text, 12, "1000-2000 r-xp 0 /bin/other", strstr(o.text, "pid 12\nppid 10\ncomm other\n") != NULL,
 		  "a fork read after the child's exec leaves the exec'd program alone");
+	pt_expect(o.text, 20,
+		  "10000-12000 r--p 0 /lib/libbig.so; 12000-14000 rw-p 0 //anon; 100000-101000 rw-p 0 //anon", 1,
+		  "anonymous memory is restated, over a library's tail as elsewhere");
+	pt_expect(o.text, 21, "10000-12000 r--p 0 /lib/libbig.so; 12000-14000 rw-p 0 //anon", 1,
+		  "a library read after the anonymous memory over its tail leaves it there");
 	/* A process that exited is restated until two segments later. */
 	snprintf(first, sizeof(first), "%s", o.text);
 	proctrack_emit(&t, pt_keep, &(struct pt_text){ .len = 0 });
@@ -658,6 +728,7 @@ static void proctrack_case(void)
 	tap(strstr(o.text, "pid 12\n") && !strstr(o.text, "pid 13\n"), "an exit read before its fork still ends the process");
 	tap(!strstr(first, "pid 14\n"), "a process known by its exit alone is not restated");
 	proctrack_release(&t);
+	proctrack_anon_case();
 }
 
 int main(int argc, char **argv)
