@@ -81,6 +81,7 @@ if recording_allowed; then
 		"$MEMSIGHT" record -q -e malloc --leak-check -o k-lc.trace -- "$SAMPLES/leak_cases" tree >/dev/null &&
 		"$MEMSIGHT" record -q -a -o k-all.trace -- sh -c "\"$SAMPLES/xor_encoder\" \"$TOP/Makefile\" /dev/null &
 			\"$SAMPLES/xor_encoder\" \"$TOP/Makefile\" /dev/null; wait" >/dev/null &&
+		rm -f truth &&
 		{ "$MEMSIGHT" record -q --ring 16M --trigger signal -e faults,brk,mmap -o k-ring.trace -- \
 			"$SAMPLES/phases" 64 64 16 1500 >truth 2>/dev/null & } &&
 		rec=$! &&

@@ -106,7 +106,8 @@ test_expect_success 'a forked child that leaks is reported under its own pid' '
 '
 
 test_expect_success 'a process already running (-p); it exits and the recording ends complete' '
-	"$S/alloc_zoo" wait 6 300 >truth &
+	rm -f truth &&
+	{ "$S/alloc_zoo" wait 6 300 >truth & } &&
 	pid=$! &&
 	while ! grep -q waiting truth; do sleep 0.05; done &&
 	record -o p.trace -p $pid &&

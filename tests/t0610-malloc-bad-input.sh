@@ -58,6 +58,7 @@ test_expect_success 'bad sizes and sampling' '
 '
 
 test_expect_success 'a target that exits during the recording leaves a complete trace and no probe' '
+	rm -f truth &&
 	{ "$S/alloc_zoo" wait 8 50 >truth & } &&
 	pid=$! &&
 	while ! grep -q waiting truth; do sleep 0.05; done &&

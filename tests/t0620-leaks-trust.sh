@@ -201,7 +201,8 @@ if [ -n "$JEMALLOC" ]; then
 	# milliseconds an event): let it, or the 6 s may pass first.
 	test_expect_alone '-O takes the soname of an allocator a running process maps' '
 		while pgrep -x memsight-record >/dev/null; do sleep 0.1; done
-		LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" wait 6 30 >truth &
+		rm -f truth &&
+		{ LD_PRELOAD=$JEMALLOC "$S/alloc_zoo" wait 6 30 >truth & } &&
 		pid=$! &&
 		while ! grep -q waiting truth; do sleep 0.05; done &&
 		"$MEMSIGHT" record -q -e malloc -O libjemalloc.so.2 -o jep.trace -p $pid -d 10 &&

@@ -289,7 +289,7 @@ test_expect_alone 'with -a, an allocator a program maps is probed on every CPU w
 
 test_expect_success 'a ring: an allocator probed while recording is in every snapshot (its events in the ring'"'"'s head)' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
-	rm -f go && mkfifo go &&
+	rm -f go truth && mkfifo go &&
 	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth; sleep 1" & } &&
 	sp=$! &&
 	{ "$MEMSIGHT" record -e malloc -p $sp --ring 64M --trigger signal --pidfile rec.pid -o ring.trace 2>err & } &&

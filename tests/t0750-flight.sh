@@ -195,7 +195,7 @@ test_expect_success 'kill -9 while the ring wraps leaves a file that reads up to
 '
 
 test_expect_success 'SIGUSR1 saves one snapshot, beside the ring, that holds what came before it' '
-	rm -f ring.*.trace &&
+	rm -f ring.*.trace truth &&
 	{ "$MEMSIGHT" record --ring $RING --trigger signal --after 0.3 --compression none -e faults -o ring.trace -- \
 		"$SAMPLES/phases" 256 256 64 3000 >truth 2>rec & } &&
 	rec=$! &&

@@ -120,6 +120,7 @@ test_expect_success 'what the program executes does not inherit the sampler' '
 '
 
 test_expect_success '-p on a process started with the sampler uses its probe points' '
+	rm -f truth &&
 	{ LD_PRELOAD=$LIB MEMSIGHT_SAMPLE_BYTES=65536 "$S/churn_leak" 64 128 1 2000 >truth & } &&
 	pid=$! &&
 	i=0 && while [ $i -lt 50 ] && ! grep -q "^churn_leak: pid" truth; do sleep 0.1; i=$((i + 1)); done &&
