@@ -151,7 +151,7 @@ static int maps_put(struct pt_proc *p, uint64_t start, uint64_t end, uint64_t pg
 	if (!(copy = strdup(rest)))
 		return -1;
 	maps_cut(p, start, end);
-	p->maps[p->nr_maps++] = (struct pt_map){start, end, pgoff, time, copy, anon};
+	p->maps[p->nr_maps++] = (struct pt_map){ start, end, pgoff, time, copy, anon };
 	return 0;
 }
 
@@ -486,8 +486,7 @@ int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text,
 			buf = b;
 			alloc = need;
 		}
-		n = snprintf(buf, alloc, "pid %d\nppid %d\ncomm %s\nthreads %d", p->pid, p->ppid, p->comm,
-			     p->pid);
+		n = snprintf(buf, alloc, "pid %d\nppid %d\ncomm %s\nthreads %d", p->pid, p->ppid, p->comm, p->pid);
 		for (size_t k = 0; k < p->nr_tids; k++)
 			n += snprintf(buf + n, alloc - n, " %d", p->tids[k]);
 		n += snprintf(buf + n, alloc - n, "\n");
@@ -496,9 +495,9 @@ int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text,
 			const char *tab = strchr(m->rest, '\t');
 			int pl = tab ? (int)(tab - m->rest) : (int)strlen(m->rest);
 
-			n += snprintf(buf + n, alloc - n, "map\t%llx\t%llx\t%.*s\t%llx%s\n",
-				      (unsigned long long)m->start, (unsigned long long)m->end, pl, m->rest,
-				      (unsigned long long)m->pgoff, tab ? tab : "\t\t\t-\t");
+			n += snprintf(buf + n, alloc - n, "map\t%llx\t%llx\t%.*s\t%llx%s\n", (unsigned long long)m->start,
+				      (unsigned long long)m->end, pl, m->rest, (unsigned long long)m->pgoff,
+				      tab ? tab : "\t\t\t-\t");
 		}
 		ret = emit(arg, buf, n);
 	}
