@@ -190,6 +190,7 @@ SAMPLES := \
 	jit_code \
 	leak_cases \
 	loop_leak \
+	map_many \
 	mem_errors \
 	mem_hog \
 	phases \

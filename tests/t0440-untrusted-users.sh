@@ -293,6 +293,28 @@ fi
 [ -n "$CG" ] && rmdir "$CG" 2>/dev/null
 
 # One user's runtimes cannot take the room of another's: nobody's three
+# Another user's process that maps one page of a file 30,000 times: what
+# a ring restates of the processes as each segment begins would take more
+# than the segment, which stopped the recorder at the first one. It goes
+# on, that process restating fewer of its mappings, and says so; a
+# program beside it still has its stacks named in the window.
+if recording_allowed; then
+	cp "$SAMPLES/map_many" pub/map_many && chmod 755 pub/map_many
+
+	test_expect_alone 'a user'"'"'s process with 30,000 mappings: a ring goes on, cuts that process'"'"'s restatements to fit, and says so' '
+		rm -f mm.pid && { "$MEMSIGHT" record -a --ring 16M --compression none -e faults --pidfile mm.pid \
+			-o mm.trace 2>mm.err & } &&
+		rec=$! && wait_for "test -s mm.pid" &&
+		{ as_nobody "$TRASH/pub/map_many" 30000 3000 >mm.out & } &&
+		wait_for "grep -q mapped mm.out" &&
+		"$SAMPLES/phases" 16 64 16 >/dev/null &&
+		kill -INT $rec && wait $rec && wait &&
+		cat mm.out mm.err && ! grep "cannot write" mm.err &&
+		grep "warning: at [1-9][0-9]* of the ring.s [0-9]* segments the processes. mappings did not fit in half a segment: the processes that map the most restate fewer there" mm.err &&
+		"$MEMSIGHT" folded mm.trace >mm.folded 2>/dev/null && grep -q "^phases;.*;main;phase_middle " mm.folded
+	'
+fi
+
 # 30 MiB perf maps get 64 MiB at most, and root's small one after them is
 # still carried. Root's process lingers: whose a process's files must be
 # is read while it lives, and a recorder busy copying may see it late.

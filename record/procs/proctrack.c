@@ -434,11 +434,54 @@ void proctrack_record(struct proctrack *t, const void *rec, size_t len)
 	}
 }
 
-int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text, size_t len), void *arg)
+/* How much of its mappings a restatement keeps, the most first. */
+enum pt_keep { PT_KEEP_ALL, PT_KEEP_FILES, PT_KEEP_CODE, PT_KEEP_NONE };
+
+static int map_kept(const struct pt_map *m, enum pt_keep keep)
+{
+	if (keep == PT_KEEP_ALL)
+		return 1;
+	if (keep == PT_KEEP_NONE || m->anon)
+		return 0;
+	/* perms first: "r-xp" */
+	return keep == PT_KEEP_FILES || m->rest[2] == 'x';
+}
+
+/* The most a process's text can take: the buffer it is written into. */
+static size_t proc_text_max(const struct pt_proc *p, enum pt_keep keep)
+{
+	size_t need = 128 + 24 * p->nr_tids;
+
+	for (size_t k = 0; k < p->nr_maps; k++)
+		if (map_kept(&p->maps[k], keep))
+			need += 64 + strlen(p->maps[k].rest);
+	return need;
+}
+
+/* The most of its mappings a process keeps within cap bytes, given its
+ * size at each keep. */
+static enum pt_keep keep_under(const size_t size[PT_KEEP_NONE + 1], size_t cap)
+{
+	int k = PT_KEEP_ALL;
+
+	while (k < PT_KEEP_NONE && size[k] > cap)
+		k++;
+	return (enum pt_keep)k;
+}
+
+/* Restated: not one known by its exit alone (its fork not read yet, or
+ * never), which has nothing to restate. */
+static int proc_restated(const struct pt_proc *p)
+{
+	return p && !(p->exited && !p->comm[0] && !p->nr_maps);
+}
+
+int proctrack_emit(struct proctrack *t, size_t budget, int (*emit)(void *arg, const char *text, size_t len),
+		   void *arg)
 {
 	char *buf = NULL;
-	size_t alloc = 0;
-	int ret = 0;
+	size_t alloc = 0, used = 0, cap = 0, all = 0, (*size)[PT_KEEP_NONE + 1];
+	int ret = 0, left_out = 0, cut = 0;
 
 	t->generation++;
 	/* Drop those that exited two segments ago, then rehash the rest. */
@@ -465,17 +508,49 @@ int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text,
 				t->slots[slot_of(t, old[i]->pid)] = old[i];
 		free(old);
 	}
+	/* Each process's size at each keep, then the largest cap on any
+	 * one's size under which they all fit: those above it are cut back
+	 * a kind of mapping at a time, the others keep all of theirs. */
+	size = malloc((t->alloc ? t->alloc : 1) * sizeof(*size));
+	if (!size)
+		return -1;
+	for (size_t i = 0; i < t->alloc; i++) {
+		for (int k = 0; k <= PT_KEEP_NONE; k++)
+			size[i][k] = proc_restated(t->slots[i]) ? proc_text_max(t->slots[i], (enum pt_keep)k) : 0;
+		all += size[i][PT_KEEP_ALL];
+	}
+	if (all <= budget)
+		cap = SIZE_MAX;
+	for (size_t lo = 0, hi = SIZE_MAX / 2; cap != SIZE_MAX && lo <= hi;) {
+		size_t mid = lo + (hi - lo) / 2, total = 0;
+
+		for (size_t i = 0; i < t->alloc; i++)
+			total += size[i][keep_under(size[i], mid)];
+		if (total <= budget) {
+			cap = mid;
+			lo = mid + 1;
+		} else if (!mid) {
+			break;
+		} else {
+			hi = mid - 1;
+		}
+	}
 	for (size_t i = 0; i < t->alloc && !ret; i++) {
 		struct pt_proc *p = t->slots[i];
 		size_t n, need;
+		enum pt_keep keep;
 
-		/* One known by its exit alone (its fork not read yet, or never)
-		 * has nothing to restate. */
-		if (!p || (p->exited && !p->comm[0] && !p->nr_maps))
+		if (!proc_restated(p))
 			continue;
-		need = 128 + 24 * p->nr_tids;
-		for (size_t k = 0; k < p->nr_maps; k++)
-			need += 64 + strlen(p->maps[k].rest);
+		keep = keep_under(size[i], cap);
+		need = size[i][keep];
+		cut |= keep != PT_KEEP_ALL;
+		/* Where the processes alone do not fit, the last are left out. */
+		if (used + need > budget) {
+			left_out = 1;
+			continue;
+		}
+		used += need;
 		if (need > alloc) {
 			char *b = realloc(buf, need);
 
@@ -495,12 +570,17 @@ int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text,
 			const char *tab = strchr(m->rest, '\t');
 			int pl = tab ? (int)(tab - m->rest) : (int)strlen(m->rest);
 
+			if (!map_kept(m, keep))
+				continue;
 			n += snprintf(buf + n, alloc - n, "map\t%llx\t%llx\t%.*s\t%llx%s\n", (unsigned long long)m->start,
 				      (unsigned long long)m->end, pl, m->rest, (unsigned long long)m->pgoff,
 				      tab ? tab : "\t\t\t-\t");
 		}
 		ret = emit(arg, buf, n);
 	}
+	t->cut += cut || left_out;
+	t->dropped += left_out;
+	free(size);
 	free(buf);
 	return ret;
 }

@@ -35,6 +35,8 @@ struct proctrack {
 	struct pt_proc **slots; /* open addressing by pid */
 	size_t alloc, nr;
 	uint64_t generation;	/* segments begun */
+	uint64_t cut;		/* restatements that left mappings out to keep within their budget */
+	uint64_t dropped;	/* of those, the ones that left processes out too */
 };
 
 /* Take a TRACE_META_PROCESS text, read from /proc at time (the records'
@@ -45,8 +47,15 @@ int proctrack_load(struct proctrack *t, const char *text, size_t len, uint64_t t
 void proctrack_record(struct proctrack *t, const void *rec, size_t len);
 /* A segment begins: every process still kept, as TRACE_META_PROCESS text
  * handed to emit (which returns 0 to go on); those that exited two
- * segments ago are dropped first. Returns 0 or what emit returned. */
-int proctrack_emit(struct proctrack *t, int (*emit)(void *arg, const char *text, size_t len), void *arg);
+ * segments ago are dropped first. What is handed over stays within
+ * budget bytes, which any process could otherwise outgrow by mapping a
+ * file or memory tens of thousands of times: where every mapping does
+ * not fit, the processes that map the most restate fewer (their
+ * anonymous mappings left out, then those of no code, then all), the
+ * others all of theirs; where the processes alone do not fit, the last
+ * ones are left out. Returns 0 or what emit returned. */
+int proctrack_emit(struct proctrack *t, size_t budget, int (*emit)(void *arg, const char *text, size_t len),
+		   void *arg);
 void proctrack_release(struct proctrack *t);
 
 #endif

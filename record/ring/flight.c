@@ -231,14 +231,16 @@ static int carry_process(void *arg, const char *text, size_t len)
 /* As a segment begins (compression thread): the processes as they are,
  * and the kernel symbols every stack so far needed. Later segments'
  * kernel symbols add to these; their processes are read only when theirs
- * is the window's first segment. */
+ * is the window's first segment. The processes take at most half the
+ * segment, whatever the box's processes map: a restatement that did not
+ * fit would end the recording. */
 static int flight_carry(void *arg, struct trace_writer *w)
 {
 	struct recorder *rc = arg;
 	char *text = NULL;
 	size_t len = 0;
 
-	if (proctrack_emit(&rc->fl.pt, carry_process, w))
+	if (proctrack_emit(&rc->fl.pt, w->seg_size / 2, carry_process, w))
 		return w->err ? w->err : -ENOMEM;
 	if (rc->ksyms.nr && !ksyms_extract(&rc->ksyms, &rc->kallsyms, &text, &len) && len)
 		trace_writer_add(w, TRACE_CHUNK_META, TRACE_META_KSYMS, 0, text, len, 0);

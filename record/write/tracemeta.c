@@ -523,6 +523,13 @@ void rec_summary(struct recorder *rc)
 		msg_note("ring of %.1f MiB in %u segments: %.1f MiB went through it, %s", rc->fl.ring_size / 1048576.0,
 			 rc->w.nr_segs, rc->w.ring_bytes / 1048576.0,
 			 rc->w.seq > rc->w.nr_segs ? "the oldest overwritten" : "none of it overwritten");
+	if (rc->fl.pt.cut)
+		msg_warn("at %llu of the ring's %llu segments the processes' mappings did not fit in half a "
+			 "segment: the processes that map the most restate fewer there (the anonymous ones left out "
+			 "first, then those of no code)%s, and a window that starts at one knows less of them (a "
+			 "larger --ring has larger segments)",
+			 (unsigned long long)rc->fl.pt.cut, (unsigned long long)rc->w.seq,
+			 rc->fl.pt.dropped ? ", and some processes are not restated at all" : "");
 	if (rc->fl.nr_trig && !rc->quiet)
 		msg_note("%u snapshot%s saved%s", rc->fl.taken, rc->fl.taken == 1 ? "" : "s",
 			 rc->fl.failed ? " (some failed: see above)" : "");

@@ -642,6 +642,70 @@ static int pt_count_maps(void *arg, const char *text, size_t len)
 	return 0;
 }
 
+/* A restatement within a budget: pid 40 with its code, its data and
+ * twenty anonymous mappings, pid 41 with its code and one anonymous
+ * mapping; each budget smaller than the one before. The process that
+ * maps the most is cut back first. */
+static void proctrack_budget_case(void)
+{
+	static const char *const big =
+		"1000-2000 r-xp 0 /lib/a.so; 2000-3000 rw-p 1000 /lib/a.so; 100000-101000 rw-p 0 //anon";
+	static const char *const small = "1000-2000 r-xp 0 /bin/small; 200000-201000 rw-p 0 //anon";
+	static const struct {
+		size_t budget;
+		const char *maps40, *maps41; /* NULL: left out */
+		uint64_t cut, dropped;
+	} step[] = {
+		{ 100000, NULL, NULL, 0, 0 },
+		{ 1296, "1000-2000 r-xp 0 /lib/a.so; 2000-3000 rw-p 1000 /lib/a.so", NULL, 1, 0 },
+		{ 546, "1000-2000 r-xp 0 /lib/a.so", NULL, 2, 0 },
+		{ 256, "", "", 3, 0 },
+		{ 200, "", "", 4, 1 },
+	};
+	struct proctrack t = { 0 };
+	int ok = 1;
+
+	pt_exec(&t, 40, "big", 10);
+	pt_mmap2(&t, 40, 0x1000, 0x2000, 0, PROT_READ | PROT_EXEC, "/lib/a.so", 20);
+	pt_mmap2(&t, 40, 0x2000, 0x3000, 0x1000, PROT_READ | PROT_WRITE, "/lib/a.so", 30);
+	for (uint64_t i = 0; i < 20; i++)
+		pt_mmap2(&t, 40, 0x100000 + i * 0x2000, 0x101000 + i * 0x2000, 0, PROT_READ | PROT_WRITE, "//anon",
+			 40 + i);
+	pt_exec(&t, 41, "small", 10);
+	pt_mmap2(&t, 41, 0x1000, 0x2000, 0, PROT_READ | PROT_EXEC, "/bin/small", 20);
+	pt_mmap2(&t, 41, 0x200000, 0x201000, 0, PROT_READ | PROT_WRITE, "//anon", 30);
+	for (size_t s = 0; s < sizeof(step) / sizeof(step[0]); s++) {
+		struct pt_text o = { .len = 0 };
+		char got40[2048], got41[2048];
+		int has40, has41, good;
+
+		proctrack_emit(&t, step[s].budget, pt_keep, &o);
+		has40 = strstr(o.text, "pid 40\n") != NULL;
+		has41 = strstr(o.text, "pid 41\n") != NULL;
+		pt_maps_of(o.text, 40, got40, sizeof(got40));
+		pt_maps_of(o.text, 41, got41, sizeof(got41));
+		/* The first of the twenty stands for them. */
+		if (strstr(got40, "; 102000-"))
+			*strstr(got40, "; 102000-") = 0;
+		good = t.cut == step[s].cut && t.dropped == step[s].dropped;
+		if (step[s].dropped)
+			/* Only one of the two fits, with no mapping. */
+			good = good && has40 + has41 == 1 && !got40[0] && !got41[0];
+		else
+			good = good && has40 && has41 && !strcmp(got40, step[s].maps40 ? step[s].maps40 : big) &&
+			       !strcmp(got41, step[s].maps41 ? step[s].maps41 : small);
+		if (!good) {
+			printf("# budget %zu: pid 40 %s: %s; pid 41 %s: %s (cut %llu, dropped %llu)\n", step[s].budget,
+			       has40 ? "in" : "out", got40, has41 ? "in" : "out", got41, (unsigned long long)t.cut,
+			       (unsigned long long)t.dropped);
+			ok = 0;
+		}
+	}
+	tap(ok, "a restatement over its budget cuts back the process that maps the most: its anonymous mappings, "
+		"then those of no code, then all; then processes are left out");
+	proctrack_release(&t);
+}
+
 /* A process that maps anonymous memory without end: only the newest
  * PROCTRACK_ANON_MAX are restated, and its stack stays. */
 static void proctrack_anon_case(void)
@@ -653,7 +717,7 @@ static void proctrack_anon_case(void)
 	pt_mmap2(&t, 30, 0x7ff000, 0x800000, 0, PROT_READ | PROT_WRITE, "[stack]", 20);
 	for (uint64_t i = 0; i < PROCTRACK_ANON_MAX + 3; i++)
 		pt_mmap2(&t, 30, 0x1000000 + i * 0x2000, 0x1001000 + i * 0x2000, 0, PROT_READ | PROT_WRITE, "//anon", 100 + i);
-	proctrack_emit(&t, pt_count_maps, &c);
+	proctrack_emit(&t, SIZE_MAX, pt_count_maps, &c);
 	if (c.maps != PROCTRACK_ANON_MAX + 1 || c.lowest != 0x1006000 || !c.stack)
 		printf("# %zu maps, the lowest at %llx, the stack %s\n", c.maps, c.lowest, c.stack ? "kept" : "gone");
 	tap(c.maps == PROCTRACK_ANON_MAX + 1 && c.lowest == 0x1006000 && c.stack,
@@ -702,7 +766,7 @@ static void proctrack_case(void)
 	pt_exec(&t, 21, "big", 590);
 	pt_mmap2(&t, 21, 0x12000, 0x14000, 0, PROT_READ | PROT_WRITE, "//anon", 610);
 	pt_mmap2(&t, 21, 0x10000, 0x14000, 0, PROT_READ, "/lib/libbig.so", 600);
-	proctrack_emit(&t, pt_keep, &o);
+	proctrack_emit(&t, SIZE_MAX, pt_keep, &o);
 
 	pt_expect(o.text, 10,
 		  "1000-2000 r-xp 0 /bin/phases; 6000-7000 r--p 0 /lib/libc.so.6; 7000-8000 r-xp 1000 /lib/libc.so.6; "
@@ -721,14 +785,15 @@ static void proctrack_case(void)
 		  "a library read after the anonymous memory over its tail leaves it there");
 	/* A process that exited is restated until two segments later. */
 	snprintf(first, sizeof(first), "%s", o.text);
-	proctrack_emit(&t, pt_keep, &(struct pt_text){ .len = 0 });
+	proctrack_emit(&t, SIZE_MAX, pt_keep, &(struct pt_text){ .len = 0 });
 	o.len = 0;
 	o.text[0] = 0;
-	proctrack_emit(&t, pt_keep, &o);
+	proctrack_emit(&t, SIZE_MAX, pt_keep, &o);
 	tap(strstr(o.text, "pid 12\n") && !strstr(o.text, "pid 13\n"), "an exit read before its fork still ends the process");
 	tap(!strstr(first, "pid 14\n"), "a process known by its exit alone is not restated");
 	proctrack_release(&t);
 	proctrack_anon_case();
+	proctrack_budget_case();
 }
 
 int main(int argc, char **argv)
