@@ -343,12 +343,14 @@ if recording_allowed && [ -n "$USERNS" ]; then
 	# The process whose files are planted is started inside the
 	# namespace, so the recorder sees it there from its first mapping.
 	cat >pub/plant.sh <<-\EOF
-	# plant.sh KIND WHAT: a process in this (private) mount namespace
-	# whose perf map is WHAT bind-mounted over it (bind), a link to WHAT
-	# on a private /tmp (link), or a FIFO there (fifo).
+	# plant.sh KIND WHAT [PIDFILE]: a process in this (private) mount
+	# namespace whose perf map is WHAT bind-mounted over it (bind), a link
+	# to WHAT on a private /tmp (link), or a FIFO there (fifo); its pid
+	# written to PIDFILE.
 	# A child: a process of its own, in this namespace from its start.
 	sh -c '
 		f=/tmp/perf-$$.map
+		[ -z "$3" ] || echo $$ >"$3"
 		case $1 in
 		bind) touch $f && mount --bind "$2" $f ;;
 		link) mount -t tmpfs none /tmp && ln -s "$2" $f ;;
@@ -358,14 +360,18 @@ if recording_allowed && [ -n "$USERNS" ]; then
 	EOF
 	chmod 644 pub/plant.sh
 
+	# Others' programs (a JIT of another test) may have perf maps of
+	# their own while this records the whole system: only the planted
+	# process's is looked for.
 	test_expect_success 'a perf map bind-mounted over by a root-only file is not copied; nor one through a link' '
 		ATTACK="unshare -Urm sh $TRASH/pub/plant.sh bind $SECRET" &&
 		record_around bind.trace -e faults &&
 		test "$(in_trace bind.trace)" = 0 &&
-		ATTACK="unshare -Urm sh $TRASH/pub/plant.sh link $SECRET" &&
+		ATTACK="unshare -Urm sh $TRASH/pub/plant.sh link $SECRET $TRASH/pub/link.pid" &&
 		record_around link.trace -e faults &&
 		test "$(in_trace link.trace)" = 0 &&
-		"$MEMSIGHT" info link.trace >info && ! grep "perf-map" info
+		"$MEMSIGHT" info link.trace >info && test -s pub/link.pid &&
+		! grep "perf-map  pid $(cat pub/link.pid) " info
 	'
 	# The file the bind mount covered is on the host /tmp, owned by nobody:
 	# gone, so that no later process of its pid finds it there.

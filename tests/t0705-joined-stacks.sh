@@ -116,7 +116,9 @@ test_expect_success '--deep-freq 0: the same growth stops short, as the analyzer
 # sets that rate's period from the faults before (the loader's burst) and
 # moves it an eighth of the way a tick: a deep phase that starts fast may
 # wait some 30 ms for its first deep-stacks sample, and its stacks before
-# it stay short. 45 runs here: 92.8% to 100%, most above 99%.
+# it stay short. 45 runs here of 400 blocks: 92.8% to 100%, most above
+# 99%; a slower machine's CI, 85%: the short stacks are those of that
+# first while, so a growth twice as long halves their share.
 busy() {
 	for i in 1 2; do
 		(while [ -e busy.on ]; do cc -O2 -c -o busy$i.o "$TOP/samples/alloc_zoo.c" 2>/dev/null; done) &
@@ -124,10 +126,10 @@ busy() {
 }
 test_expect_alone 'system-wide beside a build: the same growth reaches main in 90% of its stacks' '
 	touch busy.on && busy &&
-	"$MEMSIGHT" record -q -a -e faults -o box.trace -- "$N/deep_stack" uniform 400 >/dev/null 2>err;
+	"$MEMSIGHT" record -q -a -e faults -o box.trace -- "$N/deep_stack" uniform 800 >/dev/null 2>err;
 	rc=$?; rm -f busy.on; wait; cat err; test $rc = 0 &&
 	uniform_share box.trace >counts && cat counts && read n m <counts &&
-	test "$n" -ge $((400 * 16)) && test $((m * 100)) -ge $((n * 90))
+	test "$n" -ge $((800 * 16)) && test $((m * 100)) -ge $((n * 90))
 '
 
 # Debian's sqlite3 runs its parser and its b-tree code deep: with an 8 KiB
