@@ -447,15 +447,18 @@ static int map_kept(const struct pt_map *m, enum pt_keep keep)
 	return keep == PT_KEEP_FILES || m->rest[2] == 'x';
 }
 
-/* The most a process's text can take: the buffer it is written into. */
-static size_t proc_text_max(const struct pt_proc *p, enum pt_keep keep)
+/* The most a process's text can take at each keep (the buffer it is
+ * written into), in one pass over its mappings. */
+static void proc_text_max(const struct pt_proc *p, size_t size[PT_KEEP_NONE + 1])
 {
-	size_t need = 128 + 24 * p->nr_tids;
+	for (int k = 0; k <= PT_KEEP_NONE; k++)
+		size[k] = 128 + 24 * p->nr_tids;
+	for (size_t i = 0; i < p->nr_maps; i++) {
+		size_t line = 64 + strlen(p->maps[i].rest);
 
-	for (size_t k = 0; k < p->nr_maps; k++)
-		if (map_kept(&p->maps[k], keep))
-			need += 64 + strlen(p->maps[k].rest);
-	return need;
+		for (int k = 0; k < PT_KEEP_NONE; k++)
+			size[k] += map_kept(&p->maps[i], (enum pt_keep)k) ? line : 0;
+	}
 }
 
 /* The most of its mappings a process keeps within cap bytes, given its
@@ -515,8 +518,10 @@ int proctrack_emit(struct proctrack *t, size_t budget, int (*emit)(void *arg, co
 	if (!size)
 		return -1;
 	for (size_t i = 0; i < t->alloc; i++) {
-		for (int k = 0; k <= PT_KEEP_NONE; k++)
-			size[i][k] = proc_restated(t->slots[i]) ? proc_text_max(t->slots[i], (enum pt_keep)k) : 0;
+		if (proc_restated(t->slots[i]))
+			proc_text_max(t->slots[i], size[i]);
+		else
+			memset(size[i], 0, sizeof(size[i]));
 		all += size[i][PT_KEEP_ALL];
 	}
 	if (all <= budget)
