@@ -152,10 +152,12 @@ test_expect_success 'a process in a private mount namespace with its own copy of
 # reports at the probe sites instead. Both are exact, and info tells how
 # many reports came each way. A command the recording started reports at
 # one alloc site, whatever its stack's depth, and that site and the free
-# site are one event: one to open and close.
+# site are one event: one to open and close. alloc_zoo's 50 rounds at the
+# probe sites (about 2,300 samples of 8 KiB stacks) fit in one CPU's ring,
+# so a recorder that gets no CPU while they run still loses none of them.
 test_expect_success 'reports come in shared memory; a process that cannot make its ring takes the probe sites; both exact' '
 	"$MEMSIGHT" record -q -e malloc -o two.trace -- sh -c \
-		"$S/fib_leak 100 && prlimit --nofile=4 $S/fib_leak 70 && prlimit --nofile=4 $S/alloc_zoo churn 200" >truth &&
+		"$S/fib_leak 100 && prlimit --nofile=4 $S/fib_leak 70 && prlimit --nofile=4 $S/alloc_zoo churn 50" >truth &&
 	cat truth &&
 	grep "^alloc_zoo: leaked 0 bytes in 0 allocations from churn" truth &&
 	"$MEMSIGHT" leaks two.trace >leaks &&
@@ -171,7 +173,7 @@ test_expect_success 'reports come in shared memory; a process that cannot make i
 	reports=$(sed -n "s/^malloc wrapper: \([0-9]*\) reports in shared memory from [0-9]* processes.*, 0 rings refused.*/\1/p" info) &&
 	samples=$(sed -n "s/^samples: *//p" info) &&
 	echo "$reports of $samples samples in shared memory" &&
-	test "$reports" -ge 100 && test $((samples - reports)) -ge $((70 + 200 * 36))
+	test "$reports" -ge 100 && test $((samples - reports)) -ge $((70 + 50 * 36))
 '
 
 # Once the recorder has published the process's code filter, the wrapper
