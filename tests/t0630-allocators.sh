@@ -39,6 +39,18 @@ leak_is() {
 	done
 }
 
+# An allocator mapped while recording is probed once the recorder reads
+# of its mapping: tens of milliseconds, or hundreds where other recordings
+# are closing their uprobe events (the kernel opens and closes them one at
+# a time). loop_leak, held on the FIFO (its standard input, opened for
+# reading and writing so that opening it waits for no one), is let go once
+# the recorder says the allocator is probed: OBJECT FIFO.
+probed_then_go() {
+	n=0
+	while ! grep -q "malloc: probing $1, which pid" err && test $n -lt 300; do sleep 0.1; n=$((n + 1)); done
+	echo go 1<>"$2"
+}
+
 test_expect_success 'a program whose own allocator emits otel_memory probes: exact, from that allocator' '
 	"$MEMSIGHT" record -e malloc -o own.trace -- "$S/usdt_alloc" 1000 >truth 2>err &&
 	grep "^usdt_alloc: pool left 24000 bytes in 500 allocations from make_record$" truth &&
@@ -228,8 +240,12 @@ test_expect_success 'malloc looked up with dlsym in libc itself is seen, every c
 
 test_expect_success 'through uprobes, an allocator the command maps after it starts is probed then: exact, said, and the gate cannot vouch' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
-	"$MEMSIGHT" record -e malloc --malloc-via uprobes -o late.trace -- \
-		env LD_PRELOAD="$JE" "$S/loop_leak" 100 0 300 >truth 2>err &&
+	rm -f held err && mkfifo held &&
+	{ "$MEMSIGHT" record -e malloc --malloc-via uprobes -o late.trace -- \
+		env LD_PRELOAD="$JE" "$S/loop_leak" 100 0 stdin <>held >truth 2>err & } &&
+	rp=$! &&
+	probed_then_go "$JE" held &&
+	wait $rp &&
 	cat err &&
 	grep "^loop_leak: 100 allocations of 4 bytes from leak(), 400 bytes leaked$" truth &&
 	grep "^memsight record: malloc: probing $JE, which pid [0-9]* mapped while recording, [0-9.]* ms after it did$" err &&
@@ -260,13 +276,14 @@ test_expect_success 'through uprobes, a program gone before its allocator could 
 
 test_expect_success 'with -p, an allocator a child execs into is probed when mapped, and in what the target starts after: both exact' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
-	rm -f go && mkfifo go &&
-	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth1; env LD_PRELOAD=$JE $S/loop_leak 50 >truth2" & } &&
+	rm -f go held && mkfifo go held &&
+	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 stdin <>held >truth1; env LD_PRELOAD=$JE $S/loop_leak 50 >truth2" & } &&
 	sp=$! &&
 	{ "$MEMSIGHT" record -e malloc -p $sp --pidfile p.pid -o p.trace 2>err & } &&
 	rp=$! &&
 	n=0; while ! test -s p.pid && test $n -lt 300; do sleep 0.1; n=$((n+1)); done &&
 	sleep 0.3 && echo go >go &&
+	probed_then_go "$JE" held &&
 	wait $sp && wait $rp &&
 	cat err truth1 truth2 &&
 	grep "^loop_leak: 50 allocations of 4 bytes from leak(), 200 bytes leaked$" truth2 &&
@@ -279,8 +296,12 @@ test_expect_success 'with -p, an allocator a child execs into is probed when map
 
 test_expect_alone 'with -a, an allocator a program maps is probed on every CPU when it appears: exact from then on' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
-	"$MEMSIGHT" record -a -e malloc -o all.trace -- \
-		sh -c "env LD_PRELOAD=$JE $S/loop_leak 100 0 300; env LD_PRELOAD=$JE $S/loop_leak 50" >truth 2>err &&
+	rm -f held err && mkfifo held &&
+	{ "$MEMSIGHT" record -a -e malloc -o all.trace -- \
+		sh -c "env LD_PRELOAD=$JE $S/loop_leak 100 0 stdin <>held; env LD_PRELOAD=$JE $S/loop_leak 50" >truth 2>err & } &&
+	rp=$! &&
+	probed_then_go "$JE" held &&
+	wait $rp &&
 	cat err truth &&
 	grep "^memsight record: malloc: probing $JE, which pid [0-9]* mapped while recording, [0-9.]* ms after it did$" err &&
 	"$MEMSIGHT" leaks --comm loop_leak all.trace >leaks 2>/dev/null &&
@@ -291,13 +312,14 @@ test_expect_alone 'with -a, an allocator a program maps is probed on every CPU w
 
 test_expect_success 'a ring: an allocator probed while recording is in every snapshot (its events in the ring'"'"'s head)' '
 	test -n "$JE" || { echo "# libjemalloc2 is missing: skipped"; return 0; }
-	rm -f go truth && mkfifo go &&
-	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 300 >truth; sleep 1" & } &&
+	rm -f go held truth && mkfifo go held &&
+	{ sh -c "read x <go; env LD_PRELOAD=$JE $S/loop_leak 100 0 stdin <>held >truth; sleep 1" & } &&
 	sp=$! &&
 	{ "$MEMSIGHT" record -e malloc -p $sp --ring 64M --trigger signal --pidfile rec.pid -o ring.trace 2>err & } &&
 	rp=$! &&
 	n=0; while ! test -s rec.pid && test $n -lt 300; do sleep 0.1; n=$((n+1)); done &&
 	sleep 0.3 && echo go >go &&
+	probed_then_go "$JE" held &&
 	n=0; while ! grep -q "^loop_leak: 100 allocations" truth 2>/dev/null && test $n -lt 300; do sleep 0.1; n=$((n+1)); done &&
 	kill -USR1 $(cat rec.pid) &&
 	wait $sp && { wait $rp || { echo "the recorder exited $?:"; cat err; false; }; } &&
