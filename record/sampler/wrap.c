@@ -285,8 +285,8 @@ void *sampler_next(const char *name)
  * tracer listens (no probe attached, no recording started the process), a
  * call costs a few loads and that jump. While one does, an allocation
  * that is not kept costs a countdown more, a free a look at the kept
- * blocks' filter while some are live, and realloc, which does both, its
- * slow path. */
+ * blocks' filter while some are live, and realloc both (its slow path
+ * only where it allocates anew, or its countdown runs out). */
 #define FAST __attribute__((optimize("omit-frame-pointer")))
 #define QUIET (!(__atomic_load_n(&otel_memory_alloc_semaphore, __ATOMIC_RELAXED) | sampler_recorded))
 
@@ -335,8 +335,18 @@ FAST void *realloc(void *p, size_t size)
 {
 	void *(*f)(void *, size_t) = (void *(*)(void *, size_t))NEXT_FAST(F_REALLOC);
 
-	if (__builtin_expect(QUIET && !sampler_free_watched(p) && !guard_has(p), 1))
-		return f(p, size);
+	if (__builtin_expect(!sampler_free_watched(p) && !guard_has(p), 1)) {
+		if (QUIET)
+			return f(p, size);
+		/* A block neither kept nor guarded, grown or shrunk to a size
+		 * the countdown passes over: the slow path would only count it
+		 * down and call the allocator. realloc(NULL, n) is malloc(n),
+		 * which the guard may choose: the slow path's. */
+		if (p && sampler_ts.left > sampler_bytes(size)) {
+			sampler_ts.left -= sampler_bytes(size);
+			return f(p, size);
+		}
+	}
 	return sampler_slow.realloc(p, size, f);
 }
 
