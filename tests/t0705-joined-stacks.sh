@@ -76,14 +76,18 @@ uniform_order() {
 # The deep phase starts right after the loader's burst of faults, and the
 # deep-stacks rate follows the faults before it: its first faults can come
 # before the first deep-stacks sample and stay short (record.md: some
-# 30 ms; here most runs a dozen faults, one run in many some 170 of 6400).
-# From the first whole stack on, each is completed from the thread's last.
+# 30 ms). Here most runs a dozen faults; one in many some 170 of 6400;
+# once, on a busy machine, 3390 of 6402, the kernel's period having
+# followed a fast burst of the loader's (a fault every half microsecond at
+# 500 samples a second is a period of some 4000). So the growth is 12,800
+# faults and the first whole stack comes in its first half. From the
+# first whole stack on, each is completed from the thread's last.
 test_expect_success 'growth only 60 frames deep, 12 KiB, by default: its stacks reach main from the first deep-stacks sample on' '
-	"$MEMSIGHT" record -q -e faults -o uniform.trace -- "$N/deep_stack" uniform 400 >uniform.truth 2>err &&
-	cat uniform.truth err && grep "^deep_stack: grow_here grew 400 blocks of 65536 bytes at depth 60" uniform.truth &&
+	"$MEMSIGHT" record -q -e faults -o uniform.trace -- "$N/deep_stack" uniform 800 >uniform.truth 2>err &&
+	cat uniform.truth err && grep "^deep_stack: grow_here grew 800 blocks of 65536 bytes at depth 60" uniform.truth &&
 	"$MEMSIGHT" info uniform.trace | grep "^  deep-stacks  *stacks  *[1-9][0-9]* samples" &&
 	uniform_order uniform.trace >order && cat order && read n before after whole <order &&
-	test "$n" -ge $((400 * 16)) && test $((before * 100)) -le $((n * 5)) &&
+	test "$n" -ge $((800 * 16)) && test $((before * 2)) -le "$n" &&
 	test $((whole * 1000)) -ge $((after * 995))
 '
 
