@@ -191,6 +191,7 @@ struct trace_writer {
 	uint64_t data_stored;	/* bytes of DATA chunks written, headers included */
 	uint64_t first_time, last_time;
 	size_t reserve;		/* bytes kept allocated past the end (trace_writer_reserve) */
+	uint64_t held;		/* the file's blocks are allocated up to here, past the end */
 	int full;		/* the reserve could not be kept: the disk is full */
 	/* ring: once trace_writer_ring_begin ran, chunks go into segments */
 	uint64_t ring_size, ring_start, seg_size, seg_used, ring_segment;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,13 +34,32 @@ static int writer_fail(struct trace_writer *w, int err, const char *fmt, ...)
 	return err;
 }
 
+/* The file's blocks allocated from the end up to end, its size unchanged.
+ * A reserve more is asked for, so that most chunks find their room held
+ * already and make no call (on ext4 one costs tens of microseconds, and a
+ * system-wide recording writes hundreds of chunks a minute); where the
+ * disk cannot give that much, exactly end. 0, or -1 with errno. */
+static int writer_hold(struct trace_writer *w, uint64_t end)
+{
+	if (end <= w->held)
+		return 0;
+	if (!fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(end - w->offset + w->reserve))) {
+		w->held = end + w->reserve;
+		return 0;
+	}
+	if ((errno != ENOSPC && errno != EDQUOT) || fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(end - w->offset)))
+		return -1;
+	w->held = end;
+	return 0;
+}
+
 /* Blocks held past the end of the file, its size unchanged: the chunks
  * that close a trace still find room once the disk fills. When they
  * cannot be had the writer is full; a file system without fallocate gets
  * no reserve. */
 static void writer_keep_reserve(struct trace_writer *w)
 {
-	if (!fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)w->reserve))
+	if (!writer_hold(w, w->offset + w->reserve))
 		return;
 	if (errno == ENOSPC || errno == EDQUOT)
 		w->full = 1;
@@ -295,8 +315,7 @@ static int writer_chunk_encoded(struct trace_writer *w, enum trace_chunk_type ty
 	 * cannot be, the writer is full and the chunk is not written (its
 	 * records count as not written). */
 	if (type == TRACE_CHUNK_DATA && w->fd >= 0 && w->reserve && !w->full && !w->ring_start &&
-	    fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(sizeof(h) + plen + w->reserve)) &&
-	    (errno == ENOSPC || errno == EDQUOT)) {
+	    writer_hold(w, w->offset + sizeof(h) + plen + w->reserve) && (errno == ENOSPC || errno == EDQUOT)) {
 		__atomic_store_n(&w->full, 1, __ATOMIC_RELAXED);
 		return -ENOSPC;
 	}
@@ -415,8 +434,7 @@ int trace_writer_room(struct trace_writer *w, uint64_t bytes)
 		return w->err;
 	if (w->fd < 0 || !w->reserve || w->full || w->ring_start)
 		return 0;
-	if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(bytes + w->reserve)) &&
-	    (errno == ENOSPC || errno == EDQUOT))
+	if (writer_hold(w, w->offset + bytes + w->reserve) && (errno == ENOSPC || errno == EDQUOT))
 		return -ENOSPC;
 	return 0;
 }
@@ -574,6 +592,21 @@ int trace_writer_add_loss(struct trace_writer *w, const struct trace_loss *l, si
 	return w->err;
 }
 
+/* The blocks held past the end, given back once nothing more is written:
+ * a truncation to the size the file has frees them (ext4, tmpfs). Only
+ * where the file ends where the trace does; a failure costs the disk those
+ * blocks and nothing else. */
+static void writer_release(struct trace_writer *w)
+{
+	struct stat st;
+
+	if (w->fd < 0 || w->held <= w->offset || w->ring_start || fstat(w->fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != w->offset)
+		return;
+	if (!ftruncate(w->fd, st.st_size))
+		w->held = w->offset;
+}
+
 int trace_writer_finish(struct trace_writer *w)
 {
 	unsigned char t[TRAILER_SIZE];
@@ -588,6 +621,7 @@ int trace_writer_finish(struct trace_writer *w)
 	put64(t + 40, w->last_time);
 	if (writer_chunk(w, TRACE_CHUNK_TRAILER, 0, w->last_time, t, sizeof(t), 0))
 		return w->err;
+	writer_release(w);
 	if (w->fd >= 0 && fdatasync(w->fd) && errno != EINVAL && errno != EROFS)
 		return writer_fail(w, -errno, "sync failed: %s", strerror(errno));
 	return 0;
