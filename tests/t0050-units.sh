@@ -77,11 +77,11 @@ test_expect_success 'C++ names: template arguments shortened to <>, operators ke
 	units_pass 8 names
 '
 
-test_expect_success 'the scrub keeps what unwinding reads and no secret: a known process, one learned from /proc; one it cannot learn keeps what could be pointers; 64- and 32-bit; a syscall exit keeps its arguments alone; its AVX2 path agrees' '
+test_expect_success 'the scrub keeps what unwinding reads and no secret: a known process, one learned from /proc; one it cannot learn keeps what could be pointers; 64- and 32-bit; a syscall exit keeps its arguments alone; its AVX2 path agrees; registers by the same rule' '
 	"$BUILD/test-record" scrub >out
 	status=$?
 	cat out &&
-	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = 37
+	test $status = 0 && ! grep "^not ok" out && test $(grep -c "^ok" out) = 38
 '
 
 test_expect_success 'the wrapper packs a stack dump by its rule, and its AVX2 and AVX-512 packings give the same bytes (skipped where the CPU lacks them)' '

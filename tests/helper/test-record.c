@@ -288,6 +288,59 @@ static void scrub_paths_case(void)
 	execmap_release(&em);
 }
 
+/* The registers of a 64-bit sample, one by one, under the rule a dump's
+ * words meet: sp and ip stay whatever they hold (here an ip in code the
+ * map does not know, a JIT's); a register into the dump or its last word's
+ * end, or into code, stays; the heap, a number, the word past the dump's
+ * end and the code's edges outside it go; on both paths of this CPU. */
+static void scrub_regs_case(void)
+{
+	static unsigned char rec[4096], out[4096];
+	struct execmap em;
+	struct scrub s;
+	int wide = 1, paths = 0, bad = 0;
+	uint64_t st = DUMP_SAMPLE_TYPE;
+	size_t size = sample_make(rec, PERF_SAMPLE_REGS_ABI_64, wide), regs_at = 8 + 4 * 8 + 8;
+	const uint64_t dyn = DUMP, jit = 0x7f0000001000ull;
+	/* By the mask's order: the value, and whether it stays. */
+	const struct { int r; uint64_t v; int stays; } want[] = {
+		{ PERF_REG_X86_AX, secret64, 0 },	       { PERF_REG_X86_BX, CODE + 0x40, 1 },
+		{ PERF_REG_X86_CX, CODE + 0x100000, 0 },     { PERF_REG_X86_DX, SP + dyn + 8, 0 },
+		{ PERF_REG_X86_SI, SP + dyn, 1 },	       { PERF_REG_X86_DI, SYSCALL_LEN, 0 },
+		{ PERF_REG_X86_BP, SP + 64, 1 },	       { PERF_REG_X86_SP, SP, 1 },
+		{ PERF_REG_X86_IP, jit, 1 },		       { PERF_REG_X86_R8, CODE + 0x1000, 0 },
+		{ PERF_REG_X86_R9, CODE - 8, 0 },	       { PERF_REG_X86_R10, CODE, 1 },
+		{ PERF_REG_X86_R11, CODE + 0xfff, 1 },       { PERF_REG_X86_R12, 0, 1 },
+		{ PERF_REG_X86_R13, 7, 0 },		       { PERF_REG_X86_R14, SP - 8, 0 },
+		{ PERF_REG_X86_R15, ~0ull, 0 },
+	};
+
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+		memcpy(rec + regs_at + 8 * k, &want[k].v, 8);
+	if (scrub_start(&s, &em, SCRUB_UNWIND, KNOWN, wide))
+		return;
+	for (int k = 0, cpu2 = s.avx2; k < 2; k++) {
+		if (k == 0 && !cpu2)
+			continue;
+		s.avx2 = k == 0;
+		scrub_copy(&s, st, REGS_MASK, 0, rec, size, out);
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			uint64_t v;
+
+			memcpy(&v, out + regs_at + 8 * i, 8);
+			if (v != (want[i].stays ? want[i].v : 0)) {
+				printf("# path %d, register %d: 0x%llx\n", k, want[i].r, (unsigned long long)v);
+				bad++;
+			}
+		}
+		paths++;
+	}
+	printf("# %d paths of this CPU compared\n", paths);
+	tap(!bad && paths, "the scrub keeps a register by the rule a dump's word meets, sp and ip whatever they hold");
+	scrub_free(&s);
+	execmap_release(&em);
+}
+
 /* A dump that holds a result (posix_memalign's pointer, returned through
  * memory) keeps the pointers rule, whatever the process: the word it
  * reads stays. */
@@ -826,6 +879,7 @@ int main(int argc, char **argv)
 	scrub_data_case();
 	scrub_keep_case();
 	scrub_paths_case();
+	scrub_regs_case();
 	printf("1..%d\n", tap_n);
 	return tap_failed != 0;
 }
