@@ -47,7 +47,8 @@ static int writer_hold(struct trace_writer *w, uint64_t end)
 		w->held = end + w->reserve;
 		return 0;
 	}
-	if ((errno != ENOSPC && errno != EDQUOT) || fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(end - w->offset)))
+	if ((errno != ENOSPC && errno != EDQUOT) ||
+	    fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->offset, (off_t)(end - w->offset)))
 		return -1;
 	w->held = end;
 	return 0;
