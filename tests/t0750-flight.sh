@@ -234,6 +234,9 @@ test_expect_success 'two restarts keep the evidence of both: the rings before th
 	"$MEMSIGHT" info keep.previous.1.trace | grep "^recorded by: .* -- echo three$"
 '
 
+# SIGUSR1 is sent once the ring is being recorded: until the recorder
+# takes it through its signalfd, the signal would end it (the sanitized
+# build, starting on a busy machine, can take longer than a fixed pause).
 test_expect_success 'snapshots are pruned by what the ring wrote, not by their names; a dead snapshot'"'"'s temp file goes' '
 	rm -f prune.* .prune.* &&
 	: >prune.29991231T235959Z.signal.trace &&
@@ -242,7 +245,9 @@ test_expect_success 'snapshots are pruned by what the ring wrote, not by their n
 	{ "$MEMSIGHT" record --ring $RING --trigger signal --after 0.1 --max-snapshots 1 -e faults -o prune.trace -- \
 		sleep 2 2>rec & } &&
 	rec=$! &&
-	sleep 0.5 && kill -USR1 $rec && wait $rec &&
+	i=0 && while [ $i -lt 100 ] && ! "$MEMSIGHT" info prune.trace 2>/dev/null | grep -q "^status: *being recorded"; do
+		sleep 0.1; i=$((i + 1)); done &&
+	kill -USR1 $rec && wait $rec &&
 	cat rec &&
 	snap=$(sed -n "s/^memsight record: snapshot .\.\/\(prune\.[^ ]*\.signal\.trace\).*/\1/p" rec) &&
 	test -n "$snap" && test -f "$snap" &&
