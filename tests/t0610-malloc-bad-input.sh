@@ -20,9 +20,13 @@ probes_gone() {
 }
 
 if cc -static -O1 -o static_loop "$TOP/samples/loop_leak.c" 2>/dev/null; then
+	# -p once the program runs: until its exec, the pid is a child of
+	# this shell, which maps libc.
 	test_expect_success '-p of a process that maps no allocator points to -O' '
 		./static_loop 1 5000 >/dev/null &
 		pid=$! &&
+		i=0 && while [ $i -lt 100 ] && [ "$(cat /proc/$pid/comm 2>/dev/null)" != static_loop ]; do
+			sleep 0.05; i=$((i + 1)); done &&
 		test_must_fail "$MEMSIGHT" record -e malloc -o t.trace -p $pid 2>err;
 		rc=$?; kill $pid; test $rc = 0 &&
 		test_one_line err &&
